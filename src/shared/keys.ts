@@ -1,0 +1,227 @@
+// The token encoding of DESIGN §2 and every key shape of §3: nothing else in src/ joins keys.
+
+/** A name: a node, module or contributor (DESIGN §2). */
+export const NAME_PATTERN = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/** A placeholder kind (DESIGN §8). */
+export const KIND_PATTERN = /^[a-z][a-z0-9-]*$/;
+
+const PLAIN_BYTE = /^[A-Za-z0-9\-_/]$/;
+const HEX = '0123456789ABCDEF';
+const UTF8 = new TextEncoder();
+
+/** The result of parsing: the value, or the reason it is out of shape. */
+export type Parsed<T> = { ok: true; value: T } | { ok: false; reason: string };
+
+/** Whether `name` is a valid node, module or contributor name. */
+export function isName(name: string): boolean {
+  return NAME_PATTERN.test(name);
+}
+
+/** Encodes any string as one KV key token: bytes outside `A-Z a-z 0-9 - _ /` become `=XX`. */
+export function encodeToken(text: string): string {
+  let out = '';
+  for (const char of text) {
+    if (PLAIN_BYTE.test(char)) {
+      out += char;
+      continue;
+    }
+    for (const byte of UTF8.encode(char)) out += '=' + HEX[byte >> 4] + HEX[byte & 15];
+  }
+  return out;
+}
+
+/** Decodes one token exactly, or says why it is not a valid encoding. */
+export function decodeToken(token: string): Parsed<string> {
+  if (token === '') return { ok: false, reason: 'empty token' };
+  const bytes: number[] = [];
+  for (let i = 0; i < token.length; i++) {
+    const char = token[i]!;
+    if (char === '=') {
+      const hex = token.slice(i + 1, i + 3);
+      if (!/^[0-9A-F]{2}$/.test(hex)) return { ok: false, reason: `bad escape "=${hex}" at ${i}` };
+      const byte = parseInt(hex, 16);
+      if (PLAIN_BYTE.test(String.fromCharCode(byte))) {
+        return { ok: false, reason: `"=${hex}" escapes a byte that stands for itself` };
+      }
+      bytes.push(byte);
+      i += 2;
+    } else if (PLAIN_BYTE.test(char)) {
+      bytes.push(char.charCodeAt(0));
+    } else {
+      return { ok: false, reason: `character ${JSON.stringify(char)} at ${i} is not allowed in a token` };
+    }
+  }
+  try {
+    return { ok: true, value: new TextDecoder('utf-8', { fatal: true }).decode(new Uint8Array(bytes)) };
+  } catch {
+    return { ok: false, reason: 'escapes do not decode as UTF-8' };
+  }
+}
+
+/** A key of the shape `<node>.<module>` (assignments, plans, applied). */
+export type NodeModuleKey = { node: string; module: string };
+/** A key of `mesh-config_resolved`: `<node>.<module>.<key>`, the key free to hold dots. */
+export type ConfigKey = NodeModuleKey & { key: string };
+/** A key of `mesh-provisioner_needs`: `<node>.<module>.<kind>.<name-token>`. */
+export type NeedKey = NodeModuleKey & { kind: string; name: string };
+/** A key of `mesh-provisioner_collect`: `<node>.<collection-token>.<contributor>`. */
+export type CollectKey = { node: string; collection: string; contributor: string };
+/** A key of `<provider>_bound`: `<node>.<module>.<provision>[.<local>]`. */
+export type BoundKey = NodeModuleKey & { provision: string; local?: string };
+
+function checkName(field: string, value: string): string | undefined {
+  return isName(value) ? undefined : `${field} "${value}" is not a valid name`;
+}
+
+function fail(reason: string): { ok: false; reason: string } {
+  return { ok: false, reason };
+}
+
+function splitKey(key: string, min: number, max: number): Parsed<string[]> {
+  const tokens = key.split('.');
+  if (tokens.length < min || tokens.length > max) {
+    const want = min === max ? `${min}` : `${min} to ${max}`;
+    return fail(`has ${tokens.length} tokens, wants ${want}`);
+  }
+  return { ok: true, value: tokens };
+}
+
+/** Builds `<node>.<module>`. */
+export function nodeModuleKey(node: string, module: string): string {
+  return `${node}.${module}`;
+}
+
+/** Parses `<node>.<module>`. */
+export function parseNodeModuleKey(key: string): Parsed<NodeModuleKey> {
+  const split = splitKey(key, 2, 2);
+  if (!split.ok) return split;
+  const [node, module] = split.value as [string, string];
+  const bad = checkName('node', node) ?? checkName('module', module);
+  return bad ? fail(bad) : { ok: true, value: { node, module } };
+}
+
+/** Builds a module key of `mesh-catalog_modules`. */
+export function moduleKey(module: string): string {
+  return module;
+}
+
+/** Parses a module key of `mesh-catalog_modules`. */
+export function parseModuleKey(key: string): Parsed<string> {
+  const bad = checkName('module', key);
+  return bad ? fail(bad) : { ok: true, value: key };
+}
+
+/** Builds a registry key: the kind itself. */
+export function registryKey(kind: string): string {
+  return kind;
+}
+
+/** Parses a registry key. */
+export function parseRegistryKey(key: string): Parsed<string> {
+  return KIND_PATTERN.test(key) ? { ok: true, value: key } : fail(`kind "${key}" does not match ${KIND_PATTERN}`);
+}
+
+/** Builds `<node>.<module>.<key>` of `mesh-config_resolved`; a config key's dots stay dots. */
+export function configKey(node: string, module: string, key: string): string {
+  return `${node}.${module}.${key}`;
+}
+
+/** Parses `<node>.<module>.<key>` of `mesh-config_resolved`. */
+export function parseConfigKey(key: string): Parsed<ConfigKey> {
+  const tokens = key.split('.');
+  if (tokens.length < 3) return fail(`has ${tokens.length} tokens, wants at least 3`);
+  const [node, module] = tokens as [string, string];
+  const bad = checkName('node', node) ?? checkName('module', module);
+  if (bad) return fail(bad);
+  const rest = tokens.slice(2);
+  if (rest.some((t) => t === '')) return fail('config key has an empty token');
+  return { ok: true, value: { node, module, key: rest.join('.') } };
+}
+
+/** Builds `<node>.<module>.<kind>.<name-token>` of `mesh-provisioner_needs`. */
+export function needKey(node: string, module: string, kind: string, name: string): string {
+  return `${node}.${module}.${kind}.${encodeToken(name)}`;
+}
+
+/** Parses `<node>.<module>.<kind>.<name-token>`. */
+export function parseNeedKey(key: string): Parsed<NeedKey> {
+  const split = splitKey(key, 4, 4);
+  if (!split.ok) return split;
+  const [node, module, kind, token] = split.value as [string, string, string, string];
+  const bad = checkName('node', node) ?? checkName('module', module);
+  if (bad) return fail(bad);
+  if (!KIND_PATTERN.test(kind)) return fail(`kind "${kind}" does not match ${KIND_PATTERN}`);
+  const name = decodeToken(token);
+  if (!name.ok) return fail(`name token: ${name.reason}`);
+  return { ok: true, value: { node, module, kind, name: name.value } };
+}
+
+/** Builds `<node>.<collection-token>.<contributor>` of `mesh-provisioner_collect`. */
+export function collectKey(node: string, collection: string, contributor: string): string {
+  return `${node}.${encodeToken(collection)}.${contributor}`;
+}
+
+/** Parses `<node>.<collection-token>.<contributor>`. */
+export function parseCollectKey(key: string): Parsed<CollectKey> {
+  const split = splitKey(key, 3, 3);
+  if (!split.ok) return split;
+  const [node, token, contributor] = split.value as [string, string, string];
+  const bad = checkName('node', node) ?? checkName('contributor', contributor);
+  if (bad) return fail(bad);
+  const collection = decodeToken(token);
+  if (!collection.ok) return fail(`collection token: ${collection.reason}`);
+  return { ok: true, value: { node, collection: collection.value, contributor } };
+}
+
+/** Builds `<node>.<module>.<provision>[.<local>]` of `<provider>_bound`. */
+export function boundKey(node: string, module: string, provision: string, local?: string): string {
+  const base = `${node}.${module}.${encodeToken(provision)}`;
+  return local === undefined ? base : `${base}.${encodeToken(local)}`;
+}
+
+/** Parses `<node>.<module>.<provision>[.<local>]`. */
+export function parseBoundKey(key: string): Parsed<BoundKey> {
+  const split = splitKey(key, 3, 4);
+  if (!split.ok) return split;
+  const [node, module, provisionToken, localToken] = split.value as [string, string, string, string?];
+  const bad = checkName('node', node) ?? checkName('module', module);
+  if (bad) return fail(bad);
+  const provision = decodeToken(provisionToken);
+  if (!provision.ok) return fail(`provision token: ${provision.reason}`);
+  if (localToken === undefined) return { ok: true, value: { node, module, provision: provision.value } };
+  const local = decodeToken(localToken);
+  if (!local.ok) return fail(`local token: ${local.reason}`);
+  return { ok: true, value: { node, module, provision: provision.value, local: local.value } };
+}
+
+/** The bucket a provider serves its bound entries in. */
+export function boundBucket(provider: string): string {
+  return `${provider}_bound`;
+}
+
+/** The vault name of a module's own secret. */
+export function moduleSecretVault(module: string, name: string): string {
+  return `module/${module}/${name}`;
+}
+
+/** The vault name of a provision's credential. */
+export function pairVault(p: { provider: string; provision: string; node: string; module: string; local?: string }): string {
+  const base = `pair/${p.provider}/${p.provision}/${p.node}/${p.module}`;
+  return p.local === undefined ? base : `${base}/${p.local}`;
+}
+
+/** Subject of a module's report. */
+export function appliedSubject(node: string, module: string): string {
+  return `prov.applied.${node}.${module}`;
+}
+
+/** Subject a node's client answers runtime asks on. */
+export function askSubject(node: string): string {
+  return `prov.ask.${node}`;
+}
+
+/** Subject a node's client says a changed value on. */
+export function changedSubject(node: string, module: string): string {
+  return `prov.changed.${node}.${module}`;
+}

@@ -1,0 +1,211 @@
+// valibot schemas for every value of DESIGN §3–§7 and §9, and one decoder that turns issues into a reason.
+import * as v from 'valibot';
+import { NAME_PATTERN, KIND_PATTERN, type Parsed } from './keys.ts';
+
+const name = v.pipe(v.string(), v.regex(NAME_PATTERN, 'is not a valid name'));
+const text = v.pipe(v.string(), v.minLength(1, 'is empty'));
+const placementMap = v.record(v.string(), v.union([v.string(), v.number()]));
+
+/** An assignment's placement: each namespace a map name → string or number. */
+export const PlacementSchema = v.strictObject({
+  dir: v.optional(placementMap),
+  access: v.optional(placementMap),
+  port: v.optional(placementMap),
+  seat: v.optional(placementMap),
+  machine: v.optional(placementMap),
+});
+/** An assignment's placement. */
+export type Placement = v.InferOutput<typeof PlacementSchema>;
+
+/** A value of `mesh-controller_assignments`. */
+export const AssignmentSchema = v.object({ node: name, module: name, placement: v.optional(PlacementSchema, {}) });
+/** A value of `mesh-controller_assignments`. */
+export type Assignment = v.InferOutput<typeof AssignmentSchema>;
+
+/** How a file is written. */
+export const FILE_MODES = ['owned', 'seed', 'managed'] as const;
+/** How a program takes a change of the file. */
+export const CHANGES = ['restart', 'reload', 'none'] as const;
+
+/** A file a module's templates fill. */
+export const FileSchema = v.object({
+  path: text,
+  template: text,
+  owner: v.optional(v.string()),
+  mode: v.optional(v.picklist(FILE_MODES), 'owned'),
+  change: v.optional(v.picklist(CHANGES), 'none'),
+  /** Permission bits as octal text, e.g. "0640". */
+  fileMode: v.optional(v.pipe(v.string(), v.regex(/^0?[0-7]{3}$/, 'is not an octal mode'))),
+  /** The comment leader of a `managed` file's BEGIN/END lines. */
+  comment: v.optional(text),
+});
+/** A file a module's templates fill. */
+export type FileDecl = v.InferOutput<typeof FileSchema>;
+
+/** A module's own secret. */
+export const SecretSchema = v.object({ name: text, path: v.optional(text) });
+
+/** What a module requires from a provider. */
+export const ProvisionSchema = v.object({
+  provider: name,
+  provision: text,
+  node: v.optional(name),
+  local: v.optional(text),
+  name: v.optional(text),
+  values: v.optional(v.record(v.string(), v.unknown())),
+});
+/** What a module requires from a provider. */
+export type Provision = v.InferOutput<typeof ProvisionSchema>;
+
+/** A provision a module serves. */
+export const ProvidesSchema = v.object({ provision: text });
+/** An item a module contributes to a collection. */
+export const ItemSchema = v.object({ collection: text, template: text });
+/** A collection a module collects. */
+export const CollectionSchema = v.object({ name: text, comment: v.optional(v.string(), '#') });
+
+const archive = v.object({
+  ref: v.pipe(v.string(), v.regex(/^(obj:\/\/[^/]+\/.+|file:\/\/\/.+|https:\/\/.+)$/, 'is not an obj://, file:/// or https:// reference')),
+  digest: v.pipe(v.string(), v.regex(/^sha256:[0-9a-f]{64}$/, 'is not sha256:<64 hex>')),
+});
+
+/** A composition's `provisioning`. */
+export const ProvisioningSchema = v.object({
+  files: v.optional(v.array(FileSchema), []),
+  secrets: v.optional(v.array(SecretSchema), []),
+  provisions: v.optional(v.array(ProvisionSchema), []),
+  provides: v.optional(v.array(ProvidesSchema), []),
+  items: v.optional(v.array(ItemSchema), []),
+  collections: v.optional(v.array(CollectionSchema), []),
+});
+
+/** A value of `mesh-catalog_modules`: a module's newest composition. */
+export const CompositionSchema = v.object({
+  module: name,
+  build: text,
+  published: v.boolean(),
+  archive: v.optional(archive),
+  provisioning: v.optional(ProvisioningSchema, {}),
+});
+/** A value of `mesh-catalog_modules`. */
+export type Composition = v.InferOutput<typeof CompositionSchema>;
+
+/** A plan's secret: its name, vault name and, for a file of its own, its path. */
+export const PlanSecretSchema = v.object({ name: text, vault: text, path: v.optional(text) });
+/** A plan's secret. */
+export type PlanSecret = v.InferOutput<typeof PlanSecretSchema>;
+
+/** A value of `mesh-provisioner_plans`. */
+export const PlanSchema = v.object({
+  node: name,
+  module: name,
+  build: text,
+  archive,
+  files: v.array(FileSchema),
+  placement: PlacementSchema,
+  secrets: v.array(PlanSecretSchema),
+  provisions: v.array(v.object({ ...ProvisionSchema.entries, node: name })),
+  provides: v.array(ProvidesSchema),
+  items: v.array(ItemSchema),
+  collections: v.array(CollectionSchema),
+});
+/** A value of `mesh-provisioner_plans`. */
+export type Plan = v.InferOutput<typeof PlanSchema>;
+
+/** A value of `mesh-provisioner_needs`. */
+export const NeedSchema = v.object({
+  node: name,
+  module: name,
+  kind: v.pipe(v.string(), v.regex(KIND_PATTERN, 'is not a kind')),
+  name: v.string(),
+  files: v.array(v.string()),
+  met: v.boolean(),
+});
+/** A value of `mesh-provisioner_needs`. */
+export type Need = v.InferOutput<typeof NeedSchema>;
+
+/** The states of a report. */
+export const REPORT_STATES = ['applied', 'waiting', 'failed', 'removed'] as const;
+/** What the engine did with a file. */
+export const FILE_ACTIONS = ['written', 'unchanged', 'kept', 'refused'] as const;
+
+/** A value of `mesh-provisioner_applied` and of `prov.applied.<node>.<module>`. */
+export const ReportSchema = v.object({
+  node: name,
+  module: name,
+  build: v.string(),
+  state: v.picklist(REPORT_STATES),
+  files: v.array(v.object({ path: v.string(), action: v.string(), digest: v.string(), reason: v.optional(v.string()) })),
+  waiting: v.array(v.object({ kind: v.string(), name: v.string(), files: v.array(v.string()) })),
+  reason: v.optional(v.string()),
+  at: v.string(),
+});
+/** A report. */
+export type Report = v.InferOutput<typeof ReportSchema>;
+
+/** A value of `mesh-provisioner_collect`. */
+export const CollectItemSchema = v.object({ node: name, collection: text, contributor: name, content: v.string() });
+/** A value of `mesh-provisioner_collect`. */
+export type CollectItem = v.InferOutput<typeof CollectItemSchema>;
+
+/** A value of `<provider>_bound`. */
+export const BoundEntrySchema = v.union([
+  v.object({ as: v.string(), user: v.string(), values: v.optional(v.record(v.string(), v.unknown()), {}) }),
+  v.object({ refused: v.string() }),
+]);
+/** A value of `<provider>_bound`. */
+export type BoundEntry = v.InferOutput<typeof BoundEntrySchema>;
+
+/** What the verb answers. */
+export const VERB_WHATS = ['registry', 'needs', 'applied', 'collect'] as const;
+/** A request of `mesh-provisioner.provisioning`. */
+export const VerbRequestSchema = v.strictObject({
+  what: v.optional(v.picklist(VERB_WHATS, 'must be one of registry, needs, applied, collect'), 'registry'),
+  node: v.optional(name),
+  module: v.optional(name),
+  contributor: v.optional(name),
+  collection: v.optional(text),
+  limit: v.optional(v.pipe(v.number(), v.integer('is not an integer'), v.minValue(1, 'must be at least 1'))),
+  after: v.optional(v.string()),
+});
+/** A request of the verb. */
+export type VerbRequest = v.InferOutput<typeof VerbRequestSchema>;
+
+/** A reply of the verb. */
+export type VerbReply = {
+  what: string;
+  entries: { key: string; value: unknown }[];
+  outOfShape: { key: string; reason: string }[];
+  next?: string;
+};
+
+/** A request of `prov.ask.<node>`. */
+export const AskSchema = v.object({ module: name, kind: text, key: text });
+
+/** A line on `provisioner_health`. */
+export type Health = { module: string; node?: string; build: string; reason: string; passes: number };
+
+/** Decodes JSON bytes or text against a schema; the reason names the field and what is wrong. */
+export function decodeJson<S extends v.GenericSchema>(schema: S, data: Uint8Array | string): Parsed<v.InferOutput<S>> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(typeof data === 'string' ? data : new TextDecoder().decode(data));
+  } catch (err) {
+    return { ok: false, reason: `not JSON: ${(err as Error).message}` };
+  }
+  return validate(schema, raw);
+}
+
+/** Validates a value against a schema; the reason names the field and what is wrong. */
+export function validate<S extends v.GenericSchema>(schema: S, raw: unknown): Parsed<v.InferOutput<S>> {
+  const result = v.safeParse(schema, raw);
+  if (result.success) return { ok: true, value: result.output };
+  return { ok: false, reason: result.issues.map(describeIssue).join('; ') };
+}
+
+function describeIssue(issue: v.BaseIssue<unknown>): string {
+  const path = v.getDotPath(issue);
+  const field = path ? `field "${path}"` : 'value';
+  const message = issue.message.startsWith('Invalid') ? `${issue.message.toLowerCase()}` : issue.message;
+  return `${field} ${message}`;
+}

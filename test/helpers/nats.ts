@@ -1,0 +1,90 @@
+// Starts a real nats-server with JetStream on 127.0.0.1 and a free port in a temp dir, and stops it.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** A running nats-server. */
+export type NatsServer = {
+  /** `nats://127.0.0.1:<port>`. */
+  url: string;
+  port: number;
+  /** The server's temp dir (JetStream store inside). */
+  dir: string;
+  /** Stops it (SIGTERM, then SIGKILL) and keeps its store for a restart. */
+  stop(): Promise<void>;
+  /** Starts it again on the same port and store. */
+  restart(): Promise<void>;
+  /** Stops it and removes its dir. */
+  cleanup(): Promise<void>;
+};
+
+/** A free TCP port on 127.0.0.1. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForPort(port: number, ms: number): Promise<void> {
+  const { connect } = await import('node:net');
+  const until = Date.now() + ms;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const sock = connect(port, '127.0.0.1');
+      sock.once('connect', () => { sock.destroy(); resolve(true); });
+      sock.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > until) throw new Error(`nats-server did not listen on ${port} within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Starts nats-server with JetStream; `config` is extra config text appended to the file. */
+export async function startNats(config = ''): Promise<NatsServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'mesh-nats-'));
+  const port = await freePort();
+  const conf = join(dir, 'nats.conf');
+  writeFileSync(conf, `listen: "127.0.0.1:${port}"\nmax_payload: 1048576\njetstream { store_dir: "${join(dir, 'js')}" }\n${config}\n`);
+  let child: ChildProcess | undefined;
+  const start = async () => {
+    child = spawn('nats-server', ['-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr!.on('data', (d) => (err += d));
+    child.once('error', (e) => { err += String(e); });
+    try {
+      await waitForPort(port, 10_000);
+    } catch (e) {
+      throw new Error(`${(e as Error).message}: ${err.slice(-500)}`);
+    }
+  };
+  const stop = async () => {
+    const c = child;
+    child = undefined;
+    if (!c || c.exitCode !== null) return;
+    const exited = new Promise((r) => c.once('exit', r));
+    c.kill('SIGTERM');
+    const timer = setTimeout(() => c.kill('SIGKILL'), 5000);
+    await exited;
+    clearTimeout(timer);
+  };
+  await start();
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    port,
+    dir,
+    stop,
+    restart: start,
+    async cleanup() {
+      await stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
