@@ -1,1 +1,39 @@
-console.log(1)
+// The reference node-engine (DESIGN §9): flags, signals, and nothing else; the engine itself is src/engine/.
+import { createLogger, underSystemd } from './shared/log.ts';
+import { engineUsage, parseEngineOptions } from './engine/options.ts';
+import { startEngine } from './engine/start.ts';
+import { VERSION } from './shared/version.ts';
+
+const command = parseEngineOptions(process.argv.slice(2), process.env);
+if (!command.ok) {
+  process.stderr.write(`engine: ${command.reason}\n`);
+  process.exit(2);
+}
+if (command.value.run === 'help') {
+  process.stdout.write(engineUsage() + '\n');
+  process.exit(0);
+}
+if (command.value.run === 'version') {
+  process.stdout.write(`mesh-provisioner engine ${VERSION}\n`);
+  process.exit(0);
+}
+
+const log = createLogger({ prefix: underSystemd() });
+try {
+  const engine = await startEngine({ ...command.value.options, log });
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info(`${signal}: stopping`);
+    engine.close().then(() => process.exit(0), (err: Error) => {
+      log.error(`stopping failed: ${err.message}`);
+      process.exit(1);
+    });
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+} catch (err) {
+  log.error(`engine cannot start: ${(err as Error).message}`);
+  process.exit(1);
+}

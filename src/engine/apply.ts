@@ -1,0 +1,107 @@
+// Applying one fill request: each file checked, filled and written as its mode says, then one restart or reload.
+import type { Logger } from '../shared/log.ts';
+import { contentDigest, DEFAULT_COMMENT, DEFAULT_FILE_MODE, type FillFile, type FillRequest, type FillResult } from '../shared/fill-protocol.ts';
+import type { Declaration } from './declaration.ts';
+import { PROGRAM_ACTIONS, type Journal, type ProgramAction } from './journal.ts';
+import { spliceBlock } from './managed.ts';
+import { resolveOwner, type Ownership } from './owner.ts';
+import { resolveInsideRoot } from './paths.ts';
+import { fillSecrets, type SecretSource } from './secrets.ts';
+import { exists, readOnDisk, writeAtomic, type OnDisk } from './writer.ts';
+
+/** What applying a request needs from the engine. */
+export type ApplyContext = {
+  /** The root with every link resolved; nothing is written outside it. */
+  realRoot: string;
+  /** The paths that may be written, as read for this request. */
+  declaration: Declaration;
+  /** Where secrets are read. */
+  secrets: SecretSource;
+  /** Where restarts and reloads are recorded. */
+  journal: Journal;
+  /** Where refusals and failures are said. */
+  log: Logger;
+};
+
+type Outcome = { action: 'written' | 'unchanged' | 'kept' } | { action: 'refused'; reason: string };
+
+/** Applies every file in request order and restarts or reloads the module's program at most once. */
+export async function applyFill(req: FillRequest, ctx: ApplyContext): Promise<FillResult[]> {
+  const results: FillResult[] = [];
+  let program: ProgramAction | undefined;
+  for (const file of req.files) {
+    const outcome = await applyFile(file, req, ctx);
+    results.push({ path: file.path, ...outcome });
+    if (outcome.action === 'refused') ctx.log.warn(`fill ${req.module}: ${file.path} refused: ${outcome.reason}`);
+    if (outcome.action !== 'written' || file.change === 'none') continue;
+    if (file.change === 'restart' || program === undefined) program = PROGRAM_ACTIONS[file.change];
+  }
+  ctx.log.info(`fill ${req.module} ${req.build}: ${summarize(results)}`);
+  if (program) {
+    try {
+      await ctx.journal(program, req.module);
+    } catch (err) {
+      ctx.log.error(`fill ${req.module}: journal of ${program} failed: ${(err as Error).message}`);
+    }
+  }
+  return results;
+}
+
+async function applyFile(file: FillFile, req: FillRequest, ctx: ApplyContext): Promise<Outcome> {
+  const refuse = (reason: string): Outcome => ({ action: 'refused', reason });
+  try {
+    const target = await resolveInsideRoot(ctx.realRoot, file.path);
+    if (!target.ok) return refuse(target.reason);
+    const declared = ctx.declaration(file.path);
+    if (!declared.ok) return refuse(declared.reason);
+    if (contentDigest(file.content) !== file.digest) return refuse('digest does not match content');
+    const filled = await fillSecrets(file.content, req.secrets ?? {}, ctx.secrets);
+    if (!filled.ok) return refuse(filled.reason);
+    const owner = await resolveOwner(file.owner);
+    if (owner.unknown) ctx.log.warn(`fill ${req.module}: ${file.path}: owner "${owner.unknown}" unknown here, written as the engine's own`);
+    const write = { target: target.value, content: filled.value, ownership: owner.ownership };
+    if (file.mode === 'seed') return (await exists(write.target)) ? { action: 'kept' } : writeOwned(write, file);
+    if (file.mode === 'managed') return writeManaged(write, file, req.module);
+    return writeOwned(write, file);
+  } catch (err) {
+    return refuse(`write failed: ${(err as Error).message}`);
+  }
+}
+
+type Write = { target: string; content: string; ownership: Ownership | undefined };
+
+async function writeOwned(write: Write, file: FillFile): Promise<Outcome> {
+  const bytes = Buffer.from(write.content, 'utf8');
+  const mode = parseMode(file.fileMode ?? DEFAULT_FILE_MODE);
+  return writeIfDifferent(write.target, await readOnDisk(write.target), bytes, mode, write.ownership);
+}
+
+// Foreign bytes are carried as latin1 so every byte outside the block survives, UTF-8 or not.
+async function writeManaged(write: Write, file: FillFile, module: string): Promise<Outcome> {
+  const current = await readOnDisk(write.target);
+  const asLatin1 = (s: string) => Buffer.from(s, 'utf8').toString('latin1');
+  const comment = asLatin1(file.comment ?? DEFAULT_COMMENT);
+  const spliced = spliceBlock(current?.bytes.toString('latin1'), module, comment, asLatin1(write.content));
+  if (!spliced.ok) return { action: 'refused', reason: spliced.reason };
+  // A file others write too keeps its own mode and owner unless the request names them.
+  const mode = file.fileMode ? parseMode(file.fileMode) : current?.mode ?? parseMode(DEFAULT_FILE_MODE);
+  const keepOwner = current && process.getuid?.() === 0 ? { uid: current.uid, gid: current.gid } : undefined;
+  return writeIfDifferent(write.target, current, Buffer.from(spliced.value, 'latin1'), mode, write.ownership ?? keepOwner);
+}
+
+async function writeIfDifferent(target: string, current: OnDisk | undefined, bytes: Buffer, mode: number, ownership: Ownership | undefined): Promise<Outcome> {
+  const sameOwner = !ownership || (current?.uid === ownership.uid && current.gid === ownership.gid);
+  if (current && current.bytes.equals(bytes) && current.mode === mode && sameOwner) return { action: 'unchanged' };
+  await writeAtomic(target, bytes, mode, ownership);
+  return { action: 'written' };
+}
+
+function parseMode(octal: string): number {
+  return parseInt(octal, 8);
+}
+
+function summarize(results: readonly FillResult[]): string {
+  const counts = new Map<string, number>();
+  for (const r of results) counts.set(r.action, (counts.get(r.action) ?? 0) + 1);
+  return results.length === 0 ? 'no files' : [...counts].map(([action, n]) => `${n} ${action}`).join(', ');
+}

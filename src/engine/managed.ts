@@ -1,0 +1,51 @@
+// A `managed` file: only the module's block between `<comment> BEGIN <module>` and `<comment> END <module>` is the engine's.
+import type { Parsed } from '../shared/keys.ts';
+
+/** The BEGIN and END lines of a module's block. */
+export function blockMarkers(comment: string, module: string): { begin: string; end: string } {
+  return { begin: `${comment} BEGIN ${module}`, end: `${comment} END ${module}` };
+}
+
+/**
+ * Puts `content` as the module's block into `existing` (undefined when the file is absent):
+ * replaces the first block in place, or appends one; every byte outside the block is kept.
+ * A BEGIN line without its END line is refused rather than guessed at.
+ */
+export function spliceBlock(existing: string | undefined, module: string, comment: string, content: string): Parsed<string> {
+  const { begin, end } = blockMarkers(comment, module);
+  const body = content === '' || content.endsWith('\n') ? content : content + '\n';
+  const block = `${begin}\n${body}${end}\n`;
+  if (existing === undefined || existing === '') return { ok: true, value: block };
+  const found = findBlock(existing, begin, end);
+  if (!found.ok) return found;
+  if (found.value === undefined) {
+    const separator = existing.endsWith('\n') ? '' : '\n';
+    return { ok: true, value: existing + separator + block };
+  }
+  const { start, stop } = found.value;
+  return { ok: true, value: existing.slice(0, start) + block + existing.slice(stop) };
+}
+
+/** Where the block lies: from the start of its BEGIN line to just past its END line's newline. */
+function findBlock(text: string, begin: string, end: string): Parsed<{ start: number; stop: number } | undefined> {
+  const lines = splitLines(text);
+  const first = lines.findIndex((l) => l.text === begin);
+  if (first < 0) return { ok: true, value: undefined };
+  const last = lines.findIndex((l, i) => i > first && l.text === end);
+  if (last < 0) return { ok: false, reason: `"${begin}" has no "${end}" line after it` };
+  return { ok: true, value: { start: lines[first]!.start, stop: lines[last]!.stop } };
+}
+
+/** Each line's text (without its line break or a trailing CR) and its byte span including the break. */
+function splitLines(text: string): { text: string; start: number; stop: number }[] {
+  const lines: { text: string; start: number; stop: number }[] = [];
+  let start = 0;
+  while (start < text.length) {
+    const newline = text.indexOf('\n', start);
+    const stop = newline < 0 ? text.length : newline + 1;
+    const raw = text.slice(start, newline < 0 ? text.length : newline);
+    lines.push({ text: raw.endsWith('\r') ? raw.slice(0, -1) : raw, start, stop });
+    start = stop;
+  }
+  return lines;
+}

@@ -1,0 +1,41 @@
+// Where a requested path really lands: inside the root after resolving `..` and links, or refused.
+import { lstat, realpath } from 'node:fs/promises';
+import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import type { Parsed } from '../shared/keys.ts';
+
+/** Whether `path` lies strictly inside `dir` (both absolute and normalized). */
+export function isInside(dir: string, path: string): boolean {
+  const rel = relative(dir, path);
+  return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel);
+}
+
+/**
+ * Resolves a requested path (absolute, or relative to the root) through every link that exists
+ * so far; the result is where the write lands, refused when that is not inside the real root.
+ */
+export async function resolveInsideRoot(realRoot: string, requested: string): Promise<Parsed<string>> {
+  const target = await realpathSoFar(resolve(realRoot, requested));
+  if (!isInside(realRoot, target)) return { ok: false, reason: `outside the root ${realRoot}` };
+  return { ok: true, value: target };
+}
+
+// realpath of the deepest existing ancestor, with the components that do not exist yet put back.
+async function realpathSoFar(path: string): Promise<string> {
+  const missing: string[] = [];
+  let at = path;
+  for (;;) {
+    try {
+      await lstat(at);
+      return join(await realpath(at), ...missing.reverse());
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      // A dangling link or a missing component: the rest of the path is still to be created.
+      if (code !== 'ENOENT' || dirname(at) === at) {
+        if (code === 'ENOENT') return path;
+        throw err;
+      }
+      missing.push(basename(at));
+      at = dirname(at);
+    }
+  }
+}

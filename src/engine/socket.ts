@@ -1,0 +1,71 @@
+// The fill socket's plumbing: taking over a stale path, newline framing per connection, and the knock (a touch).
+import { lstat, mkdir, unlink, utimes } from 'node:fs/promises';
+import { createConnection, type Server, type Socket } from 'node:net';
+import { dirname } from 'node:path';
+
+/** A request line longer than this (in characters) closes its connection: no module's files come near it. */
+export const MAX_LINE_LENGTH = 64 * 1024 * 1024;
+
+/** Makes the path free for a new socket: a stale socket is removed; a live one or a non-socket is an error. */
+export async function claimSocketPath(path: string): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  let info;
+  try {
+    info = await lstat(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  if (!info.isSocket()) throw new Error(`${path} exists and is not a socket`);
+  if (await answers(path)) throw new Error(`${path} is in use by a running engine`);
+  await unlink(path);
+}
+
+function answers(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createConnection(path);
+    probe.once('connect', () => { probe.destroy(); resolve(true); });
+    probe.once('error', () => resolve(false));
+  });
+}
+
+/** Touches the socket (mtime forward): a knock for every client watching it. */
+export async function touchSocket(path: string): Promise<void> {
+  const info = await lstat(path);
+  // Forward by at least a millisecond, so two knocks in one clock tick still differ.
+  const mtime = Math.max(Date.now(), info.mtimeMs + 1) / 1000;
+  await utimes(path, mtime, mtime);
+}
+
+/** Serves newline-delimited lines on every connection; replies go back in the order their lines came. */
+export function serveLines(server: Server, answer: (line: string) => Promise<string>, onError: (message: string) => void): Set<Socket> {
+  const open = new Set<Socket>();
+  server.on('connection', (socket) => {
+    open.add(socket);
+    socket.on('close', () => open.delete(socket));
+    socket.on('error', (err) => onError(`connection: ${err.message}`));
+    let buffered = '';
+    let replies = Promise.resolve();
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => {
+      buffered += chunk;
+      if (buffered.length > MAX_LINE_LENGTH) {
+        onError(`connection: a line past ${MAX_LINE_LENGTH} characters, closing it`);
+        socket.destroy();
+        return;
+      }
+      let newline: number;
+      while ((newline = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, newline);
+        buffered = buffered.slice(newline + 1);
+        if (line.trim() === '') continue;
+        const reply = answer(line);
+        replies = replies.then(async () => {
+          const text = await reply;
+          if (!socket.destroyed) socket.write(text + '\n');
+        }).catch((err: Error) => onError(`connection: ${err.message}`));
+      }
+    });
+  });
+  return open;
+}

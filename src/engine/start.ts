@@ -1,0 +1,102 @@
+// The reference engine wired together: the socket served, requests applied one at a time, knocks given.
+import { lstat, realpath, unlink } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import { resolve } from 'node:path';
+import type { Logger } from '../shared/log.ts';
+import { applyFill } from './apply.ts';
+import { readDeclaration, watchDeclaration } from './declaration.ts';
+import { handleLine } from './handle.ts';
+import { createJournal } from './journal.ts';
+import type { EngineOptions } from './options.ts';
+import { directorySecrets } from './secrets.ts';
+import { claimSocketPath, serveLines, touchSocket } from './socket.ts';
+
+/** What startEngine needs: the options, a logger, and for tests how often --declare is polled. */
+export type StartOptions = EngineOptions & {
+  /** Where the engine says what it does. */
+  log: Logger;
+  /** How often the declaration file is stat'ed for a change (ms). */
+  declarePollMs?: number;
+};
+
+/** A running engine. */
+export type RunningEngine = {
+  /** Stops accepting, finishes the request being applied, drops connections and removes the socket. */
+  close(): Promise<void>;
+};
+
+/** Starts serving the fill socket; creating it is the first knock. Rejects when the root or the socket path is unusable. */
+export async function startEngine(opts: StartOptions): Promise<RunningEngine> {
+  const { log, socketPath } = opts;
+  const realRoot = await realpath(opts.root).catch((err: NodeJS.ErrnoException) => {
+    throw new Error(`--root ${opts.root} is unusable: ${err.code ?? err.message}`, { cause: err });
+  });
+  const answer = createAnswerer(opts, realRoot);
+
+  await claimSocketPath(socketPath);
+  const server = createServer();
+  const connections = serveLines(server, answer, (message) => log.warn(message));
+  await listen(server, socketPath);
+  server.on('error', (err) => log.error(`socket ${socketPath}: ${err.message}`));
+  const { ino } = await lstat(socketPath);
+  log.info(`engine listening on ${socketPath}, root ${realRoot}`);
+
+  const knock = () => touchSocket(socketPath).then(
+    () => log.info(`declaration ${opts.declareFile} changed: knocked on ${socketPath}`),
+    (err: Error) => log.error(`knock on ${socketPath} failed: ${err.message}`),
+  );
+  const stopWatching = opts.declareFile ? watchDeclaration(opts.declareFile, knock, opts.declarePollMs) : () => {};
+
+  return {
+    close: async () => {
+      stopWatching();
+      const closed = new Promise<void>((done) => server.close(() => done()));
+      await answer.idle();
+      for (const socket of connections) socket.destroy();
+      await closed;
+      await removeIfOurs(socketPath, ino);
+      log.info(`engine stopped, ${socketPath} removed`);
+    },
+  };
+}
+
+/** Answers request lines one at a time across every connection, so two requests never race on one file. */
+function createAnswerer(opts: StartOptions, realRoot: string): ((line: string) => Promise<string>) & { idle(): Promise<void> } {
+  const { log } = opts;
+  const root = resolve(opts.root);
+  const secrets = directorySecrets(opts.secretsDir);
+  const journal = createJournal(opts.journalFile, log);
+  let queue: Promise<unknown> = Promise.resolve();
+  const answer = (line: string): Promise<string> => {
+    const reply = queue.then(async () => {
+      // Read again on every request: a declaration changed since is seen by the next fill.
+      const declaration = await readDeclaration(opts.declareFile, root);
+      return handleLine(line, (req) => applyFill(req, { realRoot, declaration, secrets, journal, log }));
+    });
+    queue = reply.catch(() => {});
+    return reply.then((r) => {
+      if (!r.ok) log.warn(`request ${r.id ?? '(no id)'} answered with an error: ${r.error}`);
+      return JSON.stringify(r);
+    });
+  };
+  return Object.assign(answer, { idle: () => queue.then(() => {}) });
+}
+
+function listen(server: Server, path: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(path, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+// Another engine may have taken the path since; its socket is not ours to remove.
+async function removeIfOurs(path: string, ino: number): Promise<void> {
+  try {
+    if ((await lstat(path)).ino === ino) await unlink(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+}
