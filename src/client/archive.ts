@@ -1,0 +1,126 @@
+// A module's templates (DESIGN §4, §7.1): from the cache by digest, or fetched by ref, checked
+// against the digest, cached, and unpacked. Fetching is archive-fetch.ts, unpacking archive-untar.ts.
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Parsed } from '../shared/keys.ts';
+import type { Logger } from '../shared/log.ts';
+import { describeError, fetchSource, parseRef, readFileWithin } from './archive-fetch.ts';
+import { unpackArchive } from './archive-untar.ts';
+
+export { natsObjectFetcher } from './archive-fetch.ts';
+
+/** Limits on what an archive may hold. */
+export type ArchiveLimits = {
+  /** Most bytes of the archive as fetched (compressed or not), and of all its files unpacked together. */
+  maxArchiveBytes: number;
+  /** Most bytes of one file. */
+  maxEntryBytes: number;
+  /** Most entries of any type (files, directories, …). */
+  maxEntries: number;
+};
+
+const MiB = 1024 * 1024;
+
+/** 64 MiB per archive (fetched, and unpacked in total), 16 MiB per file, 10 000 entries. */
+export const DEFAULT_ARCHIVE_LIMITS: ArchiveLimits = { maxArchiveBytes: 64 * MiB, maxEntryBytes: 16 * MiB, maxEntries: 10_000 };
+
+/**
+ * Fetches bytes of an obj:// reference: (bucket, name) → bytes or null when absent.
+ * A fetcher may stop reading once it holds more than `maxBytes`; bytes longer than `maxBytes` are refused.
+ */
+export type ObjectFetcher = (bucket: string, name: string, maxBytes?: number) => Promise<Uint8Array | null>;
+
+/** Where to keep archives and how to fetch and bound them. */
+export type LoadArchiveOptions = {
+  /** The cache directory: `<cacheDir>/sha256-<hex>` holds the archive's bytes as fetched. */
+  cacheDir: string;
+  /** Fetches `obj://` references. */
+  fetchObject: ObjectFetcher;
+  /** Size and count limits; DEFAULT_ARCHIVE_LIMITS when absent. */
+  limits?: ArchiveLimits;
+  /** Says cache trouble (warn) and fetches (info). */
+  log?: Logger;
+};
+
+const DIGEST = /^sha256:([0-9a-fA-F]{64})$/;
+
+/**
+ * Loads a module's templates: from the cache by digest, or fetched by ref, checked against digest,
+ * cached, unpacked. Errors are data: reason names the ref and what is wrong (with the limit for a size refusal).
+ */
+export async function loadArchive(ref: string, digest: string, opts: LoadArchiveOptions): Promise<Parsed<Map<string, Uint8Array>>> {
+  const limits = opts.limits ?? DEFAULT_ARCHIVE_LIMITS;
+  const bytes = await archiveBytes(ref, digest, opts, limits);
+  const files = bytes.ok ? await unpackArchive(bytes.value, limits) : bytes;
+  return files.ok ? files : fail(`archive ${ref}: ${files.reason}`);
+}
+
+/** The archive's bytes as fetched: from the cache, or fetched, checked and cached. */
+async function archiveBytes(ref: string, digest: string, opts: LoadArchiveOptions, limits: ArchiveLimits): Promise<Parsed<Uint8Array>> {
+  const wanted = DIGEST.exec(digest);
+  if (!wanted) return fail(`digest ${JSON.stringify(digest)} is not sha256:<64 hex>`);
+  // The ref is checked even when the digest is cached, so a bad ref fails alike on every node.
+  const source = parseRef(ref);
+  if (!source.ok) return source;
+  const hex = wanted[1]!.toLowerCase();
+  const path = join(opts.cacheDir, `sha256-${hex}`);
+  const cached = await readCached(ref, path, hex, limits.maxArchiveBytes, opts.log);
+  if (cached) return cached;
+  const fetched = await fetchSource(source.value, opts.fetchObject, limits.maxArchiveBytes);
+  if (!fetched.ok) return fetched;
+  const got = sha256Hex(fetched.value);
+  if (got !== hex) return fail(`digest mismatch: wants sha256:${hex}, got sha256:${got}`);
+  opts.log?.info(`archive ${ref}: fetched ${fetched.value.length} bytes, sha256:${hex}`);
+  await writeCache(ref, opts.cacheDir, path, fetched.value, opts.log);
+  return fetched;
+}
+
+/** The cached bytes when they hash to the digest; undefined when they must be fetched. */
+async function readCached(
+  ref: string,
+  path: string,
+  hex: string,
+  maxBytes: number,
+  log: Logger | undefined,
+): Promise<Parsed<Uint8Array> | undefined> {
+  let bytes: Uint8Array;
+  try {
+    bytes = await readFileWithin(path, maxBytes);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') log?.warn(`archive ${ref}: cache ${path} unreadable, fetching again: ${describeError(err)}`);
+    return undefined;
+  }
+  // Same bytes as any fetch by this digest would give, so the limit refuses them here just the same.
+  if (bytes.length > maxBytes) return fail(`larger than the archive limit of ${maxBytes} bytes`);
+  const got = sha256Hex(bytes);
+  if (got === hex) {
+    log?.debug(`archive ${ref}: from cache ${path}`);
+    return { ok: true, value: bytes };
+  }
+  log?.warn(`archive ${ref}: cache ${path} holds sha256:${got}, not sha256:${hex}; deleting it and fetching again`);
+  await rm(path, { force: true }).catch((err: unknown) => log?.warn(`archive ${ref}: cannot delete ${path}: ${describeError(err)}`));
+  return undefined;
+}
+
+/** Keeps the bytes under their digest; a failure is only said: the archive is still used. */
+async function writeCache(ref: string, dir: string, path: string, bytes: Uint8Array, log: Logger | undefined): Promise<void> {
+  const temp = join(dir, `.${randomBytes(6).toString('hex')}.${process.pid}.tmp`);
+  try {
+    await mkdir(dir, { recursive: true });
+    // No fsync: a file torn by a crash no longer hashes to its name and is fetched again.
+    await writeFile(temp, bytes, { flag: 'wx' });
+    await rename(temp, path);
+  } catch (err) {
+    log?.warn(`archive ${ref}: not cached at ${path}: ${describeError(err)}`);
+    await rm(temp, { force: true }).catch(() => undefined);
+  }
+}
+
+function sha256Hex(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+function fail(reason: string): { ok: false; reason: string } {
+  return { ok: false, reason };
+}

@@ -1,0 +1,389 @@
+// Module archives (DESIGN §4 refs, §7.1): fetched by ref, checked against the digest, cached by
+// digest, and unpacked with hostile or oversized entries refused.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { gzipSync } from 'node:zlib';
+import { packTar, type TarEntry, type TarHeader } from 'modern-tar';
+import { jetstream } from '@nats-io/jetstream';
+import { Objm } from '@nats-io/obj';
+import { connect } from '@nats-io/transport-node';
+import type { Parsed } from '../src/shared/keys.ts';
+import { memoryLogger } from '../src/shared/log.ts';
+import { DEFAULT_ARCHIVE_LIMITS, loadArchive, natsObjectFetcher, type ArchiveLimits, type ObjectFetcher } from '../src/client/archive.ts';
+import { fetchHttps } from '../src/client/archive-fetch.ts';
+import { startNats } from './helpers/nats.ts';
+
+const utf8 = new TextEncoder();
+const REF = 'obj://archives/a.tar';
+const temps: string[] = [];
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'mesh-archive-'));
+  temps.push(dir);
+  return dir;
+}
+
+function digestOf(bytes: Uint8Array): string {
+  return 'sha256:' + createHash('sha256').update(bytes).digest('hex');
+}
+
+function file(name: string, content: string | Uint8Array): TarEntry {
+  const body = typeof content === 'string' ? utf8.encode(content) : content;
+  return { header: { name, size: body.length, type: 'file' }, body };
+}
+
+function special(name: string, type: NonNullable<TarHeader['type']>, linkname?: string): TarEntry {
+  return { header: { name, size: 0, type, ...(linkname ? { linkname } : {}) } };
+}
+
+/** A fetcher serving `objects` by `<bucket>/<name>` and recording each call. */
+function memoryFetcher(objects: Record<string, Uint8Array>) {
+  const calls: { key: string; maxBytes: number | undefined }[] = [];
+  const fetch: ObjectFetcher = async (bucket, name, maxBytes) => {
+    calls.push({ key: `${bucket}/${name}`, maxBytes });
+    return objects[`${bucket}/${name}`] ?? null;
+  };
+  return { fetch, calls };
+}
+
+/** Fails the test; typed `never` so it ends a branch. */
+function fails(message: string): never {
+  assert.unreachable(message);
+  throw new Error(message);
+}
+
+const neverFetch: ObjectFetcher = async () => fails('fetched');
+
+/** Loads `bytes` as obj://archives/a.tar, with its own digest, into a fresh cache. */
+function loadBytes(bytes: Uint8Array, limits?: ArchiveLimits) {
+  const { fetch } = memoryFetcher({ 'archives/a.tar': bytes });
+  return loadArchive(REF, digestOf(bytes), { cacheDir: tempDir(), fetchObject: fetch, ...(limits ? { limits } : {}) });
+}
+
+function textFiles(result: Parsed<Map<string, Uint8Array>>): Record<string, string> {
+  if (!result.ok) fails(result.reason);
+  return Object.fromEntries([...result.value].map(([name, bytes]) => [name, Buffer.from(bytes).toString('utf8')]));
+}
+
+function reasonOf(result: Parsed<unknown>): string {
+  if (result.ok) fails('loaded, but should have been refused');
+  return result.reason;
+}
+
+function limitsWith(change: Partial<ArchiveLimits>): ArchiveLimits {
+  return { ...DEFAULT_ARCHIVE_LIMITS, ...change };
+}
+
+const WEB_ENTRIES = [
+  special('./', 'directory'),
+  special('./conf/', 'directory'),
+  file('./conf/web.conf', 'port=${port:http}\n'),
+  file('web.zsh', 'alias w=web\n'),
+  file('empty', ''),
+];
+const WEB_FILES = { 'conf/web.conf': 'port=${port:http}\n', 'web.zsh': 'alias w=web\n', empty: '' };
+
+test.after(() => {
+  for (const dir of temps) rmSync(dir, { recursive: true, force: true });
+});
+
+test('a plain tar loads as its regular files by normalised name, directories skipped', async () => {
+  assert.equal(textFiles(await loadBytes(await packTar(WEB_ENTRIES))), WEB_FILES);
+});
+
+test('a gzip-compressed tar is recognised by its bytes, whatever its name, and loads the same files', async () => {
+  const gz = gzipSync(await packTar(WEB_ENTRIES));
+  assert.equal(textFiles(await loadBytes(gz)), WEB_FILES);
+});
+
+test('a file:/// ref is read from disk; a missing file fails naming the ref', async () => {
+  const path = join(tempDir(), 'web 1.tar.gz');
+  const gz = gzipSync(await packTar(WEB_ENTRIES));
+  writeFileSync(path, gz);
+  const ref = pathToFileURL(path).href;
+  const loaded = await loadArchive(ref, digestOf(gz), { cacheDir: tempDir(), fetchObject: neverFetch });
+  assert.equal(textFiles(loaded), WEB_FILES);
+  const missing = reasonOf(await loadArchive(ref + '.gone', digestOf(gz), { cacheDir: tempDir(), fetchObject: neverFetch }));
+  assert.ok(missing.startsWith(`archive ${ref}.gone: cannot read: ENOENT`), missing);
+});
+
+test('an obj:// archive comes from the NATS object store, then from the cache once the server is stopped', async () => {
+  const server = await startNats();
+  const nc = await connect({ servers: server.url, maxReconnectAttempts: 0 });
+  try {
+    const content = randomBytes(300_000); // incompressible: several object-store chunks
+    const gz = gzipSync(await packTar([file('web.conf', content)]));
+    const store = await new Objm(jetstream(nc)).create('mesh-catalog_archives');
+    await store.putBlob({ name: 'web-1.tar.gz' }, gz);
+    const fetcher = natsObjectFetcher(nc);
+    let fetches = 0;
+    const counting: ObjectFetcher = (bucket, name, maxBytes) => ((fetches += 1), fetcher(bucket, name, maxBytes));
+    const cacheDir = join(tempDir(), 'not', 'yet', 'there');
+    const ref = 'obj://mesh-catalog_archives/web-1.tar.gz';
+
+    const first = await loadArchive(ref, digestOf(gz), { cacheDir, fetchObject: counting });
+    if (!first.ok) fails(first.reason);
+    assert.equal(Buffer.compare(Buffer.from(first.value.get('web.conf')!), content), 0);
+    assert.equal(readdirSync(cacheDir), [`sha256-${digestOf(gz).slice(7)}`], 'one cache file, no temp file left');
+    assert.equal(Buffer.compare(readFileSync(join(cacheDir, `sha256-${digestOf(gz).slice(7)}`)), gz), 0);
+
+    await server.stop();
+    const second = await loadArchive(ref, digestOf(gz), { cacheDir, fetchObject: counting });
+    if (!second.ok) fails(second.reason);
+    assert.equal(Buffer.compare(Buffer.from(second.value.get('web.conf')!), content), 0);
+    assert.is(fetches, 1);
+  } finally {
+    await nc.close();
+    await server.cleanup();
+  }
+});
+
+test('the NATS fetcher answers null for a missing object or bucket and stops reading past the limit', async () => {
+  const server = await startNats();
+  const nc = await connect({ servers: server.url });
+  try {
+    const big = randomBytes(600_000);
+    const store = await new Objm(jetstream(nc)).create('mesh-catalog_archives');
+    await store.putBlob({ name: 'big' }, big);
+    const fetcher = natsObjectFetcher(nc);
+    assert.is(await fetcher('mesh-catalog_archives', 'absent'), null);
+    assert.is(await fetcher('no-such-bucket', 'big'), null);
+    const partial = await fetcher('mesh-catalog_archives', 'big', 1000);
+    assert.ok(partial !== null && partial.length > 1000 && partial.length < big.length, `read ${partial?.length} bytes`);
+    const reason = reasonOf(
+      await loadArchive('obj://mesh-catalog_archives/absent', digestOf(big), { cacheDir: tempDir(), fetchObject: fetcher }),
+    );
+    assert.is(reason, 'archive obj://mesh-catalog_archives/absent: no object "absent" in bucket mesh-catalog_archives');
+  } finally {
+    await nc.close();
+    await server.cleanup();
+  }
+});
+
+test('a cached archive is used without fetching, and the cache holds exactly the fetched bytes', async () => {
+  const gz = gzipSync(await packTar(WEB_ENTRIES));
+  const { fetch, calls } = memoryFetcher({ 'archives/a.tar': gz });
+  const cacheDir = tempDir();
+  for (let i = 0; i < 3; i++) assert.equal(textFiles(await loadArchive(REF, digestOf(gz), { cacheDir, fetchObject: fetch })), WEB_FILES);
+  assert.is(calls.length, 1);
+  assert.equal(Buffer.compare(readFileSync(join(cacheDir, `sha256-${digestOf(gz).slice(7)}`)), gz), 0);
+});
+
+test('fetched bytes that do not hash to the digest are refused and nothing is cached', async () => {
+  const tar = await packTar(WEB_ENTRIES);
+  const wanted = digestOf(utf8.encode('another build'));
+  const { fetch } = memoryFetcher({ 'archives/a.tar': tar });
+  const cacheDir = tempDir();
+  const reason = reasonOf(await loadArchive(REF, wanted, { cacheDir, fetchObject: fetch }));
+  assert.is(reason, `archive ${REF}: digest mismatch: wants ${wanted}, got ${digestOf(tar)}`);
+  assert.equal(readdirSync(cacheDir), []);
+});
+
+test('a corrupted cache file is detected, said, deleted and fetched again', async () => {
+  const gz = gzipSync(await packTar(WEB_ENTRIES));
+  const { fetch, calls } = memoryFetcher({ 'archives/a.tar': gz });
+  const cacheDir = tempDir();
+  const cached = join(cacheDir, `sha256-${digestOf(gz).slice(7)}`);
+  assert.ok((await loadArchive(REF, digestOf(gz), { cacheDir, fetchObject: fetch })).ok);
+  writeFileSync(cached, 'bit rot');
+  const log = memoryLogger();
+  assert.equal(textFiles(await loadArchive(REF, digestOf(gz), { cacheDir, fetchObject: fetch, log })), WEB_FILES);
+  assert.is(calls.length, 2);
+  assert.equal(Buffer.compare(readFileSync(cached), gz), 0);
+  assert.ok(log.lines.some((line) => line.includes(' warn ') && line.includes(cached) && line.includes('fetching again')), log.lines.join('\n'));
+});
+
+test('an entry with a ".." segment or an absolute name refuses the whole archive, naming the entry', async () => {
+  const cases: [TarEntry, string][] = [
+    [file('../x', 'evil'), 'entry "../x": ".." segment refused'],
+    [file('conf/../../x', 'evil'), 'entry "conf/../../x": ".." segment refused'],
+    [file('conf/..', 'evil'), 'entry "conf/..": ".." segment refused'],
+    [special('../up/', 'directory'), 'entry "../up/": ".." segment refused'],
+    [file('/etc/passwd', 'evil'), 'entry "/etc/passwd": absolute name refused'],
+    // Long names travel in a pax record or the ustar prefix field: checked once joined.
+    [file(`../${'p'.repeat(300)}`, 'evil'), `entry "../${'p'.repeat(300)}": ".." segment refused`],
+    [file(`../${'u'.repeat(120)}/x`, 'evil'), `entry "../${'u'.repeat(120)}/x": ".." segment refused`],
+  ];
+  for (const [entry, why] of cases) {
+    const reason = reasonOf(await loadBytes(await packTar([file('ok.conf', 'fine'), entry])));
+    assert.is(reason, `archive ${REF}: ${why}`);
+  }
+});
+
+test('links, devices and fifos refuse the whole archive, naming the entry and its type', async () => {
+  const cases: [TarEntry, string][] = [
+    [special('conf/l', 'symlink', '/etc/shadow'), 'entry "conf/l": symlink refused'],
+    [special('h', 'link', 'ok.conf'), 'entry "h": hard link refused'],
+    [special('tty', 'character-device'), 'entry "tty": character device refused'],
+    [special('sda', 'block-device'), 'entry "sda": block device refused'],
+    [special('pipe', 'fifo'), 'entry "pipe": fifo refused'],
+  ];
+  for (const [entry, why] of cases) {
+    const reason = reasonOf(await loadBytes(await packTar([file('ok.conf', 'fine'), entry])));
+    assert.is(reason, `archive ${REF}: ${why}`);
+  }
+});
+
+test('a file entry with an empty name refuses the archive', async () => {
+  for (const name of ['', '.', './/.']) {
+    const reason = reasonOf(await loadBytes(await packTar([file(name, 'x')])));
+    assert.is(reason, `archive ${REF}: entry ${JSON.stringify(name)}: empty name refused`);
+  }
+});
+
+test('an entry past maxEntryBytes refuses the archive with the limit in the reason; one at the limit loads', async () => {
+  const limits = limitsWith({ maxEntryBytes: 100 });
+  const over = reasonOf(await loadBytes(await packTar([file('big', 'x'.repeat(101))]), limits));
+  assert.is(over, `archive ${REF}: entry "big": 101 bytes, past the entry limit of 100 bytes`);
+  assert.equal(textFiles(await loadBytes(await packTar([file('big', 'x'.repeat(100))]), limits)), { big: 'x'.repeat(100) });
+});
+
+test('an archive fetched past maxArchiveBytes is refused with the limit in the reason', async () => {
+  const tar = await packTar([file('a', 'x'.repeat(3000))]);
+  const { fetch, calls } = memoryFetcher({ 'archives/a.tar': tar });
+  const limits = limitsWith({ maxArchiveBytes: 2048 });
+  const reason = reasonOf(await loadArchive(REF, digestOf(tar), { cacheDir: tempDir(), fetchObject: fetch, limits }));
+  assert.is(reason, `archive ${REF}: larger than the archive limit of 2048 bytes`);
+  assert.is(calls[0]?.maxBytes, 2048, 'the fetcher is told the limit');
+});
+
+test('files unpacking past maxArchiveBytes in total refuse a small compressed archive', async () => {
+  const gz = gzipSync(await packTar([file('a', 'a'.repeat(600)), file('b', 'b'.repeat(600)), file('c', 'c'.repeat(600))]));
+  assert.ok(gz.length < 1500, `the compressed archive is within the limit (${gz.length} bytes)`);
+  const reason = reasonOf(await loadBytes(gz, { maxArchiveBytes: 1500, maxEntryBytes: 1000, maxEntries: 10 }));
+  assert.is(reason, `archive ${REF}: entry "c": unpacked total reaches 1800 bytes, past the archive limit of 1500 bytes`);
+});
+
+test('more than maxEntries entries refuse the archive with the limit; exactly maxEntries load', async () => {
+  const limits = limitsWith({ maxEntries: 3 });
+  const three = [special('d/', 'directory'), file('d/a', 'a'), file('d/b', 'b')];
+  assert.equal(textFiles(await loadBytes(await packTar(three), limits)), { 'd/a': 'a', 'd/b': 'b' });
+  const reason = reasonOf(await loadBytes(await packTar([...three, file('d/c', 'c')]), limits));
+  assert.is(reason, `archive ${REF}: entry "d/c": more than 3 entries, past the entry count limit`);
+});
+
+test('a gzip bomb is refused while decompressing, before its tar is read', async () => {
+  const limits = { maxArchiveBytes: 64 * 1024, maxEntryBytes: 16 * 1024 * 1024, maxEntries: 10 };
+  const bomb = gzipSync(await packTar([file('zeros', new Uint8Array(8 * 1024 * 1024))]));
+  assert.ok(bomb.length < limits.maxArchiveBytes, `the bomb itself is small (${bomb.length} bytes)`);
+  const reason = reasonOf(await loadBytes(bomb, limits));
+  assert.ok(reason.startsWith(`archive ${REF}: gzip decompresses past `), reason);
+});
+
+test('bytes that are not a tar, a truncated tar and broken gzip are refused, not thrown', async () => {
+  const tar = await packTar(WEB_ENTRIES);
+  const cases: [Uint8Array, string][] = [
+    [utf8.encode('hello world, this is not a tar\n'.repeat(40)), 'not a valid tar'],
+    [tar.subarray(0, 1700), 'not a valid tar'],
+    [new Uint8Array(0), 'not a valid tar'],
+    [Uint8Array.from([0x1f, 0x8b, 8, 0, 1, 2, 3, 4, 5, 6]), 'not a valid gzip'],
+  ];
+  for (const [bytes, why] of cases) {
+    const reason = reasonOf(await loadBytes(bytes));
+    assert.ok(reason.startsWith(`archive ${REF}: ${why}: `), reason);
+  }
+});
+
+test('a malformed digest, an unsupported scheme or a malformed ref fails with a reason and fetches nothing', async () => {
+  const digest = digestOf(utf8.encode('x'));
+  const cases: [string, string, string][] = [
+    [REF, 'md5:d41d8cd98f00b204e9800998ecf8427e', 'digest "md5:d41d8cd98f00b204e9800998ecf8427e" is not sha256:<64 hex>'],
+    [REF, 'sha256:abc', 'digest "sha256:abc" is not sha256:<64 hex>'],
+    ['http://example.com/a.tar', digest, 'unsupported ref scheme: wants obj://, file:/// or https://'],
+    ['obj://only-a-bucket', digest, 'an obj ref is obj://<bucket>/<name>'],
+    ['obj://bad.bucket/a', digest, 'an obj ref is obj://<bucket>/<name>'],
+    ['file://host/etc/a.tar', digest, 'a file ref is file:///absolute/path'],
+    ['file:a.tar', digest, 'a file ref is file:///absolute/path'],
+  ];
+  for (const [ref, dig, why] of cases) {
+    const reason = reasonOf(await loadArchive(ref, dig, { cacheDir: tempDir(), fetchObject: neverFetch }));
+    assert.ok(reason.startsWith(`archive ${ref}: ${why}`), reason);
+  }
+});
+
+test('an object fetcher that throws fails the module with its message', async () => {
+  const throwing: ObjectFetcher = async () => {
+    throw new Error('connection closed');
+  };
+  const reason = reasonOf(await loadArchive(REF, digestOf(utf8.encode('x')), { cacheDir: tempDir(), fetchObject: throwing }));
+  assert.is(reason, `archive ${REF}: object store fetch failed: connection closed`);
+});
+
+test('an unreachable https ref fails with a reason instead of throwing', async () => {
+  const ref = 'https://127.0.0.1:1/web.tar.gz';
+  const reason = reasonOf(await loadArchive(ref, digestOf(utf8.encode('x')), { cacheDir: tempDir(), fetchObject: neverFetch }));
+  assert.ok(reason.startsWith(`archive ${ref}: fetch failed`), reason);
+});
+
+/** A local http server: `/ok` answers `body`, `/endless` never ends, `/huge` declares a big length, `/stall` stalls. */
+async function httpServer(body: Uint8Array) {
+  let endlessClosed!: () => void;
+  const closed = new Promise<void>((resolve) => (endlessClosed = resolve));
+  const routes: Record<string, (req: IncomingMessage, res: ServerResponse) => void> = {
+    '/ok': (_req, res) => res.end(body),
+    '/endless': (_req, res) => {
+      res.writeHead(200);
+      const chunk = Buffer.alloc(16 * 1024, 1);
+      const pump = () => {
+        while (!res.destroyed && res.write(chunk));
+        if (!res.destroyed) res.once('drain', pump);
+      };
+      res.once('close', endlessClosed);
+      pump();
+    },
+    '/huge': (_req, res) => {
+      res.writeHead(200, { 'content-length': String(10 * 1024 * 1024) });
+      res.write('x');
+    },
+    '/stall': (_req, res) => {
+      res.writeHead(200);
+      res.write('x');
+    },
+  };
+  const server = createServer((req, res) => (routes[req.url ?? ''] ?? ((_q, r) => r.writeHead(404).end()))(req, res));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  const close = () => {
+    server.closeAllConnections();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  };
+  return { base, endlessClosed: closed, close };
+}
+
+test('the https fetch returns a body, says an HTTP error, and refuses a declared length past the limit', async () => {
+  const body = randomBytes(5000);
+  const http = await httpServer(body);
+  try {
+    const ok = await fetchHttps(`${http.base}/ok`, 65_536, 5000);
+    assert.ok(ok.ok && Buffer.compare(Buffer.from(ok.value), body) === 0);
+    assert.equal(await fetchHttps(`${http.base}/nothing`, 65_536, 5000), { ok: false, reason: 'HTTP 404 Not Found' });
+    assert.equal(await fetchHttps(`${http.base}/huge`, 65_536, 5000), {
+      ok: false,
+      reason: 'declares 10485760 bytes, past the archive limit of 65536 bytes',
+    });
+  } finally {
+    await http.close();
+  }
+});
+
+test('the https fetch stops reading an endless body past the limit, and gives up at its timeout', async () => {
+  const http = await httpServer(new Uint8Array(0));
+  try {
+    const endless = await fetchHttps(`${http.base}/endless`, 65_536, 5000);
+    assert.equal(endless, { ok: false, reason: 'larger than the archive limit of 65536 bytes' });
+    await Promise.race([http.endlessClosed, new Promise((_, reject) => setTimeout(() => reject(new Error('still reading')), 2000))]);
+    const started = Date.now();
+    assert.equal(await fetchHttps(`${http.base}/stall`, 65_536, 200), { ok: false, reason: 'no complete answer within 200 ms' });
+    assert.ok(Date.now() - started < 2000);
+  } finally {
+    await http.close();
+  }
+});
+
+test.run();
