@@ -1,8 +1,8 @@
 // Connecting to the bus, opening and creating KV buckets, and watching keys with a caught-up signal.
 import { readFileSync } from 'node:fs';
 import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
-import { jetstream, jetstreamManager, type JetStreamClient, type PushConsumer } from '@nats-io/jetstream';
-import { Kvm, type KV, type KvEntry } from '@nats-io/kv';
+import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
+import { Kvm, type KV } from '@nats-io/kv';
 
 /** How to reach and authenticate to the bus. */
 export type BusOptions = {
@@ -24,8 +24,11 @@ export type BusOptions = {
   name: string;
 };
 
-/** Connects with reconnects forever: a daemon waits for the bus, it does not give up on it. */
-export async function connectBus(opts: BusOptions): Promise<NatsConnection> {
+/**
+ * Connects with reconnects forever: a daemon waits for the bus, it does not give up on it.
+ * `once` is for a command a person runs: one try, and an error when the bus is not there.
+ */
+export async function connectBus(opts: BusOptions, once = false): Promise<NatsConnection> {
   return connect({
     servers: opts.servers,
     name: opts.name,
@@ -34,9 +37,9 @@ export async function connectBus(opts: BusOptions): Promise<NatsConnection> {
     ...(opts.token ? { token: opts.token } : {}),
     ...(opts.tlsCa ? { tls: { caFile: opts.tlsCa } } : {}),
     ...(opts.inboxPrefix ? { inboxPrefix: opts.inboxPrefix } : {}),
-    maxReconnectAttempts: -1,
+    maxReconnectAttempts: once ? 0 : -1,
     reconnectTimeWait: 250,
-    waitOnFirstConnect: true,
+    waitOnFirstConnect: !once,
   });
 }
 
@@ -92,29 +95,75 @@ export type Watch = {
 };
 
 /**
- * Watches the keys matching `filter` (a filtered ordered consumer, so a node's per-key grants are
- * enough and the watch is recreated with the same filter after a server restart).
+ * Watches the keys matching `filter` of a bucket with a filtered ordered push consumer, so a
+ * node's per-key grants are enough and the watch is recreated with the same filter after a server
+ * restart. nats.js creates an ordered consumer before it subscribes to its deliver subject, and on
+ * nats-server 2.9 a message stored in that window can be lost until the next one arrives (seen in
+ * test/watch.test.ts). So the first consumer delivers nothing (DeliverNew) and is at once replaced
+ * through the library's own reset, which subscribes first and replays the filter from sequence 1:
+ * every stored revision, then live changes. The seat's buckets keep one revision per key.
  */
-export async function watchKv(kv: KV, filter: string, onEvent: (event: WatchEvent) => void): Promise<Watch> {
-  const iter = await kv.watch({ key: filter });
-  const consumer = (iter as unknown as { _data: PushConsumer })._data;
-  const pending = (await consumer.info(true)).num_pending;
-  let seen = 0;
+export async function watchKv(nc: NatsConnection, bucket: string, filter: string, onEvent: (event: WatchEvent) => void): Promise<Watch> {
+  const prefix = `$KV.${bucket}.`;
+  const consumer = await jetstream(nc).consumers.getPushConsumer(`KV_${bucket}`, {
+    filter_subjects: prefix + filter,
+    deliver_policy: DeliverPolicy.New,
+  });
   let markCaughtUp!: () => void;
-  const caughtUp = new Promise<void>((resolve) => (markCaughtUp = resolve));
-  if (pending === 0) markCaughtUp();
+  let caught = false;
+  const caughtUp = new Promise<void>((resolve) => (markCaughtUp = () => { caught = true; resolve(); }));
+  const messages = await consumer.consume({
+    callback: (m) => {
+      const op = m.headers?.get('KV-Operation');
+      const deleted = op === 'DEL' || op === 'PURGE';
+      onEvent({ key: m.subject.slice(prefix.length), revision: m.seq, value: deleted ? null : m.data });
+      if (!caught && m.info.pending === 0) markCaughtUp();
+    },
+  });
   void (async () => {
-    for await (const entry of iter) {
-      onEvent(toEvent(entry));
-      if (++seen === pending) markCaughtUp();
+    for await (const s of messages.status()) {
+      if (s.type !== 'ordered_consumer_recreated' || caught) continue;
+      // The replacement's pending count at creation: nothing stored means caught up at once.
+      if ((await consumer.info(true)).num_pending === 0) markCaughtUp();
     }
   })();
-  return { caughtUp, stop: () => iter.stop() };
+  (messages as unknown as { reset(): void }).reset();
+  return { caughtUp, stop: () => void messages.stop() };
 }
 
-function toEvent(entry: KvEntry): WatchEvent {
-  const deleted = entry.operation === 'DEL' || entry.operation === 'PURGE';
-  return { key: entry.key, revision: entry.revision, value: deleted ? null : entry.value };
+/** How long a watch of a missing bucket waits between tries, at most. */
+export const MAX_WATCH_RETRY_MS = 5000;
+
+/**
+ * Watches `filter` of `bucket`, waiting for the bucket while it is missing (or not yet granted):
+ * each failed try is logged with its reason, and the wait doubles up to MAX_WATCH_RETRY_MS.
+ */
+export function watchBucket(
+  nc: NatsConnection,
+  bucket: string,
+  filter: string,
+  onEvent: (event: WatchEvent) => void,
+  log: { notice(line: string): void },
+): Watch & { ready: Promise<void> } {
+  let stopped = false;
+  let watch: Watch | undefined;
+  let markReady!: () => void;
+  const ready = new Promise<void>((resolve) => (markReady = resolve));
+  const caughtUp = (async () => {
+    for (let wait = 250; !stopped; wait = Math.min(wait * 2, MAX_WATCH_RETRY_MS)) {
+      try {
+        watch = await watchKv(nc, bucket, filter, onEvent);
+        if (stopped) watch.stop();
+        markReady();
+        return watch.caughtUp;
+      } catch (err) {
+        // A bucket not created yet, or no responders under a node's grants, looks the same: wait.
+        log.notice(`waiting for bucket ${bucket} (${filter}): ${(err as Error).message}`);
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
+  })();
+  return { caughtUp, ready, stop: () => { stopped = true; watch?.stop(); } };
 }
 
 /** Reads one key's value, or null when it is absent or deleted. */
@@ -125,9 +174,9 @@ export async function readKey(kv: KV, key: string): Promise<Uint8Array | null> {
 }
 
 /** Reads every key of a whole bucket (for the seat, which may read it whole), ignoring deletes. */
-export async function readAll(kv: KV, filter = '>'): Promise<Map<string, Uint8Array>> {
+export async function readAll(nc: NatsConnection, bucket: string, filter = '>'): Promise<Map<string, Uint8Array>> {
   const all = new Map<string, Uint8Array>();
-  const watch = await watchKv(kv, filter, (event) => {
+  const watch = await watchKv(nc, bucket, filter, (event) => {
     if (event.value) all.set(event.key, event.value);
     else all.delete(event.key);
   });

@@ -1,0 +1,66 @@
+// Wires the seat: its buckets, the registry, the verb, and the composer fed by watches.
+import type { NatsConnection } from '@nats-io/transport-node';
+import { jetstream } from '@nats-io/jetstream';
+import { Objm } from '@nats-io/obj';
+import { ensureSeatKv, jsonBytes, watchBucket } from '../shared/bus.ts';
+import { ASSIGNMENTS, HEALTH_SUBJECT, MODULES, PLANS, REGISTRY_BUCKET, SEAT_BUCKETS } from '../shared/buckets.ts';
+import type { Logger } from '../shared/log.ts';
+import { Composer, type PassSummary } from './composer.ts';
+import { REGISTRY_INTERVAL_MS, syncRegistry } from './registry-sync.ts';
+import { serveProvisioning } from './verb.ts';
+
+/** What the seat needs to run. */
+export type SeatOptions = {
+  nc: NatsConnection;
+  log: Logger;
+  /** The object-store bucket holding module archives. */
+  archives: string;
+  /** Copies each created bucket keeps. */
+  replicas: number;
+  /** Called after each pass (tests, logs). */
+  onPass?: (summary: PassSummary) => void;
+};
+
+/** A running seat. */
+export type Seat = { composer: Composer; stop(): Promise<void> };
+
+/** Starts the seat; resolves once its buckets exist and the registry is written. */
+export async function startSeat(opts: SeatOptions): Promise<Seat> {
+  const { nc, log } = opts;
+  const kvs = new Map(await Promise.all(SEAT_BUCKETS.map(async (b) => [b, await ensureSeatKv(nc, b, opts.replicas)] as const)));
+  await new Objm(jetstream(nc)).create(opts.archives, { replicas: opts.replicas });
+
+  const registry = kvs.get(REGISTRY_BUCKET)!;
+  await syncRegistry(nc, registry, log);
+  const timer = setInterval(() => {
+    syncRegistry(nc, registry, log).catch((err) => log.error(`registry: ${(err as Error).message}`));
+  }, REGISTRY_INTERVAL_MS);
+
+  const verb = serveProvisioning(nc, log);
+  const plans = kvs.get(PLANS)!;
+  const composer = new Composer(
+    {
+      putPlan: async (key, value) => void (await plans.put(key, value)),
+      deletePlan: (key) => plans.delete(key),
+      health: (line) => nc.publish(HEALTH_SUBJECT, jsonBytes(line)),
+    },
+    log,
+    opts.onPass,
+  );
+
+  const watches = ([['plans', PLANS], ['assignments', ASSIGNMENTS], ['modules', MODULES]] as const).map(([input, bucket]) => {
+    const watch = watchBucket(nc, bucket, '>', (e) => composer.update(input, e.key, e.value), log);
+    void watch.caughtUp.then(() => composer.loaded(input));
+    return watch;
+  });
+
+  return {
+    composer,
+    async stop() {
+      clearInterval(timer);
+      await verb.stop();
+      for (const w of watches) w.stop();
+      await composer.idle();
+    },
+  };
+}

@@ -1,0 +1,49 @@
+// The flags every program uses to reach the bus (DESIGN §10), shared by server and client.
+import { existsSync } from 'node:fs';
+import type { BusOptions } from './bus.ts';
+import type { FlagSpec, FlagValues } from './flags.ts';
+import type { Parsed } from './keys.ts';
+
+/** The bus URL used when none is given. */
+export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';
+
+/** Flags for reaching and authenticating to the bus. */
+export const BUS_FLAGS: readonly FlagSpec[] = [
+  { name: 'nats', env: 'MESH_NATS_URL', type: 'list', arg: 'URL[,URL…]', help: `every server of the cluster (default ${DEFAULT_NATS_URL})` },
+  { name: 'creds', env: 'MESH_NATS_CREDS', type: 'string', arg: 'FILE', help: 'NATS credentials file' },
+  { name: 'user', env: 'MESH_NATS_USER', type: 'string', arg: 'NAME', help: 'user name (with --password)' },
+  { name: 'password', env: 'MESH_NATS_PASSWORD', type: 'string', arg: 'TEXT', help: 'password' },
+  { name: 'token', env: 'MESH_NATS_TOKEN', type: 'string', arg: 'TEXT', help: 'authentication token' },
+  { name: 'tls-ca', env: 'MESH_NATS_CA', type: 'string', arg: 'FILE', help: 'CA file to verify the servers' },
+];
+
+/** Turns parsed flags into bus options, rejecting contradictions by flag name. */
+export function busOptionsFrom(flags: FlagValues['values'], name: string, inboxPrefix?: string): Parsed<BusOptions> {
+  const servers = (flags['nats'] as string[] | undefined) ?? [DEFAULT_NATS_URL];
+  for (const url of servers) {
+    if (!/^(nats|tls|wss?):\/\/[^\s]+$|^[^\s:/]+:\d+$/.test(url)) return { ok: false, reason: `--nats: "${url}" is not a nats:// URL or host:port` };
+  }
+  const creds = flags['creds'] as string | undefined;
+  const user = flags['user'] as string | undefined;
+  const pass = flags['password'] as string | undefined;
+  const token = flags['token'] as string | undefined;
+  const tlsCa = flags['tls-ca'] as string | undefined;
+  const ways = [creds && '--creds', user && '--user', token && '--token'].filter(Boolean);
+  if (ways.length > 1) return { ok: false, reason: `${ways.join(' and ')} contradict: give one way to authenticate` };
+  if (pass && !user) return { ok: false, reason: '--password needs --user' };
+  for (const [flag, file] of [['--creds', creds], ['--tls-ca', tlsCa]] as const) {
+    if (file && !existsSync(file)) return { ok: false, reason: `${flag}: no file at ${file}` };
+  }
+  return {
+    ok: true,
+    value: {
+      servers,
+      name,
+      ...(creds ? { creds } : {}),
+      ...(user ? { user, pass: pass ?? '' } : {}),
+      ...(token ? { token } : {}),
+      ...(tlsCa ? { tlsCa } : {}),
+      ...(inboxPrefix ? { inboxPrefix } : {}),
+    },
+  };
+}

@@ -1,0 +1,282 @@
+// The verb mesh-provisioner.provisioning (DESIGN §6) and `query`, against a real nats-server.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { KV } from '@nats-io/kv';
+import { ensureSeatKv, jsonBytes } from '../src/shared/bus.ts';
+import { APPLIED, COLLECT, NEEDS, PROVISIONING_VERB, REGISTRY_BUCKET } from '../src/shared/buckets.ts';
+import { collectKey, needKey } from '../src/shared/keys.ts';
+import { memoryLogger } from '../src/shared/log.ts';
+import type { VerbReply } from '../src/shared/schemas.ts';
+import { answerProvisioning, compareKeys, REPLY_HEADROOM, serveProvisioning } from '../src/server/verb.ts';
+import { runQuery } from '../src/server/query.ts';
+import { startNats, type NatsServer } from './helpers/nats.ts';
+
+let server: NatsServer;
+let nc: NatsConnection;
+let serving: { stop(): Promise<void> };
+const kv: Record<string, KV> = {};
+const log = memoryLogger();
+
+const need = (node: string, module: string, kind: string, name: string, met = true) =>
+  ({ node, module, kind, name, files: [`/etc/${module}/${module}.conf`], met });
+const report = (node: string, module: string, state = 'applied', extra: object = {}) =>
+  ({ node, module, build: 'b1', state, files: [{ path: `/etc/${module}.conf`, action: 'written', digest: 'sha256:x' }], waiting: [], at: '2026-01-01T00:00:00Z', ...extra });
+const item = (node: string, collection: string, contributor: string, content = `# ${contributor}\n`) =>
+  ({ node, collection, contributor, content });
+
+const ZSH = 'shell:zsh:normal';
+const POSIX = 'environment:posix';
+
+async function put(bucket: string, key: string, value: unknown): Promise<void> {
+  await kv[bucket]!.put(key, typeof value === 'string' ? value : jsonBytes(value));
+}
+
+async function ask(request: unknown): Promise<VerbReply & { error?: string }> {
+  const body = typeof request === 'string' ? new TextEncoder().encode(request) : jsonBytes(request);
+  const msg = await nc.request(PROVISIONING_VERB, body, { timeout: 5000 });
+  return JSON.parse(new TextDecoder().decode(msg.data));
+}
+
+const keysOf = (reply: VerbReply) => reply.entries.map((e) => e.key);
+const oddKeys = (reply: VerbReply) => reply.outOfShape.map((o) => o.key);
+
+test.before(async () => {
+  server = await startNats();
+  nc = await connect({ servers: server.url });
+  for (const bucket of [REGISTRY_BUCKET, NEEDS, APPLIED, COLLECT]) kv[bucket] = await ensureSeatKv(nc, bucket, 1);
+
+  await put(REGISTRY_BUCKET, 'secret', { owner: 'mesh-vault', verb: 'mesh-vault.credential' });
+  await put(REGISTRY_BUCKET, 'config', { owner: 'mesh-config', bucket: 'mesh-config_resolved', key: '<node>.<module>.<key>' });
+  await put(REGISTRY_BUCKET, 'Bad_Kind', { owner: 'nobody' });
+  await put(REGISTRY_BUCKET, 'dir', '"just a string"');
+
+  await put(NEEDS, needKey('n2', 'web', 'config', 'x'), need('n2', 'web', 'config', 'x'));
+  await put(NEEDS, needKey('n1', 'web', 'secret', 'api-key'), need('n1', 'web', 'secret', 'api-key', false));
+  await put(NEEDS, needKey('n1', 'web', 'config', 'db.host'), need('n1', 'web', 'config', 'db.host'));
+  await put(NEEDS, needKey('n1', 'api', 'config', 'port'), need('n1', 'api', 'config', 'port'));
+  await put(NEEDS, 'n1.web.config', need('n1', 'web', 'config', ''));
+  await put(NEEDS, needKey('n2', 'api', 'config', 'bad'), { ...need('n2', 'api', 'config', 'bad'), files: 'nope' });
+
+  await put(APPLIED, 'n2.web', report('n2', 'web', 'waiting', { waiting: [{ kind: 'config', name: 'db.host', files: ['/etc/web.conf'] }] }));
+  await put(APPLIED, 'n1.web', report('n1', 'web'));
+  await put(APPLIED, 'n1.api', report('n1', 'api', 'failed', { reason: 'template web.conf line 3: unknown kind' }));
+  await put(APPLIED, 'N1.web', report('n1', 'web'));
+  await put(APPLIED, 'n2.api', report('n2', 'api', 'exploded'));
+
+  await put(COLLECT, collectKey('n1', ZSH, 'web'), item('n1', ZSH, 'web'));
+  await put(COLLECT, collectKey('n1', ZSH, 'api'), item('n1', ZSH, 'api', 'alias x=y\n'));
+  await put(COLLECT, collectKey('n1', POSIX, 'web'), item('n1', POSIX, 'web'));
+  await put(COLLECT, collectKey('n2', ZSH, 'web'), item('n2', ZSH, 'web'));
+  await put(COLLECT, collectKey('n2', POSIX, 'db'), item('n2', POSIX, 'db'));
+  await put(COLLECT, 'n1.bad=zz.web', item('n1', 'bad', 'web'));
+  await put(COLLECT, collectKey('n1', POSIX, 'api'), item('n2', POSIX, 'api'));
+
+  serving = serveProvisioning(nc, log);
+  await nc.flush();
+});
+
+test.after(async () => {
+  await serving?.stop();
+  await nc?.close();
+  await server?.cleanup();
+});
+
+test('a request without what (or an empty body) lists the registry in byte order of its kinds, out-of-shape kinds and values beside', async () => {
+  const reply = await ask({});
+  assert.is(reply.what, 'registry');
+  assert.equal(keysOf(reply), ['config', 'secret']);
+  assert.equal(reply.entries[0]!.value, { owner: 'mesh-config', bucket: 'mesh-config_resolved', key: '<node>.<module>.<key>' });
+  assert.equal(oddKeys(reply), ['Bad_Kind', 'dir']);
+  assert.match(reply.outOfShape[0]!.reason, /^key: kind "Bad_Kind"/);
+  assert.match(reply.outOfShape[1]!.reason, /^value: .*not a JSON object/);
+  assert.is(reply.next, undefined);
+  assert.equal(await ask(''), reply);
+});
+
+test('needs are listed in key order with a three-token key and a failing value out of shape', async () => {
+  const reply = await ask({ what: 'needs' });
+  assert.equal(keysOf(reply), ['n1.api.config.port', 'n1.web.config.db=2Ehost', 'n1.web.secret.api-key', 'n2.web.config.x']);
+  assert.equal(reply.entries[1]!.value, need('n1', 'web', 'config', 'db.host'));
+  assert.equal(oddKeys(reply), ['n1.web.config', 'n2.api.config.bad']);
+  assert.match(reply.outOfShape[0]!.reason, /has 3 tokens, wants 4/);
+  assert.match(reply.outOfShape[1]!.reason, /field "files"/);
+});
+
+test('needs narrow by node, by module and by both', async () => {
+  assert.equal(keysOf(await ask({ what: 'needs', node: 'n2' })), ['n2.web.config.x']);
+  assert.equal(keysOf(await ask({ what: 'needs', module: 'web' })), ['n1.web.config.db=2Ehost', 'n1.web.secret.api-key', 'n2.web.config.x']);
+  const both = await ask({ what: 'needs', node: 'n1', module: 'web' });
+  assert.equal(keysOf(both), ['n1.web.config.db=2Ehost', 'n1.web.secret.api-key']);
+  assert.equal(oddKeys(both), ['n1.web.config']);
+});
+
+test('applied lists reports in byte order with an upper-case node and an unknown state out of shape', async () => {
+  const reply = await ask({ what: 'applied' });
+  assert.equal(keysOf(reply), ['n1.api', 'n1.web', 'n2.web']);
+  assert.equal(oddKeys(reply), ['N1.web', 'n2.api']);
+  assert.match(reply.outOfShape[0]!.reason, /node "N1" is not a valid name/);
+  assert.match(reply.outOfShape[1]!.reason, /field "state"/);
+  assert.equal(keysOf(await ask({ what: 'applied', node: 'n1' })), ['n1.api', 'n1.web']);
+  const web = await ask({ what: 'applied', module: 'web' });
+  assert.equal(keysOf(web), ['n1.web', 'n2.web']);
+  assert.equal(oddKeys(web), ['N1.web']);
+  assert.equal(keysOf(await ask({ what: 'applied', node: 'n2', module: 'web' })), ['n2.web']);
+});
+
+test('collect narrows by node, by a collection with colons, and by contributor', async () => {
+  const zsh = collectKey('n1', ZSH, 'web');
+  assert.is(zsh, 'n1.shell=3Azsh=3Anormal.web');
+  const all = await ask({ what: 'collect' });
+  assert.equal(keysOf(all), [
+    'n1.environment=3Aposix.web', 'n1.shell=3Azsh=3Anormal.api', zsh, 'n2.environment=3Aposix.db', 'n2.shell=3Azsh=3Anormal.web',
+  ]);
+  assert.equal(oddKeys(all), ['n1.bad=zz.web', 'n1.environment=3Aposix.api']);
+  assert.match(all.outOfShape[0]!.reason, /collection token/);
+  assert.match(all.outOfShape[1]!.reason, /field "node" is "n2" but the key says "n1"/);
+  assert.equal(keysOf(await ask({ what: 'collect', collection: ZSH })), ['n1.shell=3Azsh=3Anormal.api', zsh, 'n2.shell=3Azsh=3Anormal.web']);
+  assert.equal(keysOf(await ask({ what: 'collect', node: 'n1', collection: ZSH })), ['n1.shell=3Azsh=3Anormal.api', zsh]);
+  const web = await ask({ what: 'collect', contributor: 'web' });
+  assert.equal(keysOf(web), ['n1.environment=3Aposix.web', zsh, 'n2.shell=3Azsh=3Anormal.web']);
+  assert.equal(oddKeys(web), ['n1.bad=zz.web']);
+  assert.equal(keysOf(await ask({ what: 'collect', node: 'n2', contributor: 'db' })), ['n2.environment=3Aposix.db']);
+});
+
+test('limit caps entries per reply and after resumes past the last key', async () => {
+  const first = await ask({ what: 'needs', limit: 2 });
+  assert.equal(keysOf(first), ['n1.api.config.port', 'n1.web.config.db=2Ehost']);
+  assert.equal(oddKeys(first), ['n1.web.config']);
+  assert.is(first.next, 'n1.web.config.db=2Ehost');
+  const second = await ask({ what: 'needs', limit: 2, after: first.next });
+  assert.equal(keysOf(second), ['n1.web.secret.api-key', 'n2.web.config.x']);
+  assert.equal(oddKeys(second), ['n2.api.config.bad']);
+  assert.is(second.next, undefined);
+});
+
+test('bad requests are answered with an error naming the problem', async () => {
+  const cases: [unknown, RegExp][] = [
+    ['{not json', /^request: not JSON/],
+    ['[1]', /^request: must be a JSON object/],
+    [{ what: 'x' }, /^what: .*must be one of/],
+    [{ limit: 0 }, /^limit: .*at least 1/],
+    [{ limit: 'ten' }, /^limit: expected number/],
+    [{ what: 'needs', contributor: 'web' }, /^contributor: only valid for what collect/],
+    [{ what: 'applied', collection: ZSH }, /^collection: only valid for what collect/],
+    [{ what: 'registry', node: 'n1' }, /^node: only valid for what needs, applied, collect/],
+    [{ what: 'needs', node: 'N1' }, /^node: .*not a valid name/],
+    [{ colour: 'red' }, /^colour: unknown field/],
+  ];
+  for (const [request, pattern] of cases) {
+    const reply = await ask(request);
+    assert.type(reply.error, 'string', `no error for ${JSON.stringify(request)}`);
+    assert.match(reply.error!, pattern);
+    assert.is(reply.entries, undefined);
+  }
+});
+
+test('a request whose reply subject starts with $JS. is not answered', async () => {
+  const received: string[] = [];
+  const jsSub = nc.subscribe('$JS.verbtest.reply', { callback: (_e, m) => void received.push(`$JS ${m.string()}`) });
+  const okSub = nc.subscribe('_INBOX.verb-test', { callback: (_e, m) => void received.push(`inbox ${m.json<VerbReply>().what}`) });
+  await nc.flush();
+  nc.publish(PROVISIONING_VERB, jsonBytes({ what: 'applied' }), { reply: '$JS.verbtest.reply' });
+  nc.publish(PROVISIONING_VERB, jsonBytes({ what: 'applied' }), { reply: '_INBOX.verb-test' });
+  await new Promise((r) => setTimeout(r, 300));
+  jsSub.unsubscribe();
+  okSub.unsubscribe();
+  assert.equal(received, ['inbox applied']);
+});
+
+test('a value too large for any reply is listed out of shape so paging still moves on', async () => {
+  const reply = await answerProvisioning(nc, jsonBytes({ what: 'applied', node: 'n1' }), REPLY_HEADROOM + 200);
+  assert.ok(!('error' in reply), JSON.stringify(reply));
+  const r = reply as VerbReply;
+  assert.equal(r.entries, []);
+  assert.equal(oddKeys(r), ['n1.api']);
+  assert.match(r.outOfShape[0]!.reason, /does not fit in one reply/);
+  assert.is(r.next, 'n1.api');
+  assert.ok(jsonBytes(r).length <= 200, `${jsonBytes(r).length} bytes`);
+});
+
+test('query prints one table row per entry with its key parts, following next across pages', async () => {
+  const lines: string[] = [];
+  const code = await runQuery(nc, { what: 'needs', json: false, limit: 1 }, (line) => lines.push(line));
+  assert.is(code, 0);
+  const text = lines.join('\n');
+  assert.match(lines[0]!, /^NODE\s+MODULE\s+KIND\s+NAME\s+MET\s+FILES$/);
+  for (const row of ['n1 api config port', 'n1 web config db.host', 'n1 web secret api-key', 'n2 web config x']) {
+    const parts = row.split(' ').map((part) => part.replace('.', '\\.'));
+    assert.ok(lines.some((l) => new RegExp(`^${parts.join('\\s+')}\\s`).test(l)), `no row for ${row}:\n${text}`);
+  }
+  assert.ok(lines.some((l) => /^n1\s+web\s+secret\s+api-key\s+no\s+\/etc\/web\/web\.conf$/.test(l)), text);
+  assert.match(text, /out of shape \(2\):/);
+  assert.match(text, /n1\.web\.config\s+key: has 3 tokens/);
+  assert.match(text, /n2\.api\.config\.bad\s+value:/);
+});
+
+test('query prints collect and applied tables with their own columns', async () => {
+  const collect: string[] = [];
+  assert.is(await runQuery(nc, { what: 'collect', contributor: 'api', json: false }, (l) => collect.push(l)), 0);
+  assert.match(collect[0]!, /^NODE\s+COLLECTION\s+CONTRIBUTOR\s+BYTES$/);
+  assert.ok(collect.some((l) => /^n1\s+shell:zsh:normal\s+api\s+10$/.test(l)), collect.join('\n'));
+  const applied: string[] = [];
+  assert.is(await runQuery(nc, { what: 'applied', node: 'n2', json: false }, (l) => applied.push(l)), 0);
+  assert.ok(applied.some((l) => /^n2\s+web\s+waiting\s+b1\s+1\s+config:db\.host$/.test(l)), applied.join('\n'));
+});
+
+test('query --json prints everything gathered as one object', async () => {
+  const lines: string[] = [];
+  assert.is(await runQuery(nc, { what: 'applied', json: true, limit: 1 }, (l) => lines.push(l)), 0);
+  assert.is(lines.length, 1);
+  const all = JSON.parse(lines[0]!);
+  assert.equal(all.entries.map((e: { key: string }) => e.key), ['n1.api', 'n1.web', 'n2.web']);
+  assert.equal(all.outOfShape.map((o: { key: string }) => o.key), ['N1.web', 'n2.api']);
+});
+
+test('query prints an error reply and returns 2, and says when nothing answers and returns 1', async () => {
+  const lines: string[] = [];
+  assert.is(await runQuery(nc, { what: 'x', json: false }, (l) => lines.push(l)), 2);
+  assert.match(lines[0]!, /what: .*must be one of/);
+  await serving.stop();
+  try {
+    const none: string[] = [];
+    assert.is(await runQuery(nc, { what: 'needs', json: false }, (l) => none.push(l)), 1);
+    assert.is(none.length, 1);
+    assert.match(none[0]!, /nothing answers mesh-provisioner\.provisioning/);
+  } finally {
+    serving = serveProvisioning(nc, log);
+    await nc.flush();
+  }
+});
+
+// Last: it adds 600 reports to the applied bucket the tests above read.
+test('a bucket of more than 2 MiB is paged to the end by next, nothing missing or repeated, every reply under max payload', async () => {
+  const filler = 'x'.repeat(5000);
+  const bigKeys: string[] = [];
+  for (let start = 0; start < 600; start += 50) {
+    await Promise.all(Array.from({ length: 50 }, (_, i) => {
+      const module = `m${String(start + i).padStart(3, '0')}`;
+      bigKeys.push(`big.${module}`);
+      return put(APPLIED, `big.${module}`, report('big', module, 'applied', { reason: filler }));
+    }));
+  }
+  const expected = [...bigKeys, 'N1.web', 'n1.api', 'n1.web', 'n2.api', 'n2.web'].sort(compareKeys);
+  const maxPayload = nc.info!.max_payload;
+  const seen: string[] = [];
+  let after: string | undefined;
+  let pages = 0;
+  do {
+    const msg = await nc.request(PROVISIONING_VERB, jsonBytes({ what: 'applied', ...(after ? { after } : {}) }), { timeout: 10_000 });
+    assert.ok(msg.data.length <= maxPayload, `reply of ${msg.data.length} bytes`);
+    const reply = JSON.parse(new TextDecoder().decode(msg.data)) as VerbReply;
+    const keys = [...keysOf(reply), ...oddKeys(reply)].sort(compareKeys);
+    if (reply.next !== undefined) assert.is(reply.next, keys[keys.length - 1]);
+    seen.push(...keys);
+    after = reply.next;
+    pages++;
+  } while (after !== undefined);
+  assert.ok(pages >= 3, `${pages} pages`);
+  assert.equal(seen, expected);
+});
+
+test.run();
