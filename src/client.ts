@@ -1,1 +1,54 @@
-console.log(1)
+// node-provisioner, the client of one node: flags, wiring and signals. Everything else lives in src/client/.
+import { connectBus } from './shared/bus.ts';
+import { createLogger, underSystemd } from './shared/log.ts';
+import { VERSION } from './shared/version.ts';
+import { createEngineClient } from './client/engine.ts';
+import { startNodeClient } from './client/node.ts';
+import { parseClientOptions } from './client/options.ts';
+
+async function main(): Promise<number> {
+  const parsed = parseClientOptions(process.argv.slice(2), process.env);
+  if (!parsed.ok) {
+    process.stderr.write(`node-provisioner: ${parsed.reason}\n`);
+    return 2;
+  }
+  const opts = parsed.value;
+  if (opts.command === 'help') return void process.stdout.write(opts.text + '\n'), 0;
+  if (opts.command === 'version') return void process.stdout.write(`node-provisioner ${VERSION}\n`), 0;
+
+  const log = createLogger({ prefix: underSystemd(), least: opts.debug ? 'debug' : 'info' });
+  // Installed first: a SIGTERM while the bus is still awaited is a clean stop too.
+  const signalled = new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
+  log.info(`node-provisioner ${VERSION} for node ${opts.node}, bus ${opts.bus.servers.join(',')}, engine ${opts.socket}`);
+  const nc = await Promise.race([connectBus(opts.bus), signalled.then(() => undefined)]);
+  if (!nc) return 0;
+  const engine = createEngineClient({ socketPath: opts.socket, log });
+  const client = await Promise.race([
+    startNodeClient({ nc, node: opts.node, engine, log, cacheDir: opts.cache, settleMs: opts.settleMs }),
+    signalled.then(() => undefined),
+  ]);
+  if (client) {
+    log.info('client ready');
+    await signalled;
+    log.info('draining');
+    await client.stop();
+  }
+  engine.close();
+  await nc.drain();
+  log.info('stopped');
+  return 0;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+    setTimeout(() => process.exit(code), 2000).unref();
+  },
+  (err) => {
+    process.stderr.write(`node-provisioner: ${(err as Error).message}\n`);
+    process.exit(1);
+  },
+);

@@ -1,5 +1,5 @@
 // mesh-provisioner, the seat: flags, wiring and signals. Everything else lives in src/server/.
-import { connectBus } from './shared/bus.ts';
+import { connectBus, watchConnection } from './shared/bus.ts';
 import { createLogger, underSystemd } from './shared/log.ts';
 import { VERSION } from './shared/version.ts';
 import { parseServerOptions } from './server/options.ts';
@@ -17,33 +17,34 @@ async function main(): Promise<number> {
   if (opts.command === 'version') return void process.stdout.write(`mesh-provisioner ${VERSION}\n`), 0;
 
   if (opts.command === 'query') {
-    const nc = await connectBus(opts.bus, true);
+    const nc = await connectBus(opts.bus, true).catch((err: Error) => {
+      throw new Error(`cannot reach the bus at ${opts.bus.servers.join(',')}: ${err.message}`);
+    });
     try {
       const { command: _c, bus: _b, ...args } = opts;
-      return await runQuery(nc, args, (line) => process.stdout.write(line + '\n'));
+      return await runQuery(nc, args, (line) => process.stdout.write(line + '\n'), (line) => process.stderr.write(`mesh-provisioner: ${line}\n`));
     } finally {
       await nc.close();
     }
   }
 
   const log = createLogger({ prefix: underSystemd(), least: opts.debug ? 'debug' : 'info' });
-  log.info(`mesh-provisioner ${VERSION} connecting to ${opts.bus.servers.join(',')}`);
-  const nc = await connectBus(opts.bus);
-  void (async () => {
-    for await (const s of nc.status()) {
-      if (s.type === 'disconnect') log.warn(`bus: disconnected from ${'server' in s ? s.server : 'server'}`);
-      if (s.type === 'reconnect') log.notice(`bus: reconnected to ${'server' in s ? s.server : 'server'}`);
-    }
-  })();
-  const seat = await startSeat({ nc, log, archives: opts.archives, replicas: opts.replicas });
-  log.info('seat ready');
-
-  await new Promise<void>((resolve) => {
+  // Installed first: a SIGTERM while the bus is still awaited is a clean stop too.
+  const signalled = new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
   });
-  log.info('draining');
-  await seat.stop();
+  log.info(`mesh-provisioner ${VERSION} connecting to ${opts.bus.servers.join(',')}`);
+  const nc = await Promise.race([connectBus(opts.bus), signalled.then(() => undefined)]);
+  if (!nc) return 0;
+  watchConnection(nc, log);
+  const seat = await Promise.race([startSeat({ nc, log, archives: opts.archives, replicas: opts.replicas }), signalled.then(() => undefined)]);
+  if (seat) {
+    log.info('seat ready');
+    await signalled;
+    log.info('draining');
+    await seat.stop();
+  }
   await nc.drain();
   log.info('stopped');
   return 0;

@@ -24,6 +24,8 @@ export type NeedEntry = { kind: string; name: string; files: string[]; met: bool
 export type FillOutcome = { files: FillFile[]; waiting: Waiting[]; needs: NeedEntry[] };
 
 const CHANGE_WEIGHT = { none: 0, reload: 1, restart: 2 } as const;
+// Stands for a secret placeholder while a template renders: no UTF-8 text holds a lone surrogate.
+const SECRET_MARK = '\uD800';
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /** Decodes and parses every template of an archive; a template that is not UTF-8 fails with its name. */
@@ -72,10 +74,7 @@ export function fillModule(plan: Plan, templates: TemplateSet, resolve: Resolver
       }
     }
     if (waits) continue;
-    // The renderer asks for the placeholders in the order parsing found them.
-    let i = 0;
-    const content = renderPlaceholders(template.text, () => texts[i++]!);
-    files.push(fillFile(file.path, content, file));
+    files.push(fillFile(file.path, renderForEngine(template, texts), file));
   }
 
   const change = strongestChange(plan);
@@ -92,13 +91,26 @@ function lookup(p: Placeholder, plan: Plan, secretNames: Set<string>, resolve: R
   if (!KNOWN_KINDS.includes(p.kind)) return { state: 'failed', reason: `unknown kind "${p.kind}"` };
   if (p.kind === 'secret') {
     if (!secretNames.has(p.name)) return { state: 'failed', reason: `secret "${p.name}" is not named by the plan` };
-    return { state: 'value', text: `\${secret:${p.name}}` };
+    return { state: 'value', text: SECRET_MARK + p.name + SECRET_MARK };
   }
   if (isPlacementKind(p.kind)) {
     const value = plan.placement[p.kind]?.[p.name];
     return value === undefined ? { state: 'waiting' } : { state: 'value', text: String(value) };
   }
   return resolve(p.kind, p.name);
+}
+
+/**
+ * Renders a template for the engine, which fills every `${secret:…}` it is handed and reads
+ * `$${secret:` as a literal: so a literal `${secret:` of the template or of a value is escaped,
+ * and only the placeholders the plan names reach the engine as secrets.
+ */
+function renderForEngine(template: Template, texts: string[]): string {
+  // The renderer asks for the placeholders in the order parsing found them.
+  let i = 0;
+  const rendered = renderPlaceholders(template.text, () => texts[i++]!);
+  const marks = new RegExp(`${SECRET_MARK}([^${SECRET_MARK}]*)${SECRET_MARK}`, 'g');
+  return rendered.replaceAll('${secret:', '$${secret:').replace(marks, (_m, name: string) => `\${secret:${name}}`);
 }
 
 function fillFile(path: string, content: string, decl: Pick<FillFile, 'mode' | 'change'> & Partial<FillFile>): FillFile {

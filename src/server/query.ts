@@ -30,10 +30,10 @@ type Gathered = Pick<VerbReply, 'what' | 'entries' | 'outOfShape'>;
 type Failure = { code: number; message: string };
 
 /** Runs `query <what> [--node N] [--module M] [--collection C] [--contributor X] [--json] [--limit N]`: asks the verb, follows `next` to the end, prints a table (or JSON lines). Returns the exit code. */
-export async function runQuery(nc: NatsConnection, args: QueryArgs, out: (line: string) => void): Promise<number> {
+export async function runQuery(nc: NatsConnection, args: QueryArgs, out: (line: string) => void, err: (line: string) => void = out): Promise<number> {
   const gathered = await gather(nc, args);
   if ('code' in gathered) {
-    out(gathered.message);
+    err(gathered.message);
     return gathered.code;
   }
   if (args.json) out(JSON.stringify(gathered));

@@ -43,6 +43,20 @@ export async function connectBus(opts: BusOptions, once = false): Promise<NatsCo
   });
 }
 
+/** Logs the connection's disconnects and reconnects; `onBack` runs on each reconnect. */
+export function watchConnection(nc: NatsConnection, log: { warn(l: string): void; notice(l: string): void }, onBack?: () => void): void {
+  void (async () => {
+    for await (const s of nc.status()) {
+      const server = 'server' in s ? ` ${s.server}` : '';
+      if (s.type === 'disconnect') log.warn(`bus: disconnected from${server}`);
+      if (s.type === 'reconnect') {
+        log.notice(`bus: reconnected to${server}`);
+        onBack?.();
+      }
+    }
+  })();
+}
+
 /** Opens a bucket bound only (no stream info asked) with direct get, as a node's grants allow. */
 export async function openKv(nc: NatsConnection, bucket: string): Promise<KV> {
   return new Kvm(jetstream(nc)).open(bucket, { allow_direct: true });

@@ -44,7 +44,8 @@ export function parseFlags(argv: readonly string[], env: NodeJS.ProcessEnv, spec
       continue;
     }
     const value = eq >= 0 ? word.slice(eq + 1) : argv[++i];
-    if (value === undefined) return { ok: false, reason: `--${name} needs a value` };
+    // `--archives --debug` is a forgotten value, not a bucket named "--debug".
+    if (value === undefined || (eq < 0 && value.startsWith('--'))) return { ok: false, reason: `--${name} needs a value` };
     raw.set(name, value);
   }
   const values: FlagValues['values'] = {};

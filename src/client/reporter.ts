@@ -1,0 +1,85 @@
+// Writes what a node's modules need and how they stand (DESIGN §7 points 2, 11, 12): only what differs.
+import type { KV } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { jsonBytes, sameBytes } from '../shared/bus.ts';
+import { appliedSubject, needKey, nodeModuleKey } from '../shared/keys.ts';
+import type { Logger } from '../shared/log.ts';
+import type { Need, Report } from '../shared/schemas.ts';
+import type { NeedEntry } from './fill.ts';
+
+/** A report without its node, module and time, as a module's run builds it. */
+export type ReportBody = Omit<Report, 'node' | 'module' | 'at'>;
+
+/** Where a node's client records needs and reports. */
+export class Reporter {
+  /** The needs written per module: key → bytes. */
+  readonly #needs = new Map<string, Map<string, Uint8Array>>();
+  /** The last report written per module, without `at`. */
+  readonly #reports = new Map<string, Uint8Array>();
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly node: string,
+    private readonly needsKv: KV,
+    private readonly appliedKv: KV,
+    private readonly log: Logger,
+    private readonly clock: () => Date = () => new Date(),
+  ) {}
+
+  /** Records the module's needs: puts those that differ, deletes those it no longer names. */
+  async needs(module: string, entries: NeedEntry[]): Promise<void> {
+    const before = this.#needs.get(module) ?? new Map<string, Uint8Array>();
+    const after = new Map<string, Uint8Array>();
+    for (const e of entries) {
+      const value: Need = { node: this.node, module, kind: e.kind, name: e.name, files: e.files, met: e.met };
+      after.set(needKey(this.node, module, e.kind, e.name), jsonBytes(value));
+    }
+    this.#needs.set(module, after);
+    try {
+      for (const [key, bytes] of after) if (!sameBytes(before.get(key), bytes)) await this.needsKv.put(key, bytes);
+      for (const key of before.keys()) if (!after.has(key)) await this.needsKv.delete(key);
+    } catch (err) {
+      // Forget what was written, so the next run writes every need again.
+      this.#needs.delete(module);
+      this.log.error(`mesh-provisioner_needs ${this.node}.${module}: ${(err as Error).message}`);
+    }
+  }
+
+  /** Writes and publishes the module's report when it differs from the last one (the time aside). */
+  async report(module: string, body: ReportBody): Promise<void> {
+    const key = nodeModuleKey(this.node, module);
+    const comparable = jsonBytes({ node: this.node, module, ...body });
+    if (sameBytes(this.#reports.get(module), comparable)) return;
+    const report: Report = { node: this.node, module, ...body, at: this.clock().toISOString() };
+    const bytes = jsonBytes(report);
+    this.nc.publish(appliedSubject(this.node, module), bytes);
+    try {
+      await this.appliedKv.put(key, bytes);
+      this.#reports.set(module, comparable);
+    } catch (err) {
+      this.#reports.delete(module);
+      this.log.error(`mesh-provisioner_applied ${key}: ${(err as Error).message}`);
+    }
+    const line = `${key}: ${report.state}${report.reason ? ` (${report.reason})` : ''}`;
+    if (report.state === 'failed') this.log.error(line);
+    else this.log.info(line);
+  }
+
+  /** A module taken off the node: its needs go, `removed` is published, then its report goes. */
+  async removed(module: string, build: string): Promise<void> {
+    await this.needs(module, []);
+    this.#needs.delete(module);
+    const report: Report = { node: this.node, module, build, state: 'removed', files: [], waiting: [], at: this.clock().toISOString() };
+    const bytes = jsonBytes(report);
+    this.nc.publish(appliedSubject(this.node, module), bytes);
+    this.#reports.delete(module);
+    try {
+      // A watcher of the bucket sees `removed` too, then the key goes.
+      await this.appliedKv.put(nodeModuleKey(this.node, module), bytes);
+      await this.appliedKv.delete(nodeModuleKey(this.node, module));
+    } catch (err) {
+      this.log.error(`mesh-provisioner_applied ${this.node}.${module}: delete failed: ${(err as Error).message}`);
+    }
+    this.log.info(`${this.node}.${module}: removed`);
+  }
+}

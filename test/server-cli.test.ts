@@ -1,0 +1,230 @@
+// The seat bundle (DESIGN §1, §10) copied alone into an empty dir: serving under node and deno, flags, query, logs.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { jetstream } from '@nats-io/jetstream';
+import { Kvm, type KV } from '@nats-io/kv';
+import { ASSIGNMENTS, MODULES, NEEDS, PLANS, REGISTRY_BUCKET } from '../src/shared/buckets.ts';
+import { needKey } from '../src/shared/keys.ts';
+import { cleanupBundles, copyBundleAlone, ensureBuilt, hasNodeModulesAbove, ROOT, runBundle, startBundle, type Running, type Runtime } from './helpers/bundle.ts';
+import { startNats, type NatsServer } from './helpers/nats.ts';
+import { assignment, composition } from './helpers/seat.ts';
+import { waitFor } from './helpers/wait.ts';
+
+const VERSION = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version as string;
+const READY = /seat ready/;
+
+let dir: string;
+const servers: NatsServer[] = [];
+const connections: NatsConnection[] = [];
+const seats: Running[] = [];
+
+async function bus(): Promise<{ server: NatsServer; nc: NatsConnection; kvm: Kvm }> {
+  const server = await startNats();
+  servers.push(server);
+  const nc = await connect({ servers: server.url });
+  connections.push(nc);
+  return { server, nc, kvm: new Kvm(jetstream(nc)) };
+}
+
+function seat(runtime: Runtime, args: string[], env: Record<string, string> = {}): Running {
+  const running = startBundle(runtime, dir, 'server', args, env);
+  seats.push(running);
+  return running;
+}
+
+/** Opens a bucket once the seat has created it, or null while it is missing. */
+async function opened(kvm: Kvm, bucket: string): Promise<KV | null> {
+  try {
+    const kv = await kvm.open(bucket);
+    await kv.status();
+    return kv;
+  } catch {
+    return null;
+  }
+}
+
+async function valueOf(kv: KV, key: string): Promise<Record<string, unknown> | null> {
+  const entry = await kv.get(key);
+  return entry && entry.operation === 'PUT' ? (entry.json() as Record<string, unknown>) : null;
+}
+
+const server = (args: string[], env: Record<string, string> = {}, ms?: number) => runBundle('node', dir, 'server', args, env, ms);
+const linesOf = (text: string) => text.split('\n').filter((l) => l !== '');
+
+test.before(() => {
+  ensureBuilt('server');
+  dir = copyBundleAlone('server');
+});
+
+test.after(async () => {
+  for (const s of seats) s.kill();
+  for (const nc of connections) await nc.close().catch(() => {});
+  for (const s of servers) await s.cleanup();
+  cleanupBundles();
+});
+
+/** Starts the bundle, then creates its input buckets (waited for, DESIGN §3), writes one assignment, and reads the plan. */
+async function composesAPlan(runtime: Runtime): Promise<void> {
+  assert.not.ok(hasNodeModulesAbove(dir), `${dir} has a node_modules above it`);
+  const { server: nats, kvm } = await bus();
+  const running = seat(runtime, ['--nats', nats.url]);
+  try {
+    await running.waitForLog(READY, 15_000);
+    const modules = await kvm.create(MODULES);
+    const assignments = await kvm.create(ASSIGNMENTS);
+    await modules.put('web', JSON.stringify(composition('web', '7')));
+    await assignments.put('n1.web', JSON.stringify(assignment('n1', 'web', '/srv/web/etc')));
+
+    const plans = await waitFor('the plans bucket', () => opened(kvm, PLANS));
+    const plan = await waitFor('the plan n1.web', () => valueOf(plans, 'n1.web'));
+    assert.is(plan['build'], '7');
+    assert.equal((plan['files'] as { path: string }[]).map((f) => f.path), ['/srv/web/etc/web.conf']);
+    assert.equal(plan['secrets'], [{ name: 'api-key', vault: 'module/web/api-key' }]);
+
+    const asked = Date.now();
+    running.child.kill('SIGTERM');
+    const timer = setTimeout(() => running.kill(), 10_000);
+    const { code, signal } = await running.exited;
+    clearTimeout(timer);
+    assert.is(signal, null, `killed by ${signal}; stderr:\n${running.stderr()}`);
+    assert.is(code, 0, running.stderr());
+    assert.ok(Date.now() - asked < 10_000);
+  } finally {
+    running.kill();
+  }
+}
+
+test('the seat bundle copied alone into an empty directory composes a plan under node and exits 0 on SIGTERM', async () => {
+  await composesAPlan('node');
+});
+
+test('the seat bundle copied alone into an empty directory composes a plan under deno and exits 0 on SIGTERM', async () => {
+  await composesAPlan('deno');
+});
+
+test('--help exits 0 and prints usage naming --nats, --creds, --archives, --replicas and query', async () => {
+  const run = await server(['--help']);
+  assert.is(run.code, 0, run.stderr);
+  assert.match(run.stdout, /usage:/);
+  for (const word of ['--nats', '--creds', '--archives', '--replicas', 'query']) assert.ok(run.stdout.includes(word), `--help does not name ${word}`);
+  assert.is(run.stderr, '');
+});
+
+test('--version exits 0 printing mesh-provisioner and the package version', async () => {
+  const run = await server(['--version']);
+  assert.is(run.code, 0, run.stderr);
+  assert.is(run.stdout, `mesh-provisioner ${VERSION}\n`);
+});
+
+test('an unknown flag exits 2 with exactly one stderr line naming it', async () => {
+  const run = await server(['--bogus']);
+  assert.is(run.code, 2);
+  assert.is(linesOf(run.stderr).length, 1, run.stderr);
+  assert.match(run.stderr, /--bogus/);
+  assert.is(run.stdout, '');
+});
+
+test('--replicas 0 exits 2 with one stderr line naming --replicas', async () => {
+  const run = await server(['--replicas', '0']);
+  assert.is(run.code, 2);
+  assert.is(linesOf(run.stderr).length, 1, run.stderr);
+  assert.match(run.stderr, /--replicas/);
+});
+
+test('--nats without a value exits 2 with one stderr line naming --nats', async () => {
+  const run = await server(['--nats']);
+  assert.is(run.code, 2);
+  assert.is(linesOf(run.stderr).length, 1, run.stderr);
+  assert.match(run.stderr, /--nats/);
+});
+
+test('MESH_NATS_URL from the environment is used when --nats is absent', async () => {
+  const { server: nats, kvm } = await bus();
+  const running = seat('node', [], { MESH_NATS_URL: nats.url });
+  try {
+    assert.match(await running.waitForLog(/connecting to/), nats.url);
+    const registry = await waitFor('the registry bucket', () => opened(kvm, REGISTRY_BUCKET));
+    const config = await waitFor('the registry entry config', () => valueOf(registry, 'config'));
+    assert.is(config['bucket'], 'mesh-config_resolved');
+  } finally {
+    running.kill();
+  }
+});
+
+// One seat, under node, answers every query test.
+let queried: Promise<{ url: string; kvm: Kvm }> | undefined;
+function querySeat(): Promise<{ url: string; kvm: Kvm }> {
+  queried ??= (async () => {
+    const { server: nats, kvm } = await bus();
+    await seat('node', ['--nats', nats.url]).waitForLog(READY, 15_000);
+    return { url: nats.url, kvm };
+  })();
+  return queried;
+}
+
+test('query registry against a running seat prints a table with the config row and its bucket, and exits 0', async () => {
+  const { url } = await querySeat();
+  const run = await server(['query', 'registry', '--nats', url]);
+  assert.is(run.code, 0, run.stderr + run.stdout);
+  const rows = linesOf(run.stdout).map((l) => l.split(/\s+/));
+  assert.equal(rows[0]?.slice(0, 2), ['KIND', 'OWNER']);
+  const config = rows.find((r) => r[0] === 'config');
+  assert.ok(config, run.stdout);
+  assert.ok(config.includes('mesh-config_resolved'), run.stdout);
+});
+
+test('query needs --json prints one JSON object whose entries hold what the needs bucket holds', async () => {
+  const { url, kvm } = await querySeat();
+  const needs = await kvm.open(NEEDS);
+  const key = needKey('n1', 'web', 'config', 'db.host');
+  await needs.put(key, JSON.stringify({ node: 'n1', module: 'web', kind: 'config', name: 'db.host', files: ['/etc/web/web.conf'], met: false }));
+  const run = await server(['query', 'needs', '--json', '--nats', url]);
+  assert.is(run.code, 0, run.stderr + run.stdout);
+  const reply = JSON.parse(run.stdout) as { what: string; entries: { key: string; value: { name: string } }[] };
+  assert.is(reply.what, 'needs');
+  assert.equal(reply.entries.map((e) => [e.key, e.value.name]), [[key, 'db.host']]);
+});
+
+test('query bogus exits 2 with one stderr line naming it', async () => {
+  const run = await server(['query', 'bogus']);
+  assert.is(run.code, 2);
+  assert.is(linesOf(run.stderr).length, 1, run.stderr);
+  assert.match(run.stderr, /bogus/);
+});
+
+test('query against an address where nothing listens exits non-zero within 5 s with one stderr line', async () => {
+  const run = await server(['query', 'registry', '--nats', 'nats://127.0.0.1:1'], {}, 10_000);
+  assert.is(run.signal, null, `still running after 10 s; stderr:\n${run.stderr}`);
+  assert.ok(run.code !== 0 && run.code !== null, `exit ${run.code}`);
+  assert.ok(run.ms < 5000, `took ${run.ms} ms`);
+  assert.is(linesOf(run.stderr).length, 1, run.stderr);
+});
+
+test('under systemd (JOURNAL_STREAM set) every log line starts with an sd-daemon priority prefix', async () => {
+  const { server: nats } = await bus();
+  const running = seat('node', ['--nats', nats.url], { JOURNAL_STREAM: '1' });
+  try {
+    await running.waitForLog(READY, 15_000);
+    running.child.kill('SIGTERM');
+    assert.is((await running.exited).code, 0, running.stderr());
+    const lines = linesOf(running.stderr());
+    assert.ok(lines.length >= 3, running.stderr());
+    for (const line of lines) assert.match(line, /^<[3-7]>\S/, `no priority prefix: ${line}`);
+    assert.ok(lines.includes('<6>seat ready'), running.stderr());
+  } finally {
+    running.kill();
+  }
+});
+
+test('outside systemd log lines carry a time and a level instead of a priority prefix', async () => {
+  const { url } = await querySeat();
+  const running = seats.find((s) => s.stderr().includes(url))!;
+  const lines = linesOf(running.stderr());
+  assert.ok(lines.length >= 2, running.stderr());
+  for (const line of lines) assert.match(line, /^\d{4}-\d\d-\d\dT\S+Z (error|warn|notice|info|debug) /, line);
+});
+
+test.run();
