@@ -86,8 +86,14 @@ export async function startMesh(opts: { engine?: boolean } = {}): Promise<Mesh> 
   seat.stderr!.on('data', (d) => (seatErr += d));
   const kvm = new Kvm(jetstream(nc));
   const [assignments, modules, config] = await Promise.all([kvm.create(ASSIGNMENTS), kvm.create(MODULES), kvm.create(CONFIG)]);
-  await waitFor('the seat’s buckets', async () => {
-    try { await kvm.open(APPLIED).then((b) => b.status()); return true; } catch { return false; }
+  await waitFor('the seat’s buckets and archive store', async () => {
+    try {
+      await kvm.open(APPLIED).then((b) => b.status());
+      await new Objm(jetstream(nc)).open('mesh-catalog_archives').then((o) => o.status());
+      return true;
+    } catch {
+      return false;
+    }
   }, 15_000).catch((e) => { throw new Error(`${(e as Error).message}; seat said: ${seatErr}`); });
   const [plans, applied, needs] = await Promise.all([kvm.open(PLANS), kvm.open(APPLIED), kvm.open(NEEDS)]);
   let store: ObjectStore | undefined;
