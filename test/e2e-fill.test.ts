@@ -88,4 +88,27 @@ test('a missing value gives waiting naming it, while the module’s other file i
     assert.match(m.file(confPath(m, 'web', 'web.conf')) ?? '', /host h/);
   }));
 
+test('a change fills only the modules that name it', () =>
+  withMesh(async (m) => {
+    for (const name of ['a', 'b']) {
+      await m.publish(name, {
+        templates: { 'x.conf': `v=\${config:v}\n` },
+        provisioning: { files: [{ path: '${dir:config}/x.conf', template: 'x.conf', change: 'restart' }] },
+      });
+      await m.setConfig('n1', name, 'v', '1');
+      await m.assign('n1', name);
+    }
+    await m.startClient();
+    await m.waitReport('n1', 'a', (r) => r.state === 'applied');
+    await m.waitReport('n1', 'b', (r) => r.state === 'applied');
+    await m.client!.idle();
+    const before = m.journal().length;
+    await m.setConfig('n1', 'a', 'v', '2');
+    await m.setConfig('n1', 'b', 'unused', 'x');
+    await waitFor('a rewritten', () => m.file(confPath(m, 'a', 'x.conf')) === 'v=2\n');
+    await sleep(200);
+    await m.client!.idle();
+    assert.equal(m.journal().slice(before).map((l) => l.split(' ').slice(1).join(' ')), ['restart a']);
+  }));
+
 test.run();

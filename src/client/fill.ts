@@ -110,7 +110,8 @@ function renderForEngine(template: Template, texts: string[]): string {
   let i = 0;
   const rendered = renderPlaceholders(template.text, () => texts[i++]!);
   const marks = new RegExp(`${SECRET_MARK}([^${SECRET_MARK}]*)${SECRET_MARK}`, 'g');
-  return rendered.replaceAll('${secret:', '$${secret:').replace(marks, (_m, name: string) => `\${secret:${name}}`);
+  // A function replacer: in a replacement string `$$` would mean one `$`.
+  return rendered.replaceAll('${secret:', () => '$${secret:').replace(marks, (_m, name: string) => `\${secret:${name}}`);
 }
 
 function fillFile(path: string, content: string, decl: Pick<FillFile, 'mode' | 'change'> & Partial<FillFile>): FillFile {

@@ -1,0 +1,99 @@
+// Filling one module from the values at hand (DESIGN §7 points 2, 4, 5; §8), as pure data.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { fillModule, prepareTemplates, type Resolver } from '../src/client/fill.ts';
+import type { Plan } from '../src/shared/schemas.ts';
+
+const enc = new TextEncoder();
+
+function templates(files: Record<string, string>) {
+  const prepared = prepareTemplates(new Map(Object.entries(files).map(([k, v]) => [k, enc.encode(v)])));
+  if (!prepared.ok) throw new Error(prepared.reason);
+  return prepared.value;
+}
+
+function plan(files: Plan['files'], secrets: Plan['secrets'] = []): Plan {
+  return {
+    node: 'n1', module: 'web', build: '1',
+    archive: { ref: 'obj://b/x.tar', digest: 'sha256:' + 'a'.repeat(64) },
+    files, placement: { dir: { config: '/etc/web' }, port: { http: 8080 } },
+    secrets, provisions: [], provides: [], items: [], collections: [],
+  };
+}
+
+const config = (values: Record<string, string>): Resolver => (kind, name) =>
+  kind === 'config' && name in values ? { state: 'value', text: values[name]! } : { state: 'waiting' };
+
+test('placement and config are filled, secrets stay placeholders, foreign text is kept', () => {
+  const out = fillModule(
+    plan([{ path: '/etc/web/web.conf', template: 't', mode: 'owned', change: 'restart' }], [{ name: 'k', vault: 'module/web/k' }]),
+    templates({ t: 'port ${port:http} dir ${dir:config} host ${config:h} key ${secret:k} ${HOME}\n' }),
+    config({ h: 'db' }),
+  );
+  assert.ok(out.ok);
+  if (!out.ok) return;
+  assert.is(out.value.files[0]!.content, 'port 8080 dir /etc/web host db key ${secret:k} ${HOME}\n');
+  assert.equal(out.value.waiting, []);
+  assert.ok(out.value.needs.every((n) => n.met));
+  assert.equal(out.value.needs.map((n) => `${n.kind}:${n.name}`), ['port:http', 'dir:config', 'config:h', 'secret:k']);
+});
+
+test('a literal ${secret: from a template escape or a value reaches the engine escaped, never as a secret', () => {
+  const out = fillModule(
+    plan([{ path: '/f', template: 't', mode: 'owned', change: 'none' }], [{ name: 'k', vault: 'v' }]),
+    templates({ t: 'a $${secret:k} b ${config:x} c ${secret:k}\n' }),
+    config({ x: 'evil ${secret:k}' }),
+  );
+  assert.ok(out.ok);
+  if (out.ok) assert.is(out.value.files[0]!.content, 'a $${secret:k} b evil $${secret:k} c ${secret:k}\n');
+});
+
+test('a file with a value that waits is not filled; the others are, and the wait names the value and file', () => {
+  const out = fillModule(
+    plan([
+      { path: '/a', template: 'a', mode: 'owned', change: 'none' },
+      { path: '/b', template: 'b', mode: 'owned', change: 'none' },
+    ]),
+    templates({ a: '${config:there}', b: '${config:missing} ${config:missing}' }),
+    config({ there: '1' }),
+  );
+  assert.ok(out.ok);
+  if (!out.ok) return;
+  assert.equal(out.value.files.map((f) => f.path), ['/a']);
+  assert.equal(out.value.waiting, [{ kind: 'config', name: 'missing', files: ['/b'] }]);
+  assert.equal(out.value.needs.find((n) => n.name === 'missing'), { kind: 'config', name: 'missing', files: ['/b'], met: false });
+});
+
+test('a secret with a path is handed as that file alone, holding only its placeholder, mode 0600', () => {
+  const out = fillModule(
+    plan([{ path: '/a', template: 'a', mode: 'owned', change: 'reload' }], [{ name: 'tls', vault: 'module/web/tls', path: '/etc/web/tls.key' }]),
+    templates({ a: 'x' }),
+    config({}),
+  );
+  assert.ok(out.ok);
+  if (!out.ok) return;
+  const f = out.value.files.find((x) => x.path === '/etc/web/tls.key')!;
+  assert.is(f.content, '${secret:tls}');
+  assert.is(f.fileMode, '0600');
+  assert.is(f.change, 'reload');
+});
+
+test('an unknown kind, an unnamed secret, a failing value and a missing template each fail with the reason', () => {
+  const p = plan([{ path: '/a', template: 'a', mode: 'owned', change: 'none' }]);
+  const fail = (text: string, resolve: Resolver = config({})) => {
+    const out = fillModule(p, templates({ a: text }), resolve);
+    return out.ok ? 'ok' : out.reason;
+  };
+  assert.is(fail('x\n${nope:y}'), 'template a line 2: ${nope:y}: unknown kind "nope"');
+  assert.is(fail('${secret:y}'), 'template a line 1: ${secret:y}: secret "y" is not named by the plan');
+  assert.is(fail('${config:y}', () => ({ state: 'failed', reason: 'bad bytes' })), 'template a line 1: ${config:y}: bad bytes');
+  const missing = fillModule(p, templates({ b: '' }), config({}));
+  assert.is(missing.ok ? 'ok' : missing.reason, 'template a (for /a) is not in the archive');
+});
+
+test('a template that is not UTF-8 is refused with its name', () => {
+  const out = prepareTemplates(new Map([['bin', new Uint8Array([0xc3, 0x28])]]));
+  assert.equal(out, { ok: false, reason: 'template bin is not UTF-8' });
+});
+
+test.run();
