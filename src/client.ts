@@ -1,5 +1,6 @@
 // node-provisioner, the client of one node: flags, wiring and signals. Everything else lives in src/client/.
 import { connectBus } from './shared/bus.ts';
+import { runMain, untilSignalled } from './shared/entry.ts';
 import { createLogger, underSystemd } from './shared/log.ts';
 import { VERSION } from './shared/version.ts';
 import { createEngineClient } from './client/engine.ts';
@@ -17,11 +18,7 @@ async function main(): Promise<number> {
   if (opts.command === 'version') return void process.stdout.write(`node-provisioner ${VERSION}\n`), 0;
 
   const log = createLogger({ prefix: underSystemd(), least: opts.debug ? 'debug' : 'info' });
-  // Installed first: a SIGTERM while the bus is still awaited is a clean stop too.
-  const signalled = new Promise<void>((resolve) => {
-    process.once('SIGTERM', resolve);
-    process.once('SIGINT', resolve);
-  });
+  const signalled = untilSignalled();
   log.info(`node-provisioner ${VERSION} for node ${opts.node}, bus ${opts.bus.servers.join(',')}, engine ${opts.socket}`);
   const nc = await Promise.race([connectBus(opts.bus), signalled.then(() => undefined)]);
   if (!nc) return 0;
@@ -42,13 +39,4 @@ async function main(): Promise<number> {
   return 0;
 }
 
-main().then(
-  (code) => {
-    process.exitCode = code;
-    setTimeout(() => process.exit(code), 2000).unref();
-  },
-  (err) => {
-    process.stderr.write(`node-provisioner: ${(err as Error).message}\n`);
-    process.exit(1);
-  },
-);
+runMain('node-provisioner', main);

@@ -1,5 +1,6 @@
 // mesh-provisioner, the seat: flags, wiring and signals. Everything else lives in src/server/.
 import { connectBus, watchConnection } from './shared/bus.ts';
+import { runMain, untilSignalled } from './shared/entry.ts';
 import { createLogger, underSystemd } from './shared/log.ts';
 import { VERSION } from './shared/version.ts';
 import { parseServerOptions } from './server/options.ts';
@@ -29,11 +30,7 @@ async function main(): Promise<number> {
   }
 
   const log = createLogger({ prefix: underSystemd(), least: opts.debug ? 'debug' : 'info' });
-  // Installed first: a SIGTERM while the bus is still awaited is a clean stop too.
-  const signalled = new Promise<void>((resolve) => {
-    process.once('SIGTERM', resolve);
-    process.once('SIGINT', resolve);
-  });
+  const signalled = untilSignalled();
   log.info(`mesh-provisioner ${VERSION} connecting to ${opts.bus.servers.join(',')}`);
   const nc = await Promise.race([connectBus(opts.bus), signalled.then(() => undefined)]);
   if (!nc) return 0;
@@ -50,14 +47,4 @@ async function main(): Promise<number> {
   return 0;
 }
 
-main().then(
-  (code) => {
-    // Let stdout flush; force the exit only if something still holds the loop open.
-    process.exitCode = code;
-    setTimeout(() => process.exit(code), 2000).unref();
-  },
-  (err) => {
-    process.stderr.write(`mesh-provisioner: ${(err as Error).message}\n`);
-    process.exit(1);
-  },
-);
+runMain('mesh-provisioner', main);

@@ -2,7 +2,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
-import { startMesh, type Mesh, type ModuleSpec } from './helpers/mesh.ts';
+import { withMesh, type Mesh, type ModuleSpec } from './helpers/mesh.ts';
 
 const OK: ModuleSpec = {
   templates: { 'ok.conf': 'port ${port:http}\n' },
@@ -15,15 +15,6 @@ function spec(template: string, extra: Record<string, unknown> = {}, build = '1'
     templates: { 'bad.conf': template },
     provisioning: { files: [{ path: '${dir:config}/bad.conf', template: 'bad.conf', change: 'restart' }], ...extra },
   };
-}
-
-async function withMesh(fn: (m: Mesh) => Promise<void>): Promise<void> {
-  const mesh = await startMesh();
-  try {
-    await fn(mesh);
-  } finally {
-    await mesh.close();
-  }
 }
 
 /** Publishes `bad` beside a good module and returns the bad one's failed report; the good one must apply. */

@@ -2,7 +2,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
-import { startMesh, type Mesh } from './helpers/mesh.ts';
+import { withMesh, type Mesh } from './helpers/mesh.ts';
 import { sleep, waitFor } from './helpers/wait.ts';
 
 const WEB = {
@@ -18,15 +18,6 @@ const WEB = {
     secrets: [{ name: 'api-key' }],
   },
 };
-
-async function withMesh(fn: (m: Mesh) => Promise<void>): Promise<void> {
-  const mesh = await startMesh();
-  try {
-    await fn(mesh);
-  } finally {
-    await mesh.close();
-  }
-}
 
 function confPath(m: Mesh, module: string, file: string): string {
   return join(m.root, 'etc', module, file);

@@ -2,6 +2,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parsePlaceholders, renderPlaceholders, type Placeholder } from '../src/shared/placeholders.ts';
+import { SEED, seeded } from './helpers/random.ts';
 
 /** A resolver from `kind:name` to value that fails the test on any placeholder it was not given. */
 function resolveFrom(values: Record<string, string>): (p: Placeholder) => string {
@@ -230,18 +231,6 @@ test('a text without placeholders never calls the resolver and comes back unchan
 
 // Properties over random texts, from a seeded PRNG so any failure replays.
 
-/** mulberry32: a small, well-mixed 32-bit PRNG. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 // Heavy in `$ { } :`, kind letters and digits, with whole fragments so placeholders, escapes and
 // near-misses are common rather than one in a million.
 const PIECES = [
@@ -256,7 +245,7 @@ function randomText(next: () => number): string {
   return text;
 }
 
-const SAMPLES = Array.from({ length: 5000 }, ((next) => () => randomText(next))(prng(0x5eed)));
+const SAMPLES = Array.from({ length: 5000 }, ((r) => () => randomText(r.next))(seeded(SEED)));
 
 test('rendering each placeholder as its own text reproduces the input with each $${ turned into ${', () => {
   let placeholders = 0;

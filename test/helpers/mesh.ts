@@ -190,3 +190,13 @@ export async function startMesh(opts: { engine?: boolean } = {}): Promise<Mesh> 
   if (opts.engine !== false) await mesh.startEngine();
   return mesh;
 }
+
+/** Runs `fn` on a fresh mesh and closes it, whatever happens. */
+export async function withMesh(fn: (m: Mesh) => Promise<void>): Promise<void> {
+  const mesh = await startMesh();
+  try {
+    await fn(mesh);
+  } finally {
+    await mesh.close();
+  }
+}

@@ -1,0 +1,24 @@
+// What both entries share: waiting for SIGTERM or SIGINT, and ending the process with a code.
+
+/** Resolves on the first SIGTERM or SIGINT; install it first, so a signal during start-up is a clean stop too. */
+export function untilSignalled(): Promise<void> {
+  return new Promise((resolve) => {
+    process.once('SIGTERM', () => resolve());
+    process.once('SIGINT', () => resolve());
+  });
+}
+
+/** Runs an entry's main: its code becomes the exit code; a throw is one line on stderr and exit 1. */
+export function runMain(program: string, main: () => Promise<number>): void {
+  main().then(
+    (code) => {
+      // Let stdout flush; force the exit only if something still holds the loop open.
+      process.exitCode = code;
+      setTimeout(() => process.exit(code), 2000).unref();
+    },
+    (err) => {
+      process.stderr.write(`${program}: ${(err as Error).message}\n`);
+      process.exit(1);
+    },
+  );
+}
