@@ -135,6 +135,26 @@ test('an assignment that does not validate is said with its key and reason, and 
   }
 });
 
+test('a composition that does not validate is said with its key and reason, its plans held, the others composed', async () => {
+  const f = await startSeatFixture();
+  try {
+    const lines = healthLines(f);
+    await f.put(f.modules, 'web', composition('web', '1'));
+    await f.put(f.modules, 'db', composition('db', '1'));
+    await f.put(f.assignments, 'n1.web', assignment('n1', 'web'));
+    await f.put(f.assignments, 'n1.db', assignment('n1', 'db'));
+    const web = await waitFor('plan n1.web', () => plan(f, 'n1.web'));
+    await f.modules.put('web', JSON.stringify({ ...composition('web', '2'), published: 'yes' }));
+    await f.put(f.modules, 'db', composition('db', '2'));
+    await waitFor('db rewritten', async () => (await plan(f, 'n1.db'))?.build === '2');
+    const line = await waitFor('health for web', () => lines.find((l) => l.module === 'web'));
+    assert.match(line.reason, /^mesh-catalog_modules web: field "published"/);
+    assert.is((await plan(f, 'n1.web'))?.revision, web.revision, 'web keeps its plan');
+  } finally {
+    await f.close();
+  }
+});
+
 test('a path naming placement the assignment lacks fails that plan alone with a health line', async () => {
   const f = await startSeatFixture();
   try {
