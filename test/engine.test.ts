@@ -285,6 +285,26 @@ test('an undeclared path is refused, then written once the declaration names it 
   }
 });
 
+test('a file refused for a missing secret is written after the secret arrives and the engine knocks', async () => {
+  const r = rig();
+  try {
+    const created = new Promise<void>((resolve) => r.client.onKnock(resolve));
+    await r.start();
+    await within(3000, 'knock on engine start', created);
+    const path = join(r.root, 'etc/app.env');
+    const req = { module: 'app', build: 'b1', files: [file(path, 'KEY=${secret:k}\n')], secrets: { k: 'module/app/k' } };
+    assert.equal(actions(await r.client.fill(req)), ['refused']);
+    const knocked = new Promise<void>((resolve) => r.client.onKnock(resolve));
+    mkdirSync(join(r.secrets, 'module/app'), { recursive: true });
+    writeFileSync(join(r.secrets, 'module/app/k'), 'late\n');
+    await within(3000, 'knock after the secret arrived', knocked);
+    assert.equal(actions(await r.client.fill(req)), ['written']);
+    assert.is(readFileSync(path, 'utf8'), 'KEY=late\n');
+  } finally {
+    await r.cleanup();
+  }
+});
+
 test('a malformed line is answered ok:false, naming the field, and the engine keeps serving', async () => {
   const r = await started();
   try {

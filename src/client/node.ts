@@ -83,7 +83,9 @@ export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClie
   watches.push(registry);
 
   await plans.caughtUp;
-  await Promise.race([configWatch.caughtUp, new Promise((r) => setTimeout(r, START_WAIT_MS))]);
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([configWatch.caughtUp, new Promise((r) => (timer = setTimeout(r, START_WAIT_MS)))]);
+  clearTimeout(timer);
   started = true;
   refillAll('start');
 

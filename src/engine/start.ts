@@ -1,4 +1,5 @@
 // The reference engine wired together: the socket served, requests applied one at a time, knocks given.
+import { watch } from 'node:fs';
 import { lstat, realpath, unlink } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { resolve } from 'node:path';
@@ -10,6 +11,9 @@ import { createJournal } from './journal.ts';
 import type { EngineOptions } from './options.ts';
 import { directorySecrets } from './secrets.ts';
 import { claimSocketPath, serveLines, touchSocket } from './socket.ts';
+
+/** A burst of secret writes gives one knock. */
+const SECRETS_SETTLE_MS = 50;
 
 /** What startEngine needs: the options, a logger, and for tests how often --declare is polled. */
 export type StartOptions = EngineOptions & {
@@ -41,11 +45,17 @@ export async function startEngine(opts: StartOptions): Promise<RunningEngine> {
   const { ino } = await lstat(socketPath);
   log.info(`engine listening on ${socketPath}, root ${realRoot}`);
 
-  const knock = () => touchSocket(socketPath).then(
-    () => log.info(`declaration ${opts.declareFile} changed: knocked on ${socketPath}`),
+  const knock = (why: string) => touchSocket(socketPath).then(
+    () => log.info(`${why}: knocked on ${socketPath}`),
     (err: Error) => log.error(`knock on ${socketPath} failed: ${err.message}`),
   );
-  const stopWatching = opts.declareFile ? watchDeclaration(opts.declareFile, knock, opts.declarePollMs) : () => {};
+  const stopDeclaration = opts.declareFile ? watchDeclaration(opts.declareFile, () => knock(`declaration ${opts.declareFile} changed`), opts.declarePollMs) : () => {};
+  // A secret that arrives may let a refused write through: say so the way a new declaration does.
+  const stopSecrets = opts.secretsDir ? watchSecrets(opts.secretsDir, () => knock(`secrets in ${opts.secretsDir} changed`), log) : () => {};
+  const stopWatching = () => {
+    stopDeclaration();
+    stopSecrets();
+  };
 
   return {
     close: async () => {
@@ -80,6 +90,24 @@ function createAnswerer(opts: StartOptions, realRoot: string): ((line: string) =
     });
   };
   return Object.assign(answer, { idle: () => queue.then(() => {}) });
+}
+
+/** Calls `onChange` (once per burst) when anything under the secrets directory changes. */
+function watchSecrets(dir: string, onChange: () => void, log: Logger): () => void {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const watcher = watch(dir, { recursive: true, persistent: false }, () => {
+      clearTimeout(timer);
+      timer = setTimeout(onChange, SECRETS_SETTLE_MS);
+    });
+    return () => {
+      clearTimeout(timer);
+      watcher.close();
+    };
+  } catch (err) {
+    log.warn(`cannot watch ${dir} (${(err as Error).message}): a new secret is picked up on the next fill only`);
+    return () => {};
+  }
 }
 
 function listen(server: Server, path: string): Promise<void> {

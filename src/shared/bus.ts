@@ -171,9 +171,11 @@ export function watchBucket(
         markReady();
         return watch.caughtUp;
       } catch (err) {
+        if (nc.isClosed()) return;
         // A bucket not created yet, or no responders under a node's grants, looks the same: wait.
         log.notice(`waiting for bucket ${bucket} (${filter}): ${(err as Error).message}`);
-        await new Promise((r) => setTimeout(r, wait));
+        // Unref: the connection keeps a running program alive; a stopped one need not wait for this.
+        await new Promise((r) => setTimeout(r, wait).unref());
       }
     }
   })();
