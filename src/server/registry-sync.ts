@@ -5,6 +5,7 @@ import { REGISTRY_BUCKET } from '../shared/buckets.ts';
 import { jsonBytes, readAll, sameBytes } from '../shared/bus.ts';
 import type { Logger } from '../shared/log.ts';
 import { REGISTRY, type RegistryEntry } from '../shared/registry.ts';
+import { registryKey } from '../shared/keys.ts';
 
 /** How often the seat writes the registry again. */
 export const REGISTRY_INTERVAL_MS = 60 * 60 * 1000;
@@ -19,12 +20,12 @@ export async function syncRegistry(nc: NatsConnection, kv: KV, log: Logger, tabl
   for (const [kind, entry] of Object.entries(table)) {
     const bytes = jsonBytes(entry);
     if (sameBytes(stored.get(kind), bytes)) continue;
-    await kv.put(kind, bytes);
+    await kv.put(registryKey(kind), bytes);
     result.written.push(kind);
   }
   for (const kind of stored.keys()) {
     if (kind in table) continue;
-    await kv.delete(kind);
+    await kv.delete(registryKey(kind));
     result.deleted.push(kind);
   }
   if (result.written.length + result.deleted.length > 0) {

@@ -1,7 +1,7 @@
 // Connecting to the bus, opening and creating KV buckets, and watching keys with a caught-up signal.
 import { readFileSync } from 'node:fs';
 import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
-import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
+import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 
 /** How to reach and authenticate to the bus. */
@@ -85,18 +85,6 @@ export async function ensureSeatKv(nc: NatsConnection, bucket: string, replicas:
   return openKv(nc, bucket);
 }
 
-/** Whether a bucket exists (needs stream-info rights: the seat's, not a node's). */
-export async function bucketExists(nc: NatsConnection, bucket: string): Promise<boolean> {
-  const jsm = await jetstreamManager(nc);
-  try {
-    await jsm.streams.info(`KV_${bucket}`);
-    return true;
-  } catch (err) {
-    if (/stream not found/i.test(String((err as Error).message))) return false;
-    throw err;
-  }
-}
-
 /** One change seen by a watch: a put (with its value) or a delete. */
 export type WatchEvent = { key: string; revision: number; value: Uint8Array | null };
 
@@ -150,43 +138,39 @@ export const MAX_WATCH_RETRY_MS = 5000;
 
 /**
  * Watches `filter` of `bucket`, waiting for the bucket while it is missing (or not yet granted):
- * each failed try is logged with its reason, and the wait doubles up to MAX_WATCH_RETRY_MS.
+ * a new reason is logged once, and the wait doubles up to MAX_WATCH_RETRY_MS.
  */
 export function watchBucket(
   nc: NatsConnection,
   bucket: string,
   filter: string,
   onEvent: (event: WatchEvent) => void,
-  log: { notice(line: string): void },
-): Watch & { ready: Promise<void> } {
+  log: { notice(line: string): void; debug(line: string): void },
+): Watch {
   let stopped = false;
   let watch: Watch | undefined;
-  let markReady!: () => void;
-  const ready = new Promise<void>((resolve) => (markReady = resolve));
+  let said = '';
   const caughtUp = (async () => {
     for (let wait = 250; !stopped; wait = Math.min(wait * 2, MAX_WATCH_RETRY_MS)) {
       try {
         watch = await watchKv(nc, bucket, filter, onEvent);
         if (stopped) watch.stop();
-        markReady();
+        if (said) log.notice(`bucket ${bucket} (${filter}) is there now`);
         return watch.caughtUp;
       } catch (err) {
         if (nc.isClosed()) return;
-        // A bucket not created yet, or no responders under a node's grants, looks the same: wait.
-        log.notice(`waiting for bucket ${bucket} (${filter}): ${(err as Error).message}`);
+        // A bucket not created yet, or no responders under a node's grants, looks the same: wait,
+        // saying it once per reason and the retries only at debug.
+        const line = `waiting for bucket ${bucket} (${filter}): ${(err as Error).message}`;
+        if (line !== said) log.notice(line);
+        else log.debug(`${line} (retrying)`);
+        said = line;
         // Unref: the connection keeps a running program alive; a stopped one need not wait for this.
         await new Promise((r) => setTimeout(r, wait).unref());
       }
     }
   })();
-  return { caughtUp, ready, stop: () => { stopped = true; watch?.stop(); } };
-}
-
-/** Reads one key's value, or null when it is absent or deleted. */
-export async function readKey(kv: KV, key: string): Promise<Uint8Array | null> {
-  const entry = await kv.get(key);
-  if (!entry || entry.operation !== 'PUT') return null;
-  return entry.value;
+  return { caughtUp, stop: () => { stopped = true; watch?.stop(); } };
 }
 
 /** Reads every key of a whole bucket (for the seat, which may read it whole), ignoring deletes. */
@@ -199,11 +183,6 @@ export async function readAll(nc: NatsConnection, bucket: string, filter = '>'):
   await watch.caughtUp;
   watch.stop();
   return all;
-}
-
-/** The JetStream client of a connection. */
-export function js(nc: NatsConnection): JetStreamClient {
-  return jetstream(nc);
 }
 
 /** Whether two byte arrays hold the same bytes. */

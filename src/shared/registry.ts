@@ -42,9 +42,6 @@ export const PLACEMENT_KINDS = ['dir', 'access', 'port', 'seat', 'machine'] as c
 /** A placement kind. */
 export type PlacementKind = (typeof PLACEMENT_KINDS)[number];
 
-/** The kinds that read a collection of the same full name (`${shell:zsh:normal}` is `shell:zsh:normal`). */
-export const COLLECTION_KINDS = ['shell', 'environment', 'contribution'] as const;
-
 /** The registry as the seat writes it: kind → entry. */
 export const REGISTRY: Readonly<Record<string, RegistryEntry>> = {
   config: { owner: 'mesh-config', bucket: 'mesh-config_resolved', key: '<node>.<module>.<key>' },
