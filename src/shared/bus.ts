@@ -105,7 +105,13 @@ export type Watch = {
  * through the library's own reset, which subscribes first and replays the filter from sequence 1:
  * every stored revision, then live changes. The seat's buckets keep one revision per key.
  */
-export async function watchKv(nc: NatsConnection, bucket: string, filter: string, onEvent: (event: WatchEvent) => void): Promise<Watch> {
+export async function watchKv(
+  nc: NatsConnection,
+  bucket: string,
+  filter: string,
+  onEvent: (event: WatchEvent) => void,
+  log?: { warn(line: string): void },
+): Promise<Watch> {
   const prefix = `$KV.${bucket}.`;
   const consumer = await jetstream(nc).consumers.getPushConsumer(`KV_${bucket}`, {
     filter_subjects: prefix + filter,
@@ -124,6 +130,11 @@ export async function watchKv(nc: NatsConnection, bucket: string, filter: string
   });
   void (async () => {
     for await (const s of messages.status()) {
+      // A lost consumer is noticed by missed heartbeats and re-created; a refused re-create would
+      // otherwise leave the watch stale without a word.
+      if (s.type === 'heartbeats_missed' || s.type === 'consumer_deleted' || s.type === 'consumer_not_found') {
+        log?.warn(`watch ${bucket} (${filter}): ${s.type.replaceAll('_', ' ')}; re-creating it`);
+      }
       if (s.type !== 'ordered_consumer_recreated' || caught) continue;
       // The replacement's pending count at creation: nothing stored means caught up at once.
       if ((await consumer.info(true)).num_pending === 0) markCaughtUp();
@@ -145,7 +156,7 @@ export function watchBucket(
   bucket: string,
   filter: string,
   onEvent: (event: WatchEvent) => void,
-  log: { notice(line: string): void; debug(line: string): void },
+  log: { notice(line: string): void; debug(line: string): void; warn(line: string): void },
 ): Watch {
   let stopped = false;
   let watch: Watch | undefined;
@@ -153,7 +164,7 @@ export function watchBucket(
   const caughtUp = (async () => {
     for (let wait = 250; !stopped; wait = Math.min(wait * 2, MAX_WATCH_RETRY_MS)) {
       try {
-        watch = await watchKv(nc, bucket, filter, onEvent);
+        watch = await watchKv(nc, bucket, filter, onEvent, log);
         if (stopped) watch.stop();
         if (said) log.notice(`bucket ${bucket} (${filter}) is there now`);
         return watch.caughtUp;
@@ -161,7 +172,7 @@ export function watchBucket(
         if (nc.isClosed()) return;
         // A bucket not created yet, or no responders under a node's grants, looks the same: wait,
         // saying it once per reason and the retries only at debug.
-        const line = `waiting for bucket ${bucket} (${filter}): ${(err as Error).message}`;
+        const line = `waiting for bucket ${bucket} (${filter}): ${describeBusError(err as Error)}`;
         if (line !== said) log.notice(line);
         else log.debug(`${line} (retrying)`);
         said = line;
@@ -171,6 +182,16 @@ export function watchBucket(
     }
   })();
   return { caughtUp, stop: () => { stopped = true; watch?.stop(); } };
+}
+
+/**
+ * Says a bus error the way an operator can act on it. Across accounts a call that is not granted
+ * comes back as no responders, which nats.js words "jetstream is not enabled"; quoted names
+ * (a consumer's random name) are left out so that one reason reads the same on every retry.
+ */
+export function describeBusError(err: Error): string {
+  if (/jetstream is not enabled|no responders|503/i.test(err.message)) return 'no responders: the bucket is missing or not granted to this account';
+  return err.message.replace(/"[^"]*"/g, '"…"');
 }
 
 /** Reads every key of a whole bucket (for the seat, which may read it whole), ignoring deletes. */
