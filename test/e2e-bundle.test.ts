@@ -2,7 +2,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
-import { cleanupBundles, copyBundleAlone, ensureBuilt, hasNodeModulesAbove, startBundle, type Runtime } from './helpers/bundle.ts';
+import { cleanupBundles, copyBundleAlone, ensureBuilt, hasNodeModulesAbove, runBundle, startBundle, type Runtime } from './helpers/bundle.ts';
 import { startMesh } from './helpers/mesh.ts';
 import { waitFor } from './helpers/wait.ts';
 
@@ -40,5 +40,48 @@ for (const runtime of ['node', 'deno'] as Runtime[]) {
     }
   });
 }
+
+test('the client answers --help and --version with 0, and a bad or missing flag with 2 in one line naming it', async () => {
+  const dir = copyBundleAlone('client');
+  const help = await runBundle('node', dir, 'client', ['--help']);
+  assert.is(help.code, 0);
+  for (const flag of ['--node', '--nats', '--socket', '--cache', '--settle', 'MESH_NODE', 'MESH_SETTLE_MS']) assert.ok(help.stdout.includes(flag), flag);
+  const version = await runBundle('node', dir, 'client', ['--version']);
+  assert.match(version.stdout, /^node-provisioner \S+\n$/);
+  const cases: [string[], RegExp][] = [
+    [[], /--node is required/],
+    [['--node', 'N1'], /--node: "N1" is not a valid node name/],
+    [['--node', 'n1', '--settle', 'soon'], /--settle must be a non-negative integer/],
+    [['--node', 'n1', '--bogus'], /unknown flag --bogus/],
+    [['--node', 'n1', '--nats'], /--nats needs a value/],
+  ];
+  for (const [args, reason] of cases) {
+    const run = await runBundle('node', dir, 'client', args);
+    assert.is(run.code, 2, args.join(' '));
+    assert.is(run.stderr.trim().split('\n').length, 1, run.stderr);
+    assert.match(run.stderr, reason);
+  }
+});
+
+test('the client takes every setting from the environment when no flag is given', async () => {
+  const m = await startMesh();
+  const dir = copyBundleAlone('client');
+  const client = startBundle('node', dir, 'client', [], {
+    MESH_NODE: 'n1', MESH_NATS_URL: m.nats.url, MESH_FILL_SOCKET: m.socketPath, MESH_CACHE_DIR: join(dir, 'cache'), MESH_SETTLE_MS: '0',
+  });
+  try {
+    await m.publish('web', {
+      templates: { 'web.conf': 'mode ${config:mode}\n' },
+      provisioning: { files: [{ path: '${dir:config}/web.conf', template: 'web.conf' }] },
+    });
+    await m.setConfig('n1', 'web', 'mode', 'env');
+    await m.assign('n1', 'web');
+    await waitFor('the file', () => m.file(join(m.root, 'etc/web/web.conf')) === 'mode env\n', 20_000);
+    assert.match(client.stderr(), /for node n1, bus nats:\/\/127\.0\.0\.1/);
+  } finally {
+    client.kill();
+    await m.close();
+  }
+});
 
 test.run();

@@ -20,11 +20,6 @@ export class NodeValues {
     else values.set(key, value);
   }
 
-  /** Forgets every value (the config bucket changed). */
-  clear(): void {
-    this.#config.clear();
-  }
-
   /** The resolver for one module's placeholders of the kinds the bus holds. */
   resolver(module: string): Resolver {
     return (kind, name) => {

@@ -1,7 +1,7 @@
 // Connecting to the bus, opening and creating KV buckets, and watching keys with a caught-up signal.
 import { readFileSync } from 'node:fs';
 import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
-import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { DeliverPolicy, DiscardPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 
 /** How to reach and authenticate to the bus. */
@@ -74,7 +74,7 @@ export async function ensureSeatKv(nc: NatsConnection, bucket: string, replicas:
       name: stream,
       subjects: [`$KV.${bucket}.>`],
       max_msgs_per_subject: 1,
-      discard: 'new' as never,
+      discard: DiscardPolicy.New,
       allow_direct: true,
       allow_rollup_hdrs: false,
       deny_delete: true,
