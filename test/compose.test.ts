@@ -4,8 +4,10 @@ import * as assert from 'uvu/assert';
 import { Kvm } from '@nats-io/kv';
 import { jetstream } from '@nats-io/jetstream';
 import { HEALTH_SUBJECT, ASSIGNMENTS, MODULES } from '../src/shared/buckets.ts';
-import type { Health, Plan } from '../src/shared/schemas.ts';
-import { assignment, composition, startSeatFixture, type SeatFixture } from './helpers/seat.ts';
+import { memoryLogger } from '../src/shared/log.ts';
+import { isNormalAbsolutePath, pathProblem, secretNameProblem, tokenProblem, type Health, type Plan } from '../src/shared/schemas.ts';
+import { Composer } from '../src/server/composer.ts';
+import { assignment, composition, compositionWithValues, nestedJson, startSeatFixture, type SeatFixture } from './helpers/seat.ts';
 import { sleep, waitFor } from './helpers/wait.ts';
 
 async function plan(f: SeatFixture, key: string): Promise<(Plan & { revision: number }) | null> {
@@ -203,6 +205,166 @@ test('a stored plan out of shape is left alone, and an operator’s stray plan o
   } finally {
     await f.close();
   }
+});
+
+
+test('a path is normal and absolute only without . or .. segments, //, a trailing /, NUL or a line break', () => {
+  for (const good of ['/etc/web/web.conf', '/a', '/etc/web/.hidden', '/etc/web/..conf', '/srv/a b/c', '/etc/wéb/ü']) {
+    assert.ok(isNormalAbsolutePath(good), good);
+  }
+  const bad: [string, RegExp][] = [
+    ['etc/web.conf', /not absolute/], ['', /not absolute/], ['/etc/../shadow', /\.\. segment/], ['/etc/./web', /\. or \.\. segment/],
+    ['/etc/web/..', /segment/], ['/etc//web', /holds \/\//], ['/etc/web/', /ends with \//], ['/', /ends with \//],
+    ['/etc/web\0.conf', /NUL/], ['/etc/web\n.conf', /line break/], ['/' + 'a'.repeat(5000), /5001 bytes, past the limit of 4096/],
+  ];
+  for (const [path, reason] of bad) assert.match(pathProblem(path) ?? 'accepted', reason, JSON.stringify(path));
+});
+
+test('a secret name is one a placeholder can hold and a key token can carry, as the fill protocol’s grammar says', () => {
+  for (const good of ['api-key', 'db.main:password', 'ü', 'a'.repeat(255)]) assert.is(secretNameProblem(good), undefined, good);
+  for (const bad of ['a}b', 'a{b', 'a b', '$x', '-x', '=x', '+x', '?x', '', 'a'.repeat(256)]) assert.type(secretNameProblem(bad), 'string', bad);
+  assert.match(tokenProblem(':'.repeat(100))!, /300 bytes as a key token, past the limit of 255/);
+  assert.match(tokenProblem('x'.repeat(4000))!, /4000 bytes, past the limit of 255/);
+});
+
+test('a secret or a provision name the engine cannot take fails its composition with the field, the others compose', async () => {
+  const f = await startSeatFixture();
+  try {
+    const lines = healthLines(f);
+    await f.put(f.modules, 'web', composition('web', '1', { secrets: [{ name: 'a}b' }] }));
+    await f.put(f.modules, 'api', composition('api', '1', { provisions: [{ provider: 'postgres', provision: 'database', name: 'db password' }] }));
+    await f.put(f.modules, 'db', composition('db', '1'));
+    for (const module of ['web', 'api', 'db']) await f.put(f.assignments, `n1.${module}`, assignment('n1', module));
+    await waitFor('plan n1.db', () => plan(f, 'n1.db'));
+    const web = await waitFor('health for web', () => lines.find((l) => l.module === 'web'));
+    assert.match(web.reason, /^mesh-catalog_modules web: field "provisioning\.secrets\.0\.name" is not a name a placeholder can hold/);
+    const api = await waitFor('health for api', () => lines.find((l) => l.module === 'api'));
+    assert.match(api.reason, /field "provisioning\.provisions\.0\.name" is not a name a placeholder can hold/);
+    await f.seat.composer.idle();
+    assert.is(await plan(f, 'n1.web'), null);
+    assert.is(await plan(f, 'n1.api'), null);
+  } finally {
+    await f.close();
+  }
+});
+
+test('a collection, provision or local past 255 bytes as a key token fails its composition', async () => {
+  const f = await startSeatFixture();
+  try {
+    const lines = healthLines(f);
+    await f.put(f.modules, 'web', composition('web', '1', { items: [{ collection: 'shell:' + 'z'.repeat(300), template: 'web.zsh' }] }));
+    await f.put(f.modules, 'api', composition('api', '1', { provisions: [{ provider: 'postgres', provision: 'database', local: '.'.repeat(100) }] }));
+    await f.put(f.assignments, 'n1.web', assignment('n1', 'web'));
+    await f.put(f.assignments, 'n1.api', assignment('n1', 'api'));
+    const web = await waitFor('health for web', () => lines.find((l) => l.module === 'web'));
+    assert.match(web.reason, /field "provisioning\.items\.0\.collection" is 306 bytes, past the limit of 255 bytes/);
+    const api = await waitFor('health for api', () => lines.find((l) => l.module === 'api'));
+    assert.match(api.reason, /field "provisioning\.provisions\.0\.local" is 300 bytes as a key token, past the limit of 255 bytes/);
+  } finally {
+    await f.close();
+  }
+});
+
+test('a file or secret path that is not normal once placed fails that plan with the file and the reason', async () => {
+  const f = await startSeatFixture();
+  try {
+    const lines = healthLines(f);
+    await f.put(f.modules, 'web', composition('web', '1', { files: [{ path: '${dir:config}/../../etc/shadow', template: 'web.conf' }] }));
+    await f.put(f.modules, 'api', composition('api', '1', { files: [], secrets: [{ name: 'tls-key', path: '${dir:config}/tls.key' }] }));
+    await f.put(f.modules, 'db', composition('db', '1'));
+    await f.put(f.assignments, 'n1.web', assignment('n1', 'web'));
+    await f.put(f.assignments, 'n1.api', assignment('n1', 'api', '/etc/api/'));
+    await f.put(f.assignments, 'n1.db', assignment('n1', 'db', 'etc/db'));
+    const web = await waitFor('health for web', () => lines.find((l) => l.module === 'web'));
+    assert.match(web.reason, /^plan n1\.web: file web\.conf: path "\$\{dir:config\}\/\.\.\/\.\.\/etc\/shadow": resolves to "\/etc\/web\/\.\.\/\.\.\/etc\/shadow", which holds a \. or \.\. segment/);
+    const api = await waitFor('health for api', () => lines.find((l) => l.module === 'api'));
+    assert.match(api.reason, /secret tls-key: path .*resolves to "\/etc\/api\/\/tls\.key", which holds \/\//);
+    const db = await waitFor('health for db', () => lines.find((l) => l.module === 'db'));
+    assert.match(db.reason, /file db\.conf: .*which is not absolute/);
+    await f.seat.composer.idle();
+    for (const key of ['n1.web', 'n1.api', 'n1.db']) assert.is(await plan(f, key), null, key);
+  } finally {
+    await f.close();
+  }
+});
+
+test('a composition or assignment nested 5,000 levels deep is refused with its key and the depth limit, the others compose', async () => {
+  const f = await startSeatFixture();
+  try {
+    const lines = healthLines(f);
+    await f.modules.put('deep', compositionWithValues('deep', nestedJson(5000)));
+    await f.put(f.assignments, 'n1.deep', assignment('n1', 'deep'));
+    await f.assignments.put('n1.nested', `{"node":"n1","module":"nested","placement":{"dir":${nestedJson(5000)}}}`);
+    await f.put(f.modules, 'web', composition('web', '1'));
+    await f.put(f.assignments, 'n1.web', assignment('n1', 'web'));
+    await waitFor('plan n1.web', () => plan(f, 'n1.web'));
+    const deep = await waitFor('health for deep', () => lines.find((l) => l.module === 'deep'));
+    assert.match(deep.reason, /^mesh-catalog_modules deep: nested deeper than 64 levels; its plans are held$/);
+    const nested = await waitFor('health for n1.nested', () => lines.find((l) => l.module === 'nested'));
+    assert.match(nested.reason, /^mesh-controller_assignments n1\.nested: nested deeper than 64 levels$/);
+    await f.put(f.modules, 'web', composition('web', '2'));
+    await waitFor('web rewritten in a later pass', async () => (await plan(f, 'n1.web'))?.build === '2');
+  } finally {
+    await f.close();
+  }
+});
+
+/** A composer over a sink in memory, fed one valid pair (n1.web) and whatever else `feed` puts in. */
+async function composeInMemory(feed: (c: Composer) => void, health: (line: Health) => void) {
+  const written = new Map<string, Uint8Array>();
+  const log = memoryLogger();
+  const composer = new Composer({ putPlan: async (k, v) => void written.set(k, v), deletePlan: async (k) => void written.delete(k), health }, log);
+  feed(composer);
+  composer.update('assignments', 'n1.web', new TextEncoder().encode(JSON.stringify(assignment('n1', 'web'))));
+  composer.update('modules', 'web', new TextEncoder().encode(JSON.stringify(composition('web', '1'))));
+  for (const input of ['assignments', 'modules', 'plans'] as const) composer.loaded(input);
+  await composer.idle();
+  return { written, log, composer };
+}
+
+test('an exception in one key’s work is said with the key and the reason, and the pass goes on for the others', async () => {
+  // A value whose bytes cannot be read: what no decoder guards against, so only the per-key guard can.
+  const poisoned = new Proxy(new Uint8Array(8), {
+    get(target, prop) {
+      if (typeof prop === 'string' && /^\d+$/.test(prop)) throw new Error('poisoned byte');
+      const value = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  const lines: Health[] = [];
+  const { written, log, composer } = await composeInMemory((c) => c.update('assignments', 'n1.bad', poisoned), (l) => lines.push(l));
+  assert.ok(written.has('n1.web'), 'the good key is composed');
+  composer.update('modules', 'web', new TextEncoder().encode(JSON.stringify(composition('web', '2'))));
+  await composer.idle();
+  assert.is(JSON.parse(new TextDecoder().decode(written.get('n1.web'))).build, '2', 'a later pass composes too');
+  assert.is(lines.filter((l) => l.module === 'bad').length, 1, 'said once');
+  assert.not.ok(log.lines.some((l) => l.includes('ended early')), log.lines.join('\n'));
+  const line = lines.find((l) => l.module === 'bad');
+  assert.ok(line, JSON.stringify(lines));
+  assert.is(line!.node, 'n1');
+  assert.match(line!.reason, /^mesh-controller_assignments n1\.bad: internal error: Error: poisoned byte$/);
+  assert.ok(log.lines.some((l) => l.includes('n1.bad: internal error')));
+});
+
+test('a health line the bus refuses is logged and the pass goes on', async () => {
+  const { written, log } = await composeInMemory((c) => c.update('assignments', 'n1.junk', new TextEncoder().encode('not json')), () => {
+    throw new Error('connection closed');
+  });
+  assert.ok(written.has('n1.web'));
+  assert.ok(log.lines.some((l) => /provisioner_health: could not say .*n1\.junk.*connection closed/.test(l)), log.lines.join('\n'));
+});
+
+test('a plan that would be past 1 MiB is refused with its size, and the others compose', async () => {
+  const lines: Health[] = [];
+  const { written } = await composeInMemory((c) => {
+    const big = composition('big', '1', { provisions: [{ provider: 'postgres', provision: 'database', values: { pad: 'x'.repeat(600_000) } }] });
+    c.update('modules', 'big', new TextEncoder().encode(JSON.stringify(big)));
+    c.update('assignments', 'n1.big', new TextEncoder().encode(JSON.stringify({ ...assignment('n1', 'big'), placement: { dir: { config: '/etc/big' }, seat: { pad: 'y'.repeat(600_000) } } })));
+  }, (l) => lines.push(l));
+  assert.ok(written.has('n1.web'));
+  assert.not.ok(written.has('n1.big'));
+  const line = lines.find((l) => l.module === 'big');
+  assert.match(line?.reason ?? 'not said', /^plan n1\.big: \d{7} bytes, past the limit of 1048576 bytes$/);
 });
 
 test.run();

@@ -7,10 +7,14 @@ import { ensureSeatKv, jsonBytes } from '../src/shared/bus.ts';
 import { APPLIED, COLLECT, NEEDS, PROVISIONING_VERB, REGISTRY_BUCKET } from '../src/shared/buckets.ts';
 import { collectKey, needKey } from '../src/shared/keys.ts';
 import { memoryLogger } from '../src/shared/log.ts';
-import type { VerbReply } from '../src/shared/schemas.ts';
-import { answerProvisioning, compareKeys, REPLY_HEADROOM, serveProvisioning } from '../src/server/verb.ts';
+import { isInboxSubject } from '../src/shared/inbox.ts';
+import { MAX_SUBJECT_BYTES } from '../src/shared/limits.ts';
+import type { VerbReply, VerbRequest } from '../src/shared/schemas.ts';
+import { answerProvisioning, BUSY, compareKeys, MAX_CONCURRENT_REQUESTS, REPLY_HEADROOM, serveProvisioning } from '../src/server/verb.ts';
+import { parseVerbRequest, watchFilter } from '../src/server/verb-request.ts';
 import { runQuery } from '../src/server/query.ts';
 import { startNats, type NatsServer } from './helpers/nats.ts';
+import { nestedJson } from './helpers/seat.ts';
 
 let server: NatsServer;
 let nc: NatsConnection;
@@ -174,17 +178,68 @@ test('bad requests are answered with an error naming the problem', async () => {
   }
 });
 
-test('a request whose reply subject starts with $JS. is not answered', async () => {
+test('an inbox is _INBOX.…, _INBOX_<node>.… with a valid node name, or a mapped reply _R_.…, and nothing else', () => {
+  for (const inbox of ['_INBOX.abc', '_INBOX.abc.1', '_INBOX_n1.abc', '_INBOX_web-1.x.y', '_R_.aBc.dEf']) assert.ok(isInboxSubject(inbox), inbox);
+  for (const other of [
+    '$JS.API.STREAM.DELETE.KV_x', '$KV.mesh-provisioner_plans.n1.injected', '$O.archives.C.x', 'prov.applied.n1.web', '_INBOX', '_INBOX.',
+    '_INBOX..x', '_INBOX.*', '_INBOX.>', '_INBOX.a b', '_INBOX_N1.x', '_INBOX_.x', '_INBOX_n1', '_INBOXX.y', '_R_', 'x._INBOX.y',
+    '_INBOX.' + 'x'.repeat(3000), '',
+  ]) assert.not.ok(isInboxSubject(other), other);
+});
+
+test('a request is answered only to an inbox; $JS., $KV., $O., plain and ill-formed inbox reply subjects are ignored', async () => {
   const received: string[] = [];
-  const jsSub = nc.subscribe('$JS.verbtest.reply', { callback: (_e, m) => void received.push(`$JS ${m.string()}`) });
-  const okSub = nc.subscribe('_INBOX.verb-test', { callback: (_e, m) => void received.push(`inbox ${m.json<VerbReply>().what}`) });
+  const replies = ['$JS.verbtest.reply', '$KV.verbtest.reply', '$O.verbtest.reply', 'verbtest.reply', '_INBOX_N1.verbtest', '_INBOX.verb-test', '_INBOX_n1.verb-test'];
+  const subs = replies.map((reply) => nc.subscribe(reply, { callback: (_e, m) => void received.push(`${reply} ${m.json<VerbReply>().what}`) }));
   await nc.flush();
-  nc.publish(PROVISIONING_VERB, jsonBytes({ what: 'applied' }), { reply: '$JS.verbtest.reply' });
-  nc.publish(PROVISIONING_VERB, jsonBytes({ what: 'applied' }), { reply: '_INBOX.verb-test' });
+  for (const reply of replies) nc.publish(PROVISIONING_VERB, jsonBytes({ what: 'applied' }), { reply });
   await new Promise((r) => setTimeout(r, 300));
-  jsSub.unsubscribe();
-  okSub.unsubscribe();
-  assert.equal(received, ['inbox applied']);
+  for (const sub of subs) sub.unsubscribe();
+  // A mapped reply (_R_.…) only exists across a service import; the predicate's own test covers it.
+  assert.equal(received.sort(), ['_INBOX.verb-test applied', '_INBOX_n1.verb-test applied']);
+  assert.ok(log.lines.some((l) => l.includes('ignored a request with reply subject "$KV.verbtest.reply"')));
+});
+
+test('every request field is bounded, and the error names the field, the limit and the size', async () => {
+  const cases: [unknown, RegExp][] = [
+    [{ what: 'collect', collection: 'c'.repeat(4100) }, /^collection: "c{79}…" is 4100 bytes, past the limit of 255 bytes$/],
+    [{ what: 'collect', collection: ':'.repeat(100) }, /^collection: .* is 300 bytes as a key token, past the limit of 255 bytes$/],
+    [{ what: 'needs', after: 'k'.repeat(2000) }, /^after: .* is 2000 bytes, past the limit of 1024 bytes$/],
+    [{ what: 'needs', node: 'n'.repeat(5000) }, /^node: "n{79}…" is not a valid name$/],
+    [{ what: 'needs', ['x'.repeat(5000)]: 1 }, /^x{80}…: unknown field$/],
+    [JSON.stringify({ what: 'needs', pad: ' '.repeat(70_000) }), /^request: \d+ bytes, past the limit of 65536 bytes$/],
+    [nestedJson(100), /^request: nested deeper than 64 levels$/],
+    [`{"what":"needs","node":${nestedJson(5000)}}`, /^request: nested deeper than 64 levels$/],
+  ];
+  for (const [request, pattern] of cases) {
+    const reply = await ask(request);
+    assert.type(reply.error, 'string', `no error for ${JSON.stringify(request).slice(0, 100)}`);
+    assert.match(reply.error!, pattern);
+    assert.ok(reply.error!.length < 300, `an error of ${reply.error!.length} characters`);
+  }
+  assert.ok((await ask({ what: 'collect', collection: 'c'.repeat(255) })).entries, 'a collection of 255 bytes is read');
+});
+
+test('the parsed request always makes a filter within the subject limit', () => {
+  const parsed = parseVerbRequest(jsonBytes({ what: 'collect', node: 'n'.repeat(63), collection: '\u{10FFFF}'.repeat(21), contributor: 'c'.repeat(63) }));
+  assert.ok(parsed.ok, JSON.stringify(parsed));
+  const filter = watchFilter((parsed as { value: VerbRequest }).value);
+  assert.ok(filter.ok);
+  assert.ok(Buffer.byteLength((filter as { value: string }).value) <= MAX_SUBJECT_BYTES);
+});
+
+test(`past ${MAX_CONCURRENT_REQUESTS} requests at once the verb answers busy at once, a malformed one still gets its error, and all are answered`, async () => {
+  const asks = Array.from({ length: 300 }, () => nc.request(PROVISIONING_VERB, jsonBytes({ what: 'applied' }), { timeout: 10_000 }));
+  const malformed = nc.request(PROVISIONING_VERB, new TextEncoder().encode('{not json'), { timeout: 10_000 });
+  const replies = (await Promise.all(asks)).map((m) => m.json<VerbReply & { error?: string }>());
+  const busy = replies.filter((r) => r.error === BUSY).length;
+  const answered = replies.filter((r) => r.what === 'applied').length;
+  assert.ok(busy > 0, 'some answered busy');
+  assert.ok(answered >= MAX_CONCURRENT_REQUESTS, `${answered} answered`);
+  assert.is(busy + answered, 300);
+  assert.match((await malformed).json<{ error: string }>().error, /^request: not JSON/);
+  assert.is((await ask({ what: 'applied' })).what, 'applied');
+  assert.ok(log.lines.some((l) => l.includes(`answering ${BUSY}`)));
 });
 
 test('a value too large for any reply is listed out of shape so paging still moves on', async () => {

@@ -2,23 +2,29 @@
 import { moduleSecretVault, pairVault, type Parsed } from '../shared/keys.ts';
 import { renderPlaceholders } from '../shared/placeholders.ts';
 import { isPlacementKind } from '../shared/registry.ts';
-import type { Assignment, Composition, Placement, Plan, PlanSecret } from '../shared/schemas.ts';
+import { pathProblem, type Assignment, type Composition, type Placement, type Plan, type PlanSecret } from '../shared/schemas.ts';
 
-/** Resolves every `${dir|access|port|seat|machine:…}` of a path from the placement. */
+/**
+ * Resolves every `${dir|access|port|seat|machine:…}` of a path from the placement; the result must
+ * be absolute and normal (no `.` or `..` segment, no `//`, no trailing `/`, no NUL or line break).
+ */
 export function resolvePath(path: string, placement: Placement): Parsed<string> {
+  let resolved: string;
   try {
-    return {
-      ok: true,
-      value: renderPlaceholders(path, (p) => {
-        if (!isPlacementKind(p.kind)) throw new Error(`\${${p.kind}:${p.name}} is not a placement kind`);
-        const value = placement[p.kind]?.[p.name];
-        if (value === undefined) throw new Error(`\${${p.kind}:${p.name}} is not in the assignment's placement`);
-        return String(value);
-      }),
-    };
+    resolved = renderPlaceholders(path, (p) => {
+      if (!isPlacementKind(p.kind)) throw new Error(`\${${p.kind}:${p.name}} is not a placement kind`);
+      // Own keys only: a placeholder named `__proto__` or `toString` is not in any placement.
+      const namespace = placement[p.kind];
+      const value = namespace && Object.hasOwn(namespace, p.name) ? namespace[p.name] : undefined;
+      if (value === undefined) throw new Error(`\${${p.kind}:${p.name}} is not in the assignment's placement`);
+      return String(value);
+    });
   } catch (err) {
     return { ok: false, reason: (err as Error).message };
   }
+  const problem = pathProblem(resolved);
+  if (problem !== undefined) return { ok: false, reason: `resolves to ${JSON.stringify(resolved.slice(0, 300))}, which ${problem}` };
+  return { ok: true, value: resolved };
 }
 
 /**

@@ -1,12 +1,12 @@
 // The composition passes of DESIGN §4: a load gate, then one coalesced pass per input change.
 import { sameBytes, jsonBytes } from '../shared/bus.ts';
-import { parseModuleKey, parseNodeModuleKey } from '../shared/keys.ts';
-
-type Compositions = Map<string, Parsed<Composition>>;
+import { parseModuleKey, parseNodeModuleKey, type Parsed } from '../shared/keys.ts';
+import { MAX_PLAN_BYTES } from '../shared/limits.ts';
 import type { Logger } from '../shared/log.ts';
 import { AssignmentSchema, CompositionSchema, decodeJson, type Composition, type Health } from '../shared/schemas.ts';
-import type { Parsed } from '../shared/keys.ts';
 import { composePlan } from './compose.ts';
+
+type Compositions = Map<string, Parsed<Composition>>;
 
 /** A module held for more passes in a row than this is said on `provisioner_health`. */
 export const HELD_PASSES_BEFORE_HEALTH = 2;
@@ -69,7 +69,12 @@ export class Composer {
       await Promise.resolve();
       while (this.#dirty) {
         this.#dirty = false;
-        await this.#pass();
+        try {
+          await this.#pass();
+        } catch (err) {
+          // Per-key work is guarded below; this is the last net, so a pass never kills the seat.
+          this.log.error(`pass ${this.#passes} ended early: ${describe(err)}`);
+        }
       }
     })().finally(() => (this.#running = undefined));
   }
@@ -81,33 +86,15 @@ export class Composer {
     const assigned = new Set<string>();
 
     for (const [key, bytes] of [...this.#inputs.assignments].sort(byKey)) {
-      const id = parseNodeModuleKey(key);
-      const decoded = decodeJson(AssignmentSchema, bytes);
-      const reason = !id.ok ? `key out of shape: ${id.reason}` : !decoded.ok ? decoded.reason
-        : decoded.value.node !== id.value.node || decoded.value.module !== id.value.module ? `value names ${decoded.value.node}.${decoded.value.module}` : undefined;
-      if (reason !== undefined || !id.ok || !decoded.ok) {
-        // Nothing is lost on bad input: a stored plan of this key stays until the assignment is good or gone.
-        if (id.ok) assigned.add(key);
-        this.#fail(summary, key, bytes, { module: id.ok ? id.value.module : key, ...(id.ok ? { node: id.value.node } : {}), build: '', reason: `mesh-controller_assignments ${key}: ${reason}` });
-        continue;
+      try {
+        await this.#composeKey(summary, key, bytes, compositions, heldNow, assigned);
+      } catch (err) {
+        // One key's exception is said with the key and the pass goes on; its stored plan stays. It is
+        // said once per reason: the bytes that led to it are not to be trusted even for a comparison.
+        if (parseNodeModuleKey(key).ok) assigned.add(key);
+        const reason = `mesh-controller_assignments ${clip(key)}: internal error: ${describe(err)}`;
+        this.#fail(summary, key, jsonBytes(reason), { ...subjectOf(key), build: '', reason });
       }
-      assigned.add(key);
-      const assignment = decoded.value;
-      const composition = compositions.get(assignment.module);
-      if (!composition?.ok || !composition.value.published) {
-        heldNow.add(assignment.module);
-        summary.held.push(key);
-        continue;
-      }
-      const plan = composePlan(assignment, composition.value);
-      if (!plan.ok) {
-        this.#fail(summary, key, concat(bytes, composed(composition.value)), { module: assignment.module, node: assignment.node, build: composition.value.build, reason: `plan ${key}: ${plan.reason}` });
-        continue;
-      }
-      this.#said.delete(`assignments ${key}`);
-      const bytesWanted = jsonBytes(plan.value);
-      if (sameBytes(this.#inputs.plans.get(key), bytesWanted)) continue;
-      await this.#write(summary, key, () => this.sink.putPlan(key, bytesWanted), bytesWanted);
     }
 
     for (const key of [...this.#inputs.plans.keys()].sort()) {
@@ -116,19 +103,66 @@ export class Composer {
     }
 
     this.#sayHeld(heldNow, compositions);
+    this.#forgetGone();
     this.log.debug(`pass ${summary.pass}: ${summary.written.length} written, ${summary.retired.length} retired, ${summary.held.length} held, ${summary.failed.length} failed`);
-    this.onPass(summary);
+    try {
+      this.onPass(summary);
+    } catch (err) {
+      this.log.error(`pass ${summary.pass}: onPass: ${describe(err)}`);
+    }
+  }
+
+  /** Decodes one assignment, composes its plan and writes it when it differs; records the key as assigned or held. */
+  async #composeKey(summary: PassSummary, key: string, bytes: Uint8Array, compositions: Compositions, heldNow: Set<string>, assigned: Set<string>): Promise<void> {
+    const id = parseNodeModuleKey(key);
+    const decoded = decodeJson(AssignmentSchema, bytes);
+    const reason = !id.ok ? `key out of shape: ${id.reason}` : !decoded.ok ? decoded.reason
+      : decoded.value.node !== id.value.node || decoded.value.module !== id.value.module ? `value names ${decoded.value.node}.${decoded.value.module}` : undefined;
+    if (reason !== undefined || !id.ok || !decoded.ok) {
+      // Nothing is lost on bad input: a stored plan of this key stays until the assignment is good or gone.
+      if (id.ok) assigned.add(key);
+      this.#fail(summary, key, bytes, { ...subjectOf(key), build: '', reason: `mesh-controller_assignments ${clip(key)}: ${reason}` });
+      return;
+    }
+    assigned.add(key);
+    const assignment = decoded.value;
+    const composition = compositions.get(assignment.module);
+    if (!composition?.ok || !composition.value.published) {
+      heldNow.add(assignment.module);
+      summary.held.push(key);
+      return;
+    }
+    const plan = composePlan(assignment, composition.value);
+    if (!plan.ok) {
+      this.#fail(summary, key, concat(bytes, composed(composition.value)), { module: assignment.module, node: assignment.node, build: composition.value.build, reason: `plan ${key}: ${plan.reason}` });
+      return;
+    }
+    const bytesWanted = jsonBytes(plan.value);
+    if (bytesWanted.length > MAX_PLAN_BYTES) {
+      // A plan past the limit is one the bus or the client would refuse: refused here, with its size.
+      const reason = `plan ${key}: ${bytesWanted.length} bytes, past the limit of ${MAX_PLAN_BYTES} bytes`;
+      this.#fail(summary, key, concat(bytes, composed(composition.value)), { module: assignment.module, node: assignment.node, build: composition.value.build, reason });
+      return;
+    }
+    this.#said.delete(`assignments ${key}`);
+    if (sameBytes(this.#inputs.plans.get(key), bytesWanted)) return;
+    await this.#write(summary, key, () => this.sink.putPlan(key, bytesWanted), bytesWanted);
   }
 
   #compositions(pass: number): Compositions {
     const out: Compositions = new Map();
     for (const [key, bytes] of this.#inputs.modules) {
       const id = parseModuleKey(key);
-      let decoded = decodeJson(CompositionSchema, bytes);
-      if (decoded.ok && decoded.value.module !== key) decoded = { ok: false, reason: `field "module" names ${decoded.value.module}` };
+      let decoded: Parsed<Composition>;
+      try {
+        decoded = decodeJson(CompositionSchema, bytes);
+        if (decoded.ok && decoded.value.module !== key) decoded = { ok: false, reason: `field "module" names ${decoded.value.module}` };
+      } catch (err) {
+        decoded = { ok: false, reason: `internal error: ${describe(err)}` };
+      }
       if (!id.ok || !decoded.ok) {
         const reason = !id.ok ? `key out of shape: ${id.reason}` : !decoded.ok ? decoded.reason : '';
-        this.#sayOnce(`modules ${key}`, bytes, { module: key, build: '', reason: `mesh-catalog_modules ${key}: ${reason}; its plans are held`, passes: pass });
+        this.#sayOnce(`modules ${key}`, bytes, { module: clip(key), build: '', reason: `mesh-catalog_modules ${clip(key)}: ${reason}; its plans are held`, passes: pass });
       } else {
         this.#said.delete(`modules ${key}`);
       }
@@ -142,7 +176,25 @@ export class Composer {
     if (sameBytes(this.#said.get(id), bytes)) return;
     this.#said.set(id, bytes);
     this.log.error(line.reason);
-    this.sink.health(line);
+    this.#health(line);
+  }
+
+  /** Forgets what was said of keys that are gone, so garbage written and deleted does not pile up. */
+  #forgetGone(): void {
+    for (const id of this.#said.keys()) {
+      const space = id.indexOf(' ');
+      const input = id.slice(0, space) as InputName;
+      if (!this.#inputs[input].has(id.slice(space + 1))) this.#said.delete(id);
+    }
+  }
+
+  /** Publishes a health line; a bus that refuses it is logged, never allowed to stop the pass. */
+  #health(line: Health): void {
+    try {
+      this.sink.health(line);
+    } catch (err) {
+      this.log.error(`provisioner_health: could not say "${line.reason}": ${describe(err)}`);
+    }
   }
 
   async #write(summary: PassSummary, key: string, op: () => Promise<void>, value: Uint8Array | null): Promise<void> {
@@ -153,7 +205,7 @@ export class Composer {
       (value ? summary.written : summary.retired).push(key);
     } catch (err) {
       // A write the bus refused is tried again on the next pass; the others go on.
-      this.log.error(`mesh-provisioner_plans ${key}: ${value ? 'put' : 'delete'} failed: ${(err as Error).message}`);
+      this.log.error(`mesh-provisioner_plans ${key}: ${value ? 'put' : 'delete'} failed: ${describe(err)}`);
       summary.failed.push(key);
     }
   }
@@ -173,7 +225,7 @@ export class Composer {
       const reason = !c ? 'composition missing' : !c.ok ? `composition does not validate: ${c.reason}` : 'composition not published';
       const build = c?.ok ? c.value.build : '';
       this.log.warn(`module ${module} held for ${passes} passes: ${reason} (build ${build || 'unknown'})`);
-      this.sink.health({ module, build, reason: `held: ${reason}`, passes });
+      this.#health({ module, build, reason: `held: ${reason}`, passes });
     }
   }
 }
@@ -191,4 +243,20 @@ function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
 
 function byKey(a: [string, unknown], b: [string, unknown]): number {
   return a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0;
+}
+
+/** The module and node a health line of an assignment key names: the key's own parts when it has them. */
+function subjectOf(key: string): { module: string; node?: string } {
+  const id = parseNodeModuleKey(key);
+  return id.ok ? { module: id.value.module, node: id.value.node } : { module: clip(key) };
+}
+
+/** A key as a line quotes it: a hostile key of a kilobyte need not be repeated whole. */
+function clip(key: string): string {
+  return key.length <= 300 ? key : `${key.slice(0, 300)}…`;
+}
+
+/** Whatever was thrown, as one line. */
+function describe(err: unknown): string {
+  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
 }

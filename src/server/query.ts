@@ -2,8 +2,9 @@
 import { RequestError, TimeoutError, type NatsConnection } from '@nats-io/transport-node';
 import { jsonBytes } from '../shared/bus.ts';
 import { PROVISIONING_VERB } from '../shared/buckets.ts';
+import { MAX_JSON_DEPTH, parseBoundedJson } from '../shared/limits.ts';
 import type { VerbReply } from '../shared/schemas.ts';
-import { compareKeys } from './verb.ts';
+import { compareKeys, DEFAULT_MAX_PAYLOAD, REPLY_NESTING } from './verb.ts';
 
 /** How long one page may take to come back. */
 export const DEFAULT_QUERY_TIMEOUT_MS = 5000;
@@ -54,7 +55,7 @@ async function gather(nc: NatsConnection, args: QueryArgs): Promise<Gathered | F
     } catch (err) {
       return { code: 1, message: describeFailure(err) };
     }
-    const reply = readReply(data);
+    const reply = readReply(data, nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD);
     if ('code' in reply) return reply;
     all.what = reply.what;
     all.entries.push(...reply.entries);
@@ -68,14 +69,11 @@ async function gather(nc: NatsConnection, args: QueryArgs): Promise<Gathered | F
   }
 }
 
-function readReply(data: Uint8Array): VerbReply | Failure {
-  let reply: unknown;
-  try {
-    reply = JSON.parse(new TextDecoder().decode(data));
-  } catch {
-    return { code: 1, message: `query: ${PROVISIONING_VERB} answered something that is not JSON` };
-  }
-  const r = (reply ?? {}) as Partial<VerbReply> & { error?: unknown };
+/** Reads one reply within the connection's max payload and the depth a reply of checked values has. */
+function readReply(data: Uint8Array, maxBytes: number): VerbReply | Failure {
+  const parsed = parseBoundedJson(data, { maxBytes, maxDepth: MAX_JSON_DEPTH + REPLY_NESTING });
+  if (!parsed.ok) return { code: 1, message: `query: ${PROVISIONING_VERB} answered something unreadable: ${parsed.reason}` };
+  const r = (parsed.value ?? {}) as Partial<VerbReply> & { error?: unknown };
   if (typeof r.error === 'string') return { code: 2, message: `query: ${r.error}` };
   if (typeof r.what !== 'string' || !Array.isArray(r.entries) || !Array.isArray(r.outOfShape)) {
     return { code: 1, message: `query: ${PROVISIONING_VERB} answered a reply without what, entries and outOfShape` };

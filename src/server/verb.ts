@@ -1,49 +1,25 @@
-// The read-only verb `mesh-provisioner.provisioning` (DESIGN §6): one seat bucket read, narrowed,
-// checked key by key and paged so that no reply exceeds the connection's max payload.
-import * as v from 'valibot';
+// The read-only verb `mesh-provisioner.provisioning` (DESIGN §6): answered only to an inbox, at most
+// MAX_CONCURRENT_REQUESTS at once, one seat bucket read, narrowed, checked key by key and paged so
+// that no reply exceeds the connection's max payload.
 import type { Msg, NatsConnection } from '@nats-io/transport-node';
 import { jsonBytes, readAll } from '../shared/bus.ts';
-import { APPLIED, COLLECT, NEEDS, PROVISIONING_VERB, REGISTRY_BUCKET } from '../shared/buckets.ts';
-import { encodeToken, parseCollectKey, parseNeedKey, parseNodeModuleKey, parseRegistryKey, type Parsed } from '../shared/keys.ts';
+import { PROVISIONING_VERB } from '../shared/buckets.ts';
+import { isInboxSubject } from '../shared/inbox.ts';
+import { MAX_JSON_DEPTH, parseBoundedJson } from '../shared/limits.ts';
 import type { Logger } from '../shared/log.ts';
-import {
-  CollectItemSchema, NeedSchema, ReportSchema, VERB_WHATS, VerbRequestSchema, validate, type VerbReply, type VerbRequest,
-} from '../shared/schemas.ts';
+import { validate, type VerbReply, type VerbRequest } from '../shared/schemas.ts';
+import { parseVerbRequest, SHAPES, watchFilter, type Shape } from './verb-request.ts';
 
 /** Bytes a reply leaves free under the connection's max payload. */
 export const REPLY_HEADROOM = 1024;
 /** The max payload assumed when the connection has not said its own (the nats-server default). */
 export const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
-
-/** The request fields that narrow a what, each naming one leading token of its bucket's keys. */
-type NarrowField = 'node' | 'module' | 'collection' | 'contributor';
-const NARROW_FIELDS: readonly NarrowField[] = ['node', 'module', 'collection', 'contributor'];
-
-/** What the verb reads for one `what`. */
-type Shape = {
-  /** The bucket read. */
-  bucket: string;
-  /** The request fields naming the key's leading tokens, in token order. */
-  tokens: readonly NarrowField[];
-  /** Whether the key has tokens after those (so a narrowing by all of them still ends in `.>`). */
-  more: boolean;
-  /** The keys.ts parser of the bucket's key shape. */
-  parseKey(key: string): Parsed<unknown>;
-  /** The schema every value must pass. */
-  schema: v.GenericSchema;
-};
-
-const JsonObjectSchema = v.custom<Record<string, unknown>>(
-  (raw) => typeof raw === 'object' && raw !== null && !Array.isArray(raw),
-  'is not a JSON object',
-);
-
-const SHAPES: Readonly<Record<VerbRequest['what'], Shape>> = {
-  registry: { bucket: REGISTRY_BUCKET, tokens: [], more: true, parseKey: parseRegistryKey, schema: JsonObjectSchema },
-  needs: { bucket: NEEDS, tokens: ['node', 'module'], more: true, parseKey: parseNeedKey, schema: NeedSchema },
-  applied: { bucket: APPLIED, tokens: ['node', 'module'], more: false, parseKey: parseNodeModuleKey, schema: ReportSchema },
-  collect: { bucket: COLLECT, tokens: ['node', 'collection', 'contributor'], more: false, parseKey: parseCollectKey, schema: CollectItemSchema },
-};
+/** Requests answered at once at most; one past that is answered BUSY at once (DESIGN §11). */
+export const MAX_CONCURRENT_REQUESTS = 16;
+/** The `{error}` of a request past MAX_CONCURRENT_REQUESTS. */
+export const BUSY = 'busy';
+/** The levels a reply wraps around a stored value (`{entries: [{value}]}`): a reader allows this much more depth. */
+export const REPLY_NESTING = 3;
 
 /** One key of the bucket as the reply lists it: an entry, or out of shape with the reason. */
 type Row = { key: string; value: unknown } | { key: string; reason: string };
@@ -56,16 +32,29 @@ export function compareKeys(a: string, b: string): number {
 /** Serves mesh-provisioner.provisioning until stopped. */
 export function serveProvisioning(nc: NatsConnection, log: Logger): { stop(): Promise<void> } {
   const sub = nc.subscribe(PROVISIONING_VERB);
-  const inFlight = new Set<Promise<void>>();
+  const inFlight = new InFlight(log);
+  const receive = (msg: Msg): void => {
+    // A reply published with the seat's rights to a subject the asker chose would be a write the
+    // asker is not granted ($KV.…, $JS.…): only an inbox is answered (DESIGN §11).
+    if (!msg.reply || !isInboxSubject(msg.reply)) {
+      log.debug(`provisioning: ignored a request with reply subject ${JSON.stringify((msg.reply ?? '').slice(0, 200))}`);
+      return;
+    }
+    const request = parseVerbRequest(msg.data);
+    if (!request.ok) return respond(msg, { error: request.reason }, log);
+    const admitted = inFlight.admit(() => answerRequest(nc, request.value, maxPayloadOf(nc))
+      .catch((err: unknown) => ({ error: `internal: ${(err as Error).message}` }))
+      .then((reply) => respond(msg, reply, log)));
+    if (!admitted) respond(msg, { error: BUSY }, log);
+  };
   const loop = (async () => {
     for await (const msg of sub) {
-      // Answering to a `$JS.` subject would make a JetStream API call with the seat's rights for the asker (DESIGN §11).
-      if (!msg.reply || msg.reply.startsWith('$JS.')) {
-        log.debug(`provisioning: ignored a request with reply subject ${JSON.stringify(msg.reply ?? '')}`);
-        continue;
+      // One request that throws must not end the subscription for all the others.
+      try {
+        receive(msg);
+      } catch (err) {
+        log.error(`provisioning: ${(err as Error).message}`);
       }
-      const answering: Promise<void> = answer(nc, msg, log).finally(() => inFlight.delete(answering));
-      inFlight.add(answering);
     }
   })().catch((err: unknown) => log.error(`provisioning: subscription ended: ${(err as Error).message}`));
   log.info(`provisioning: serving ${PROVISIONING_VERB}`);
@@ -73,14 +62,46 @@ export function serveProvisioning(nc: NatsConnection, log: Logger): { stop(): Pr
     async stop() {
       if (!sub.isClosed()) sub.unsubscribe();
       await loop;
-      await Promise.allSettled([...inFlight]);
+      await inFlight.settled();
     },
   };
 }
 
-async function answer(nc: NatsConnection, msg: Msg, log: Logger): Promise<void> {
-  const reply = await answerProvisioning(nc, msg.data, nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD);
-  if ('error' in reply) log.info(`provisioning: answered {error}: ${reply.error}`);
+/** The requests being answered, at most MAX_CONCURRENT_REQUESTS, and how many were shed meanwhile. */
+class InFlight {
+  readonly #running = new Set<Promise<void>>();
+  #shed = 0;
+
+  constructor(private readonly log: Logger) {}
+
+  /** Starts `work` and says true when a slot is free; says false (the request is shed) when none is. */
+  admit(work: () => Promise<void>): boolean {
+    if (this.#running.size >= MAX_CONCURRENT_REQUESTS) {
+      if (this.#shed++ === 0) this.log.warn(`provisioning: ${this.#running.size} requests in flight; answering ${BUSY} until one ends`);
+      return false;
+    }
+    const running: Promise<void> = work().finally(() => {
+      this.#running.delete(running);
+      if (this.#running.size > 0 || this.#shed === 0) return;
+      this.log.notice(`provisioning: answered ${this.#shed} requests ${BUSY}`);
+      this.#shed = 0;
+    });
+    this.#running.add(running);
+    return true;
+  }
+
+  /** Resolves once every request started has been answered. */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.#running]);
+  }
+}
+
+function maxPayloadOf(nc: NatsConnection): number {
+  return nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD;
+}
+
+function respond(msg: Msg, reply: VerbReply | { error: string }, log: Logger): void {
+  if ('error' in reply && reply.error !== BUSY) log.info(`provisioning: answered {error}: ${reply.error.slice(0, 500)}`);
   try {
     msg.respond(jsonBytes(reply));
   } catch (err) {
@@ -88,85 +109,44 @@ async function answer(nc: NatsConnection, msg: Msg, log: Logger): Promise<void> 
   }
 }
 
-/** Answers one request (exported for tests and the query CLI's reuse of shapes). */
+/** Answers one request body (exported for tests): `{error}` for a bad one, else the page asked for. */
 export async function answerProvisioning(
   nc: NatsConnection,
   body: Uint8Array,
   maxPayload: number,
 ): Promise<VerbReply | { error: string }> {
-  const request = parseRequest(body);
+  const request = parseVerbRequest(body);
   if (!request.ok) return { error: request.reason };
-  const { what, limit, after } = request.value;
+  return answerRequest(nc, request.value, maxPayload);
+}
+
+async function answerRequest(nc: NatsConnection, request: VerbRequest, maxPayload: number): Promise<VerbReply | { error: string }> {
+  const { what, limit, after } = request;
   const shape = SHAPES[what];
+  const filter = watchFilter(request);
+  if (!filter.ok) return { error: filter.reason };
   let stored: Map<string, Uint8Array>;
   try {
-    stored = await readAll(nc, shape.bucket, filterFor(shape, request.value));
+    stored = await readAll(nc, shape.bucket, filter.value);
   } catch (err) {
     return { error: `reading ${shape.bucket}: ${(err as Error).message}` };
   }
   try {
     const keys = [...stored.keys()].filter((key) => after === undefined || compareKeys(key, after) > 0).sort(compareKeys);
-    return page(what, keys, (key) => classify(shape, key, stored.get(key)!), limit ?? Infinity, maxPayload - REPLY_HEADROOM);
+    return page(what, keys, (key) => classify(shape, key, stored.get(key)!, maxPayload), limit ?? Infinity, maxPayload - REPLY_HEADROOM);
   } catch (err) {
     return { error: `internal: ${(err as Error).message}` };
   }
 }
 
-/** Parses a request; the reason reads `<field>: <what is wrong>`. An empty body asks with no fields. */
-function parseRequest(body: Uint8Array): Parsed<VerbRequest> {
-  const text = new TextDecoder().decode(body);
-  let raw: unknown = {};
-  if (text.trim() !== '') {
-    try {
-      raw = JSON.parse(text);
-    } catch (err) {
-      return { ok: false, reason: `request: not JSON (${(err as Error).message})` };
-    }
-  }
-  // valibot takes an array for an object; a request is never one.
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return { ok: false, reason: 'request: must be a JSON object' };
-  const result = v.safeParse(VerbRequestSchema, raw);
-  if (!result.success) return { ok: false, reason: result.issues.map(describeIssue).join('; ') };
-  const allowed = SHAPES[result.output.what].tokens;
-  for (const field of NARROW_FIELDS) {
-    if (result.output[field] === undefined || allowed.includes(field)) continue;
-    const whats = VERB_WHATS.filter((what) => SHAPES[what].tokens.includes(field)).join(', ');
-    return { ok: false, reason: `${field}: only valid for what ${whats}, not ${result.output.what}` };
-  }
-  return { ok: true, value: result.output };
-}
-
-function describeIssue(issue: v.BaseIssue<unknown>): string {
-  const field = v.getDotPath(issue) ?? 'request';
-  if (issue.type === 'strict_object' && issue.expected === 'never') return `${field}: unknown field`;
-  if (issue.message.startsWith('Invalid ')) return `${field}: expected ${issue.expected}, received ${issue.received}`;
-  return `${field}: ${issue.received} ${issue.message}`;
-}
-
-/** The watch filter: the narrowed leading tokens (`*` where not narrowed), then `.>` when keys go on. */
-function filterFor(shape: Shape, request: VerbRequest): string {
-  const tokens = shape.tokens.map((field) => {
-    const value = request[field];
-    if (value === undefined) return '*';
-    return field === 'collection' ? encodeToken(value) : value;
-  });
-  let last = tokens.length - 1;
-  while (last >= 0 && tokens[last] === '*') last--;
-  if (last < 0) return '>';
-  const head = tokens.slice(0, last + 1).join('.');
-  return last < tokens.length - 1 || shape.more ? `${head}.>` : head;
-}
-
 /** An entry, or out of shape when the key, the value, or their agreement fails. */
-function classify(shape: Shape, key: string, data: Uint8Array): Row {
+function classify(shape: Shape, key: string, data: Uint8Array, maxBytes: number): Row {
   const parsedKey = shape.parseKey(key);
   if (!parsedKey.ok) return { key, reason: `key: ${parsedKey.reason}` };
-  let value: unknown;
-  try {
-    value = JSON.parse(new TextDecoder().decode(data));
-  } catch (err) {
-    return { key, reason: `value: not JSON (${(err as Error).message})` };
-  }
+  // At most MAX_JSON_DEPTH, so that the reply around it stays within what `query` reads (+ REPLY_NESTING).
+  const parsed = parseBoundedJson(data, { maxBytes, maxDepth: MAX_JSON_DEPTH });
+  if (!parsed.ok) return { key, reason: `value: ${parsed.reason}` };
+  const value = parsed.value;
   const checked = validate(shape.schema, value);
   if (!checked.ok) return { key, reason: `value: ${checked.reason}` };
   const disagreement = disagree(parsedKey.value, value as Record<string, unknown>);

@@ -1,9 +1,75 @@
 // valibot schemas for every value of DESIGN §3–§7 and §9, and one decoder that turns issues into a reason.
 import * as v from 'valibot';
-import { NAME_PATTERN, KIND_PATTERN, type Parsed } from './keys.ts';
+import { encodeToken, NAME_PATTERN, KIND_PATTERN, type Parsed } from './keys.ts';
+import { MAX_KEY_BYTES, MAX_PLAN_BYTES, MAX_TOKEN_BYTES, parseBoundedJson, type JsonLimits } from './limits.ts';
+
+/**
+ * A name a placeholder can hold (DESIGN §8): no whitespace, `{`, `}` or `$`, not starting with `-`,
+ * `=`, `+` or `?`. The fill protocol's secret parts take the same names.
+ */
+export const PLACEHOLDER_NAME_PATTERN = /^[^\s{}$\-=+?][^\s{}$]*$/;
+
+/** Longest file or secret path a plan may name, in bytes (Linux's PATH_MAX). */
+export const MAX_PATH_BYTES = 4096;
+
+/**
+ * Says why a name cannot become a key token (DESIGN §3): its UTF-8, or its `=XX` encoding, past
+ * MAX_TOKEN_BYTES; nothing when it fits. The raw length is checked first, so no long text is encoded.
+ */
+export function tokenProblem(text: string): string | undefined {
+  if (text === '') return 'is empty';
+  const raw = Buffer.byteLength(text);
+  if (raw > MAX_TOKEN_BYTES) return `is ${raw} bytes, past the limit of ${MAX_TOKEN_BYTES} bytes`;
+  const encoded = encodeToken(text).length;
+  if (encoded > MAX_TOKEN_BYTES) return `is ${encoded} bytes as a key token, past the limit of ${MAX_TOKEN_BYTES} bytes`;
+  return undefined;
+}
+
+/** Says why a text cannot be a secret's name: not a token, or not a name a placeholder can hold (DESIGN §8). */
+export function secretNameProblem(text: string): string | undefined {
+  return tokenProblem(text)
+    ?? (PLACEHOLDER_NAME_PATTERN.test(text) ? undefined : 'is not a name a placeholder can hold (no whitespace, {, } or $; not starting with -, =, + or ?)');
+}
+
+/**
+ * Says why a path is not absolute and normal: relative, a `.` or `..` segment, `//`, a trailing
+ * `/`, a NUL or a line break, or past MAX_PATH_BYTES; nothing when it is.
+ */
+export function pathProblem(path: string): string | undefined {
+  const bytes = Buffer.byteLength(path);
+  if (bytes > MAX_PATH_BYTES) return `is ${bytes} bytes, past the limit of ${MAX_PATH_BYTES} bytes`;
+  if (/[\0\n\r]/.test(path)) return 'holds a NUL or a line break';
+  if (!path.startsWith('/')) return 'is not absolute';
+  if (path.includes('//')) return 'holds //';
+  if (path.endsWith('/')) return 'ends with /';
+  if (path.split('/').some((segment) => segment === '.' || segment === '..')) return 'holds a . or .. segment';
+  return undefined;
+}
+
+/** Whether a path is absolute and normal, as a plan's file and secret paths must be. */
+export function isNormalAbsolutePath(path: string): boolean {
+  return pathProblem(path) === undefined;
+}
+
+/** Says why a text cannot be a KV key: past MAX_KEY_BYTES. */
+export function keyProblem(text: string): string | undefined {
+  const bytes = Buffer.byteLength(text);
+  return bytes > MAX_KEY_BYTES ? `is ${bytes} bytes, past the limit of ${MAX_KEY_BYTES} bytes` : undefined;
+}
+
+/** A string schema refused with the reason `problem` gives. */
+function checked(problem: (text: string) => string | undefined) {
+  return v.pipe(v.string(), v.check((text) => problem(text) === undefined, (issue) => problem(issue.input) ?? 'is refused'));
+}
 
 const name = v.pipe(v.string(), v.regex(NAME_PATTERN, 'is not a valid name'));
 const text = v.pipe(v.string(), v.minLength(1, 'is empty'));
+/** A name that becomes a key token (collection, provision, local). */
+const tokenName = checked(tokenProblem);
+/** A secret's name (a module's own, or a provision's credential). */
+const secretName = checked(secretNameProblem);
+/** A plan's path: absolute and normal. */
+const absolutePath = checked(pathProblem);
 const placementMap = v.record(v.string(), v.union([v.string(), v.number()]));
 
 /** An assignment's placement: each namespace a map name → string or number. */
@@ -43,26 +109,27 @@ export const FileSchema = v.object({
 export type FileDecl = v.InferOutput<typeof FileSchema>;
 
 /** A module's own secret. */
-export const SecretSchema = v.object({ name: text, path: v.optional(text) });
+export const SecretSchema = v.object({ name: secretName, path: v.optional(text) });
 
 /** What a module requires from a provider. */
 export const ProvisionSchema = v.object({
   provider: name,
-  provision: text,
+  provision: tokenName,
   node: v.optional(name),
-  local: v.optional(text),
-  name: v.optional(text),
+  local: v.optional(tokenName),
+  /** The secret the consumer's credential is read under. */
+  name: v.optional(secretName),
   values: v.optional(v.record(v.string(), v.unknown())),
 });
 /** What a module requires from a provider. */
 export type Provision = v.InferOutput<typeof ProvisionSchema>;
 
 /** A provision a module serves. */
-export const ProvidesSchema = v.object({ provision: text });
+export const ProvidesSchema = v.object({ provision: tokenName });
 /** An item a module contributes to a collection. */
-export const ItemSchema = v.object({ collection: text, template: text });
+export const ItemSchema = v.object({ collection: tokenName, template: text });
 /** A collection a module collects. */
-export const CollectionSchema = v.object({ name: text, comment: v.optional(v.string(), '#') });
+export const CollectionSchema = v.object({ name: tokenName, comment: v.optional(v.string(), '#') });
 
 const archive = v.object({
   ref: v.pipe(v.string(), v.regex(/^(obj:\/\/[^/]+\/.+|file:\/\/\/.+|https:\/\/.+)$/, 'is not an obj://, file:/// or https:// reference')),
@@ -90,8 +157,8 @@ export const CompositionSchema = v.object({
 /** A value of `mesh-catalog_modules`. */
 export type Composition = v.InferOutput<typeof CompositionSchema>;
 
-/** A plan's secret: its name, vault name and, for a file of its own, its path. */
-export const PlanSecretSchema = v.object({ name: text, vault: text, path: v.optional(text) });
+/** A plan's secret: its name, vault name and, for a file of its own, its path (absolute and normal). */
+export const PlanSecretSchema = v.object({ name: secretName, vault: text, path: v.optional(absolutePath) });
 /** A plan's secret. */
 export type PlanSecret = v.InferOutput<typeof PlanSecretSchema>;
 
@@ -101,7 +168,8 @@ export const PlanSchema = v.object({
   module: name,
   build: text,
   archive,
-  files: v.array(FileSchema),
+  /** The files, each path resolved from the placement: absolute and normal. */
+  files: v.array(v.object({ ...FileSchema.entries, path: absolutePath })),
   placement: PlacementSchema,
   secrets: v.array(PlanSecretSchema),
   provisions: v.array(v.object({ ...ProvisionSchema.entries, node: name })),
@@ -164,9 +232,9 @@ export const VerbRequestSchema = v.strictObject({
   node: v.optional(name),
   module: v.optional(name),
   contributor: v.optional(name),
-  collection: v.optional(text),
+  collection: v.optional(tokenName),
   limit: v.optional(v.pipe(v.number(), v.integer('is not an integer'), v.minValue(1, 'must be at least 1'))),
-  after: v.optional(v.string()),
+  after: v.optional(checked(keyProblem)),
 });
 /** A request of the verb. */
 export type VerbRequest = v.InferOutput<typeof VerbRequestSchema>;
@@ -185,15 +253,14 @@ export const AskSchema = v.object({ module: name, kind: text, key: text });
 /** A line on `provisioner_health`. */
 export type Health = { module: string; node?: string; build: string; reason: string; passes: number };
 
-/** Decodes JSON bytes or text against a schema; the reason names the field and what is wrong. */
-export function decodeJson<S extends v.GenericSchema>(schema: S, data: Uint8Array | string): Parsed<v.InferOutput<S>> {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(typeof data === 'string' ? data : new TextDecoder().decode(data));
-  } catch (err) {
-    return { ok: false, reason: `not JSON: ${(err as Error).message}` };
-  }
-  return validate(schema, raw);
+/**
+ * Decodes JSON bytes or text against a schema, within limits (by default a plan's: 1 MiB, 64
+ * levels); the reason names the limit, or the field and what is wrong.
+ */
+export function decodeJson<S extends v.GenericSchema>(schema: S, data: Uint8Array | string, limits: JsonLimits = { maxBytes: MAX_PLAN_BYTES }): Parsed<v.InferOutput<S>> {
+  const raw = parseBoundedJson(data, limits);
+  if (!raw.ok) return raw;
+  return validate(schema, raw.value);
 }
 
 /** Validates a value against a schema; the reason names the field and what is wrong. */

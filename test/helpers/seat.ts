@@ -64,3 +64,15 @@ export async function startSeatFixture(opts: { withoutInputs?: boolean } = {}): 
     },
   };
 }
+
+/** JSON text of arrays nested `depth` levels deep, as a hostile writer would put it. */
+export function nestedJson(depth: number): string {
+  return '['.repeat(depth) + ']'.repeat(depth);
+}
+
+/** A composition of `module` as JSON text with `nested` (JSON text) as a provision's values. */
+export function compositionWithValues(module: string, nested: string): string {
+  const base = composition(module);
+  const head = JSON.stringify({ ...base, provisioning: { ...base.provisioning, provisions: [{ provider: 'postgres', provision: 'database', values: { v: 0 } }] } });
+  return head.replace('{"v":0}', `{"v":${nested}}`);
+}
