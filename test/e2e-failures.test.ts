@@ -62,7 +62,7 @@ test('a secret the plan does not name fails the module with template, line and n
 test('a placeholder of an unknown kind fails the module with kind, template and line', () =>
   withMesh(async (m) => {
     const r = await failsAlone(m, spec('a\nb\nc ${vault:x}\n'));
-    assert.is(r.reason, 'template bad.conf line 3: ${vault:x}: unknown kind "vault"');
+    assert.is(r.reason, 'template bad.conf line 3: ${vault:x}: unknown kind "vault" (write $${vault:x} to keep it as text)');
   }));
 
 test('a config value that is not UTF-8 fails its module alone, naming the key', () =>

@@ -10,7 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { createEngineClient, EngineUnavailable, type EngineClient } from '../src/client/engine.ts';
 import { startEngine, type RunningEngine } from '../src/engine/start.ts';
 import { spliceBlock } from '../src/engine/managed.ts';
-import { contentDigest, type FillFile, type FillReply } from '../src/shared/fill-protocol.ts';
+import { fillSecrets } from '../src/engine/secrets.ts';
+import { contentDigest, type FillContent, type FillFile, type FillReply } from '../src/shared/fill-protocol.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -63,7 +64,7 @@ async function started(opts?: { declare?: boolean }): Promise<Rig> {
   return r;
 }
 
-function file(path: string, content: string, more: Partial<FillFile> = {}): FillFile {
+function file(path: string, content: FillContent, more: Partial<FillFile> = {}): FillFile {
   return { path, content, digest: contentDigest(content), mode: 'owned', change: 'none', ...more };
 }
 
@@ -191,41 +192,101 @@ test('a BEGIN line without its END line is refused rather than guessed at', () =
   assert.equal(spliceBlock('a\n# BEGIN web\nold\n# END web\nz\n', 'web', '#', 'x'), { ok: true, value: 'a\n# BEGIN web\nx\n# END web\nz\n' });
 });
 
-test('a secret is filled from the secrets directory by its vault name, its trailing newline trimmed', async () => {
+test('a secret part is filled from the secrets directory by its vault name, its trailing newline trimmed, and the text around it comes out byte for byte', async () => {
   const r = await started();
   try {
     mkdirSync(join(r.secrets, 'module/web'), { recursive: true });
     writeFileSync(join(r.secrets, 'module/web/api-key'), 's3cr$&t\n');
     const path = join(r.root, 'web.env');
-    const content = 'KEY=${secret:api-key}\nAGAIN=${secret:api-key}\nHOME=${HOME}\nLIT=$${secret:api-key}\n';
+    const content = ['KEY=', { secret: 'api-key' }, '\nAGAIN=', { secret: 'api-key' }, '\nHOME=${HOME}\nLIT=${secret:api-key} $${secret:api-key}\n'];
     const reply = await r.client.fill({
       module: 'web', build: 'b1', files: [file(path, content)], secrets: { 'api-key': 'module/web/api-key' },
     });
     assert.equal(actions(reply), ['written']);
-    assert.is(readFileSync(path, 'utf8'), 'KEY=s3cr$&t\nAGAIN=s3cr$&t\nHOME=${HOME}\nLIT=${secret:api-key}\n');
+    assert.is(readFileSync(path, 'utf8'), 'KEY=s3cr$&t\nAGAIN=s3cr$&t\nHOME=${HOME}\nLIT=${secret:api-key} $${secret:api-key}\n');
   } finally {
     await r.cleanup();
   }
 });
 
-test('a secret the request does not name, or the directory does not hold, refuses only its file', async () => {
+test('a string content holding ${secret:api-key} is written literally, and no secret is read', async () => {
+  const r = await started();
+  try {
+    mkdirSync(join(r.secrets, 'module/web'), { recursive: true });
+    writeFileSync(join(r.secrets, 'module/web/api-key'), 'the-real-key\n');
+    // Were the secret read, making it unreadable would refuse the file: it must not matter.
+    chmodSync(join(r.secrets, 'module/web/api-key'), 0o000);
+    const path = join(r.root, 'web.env');
+    const text = 'VALUE=${secret:api-key}\nSURROGATE=\uD800${secret:api-key}\uD800\n';
+    const reply = await r.client.fill({
+      module: 'web', build: 'b1', files: [file(path, text)], secrets: { 'api-key': 'module/web/api-key' },
+    });
+    assert.equal(actions(reply), ['written']);
+    const written = readFileSync(path, 'utf8');
+    assert.ok(written.startsWith('VALUE=${secret:api-key}\nSURROGATE='), written);
+    assert.not.ok(written.includes('the-real-key'));
+    assert.is(statSync(path).mode & 0o777, 0o644);
+    const asked: string[] = [];
+    const spy = async (vault: string) => (asked.push(vault), { ok: true as const, value: 'the-real-key' });
+    assert.equal(await fillSecrets(text, { 'api-key': 'module/web/api-key' }, spy), { ok: true, value: text });
+    assert.equal(asked, []);
+  } finally {
+    await r.cleanup();
+  }
+});
+
+test('a secret part the request does not name, or the directory does not hold, refuses only its file', async () => {
   const r = await started();
   try {
     const reply = await r.client.fill({
       module: 'web', build: 'b1', secrets: { gone: 'module/web/gone' },
       files: [
-        file(join(r.root, 'a'), 'x=${secret:unnamed}'),
-        file(join(r.root, 'b'), 'x=${secret:gone}'),
+        file(join(r.root, 'a'), ['x=', { secret: 'unnamed' }]),
+        file(join(r.root, 'b'), ['x=', { secret: 'gone' }]),
         file(join(r.root, 'c'), 'plain'),
+        file(join(r.root, 'd'), 'x=${secret:unnamed}'),
       ],
     });
-    assert.equal(actions(reply), ['refused', 'refused', 'written']);
+    assert.equal(actions(reply), ['refused', 'refused', 'written', 'written']);
     assert.ok(reply.ok);
     if (reply.ok) {
       assert.match(reply.files[0]!.reason!, /unnamed.*not named/);
       assert.match(reply.files[1]!.reason!, /module\/web\/gone.*missing/);
     }
     assert.not.ok(existsSync(join(r.root, 'a')));
+    assert.is(readFileSync(join(r.root, 'd'), 'utf8'), 'x=${secret:unnamed}');
+  } finally {
+    await r.cleanup();
+  }
+});
+
+test('a managed file whose content holds its own BEGIN or END line, or another block\'s, is refused with the reason and the file kept', async () => {
+  const r = await started();
+  try {
+    const path = join(r.root, 'etc/hosts');
+    mkdirSync(dirname(path));
+    writeFileSync(path, 'foreign\n# BEGIN web\nold\n# END web\n');
+    const put = (content: FillContent) => r.client.fill({
+      module: 'web', build: 'b1', files: [file(path, content, { mode: 'managed' })],
+    });
+    for (const value of ['a\n# END web\nb\n', '# BEGIN web\n', 'x\n# END web\r\n', 'x\n# BEGIN db\n']) {
+      const reply = await put(`host\n${value}`);
+      assert.equal(actions(reply), ['refused'], JSON.stringify(value));
+      if (reply.ok) assert.match(reply.files[0]!.reason!, /holds the line "# (BEGIN|END) (web|db)".*(own block marker|another block)/);
+    }
+    assert.is(readFileSync(path, 'utf8'), 'foreign\n# BEGIN web\nold\n# END web\n');
+    // A marker made from a secret's value is refused without the line, which would show the value.
+    mkdirSync(join(r.secrets, 'module/web'), { recursive: true });
+    writeFileSync(join(r.secrets, 'module/web/tail'), 'web\n');
+    const secret = await r.client.fill({
+      module: 'web', build: 'b1', secrets: { tail: 'module/web/tail' },
+      files: [file(path, ['# END ', { secret: 'tail' }, '\n'], { mode: 'managed' })],
+    });
+    assert.equal(actions(secret), ['refused']);
+    if (secret.ok) assert.match(secret.files[0]!.reason!, /secret part's value makes a BEGIN or END line/);
+    // Text that only looks like a marker is kept: leading space, another comment, a name with a dot.
+    assert.equal(actions(await put(' # END web\n; END web\n# END web.x\n')), ['written']);
+    assert.is(readFileSync(path, 'utf8'), 'foreign\n# BEGIN web\n # END web\n; END web\n# END web.x\n# END web\n');
   } finally {
     await r.cleanup();
   }
@@ -292,7 +353,7 @@ test('a file refused for a missing secret is written after the secret arrives an
     await r.start();
     await within(3000, 'knock on engine start', created);
     const path = join(r.root, 'etc/app.env');
-    const req = { module: 'app', build: 'b1', files: [file(path, 'KEY=${secret:k}\n')], secrets: { k: 'module/app/k' } };
+    const req = { module: 'app', build: 'b1', files: [file(path, ['KEY=', { secret: 'k' }, '\n'])], secrets: { k: 'module/app/k' } };
     assert.equal(actions(await r.client.fill(req)), ['refused']);
     const knocked = new Promise<void>((resolve) => r.client.onKnock(resolve));
     mkdirSync(join(r.secrets, 'module/app'), { recursive: true });
@@ -327,6 +388,21 @@ test('a malformed line is answered ok:false, naming the field, and the engine ke
     assert.equal({ id: badShape.id, ok: badShape.ok }, { id: 5, ok: false });
     assert.match(badShape.error, /files\.0\.content/);
     assert.equal(actions(await r.client.fill({ module: 'web', build: 'b1', files: [file(join(r.root, 'ok'), 'ok')] })), ['written']);
+  } finally {
+    await r.cleanup();
+  }
+});
+
+test('forty requests pipelined on one connection are each answered, with their own files', async () => {
+  const r = await started();
+  try {
+    const replies = await Promise.all(Array.from({ length: 40 }, (_, i) =>
+      r.client.fill({ module: `m${i}`, build: 'b1', files: [file(join(r.root, `m${i}.conf`), `n=${i}\n`)] })));
+    replies.forEach((reply, i) => {
+      assert.ok(reply.ok);
+      if (reply.ok) assert.equal(reply.files, [{ path: join(r.root, `m${i}.conf`), action: 'written' }]);
+    });
+    assert.is(readFileSync(join(r.root, 'm39.conf'), 'utf8'), 'n=39\n');
   } finally {
     await r.cleanup();
   }

@@ -32,20 +32,20 @@ test('placement and config are filled, secrets stay placeholders, foreign text i
   );
   assert.ok(out.ok);
   if (!out.ok) return;
-  assert.is(out.value.files[0]!.content, 'port 8080 dir /etc/web host db key ${secret:k} ${HOME}\n');
+  assert.equal(out.value.files[0]!.content, ['port 8080 dir /etc/web host db key ', { secret: 'k' }, ' ${HOME}\n']);
   assert.equal(out.value.waiting, []);
   assert.ok(out.value.needs.every((n) => n.met));
   assert.equal(out.value.needs.map((n) => `${n.kind}:${n.name}`), ['port:http', 'dir:config', 'config:h', 'secret:k']);
 });
 
-test('a literal ${secret: from a template escape or a value reaches the engine escaped, never as a secret', () => {
+test('a literal ${secret: from a template escape or a value reaches the engine as text, never as a secret part', () => {
   const out = fillModule(
     plan([{ path: '/f', template: 't', mode: 'owned', change: 'none' }], [{ name: 'k', vault: 'v' }]),
     templates({ t: 'a $${secret:k} b ${config:x} c ${secret:k}\n' }),
     config({ x: 'evil ${secret:k}' }),
   );
   assert.ok(out.ok);
-  if (out.ok) assert.is(out.value.files[0]!.content, 'a $${secret:k} b evil $${secret:k} c ${secret:k}\n');
+  if (out.ok) assert.equal(out.value.files[0]!.content, ['a ${secret:k} b evil ${secret:k} c ', { secret: 'k' }, '\n']);
 });
 
 test('a file with a value that waits is not filled; the others are, and the wait names the value and file', () => {
@@ -73,7 +73,7 @@ test('a secret with a path is handed as that file alone, holding only its placeh
   assert.ok(out.ok);
   if (!out.ok) return;
   const f = out.value.files.find((x) => x.path === '/etc/web/tls.key')!;
-  assert.is(f.content, '${secret:tls}');
+  assert.equal(f.content, [{ secret: 'tls' }]);
   assert.is(f.fileMode, '0600');
   assert.is(f.change, 'reload');
 });
@@ -84,7 +84,7 @@ test('an unknown kind, an unnamed secret, a failing value and a missing template
     const out = fillModule(p, templates({ a: text }), resolve);
     return out.ok ? 'ok' : out.reason;
   };
-  assert.is(fail('x\n${nope:y}'), 'template a line 2: ${nope:y}: unknown kind "nope"');
+  assert.is(fail('x\n${nope:y}'), 'template a line 2: ${nope:y}: unknown kind "nope" (write $${nope:y} to keep it as text)');
   assert.is(fail('${secret:y}'), 'template a line 1: ${secret:y}: secret "y" is not named by the plan');
   assert.is(fail('${config:y}', () => ({ state: 'failed', reason: 'bad bytes' })), 'template a line 1: ${config:y}: bad bytes');
   const missing = fillModule(p, templates({ b: '' }), config({}));
@@ -94,6 +94,44 @@ test('an unknown kind, an unnamed secret, a failing value and a missing template
 test('a template that is not UTF-8 is refused with its name', () => {
   const out = prepareTemplates(new Map([['bin', new Uint8Array([0xc3, 0x28])]]));
   assert.equal(out, { ok: false, reason: 'template bin is not UTF-8' });
+});
+
+test('a placement value shaped like a secret, a lone surrogate or a trailing `$` stays text beside the real secret parts', () => {
+  const p = { ...plan([{ path: '/f', template: 't', mode: 'owned', change: 'none' }], [{ name: 'api-key', vault: 'module/web/api-key' }]) };
+  p.placement = { dir: { x: '\uD800api-key\uD800', lone: '\uD800', dollar: 'abc$' } };
+  const out = fillModule(p, templates({ t: 'V=${dir:x}|L=${dir:lone}${secret:api-key}|D=${dir:dollar}${secret:api-key}\n' }), config({}));
+  assert.ok(out.ok);
+  if (!out.ok) return;
+  assert.equal(out.value.files[0]!.content, ['V=\uD800api-key\uD800|L=\uD800', { secret: 'api-key' }, '|D=abc$', { secret: 'api-key' }, '\n']);
+  const plain = fillModule(p, templates({ t: 'V=${dir:x}|' }), config({}));
+  assert.ok(plain.ok && plain.value.files[0]!.content === 'V=\uD800api-key\uD800|', 'no secret part without a secret placeholder');
+});
+
+test('every placeholder no value can fill is listed at once, each unknown kind with the escape that keeps it as text', () => {
+  const p = plan([{ path: '/a', template: 'a', mode: 'owned', change: 'none' }, { path: '/b', template: 'b', mode: 'owned', change: 'none' }]);
+  const out = fillModule(p, templates({ a: 'c=${line:0:1}\n${config:ok}\n${sys:os.name}', b: '${aws:username} ${secret:nope}' }), config({ ok: '1' }));
+  assert.equal(out, {
+    ok: false,
+    reason: 'template a line 1: ${line:0:1}: unknown kind "line" (write $${line:0:1} to keep it as text); '
+      + 'template a line 3: ${sys:os.name}: unknown kind "sys" (write $${sys:os.name} to keep it as text); '
+      + 'template b line 1: ${aws:username}: unknown kind "aws" (write $${aws:username} to keep it as text); '
+      + 'template b line 1: ${secret:nope}: secret "nope" is not named by the plan',
+  });
+});
+
+test('a placeholder name too long for a key fails the module with the limit, never building the key', () => {
+  const p = plan([{ path: '/a', template: 'a', mode: 'owned', change: 'none' }]);
+  const out = fillModule(p, templates({ a: 'x ${config:' + 'n'.repeat(5000) + '}' }), config({}));
+  assert.not.ok(out.ok);
+  if (!out.ok) assert.match(out.reason, /^template a line 1: \$\{config:n{60}…\(5000 bytes\)\}: its name is 5000 bytes, past the limit of 255$/);
+});
+
+test('a leading byte-order mark of a template is kept, and a template past 16 MiB is refused with its size', () => {
+  const bom = prepareTemplates(new Map([['t', new Uint8Array([0xef, 0xbb, 0xbf, 0x78])]]));
+  assert.ok(bom.ok);
+  if (bom.ok) assert.is(bom.value.get('t')!.runs[0]!.render(() => ''), '\uFEFFx');
+  const big = prepareTemplates(new Map([['big', new Uint8Array(16 * 1024 * 1024 + 1)]]));
+  assert.equal(big, { ok: false, reason: 'template big is 16777217 bytes, past the limit of 16777216 bytes' });
 });
 
 test.run();

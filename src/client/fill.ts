@@ -1,14 +1,13 @@
-// Fills one module's templates from the values at hand (DESIGN §7 points 2, 4, 5 and §8), file by file.
-import { contentDigest, type FillFile } from '../shared/fill-protocol.ts';
-import { parsePlaceholders, renderPlaceholders, type Placeholder } from '../shared/placeholders.ts';
-import { isPlacementKind, KNOWN_KINDS } from '../shared/registry.ts';
+// Fills one module's templates from the values at hand (DESIGN §7 points 2, 4, 5 and §8, §9), file by file.
+import { contentDigest, type FillContent, type FillFile } from '../shared/fill-protocol.ts';
 import type { Parsed } from '../shared/keys.ts';
+import { tokenTooLong } from '../shared/limits.ts';
+import type { Placeholder } from '../shared/placeholders.ts';
+import { isPlacementKind, KNOWN_KINDS } from '../shared/registry.ts';
 import type { Plan } from '../shared/schemas.ts';
+import { renderTemplate, type Template, type TemplateSet } from './templates.ts';
 
-/** A template decoded and parsed once per archive. */
-export type Template = { text: string; placeholders: Placeholder[] };
-/** A module's templates by archive name. */
-export type TemplateSet = Map<string, Template>;
+export { prepareTemplates, type Template, type TemplateSet } from './templates.ts';
 
 /** What a lookup knows of one value: its text, that it is not there yet, or that it fails the module. */
 export type Lookup = { state: 'value'; text: string } | { state: 'waiting' } | { state: 'failed'; reason: string };
@@ -23,76 +22,97 @@ export type NeedEntry = { kind: string; name: string; files: string[]; met: bool
 /** The outcome of filling a module. */
 export type FillOutcome = { files: FillFile[]; waiting: Waiting[]; needs: NeedEntry[] };
 
-const CHANGE_WEIGHT = { none: 0, reload: 1, restart: 2 } as const;
-// Stands for a secret placeholder while a template renders: no UTF-8 text holds a lone surrogate.
-const SECRET_MARK = '\uD800';
-const UTF8 = new TextDecoder('utf-8', { fatal: true });
+/** At most this many refused placeholders are listed in one reason; the rest are counted. */
+export const MAX_LISTED_REFUSALS = 20;
 
-/** Decodes and parses every template of an archive; a template that is not UTF-8 fails with its name. */
-export function prepareTemplates(files: Map<string, Uint8Array>): Parsed<TemplateSet> {
-  const set: TemplateSet = new Map();
-  for (const [name, bytes] of files) {
-    let text: string;
-    try {
-      text = UTF8.decode(bytes);
-    } catch {
-      return { ok: false, reason: `template ${name} is not UTF-8` };
-    }
-    set.set(name, { text, placeholders: parsePlaceholders(text) });
-  }
-  return { ok: true, value: set };
-}
+const CHANGE_WEIGHT = { none: 0, reload: 1, restart: 2 } as const;
 
 /** Fills every file of `plan` whose values are all there; a failure anywhere fails the module with the reason. */
 export function fillModule(plan: Plan, templates: TemplateSet, resolve: Resolver): Parsed<FillOutcome> {
-  const secretNames = new Set(plan.secrets.map((s) => s.name));
-  const needs = new Map<string, NeedEntry>();
-  const waiting = new Map<string, Waiting>();
-  const files: FillFile[] = [];
-  const note = (map: Map<string, { files: string[] }>, key: string, make: () => { files: string[] }, path: string) => {
-    const entry = map.get(key) ?? map.set(key, make()).get(key)!;
-    if (!entry.files.includes(path)) entry.files.push(path);
-  };
-
+  const used: { path: string; name: string; template: Template; decl: Plan['files'][number] }[] = [];
   for (const file of plan.files) {
     const template = templates.get(file.template);
     if (!template) return { ok: false, reason: `template ${file.template} (for ${file.path}) is not in the archive` };
-    const texts: string[] = [];
+    used.push({ path: file.path, name: file.template, template, decl: file });
+  }
+  const refused = refusals(plan, used);
+  if (refused) return { ok: false, reason: refused };
+
+  const needs = new Map<string, NeedEntry>();
+  const waiting = new Map<string, Waiting>();
+  const files: FillFile[] = [];
+  for (const { path, name, template, decl } of used) {
+    const values: string[] = [];
     let waits = false;
-    for (const p of template.placeholders) {
-      const where = `template ${file.template} line ${p.line}`;
-      const found = lookup(p, plan, secretNames, resolve);
-      if (found.state === 'failed') return { ok: false, reason: `${where}: \${${p.kind}:${p.name}}: ${found.reason}` };
-      const key = `${p.kind}:${p.name}`;
-      note(needs, key, () => ({ kind: p.kind, name: p.name, files: [], met: true }), file.path);
+    for (const [i, p] of template.placeholders.entries()) {
+      const found = p.kind === 'secret' ? ({ state: 'value', text: '' } as const) : lookup(p, plan, resolve);
+      if (found.state === 'failed') return { ok: false, reason: `template ${name} line ${p.line}: \${${p.kind}:${p.name}}: ${found.reason}` };
+      const need = note(needs, `${p.kind}:${p.name}`, () => ({ kind: p.kind, name: p.name, files: [], met: true }), path);
       if (found.state === 'waiting') {
-        needs.get(key)!.met = false;
-        note(waiting, key, () => ({ kind: p.kind, name: p.name, files: [] }), file.path);
+        need.met = false;
+        note(waiting, `${p.kind}:${p.name}`, () => ({ kind: p.kind, name: p.name, files: [] }), path);
         waits = true;
       } else {
-        texts.push(found.text);
+        values[i] = found.text;
       }
     }
-    if (waits) continue;
-    files.push(fillFile(file.path, renderForEngine(template, texts), file));
+    if (!waits) files.push(fillFile(path, renderTemplate(template, (i) => values[i]!), decl));
   }
 
   const change = strongestChange(plan);
   for (const secret of plan.secrets) {
     if (secret.path === undefined) continue;
-    // A secret's own file holds only the placeholder: the engine fills it, the client never sees it.
+    // A secret's own file is the one secret part: the engine fills it, the client never sees it.
     note(needs, `secret:${secret.name}`, () => ({ kind: 'secret', name: secret.name, files: [], met: true }), secret.path);
-    files.push(fillFile(secret.path, `\${secret:${secret.name}}`, { mode: 'owned', change, fileMode: '0600' }));
+    files.push(fillFile(secret.path, [{ secret: secret.name }], { mode: 'owned', change, fileMode: '0600' }));
   }
   return { ok: true, value: { files, waiting: [...waiting.values()], needs: [...needs.values()] } };
 }
 
-function lookup(p: Placeholder, plan: Plan, secretNames: Set<string>, resolve: Resolver): Lookup {
-  if (!KNOWN_KINDS.includes(p.kind)) return { state: 'failed', reason: `unknown kind "${p.kind}"` };
-  if (p.kind === 'secret') {
-    if (!secretNames.has(p.name)) return { state: 'failed', reason: `secret "${p.name}" is not named by the plan` };
-    return { state: 'value', text: SECRET_MARK + p.name + SECRET_MARK };
+function note<T extends { files: string[] }>(map: Map<string, T>, key: string, make: () => T, path: string): T {
+  const entry = map.get(key) ?? map.set(key, make()).get(key)!;
+  if (!entry.files.includes(path)) entry.files.push(path);
+  return entry;
+}
+
+/**
+ * Every placeholder of the module's templates that no value can ever fill — an unknown kind, a
+ * name too long for a key, a secret the plan does not name — listed at once, each with its
+ * template and line, so a module author fixes them in one go. Undefined when there is none.
+ */
+function refusals(plan: Plan, used: { name: string; template: Template }[]): string | undefined {
+  const secretNames = new Set(plan.secrets.map((s) => s.name));
+  const lines: string[] = [];
+  const seen = new Set<string>();
+  for (const { name, template } of used) {
+    for (const p of template.placeholders) {
+      const why = refusal(p, secretNames);
+      const key = `${name}\n${p.line}\n${p.kind}:${p.name}`;
+      if (why === undefined || seen.has(key)) continue;
+      seen.add(key);
+      lines.push(`template ${name} line ${p.line}: ${why}`);
+    }
   }
+  if (lines.length === 0) return undefined;
+  const more = lines.length > MAX_LISTED_REFUSALS ? `; and ${lines.length - MAX_LISTED_REFUSALS} more` : '';
+  return lines.slice(0, MAX_LISTED_REFUSALS).join('; ') + more;
+}
+
+function refusal(p: Placeholder, secretNames: Set<string>): string | undefined {
+  const shown = `\${${short(p.kind)}:${short(p.name)}}`;
+  const tooLong = tokenTooLong('its kind', p.kind) ?? tokenTooLong('its name', p.name);
+  if (tooLong) return `${shown}: ${tooLong}`;
+  if (!KNOWN_KINDS.includes(p.kind)) return `${shown}: unknown kind "${p.kind}" (write ${'$' + shown} to keep it as text)`;
+  if (p.kind === 'secret' && !secretNames.has(p.name)) return `${shown}: secret "${p.name}" is not named by the plan`;
+  return undefined;
+}
+
+/** A kind or name as a reason shows it: a hostile length is cut, saying so. */
+function short(text: string): string {
+  return text.length <= 80 ? text : `${text.slice(0, 60)}…(${Buffer.byteLength(text)} bytes)`;
+}
+
+function lookup(p: Placeholder, plan: Plan, resolve: Resolver): Lookup {
   if (isPlacementKind(p.kind)) {
     const value = plan.placement[p.kind]?.[p.name];
     return value === undefined ? { state: 'waiting' } : { state: 'value', text: String(value) };
@@ -100,21 +120,7 @@ function lookup(p: Placeholder, plan: Plan, secretNames: Set<string>, resolve: R
   return resolve(p.kind, p.name);
 }
 
-/**
- * Renders a template for the engine, which fills every `${secret:…}` it is handed and reads
- * `$${secret:` as a literal: so a literal `${secret:` of the template or of a value is escaped,
- * and only the placeholders the plan names reach the engine as secrets.
- */
-function renderForEngine(template: Template, texts: string[]): string {
-  // The renderer asks for the placeholders in the order parsing found them.
-  let i = 0;
-  const rendered = renderPlaceholders(template.text, () => texts[i++]!);
-  const marks = new RegExp(`${SECRET_MARK}([^${SECRET_MARK}]*)${SECRET_MARK}`, 'g');
-  // A function replacer: in a replacement string `$$` would mean one `$`.
-  return rendered.replaceAll('${secret:', () => '$${secret:').replace(marks, (_m, name: string) => `\${secret:${name}}`);
-}
-
-function fillFile(path: string, content: string, decl: Pick<FillFile, 'mode' | 'change'> & Partial<FillFile>): FillFile {
+function fillFile(path: string, content: FillContent, decl: Pick<FillFile, 'mode' | 'change'> & Partial<FillFile>): FillFile {
   const file: FillFile = { path, content, digest: contentDigest(content), mode: decl.mode, change: decl.change };
   if (decl.owner !== undefined) file.owner = decl.owner;
   if (decl.fileMode !== undefined) file.fileMode = decl.fileMode;

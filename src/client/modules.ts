@@ -2,9 +2,10 @@
 import type { FillFile } from '../shared/fill-protocol.ts';
 import { PLANS } from '../shared/buckets.ts';
 import { nodeModuleKey } from '../shared/keys.ts';
+import { MAX_ENGINE_LINE_BYTES } from '../shared/limits.ts';
 import type { Logger } from '../shared/log.ts';
 import { decodeJson, PlanSchema, type Plan, type Report } from '../shared/schemas.ts';
-import { EngineUnavailable, type EngineClient } from './engine.ts';
+import { EngineProtocolError, EngineTimeout, EngineUnavailable, type EngineClient } from './engine.ts';
 import { fillModule } from './fill.ts';
 import type { Reporter } from './reporter.ts';
 import type { TemplateCache } from './templates.ts';
@@ -108,14 +109,22 @@ export class Modules {
     await this.deps.reporter.needs(module, needs);
 
     const toSend = files.filter((f) => full || state.sent.get(f.path) !== signature(f));
+    const size = requestSize(toSend);
+    if (size > MAX_REQUEST_BYTES) return this.#fail(module, state, `the fill request would be about ${size} bytes, past the engine's line limit of ${MAX_ENGINE_LINE_BYTES} bytes`);
     if (toSend.length > 0 && !(await this.#send(module, state, plan, toSend))) return;
 
     const filled: FileResult[] = files.map((f) => state.results.get(f.path) ?? { path: f.path, action: 'pending', digest: f.digest });
     const refused = filled.filter((f) => f.action === 'refused');
-    const reason = refused.length > 0 ? `engine refused ${refused.map((f) => `${f.path} (${f.reason ?? 'no reason'})`).join(', ')}; waiting for a knock` : undefined;
+    // A file is applied only once the engine confirmed it (DESIGN §9).
+    const unconfirmed = filled.filter((f) => f.action === 'pending');
+    const reasons = [
+      ...(refused.length > 0 ? [`engine refused ${refused.map((f) => `${f.path} (${f.reason ?? 'no reason'})`).join(', ')}`] : []),
+      ...(unconfirmed.length > 0 ? [`engine has not confirmed ${unconfirmed.map((f) => f.path).join(', ')}`] : []),
+    ];
+    const reason = reasons.length > 0 ? `${reasons.join('; ')}; waiting for a knock` : undefined;
     await this.deps.reporter.report(module, {
       build: plan.build,
-      state: waiting.length > 0 || refused.length > 0 ? 'waiting' : 'applied',
+      state: waiting.length > 0 || reasons.length > 0 ? 'waiting' : 'applied',
       files: filled,
       waiting,
       ...(reason ? { reason } : {}),
@@ -129,9 +138,18 @@ export class Modules {
     try {
       reply = await this.deps.engine.fill({ module, build: plan.build, files, secrets });
     } catch (err) {
-      if (!(err instanceof EngineUnavailable)) throw err;
-      // Everything goes again on the engine's knock; one line per outage, not one per module.
+      // Whatever the engine did not confirm goes again, whole, on its knock or the next start.
       state.sent.clear();
+      if (err instanceof EngineTimeout || err instanceof EngineProtocolError) {
+        for (const f of files) state.results.set(f.path, { path: f.path, action: 'pending', digest: f.digest });
+        await this.deps.reporter.report(module, {
+          build: plan.build, state: 'waiting', files: files.map((f) => state.results.get(f.path)!), waiting: [],
+          reason: `${err.message}; waiting for a knock`,
+        });
+        return false;
+      }
+      if (!(err instanceof EngineUnavailable)) throw err;
+      // One line per outage, not one per module.
       if (!this.#engineDown) this.deps.log.warn(`engine not reachable (${err.message}); waiting for its knock`);
       this.#engineDown = true;
       return false;
@@ -143,10 +161,10 @@ export class Modules {
       await this.#fail(module, state, `engine: ${reply.error}`);
       return false;
     }
+    // The engine client resolves only a reply that confirms every file sent, each once.
     const byPath = new Map(files.map((f) => [f.path, f]));
     for (const result of reply.files) {
-      const file = byPath.get(result.path);
-      if (!file) continue;
+      const file = byPath.get(result.path)!;
       state.results.set(result.path, { path: result.path, action: result.action, digest: file.digest, ...(result.reason ? { reason: result.reason } : {}) });
       if (result.action === 'refused') state.sent.delete(result.path);
       else state.sent.set(result.path, signature(file));
@@ -157,6 +175,20 @@ export class Modules {
   async #fail(module: string, state: ModuleState, reason: string): Promise<void> {
     await this.deps.reporter.report(module, { build: state.build, state: 'failed', files: [], waiting: [], reason });
   }
+}
+
+/** Room left under the engine's line limit for the request's JSON besides the contents. */
+const MAX_REQUEST_BYTES = MAX_ENGINE_LINE_BYTES - 1024 * 1024;
+
+/**
+ * The bytes of the files' contents and paths as JSON carries them. Counted exactly only when the
+ * raw bytes could reach the limit once escaped (JSON writes a control character in six).
+ */
+function requestSize(files: readonly FillFile[]): number {
+  const parts = files.flatMap((f) => [f.path, ...(typeof f.content === 'string' ? [f.content] : f.content.filter((p) => typeof p === 'string'))]);
+  const raw = parts.reduce((n, part) => n + Buffer.byteLength(part), 0) + files.length * 256;
+  if (raw * 6 < MAX_REQUEST_BYTES) return raw;
+  return parts.reduce((n, part) => n + Buffer.byteLength(JSON.stringify(part)), 0) + files.length * 256;
 }
 
 /** What makes a file different for the engine: its bytes and how it is written. */

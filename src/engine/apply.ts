@@ -1,9 +1,9 @@
 // Applying one fill request: each file checked, filled and written as its mode says, then one restart or reload.
 import type { Logger } from '../shared/log.ts';
-import { contentDigest, DEFAULT_COMMENT, DEFAULT_FILE_MODE, type FillFile, type FillRequest, type FillResult } from '../shared/fill-protocol.ts';
+import { contentDigest, contentText, DEFAULT_COMMENT, DEFAULT_FILE_MODE, type FillFile, type FillRequest, type FillResult } from '../shared/fill-protocol.ts';
 import type { Declaration } from './declaration.ts';
 import { PROGRAM_ACTIONS, type Journal, type ProgramAction } from './journal.ts';
-import { spliceBlock } from './managed.ts';
+import { markerInContent, spliceBlock } from './managed.ts';
 import { resolveOwner, type Ownership } from './owner.ts';
 import { resolveInsideRoot } from './paths.ts';
 import { fillSecrets, type SecretSource } from './secrets.ts';
@@ -81,12 +81,19 @@ async function writeManaged(write: Write, file: FillFile, module: string): Promi
   const current = await readOnDisk(write.target);
   const asLatin1 = (s: string) => Buffer.from(s, 'utf8').toString('latin1');
   const comment = asLatin1(file.comment ?? DEFAULT_COMMENT);
+  // A marker made with a secret's value is refused without quoting the line, which would show the value.
+  if (markerFromSecret(file, write.content, comment, asLatin1)) return { action: 'refused', reason: "a secret part's value makes a BEGIN or END line of a managed block" };
   const spliced = spliceBlock(current?.bytes.toString('latin1'), module, comment, asLatin1(write.content));
   if (!spliced.ok) return { action: 'refused', reason: spliced.reason };
   // A file others write too keeps its own mode and owner unless the request names them.
   const mode = file.fileMode ? parseMode(file.fileMode) : current?.mode ?? parseMode(DEFAULT_FILE_MODE);
   const keepOwner = current && process.getuid?.() === 0 ? { uid: current.uid, gid: current.gid } : undefined;
   return writeIfDifferent(write.target, current, Buffer.from(spliced.value, 'latin1'), mode, write.ownership ?? keepOwner);
+}
+
+function markerFromSecret(file: FillFile, filled: string, comment: string, asLatin1: (s: string) => string): boolean {
+  if (typeof file.content === 'string') return false;
+  return markerInContent(asLatin1(contentText(file.content)), comment) === undefined && markerInContent(asLatin1(filled), comment) !== undefined;
 }
 
 async function writeIfDifferent(target: string, current: OnDisk | undefined, bytes: Buffer, mode: number, ownership: Ownership | undefined): Promise<Outcome> {

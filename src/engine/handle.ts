@@ -1,25 +1,23 @@
-// One request line in, one reply out: JSON and the schema checked first, so nothing malformed reaches the writer.
+// One request line in, one reply out: size, depth, JSON and the schema checked first, so nothing malformed reaches the writer.
 import { FillRequestSchema, type FillReply, type FillRequest, type FillResult } from '../shared/fill-protocol.ts';
+import { parseBoundedJson } from '../shared/limits.ts';
 import { validate } from '../shared/schemas.ts';
+import { MAX_REQUEST_LINE_BYTES } from './socket.ts';
 
 /** Applies a valid request and returns each file's result. */
 export type Applier = (req: FillRequest) => Promise<FillResult[]>;
 
 /** Answers one request line; never throws: whatever goes wrong is `{id, ok: false, error}`. */
 export async function handleLine(line: string, apply: Applier): Promise<FillReply> {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(line);
-  } catch (err) {
-    return { id: null, ok: false, error: `not JSON: ${(err as Error).message}` };
-  }
-  const id = requestId(raw);
-  const req = validate(FillRequestSchema, raw);
+  const raw = parseBoundedJson(line, { maxBytes: MAX_REQUEST_LINE_BYTES });
+  if (!raw.ok) return { id: null, ok: false, error: raw.reason };
+  const id = requestId(raw.value);
+  const req = validate(FillRequestSchema, raw.value);
   if (!req.ok) return { id, ok: false, error: req.reason };
   try {
     return { id: req.value.id, ok: true, files: await apply(req.value) };
   } catch (err) {
-    return { id, ok: false, error: `apply failed: ${(err as Error).message}` };
+    return { id, ok: false, error: `apply failed: ${describeThrown(err)}` };
   }
 }
 
@@ -28,4 +26,13 @@ function requestId(raw: unknown): number | null {
   if (typeof raw !== 'object' || raw === null) return null;
   const id = (raw as { id?: unknown }).id;
   return typeof id === 'number' && Number.isFinite(id) ? id : null;
+}
+
+// Whatever an applier throws is said, even a value with no message or no way to print itself.
+function describeThrown(err: unknown): string {
+  try {
+    return err instanceof Error ? err.message : String(err);
+  } catch {
+    return 'an unprintable error';
+  }
 }

@@ -1,5 +1,5 @@
 // A `managed` file: only the module's block between `<comment> BEGIN <module>` and `<comment> END <module>` is the engine's.
-import type { Parsed } from '../shared/keys.ts';
+import { NAME_PATTERN, type Parsed } from '../shared/keys.ts';
 
 /** The BEGIN and END lines of a module's block. */
 export function blockMarkers(comment: string, module: string): { begin: string; end: string } {
@@ -9,10 +9,16 @@ export function blockMarkers(comment: string, module: string): { begin: string; 
 /**
  * Puts `content` as the module's block into `existing` (undefined when the file is absent):
  * replaces the first block in place, or appends one; every byte outside the block is kept.
- * A BEGIN line without its END line is refused rather than guessed at.
+ * A BEGIN line without its END line is refused rather than guessed at, and so is content holding
+ * a marker line (markerInContent): the block's bounds are the engine's, never a value's.
  */
 export function spliceBlock(existing: string | undefined, module: string, comment: string, content: string): Parsed<string> {
   const { begin, end } = blockMarkers(comment, module);
+  const marker = markerInContent(content, comment);
+  if (marker !== undefined) {
+    const whose = marker === begin || marker === end ? 'its own block marker' : "another block's marker";
+    return { ok: false, reason: `content holds the line "${marker}", ${whose}: a managed block's content may not hold a BEGIN or END line` };
+  }
   const body = content === '' || content.endsWith('\n') ? content : content + '\n';
   const block = `${begin}\n${body}${end}\n`;
   if (existing === undefined || existing === '') return { ok: true, value: block };
@@ -24,6 +30,30 @@ export function spliceBlock(existing: string | undefined, module: string, commen
   }
   const { start, stop } = found.value;
   return { ok: true, value: existing.slice(0, start) + block + existing.slice(stop) };
+}
+
+/**
+ * The first line of `content` (its trailing CR aside, as findBlock reads lines) that a splice
+ * would take for a block's BEGIN or END line: `<comment> BEGIN <name>` or `<comment> END <name>`
+ * for any module name. Another module's marker is refused too: in a file several modules share,
+ * it would move that module's block bounds into this one's.
+ */
+export function markerInContent(content: string, comment: string): string | undefined {
+  const begin = `${comment} BEGIN `;
+  const endLead = `${comment} END `;
+  for (let start = 0; start < content.length;) {
+    const newline = content.indexOf('\n', start);
+    const stop = newline < 0 ? content.length : newline;
+    // Only a line that starts like a marker is cut out; a content of many short lines allocates nothing.
+    if (content.startsWith(begin, start) || content.startsWith(endLead, start)) {
+      const raw = content.slice(start, stop);
+      const text = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+      const lead = text.startsWith(begin) ? begin : endLead;
+      if (NAME_PATTERN.test(text.slice(lead.length))) return text;
+    }
+    start = stop + 1;
+  }
+  return undefined;
 }
 
 /** Where the block lies: from the start of its BEGIN line to just past its END line's newline. */

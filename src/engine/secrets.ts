@@ -1,10 +1,8 @@
-// Filling `${secret:<name>}` from a local directory: name → vault name (from the request) → file under --secrets.
+// Filling a content's secret parts (DESIGN §9) from a local directory: name → vault name (from the request) → file under --secrets.
 import { readFile } from 'node:fs/promises';
 import { isAbsolute, relative, resolve } from 'node:path';
+import { secretNamesOf, type FillContent } from '../shared/fill-protocol.ts';
 import type { Parsed } from '../shared/keys.ts';
-
-// `$${secret:` is the escape for a literal `${secret:`, as `$${` is for any `${` in a template (DESIGN §8).
-const SECRET = /\$(\$?)\{secret:([^}]*)\}/g;
 
 /** Reads a secret by its vault name; a missing one is a reason, never an exception. */
 export type SecretSource = (vaultName: string) => Promise<Parsed<string>>;
@@ -28,20 +26,20 @@ export function directorySecrets(dir: string | undefined): SecretSource {
   };
 }
 
-/** Fills every `${secret:<name>}` of `content`; a name the request does not map, or a secret not held, is the reason. */
-export async function fillSecrets(content: string, names: Readonly<Record<string, string>>, source: SecretSource): Promise<Parsed<string>> {
+/**
+ * The bytes to write: string parts as they are and each secret part as the secret's value. Text is
+ * never scanned, so a string content is returned untouched and no value can become a secret. A
+ * part naming a secret the request does not map, or one the source does not hold, is the reason.
+ */
+export async function fillSecrets(content: FillContent, names: Readonly<Record<string, string>>, source: SecretSource): Promise<Parsed<string>> {
+  if (typeof content === 'string') return { ok: true, value: content };
   const values = new Map<string, string>();
-  for (const match of content.matchAll(SECRET)) {
-    const [, escaped, name = ''] = match;
-    if (escaped || values.has(name)) continue;
+  for (const name of secretNamesOf(content)) {
     const vaultName = Object.hasOwn(names, name) ? names[name] : undefined;
-    if (vaultName === undefined) return { ok: false, reason: `\${secret:${name}} is not named in the request's secrets` };
+    if (vaultName === undefined) return { ok: false, reason: `secret part "${name}" is not named in the request's secrets` };
     const value = await source(vaultName);
     if (!value.ok) return value;
     values.set(name, value.value);
   }
-  return {
-    ok: true,
-    value: content.replace(SECRET, (whole, escaped: string, name: string) => (escaped ? whole.slice(1) : values.get(name)!)),
-  };
+  return { ok: true, value: content.map((part) => (typeof part === 'string' ? part : values.get(part.secret)!)).join('') };
 }

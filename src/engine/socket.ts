@@ -2,9 +2,10 @@
 import { lstat, mkdir, unlink, utimes } from 'node:fs/promises';
 import { createConnection, type Server, type Socket } from 'node:net';
 import { dirname } from 'node:path';
+import { LineReader } from '../shared/ndjson.ts';
 
-/** A request line longer than this (in characters) closes its connection: no module's files come near it. */
-export const MAX_LINE_LENGTH = 64 * 1024 * 1024;
+/** A request line longer than this (in bytes) closes its connection: no module's files come near it. */
+export const MAX_REQUEST_LINE_BYTES = 64 * 1024 * 1024;
 
 /** Makes the path free for a new socket: a stale socket is removed; a live one or a non-socket is an error. */
 export async function claimSocketPath(path: string): Promise<void> {
@@ -37,35 +38,46 @@ export async function touchSocket(path: string): Promise<void> {
   await utimes(path, mtime, mtime);
 }
 
-/** Serves newline-delimited lines on every connection; replies go back in the order their lines came. */
-export function serveLines(server: Server, answer: (line: string) => Promise<string>, onError: (message: string) => void): Set<Socket> {
+/**
+ * Serves newline-delimited lines on every connection; replies go back in the order their lines came.
+ * A connection is not read while one of its lines waits for its answer, so what a client sends
+ * ahead waits in its own buffers and the kernel's, not here: one connection holds at most the
+ * lines of one chunk being answered and one line being read, refused past `maxLineBytes`.
+ */
+export function serveLines(
+  server: Server,
+  answer: (line: string) => Promise<string>,
+  onError: (message: string) => void,
+  maxLineBytes = MAX_REQUEST_LINE_BYTES,
+): Set<Socket> {
   const open = new Set<Socket>();
   server.on('connection', (socket) => {
     open.add(socket);
     socket.on('close', () => open.delete(socket));
     socket.on('error', (err) => onError(`connection: ${err.message}`));
-    let buffered = '';
+    let waiting = 0;
     let replies = Promise.resolve();
-    socket.setEncoding('utf8');
-    socket.on('data', (chunk: string) => {
-      buffered += chunk;
-      if (buffered.length > MAX_LINE_LENGTH) {
-        onError(`connection: a line past ${MAX_LINE_LENGTH} characters, closing it`);
-        socket.destroy();
-        return;
-      }
-      let newline: number;
-      while ((newline = buffered.indexOf('\n')) >= 0) {
-        const line = buffered.slice(0, newline);
-        buffered = buffered.slice(newline + 1);
-        if (line.trim() === '') continue;
+    const reader = new LineReader(maxLineBytes, {
+      onLine: (bytes) => {
+        const line = bytes.toString('utf8');
+        if (line.trim() === '') return;
         const reply = answer(line);
+        waiting++;
+        socket.pause();
         replies = replies.then(async () => {
           const text = await reply;
           if (!socket.destroyed) socket.write(text + '\n');
-        }).catch((err: Error) => onError(`connection: ${err.message}`));
-      }
+        }).catch((err: Error) => onError(`connection: ${err.message}`)).finally(() => {
+          if (--waiting === 0 && !socket.destroyed) socket.resume();
+        });
+      },
+      onTooLong: (bytes) => {
+        onError(`connection: a line of ${bytes} bytes and more, past the limit of ${maxLineBytes} bytes: closing it`);
+        socket.destroy();
+      },
     });
+    socket.on('data', (chunk: Buffer) => reader.push(chunk));
+    socket.on('close', () => reader.stop());
   });
   return open;
 }

@@ -1,8 +1,9 @@
 // The fill socket protocol (DESIGN §9): one JSON request per line from the client, one reply line per request.
 import { createHash } from 'node:crypto';
 import * as v from 'valibot';
-import { NAME_PATTERN } from './keys.ts';
-import { CHANGES, FILE_ACTIONS, FILE_MODES } from './schemas.ts';
+import { NAME_PATTERN, type Parsed } from './keys.ts';
+import { parseBoundedJson } from './limits.ts';
+import { CHANGES, FILE_ACTIONS, FILE_MODES, PLACEHOLDER_NAME_PATTERN, validate } from './schemas.ts';
 
 /** The socket the engine listens on when neither --socket nor MESH_FILL_SOCKET says otherwise. */
 export const DEFAULT_FILL_SOCKET = '/run/nox-mesh-host/fill.sock';
@@ -14,15 +15,34 @@ export const DEFAULT_COMMENT = '#';
 export const FILL_OP = 'fill';
 
 const text = v.pipe(v.string(), v.minLength(1, 'is empty'));
+/** A secret's name as a placeholder can hold it (DESIGN §8): no whitespace, `{`, `}` or `$`. */
+export const SECRET_NAME_PATTERN = PLACEHOLDER_NAME_PATTERN;
+const secretName = v.pipe(v.string(), v.regex(SECRET_NAME_PATTERN, 'is not a placeholder name'));
+
+/** A part of a file's content that the engine fills with a secret's value. */
+export const SecretPartSchema = v.strictObject({
+  /** A name of the request's `secrets`. */
+  secret: secretName,
+});
+/** A part of a file's content that the engine fills with a secret's value. */
+export type SecretPart = v.InferOutput<typeof SecretPartSchema>;
+
+/**
+ * A file's content (DESIGN §9): text taken byte for byte, or, when the file names a secret, a list
+ * of literal strings and secret parts. No text is ever scanned for placeholders.
+ */
+export const FillContentSchema = v.union([v.string(), v.array(v.union([v.string(), SecretPartSchema]))]);
+/** A file's content: text, or literal strings and secret parts. */
+export type FillContent = v.InferOutput<typeof FillContentSchema>;
 const oneLine = v.pipe(text, v.regex(/^[^\n\r\0]*$/, 'holds a line break or NUL'));
 
 /** One file of a fill request. */
 export const FillFileSchema = v.strictObject({
   /** Where the file goes on the node; must lie inside the engine's root. */
   path: oneLine,
-  /** The filled template; every `${secret:<name>}` is left for the engine to fill. */
-  content: v.string(),
-  /** `sha256:<hex>` of `content` as sent (before the engine fills secrets). */
+  /** The filled template: text, or text and secret parts for the engine to fill. */
+  content: FillContentSchema,
+  /** `sha256:<hex>` of the content with each secret part written `${secret:<name>}` (contentDigest). */
   digest: v.pipe(v.string(), v.regex(/^sha256:[0-9a-f]{64}$/, 'is not sha256:<64 hex>')),
   /** `owned` written whole, `seed` written only when absent, `managed` only the module's block. */
   mode: v.picklist(FILE_MODES, 'must be one of owned, seed, managed'),
@@ -50,8 +70,8 @@ export const FillRequestSchema = v.strictObject({
   build: text,
   /** The files, applied in this order. */
   files: v.array(FillFileSchema),
-  /** Secret name (as in `${secret:<name>}`) → vault name. */
-  secrets: v.optional(v.record(text, text)),
+  /** Secret name (as in a secret part) → vault name. */
+  secrets: v.optional(v.record(secretName, text)),
 });
 /** A fill request. */
 export type FillRequest = v.InferOutput<typeof FillRequestSchema>;
@@ -77,7 +97,79 @@ export const FillReplySchema = v.variant('ok', [
 /** A reply of the engine. */
 export type FillReply = v.InferOutput<typeof FillReplySchema>;
 
-/** The `digest` of a file's content: `sha256:<hex>` of its UTF-8 bytes. */
-export function contentDigest(content: string): string {
-  return 'sha256:' + createHash('sha256').update(content, 'utf8').digest('hex');
+/** The content as the digest reads it: each secret part written `${secret:<name>}`. */
+export function contentText(content: FillContent): string {
+  if (typeof content === 'string') return content;
+  return content.map((part) => (typeof part === 'string' ? part : `\${secret:${part.secret}}`)).join('');
+}
+
+/** The `digest` of a file's content: `sha256:<hex>` of its UTF-8 bytes, secret parts as `${secret:<name>}`. */
+export function contentDigest(content: FillContent): string {
+  const hash = createHash('sha256');
+  if (typeof content === 'string') hash.update(content, 'utf8');
+  else for (const part of content) hash.update(typeof part === 'string' ? part : `\${secret:${part.secret}}`, 'utf8');
+  return 'sha256:' + hash.digest('hex');
+}
+
+/** The secret names a content's parts name, each once, in order. */
+export function secretNamesOf(content: FillContent): string[] {
+  if (typeof content === 'string') return [];
+  return [...new Set(content.flatMap((part) => (typeof part === 'string' ? [] : [part.secret])))];
+}
+
+/** How many paths a confirmation's reason lists before it says "and N more". */
+const LISTED_PATHS = 5;
+/** How much of a path the engine made up a reason quotes. */
+const QUOTED_PATH_CHARS = 200;
+
+/**
+ * Checks a reply against the paths of the request it answers (DESIGN §9): an `ok:true` reply must
+ * name every path sent, each as often as it was sent, and no other; `ok:false` is left as it is.
+ * The reason names the unexpected path, or the paths the engine did not confirm.
+ */
+export function confirmReply(reply: FillReply, sent: readonly string[]): Parsed<FillReply> {
+  if (!reply.ok) return { ok: true, value: reply };
+  const owed = new Map<string, number>();
+  for (const path of sent) owed.set(path, (owed.get(path) ?? 0) + 1);
+  for (const { path } of reply.files) {
+    const left = owed.get(path);
+    if (left === undefined) return { ok: false, reason: `engine replied for ${quotePath(path)}, which it was not sent` };
+    if (left === 0) return { ok: false, reason: `engine named ${path} more often than it was sent` };
+    owed.set(path, left - 1);
+  }
+  const unconfirmed = [...owed].filter(([, left]) => left > 0).map(([path]) => path);
+  if (unconfirmed.length === 0) return { ok: true, value: reply };
+  const more = unconfirmed.length > LISTED_PATHS ? ` and ${unconfirmed.length - LISTED_PATHS} more` : '';
+  return { ok: false, reason: `engine did not confirm ${unconfirmed.slice(0, LISTED_PATHS).join(', ')}${more}` };
+}
+
+/** What one reply line means for the requests in flight. */
+export type ReplyVerdict =
+  /** Out of shape, or for no request in flight: said and ignored. */
+  | { kind: 'ignored'; why: string }
+  /** The reply of request `id`, confirming exactly what was sent (or `ok:false`). */
+  | { kind: 'resolved'; id: number; reply: FillReply }
+  /** A reply for request `id` that breaks §9: out of shape, or not confirming what was sent. */
+  | { kind: 'broken'; id: number; reason: string };
+
+/**
+ * Reads one reply line against the paths of each request in flight (`inFlight(id)`, undefined when
+ * none has that id), within `maxBytes`: a line out of shape or for no request in flight is ignored;
+ * a reply for a request in flight resolves it only when confirmReply passes it. Never throws.
+ */
+export function judgeReplyLine(line: Uint8Array | string, inFlight: (id: number) => readonly string[] | undefined, maxBytes: number): ReplyVerdict {
+  const raw = parseBoundedJson(line, { maxBytes });
+  if (!raw.ok) return { kind: 'ignored', why: `reply out of shape: ${raw.reason}` };
+  const id = typeof raw.value === 'object' && raw.value !== null ? (raw.value as { id?: unknown }).id : undefined;
+  const paths = typeof id === 'number' ? inFlight(id) : undefined;
+  if (typeof id !== 'number' || paths === undefined) return { kind: 'ignored', why: 'reply for no request in flight' };
+  const reply = validate(FillReplySchema, raw.value);
+  if (!reply.ok) return { kind: 'broken', id, reason: `engine replied out of shape: ${reply.reason}` };
+  const confirmed = confirmReply(reply.value, paths);
+  return confirmed.ok ? { kind: 'resolved', id, reply: confirmed.value } : { kind: 'broken', id, reason: confirmed.reason };
+}
+
+// A path the engine made up is untrusted text: quoted, cut short, so a reason stays one short line.
+function quotePath(path: string): string {
+  return JSON.stringify(path.length > QUOTED_PATH_CHARS ? `${path.slice(0, QUOTED_PATH_CHARS)}…` : path);
 }

@@ -1,5 +1,5 @@
 // Placeholders (DESIGN §8): finding `${kind:name}` in a text and filling it, every other byte kept.
-import { compile } from 'micromustache';
+import { Renderer } from 'micromustache';
 
 /** One placeholder found in a text. */
 export type Placeholder = {
@@ -13,33 +13,31 @@ export type Placeholder = {
   column: number;
 };
 
+/** A text split at its placeholders: `literals[i]` comes before `placeholders[i]`, one more literal at the end. */
+export type ScannedText = { literals: string[]; placeholders: Placeholder[] };
+
 // A name is non-empty and holds no whitespace, `{`, `}` or `$`, so a placeholder never spans lines
 // and never contains another `${`; it may hold `:` and `.` (`${bound:db.admin:user}`). It may not
 // start with `-`, `=`, `+` or `?`, so shell expansions with a lowercase variable such as
 // `${name:-default}` or `${name:?unset}` stay text.
 const PLACEHOLDER = /\$\{([a-z][a-z0-9-]*):([^\s{}$\-=+?][^\s{}$]*)\}/y;
 const ESCAPE = '$${';
-const OPEN = '${';
-// micromustache's tags are `${` and `}` themselves, so every literal `${` left in the text is
-// written as this tag, which renders back to `${`: no foreign text reaches its tokenizer.
-const OPEN_TAG = '${open}';
 
-type Scan = { literals: string[]; placeholders: Placeholder[] };
-
-/** Splits a text into literal runs (escapes already turned into `${`) around its placeholders. */
-function scan(text: string): Scan {
+/**
+ * Splits a text at its placeholders in one pass: linear in time, and the literals are slices of
+ * the text with each `$${` turned into `${` (never built a character at a time).
+ */
+export function scanPlaceholders(text: string): ScannedText {
   const literals: string[] = [];
   const placeholders: Placeholder[] = [];
   const at = positionTracker(text);
-  let literal = '';
+  let start = 0;
   let i = 0;
   while (i < text.length) {
     const dollar = text.indexOf('$', i);
     if (dollar === -1) break;
-    literal += text.slice(i, dollar);
     i = dollar;
     if (text.startsWith(ESCAPE, i)) {
-      literal += OPEN;
       i += ESCAPE.length;
       continue;
     }
@@ -47,17 +45,35 @@ function scan(text: string): Scan {
     const match = PLACEHOLDER.exec(text);
     if (match === null) {
       // Only this `$` is text: a placeholder may still start inside what follows (`${a:${b:c}}`).
-      literal += '$';
       i += 1;
       continue;
     }
-    literals.push(literal);
-    literal = '';
+    literals.push(unescape(text.slice(start, i)));
     placeholders.push({ kind: match[1]!, name: match[2]!, ...at(i) });
     i = PLACEHOLDER.lastIndex;
+    start = i;
   }
-  literals.push(literal + text.slice(i));
+  literals.push(unescape(text.slice(start)));
   return { literals, placeholders };
+}
+
+// Inside a literal run the escapes lie exactly where the scan skipped them: both go left to right
+// and a placeholder never starts inside `$${`. The run is copied once into UTF-16 code units
+// without the first `$` of each escape: linear, and exact for any string (lone surrogates too),
+// where replaceAll would build a part per escape.
+function unescape(literal: string): string {
+  let at = literal.indexOf(ESCAPE);
+  if (at === -1) return literal;
+  const units = new Uint16Array(literal.length);
+  let write = 0;
+  for (let read = 0; read < literal.length; read++) {
+    if (read === at) {
+      at = literal.indexOf(ESCAPE, read + ESCAPE.length);
+      continue; // the escape's first `$`; its `${` is copied next
+    }
+    units[write++] = literal.charCodeAt(read);
+  }
+  return Buffer.from(units.buffer, 0, write * 2).toString('utf16le');
 }
 
 /** Returns a function giving the line and column of an offset, for offsets asked in increasing order. */
@@ -89,19 +105,47 @@ function isLowSurrogate(code: number): boolean {
 
 /** Finds every `${kind:name}` placeholder in order (duplicates included). */
 export function parsePlaceholders(text: string): Placeholder[] {
-  return scan(text).placeholders;
+  return scanPlaceholders(text).placeholders;
+}
+
+/** Gives the text of the `index`th placeholder of a compiled run. */
+export type ValueOf = (index: number) => string;
+
+/**
+ * A run of literals around placeholders, compiled once into a micromustache renderer whose
+ * variables are the placeholders' indexes: values go in through the resolver, never through the
+ * template, so a value holding `${`, `$${` or anything else is inserted as it is.
+ */
+export class CompiledRun {
+  readonly #renderer: Renderer;
+  readonly #first: number;
+
+  /** Compiles `literals` (one more than the placeholders) around placeholders `first…`. */
+  constructor(literals: string[], first: number) {
+    this.#first = first;
+    const varNames = literals.slice(1).map((_, i) => String(first + i));
+    this.#renderer = new Renderer({ strings: literals, varNames });
+  }
+
+  /** Renders the run, asking `valueOf` for each placeholder by its index in the whole text. */
+  render(valueOf: ValueOf): string {
+    return this.#renderer.renderFn((varName: string) => valueOf(Number(varName)));
+  }
+
+  /** The index of the run's first placeholder in the whole text. */
+  get first(): number {
+    return this.#first;
+  }
+}
+
+/** Compiles a whole text into one run. */
+export function compileText(text: string): { placeholders: Placeholder[]; run: CompiledRun } {
+  const { literals, placeholders } = scanPlaceholders(text);
+  return { placeholders, run: new CompiledRun(literals, 0) };
 }
 
 /** Renders the text: each placeholder replaced by resolve(p), `$${` → `${`, everything else byte for byte. */
 export function renderPlaceholders(text: string, resolve: (p: Placeholder) => string): string {
-  const { literals, placeholders } = scan(text);
-  let template = literals[0]!.replaceAll(OPEN, OPEN_TAG);
-  for (let i = 0; i < placeholders.length; i++) {
-    template += `\${p${i}}` + literals[i + 1]!.replaceAll(OPEN, OPEN_TAG);
-  }
-  // Values go in through the resolver, never through the template, so a value holding `${` or
-  // `$${` is inserted as it is.
-  return compile(template, { tags: ['${', '}'] }).renderFn((varName: string) =>
-    varName === 'open' ? OPEN : resolve(placeholders[Number(varName.slice(1))]!),
-  );
+  const { placeholders, run } = compileText(text);
+  return run.render((i) => resolve(placeholders[i]!));
 }
