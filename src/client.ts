@@ -22,9 +22,9 @@ async function main(): Promise<number> {
   log.info(`node-provisioner ${VERSION} for node ${opts.node}, bus ${opts.bus.servers.join(',')}, engine ${opts.socket}`);
   const nc = await Promise.race([connectBus(opts.bus), signalled.then(() => undefined)]);
   if (!nc) return 0;
-  const engine = createEngineClient({ socketPath: opts.socket, log });
+  const engine = createEngineClient({ socketPath: opts.socket, log, timeoutMs: opts.engineTimeoutMs });
   const client = await Promise.race([
-    startNodeClient({ nc, node: opts.node, engine, log, cacheDir: opts.cache, settleMs: opts.settleMs }),
+    startNodeClient({ nc, node: opts.node, engine, log, cacheDir: opts.cache, settleMs: opts.settleMs, ...(opts.archiveDir ? { archiveDir: opts.archiveDir } : {}) }),
     signalled.then(() => undefined),
   ]);
   if (client) {

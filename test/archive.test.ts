@@ -3,7 +3,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -102,15 +103,43 @@ test('a gzip-compressed tar is recognised by its bytes, whatever its name, and l
   assert.equal(textFiles(await loadBytes(gz)), WEB_FILES);
 });
 
-test('a file:/// ref is read from disk; a missing file fails naming the ref', async () => {
-  const path = join(tempDir(), 'web 1.tar.gz');
+test('a file:/// ref is read under --archive-dir; a missing file fails naming the ref', async () => {
+  const archiveDir = tempDir();
+  const path = join(archiveDir, 'web 1.tar.gz');
   const gz = gzipSync(await packTar(WEB_ENTRIES));
   writeFileSync(path, gz);
   const ref = pathToFileURL(path).href;
-  const loaded = await loadArchive(ref, digestOf(gz), { cacheDir: tempDir(), fetchObject: neverFetch });
+  const loaded = await loadArchive(ref, digestOf(gz), { cacheDir: tempDir(), fetchObject: neverFetch, archiveDir });
   assert.equal(textFiles(loaded), WEB_FILES);
-  const missing = reasonOf(await loadArchive(ref + '.gone', digestOf(gz), { cacheDir: tempDir(), fetchObject: neverFetch }));
+  const missing = reasonOf(await loadArchive(ref + '.gone', digestOf(gz), { cacheDir: tempDir(), fetchObject: neverFetch, archiveDir }));
   assert.ok(missing.startsWith(`archive ${ref}.gone: cannot read: ENOENT`), missing);
+});
+
+test('a file:/// ref is refused without --archive-dir, outside it, through a link out of it, and when not a regular file; no digest of it is said', async () => {
+  const archiveDir = tempDir();
+  const outside = join(tempDir(), 'secret.txt');
+  writeFileSync(outside, 'a file of the node');
+  symlinkSync(outside, join(archiveDir, 'link.tar'));
+  const fifo = join(archiveDir, 'pipe.tar');
+  execFileSync('mkfifo', [fifo]);
+  const digest = digestOf(utf8.encode('x'));
+  const load = (path: string, dir?: string) =>
+    loadArchive(pathToFileURL(path).href, digest, { cacheDir: tempDir(), fetchObject: neverFetch, ...(dir ? { archiveDir: dir } : {}) });
+  const started = Date.now();
+  const reasons = [
+    reasonOf(await load(outside)),
+    reasonOf(await load(outside, archiveDir)),
+    reasonOf(await load(join(archiveDir, 'link.tar'), archiveDir)),
+    reasonOf(await load(fifo, archiveDir)),
+    reasonOf(await load(archiveDir + '/', archiveDir)),
+  ];
+  assert.ok(Date.now() - started < 5000, 'a FIFO is never waited on');
+  assert.match(reasons[0]!, /file:\/\/ refs are refused: this client has no --archive-dir/);
+  assert.match(reasons[1]!, /is not under the archive directory/);
+  assert.match(reasons[2]!, /is not under the archive directory/);
+  assert.match(reasons[3]!, /pipe\.tar is not a regular file/);
+  const outsideDigest = createHash('sha256').update('a file of the node').digest('hex');
+  for (const reason of reasons) assert.not.ok(reason.includes(outsideDigest), reason);
 });
 
 test('an obj:// archive comes from the NATS object store, then from the cache once the server is stopped', async () => {

@@ -118,7 +118,7 @@ async function withIsolatedMesh(opts: MeshOptions, fn: (m: Mesh) => Promise<void
         const pass = NODES.find((n) => n.node === node)!.password;
         const nc = await connectBus({ servers: [nats.url], name: `node-provisioner ${node}`, user: nodeUser(node), pass, inboxPrefix: nodeInbox(node) });
         closers.push(() => nc.close());
-        const client = await startNodeClient({ nc, node, engine: engineClient, log, cacheDir: join(base, 'cache'), settleMs: 20 });
+        const client = await startNodeClient({ nc, node, engine: engineClient, log, cacheDir: join(base, 'cache'), settleMs: 20, archiveDir: dir });
         closers.push(() => client.stop());
         const file = (module: string) => {
           const path = join(root, 'etc', module, `${module}.conf`);

@@ -1,6 +1,8 @@
 // Fetching an archive's bytes by its ref (DESIGN §4): obj://, file:/// and https://, each stopped
 // once it passes the archive limit.
-import { createReadStream } from 'node:fs';
+import { constants } from 'node:fs';
+import { open, realpath } from 'node:fs/promises';
+import { isAbsolute, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import { Objm, type ObjectStore } from '@nats-io/obj';
@@ -45,17 +47,16 @@ function parseFileRef(ref: string): Parsed<Source> {
   }
 }
 
-/** Fetches the bytes of a source, refusing more than `maxBytes`. */
-export async function fetchSource(source: Source, fetchObject: ObjectFetcher, maxBytes: number): Promise<Parsed<Uint8Array>> {
+/**
+ * Fetches the bytes of a source, refusing more than `maxBytes`. A `file://` source is read only
+ * under `archiveDir` (DESIGN §11): without one every `file://` ref is refused.
+ */
+export async function fetchSource(source: Source, fetchObject: ObjectFetcher, maxBytes: number, archiveDir?: string): Promise<Parsed<Uint8Array>> {
   switch (source.scheme) {
     case 'obj':
       return fetchFromObjectStore(source.bucket, source.name, fetchObject, maxBytes);
     case 'file':
-      try {
-        return withinLimit(await readFileWithin(source.path, maxBytes), maxBytes);
-      } catch (err) {
-        return fail(`cannot read: ${describeError(err)}`);
-      }
+      return readUnderArchiveDir(source.path, archiveDir, maxBytes);
     case 'https':
       return fetchHttps(source.url, maxBytes, HTTPS_TIMEOUT_MS);
   }
@@ -92,9 +93,40 @@ export async function fetchHttps(url: string, maxBytes: number, timeoutMs: numbe
   }
 }
 
-/** Reads a file within a limit; throws the file system's error (ENOENT when absent). */
+/** A path that is there but is no regular file (a FIFO, a device, a directory, a socket). */
+export class NotARegularFile extends Error {
+  override name = 'NotARegularFile';
+}
+
+/**
+ * Reads a regular file within a limit; throws the file system's error (ENOENT when absent) or
+ * NotARegularFile. Opened non-blocking and without following a last link, so a FIFO or device
+ * put in its place never holds one of Node's file threads.
+ */
 export async function readFileWithin(path: string, maxBytes: number): Promise<Uint8Array> {
-  return collectWithin(createReadStream(path), maxBytes);
+  const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW | constants.O_NOCTTY);
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) throw new NotARegularFile(`${path} is not a regular file`);
+    return await collectWithin(handle.createReadStream({ autoClose: false }), maxBytes);
+  } finally {
+    await handle.close();
+  }
+}
+
+async function readUnderArchiveDir(path: string, archiveDir: string | undefined, maxBytes: number): Promise<Parsed<Uint8Array>> {
+  if (archiveDir === undefined) return fail('file:// refs are refused: this client has no --archive-dir');
+  try {
+    const dir = await realpath(archiveDir);
+    // Links are resolved before the check: a link under the directory that leads out is out.
+    const real = await realpath(resolve(path));
+    const rel = relative(dir, real);
+    if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) return fail(`${path} is not under the archive directory ${archiveDir}`);
+    return withinLimit(await readFileWithin(real, maxBytes), maxBytes);
+  } catch (err) {
+    if (err instanceof NotARegularFile) return fail(`${path} is not a regular file`);
+    return fail(`cannot read: ${describeError(err)}`);
+  }
 }
 
 /** Collects chunks, and stops reading once more than `maxBytes` came: a longer result is past the limit. */

@@ -41,6 +41,8 @@ export type LoadArchiveOptions = {
   limits?: ArchiveLimits;
   /** Says cache trouble (warn) and fetches (info). */
   log?: Logger;
+  /** The only directory `file://` refs are read from; absent: `file://` refused. */
+  archiveDir?: string;
 };
 
 const DIGEST = /^sha256:([0-9a-fA-F]{64})$/;
@@ -67,7 +69,7 @@ async function archiveBytes(ref: string, digest: string, opts: LoadArchiveOption
   const path = join(opts.cacheDir, `sha256-${hex}`);
   const cached = await readCached(ref, path, hex, limits.maxArchiveBytes, opts.log);
   if (cached) return cached;
-  const fetched = await fetchSource(source.value, opts.fetchObject, limits.maxArchiveBytes);
+  const fetched = await fetchSource(source.value, opts.fetchObject, limits.maxArchiveBytes, opts.archiveDir);
   if (!fetched.ok) return fetched;
   const got = sha256Hex(fetched.value);
   if (got !== hex) return fail(`digest mismatch: wants sha256:${hex}, got sha256:${got}`);

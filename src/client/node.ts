@@ -26,6 +26,8 @@ export type NodeClientOptions = {
   settleMs: number;
   /** Limits on archives (defaults from the archive module). */
   limits?: ArchiveLimits;
+  /** The only directory `file://` archive refs are read from (--archive-dir); absent: refused. */
+  archiveDir?: string;
 };
 
 /** A running node client. */
@@ -44,7 +46,7 @@ export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClie
   const { nc, node, log } = opts;
   const [needsKv, appliedKv] = await Promise.all([openKv(nc, NEEDS), openKv(nc, APPLIED)]);
   const fetchObject = natsObjectFetcher(nc);
-  const templates = new TemplateCache((ref, digest) => loadArchive(ref, digest, { cacheDir: opts.cacheDir, fetchObject, log, ...(opts.limits ? { limits: opts.limits } : {}) }));
+  const templates = new TemplateCache((ref, digest) => loadArchive(ref, digest, { cacheDir: opts.cacheDir, fetchObject, log, ...(opts.limits ? { limits: opts.limits } : {}), ...(opts.archiveDir ? { archiveDir: opts.archiveDir } : {}) }));
   const values = new NodeValues(node);
   const modules = new Modules({ node, engine: opts.engine, reporter: new Reporter(nc, node, needsKv, appliedKv, log), templates, values, log });
   const scheduler = new Scheduler(opts.settleMs, (m, full) => modules.run(m, full), (m, err) => log.error(`${node}.${m}: ${(err as Error).stack ?? err}`));

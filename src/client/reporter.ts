@@ -6,6 +6,14 @@ import { appliedSubject, needKey, nodeModuleKey } from '../shared/keys.ts';
 import type { Logger } from '../shared/log.ts';
 import type { Need, Report } from '../shared/schemas.ts';
 import type { NeedEntry } from './fill.ts';
+import { fitReport, MAX_CUT_FIELD_CHARS } from './report-fit.ts';
+
+/** The max payload assumed when the connection has not said its own (the nats-server default). */
+export const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
+/** Bytes a value leaves free under the max payload for the subject and headers. */
+const PAYLOAD_HEADROOM = 1024;
+/** The longest log line a report's reason makes. */
+const MAX_LOG_REASON_CHARS = 2000;
 
 /** A report without its node, module and time, as a module's run builds it. */
 export type ReportBody = Omit<Report, 'node' | 'module' | 'at'>;
@@ -32,7 +40,7 @@ export class Reporter {
     const after = new Map<string, Uint8Array>();
     for (const e of entries) {
       const value: Need = { node: this.node, module, kind: e.kind, name: e.name, files: e.files, met: e.met };
-      after.set(needKey(this.node, module, e.kind, e.name), jsonBytes(value));
+      after.set(needKey(this.node, module, e.kind, e.name), jsonBytes(fitNeed(value, this.#maxBytes())));
     }
     this.#needs.set(module, after);
     try {
@@ -50,19 +58,25 @@ export class Reporter {
     const key = nodeModuleKey(this.node, module);
     const comparable = jsonBytes({ node: this.node, module, ...body });
     if (sameBytes(this.#reports.get(module), comparable)) return;
-    const report: Report = { node: this.node, module, ...body, at: this.clock().toISOString() };
+    const report = fitReport({ node: this.node, module, ...body, at: this.clock().toISOString() }, this.#maxBytes());
     const bytes = jsonBytes(report);
-    this.nc.publish(appliedSubject(this.node, module), bytes);
     try {
+      this.nc.publish(appliedSubject(this.node, module), bytes);
       await this.appliedKv.put(key, bytes);
       this.#reports.set(module, comparable);
     } catch (err) {
       this.#reports.delete(module);
       this.log.error(`mesh-provisioner_applied ${key}: ${(err as Error).message}`);
     }
-    const line = `${key}: ${report.state}${report.reason ? ` (${report.reason})` : ''}`;
+    const reason = report.reason && report.reason.length > MAX_LOG_REASON_CHARS ? `${report.reason.slice(0, MAX_LOG_REASON_CHARS)}…` : report.reason;
+    const line = `${key}: ${report.state}${reason ? ` (${reason})` : ''}`;
     if (report.state === 'failed') this.log.error(line);
     else this.log.info(line);
+  }
+
+  /** The most bytes one value may have on this connection. */
+  #maxBytes(): number {
+    return (this.nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD) - PAYLOAD_HEADROOM;
   }
 
   /** A module taken off the node: its needs go, `removed` is published, then its report goes. */
@@ -70,10 +84,10 @@ export class Reporter {
     await this.needs(module, []);
     this.#needs.delete(module);
     const report: Report = { node: this.node, module, build, state: 'removed', files: [], waiting: [], at: this.clock().toISOString() };
-    const bytes = jsonBytes(report);
-    this.nc.publish(appliedSubject(this.node, module), bytes);
+    const bytes = jsonBytes(fitReport(report, this.#maxBytes()));
     this.#reports.delete(module);
     try {
+      this.nc.publish(appliedSubject(this.node, module), bytes);
       // A watcher of the bucket sees `removed` too, then the key goes.
       await this.appliedKv.put(nodeModuleKey(this.node, module), bytes);
       await this.appliedKv.delete(nodeModuleKey(this.node, module));
@@ -82,4 +96,13 @@ export class Reporter {
     }
     this.log.info(`${this.node}.${module}: removed`);
   }
+}
+
+/** A need whose JSON fits in `maxBytes`: long paths shortened, then trailing files left out. */
+export function fitNeed(need: Need, maxBytes: number): Need {
+  const size = (n: Need) => Buffer.byteLength(JSON.stringify(n));
+  if (size(need) <= maxBytes) return need;
+  const fitted = { ...need, files: need.files.map((f) => (f.length > MAX_CUT_FIELD_CHARS ? `${f.slice(0, MAX_CUT_FIELD_CHARS)}…` : f)) };
+  while (size(fitted) > maxBytes && fitted.files.length > 0) fitted.files.pop();
+  return fitted;
 }

@@ -2,7 +2,8 @@
 import { CONFIG } from '../shared/buckets.ts';
 import type { Resolver } from './fill.ts';
 
-const UTF8 = new TextDecoder('utf-8', { fatal: true });
+// A value keeps every byte, a leading byte-order mark too.
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** Kinds that have an issue of their own and wait here until it lands. */
 const NOT_YET_FILLED = new Set(['collected', 'shell', 'environment', 'contribution', 'consumers', 'bound']);

@@ -53,7 +53,7 @@ export function decodeToken(token: string): Parsed<string> {
     }
   }
   try {
-    return { ok: true, value: new TextDecoder('utf-8', { fatal: true }).decode(new Uint8Array(bytes)) };
+    return { ok: true, value: new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(new Uint8Array(bytes)) };
   } catch {
     return { ok: false, reason: 'escapes do not decode as UTF-8' };
   }
