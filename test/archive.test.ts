@@ -14,7 +14,7 @@ import { packTar, type TarEntry, type TarHeader } from 'modern-tar';
 import { jetstream } from '@nats-io/jetstream';
 import { Objm } from '@nats-io/obj';
 import { connect } from '@nats-io/transport-node';
-import type { Parsed } from '../src/shared/keys.ts';
+import type { Parsed } from '../src/shared/result.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 import { DEFAULT_ARCHIVE_LIMITS, loadArchive, natsObjectFetcher, type ArchiveLimits, type ObjectFetcher } from '../src/client/archive.ts';
 import { fetchHttps } from '../src/client/archive-fetch.ts';

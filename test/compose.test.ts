@@ -1,9 +1,10 @@
 // Composition passes of the seat (DESIGN §4) against a real nats-server.
+import { HEALTH_SUBJECT } from '../src/shared/subjects.ts';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Kvm } from '@nats-io/kv';
 import { jetstream } from '@nats-io/jetstream';
-import { HEALTH_SUBJECT, ASSIGNMENTS, MODULES } from '../src/shared/buckets.ts';
+import { ASSIGNMENTS, MODULES } from '../src/shared/buckets.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 import { isNormalAbsolutePath, pathProblem, secretNameProblem, tokenProblem, type Health, type Plan } from '../src/shared/schemas.ts';
 import { Composer } from '../src/server/composer.ts';

@@ -1,12 +1,13 @@
 // The seat bundle as a process on a real nats-server under hostile input (DESIGN §3, §11): each
 // attack fails its own request or module, and the seat stays up, connected and answering.
+import { HEALTH_SUBJECT, PROVISIONING_VERB } from '../src/shared/subjects.ts';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
-import { ASSIGNMENTS, HEALTH_SUBJECT, MODULES, PLANS, PROVISIONING_VERB } from '../src/shared/buckets.ts';
+import { ASSIGNMENTS, MODULES, PLANS } from '../src/shared/buckets.ts';
 import { jsonBytes } from '../src/shared/bus.ts';
 import type { Health, VerbReply } from '../src/shared/schemas.ts';
 import { cleanupBundles, copyBundleAlone, ensureBuilt, startBundle, type Running } from './helpers/bundle.ts';

@@ -1,10 +1,7 @@
 // Key encoding (DESIGN §2) and every key shape (§3).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import {
-  boundKey, collectKey, configKey, decodeToken, encodeToken, needKey, nodeModuleKey, pairVault,
-  parseBoundKey, parseCollectKey, parseConfigKey, parseNeedKey, parseNodeModuleKey, parseRegistryKey,
-} from '../src/shared/keys.ts';
+import { boundKey, collectKey, configKey, decodeToken, encodeToken, needKey, nodeModuleKey, pairVault, parseBoundKey, parseCollectKey, parseConfigKey, parseNeedKey, parseNodeModuleKey, parseRegistryKey } from '../src/shared/keys.ts';
 import { SEED, seeded } from './helpers/random.ts';
 
 const TOKEN = /^[A-Za-z0-9\-_/=]+$/;

@@ -1,10 +1,11 @@
 // The verb mesh-provisioner.provisioning (DESIGN §6) and `query`, against a real nats-server.
+import { PROVISIONING_VERB } from '../src/shared/subjects.ts';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { KV } from '@nats-io/kv';
 import { ensureSeatKv, jsonBytes } from '../src/shared/bus.ts';
-import { APPLIED, COLLECT, NEEDS, PROVISIONING_VERB, REGISTRY_BUCKET } from '../src/shared/buckets.ts';
+import { APPLIED, COLLECT, NEEDS, REGISTRY_BUCKET } from '../src/shared/buckets.ts';
 import { collectKey, needKey } from '../src/shared/keys.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 import { isInboxSubject } from '../src/shared/inbox.ts';

@@ -7,8 +7,13 @@ import { fileURLToPath } from 'node:url';
 import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { Parsed } from '../shared/keys.ts';
-import type { ObjectFetcher } from './archive.ts';
+import { fail, type Parsed } from '../shared/result.ts';
+
+/**
+ * Fetches bytes of an obj:// reference: (bucket, name) → bytes or null when absent.
+ * A fetcher may stop reading once it holds more than `maxBytes`; bytes longer than `maxBytes` are refused.
+ */
+export type ObjectFetcher = (bucket: string, name: string, maxBytes?: number) => Promise<Uint8Array | null>;
 
 /** How long an https fetch may take, body included. */
 export const HTTPS_TIMEOUT_MS = 30_000;
@@ -197,6 +202,3 @@ function concat(parts: Uint8Array[], total: number): Uint8Array {
   return out;
 }
 
-function fail(reason: string): { ok: false; reason: string } {
-  return { ok: false, reason };
-}

@@ -2,8 +2,8 @@
 // tar, refusing the whole archive for any hostile or oversized entry.
 import { gunzip } from 'node:zlib';
 import { unpackTar, type TarHeader } from 'modern-tar';
-import type { Parsed } from '../shared/keys.ts';
-import type { ArchiveLimits } from './archive.ts';
+import { fail, type Parsed } from '../shared/result.ts';
+import type { ArchiveLimits } from './archive-limits.ts';
 
 // The tar stream around the files' bytes: per entry a header, a pax header with a one-block body
 // and padding; at the end the zero blocks and the record padding tar writes.
@@ -107,6 +107,3 @@ function refuse(reason: string): never {
   throw new Refusal(reason);
 }
 
-function fail(reason: string): { ok: false; reason: string } {
-  return { ok: false, reason };
-}

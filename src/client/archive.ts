@@ -3,33 +3,16 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Parsed } from '../shared/keys.ts';
+import { fail, type Parsed } from '../shared/result.ts';
 import type { Logger } from '../shared/log.ts';
-import { describeError, fetchSource, parseRef, readFileWithin } from './archive-fetch.ts';
+import { describeError, fetchSource, parseRef, readFileWithin, type ObjectFetcher } from './archive-fetch.ts';
+import { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from './archive-limits.ts';
 import { unpackArchive } from './archive-untar.ts';
 
-export { natsObjectFetcher } from './archive-fetch.ts';
+export { natsObjectFetcher, type ObjectFetcher } from './archive-fetch.ts';
+export { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from './archive-limits.ts';
 
-/** Limits on what an archive may hold. */
-export type ArchiveLimits = {
-  /** Most bytes of the archive as fetched (compressed or not), and of all its files unpacked together. */
-  maxArchiveBytes: number;
-  /** Most bytes of one file. */
-  maxEntryBytes: number;
-  /** Most entries of any type (files, directories, …). */
-  maxEntries: number;
-};
 
-const MiB = 1024 * 1024;
-
-/** 64 MiB per archive (fetched, and unpacked in total), 16 MiB per file, 10 000 entries. */
-export const DEFAULT_ARCHIVE_LIMITS: ArchiveLimits = { maxArchiveBytes: 64 * MiB, maxEntryBytes: 16 * MiB, maxEntries: 10_000 };
-
-/**
- * Fetches bytes of an obj:// reference: (bucket, name) → bytes or null when absent.
- * A fetcher may stop reading once it holds more than `maxBytes`; bytes longer than `maxBytes` are refused.
- */
-export type ObjectFetcher = (bucket: string, name: string, maxBytes?: number) => Promise<Uint8Array | null>;
 
 /** Where to keep archives and how to fetch and bound them. */
 export type LoadArchiveOptions = {
@@ -123,6 +106,3 @@ function sha256Hex(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');
 }
 
-function fail(reason: string): { ok: false; reason: string } {
-  return { ok: false, reason };
-}

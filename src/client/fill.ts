@@ -1,6 +1,6 @@
 // Fills one module's templates from the values at hand (DESIGN §7 points 2, 4, 5 and §8, §9), file by file.
 import { contentDigest, type FillContent, type FillFile } from '../shared/fill-protocol.ts';
-import type { Parsed } from '../shared/keys.ts';
+import type { Parsed } from '../shared/result.ts';
 import { tokenTooLong } from '../shared/limits.ts';
 import type { Placeholder } from '../shared/placeholders.ts';
 import { isPlacementKind, KNOWN_KINDS } from '../shared/registry.ts';

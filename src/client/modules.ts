@@ -1,7 +1,7 @@
 // One module's run (DESIGN §7 points 1–5, 10–12): templates → fill → engine → needs and report.
 import type { FillFile } from '../shared/fill-protocol.ts';
 import { PLANS } from '../shared/buckets.ts';
-import { nodeModuleKey } from '../shared/keys.ts';
+import { keyDisagreement, nodeModuleKey } from '../shared/keys.ts';
 import { MAX_ENGINE_LINE_BYTES } from '../shared/limits.ts';
 import type { Logger } from '../shared/log.ts';
 import { decodeJson, PlanSchema, type Plan, type Report } from '../shared/schemas.ts';
@@ -74,8 +74,9 @@ export class Modules {
     const next: ModuleState = state && !state.removed ? state : { build: '', removed: false, sent: new Map(), results: new Map() };
     const decoded = decodeJson(PlanSchema, bytes);
     const key = nodeModuleKey(this.deps.node, module);
-    if (decoded.ok && (decoded.value.node !== this.deps.node || decoded.value.module !== module)) {
-      next.planError = `${PLANS} ${key}: value names ${decoded.value.node}.${decoded.value.module}`;
+    const disagreement = decoded.ok ? keyDisagreement({ node: this.deps.node, module }, decoded.value) : undefined;
+    if (disagreement) {
+      next.planError = `${PLANS} ${key}: ${disagreement}`;
     } else if (!decoded.ok) {
       next.planError = `${PLANS} ${key}: ${decoded.reason}`;
     } else {

@@ -5,7 +5,8 @@ import type { BusOptions } from '../shared/bus.ts';
 import { BUS_FLAGS, busOptionsFrom } from '../shared/bus-flags.ts';
 import { DEFAULT_FILL_SOCKET } from '../shared/fill-protocol.ts';
 import { describeFlags, parseFlags, type FlagSpec } from '../shared/flags.ts';
-import { isName, type Parsed } from '../shared/keys.ts';
+import { isName } from '../shared/keys.ts';
+import type { Parsed } from '../shared/result.ts';
 import { DEFAULT_ENGINE_TIMEOUT_MS } from './engine.ts';
 
 /** The settle window when --settle is not given, in ms. */

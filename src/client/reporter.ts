@@ -1,8 +1,9 @@
 // Writes what a node's modules need and how they stand (DESIGN §7 points 2, 11, 12): only what differs.
+import { appliedSubject } from '../shared/subjects.ts';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jsonBytes, sameBytes } from '../shared/bus.ts';
-import { appliedSubject, needKey, nodeModuleKey } from '../shared/keys.ts';
+import { needKey, nodeModuleKey } from '../shared/keys.ts';
 import type { Logger } from '../shared/log.ts';
 import type { Need, Report } from '../shared/schemas.ts';
 import type { NeedEntry } from './fill.ts';

@@ -1,7 +1,7 @@
 // Templates (DESIGN §7.2, §8, §9): each archive's templates decoded, scanned and compiled once per
 // digest, and rendered into the content the engine is handed, secrets as parts of its structure.
 import type { FillContent } from '../shared/fill-protocol.ts';
-import type { Parsed } from '../shared/keys.ts';
+import type { Parsed } from '../shared/result.ts';
 import { MAX_TEMPLATE_BYTES } from '../shared/limits.ts';
 import { CompiledRun, scanPlaceholders, type Placeholder, type ValueOf } from '../shared/placeholders.ts';
 

@@ -3,7 +3,7 @@ import { readFileSync, unwatchFile, watchFile } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import * as v from 'valibot';
-import type { Parsed } from '../shared/keys.ts';
+import type { Parsed } from '../shared/result.ts';
 import { decodeJson } from '../shared/schemas.ts';
 
 /** How often the declaration file is stat'ed for a change. */

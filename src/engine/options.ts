@@ -1,6 +1,6 @@
 // The reference engine's flags (DESIGN §9, §10): one Options type and the parser that rejects what is wrong.
 import { describeFlags, parseFlags, type FlagSpec } from '../shared/flags.ts';
-import type { Parsed } from '../shared/keys.ts';
+import type { Parsed } from '../shared/result.ts';
 import { DEFAULT_FILL_SOCKET } from '../shared/fill-protocol.ts';
 
 /** What the reference engine is told to do. */

@@ -1,7 +1,7 @@
 // Where a requested path really lands: inside the root after resolving `..` and links, or refused.
 import { lstat, realpath } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
-import type { Parsed } from '../shared/keys.ts';
+import type { Parsed } from '../shared/result.ts';
 
 /** Whether `path` lies strictly inside `dir` (both absolute and normalized). */
 export function isInside(dir: string, path: string): boolean {

@@ -2,7 +2,7 @@
 import { readFile } from 'node:fs/promises';
 import { isAbsolute, relative, resolve } from 'node:path';
 import { secretNamesOf, type FillContent } from '../shared/fill-protocol.ts';
-import type { Parsed } from '../shared/keys.ts';
+import type { Parsed } from '../shared/result.ts';
 
 /** Reads a secret by its vault name; a missing one is a reason, never an exception. */
 export type SecretSource = (vaultName: string) => Promise<Parsed<string>>;

@@ -1,5 +1,6 @@
 // Composes one plan from an assignment and its module's composition (DESIGN §4), as pure data.
-import { moduleSecretVault, pairVault, type Parsed } from '../shared/keys.ts';
+import { moduleSecretVault, pairVault } from '../shared/keys.ts';
+import type { Parsed } from '../shared/result.ts';
 import { renderPlaceholders } from '../shared/placeholders.ts';
 import { isPlacementKind } from '../shared/registry.ts';
 import { pathProblem, type Assignment, type Composition, type Placement, type Plan, type PlanSecret } from '../shared/schemas.ts';

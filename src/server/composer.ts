@@ -1,6 +1,7 @@
 // The composition passes of DESIGN §4: a load gate, then one coalesced pass per input change.
 import { sameBytes, jsonBytes } from '../shared/bus.ts';
-import { parseModuleKey, parseNodeModuleKey, type Parsed } from '../shared/keys.ts';
+import { keyDisagreement, parseModuleKey, parseNodeModuleKey } from '../shared/keys.ts';
+import type { Parsed } from '../shared/result.ts';
 import { MAX_PLAN_BYTES } from '../shared/limits.ts';
 import type { Logger } from '../shared/log.ts';
 import { AssignmentSchema, CompositionSchema, decodeJson, type Composition, type Health } from '../shared/schemas.ts';
@@ -117,7 +118,7 @@ export class Composer {
     const id = parseNodeModuleKey(key);
     const decoded = decodeJson(AssignmentSchema, bytes);
     const reason = !id.ok ? `key out of shape: ${id.reason}` : !decoded.ok ? decoded.reason
-      : decoded.value.node !== id.value.node || decoded.value.module !== id.value.module ? `value names ${decoded.value.node}.${decoded.value.module}` : undefined;
+      : keyDisagreement(id.value, decoded.value);
     if (reason !== undefined || !id.ok || !decoded.ok) {
       // Nothing is lost on bad input: a stored plan of this key stays until the assignment is good or gone.
       if (id.ok) assigned.add(key);

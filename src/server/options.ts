@@ -4,7 +4,8 @@ import { BUS_FLAGS, busOptionsFrom } from '../shared/bus-flags.ts';
 import { DEFAULT_ARCHIVES } from '../shared/buckets.ts';
 import { VERB_WHATS } from '../shared/schemas.ts';
 import { describeFlags, parseFlags, type FlagSpec } from '../shared/flags.ts';
-import { isName, type Parsed } from '../shared/keys.ts';
+import { isName } from '../shared/keys.ts';
+import type { Parsed } from '../shared/result.ts';
 
 const VERB_WHATS_LIST: readonly string[] = VERB_WHATS;
 

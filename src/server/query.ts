@@ -1,7 +1,7 @@
 // `mesh-provisioner query <what>`: asks the seat's verb page by page, then prints a table or one JSON object.
+import { PROVISIONING_VERB } from '../shared/subjects.ts';
 import { RequestError, TimeoutError, type NatsConnection } from '@nats-io/transport-node';
 import { jsonBytes } from '../shared/bus.ts';
-import { PROVISIONING_VERB } from '../shared/buckets.ts';
 import { MAX_JSON_DEPTH, parseBoundedJson } from '../shared/limits.ts';
 import type { VerbReply } from '../shared/schemas.ts';
 import { compareKeys, DEFAULT_MAX_PAYLOAD, REPLY_NESTING } from './verb.ts';

@@ -1,9 +1,10 @@
 // Wires the seat: its buckets, the registry, the verb, and the composer fed by watches.
+import { HEALTH_SUBJECT } from '../shared/subjects.ts';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
 import { Objm } from '@nats-io/obj';
 import { ensureSeatKv, jsonBytes, watchBucket } from '../shared/bus.ts';
-import { ASSIGNMENTS, HEALTH_SUBJECT, MODULES, PLANS, REGISTRY_BUCKET, SEAT_BUCKETS } from '../shared/buckets.ts';
+import { ASSIGNMENTS, MODULES, PLANS, REGISTRY_BUCKET, SEAT_BUCKETS } from '../shared/buckets.ts';
 import type { Logger } from '../shared/log.ts';
 import { Composer, type PassSummary } from './composer.ts';
 import { REGISTRY_INTERVAL_MS, syncRegistry } from './registry-sync.ts';

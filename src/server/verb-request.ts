@@ -2,7 +2,8 @@
 // and the watch filter built from it, checked before the bus ever sees it.
 import * as v from 'valibot';
 import { APPLIED, COLLECT, NEEDS, REGISTRY_BUCKET } from '../shared/buckets.ts';
-import { encodeToken, parseCollectKey, parseNeedKey, parseNodeModuleKey, parseRegistryKey, type Parsed } from '../shared/keys.ts';
+import { encodeToken, parseCollectKey, parseNeedKey, parseNodeModuleKey, parseRegistryKey } from '../shared/keys.ts';
+import type { Parsed } from '../shared/result.ts';
 import { MAX_JSON_DEPTH, MAX_SUBJECT_BYTES, parseBoundedJson } from '../shared/limits.ts';
 import { CollectItemSchema, NeedSchema, ReportSchema, VERB_WHATS, VerbRequestSchema, type VerbRequest } from '../shared/schemas.ts';
 

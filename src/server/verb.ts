@@ -1,9 +1,10 @@
 // The read-only verb `mesh-provisioner.provisioning` (DESIGN §6): answered only to an inbox, at most
 // MAX_CONCURRENT_REQUESTS at once, one seat bucket read, narrowed, checked key by key and paged so
 // that no reply exceeds the connection's max payload.
+import { keyDisagreement } from '../shared/keys.ts';
+import { PROVISIONING_VERB } from '../shared/subjects.ts';
 import type { Msg, NatsConnection } from '@nats-io/transport-node';
 import { jsonBytes, readAll } from '../shared/bus.ts';
-import { PROVISIONING_VERB } from '../shared/buckets.ts';
 import { isInboxSubject } from '../shared/inbox.ts';
 import { MAX_JSON_DEPTH, parseBoundedJson } from '../shared/limits.ts';
 import type { Logger } from '../shared/log.ts';
@@ -149,19 +150,8 @@ function classify(shape: Shape, key: string, data: Uint8Array, maxBytes: number)
   const value = parsed.value;
   const checked = validate(shape.schema, value);
   if (!checked.ok) return { key, reason: `value: ${checked.reason}` };
-  const disagreement = disagree(parsedKey.value, value as Record<string, unknown>);
-  return disagreement ? { key, reason: disagreement } : { key, value };
-}
-
-/** Says the first field the value names differently from its key (a value written under the wrong key). */
-function disagree(keyParts: unknown, value: Record<string, unknown>): string | undefined {
-  if (typeof keyParts !== 'object' || keyParts === null) return undefined;
-  for (const [field, expected] of Object.entries(keyParts)) {
-    if (value[field] !== expected) {
-      return `value: field "${field}" is ${JSON.stringify(value[field])} but the key says ${JSON.stringify(expected)}`;
-    }
-  }
-  return undefined;
+  const disagreement = typeof parsedKey.value === 'object' && parsedKey.value !== null ? keyDisagreement(parsedKey.value, value as Record<string, unknown>) : undefined;
+  return disagreement ? { key, reason: `value: ${disagreement}` } : { key, value };
 }
 
 /**

@@ -20,12 +20,3 @@ export const COLLECT = 'mesh-provisioner_collect';
 export const SEAT_BUCKETS = [REGISTRY_BUCKET, PLANS, NEEDS, APPLIED, COLLECT] as const;
 /** The default object-store bucket for archives. */
 export const DEFAULT_ARCHIVES = 'mesh-catalog_archives';
-
-/** The seat's read-only verb. */
-export const PROVISIONING_VERB = 'mesh-provisioner.provisioning';
-/** Where the seat says held and failed modules. */
-export const HEALTH_SUBJECT = 'provisioner_health';
-/** The vault's credential verb. */
-export const VAULT_CREDENTIAL = 'mesh-vault.credential';
-/** Where the vault says a credential changed. */
-export const VAULT_CHANGED = 'mesh-vault.changed';

@@ -2,7 +2,7 @@
 import { existsSync } from 'node:fs';
 import type { BusOptions } from './bus.ts';
 import type { FlagSpec, FlagValues } from './flags.ts';
-import type { Parsed } from './keys.ts';
+import type { Parsed } from './result.ts';
 
 /** The bus URL used when none is given. */
 export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';

@@ -1,7 +1,8 @@
 // The fill socket protocol (DESIGN §9): one JSON request per line from the client, one reply line per request.
 import { createHash } from 'node:crypto';
 import * as v from 'valibot';
-import { NAME_PATTERN, type Parsed } from './keys.ts';
+import { NAME_PATTERN } from './keys.ts';
+import type { Parsed } from './result.ts';
 import { parseBoundedJson } from './limits.ts';
 import { CHANGES, FILE_ACTIONS, FILE_MODES, PLACEHOLDER_NAME_PATTERN, validate } from './schemas.ts';
 

@@ -1,5 +1,5 @@
 // A small flag parser: `--flag value` or `--flag=value`, each flag also read from the environment.
-import type { Parsed } from './keys.ts';
+import type { Parsed } from './result.ts';
 
 /** How one flag is read. */
 export type FlagSpec = {

@@ -1,4 +1,5 @@
 // The token encoding of DESIGN §2 and every key shape of §3: nothing else in src/ joins keys.
+import { fail, type Parsed } from './result.ts';
 
 /** A name: a node, module or contributor (DESIGN §2). */
 export const NAME_PATTERN = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -9,9 +10,6 @@ export const KIND_PATTERN = /^[a-z][a-z0-9-]*$/;
 const PLAIN_BYTE = /^[A-Za-z0-9\-_/]$/;
 const HEX = '0123456789ABCDEF';
 const UTF8 = new TextEncoder();
-
-/** The result of parsing: the value, or the reason it is out of shape. */
-export type Parsed<T> = { ok: true; value: T } | { ok: false; reason: string };
 
 /** Whether `name` is a valid node, module or contributor name. */
 export function isName(name: string): boolean {
@@ -72,10 +70,6 @@ export type BoundKey = NodeModuleKey & { provision: string; local?: string };
 
 function checkName(field: string, value: string): string | undefined {
   return isName(value) ? undefined : `${field} "${value}" is not a valid name`;
-}
-
-function fail(reason: string): { ok: false; reason: string } {
-  return { ok: false, reason };
 }
 
 function splitKey(key: string, min: number, max: number): Parsed<string[]> {
@@ -211,17 +205,13 @@ export function pairVault(p: { provider: string; provision: string; node: string
   return p.local === undefined ? base : `${base}/${p.local}`;
 }
 
-/** Subject of a module's report. */
-export function appliedSubject(node: string, module: string): string {
-  return `prov.applied.${node}.${module}`;
-}
-
-/** Subject a node's client answers runtime asks on. */
-export function askSubject(node: string): string {
-  return `prov.ask.${node}`;
-}
-
-/** Subject a node's client says a changed value on. */
-export function changedSubject(node: string, module: string): string {
-  return `prov.changed.${node}.${module}`;
+/**
+ * Says the first field a value names differently from the key it is stored under (a value written
+ * under another key): `field "node" is "n2" but the key says "n1"`. Nothing when they agree.
+ */
+export function keyDisagreement(keyParts: object, value: Readonly<Record<string, unknown>>): string | undefined {
+  for (const [field, expected] of Object.entries(keyParts)) {
+    if (value[field] !== expected) return `field "${field}" is ${JSON.stringify(value[field])} but the key says ${JSON.stringify(expected)}`;
+  }
+  return undefined;
 }

@@ -1,6 +1,6 @@
 // Limits on what is read (DESIGN §3): every check is linear and runs before anything recursive or
 // quadratic sees the input, so one hostile value fails its own key and nothing else.
-import type { Parsed } from './keys.ts';
+import type { Parsed } from './result.ts';
 
 /** Deepest nesting of arrays and objects a JSON value may have. */
 export const MAX_JSON_DEPTH = 64;

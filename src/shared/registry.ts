@@ -1,4 +1,5 @@
 // Which domain answers each placeholder kind (DESIGN §5), compiled in and written by the seat.
+import { VAULT_CHANGED, VAULT_CREDENTIAL } from './subjects.ts';
 
 /** Where a client finds the values of a kind kept in a bucket. */
 export type BucketEntry = {
@@ -45,8 +46,8 @@ export type PlacementKind = (typeof PLACEMENT_KINDS)[number];
 /** The registry as the seat writes it: kind → entry. */
 export const REGISTRY: Readonly<Record<string, RegistryEntry>> = {
   config: { owner: 'mesh-config', bucket: 'mesh-config_resolved', key: '<node>.<module>.<key>' },
-  secret: { owner: 'mesh-vault', verb: 'mesh-vault.credential', note: 'filled by the node-engine, never by the client' },
-  consumers: { owner: 'mesh-vault', verb: 'mesh-vault.credential', changes: 'mesh-vault.changed' },
+  secret: { owner: 'mesh-vault', verb: VAULT_CREDENTIAL, note: 'filled by the node-engine, never by the client' },
+  consumers: { owner: 'mesh-vault', verb: VAULT_CREDENTIAL, changes: VAULT_CHANGED },
   bound: { owner: '<provider>', bucket: '<provider>_bound', key: '<node>.<module>.<provision>[.<local>]' },
   collected: COLLECT,
   shell: COLLECT,

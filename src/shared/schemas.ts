@@ -1,6 +1,7 @@
 // valibot schemas for every value of DESIGN §3–§7 and §9, and one decoder that turns issues into a reason.
 import * as v from 'valibot';
-import { encodeToken, NAME_PATTERN, KIND_PATTERN, type Parsed } from './keys.ts';
+import { encodeToken, NAME_PATTERN, KIND_PATTERN } from './keys.ts';
+import type { Parsed } from './result.ts';
 import { MAX_KEY_BYTES, MAX_PLAN_BYTES, MAX_TOKEN_BYTES, parseBoundedJson, type JsonLimits } from './limits.ts';
 
 /**

@@ -1,0 +1,25 @@
+// Every subject of DESIGN §3 and its builders, in one place: nothing else in src/ joins subjects.
+
+/** The seat's read-only verb. */
+export const PROVISIONING_VERB = 'mesh-provisioner.provisioning';
+/** Where the seat says held and failed modules. */
+export const HEALTH_SUBJECT = 'provisioner_health';
+/** The vault's credential verb. */
+export const VAULT_CREDENTIAL = 'mesh-vault.credential';
+/** Where the vault says a credential changed. */
+export const VAULT_CHANGED = 'mesh-vault.changed';
+
+/** Subject of a module's report. */
+export function appliedSubject(node: string, module: string): string {
+  return `prov.applied.${node}.${module}`;
+}
+
+/** Subject a node's client answers runtime asks on. */
+export function askSubject(node: string): string {
+  return `prov.ask.${node}`;
+}
+
+/** Subject a node's client says a changed value on. */
+export function changedSubject(node: string, module: string): string {
+  return `prov.changed.${node}.${module}`;
+}
