@@ -1,7 +1,9 @@
 // Filling one module from the values at hand (DESIGN §7 points 2, 4, 5; §8), as pure data.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { fillModule, prepareTemplates, type Resolver } from '../src/client/fill.ts';
+import { fillModule, prepareTemplates, type LookupFn } from '../src/client/fill.ts';
+import { Sources } from '../src/client/sources/index.ts';
+import { placementSource } from '../src/client/sources/placement.ts';
 import type { Plan } from '../src/shared/schemas.ts';
 
 const enc = new TextEncoder();
@@ -21,8 +23,15 @@ function plan(files: Plan['files'], secrets: Plan['secrets'] = []): Plan {
   };
 }
 
-const config = (values: Record<string, string>): Resolver => (kind, name) =>
-  kind === 'config' && name in values ? { state: 'value', text: values[name]! } : { state: 'waiting' };
+/** The sources as a node has them, config served from `values`. */
+const config = (values: Record<string, string>): LookupFn => {
+  const sources = new Sources([placementSource(), {
+    name: 'config',
+    dependency: (plan, wanted) => `config:${plan.module}:${wanted.name}`,
+    lookup: (_plan, wanted) => (Object.hasOwn(values, wanted.name) ? { state: 'value', text: values[wanted.name]! } : { state: 'waiting' }),
+  }]);
+  return (plan, wanted) => sources.lookup(plan, wanted);
+};
 
 test('placement and config are filled, secrets stay placeholders, foreign text is kept', () => {
   const out = fillModule(
@@ -80,7 +89,7 @@ test('a secret with a path is handed as that file alone, holding only its placeh
 
 test('an unknown kind, an unnamed secret, a failing value and a missing template each fail with the reason', () => {
   const p = plan([{ path: '/a', template: 'a', mode: 'owned', change: 'none' }]);
-  const fail = (text: string, resolve: Resolver = config({})) => {
+  const fail = (text: string, resolve: LookupFn = config({})) => {
     const out = fillModule(p, templates({ a: text }), resolve);
     return out.ok ? 'ok' : out.reason;
   };

@@ -3,16 +3,15 @@ import { contentDigest, type FillContent, type FillFile } from '../shared/fill-p
 import type { Parsed } from '../shared/result.ts';
 import { tokenTooLong } from '../shared/limits.ts';
 import type { Placeholder } from '../shared/placeholders.ts';
-import { isPlacementKind, KNOWN_KINDS } from '../shared/registry.ts';
+import { KNOWN_KINDS } from '../shared/registry.ts';
 import type { Plan } from '../shared/schemas.ts';
+import type { Lookup, Wanted } from './sources/source.ts';
 import { renderTemplate, type Template, type TemplateSet } from './templates.ts';
 
 export { prepareTemplates, type Template, type TemplateSet } from './templates.ts';
 
-/** What a lookup knows of one value: its text, that it is not there yet, or that it fails the module. */
-export type Lookup = { state: 'value'; text: string } | { state: 'waiting' } | { state: 'failed'; reason: string };
-/** Finds the value of `${kind:name}` for the module being filled (config, collections, bound…). */
-export type Resolver = (kind: string, name: string) => Lookup;
+/** Finds the value of a placeholder for the plan's module (the value sources, handed in). */
+export type LookupFn = (plan: Plan, wanted: Wanted) => Lookup;
 
 /** One value the module waits for and the files that wait on it. */
 export type Waiting = { kind: string; name: string; files: string[] };
@@ -28,7 +27,7 @@ export const MAX_LISTED_REFUSALS = 20;
 const CHANGE_WEIGHT = { none: 0, reload: 1, restart: 2 } as const;
 
 /** Fills every file of `plan` whose values are all there; a failure anywhere fails the module with the reason. */
-export function fillModule(plan: Plan, templates: TemplateSet, resolve: Resolver): Parsed<FillOutcome> {
+export function fillModule(plan: Plan, templates: TemplateSet, lookup: LookupFn): Parsed<FillOutcome> {
   const used: { path: string; name: string; template: Template; decl: Plan['files'][number] }[] = [];
   for (const file of plan.files) {
     const template = templates.get(file.template);
@@ -45,7 +44,7 @@ export function fillModule(plan: Plan, templates: TemplateSet, resolve: Resolver
     const values: string[] = [];
     let waits = false;
     for (const [i, p] of template.placeholders.entries()) {
-      const found = p.kind === 'secret' ? ({ state: 'value', text: '' } as const) : lookup(p, plan, resolve);
+      const found: Lookup = p.kind === 'secret' ? { state: 'value', text: '' } : lookup(plan, p);
       if (found.state === 'failed') return { ok: false, reason: `template ${name} line ${p.line}: \${${p.kind}:${p.name}}: ${found.reason}` };
       const need = note(needs, `${p.kind}:${p.name}`, () => ({ kind: p.kind, name: p.name, files: [], met: true }), path);
       if (found.state === 'waiting') {
@@ -67,6 +66,17 @@ export function fillModule(plan: Plan, templates: TemplateSet, resolve: Resolver
     files.push(fillFile(secret.path, [{ secret: secret.name }], { mode: 'owned', change, fileMode: '0600' }));
   }
   return { ok: true, value: { files, waiting: [...waiting.values()], needs: [...needs.values()] } };
+}
+
+/** Every value placeholder (not secrets) of the templates the plan's files use, each once. */
+export function placeholdersOf(plan: Plan, templates: TemplateSet): Wanted[] {
+  const seen = new Map<string, Wanted>();
+  for (const file of plan.files) {
+    for (const p of templates.get(file.template)?.placeholders ?? []) {
+      if (p.kind !== 'secret' && !seen.has(`${p.kind}:${p.name}`)) seen.set(`${p.kind}:${p.name}`, { kind: p.kind, name: p.name });
+    }
+  }
+  return [...seen.values()];
 }
 
 function note<T extends { files: string[] }>(map: Map<string, T>, key: string, make: () => T, path: string): T {
@@ -110,14 +120,6 @@ function refusal(p: Placeholder, secretNames: Set<string>): string | undefined {
 /** A kind or name as a reason shows it: a hostile length is cut, saying so. */
 function short(text: string): string {
   return text.length <= 80 ? text : `${text.slice(0, 60)}…(${Buffer.byteLength(text)} bytes)`;
-}
-
-function lookup(p: Placeholder, plan: Plan, resolve: Resolver): Lookup {
-  if (isPlacementKind(p.kind)) {
-    const value = plan.placement[p.kind]?.[p.name];
-    return value === undefined ? { state: 'waiting' } : { state: 'value', text: String(value) };
-  }
-  return resolve(p.kind, p.name);
 }
 
 function fillFile(path: string, content: FillContent, decl: Pick<FillFile, 'mode' | 'change'> & Partial<FillFile>): FillFile {

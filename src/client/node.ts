@@ -1,18 +1,20 @@
-// Wires a node's client: watches feed the modules, the scheduler runs them, triggers refill them all.
+// Wires a node's client, stage by stage: the plan watch and the value sources feed the dependency
+// index, the scheduler runs the modules naming a change, a module's run fills and hands off.
 import type { NatsConnection } from '@nats-io/transport-node';
-import * as v from 'valibot';
-import { openKv, watchBucket, watchConnection, type Watch } from '../shared/bus.ts';
-import { APPLIED, CONFIG, NEEDS, PLANS, REGISTRY_BUCKET } from '../shared/buckets.ts';
-import { parseConfigKey, parseNodeModuleKey } from '../shared/keys.ts';
+import { openKv, watchBucket, watchConnection } from '../shared/bus.ts';
+import { APPLIED, NEEDS, PLANS } from '../shared/buckets.ts';
+import { parseNodeModuleKey } from '../shared/keys.ts';
 import type { Logger } from '../shared/log.ts';
-import { decodeJson } from '../shared/schemas.ts';
 import { loadArchive, natsObjectFetcher, type ArchiveLimits } from './archive.ts';
+import { DependencyIndex } from './dependencies.ts';
 import type { EngineClient } from './engine.ts';
+import { Handoff } from './handoff.ts';
 import { Modules } from './modules.ts';
+import { watchRegistry } from './registry-watch.ts';
 import { Reporter } from './reporter.ts';
 import { Scheduler } from './scheduler.ts';
+import { startSources } from './sources/index.ts';
 import { TemplateCache } from './templates.ts';
-import { NodeValues } from './values.ts';
 
 /** What a node's client needs to run. */
 export type NodeClientOptions = {
@@ -38,7 +40,7 @@ export type NodeClient = {
   stop(): Promise<void>;
 };
 
-/** How long the start waits for a missing config bucket before filling what it can. */
+/** How long the start waits for the sources' buckets before filling what it can. */
 export const START_WAIT_MS = 2000;
 
 /** Starts the client of `node`: resolves once the first fill of every module is asked for. */
@@ -46,11 +48,22 @@ export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClie
   const { nc, node, log } = opts;
   const [needsKv, appliedKv] = await Promise.all([openKv(nc, NEEDS), openKv(nc, APPLIED)]);
   const fetchObject = natsObjectFetcher(nc);
-  const templates = new TemplateCache((ref, digest) => loadArchive(ref, digest, { cacheDir: opts.cacheDir, fetchObject, log, ...(opts.limits ? { limits: opts.limits } : {}), ...(opts.archiveDir ? { archiveDir: opts.archiveDir } : {}) }));
-  const values = new NodeValues(node);
-  const modules = new Modules({ node, engine: opts.engine, reporter: new Reporter(nc, node, needsKv, appliedKv, log), templates, values, log });
-  const scheduler = new Scheduler(opts.settleMs, (m, full) => modules.run(m, full), (m, err) => log.error(`${node}.${m}: ${(err as Error).stack ?? err}`));
+  const archiveOptions = { cacheDir: opts.cacheDir, fetchObject, log, ...(opts.limits ? { limits: opts.limits } : {}), ...(opts.archiveDir ? { archiveDir: opts.archiveDir } : {}) };
+  const templates = new TemplateCache((ref, digest) => loadArchive(ref, digest, archiveOptions));
+  const index = new DependencyIndex();
   let started = false;
+  // Only after the start's full fill: until then every module is filled anyway.
+  const sources = startSources(nc, node, log, (dependencies) => {
+    if (started) for (const m of index.modulesNaming(dependencies)) scheduler.schedule(m);
+  });
+  const modules = new Modules({
+    node, templates, index,
+    lookup: (plan, wanted) => sources.lookup(plan, wanted),
+    dependency: (plan, wanted) => sources.dependency(plan, wanted),
+    handoff: new Handoff(opts.engine, log),
+    reporter: new Reporter(nc, node, needsKv, appliedKv, log),
+  });
+  const scheduler = new Scheduler(opts.settleMs, (m, full) => modules.run(m, full), (m, err) => log.error(`${node}.${m}: ${(err as Error).stack ?? err}`));
 
   const refillAll = (why: string) => {
     const names = modules.names();
@@ -63,30 +76,14 @@ export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClie
     if (!key.ok) return log.warn(`${PLANS} ${e.key}: key out of shape: ${key.reason}`);
     if (!modules.setPlan(key.value.module, e.value)) return;
     templates.retain(modules.digests());
+    sources.plansChanged(modules.plans());
     if (started) scheduler.schedule(key.value.module);
   }, log);
-
-  const watches: Watch[] = [plans];
-  const configWatch = watchBucket(nc, CONFIG, `${node}.>`, (e) => {
-    const key = parseConfigKey(e.key);
-    if (!key.ok) return log.warn(`${CONFIG} ${e.key}: key out of shape: ${key.reason}`);
-    values.setConfig(key.value.module, key.value.key, e.value);
-    if (started && modules.namesValue(key.value.module, 'config', key.value.key)) scheduler.schedule(key.value.module);
-  }, log);
-  watches.push(configWatch);
-  // The registry says where each kind lives; this client reads config where the registry says it is
-  // kept today (mesh-config_resolved), and says so when the seat's registry names another place.
-  const registry = watchBucket(nc, REGISTRY_BUCKET, 'config', (e) => {
-    if (!e.value) return;
-    const entry = decodeJson(v.object({ bucket: v.string() }), e.value);
-    if (!entry.ok) log.warn(`${REGISTRY_BUCKET} config: ${entry.reason}`);
-    else if (entry.value.bucket !== CONFIG) log.warn(`registry names ${entry.value.bucket} for config; this client reads ${CONFIG}`);
-  }, log);
-  watches.push(registry);
+  const registry = watchRegistry(nc, log);
 
   await plans.caughtUp;
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([configWatch.caughtUp, new Promise((r) => (timer = setTimeout(r, START_WAIT_MS)))]);
+  await Promise.race([sources.caughtUp(), new Promise((r) => (timer = setTimeout(r, START_WAIT_MS)))]);
   clearTimeout(timer);
   started = true;
   refillAll('start');
@@ -101,7 +98,9 @@ export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClie
     idle: () => scheduler.idle(),
     async stop() {
       stopped = true;
-      for (const w of watches) w.stop();
+      plans.stop();
+      registry.stop();
+      sources.stop();
       await scheduler.idle();
     },
   };

@@ -6,7 +6,8 @@ import { jsonBytes, sameBytes } from '../shared/bus.ts';
 import { needKey, nodeModuleKey } from '../shared/keys.ts';
 import type { Logger } from '../shared/log.ts';
 import type { Need, Report } from '../shared/schemas.ts';
-import type { NeedEntry } from './fill.ts';
+import type { NeedEntry, Waiting } from './fill.ts';
+import type { FileResult } from './handoff.ts';
 import { fitReport, MAX_CUT_FIELD_CHARS } from './report-fit.ts';
 
 /** The max payload assumed when the connection has not said its own (the nats-server default). */
@@ -18,6 +19,28 @@ const MAX_LOG_REASON_CHARS = 2000;
 
 /** A report without its node, module and time, as a module's run builds it. */
 export type ReportBody = Omit<Report, 'node' | 'module' | 'at'>;
+
+/**
+ * The report of a filled module (DESIGN §7 point 11, §9): `applied` only when no value waits and
+ * the engine confirmed every file; else `waiting`, the reason saying what the engine refused or
+ * has not confirmed (or `because`, why the handoff was given up) and that a knock sends it again.
+ */
+export function filledReport(build: string, files: FileResult[], waiting: Waiting[], because?: string): ReportBody {
+  const refused = files.filter((f) => f.action === 'refused');
+  const unconfirmed = files.filter((f) => f.action === 'pending');
+  const reasons = [
+    ...(because !== undefined ? [because] : []),
+    ...(refused.length > 0 ? [`engine refused ${refused.map((f) => `${f.path} (${f.reason ?? 'no reason'})`).join(', ')}`] : []),
+    ...(because === undefined && unconfirmed.length > 0 ? [`engine has not confirmed ${unconfirmed.map((f) => f.path).join(', ')}`] : []),
+  ];
+  const state = waiting.length > 0 || reasons.length > 0 ? 'waiting' : 'applied';
+  return { build, state, files, waiting, ...(reasons.length > 0 ? { reason: `${reasons.join('; ')}; waiting for a knock` } : {}) };
+}
+
+/** The report of a module that failed: no file, the reason. */
+export function failedReport(build: string, reason: string): ReportBody {
+  return { build, state: 'failed', files: [], waiting: [], reason };
+}
 
 /** Where a node's client records needs and reports. */
 export class Reporter {

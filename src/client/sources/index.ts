@@ -1,0 +1,90 @@
+// The client's value sources and the table of which source answers each kind of the registry.
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Logger } from '../../shared/log.ts';
+import { KNOWN_KINDS } from '../../shared/registry.ts';
+import type { Plan } from '../../shared/schemas.ts';
+import { configSource } from './config.ts';
+import { placementSource } from './placement.ts';
+import type { Lookup, OnChange, Source, Wanted } from './source.ts';
+import { unbuiltSource } from './unbuilt.ts';
+
+export type { Lookup, OnChange, Source, Wanted } from './source.ts';
+
+/** The name under which secrets are listed: the engine fills them from the request's secret parts, never a source. */
+export const ENGINE = 'engine';
+
+/** Which source answers each kind of the registry (DESIGN §5): every kind has exactly one. */
+export const SOURCE_OF_KIND: Readonly<Record<string, string>> = {
+  config: 'config',
+  secret: ENGINE,
+  dir: 'placement',
+  access: 'placement',
+  port: 'placement',
+  seat: 'placement',
+  machine: 'placement',
+  collected: 'collected',
+  shell: 'collected',
+  environment: 'collected',
+  contribution: 'collected',
+  consumers: 'consumers',
+  bound: 'bound',
+};
+
+/** The sources of one node, looked up through the kind table. */
+export class Sources {
+  readonly #byName: Map<string, Source>;
+
+  constructor(sources: readonly Source[]) {
+    this.#byName = new Map(sources.map((s) => [s.name, s]));
+  }
+
+  /** The source answering `kind`, or undefined for an unknown kind or a secret. */
+  sourceOf(kind: string): Source | undefined {
+    const name = Object.hasOwn(SOURCE_OF_KIND, kind) ? SOURCE_OF_KIND[kind] : undefined;
+    return name === undefined || name === ENGINE ? undefined : this.#byName.get(name);
+  }
+
+  /** The dependency key of a placeholder of the plan's module (see Source.dependency). */
+  dependency(plan: Plan, wanted: Wanted): string {
+    return this.sourceOf(wanted.kind)?.dependency(plan, wanted) ?? `${wanted.kind}:${plan.module}:${wanted.name}`;
+  }
+
+  /** The value of a placeholder of the plan's module. */
+  lookup(plan: Plan, wanted: Wanted): Lookup {
+    const source = this.sourceOf(wanted.kind);
+    if (source) return source.lookup(plan, wanted);
+    if (wanted.kind === 'secret') return { state: 'failed', reason: 'a secret is filled by the engine, never by the client' };
+    return { state: 'failed', reason: `unknown kind "${wanted.kind}"` };
+  }
+
+  /** Hands every source the node's current plans. */
+  plansChanged(plans: ReadonlyMap<string, Plan>): void {
+    for (const source of this.#byName.values()) source.plansChanged?.(plans);
+  }
+
+  /** Resolves once every source's watches delivered what was stored when they began. */
+  caughtUp(): Promise<void> {
+    return Promise.all([...this.#byName.values()].map((s) => s.caughtUp)).then(() => undefined);
+  }
+
+  /** Stops every source's watches. */
+  stop(): void {
+    for (const source of this.#byName.values()) source.stop?.();
+  }
+}
+
+/** Starts the sources of `node`; each says its changed dependencies to `onChange`. */
+export function startSources(nc: NatsConnection, node: string, log: Logger, onChange: OnChange): Sources {
+  return new Sources([
+    placementSource(),
+    configSource(nc, node, log, onChange),
+    unbuiltSource('collected'),
+    unbuiltSource('consumers'),
+    unbuiltSource('bound'),
+  ]);
+}
+
+/** Every kind of the registry that the table does not map (a test keeps this empty). */
+export function kindsWithoutSource(): string[] {
+  return KNOWN_KINDS.filter((kind) => !Object.hasOwn(SOURCE_OF_KIND, kind));
+}

@@ -1,0 +1,159 @@
+// A module's run (src/client/modules.ts) and the handoff to the engine (handoff.ts), with fakes for
+// the engine, the reporter and the archive: a failure names the function, not a whole mesh.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { DependencyIndex } from '../src/client/dependencies.ts';
+import { EngineTimeout, EngineUnavailable, type EngineClient } from '../src/client/engine.ts';
+import { Handoff } from '../src/client/handoff.ts';
+import { Modules } from '../src/client/modules.ts';
+import type { ReportBody } from '../src/client/reporter.ts';
+import { ConfigValues, configDependency } from '../src/client/sources/config.ts';
+import { Sources } from '../src/client/sources/index.ts';
+import { placementSource } from '../src/client/sources/placement.ts';
+import { TemplateCache } from '../src/client/templates.ts';
+import type { FillReply, FillRequest } from '../src/shared/fill-protocol.ts';
+import { memoryLogger } from '../src/shared/log.ts';
+import type { NeedEntry } from '../src/client/fill.ts';
+
+const enc = new TextEncoder();
+type Answer = (req: Omit<FillRequest, 'id' | 'op'>) => FillReply | Error;
+
+/** A module `web` on node n1 with fakes around it; `answer` plays the engine. */
+function harness(templates: Record<string, string>, answer: Answer = written) {
+  const requests: Omit<FillRequest, 'id' | 'op'>[] = [];
+  const engine: EngineClient = {
+    fill: async (req) => {
+      requests.push(req);
+      const reply = answer(req);
+      if (reply instanceof Error) throw reply;
+      return reply;
+    },
+    onKnock: () => {},
+    close: () => {},
+  };
+  const reports: ReportBody[] = [];
+  const needs: NeedEntry[][] = [];
+  const removed: string[] = [];
+  const config = new ConfigValues('n1');
+  const sources = new Sources([placementSource(), { name: 'config', dependency: (p, w) => configDependency(p.module, w.name), lookup: (p, w) => config.lookup(p.module, w.name) }]);
+  const index = new DependencyIndex();
+  const modules = new Modules({
+    node: 'n1',
+    templates: new TemplateCache(async () => ({ ok: true, value: new Map(Object.entries(templates).map(([k, v]) => [k, enc.encode(v)])) })),
+    lookup: (p, w) => sources.lookup(p, w),
+    dependency: (p, w) => sources.dependency(p, w),
+    index,
+    handoff: new Handoff(engine, memoryLogger()),
+    reporter: {
+      report: async (_m, body) => void reports.push(body),
+      needs: async (_m, entries) => void needs.push(entries),
+      removed: async (m) => void removed.push(m),
+    },
+  });
+  const setConfig = (key: string, value: string) => config.set('web', key, enc.encode(value));
+  return { modules, requests, reports, needs, removed, index, setConfig, last: () => reports.at(-1)! };
+}
+
+function written(req: Omit<FillRequest, 'id' | 'op'>): FillReply {
+  return { id: 1, ok: true, files: req.files.map((f) => ({ path: f.path, action: 'written' as const })) };
+}
+
+function plan(files: { path: string; template: string }[], extra: Record<string, unknown> = {}, module = 'web'): Uint8Array {
+  return enc.encode(JSON.stringify({
+    node: 'n1', module, build: 'b1',
+    archive: { ref: 'obj://b/web.tar', digest: 'sha256:' + 'a'.repeat(64) },
+    files: files.map((f) => ({ ...f, mode: 'owned', change: 'restart' })),
+    placement: { dir: { config: '/etc/web' } }, secrets: [], provisions: [], provides: [], items: [], collections: [],
+    ...extra,
+  }));
+}
+
+test('a plan that does not validate, or names another module, fails with the key and the reason', async () => {
+  const h = harness({});
+  h.modules.setPlan('web', enc.encode('{"node":"n1"'));
+  await h.modules.run('web', false);
+  assert.match(h.last().reason!, /^mesh-provisioner_plans n1\.web: not JSON/);
+  h.modules.setPlan('web', plan([], {}, 'api'));
+  await h.modules.run('web', false);
+  assert.is(h.last().reason, 'mesh-provisioner_plans n1.web: field "module" is "api" but the key says "web"');
+  assert.equal(h.requests, []);
+});
+
+test('a filled module is handed once; a run with nothing changed sends nothing; a full run sends every file', async () => {
+  const h = harness({ t: 'dir ${dir:config} v ${config:v}\n' });
+  h.setConfig('v', '1');
+  h.modules.setPlan('web', plan([{ path: '/etc/web/a.conf', template: 't' }, { path: '/etc/web/b.conf', template: 't' }]));
+  await h.modules.run('web', false);
+  assert.is(h.last().state, 'applied');
+  assert.equal(h.requests.map((r) => r.files.map((f) => f.content)), [['dir /etc/web v 1\n', 'dir /etc/web v 1\n']]);
+  await h.modules.run('web', false);
+  assert.is(h.requests.length, 1, 'nothing changed, nothing sent');
+  await h.modules.run('web', true);
+  assert.is(h.requests.length, 2);
+  assert.is(h.requests[1]!.files.length, 2);
+  assert.equal([...h.index.modulesNaming([configDependency('web', 'v')])], ['web']);
+});
+
+test('a value that waits keeps its file back and the report says which; the index knows it for the refill', async () => {
+  const h = harness({ a: 'a', b: '${config:later}' });
+  h.modules.setPlan('web', plan([{ path: '/a', template: 'a' }, { path: '/b', template: 'b' }]));
+  await h.modules.run('web', false);
+  assert.equal(h.last().waiting, [{ kind: 'config', name: 'later', files: ['/b'] }]);
+  assert.is(h.last().state, 'waiting');
+  assert.equal(h.requests[0]!.files.map((f) => f.path), ['/a']);
+  assert.equal([...h.index.modulesNaming([configDependency('web', 'later')])], ['web']);
+  h.setConfig('later', 'now');
+  await h.modules.run('web', false);
+  assert.is(h.last().state, 'applied');
+  assert.equal(h.requests[1]!.files.map((f) => f.path), ['/b'], 'only the file that changed');
+});
+
+test('a failed fill still records what the module names, so fixing the value fills it again', async () => {
+  const h = harness({ t: '${config:bin}' });
+  h.modules.setPlan('web', plan([{ path: '/t', template: 't' }]));
+  await h.modules.run('web', false);
+  assert.equal([...h.index.modulesNaming([configDependency('web', 'bin')])], ['web']);
+});
+
+test('the engine refusing, not confirming, or not reachable: waiting with the reason, or no report', async () => {
+  const refusing = harness({ t: 'x' }, (req) => ({ id: 1, ok: true, files: req.files.map((f) => ({ path: f.path, action: 'refused' as const, reason: 'not declared' })) }));
+  refusing.modules.setPlan('web', plan([{ path: '/t', template: 't' }]));
+  await refusing.modules.run('web', false);
+  assert.is(refusing.last().reason, 'engine refused /t (not declared); waiting for a knock');
+
+  let silent = true;
+  const timing = harness({ t: 'x' }, (req) => (silent ? new EngineTimeout('/s', 30_000, req.module) : written(req)));
+  timing.modules.setPlan('web', plan([{ path: '/t', template: 't' }]));
+  await timing.modules.run('web', false);
+  assert.is(timing.last().state, 'waiting');
+  assert.match(timing.last().reason!, /did not answer the fill of web within 30000 ms; waiting for a knock$/);
+  assert.equal(timing.last().files.map((f) => f.action), ['pending']);
+  silent = false;
+  await timing.modules.run('web', false);
+  assert.is(timing.last().state, 'applied', 'what was not confirmed goes again');
+
+  const away = harness({ t: 'x' }, () => new EngineUnavailable('no socket'));
+  away.modules.setPlan('web', plan([{ path: '/t', template: 't' }]));
+  await away.modules.run('web', false);
+  assert.equal(away.reports, [], 'an outage waits for the knock without a report per module');
+
+  const erring = harness({ t: 'x' }, () => ({ id: 1, ok: false, error: 'disk full' }));
+  erring.modules.setPlan('web', plan([{ path: '/t', template: 't' }]));
+  await erring.modules.run('web', false);
+  assert.equal(erring.last(), { build: 'b1', state: 'failed', files: [], waiting: [], reason: 'engine: disk full' });
+});
+
+test('a deleted plan removes the module: reported removed, forgotten by the index', async () => {
+  const h = harness({ t: '${config:v}' });
+  h.setConfig('v', '1');
+  h.modules.setPlan('web', plan([{ path: '/t', template: 't' }]));
+  await h.modules.run('web', false);
+  assert.ok(h.modules.setPlan('web', null));
+  await h.modules.run('web', false);
+  assert.equal(h.removed, ['web']);
+  assert.equal(h.modules.names(), []);
+  assert.equal([...h.index.modulesNaming([configDependency('web', 'v')])], []);
+  assert.not.ok(h.modules.setPlan('web', null), 'an unknown module needs no run');
+});
+
+test.run();

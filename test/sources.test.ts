@@ -1,0 +1,85 @@
+// The client's value sources (src/client/sources/): the kind table, each source's lookup and
+// dependency keys, and the index of which module named which value — pure, no bus.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { DependencyIndex } from '../src/client/dependencies.ts';
+import { configDependency, ConfigValues } from '../src/client/sources/config.ts';
+import { kindsWithoutSource, SOURCE_OF_KIND, Sources } from '../src/client/sources/index.ts';
+import { placementSource } from '../src/client/sources/placement.ts';
+import { unbuiltSource } from '../src/client/sources/unbuilt.ts';
+import { KNOWN_KINDS } from '../src/shared/registry.ts';
+import type { Plan } from '../src/shared/schemas.ts';
+
+const plan: Plan = {
+  node: 'n1', module: 'web', build: '1',
+  archive: { ref: 'obj://b/x.tar', digest: 'sha256:' + 'a'.repeat(64) },
+  files: [], placement: { dir: { config: '/etc/web' }, port: { http: 8080 } },
+  secrets: [], provisions: [], provides: [], items: [], collections: [],
+};
+
+function nodeSources(config = new ConfigValues('n1')): Sources {
+  return new Sources([
+    placementSource(),
+    { name: 'config', dependency: (p, w) => configDependency(p.module, w.name), lookup: (p, w) => config.lookup(p.module, w.name) },
+    unbuiltSource('collected'),
+    unbuiltSource('consumers'),
+    unbuiltSource('bound'),
+  ]);
+}
+
+test('every kind of the registry has exactly one source in the table, secrets the engine', () => {
+  assert.equal(kindsWithoutSource(), []);
+  assert.equal(Object.keys(SOURCE_OF_KIND).sort(), [...KNOWN_KINDS].sort());
+  assert.is(SOURCE_OF_KIND['secret'], 'engine');
+  for (const kind of ['collected', 'shell', 'environment', 'contribution']) assert.is(SOURCE_OF_KIND[kind], 'collected', kind);
+});
+
+test('lookups, table by kind: placement from the plan (own keys only), config by module, unbuilt and unknown kinds fail clearly', () => {
+  const config = new ConfigValues('n1');
+  config.set('web', 'db.host', new TextEncoder().encode('db1'));
+  config.set('web', 'bad', new Uint8Array([0xc3, 0x28]));
+  config.set('web', 'bom', new Uint8Array([0xef, 0xbb, 0xbf, 0x78]));
+  config.set('api', 'only-api', new TextEncoder().encode('x'));
+  const sources = nodeSources(config);
+  const rows: [string, string, unknown][] = [
+    ['dir', 'config', { state: 'value', text: '/etc/web' }],
+    ['port', 'http', { state: 'value', text: '8080' }],
+    ['dir', 'state', { state: 'waiting' }],
+    ['dir', '__proto__', { state: 'waiting' }],
+    ['machine', 'x', { state: 'waiting' }],
+    ['config', 'db.host', { state: 'value', text: 'db1' }],
+    ['config', 'bom', { state: 'value', text: '\uFEFFx' }],
+    ['config', 'only-api', { state: 'waiting' }],
+    ['config', 'bad', { state: 'failed', reason: 'mesh-config_resolved n1.web.bad: value is not UTF-8' }],
+    ['shell', 'zsh:normal', { state: 'failed', reason: 'this client does not fill shell values yet (their source, collected, is not built)' }],
+    ['bound', 'db:user', { state: 'failed', reason: 'this client does not fill bound values yet (their source, bound, is not built)' }],
+    ['consumers', 'database', { state: 'failed', reason: 'this client does not fill consumers values yet (their source, consumers, is not built)' }],
+    ['nope', 'x', { state: 'failed', reason: 'unknown kind "nope"' }],
+    ['constructor', 'x', { state: 'failed', reason: 'unknown kind "constructor"' }],
+  ];
+  for (const [kind, name, expected] of rows) assert.equal(sources.lookup(plan, { kind, name }), expected, `${kind}:${name}`);
+});
+
+test('dependency keys: one per value whatever names it, never shared across modules or sources', () => {
+  const sources = nodeSources();
+  const api = { ...plan, module: 'api' };
+  assert.is(sources.dependency(plan, { kind: 'config', name: 'db.host' }), 'config:web:db.host');
+  assert.is.not(sources.dependency(plan, { kind: 'config', name: 'x' }), sources.dependency(api, { kind: 'config', name: 'x' }));
+  assert.is.not(sources.dependency(plan, { kind: 'config', name: 'x' }), sources.dependency(plan, { kind: 'dir', name: 'x' }));
+});
+
+test('the dependency index names exactly the modules whose last fill named a changed value', () => {
+  const index = new DependencyIndex();
+  index.set('web', ['config:web:a', 'config:web:b']);
+  index.set('api', ['config:api:a']);
+  assert.equal([...index.modulesNaming(['config:web:a'])], ['web']);
+  assert.equal([...index.modulesNaming(['config:api:a', 'config:web:b'])].sort(), ['api', 'web']);
+  index.set('web', ['config:web:c']);
+  assert.equal([...index.modulesNaming(['config:web:a'])], [], 'what a module no longer names does not fill it');
+  assert.ok(index.knows('web'));
+  index.forget('web');
+  assert.not.ok(index.knows('web'));
+  assert.equal([...index.modulesNaming(['config:web:c'])], []);
+});
+
+test.run();
