@@ -9,7 +9,7 @@ import { memoryLogger } from '../src/shared/log.ts';
 import { isNormalAbsolutePath, pathProblem, secretNameProblem, tokenProblem, type Health, type Plan } from '../src/shared/schemas.ts';
 import { Composer } from '../src/server/composer.ts';
 import { assignment, composition, compositionWithValues, nestedJson, startSeatFixture, type SeatFixture } from './helpers/seat.ts';
-import { sleep, waitFor } from './helpers/wait.ts';
+import { waitFor } from './helpers/wait.ts';
 
 async function plan(f: SeatFixture, key: string): Promise<(Plan & { revision: number }) | null> {
   const e = await f.plans.get(key);
@@ -179,8 +179,8 @@ test('a path naming placement the assignment lacks fails that plan alone with a 
 test('input buckets missing at start are waited for, then composed from', async () => {
   const f = await startSeatFixture({ withoutInputs: true });
   try {
-    await sleep(300);
-    assert.ok(f.log.lines.some((l) => l.includes(`waiting for bucket ${ASSIGNMENTS}`)));
+    await waitFor('the seat saying it waits for the assignments bucket', () => f.log.lines.some((l) => l.includes(`waiting for bucket ${ASSIGNMENTS}`)));
+    assert.equal(f.passes, [], 'no pass before the inputs exist');
     const kvm = new Kvm(jetstream(f.nc));
     const modules = await kvm.create(MODULES);
     const assignments = await kvm.create(ASSIGNMENTS);

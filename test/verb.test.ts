@@ -16,6 +16,7 @@ import { parseVerbRequest, watchFilter } from '../src/server/verb-request.ts';
 import { runQuery } from '../src/server/query.ts';
 import { startNats, type NatsServer } from './helpers/nats.ts';
 import { nestedJson } from './helpers/seat.ts';
+import { waitFor } from './helpers/wait.ts';
 
 let server: NatsServer;
 let nc: NatsConnection;
@@ -194,7 +195,13 @@ test('a request is answered only to an inbox; $JS., $KV., $O., plain and ill-for
   const subs = replies.map((reply) => nc.subscribe(reply, { callback: (_e, m) => void received.push(`${reply} ${m.json<VerbReply>().what}`) }));
   await nc.flush();
   for (const reply of replies) nc.publish(PROVISIONING_VERB, jsonBytes({ what: 'applied' }), { reply });
-  await new Promise((r) => setTimeout(r, 300));
+  // Ignoring is decided on receipt and said at debug: once each ignored subject is said and both inboxes are
+  // answered, nothing more is coming.
+  const answered = ['_INBOX.verb-test', '_INBOX_n1.verb-test'];
+  const ignored = replies.filter((r) => !answered.includes(r));
+  await waitFor('the seat saying it ignored every reply subject that is not an inbox', () =>
+    ignored.every((r) => log.lines.some((l) => l.includes(`ignored a request with reply subject ${JSON.stringify(r)}`))));
+  await waitFor('both inboxes answered', () => received.length >= answered.length);
   for (const sub of subs) sub.unsubscribe();
   // A mapped reply (_R_.…) only exists across a service import; the predicate's own test covers it.
   assert.equal(received.sort(), ['_INBOX.verb-test applied', '_INBOX_n1.verb-test applied']);

@@ -1,12 +1,41 @@
 // The shared watch (src/shared/bus.ts): nothing lost while it is created, caught-up signalled, recovered after a restart.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { readFileSync } from 'node:fs';
 import { Kvm } from '@nats-io/kv';
-import { jetstream } from '@nats-io/jetstream';
+import { DeliverPolicy, jetstream } from '@nats-io/jetstream';
 import { connectBus, watchBucket, watchKv } from '../src/shared/bus.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 import { startNats } from './helpers/nats.ts';
 import { waitFor } from './helpers/wait.ts';
+
+test('the object consume() returns still has the private reset() watchKv calls (a nats.js upgrade must re-prove the workaround)', async () => {
+  const server = await startNats();
+  const nc = await connectBus({ servers: [server.url], name: 'test' });
+  try {
+    await new Kvm(jetstream(nc)).create('resettable');
+    // The same consumer watchKv makes: ordered, push, filtered, delivering new messages only.
+    const consumer = await jetstream(nc).consumers.getPushConsumer('KV_resettable', {
+      filter_subjects: '$KV.resettable.>',
+      deliver_policy: DeliverPolicy.New,
+    });
+    const messages = await consumer.consume({ callback: () => {} });
+    try {
+      const version = jetstreamVersion();
+      assert.ok(
+        typeof (messages as unknown as { reset?: unknown }).reset === 'function',
+        `@nats-io/jetstream ${version}: the object consume() returns has no reset() method any more. watchKv in ` +
+          'src/shared/bus.ts calls that private method (proven on the pinned 3.4.0) to replace its first consumer; ' +
+          'pin @nats-io/* back to 3.4.0, or find the new way and re-prove "a value written while the watch is being created is seen".',
+      );
+    } finally {
+      messages.stop();
+    }
+  } finally {
+    await nc.close();
+    await server.cleanup();
+  }
+});
 
 test('a value written while the watch is being created is seen', async () => {
   const server = await startNats();
@@ -76,5 +105,14 @@ test('a watch waits for a missing bucket and recovers after the server restarts'
     await server.cleanup();
   }
 });
+
+/** The installed @nats-io/jetstream version, for the message of a failed pin check. */
+function jetstreamVersion(): string {
+  try {
+    return (JSON.parse(readFileSync(new URL('../node_modules/@nats-io/jetstream/package.json', import.meta.url), 'utf8')) as { version: string }).version;
+  } catch {
+    return '(version unknown)';
+  }
+}
 
 test.run();

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import { DeliverPolicy, DiscardPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
+import { retryWithBackoff, timerSleep, type Sleep } from './retry.ts';
 
 /** How to reach and authenticate to the bus. */
 export type BusOptions = {
@@ -158,28 +159,53 @@ export function watchBucket(
   onEvent: (event: WatchEvent) => void,
   log: { notice(line: string): void; debug(line: string): void; warn(line: string): void },
 ): Watch {
+  return waitForWatch(`bucket ${bucket} (${filter})`, log, {
+    open: () => watchKv(nc, bucket, filter, onEvent, log),
+    closed: () => nc.isClosed(),
+    sleep: timerSleep,
+  });
+}
+
+/** What waiting for a watch is made of besides the bus, handed in so tests drive it without time or a server. */
+export type WatchWait = {
+  /** Opens the watch; a throw means its bucket is missing or not granted yet. */
+  open(): Promise<Watch>;
+  /** Whether the connection is closed, which ends the wait for good. */
+  closed(): boolean;
+  /** Waits between tries. */
+  sleep: Sleep;
+};
+
+/**
+ * Opens a watch of `what` (`bucket B (F)`), trying again while it fails with a wait doubling up to
+ * MAX_WATCH_RETRY_MS; a new reason is logged once at notice, its repeats at debug.
+ */
+export function waitForWatch(what: string, log: { notice(line: string): void; debug(line: string): void }, wait: WatchWait): Watch {
   let stopped = false;
   let watch: Watch | undefined;
   let said = '';
   const caughtUp = (async () => {
-    for (let wait = 250; !stopped; wait = Math.min(wait * 2, MAX_WATCH_RETRY_MS)) {
-      try {
-        watch = await watchKv(nc, bucket, filter, onEvent, log);
-        if (stopped) watch.stop();
-        if (said) log.notice(`bucket ${bucket} (${filter}) is there now`);
-        return watch.caughtUp;
-      } catch (err) {
-        if (nc.isClosed()) return;
+    const opened = await retryWithBackoff({
+      attempt: wait.open,
+      sleep: wait.sleep,
+      stopped: () => stopped,
+      maxMs: MAX_WATCH_RETRY_MS,
+      onFailure: (err) => {
+        if (wait.closed()) return false;
         // A bucket not created yet, or no responders under a node's grants, looks the same: wait,
         // saying it once per reason and the retries only at debug.
-        const line = `waiting for bucket ${bucket} (${filter}): ${describeBusError(err as Error)}`;
+        const line = `waiting for ${what}: ${describeBusError(err instanceof Error ? err : new Error(String(err)))}`;
         if (line !== said) log.notice(line);
         else log.debug(`${line} (retrying)`);
         said = line;
-        // Unref: the connection keeps a running program alive; a stopped one need not wait for this.
-        await new Promise((r) => setTimeout(r, wait).unref());
-      }
-    }
+        return true;
+      },
+    });
+    if (!opened) return;
+    watch = opened;
+    if (stopped) opened.stop();
+    if (said) log.notice(`${what} is there now`);
+    return opened.caughtUp;
   })();
   return { caughtUp, stop: () => { stopped = true; watch?.stop(); } };
 }

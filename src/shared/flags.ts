@@ -1,5 +1,7 @@
-// A small flag parser: `--flag value` or `--flag=value`, each flag also read from the environment.
-import type { Parsed } from './result.ts';
+// The flag table every program reads (DESIGN §10): node:util parseArgs splits argv; this file adds the
+// environment fallbacks, the conversions, and the one-line reasons that name the flag.
+import { parseArgs } from 'node:util';
+import { fail, ok, type Parsed } from './result.ts';
 
 /** How one flag is read. */
 export type FlagSpec = {
@@ -23,56 +25,72 @@ export type FlagValues = {
   version: boolean;
 };
 
-/** Parses argv (without node and script) and env against the specs; a bad flag is a reason. */
+/** One `--flag`, `--flag value`, `--flag=value` or `-h` as parseArgs splits it. */
+type OptionToken = { kind: 'option'; name: string; rawName: string; value?: string; inlineValue?: boolean };
+
+/** The flags every program takes besides its table. */
+const BUILTIN = { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' } } as const;
+
+/**
+ * Parses argv (without node and script) and env against the specs; the first bad flag is a reason.
+ * parseArgs runs without `strict` and its tokens are checked here, because strict mode refuses
+ * `--settle -1` as ambiguous (the flag's own rule should say what is wrong with -1) and names the
+ * flag only inside its English message; the checks are strict mode's otherwise.
+ */
 export function parseFlags(argv: readonly string[], env: NodeJS.ProcessEnv, specs: readonly FlagSpec[]): Parsed<FlagValues> {
-  const raw = new Map<string, string | true>();
+  const options = { ...Object.fromEntries(specs.map((s) => [s.name, { type: s.type === 'bool' ? 'boolean' : 'string' } as const])), ...BUILTIN };
+  const { tokens } = parseArgs({ args: [...argv], options, strict: false, allowPositionals: true, tokens: true });
+  const given = new Map<string, string | true>();
   const positional: string[] = [];
   let help = false;
   let version = false;
-  for (let i = 0; i < argv.length; i++) {
-    const word = argv[i]!;
-    if (word === '--help' || word === '-h') { help = true; continue; }
-    if (word === '--version') { version = true; continue; }
-    if (!word.startsWith('--')) { positional.push(word); continue; }
-    const eq = word.indexOf('=');
-    const name = word.slice(2, eq < 0 ? undefined : eq);
-    const spec = specs.find((s) => s.name === name);
-    if (!spec) return { ok: false, reason: `unknown flag --${name} (see --help)` };
-    if (spec.type === 'bool') {
-      if (eq >= 0) return { ok: false, reason: `--${name} takes no value` };
-      raw.set(name, true);
-      continue;
-    }
-    const value = eq >= 0 ? word.slice(eq + 1) : argv[++i];
-    // `--archives --debug` is a forgotten value, not a bucket named "--debug".
-    if (value === undefined || (eq < 0 && value.startsWith('--'))) return { ok: false, reason: `--${name} needs a value` };
-    raw.set(name, value);
+  for (const token of tokens) {
+    if (token.kind === 'positional') positional.push(token.value);
+    if (token.kind !== 'option') continue;
+    const problem = tokenProblem(token as OptionToken, specs);
+    if (problem !== undefined) return fail(problem);
+    if (token.name === 'help') help = true;
+    else if (token.name === 'version') version = true;
+    else given.set(token.name, token.value ?? true);
   }
   const values: FlagValues['values'] = {};
   for (const spec of specs) {
-    const given = raw.get(spec.name) ?? (spec.env ? env[spec.env] : undefined);
-    if (given === undefined || given === '') continue;
-    const source = raw.has(spec.name) ? `--${spec.name}` : `${spec.env}`;
-    const value = convert(spec, given, source);
+    const raw = given.get(spec.name) ?? (spec.env ? env[spec.env] : undefined);
+    if (raw === undefined || raw === '') continue;
+    const value = convert(spec, raw, given.has(spec.name) ? `--${spec.name}` : `${spec.env}`);
     if (!value.ok) return value;
     values[spec.name] = value.value;
   }
-  return { ok: true, value: { values, positional, help, version } };
+  return ok({ values, positional, help, version });
+}
+
+/** What strict mode would throw for a token, worded as this project always has (tests match it). */
+function tokenProblem(token: OptionToken, specs: readonly FlagSpec[]): string | undefined {
+  const flag = token.rawName;
+  const spec = specs.find((s) => s.name === token.name);
+  // ERR_PARSE_ARGS_UNKNOWN_OPTION
+  if (!spec && !Object.hasOwn(BUILTIN, token.name)) return `unknown flag ${flag} (see --help)`;
+  // ERR_PARSE_ARGS_INVALID_OPTION_VALUE, a value given to a boolean
+  if (!spec || spec.type === 'bool') return token.value === undefined ? undefined : `${flag} takes no value`;
+  // ERR_PARSE_ARGS_INVALID_OPTION_VALUE, a missing value: `--archives --debug` is a forgotten value,
+  // not a bucket named "--debug"; `--settle -1` is a value, refused below by the int rule.
+  if (token.value === undefined || (!token.inlineValue && token.value.startsWith('--'))) return `${flag} needs a value`;
+  return undefined;
 }
 
 function convert(spec: FlagSpec, given: string | true, source: string): Parsed<string | string[] | number | boolean> {
-  if (spec.type === 'bool') return { ok: true, value: given === true || /^(1|true|yes)$/i.test(given) };
+  if (spec.type === 'bool') return ok(given === true || /^(1|true|yes)$/i.test(given));
   const text = given as string;
   if (spec.type === 'int') {
-    if (!/^\d+$/.test(text)) return { ok: false, reason: `${source} must be a non-negative integer, got "${text}"` };
-    return { ok: true, value: Number(text) };
+    if (!/^\d+$/.test(text)) return fail(`${source} must be a non-negative integer, got "${text}"`);
+    return ok(Number(text));
   }
   if (spec.type === 'list') {
     const items = text.split(',').map((s) => s.trim());
-    if (items.some((s) => s === '')) return { ok: false, reason: `${source} has an empty item in "${text}"` };
-    return { ok: true, value: items };
+    if (items.some((s) => s === '')) return fail(`${source} has an empty item in "${text}"`);
+    return ok(items);
   }
-  return { ok: true, value: text };
+  return ok(text);
 }
 
 /** Formats the flags for --help. */

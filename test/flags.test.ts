@@ -1,0 +1,117 @@
+// The shared flag parser (src/shared/flags.ts, DESIGN §10): a table of argv and environment against
+// the values or the one-line reason, and properties of every argv.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import fc from 'fast-check';
+import { describeFlags, parseFlags, type FlagSpec, type FlagValues } from '../src/shared/flags.ts';
+
+const SPECS: readonly FlagSpec[] = [
+  { name: 'name', env: 'T_NAME', type: 'string', arg: 'NAME', help: 'a name' },
+  { name: 'urls', env: 'T_URLS', type: 'list', arg: 'URL[,URL…]', help: 'some URLs' },
+  { name: 'count', env: 'T_COUNT', type: 'int', arg: 'N', help: 'a count' },
+  { name: 'debug', env: 'T_DEBUG', type: 'bool', help: 'log debug lines' },
+  { name: 'tls-ca', type: 'string', arg: 'FILE', help: 'no environment variable' },
+];
+
+/** What a row expects: the parsed flags (absent parts: empty, false), or the reason. */
+type Expected = { values?: FlagValues['values']; positional?: string[]; help?: boolean; version?: boolean } | { reason: string };
+type Row = [what: string, argv: string[], env: NodeJS.ProcessEnv, expected: Expected];
+
+const ROWS: Row[] = [
+  ['nothing given is nothing parsed', [], {}, { values: {} }],
+  ['a string flag with its value as the next word', ['--name', 'web'], {}, { values: { name: 'web' } }],
+  ['a string flag with its value after =', ['--name=web'], {}, { values: { name: 'web' } }],
+  ['a value after = may start with --', ['--name=--odd'], {}, { values: { name: '--odd' } }],
+  ['a value may start with one dash', ['--name', '-'], {}, { values: { name: '-' } }],
+  ['an empty value is no value: the default applies', ['--name='], { T_NAME: 'env' }, { values: {} }],
+  ['the last of a repeated flag wins', ['--name', 'a', '--name=b'], {}, { values: { name: 'b' } }],
+  ['a dashed flag name', ['--tls-ca', '/ca.pem'], {}, { values: { 'tls-ca': '/ca.pem' } }],
+  ['the environment is read when the flag is absent', [], { T_NAME: 'env', T_COUNT: '3' }, { values: { name: 'env', count: 3 } }],
+  ['the flag wins over the environment', ['--name', 'flag'], { T_NAME: 'env' }, { values: { name: 'flag' } }],
+  ['an empty environment variable is absent', [], { T_NAME: '' }, { values: {} }],
+  ['a list is split on commas and trimmed', ['--urls', 'a:1, b:2'], {}, { values: { urls: ['a:1', 'b:2'] } }],
+  ['a list from the environment', [], { T_URLS: 'a:1,b:2' }, { values: { urls: ['a:1', 'b:2'] } }],
+  ['a list with an empty item names the flag', ['--urls', 'a,,b'], {}, { reason: '--urls has an empty item in "a,,b"' }],
+  ['a list with an empty item names the variable', [], { T_URLS: 'a,' }, { reason: 'T_URLS has an empty item in "a,"' }],
+  ['an int', ['--count', '20'], {}, { values: { count: 20 } }],
+  ['zero is an int', ['--count=0'], {}, { values: { count: 0 } }],
+  ['an int that is a word', ['--count', 'soon'], {}, { reason: '--count must be a non-negative integer, got "soon"' }],
+  ['a negative int is a value its rule refuses', ['--count', '-1'], {}, { reason: '--count must be a non-negative integer, got "-1"' }],
+  ['a negative int after =', ['--count=-1'], {}, { reason: '--count must be a non-negative integer, got "-1"' }],
+  ['a fraction is not an int', ['--count', '1.5'], {}, { reason: '--count must be a non-negative integer, got "1.5"' }],
+  ['a bad int from the environment names the variable', [], { T_COUNT: 'x' }, { reason: 'T_COUNT must be a non-negative integer, got "x"' }],
+  ['a bool flag', ['--debug'], {}, { values: { debug: true } }],
+  ['a bool with a value', ['--debug=yes'], {}, { reason: '--debug takes no value' }],
+  ['a bool flag does not take the next word', ['--debug', 'yes'], {}, { values: { debug: true }, positional: ['yes'] }],
+  ['a bool from the environment: 1', [], { T_DEBUG: '1' }, { values: { debug: true } }],
+  ['a bool from the environment: TRUE', [], { T_DEBUG: 'TRUE' }, { values: { debug: true } }],
+  ['a bool from the environment: yes', [], { T_DEBUG: 'yes' }, { values: { debug: true } }],
+  ['a bool from the environment: 0', [], { T_DEBUG: '0' }, { values: { debug: false } }],
+  ['a bool from the environment: no', [], { T_DEBUG: 'no' }, { values: { debug: false } }],
+  ['an unknown flag', ['--bogus'], {}, { reason: 'unknown flag --bogus (see --help)' }],
+  ['an unknown flag with a value', ['--bogus=1'], {}, { reason: 'unknown flag --bogus (see --help)' }],
+  ['an unknown short flag', ['-x'], {}, { reason: 'unknown flag -x (see --help)' }],
+  ['a flag with nothing after it', ['--name'], {}, { reason: '--name needs a value' }],
+  ['a flag followed by another flag', ['--name', '--debug'], {}, { reason: '--name needs a value' }],
+  ['an int flag with nothing after it', ['--count'], { T_COUNT: '3' }, { reason: '--count needs a value' }],
+  ['the first problem is the one said', ['--bogus', '--name'], {}, { reason: 'unknown flag --bogus (see --help)' }],
+  ['a problem after --help is still said', ['--help', '--bogus'], {}, { reason: 'unknown flag --bogus (see --help)' }],
+  ['a bad environment value is said even with --help', ['--help'], { T_COUNT: 'x' }, { reason: 'T_COUNT must be a non-negative integer, got "x"' }],
+  ['--help', ['--help'], {}, { values: {}, help: true }],
+  ['-h', ['-h'], {}, { values: {}, help: true }],
+  ['--version', ['--version'], {}, { values: {}, version: true }],
+  ['--help with a value', ['--help=1'], {}, { reason: '--help takes no value' }],
+  ['words that are not flags are positional, in order, around flags', ['query', '--name', 'x', 'registry'], {}, { values: { name: 'x' }, positional: ['query', 'registry'] }],
+  ['a lone dash is positional', ['-'], {}, { values: {}, positional: ['-'] }],
+  ['after -- every word is positional', ['--', '--name', 'x'], {}, { values: {}, positional: ['--name', 'x'] }],
+];
+
+for (const [what, argv, env, expected] of ROWS) {
+  test(`parseFlags: ${what} (${JSON.stringify(argv)})`, () => {
+    const parsed = parseFlags(argv, env, SPECS);
+    if ('reason' in expected) {
+      assert.equal(parsed, { ok: false, reason: expected.reason });
+      return;
+    }
+    assert.ok(parsed.ok, parsed.ok ? '' : parsed.reason);
+    if (!parsed.ok) return;
+    assert.equal(parsed.value, {
+      values: expected.values ?? {},
+      positional: expected.positional ?? [],
+      help: expected.help ?? false,
+      version: expected.version ?? false,
+    });
+  });
+}
+
+test('parseFlags never throws, and a refusal is one line naming a flag or a variable', () => {
+  const word = fc.oneof(
+    fc.constantFrom('--name', '--urls', '--count', '--debug', '--tls-ca', '--help', '-h', '--version', '--', '-', '--bogus', '-x', '--__proto__', '--constructor'),
+    fc.string(),
+    fc.string().map((s) => `--${s}`),
+    fc.string().map((s) => `--count=${s}`),
+  );
+  fc.assert(fc.property(fc.array(word, { maxLength: 8 }), (argv) => {
+    const parsed = parseFlags(argv, {}, SPECS);
+    if (parsed.ok) return;
+    assert.not.ok(parsed.reason.includes('\n'), parsed.reason);
+    assert.match(parsed.reason, /^(unknown flag )?-/);
+  }));
+});
+
+test('a value reads the same as the next word and after =, unless it starts with --', () => {
+  fc.assert(fc.property(fc.string().filter((s) => s !== '' && !s.startsWith('--')), (value) => {
+    assert.equal(parseFlags(['--name', value], {}, SPECS), parseFlags([`--name=${value}`], {}, SPECS));
+  }));
+});
+
+test('describeFlags gives one line per flag with its value name and environment variable', () => {
+  const lines = describeFlags(SPECS).split('\n');
+  assert.is(lines.length, SPECS.length);
+  assert.match(lines[0]!, /^ {2}--name NAME +a name \[env T_NAME\]$/);
+  assert.match(lines[2]!, /^ {2}--count N +a count \[env T_COUNT\]$/);
+  assert.match(lines[3]!, /^ {2}--debug +log debug lines \[env T_DEBUG\]$/);
+  assert.match(lines[4]!, /^ {2}--tls-ca FILE +no environment variable$/);
+});
+
+test.run();
