@@ -1,4 +1,4 @@
-// The local demo (demo/run.mjs) run as a user runs it: the whole mesh comes up, fills the sample
+// The local demo (demo/run.ts) run as a user runs it: the whole mesh comes up, fills the sample
 // module, takes a config change in well under a second, and leaves no process or temp dir behind.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const DEMO = join(ROOT, 'demo', 'run.mjs');
+const DEMO = join(ROOT, 'demo', 'run.ts');
 const RUN_LIMIT_MS = 60_000;
 
 /** What one run of the demo printed and how it ended. */
@@ -21,7 +21,8 @@ type DemoRun = { code: number | null; signal: NodeJS.Signals | null; stdout: str
  */
 function runDemo(args: string[], env: NodeJS.ProcessEnv = {}, whenPrinted?: [RegExp, (pid: number) => void]): Promise<DemoRun> {
   const started = Date.now();
-  const child = spawn(process.execPath, [DEMO, ...args], {
+  // As `npm run demo` runs it: node with tsx's loader, one process, so a signal reaches the demo itself.
+  const child = spawn(process.execPath, ['--import', 'tsx', DEMO, ...args], {
     cwd: ROOT,
     env: { ...process.env, NO_COLOR: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -14,7 +14,7 @@ for (const runtime of ['node', 'deno'] as Runtime[]) {
     const m = await startMesh();
     const dir = copyBundleAlone('client');
     assert.not.ok(hasNodeModulesAbove(dir));
-    const client = startBundle(runtime, dir, 'client', ['--node', 'n1', '--nats', m.nats.url, '--socket', m.socketPath, '--cache', join(dir, 'cache')]);
+    const client = m.startClientProcess({ runtime, bundleDir: dir });
     try {
       await m.publish('web', {
         templates: { 'web.conf': 'port ${port:http}\nmode ${config:mode}\nkey ${secret:k}\n' },
@@ -30,12 +30,13 @@ for (const runtime of ['node', 'deno'] as Runtime[]) {
       await m.waitReport('n1', 'web', (r) => r.state === 'applied');
       await m.setConfig('n1', 'web', 'mode', 'two');
       await waitFor('the change', () => m.file(path) === 'port 8080\nmode two\nkey shh\n');
+      // The engine journals the restart after it writes the file.
+      await waitFor('the restart of the change', () => m.journal().length >= 2);
       assert.is(m.journal().length, 2);
       client.child.kill('SIGTERM');
       const { code } = await client.exited;
       assert.is(code, 0, client.stderr());
     } finally {
-      client.kill();
       await m.close();
     }
   });
@@ -67,7 +68,7 @@ test('the client takes every setting from the environment when no flag is given'
   const m = await startMesh();
   const dir = copyBundleAlone('client');
   const client = startBundle('node', dir, 'client', [], {
-    MESH_NODE: 'n1', MESH_NATS_URL: m.nats.url, MESH_FILL_SOCKET: m.socketPath, MESH_CACHE_DIR: join(dir, 'cache'), MESH_SETTLE_MS: '0',
+    MESH_NODE: 'n1', MESH_NATS_URL: m.nats.url, MESH_FILL_SOCKET: m.socketPath, MESH_CACHE_DIR: m.cacheDir, MESH_SETTLE_MS: '0',
   });
   try {
     await m.publish('web', {

@@ -4,18 +4,17 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { jsonBytes } from '../src/shared/bus.ts';
 import type { Report } from '../src/shared/schemas.ts';
-import { cleanupBundles, ensureBuilt, ROOT, startBundle, type Running } from './helpers/bundle.ts';
+import { writeComposition } from './helpers/archive.ts';
+import { cleanupBundles, ensureBuilt, type Running } from './helpers/bundle.ts';
 import { startMesh, type Mesh } from './helpers/mesh.ts';
 import { waitFor } from './helpers/wait.ts';
 
-type Hostile = { m: Mesh; client: Running; engine: Running; archiveDir: string };
-
-const DIST = join(ROOT, 'dist');
+type Hostile = { m: Mesh; client: Running };
 
 test.before(() => {
   ensureBuilt('server');
@@ -50,34 +49,24 @@ async function fakeEngine(socketPath: string, answer: FakeAnswer): Promise<{ req
   return fake;
 }
 
-/** A mesh whose engine and client are the bundles, the client given an --archive-dir. */
+/** A mesh whose engine and client are the bundles, the client given the mesh's --archive-dir. */
 async function withBundles(fn: (h: Hostile) => Promise<void>, opts: { engine?: boolean; clientArgs?: string[] } = {}): Promise<void> {
   const m = await startMesh({ engine: false });
-  const archiveDir = join(m.dir, 'archives');
-  mkdirSync(archiveDir);
-  const engine = startEngineBundle(m);
+  let engine: Running | undefined;
   let client: Running | undefined;
   try {
-    if (opts.engine === false) {
-      engine.kill();
-      await engine.exited;
-    } else {
+    if (opts.engine !== false) {
+      engine = m.startEngineProcess();
       await engine.waitForLog(/listening/);
     }
-    client = startBundle('node', DIST, 'client', ['--node', 'n1', '--nats', m.nats.url, '--socket', m.socketPath, '--cache', join(m.dir, 'cache'), '--archive-dir', archiveDir, ...(opts.clientArgs ?? [])]);
+    client = m.startClientProcess({ args: opts.clientArgs ?? [] });
     await client.waitForLog(/start: filling/);
-    await fn({ m, client, engine, archiveDir });
+    await fn({ m, client });
   } catch (err) {
-    throw new Error(`${(err as Error).message}\nclient said:\n${client?.stderr().slice(-3000)}\nengine said:\n${engine.stderr().slice(-1500)}`);
+    throw new Error(`${(err as Error).message}\nclient said:\n${client?.stderr().slice(-3000)}\nengine said:\n${engine?.stderr().slice(-1500) ?? '(no engine bundle)'}`);
   } finally {
-    client?.kill();
-    engine.kill();
     await m.close();
   }
-}
-
-function startEngineBundle(m: Mesh): Running {
-  return startBundle('node', DIST, 'engine', ['--socket', m.socketPath, '--root', m.root, '--secrets', m.secrets, '--journal', m.journalFile]);
 }
 
 /** The peak resident memory of a process, in MiB. */
@@ -120,12 +109,12 @@ test('#2 a placement value shaped like a secret stays text; a lone surrogate or 
   }));
 
 test('#3 file:// refs: outside --archive-dir refused without a digest of the file; FIFOs refused at once; other modules go on', () =>
-  withBundles(async ({ m, archiveDir }) => {
+  withBundles(async ({ m }) => {
     const digest = 'sha256:' + 'b'.repeat(64);
-    const fileRef = (module: string, ref: string) => m.kv.modules.put(module, JSON.stringify({
+    const fileRef = (module: string, ref: string) => writeComposition(m.kv.modules, {
       module, build: '1', published: true, archive: { ref, digest },
       provisioning: { files: [{ path: '${dir:config}/x.conf', template: 'x.conf' }] },
-    }));
+    });
     await fileRef('pw', 'file:///etc/passwd');
     await m.assign('n1', 'pw');
     const pw = await m.waitReport('n1', 'pw', failed);
@@ -133,7 +122,7 @@ test('#3 file:// refs: outside --archive-dir refused without a digest of the fil
     const passwdDigest = createHash('sha256').update(readFileSync('/etc/passwd')).digest('hex');
     assert.not.ok(JSON.stringify(pw).includes(passwdDigest), 'the report names no digest of the file');
     for (let i = 0; i < 5; i++) {
-      const fifo = join(archiveDir, `pipe${i}.tar`);
+      const fifo = join(m.archiveDir, `pipe${i}.tar`);
       execFileSync('mkfifo', [fifo]);
       await fileRef(`fifo${i}`, `file://${fifo}`);
       await m.assign('n1', `fifo${i}`);
@@ -218,7 +207,7 @@ test('#5 forty modules stuck on an engine that keeps the connection silent: a kn
     await waitFor('40 requests held by the silent engine', () => silent.requests >= 32);
     // The engine comes back on a new socket at the same path (a knock); the old connections stay open and silent.
     rmSync(m.socketPath);
-    const engine = startEngineBundle(m);
+    const engine = m.startEngineProcess();
     try {
       await engine.waitForLog(/listening/);
       await oneFile(m, 'fresh', 'new\n');

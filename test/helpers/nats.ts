@@ -1,9 +1,10 @@
 // Starts a real nats-server with JetStream on 127.0.0.1 and a free port in a temp dir, and stops it.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { collectStderr, spawnQuiet, stopProcess, type Spawn } from './spawn.ts';
 
 /** A running nats-server. */
 export type NatsServer = {
@@ -18,6 +19,14 @@ export type NatsServer = {
   restart(): Promise<void>;
   /** Stops it and removes its dir. */
   cleanup(): Promise<void>;
+};
+
+/** How startNats runs the server beyond its config text. */
+export type StartNatsOptions = {
+  /** Starts the process (default: quietly, stderr kept for a failure); the demo hands in its own. */
+  spawn?: Spawn;
+  /** The server's dir, created when missing (default: a fresh temp dir). */
+  dir?: string;
 };
 
 /** A free TCP port on 127.0.0.1. */
@@ -48,32 +57,27 @@ async function waitForPort(port: number, ms: number): Promise<void> {
 }
 
 /** Starts nats-server with JetStream; `config` is extra config text appended to the file. */
-export async function startNats(config = ''): Promise<NatsServer> {
-  const dir = mkdtempSync(join(tmpdir(), 'mesh-nats-'));
+export async function startNats(config = '', opts: StartNatsOptions = {}): Promise<NatsServer> {
+  const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'mesh-nats-'));
+  mkdirSync(dir, { recursive: true });
   const port = await freePort();
   const conf = join(dir, 'nats.conf');
   writeFileSync(conf, `listen: "127.0.0.1:${port}"\nmax_payload: 1048576\njetstream { store_dir: "${join(dir, 'js')}" }\n${config}\n`);
+  const spawn = opts.spawn ?? spawnQuiet;
   let child: ChildProcess | undefined;
   const start = async () => {
-    child = spawn('nats-server', ['-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let err = '';
-    child.stderr!.on('data', (d) => (err += d));
-    child.once('error', (e) => { err += String(e); });
+    child = spawn('nats-server', 'nats-server', ['-c', conf]);
+    const stderr = collectStderr(child);
     try {
       await waitForPort(port, 10_000);
     } catch (e) {
-      throw new Error(`${(e as Error).message}: ${err.slice(-500)}`);
+      throw new Error(`${(e as Error).message}: ${stderr().slice(-500)}`);
     }
   };
   const stop = async () => {
     const c = child;
     child = undefined;
-    if (!c || c.exitCode !== null) return;
-    const exited = new Promise((r) => c.once('exit', r));
-    c.kill('SIGTERM');
-    const timer = setTimeout(() => c.kill('SIGKILL'), 5000);
-    await exited;
-    clearTimeout(timer);
+    if (c) await stopProcess(c);
   };
   await start();
   return {

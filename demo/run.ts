@@ -1,27 +1,28 @@
 // The local demo (`npm run demo`): a one-node mesh on this machine (nats-server, the seat, the
 // reference engine and a node client) fed the sample module of demo/sample/ the way the catalogue,
 // mesh-config and the controller would feed it; then one config change timed from bus to disk.
-import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
+// nats-server, the seat, the input buckets and the archive go through the tests' mesh helpers; the
+// demo keeps its own process handling (own process groups, echoed lines, ordered stop) and narration.
+import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { connect as connectTcp, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { connect } from '@nats-io/transport-node';
-import { jetstream } from '@nats-io/jetstream';
-import { Kvm } from '@nats-io/kv';
-import { Objm } from '@nats-io/obj';
-import { packTar } from 'modern-tar';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { connectBus } from '../src/shared/bus.ts';
+import type { KV } from '@nats-io/kv';
+import { APPLIED, CONFIG as CONFIG_BUCKET, DEFAULT_ARCHIVES, MODULES } from '../src/shared/buckets.ts';
+import type { Report } from '../src/shared/schemas.ts';
+import { publishModule, type Templates } from '../test/helpers/archive.ts';
+import { createInputBuckets, startSeatProcess, waitForSeat, type InputBuckets, type RunningSeat } from '../test/helpers/mesh-bus.ts';
+import { startNats } from '../test/helpers/nats.ts';
+import { envWithoutMesh, type Spawn } from '../test/helpers/spawn.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SAMPLE_DIR = join(ROOT, 'demo', 'sample');
 const NODE = 'demo';
 const MODULE = 'web';
-const ARCHIVES = 'mesh-catalog_archives';
-const INPUT_BUCKETS = { modules: 'mesh-catalog_modules', assignments: 'mesh-controller_assignments', config: 'mesh-config_resolved' };
-const APPLIED = 'mesh-provisioner_applied';
 /** The module's resolved config as mesh-config would publish it. */
 const CONFIG = { 'server-name': 'demo.example.org', workers: '2', mode: 'production' };
 /** The value step 6 changes `workers` to. */
@@ -34,32 +35,41 @@ const STOP_GRACE_MS = 5_000;
 const TAIL_LINES = 20;
 
 const once = process.argv.includes('--once') || process.env['DEMO_ONCE'] === '1';
-const dim = process.stderr.isTTY && !process.env['NO_COLOR'] ? (s) => `\x1b[2m${s}\x1b[0m` : (s) => s;
+const dim = process.stderr.isTTY && !process.env['NO_COLOR'] ? (s: string) => `\x1b[2m${s}\x1b[0m` : (s: string) => s;
+
+/** How a child ended. */
+type End = { code: number | null; signal: NodeJS.Signals | null; error?: Error };
+
+/** A child the demo started, with the last lines worth showing on a failure. */
+type Child = { name: string; child: ChildProcess; tail: string[]; done: boolean; exited: Promise<End> };
+
+/** The paths of the node's engine and client. */
+type Paths = { socket: string; root: string; secrets: string; journal: string; cache: string };
 
 /** Every process the demo started, in start order; stopped in reverse. */
-const children = [];
-let tempDir;
-let nc;
-let stopping;
+const children: Child[] = [];
+let tempDir: string | undefined;
+let nc: NatsConnection | undefined;
+let stopping: Promise<void> | undefined;
 
 /** Prints one step line on stdout. */
-function say(line) {
+function say(line: string): void {
   process.stdout.write(`demo: ${line}\n`);
 }
 
 /** Prints a block of text indented under the last step line. */
-function show(text) {
+function show(text: string): void {
   process.stdout.write(text.replace(/\n$/, '').split('\n').map((l) => `    ${l}`).join('\n') + '\n');
 }
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls `probe` until it returns a truthy value; throws `describe()` (an error or its message) after `ms`. */
-async function waitUntil(ms, probe, describe, everyMs = 50) {
+async function waitUntil<T>(ms: number, probe: () => T | Promise<T>, describe: () => Error | string, everyMs = 50): Promise<NonNullable<T>> {
   const until = Date.now() + ms;
   for (;;) {
     const value = await probe();
-    if (value) return value;
+    if (value) return value as NonNullable<T>;
     if (Date.now() > until) {
       const err = describe();
       throw err instanceof Error ? err : new Error(err);
@@ -69,69 +79,45 @@ async function waitUntil(ms, probe, describe, everyMs = 50) {
 }
 
 /** The absolute path of `name` on PATH, or undefined. */
-function onPath(name) {
+function onPath(name: string): string | undefined {
   for (const dir of (process.env['PATH'] ?? '').split(delimiter).filter(Boolean)) {
     try {
       accessSync(join(dir, name), constants.X_OK);
       return join(dir, name);
-    } catch {}
+    } catch {
+      // Not in this dir.
+    }
   }
   return undefined;
-}
-
-/** A free TCP port on 127.0.0.1. */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-/** Whether something accepts TCP connections on 127.0.0.1:`port`. */
-function accepts(port) {
-  return new Promise((resolve) => {
-    const sock = connectTcp(port, '127.0.0.1');
-    sock.once('connect', () => { sock.destroy(); resolve(true); });
-    sock.once('error', () => resolve(false));
-  });
-}
-
-/** The environment without anything that would steer a bundle (MESH_*) from the user's shell. */
-function childEnv() {
-  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MESH_')));
 }
 
 /**
  * Starts a child in its own process group (so a Ctrl-C reaches only the demo, which then stops
  * the children in order); the lines `worth` accepts are echoed on stderr and kept for a failure.
  */
-function startChild(name, cmd, args, worth = () => true) {
-  const child = spawn(cmd, args, { cwd: ROOT, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  const entry = { name, child, tail: [], done: false };
+function startChild(name: string, cmd: string, args: string[], worth: (line: string) => boolean = () => true): Child {
+  const child = spawn(cmd, args, { cwd: ROOT, env: envWithoutMesh(), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const entry: Child = { name, child, tail: [], done: false, exited: Promise.resolve({ code: null, signal: null }) };
   // A child that could not be spawned gives 'error' and maybe never 'close': either one ends it.
-  entry.exited = new Promise((resolve) => {
+  entry.exited = new Promise<End>((resolve) => {
     child.once('close', (code, signal) => resolve({ code, signal }));
     child.once('error', (err) => resolve({ code: null, signal: null, error: err }));
   }).then((end) => {
     entry.done = true;
-    if (!stopping) fail(end.error ? `${name} could not start: ${end.error.message}` : `${name} exited unexpectedly (${end.signal ?? `code ${end.code}`})`);
+    if (!stopping) void fail(end.error ? `${name} could not start: ${end.error.message}` : `${name} exited unexpectedly (${end.signal ?? `code ${end.code}`})`);
     return end;
   });
-  const keep = (line) => {
+  const keep = (line: string) => {
     if (!worth(line)) return;
     entry.tail.push(line);
     if (entry.tail.length > TAIL_LINES) entry.tail.shift();
     process.stderr.write(dim(`[${name}] ${line}`) + '\n');
   };
-  for (const stream of [child.stdout, child.stderr]) {
+  for (const stream of [child.stdout!, child.stderr!]) {
     let partial = '';
-    stream.setEncoding('utf8').on('data', (chunk) => {
+    stream.setEncoding('utf8').on('data', (chunk: string) => {
       const lines = (partial + chunk).split('\n');
-      partial = lines.pop();
+      partial = lines.pop() ?? '';
       lines.forEach(keep);
     }).on('end', () => partial && keep(partial));
   }
@@ -139,8 +125,19 @@ function startChild(name, cmd, args, worth = () => true) {
   return entry;
 }
 
+/** The mesh helpers' spawn: a child of the demo's own, nats-server echoing only its warnings and errors. */
+const spawnChild: Spawn = (name, cmd, args) =>
+  startChild(name, cmd, args, name === 'nats-server' ? (line) => /\[(WRN|ERR|FTL)\]/.test(line) : undefined).child;
+
+/** The demo's child called `name`. */
+function childNamed(name: string): Child {
+  const entry = children.find((c) => c.name === name);
+  if (!entry) throw new Error(`no child ${name} was started`);
+  return entry;
+}
+
 /** SIGTERM, then SIGKILL after the grace time; resolves once the child has exited. */
-async function stopChild(entry) {
+async function stopChild(entry: Child): Promise<void> {
   if (entry.done) return;
   entry.child.kill('SIGTERM');
   const timer = setTimeout(() => {
@@ -155,7 +152,7 @@ async function stopChild(entry) {
 }
 
 /** Stops everything the demo started (newest first), removes the temp dir and exits with `code`. */
-function shutdown(code) {
+function shutdown(code: number): Promise<void> {
   stopping ??= (async () => {
     await nc?.close().catch(() => {});
     for (const entry of [...children].reverse()) await stopChild(entry);
@@ -170,14 +167,13 @@ function shutdown(code) {
 
 /** A failure with text to show below its one-line reason (a report, a file). */
 class DemoError extends Error {
-  constructor(message, detail) {
+  constructor(message: string, readonly detail?: string) {
     super(message);
-    this.detail = detail;
   }
 }
 
 /** Says why the demo failed, with the detail and the last lines of every child, and stops everything. */
-function fail(reason, detail) {
+function fail(reason: string, detail?: string): Promise<void> {
   if (stopping) return stopping;
   process.stderr.write(`demo: FAILED: ${reason}\n${detail ? detail.replace(/\n?$/, '\n') : ''}`);
   for (const { name, tail } of children) {
@@ -188,14 +184,14 @@ function fail(reason, detail) {
   return shutdown(1);
 }
 
-for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
   process.on(signal, () => {
     if (stopping) return;
     say(`${signal}: stopping the mesh`);
     void shutdown(0);
   });
 }
-process.on('unhandledRejection', (err) => void fail(`unexpected: ${err?.message ?? err}`, err?.stack));
+process.on('unhandledRejection', (err) => void fail(`unexpected: ${(err as Error)?.message ?? err}`, (err as Error)?.stack));
 // Last resort (an exit the shutdown did not run): no child outlives the demo, no temp dir stays.
 process.on('exit', () => {
   for (const { child, done } of children) if (!done) child.kill('SIGKILL');
@@ -203,7 +199,7 @@ process.on('exit', () => {
 });
 
 /** Step 1: nats-server on PATH and the bundles built, or how to get them. */
-function checkPrerequisites() {
+function checkPrerequisites(): void {
   const nats = onPath('nats-server');
   if (!nats) {
     say('nats-server is not on PATH. Install it:');
@@ -218,30 +214,24 @@ function checkPrerequisites() {
   say(`1. nats-server found at ${nats}`);
 }
 
-/** Step 2: a temp dir and a JetStream nats-server on a free port. */
-async function startNats() {
-  tempDir = mkdtempSync(join(tmpdir(), 'mesh-demo-'));
-  say(`2. temp dir ${tempDir}`);
-  const port = await freePort();
-  const nats = startChild('nats-server', 'nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', join(tempDir, 'js')],
-    (line) => /\[(WRN|ERR|FTL)\]/.test(line));
-  await waitUntil(START_TIMEOUT_MS, () => accepts(port), () => `nats-server did not listen on ${port} within ${START_TIMEOUT_MS} ms`);
-  const url = `nats://127.0.0.1:${port}`;
-  say(`   nats-server is up on ${url} (pid ${nats.child.pid})`);
-  return url;
+/** Step 2: a temp dir and a JetStream nats-server on a free port, started as the tests start it. */
+async function startBus(dir: string): Promise<string> {
+  const nats = await startNats('', { spawn: spawnChild, dir: join(dir, 'nats') });
+  say(`   nats-server is up on ${nats.url} (pid ${childNamed('nats-server').child.pid})`);
+  return nats.url;
 }
 
-/** Step 3: the seat, the engine (with the module's secret) and the node client. */
-async function startMesh(url) {
-  const paths = {
-    socket: join(tempDir, 'fill.sock'), root: join(tempDir, 'root'), secrets: join(tempDir, 'secrets'),
-    journal: join(tempDir, 'journal.log'), cache: join(tempDir, 'cache'),
+/** Step 3: the seat (started as the tests start it), the engine (with the module's secret) and the node client. */
+async function startServices(url: string, dir: string): Promise<{ paths: Paths; seat: RunningSeat }> {
+  const paths: Paths = {
+    socket: join(dir, 'fill.sock'), root: join(dir, 'root'), secrets: join(dir, 'secrets'),
+    journal: join(dir, 'journal.log'), cache: join(dir, 'cache'),
   };
   mkdirSync(paths.root);
   mkdirSync(join(paths.secrets, 'module', MODULE), { recursive: true });
   writeFileSync(join(paths.secrets, 'module', MODULE, 'api-key'), API_KEY + '\n', { mode: 0o600 });
-  const seat = startChild('seat', process.execPath, [join(ROOT, 'dist/server.js'), '--nats', url]);
-  say(`3. started the seat (pid ${seat.child.pid})`);
+  const seat = startSeatProcess(url, { spawn: spawnChild });
+  say(`3. started the seat (pid ${seat.pid})`);
   const engine = startChild('engine', process.execPath, [join(ROOT, 'dist/engine.js'),
     '--socket', paths.socket, '--root', paths.root, '--secrets', paths.secrets, '--journal', paths.journal]);
   await waitUntil(START_TIMEOUT_MS, () => existsSync(paths.socket), () => `the engine did not create ${paths.socket}`);
@@ -249,43 +239,23 @@ async function startMesh(url) {
   const client = startChild('client', process.execPath, [join(ROOT, 'dist/client.js'),
     '--node', NODE, '--nats', url, '--socket', paths.socket, '--cache', paths.cache]);
   say(`   started the client of node "${NODE}" (pid ${client.child.pid})`);
-  return paths;
+  return { paths, seat };
 }
 
-/** The sample templates as one tar, in name order. */
-async function sampleTar() {
+/** The sample templates, in name order. */
+function sampleTemplates(): Templates {
   const names = readdirSync(SAMPLE_DIR).filter((n) => statSync(join(SAMPLE_DIR, n)).isFile()).sort();
-  const entries = names.map((name) => {
-    const body = readFileSync(join(SAMPLE_DIR, name));
-    return { header: { name, size: body.length, type: 'file', mode: 0o644 }, body: new Uint8Array(body) };
-  });
-  return { names, tar: await packTar(entries) };
+  return Object.fromEntries(names.map((name) => [name, new Uint8Array(readFileSync(join(SAMPLE_DIR, name)))]));
 }
 
 /** Step 4: the catalogue's archive and composition, mesh-config's values and the controller's assignment. */
-async function publishModule(url, root) {
-  nc = await connect({ servers: url, name: 'mesh-demo' });
-  const js = jetstream(nc);
-  const kvm = new Kvm(js);
-  const kv = {};
-  for (const [role, name] of Object.entries(INPUT_BUCKETS)) kv[role] = await kvm.create(name, { history: 1 });
-  const store = await waitUntil(START_TIMEOUT_MS, async () => {
-    try {
-      const s = await new Objm(js).open(ARCHIVES);
-      await s.status();
-      return s;
-    } catch {
-      return undefined;
-    }
-  }, () => `the seat did not create the object store ${ARCHIVES} within ${START_TIMEOUT_MS} ms`, 100);
-  const { names, tar } = await sampleTar();
-  const archive = `${MODULE}-1.tar`;
-  await store.putBlob({ name: archive }, tar);
-  const digest = 'sha256:' + createHash('sha256').update(tar).digest('hex');
-  say(`4. published the archive obj://${ARCHIVES}/${archive} (${names.join(', ')}; ${tar.length} bytes, ${digest.slice(0, 19)}…)`);
-  await kv.modules.put(MODULE, JSON.stringify({
-    module: MODULE, build: '1', published: true,
-    archive: { ref: `obj://${ARCHIVES}/${archive}`, digest },
+async function publish(url: string, root: string, seat: RunningSeat): Promise<{ kv: InputBuckets; applied: KV; configDir: string }> {
+  nc = await connectBus({ servers: [url], name: 'mesh-demo' });
+  const kv = await createInputBuckets(nc);
+  const { archives, applied } = await waitForSeat(nc, seat, START_TIMEOUT_MS);
+  const templates = sampleTemplates();
+  const { composition, tar } = await publishModule(kv.modules, { store: archives, bucket: DEFAULT_ARCHIVES }, MODULE, {
+    templates,
     provisioning: {
       files: [
         { path: '${dir:config}/web.conf', template: 'web.conf', mode: 'owned', change: 'restart' },
@@ -293,30 +263,31 @@ async function publishModule(url, root) {
       ],
       secrets: [{ name: 'api-key' }],
     },
-  }));
-  say(`   composition of "${MODULE}" in ${INPUT_BUCKETS.modules}`);
+  });
+  const { ref, digest } = composition.archive;
+  say(`4. published the archive ${ref} (${Object.keys(templates).join(', ')}; ${tar.length} bytes, ${digest.slice(0, 19)}…)`);
+  say(`   composition of "${MODULE}" in ${MODULES}`);
   for (const [key, value] of Object.entries(CONFIG)) await kv.config.put(`${NODE}.${MODULE}.${key}`, value);
-  say(`   config ${Object.entries(CONFIG).map(([k, v]) => `${k}=${v}`).join(', ')} in ${INPUT_BUCKETS.config}`);
+  say(`   config ${Object.entries(CONFIG).map(([k, v]) => `${k}=${v}`).join(', ')} in ${CONFIG_BUCKET}`);
   const configDir = join(root, 'etc', MODULE);
   await kv.assignments.put(`${NODE}.${MODULE}`, JSON.stringify({
     node: NODE, module: MODULE, placement: { dir: { config: configDir }, port: { http: 8080 } },
   }));
   say(`   assigned "${MODULE}" to node "${NODE}" (config dir ${configDir}, port http 8080)`);
-  return { kv, configDir };
+  return { kv, applied, configDir };
 }
 
 /** The journal's lines (empty when the engine has not written it yet). */
-function journalLines(file) {
+function journalLines(file: string): string[] {
   return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
 }
 
 /** Step 5: the client's report says applied; the files and the journal show it. */
-async function awaitApplied(paths, configDir) {
-  const applied = await new Kvm(jetstream(nc)).open(APPLIED);
-  let last;
+async function awaitApplied(applied: KV, paths: Paths, configDir: string): Promise<void> {
+  let last: Report | undefined;
   const report = await waitUntil(APPLY_TIMEOUT_MS, async () => {
     const entry = await applied.get(`${NODE}.${MODULE}`);
-    last = entry?.operation === 'PUT' ? entry.json() : undefined;
+    last = entry?.operation === 'PUT' ? (entry.json() as Report) : undefined;
     if (last?.state === 'failed') throw new DemoError(`the client reported ${NODE}.${MODULE} failed: ${last.reason}`, JSON.stringify(last, null, 2));
     return last?.state === 'applied' ? last : undefined;
   }, () => new DemoError(
@@ -336,7 +307,7 @@ async function awaitApplied(paths, configDir) {
 }
 
 /** Step 6: one config value changed on the bus, timed until the file holds it and the program restarted. */
-async function timeChange(kv, paths, configDir) {
+async function timeChange(kv: InputBuckets, paths: Paths, configDir: string): Promise<void> {
   const conf = join(configDir, 'web.conf');
   const restarts = () => journalLines(paths.journal).filter((l) => l.endsWith(` restart ${MODULE}`));
   const before = restarts().length;
@@ -355,12 +326,15 @@ async function timeChange(kv, paths, configDir) {
   say(`   the change went from the bus to the file and a restart of ${MODULE} within ${ms} ms`);
 }
 
-async function main() {
+async function main(): Promise<void> {
   checkPrerequisites();
-  const url = await startNats();
-  const paths = await startMesh(url);
-  const { kv, configDir } = await publishModule(url, paths.root);
-  await awaitApplied(paths, configDir);
+  const dir = mkdtempSync(join(tmpdir(), 'mesh-demo-'));
+  tempDir = dir;
+  say(`2. temp dir ${dir}`);
+  const url = await startBus(dir);
+  const { paths, seat } = await startServices(url, dir);
+  const { kv, applied, configDir } = await publish(url, paths.root, seat);
+  await awaitApplied(applied, paths, configDir);
   await timeChange(kv, paths, configDir);
   if (once) {
     say('7. done (--once): stopping the mesh');
@@ -372,4 +346,4 @@ async function main() {
   say('press Ctrl-C to stop');
 }
 
-main().catch((err) => fail(err?.message ?? String(err), err?.detail));
+main().catch((err: DemoError) => fail(err?.message ?? String(err), err?.detail));
