@@ -3,48 +3,19 @@
 // client to bring many modules of three files each to `applied`.
 //
 //   node build.mjs && node --import tsx bench/latency.ts [--changes N] [--modules N]
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { packTar } from 'modern-tar';
-import { Kvm, type KV } from '@nats-io/kv';
-import { jetstream } from '@nats-io/jetstream';
-import { Objm } from '@nats-io/obj';
+import type { KV } from '@nats-io/kv';
+import type { ObjectStore } from '@nats-io/obj';
 import { connectBus, watchKv } from '../src/shared/bus.ts';
-import { APPLIED, ASSIGNMENTS, CONFIG, MODULES, PLANS } from '../src/shared/buckets.ts';
-import { startNats } from '../test/helpers/nats.ts';
+import { APPLIED, CONFIG, PLANS } from '../src/shared/buckets.ts';
+import { fakeEngine, latencyRow, now, numberArg, peakRssMiB, percentile, startBenchMesh, waitUntil } from './lib.ts';
 
-const args = process.argv.slice(2);
-const arg = (name: string, fallback: number) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : fallback;
-};
-const CHANGES = arg('changes', 1000);
-const MODULES_N = arg('modules', 1000);
-const ROOT = new URL('../', import.meta.url).pathname;
-const now = () => Number(process.hrtime.bigint()) / 1e6;
+const CHANGES = numberArg('changes', 1000);
+const MODULES_N = numberArg('modules', 1000);
 
-/** A fill socket that answers every file `written` and tells who waits for which content. */
-function fakeEngine(path: string, onFill: (req: { module: string; files: { content: string }[] }) => void): Promise<Server> {
-  const server = createServer((sock) => {
-    let buf = '';
-    sock.setEncoding('utf8').on('data', (d: string) => {
-      buf += d;
-      for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
-        const req = JSON.parse(buf.slice(0, nl)) as { id: number; module: string; files: { path: string; content: string }[] };
-        buf = buf.slice(nl + 1);
-        onFill(req);
-        sock.write(JSON.stringify({ id: req.id, ok: true, files: req.files.map((f) => ({ path: f.path, action: 'written' })) }) + '\n');
-      }
-    });
-  });
-  return new Promise((resolve) => server.listen(path, () => resolve(server)));
-}
-
-async function publish(kv: { modules: KV; assignments: KV; config: KV }, store: Awaited<ReturnType<Objm['create']>>, module: string, node: string) {
+async function publish(kv: { modules: KV; assignments: KV; config: KV }, store: ObjectStore, module: string, node: string) {
   const templates = ['a', 'b', 'c'].map((t) => ({ name: `${t}.conf`, text: `# ${module} ${t}\nport \${port:http}\nvalue \${config:${t}}\n` }));
   const tar = await packTar(templates.map((t) => {
     const body = new TextEncoder().encode(t.text);
@@ -60,59 +31,25 @@ async function publish(kv: { modules: KV; assignments: KV; config: KV }, store: 
   await kv.assignments.put(`${node}.${module}`, JSON.stringify({ node, module, placement: { port: { http: 8080 } } }));
 }
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-
-function startClient(node: string, url: string, socket: string, cache: string): ChildProcess {
-  return spawn(process.execPath, [join(ROOT, 'dist/client.js'), '--node', node, '--nats', url, '--socket', socket, '--cache', cache, '--settle', '0'], {
-    stdio: ['ignore', 'ignore', 'ignore'],
-    env: { ...process.env, MESH_DEBUG: '' },
-  });
-}
-
-function peakRssMiB(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmHWM:\s+(\d+) kB/.exec(status)![1]) / 1024;
-}
-
-async function waitUntil(what: string, fn: () => boolean | Promise<boolean>, ms: number): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await fn())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 async function main(): Promise<void> {
-  const nats = await startNats();
-  const dir = mkdtempSync(join(tmpdir(), 'mesh-bench-'));
-  const children: ChildProcess[] = [];
-  const nc = await connectBus({ servers: [nats.url], name: 'bench' });
+  const mesh = await startBenchMesh();
+  const { nc, kvm, kv, store, dir } = mesh;
   try {
-    children.push(spawn(process.execPath, [join(ROOT, 'dist/server.js'), '--nats', nats.url], { stdio: ['ignore', 'ignore', 'ignore'] }));
-    const kvm = new Kvm(jetstream(nc));
-    const kv = { modules: await kvm.create(MODULES), assignments: await kvm.create(ASSIGNMENTS), config: await kvm.create(CONFIG) };
-    let store: Awaited<ReturnType<Objm['create']>> | undefined;
-    await waitUntil('the seat', async () => {
-      try { store = await new Objm(jetstream(nc)).open('mesh-catalog_archives'); await store.status(); await kvm.open(APPLIED).then((b) => b.status()); return true; } catch { return false; }
-    }, 20_000);
 
     // 1. Latency: one module, one value changed CHANGES times, one at a time.
     const socket = join(dir, 'latency.sock');
     const waiters = new Map<string, (t: number) => void>();
     const engine = await fakeEngine(socket, (req) => {
       const t = now();
-      for (const f of req.files) for (const [needle, resolve] of waiters) if (f.content.includes(needle)) { waiters.delete(needle); resolve(t); }
+      for (const f of req.files) for (const [needle, resolve] of waiters) if (typeof f.content === 'string' && f.content.includes(needle)) { waiters.delete(needle); resolve(t); }
     });
-    await publish(kv, store!, 'lat', 'bench');
-    const client = startClient('bench', nats.url, socket, join(dir, 'cache-lat'));
-    children.push(client);
+    await publish(kv, store, 'lat', 'bench');
+    const client = mesh.startClient('bench', socket);
     const applied = await kvm.open(APPLIED);
     await waitUntil('lat applied', async () => (await applied.get('bench.lat'))?.json<{ state: string }>().state === 'applied', 20_000);
 
     const floorSeen = new Map<string, (t: number) => void>();
-    const watchNc = await connectBus({ servers: [nats.url], name: 'bench-floor' });
+    const watchNc = await connectBus({ servers: [mesh.url], name: 'bench-floor' });
     const floorWatch = await watchKv(watchNc, CONFIG, 'bench.lat.a', (e) => {
       const t = now();
       const text = e.value ? new TextDecoder().decode(e.value) : '';
@@ -138,14 +75,14 @@ async function main(): Promise<void> {
     engine.close();
     fill.sort((a, b) => a - b);
     floor.sort((a, b) => a - b);
-    const row = (name: string, xs: number[]) => `${name.padEnd(34)} p50 ${percentile(xs, 50).toFixed(2).padStart(7)} ms   p99 ${percentile(xs, 99).toFixed(2).padStart(7)} ms`;
+    const row = latencyRow;
     console.log(`latency over ${CHANGES} changes (client --settle 0)`);
     console.log(row('  floor: KV put → watcher', floor));
     console.log(row('  client: KV put → engine has file', fill));
     console.log(`  ratio client/floor              p50 ${(percentile(fill, 50) / percentile(floor, 50)).toFixed(2)}x   p99 ${(percentile(fill, 99) / percentile(floor, 99)).toFixed(2)}x`);
 
     // 2. Scale: MODULES_N modules of three files each, from client start to every report applied.
-    for (let i = 0; i < MODULES_N; i++) await publish(kv, store!, `s${i}`, 'big');
+    for (let i = 0; i < MODULES_N; i++) await publish(kv, store, `s${i}`, 'big');
     const plans = await kvm.open(PLANS);
     await waitUntil('the plans', async () => (await plans.get(`big.s${MODULES_N - 1}`)) !== null, 120_000);
     let appliedCount = 0;
@@ -161,8 +98,7 @@ async function main(): Promise<void> {
     let files = 0;
     const bigEngine = await fakeEngine(join(dir, 'big.sock'), (req) => (files += req.files.length));
     const started = now();
-    const big = startClient('big', nats.url, join(dir, 'big.sock'), join(dir, 'cache-big'));
-    children.push(big);
+    const big = mesh.startClient('big', join(dir, 'big.sock'));
     await waitUntil(`${MODULES_N} applied`, () => appliedCount === MODULES_N, 300_000);
     const took = now() - started;
     const rss = peakRssMiB(big.pid!);
@@ -172,10 +108,7 @@ async function main(): Promise<void> {
     console.log(`scale: ${MODULES_N} modules × 3 files (${files} files to the engine)`);
     console.log(`  client start → all applied       ${(took / 1000).toFixed(2)} s   peak RSS ${rss.toFixed(0)} MiB`);
   } finally {
-    for (const c of children) c.kill('SIGKILL');
-    await nc.close();
-    await nats.cleanup();
-    rmSync(dir, { recursive: true, force: true });
+    await mesh.close();
   }
 }
 

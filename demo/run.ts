@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectBus } from '../src/shared/bus.ts';
 import type { KV } from '@nats-io/kv';
+import type { ObjectStore } from '@nats-io/obj';
 import { APPLIED, CONFIG as CONFIG_BUCKET, DEFAULT_ARCHIVES, MODULES } from '../src/shared/buckets.ts';
 import type { Report } from '../src/shared/schemas.ts';
 import { publishModule, type Templates } from '../test/helpers/archive.ts';
@@ -249,7 +250,7 @@ function sampleTemplates(): Templates {
 }
 
 /** Step 4: the catalogue's archive and composition, mesh-config's values and the controller's assignment. */
-async function publish(url: string, root: string, seat: RunningSeat): Promise<{ kv: InputBuckets; applied: KV; configDir: string }> {
+async function publish(url: string, root: string, seat: RunningSeat): Promise<{ kv: InputBuckets; applied: KV; configDir: string; archives: ObjectStore }> {
   nc = await connectBus({ servers: [url], name: 'mesh-demo' });
   const kv = await createInputBuckets(nc);
   const { archives, applied } = await waitForSeat(nc, seat, START_TIMEOUT_MS);
@@ -274,7 +275,7 @@ async function publish(url: string, root: string, seat: RunningSeat): Promise<{ 
     node: NODE, module: MODULE, placement: { dir: { config: configDir }, port: { http: 8080 } },
   }));
   say(`   assigned "${MODULE}" to node "${NODE}" (config dir ${configDir}, port http 8080)`);
-  return { kv, applied, configDir };
+  return { kv, applied, configDir, archives };
 }
 
 /** The journal's lines (empty when the engine has not written it yet). */
@@ -326,6 +327,38 @@ async function timeChange(kv: InputBuckets, paths: Paths, configDir: string): Pr
   say(`   the change went from the bus to the file and a restart of ${MODULE} within ${ms} ms`);
 }
 
+const ZSH = 'shell:zsh:normal';
+const ZSH_DIR = join(ROOT, 'demo', 'sample-zsh');
+
+/** Step 7: a collection — `git` and `tools` each contribute an item to `shell:zsh:normal`, `zsh` assembles them. */
+async function showCollection(kv: InputBuckets, archives: ObjectStore, root: string): Promise<void> {
+  const read = (name: string) => new Uint8Array(readFileSync(join(ZSH_DIR, name)));
+  const target = { store: archives, bucket: DEFAULT_ARCHIVES };
+  const zshrc = join(root, 'etc', 'zsh', 'zshrc');
+  await publishModule(kv.modules, target, 'zsh', {
+    templates: { zshrc: read('zshrc') },
+    provisioning: { files: [{ path: '${dir:config}/zshrc', template: 'zshrc', change: 'none' }], collections: [{ name: ZSH, comment: '#' }] },
+  });
+  for (const contributor of ['git', 'tools']) {
+    await publishModule(kv.modules, target, contributor, {
+      templates: { [`${contributor}.zsh`]: read(`${contributor}.zsh`) },
+      provisioning: { items: [{ collection: ZSH, template: `${contributor}.zsh` }] },
+    });
+  }
+  await kv.config.put(`${NODE}.git.log-lines`, '20');
+  for (const module of ['zsh', 'git', 'tools']) {
+    const placement = module === 'zsh' ? { dir: { config: join(root, 'etc', 'zsh') }, machine: { host: NODE } } : {};
+    await kv.assignments.put(`${NODE}.${module}`, JSON.stringify({ node: NODE, module, placement }));
+  }
+  say(`7. collections: "git" and "tools" each contribute an item to ${ZSH}; "zsh" collects it into ${zshrc}`);
+  const text = await waitUntil(APPLY_TIMEOUT_MS, () => {
+    const now = existsSync(zshrc) ? readFileSync(zshrc, 'utf8') : '';
+    return now.includes('# git\n') && now.includes('# tools\n') ? now : undefined;
+  }, () => `within ${APPLY_TIMEOUT_MS} ms ${zshrc} did not hold the items of git and tools`);
+  say(`   ${zshrc}, assembled from the items in byte order of their modules' names:`);
+  show(text);
+}
+
 async function main(): Promise<void> {
   checkPrerequisites();
   const dir = mkdtempSync(join(tmpdir(), 'mesh-demo-'));
@@ -333,15 +366,16 @@ async function main(): Promise<void> {
   say(`2. temp dir ${dir}`);
   const url = await startBus(dir);
   const { paths, seat } = await startServices(url, dir);
-  const { kv, applied, configDir } = await publish(url, paths.root, seat);
+  const { kv, applied, configDir, archives } = await publish(url, paths.root, seat);
   await awaitApplied(applied, paths, configDir);
   await timeChange(kv, paths, configDir);
+  await showCollection(kv, archives, paths.root);
   if (once) {
-    say('7. done (--once): stopping the mesh');
+    say('8. done (--once): stopping the mesh');
     await shutdown(0);
     return;
   }
-  say('7. the mesh keeps running: the client fills again whenever a value changes on the bus');
+  say('8. the mesh keeps running: the client fills again whenever a value changes on the bus');
   show(`files:   ${configDir}\njournal: ${paths.journal}\nbus:     ${url}`);
   say('press Ctrl-C to stop');
 }

@@ -103,7 +103,9 @@ test('the demo fills the sample module, takes a config change within a second, a
   const within = /within (\d+) ms/.exec(out);
   assert.ok(within, `no "within <n> ms" line:\n${out}`);
   assert.ok(Number(within![1]) < 1000, `the change took ${within![1]} ms`);
-  assert.not.match(out, /\$\{config:|\$\{port:|\$\{secret:/, 'a placeholder was left unfilled');
+  // The collection: both contributors' items, in name order, each under its comment line.
+  assert.ok(out.includes('    # git\n    alias gs="git status"\n    alias gl="git log --oneline -20"\n    # tools\n    alias ll="ls -la"\n'), `no assembled zshrc:\n${out}`);
+  assert.not.match(out, /\$\{config:|\$\{port:|\$\{secret:|\$\{collected:/, 'a placeholder was left unfilled');
   assertNothingLeft(run);
 });
 

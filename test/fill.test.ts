@@ -143,4 +143,25 @@ test('a leading byte-order mark of a template is kept, and a template past 16 Mi
   assert.equal(big, { ok: false, reason: 'template big is 16777217 bytes, past the limit of 16777216 bytes' });
 });
 
+test('items are filled like files and handed out only when nothing of the module waits', () => {
+  const p = { ...plan([{ path: '/a', template: 'a', mode: 'owned', change: 'none' }]), items: [{ collection: 'shell:zsh:normal', template: 'i' }] };
+  const ready = fillModule(p, templates({ a: 'a', i: 'alias x=${config:x} dir=${dir:config}' }), config({ x: 'y' }));
+  assert.ok(ready.ok);
+  if (ready.ok) assert.equal(ready.value.items, [{ collection: 'shell:zsh:normal', content: 'alias x=y dir=/etc/web' }]);
+  const waits = fillModule(p, templates({ a: '${config:later}', i: 'alias' }), config({}));
+  assert.ok(waits.ok);
+  if (waits.ok) assert.equal(waits.value.items, [], 'a file waits: no item is recorded');
+  const itemWaits = fillModule(p, templates({ a: 'a', i: '${config:later}' }), config({}));
+  assert.ok(itemWaits.ok);
+  if (itemWaits.ok) assert.equal(itemWaits.value.waiting, [{ kind: 'config', name: 'later', files: ['item shell:zsh:normal'] }]);
+});
+
+test('an item naming a secret, or two items for one collection, fail the module with the reason', () => {
+  const p = { ...plan([], [{ name: 'k', vault: 'v' }]), items: [{ collection: 'c', template: 'i' }] };
+  const secret = fillModule(p, templates({ i: 'x ${secret:k}' }), config({}));
+  assert.equal(secret, { ok: false, reason: 'template i line 1: ${secret:k}: an item names a secret, but an item is kept in a bucket and no secret is' });
+  const twice = fillModule({ ...p, items: [{ collection: 'c', template: 'i' }, { collection: 'c', template: 'i' }] }, templates({ i: 'x' }), config({}));
+  assert.equal(twice, { ok: false, reason: 'two items for collection "c": a module contributes one item to a collection' });
+});
+
 test.run();

@@ -34,6 +34,7 @@ function harness(templates: Record<string, string>, answer: Answer = written) {
   const reports: ReportBody[] = [];
   const needs: NeedEntry[][] = [];
   const removed: string[] = [];
+  const items: [string, unknown][] = [];
   const config = new ConfigValues('n1');
   const sources = new Sources([placementSource(), { name: 'config', dependency: (p, w) => configDependency(p.module, w.name), lookup: (p, w) => config.lookup(p.module, w.name) }]);
   const index = new DependencyIndex();
@@ -44,6 +45,7 @@ function harness(templates: Record<string, string>, answer: Answer = written) {
     dependency: (p, w) => sources.dependency(p, w),
     index,
     handoff: new Handoff(engine, memoryLogger()),
+    items: { record: async (m, list) => void items.push([m, list]), removed: async (m) => void items.push([m, 'removed']) },
     reporter: {
       report: async (_m, body) => void reports.push(body),
       needs: async (_m, entries) => void needs.push(entries),
@@ -51,7 +53,7 @@ function harness(templates: Record<string, string>, answer: Answer = written) {
     },
   });
   const setConfig = (key: string, value: string) => config.set('web', key, enc.encode(value));
-  return { modules, requests, reports, needs, removed, index, setConfig, last: () => reports.at(-1)! };
+  return { modules, requests, reports, needs, removed, items, index, setConfig, last: () => reports.at(-1)! };
 }
 
 function written(req: Omit<FillRequest, 'id' | 'op'>): FillReply {

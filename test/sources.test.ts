@@ -3,7 +3,11 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { DependencyIndex } from '../src/client/dependencies.ts';
+import { assemble, collectionDependency, collectionOf, NodeItems } from '../src/client/sources/collected.ts';
 import { configDependency, ConfigValues } from '../src/client/sources/config.ts';
+import { ItemWriter } from '../src/client/items.ts';
+import { collectKey } from '../src/shared/keys.ts';
+import { memoryLogger } from '../src/shared/log.ts';
 import { kindsWithoutSource, SOURCE_OF_KIND, Sources } from '../src/client/sources/index.ts';
 import { placementSource } from '../src/client/sources/placement.ts';
 import { unbuiltSource } from '../src/client/sources/unbuilt.ts';
@@ -21,7 +25,6 @@ function nodeSources(config = new ConfigValues('n1')): Sources {
   return new Sources([
     placementSource(),
     { name: 'config', dependency: (p, w) => configDependency(p.module, w.name), lookup: (p, w) => config.lookup(p.module, w.name) },
-    unbuiltSource('collected'),
     unbuiltSource('consumers'),
     unbuiltSource('bound'),
   ]);
@@ -51,7 +54,6 @@ test('lookups, table by kind: placement from the plan (own keys only), config by
     ['config', 'bom', { state: 'value', text: '\uFEFFx' }],
     ['config', 'only-api', { state: 'waiting' }],
     ['config', 'bad', { state: 'failed', reason: 'mesh-config_resolved n1.web.bad: value is not UTF-8' }],
-    ['shell', 'zsh:normal', { state: 'failed', reason: 'this client does not fill shell values yet (their source, collected, is not built)' }],
     ['bound', 'db:user', { state: 'failed', reason: 'this client does not fill bound values yet (their source, bound, is not built)' }],
     ['consumers', 'database', { state: 'failed', reason: 'this client does not fill consumers values yet (their source, consumers, is not built)' }],
     ['nope', 'x', { state: 'failed', reason: 'unknown kind "nope"' }],
@@ -80,6 +82,45 @@ test('the dependency index names exactly the modules whose last fill named a cha
   index.forget('web');
   assert.not.ok(index.knows('web'));
   assert.equal([...index.modulesNaming(['config:web:c'])], []);
+});
+
+const item = (node: string, collection: string, contributor: string, content: string) =>
+  new TextEncoder().encode(JSON.stringify({ node, collection, contributor, content }));
+
+test('collections: every kind naming one collection reads the same items, in byte order of contributors, each under its comment line', () => {
+  const items = new NodeItems('n1');
+  const zsh = 'shell:zsh:normal';
+  for (const [contributor, content] of [['web', 'alias w=web'], ['api', 'alias a=api\n'], ['Zed', ''], ['db', 'x']] as const) {
+    assert.equal(items.set(collectKey('n1', zsh, contributor === 'Zed' ? 'zed' : contributor), item('n1', zsh, contributor === 'Zed' ? 'zed' : contributor, content)), { collection: zsh });
+  }
+  items.set(collectKey('n1', zsh, 'bad'), new TextEncoder().encode('{"node":"n1"}'));
+  items.set(collectKey('n1', zsh, 'liar'), item('n1', zsh, 'other', 'x'));
+  assert.equal(items.set(collectKey('n2', zsh, 'web'), item('n2', zsh, 'web', 'x')), { reason: 'names node n2' });
+  const collector = { ...plan, collections: [{ name: zsh, comment: '#' }] };
+  const expected = '# api\nalias a=api\n# db\nx\n# web\nalias w=web\n# zed\n';
+  for (const wanted of [{ kind: 'collected', name: zsh }, { kind: 'shell', name: 'zsh:normal' }]) {
+    const got = assemble(collector, items, wanted);
+    assert.is(got.state === 'value' && got.text, expected, JSON.stringify(wanted));
+    assert.equal(got.state === 'value' && got.notes?.map((n) => n.replace(/:.*/, '')), ['mesh-provisioner_collect n1.shell=3Azsh=3Anormal.bad left out', 'mesh-provisioner_collect n1.shell=3Azsh=3Anormal.liar left out']);
+  }
+  assert.is(collectionOf({ kind: 'environment', name: 'posix' }), 'environment:posix');
+  assert.is(collectionDependency(collectionOf({ kind: 'shell', name: 'zsh:normal' })), collectionDependency(collectionOf({ kind: 'collected', name: zsh })));
+  assert.equal(assemble(collector, items, { kind: 'environment', name: 'posix' }), { state: 'failed', reason: 'collection "environment:posix" is not in the plan\'s collections' });
+  assert.equal(assemble({ ...plan, collections: [{ name: 'environment:posix', comment: '//' }] }, items, { kind: 'environment', name: 'posix' }), { state: 'value', text: '' });
+  items.set(collectKey('n1', zsh, 'web'), null);
+  assert.not.ok((assemble(collector, items, { kind: 'collected', name: zsh }) as { text: string }).text.includes('web'));
+});
+
+test('items are written only where they differ from the bucket, and those the module no longer has are deleted', async () => {
+  const ops: string[] = [];
+  const stored = new Map<string, string | undefined>([['a', 'same'], ['b', 'old'], ['gone', 'x'], ['broken', undefined]]);
+  const kv = {
+    put: async (key: string) => { ops.push(`put ${key}`); return 1; },
+    delete: async (key: string) => { ops.push(`delete ${key}`); },
+  };
+  const writer = new ItemWriter('n1', kv, () => stored, memoryLogger());
+  await writer.record('web', [{ collection: 'a', content: 'same' }, { collection: 'b', content: 'new' }, { collection: 'broken', content: 'fixed' }, { collection: 'c', content: 'first' }]);
+  assert.equal(ops, ['put n1.b.web', 'put n1.broken.web', 'put n1.c.web', 'delete n1.gone.web']);
 });
 
 test.run();

@@ -1,12 +1,10 @@
 // Fills one module's templates from the values at hand (DESIGN §7 points 2, 4, 5 and §8, §9), file by file.
 import { contentDigest, type FillContent, type FillFile } from '../shared/fill-protocol.ts';
 import type { Parsed } from '../shared/result.ts';
-import { tokenTooLong } from '../shared/limits.ts';
-import type { Placeholder } from '../shared/placeholders.ts';
-import { KNOWN_KINDS } from '../shared/registry.ts';
 import type { Plan } from '../shared/schemas.ts';
 import type { Lookup, Wanted } from './sources/source.ts';
-import { renderTemplate, type Template, type TemplateSet } from './templates.ts';
+import { refusals, type UsedTemplate } from './fill-check.ts';
+import { renderTemplate, type TemplateSet } from './templates.ts';
 
 export { prepareTemplates, type Template, type TemplateSet } from './templates.ts';
 
@@ -18,44 +16,57 @@ export type Waiting = { kind: string; name: string; files: string[] };
 /** One placeholder the module names, the files naming it, and whether its value is there. */
 export type NeedEntry = { kind: string; name: string; files: string[]; met: boolean };
 
-/** The outcome of filling a module. */
-export type FillOutcome = { files: FillFile[]; waiting: Waiting[]; needs: NeedEntry[] };
+/** One item a module contributes: its collection and filled content (DESIGN §7 point 6). */
+export type FilledItem = { collection: string; content: string };
 
-/** At most this many refused placeholders are listed in one reason; the rest are counted. */
-export const MAX_LISTED_REFUSALS = 20;
+/**
+ * The outcome of filling a module: the files whose values are all there, its items (only when
+ * nothing of the module waits), what waits, what it needs, and notes on values a source left out.
+ */
+export type FillOutcome = { files: FillFile[]; items: FilledItem[]; waiting: Waiting[]; needs: NeedEntry[]; notes: string[] };
 
 const CHANGE_WEIGHT = { none: 0, reload: 1, restart: 2 } as const;
 
-/** Fills every file of `plan` whose values are all there; a failure anywhere fails the module with the reason. */
+/** What one template fills: a file at `label` (its path), or an item (`label` is `item <collection>`). */
+type Target = UsedTemplate & { label: string; file?: Plan['files'][number]; collection?: string };
+
+/** The label an item's placeholders carry in needs and waits, where a file's carry its path. */
+export function itemLabel(collection: string): string {
+  return `item ${collection}`;
+}
+
+/** Fills every file of `plan` whose values are all there, and its items; a failure anywhere fails the module with the reason. */
 export function fillModule(plan: Plan, templates: TemplateSet, lookup: LookupFn): Parsed<FillOutcome> {
-  const used: { path: string; name: string; template: Template; decl: Plan['files'][number] }[] = [];
-  for (const file of plan.files) {
-    const template = templates.get(file.template);
-    if (!template) return { ok: false, reason: `template ${file.template} (for ${file.path}) is not in the archive` };
-    used.push({ path: file.path, name: file.template, template, decl: file });
-  }
-  const refused = refusals(plan, used);
+  const targets = targetsOf(plan, templates);
+  if (!targets.ok) return targets;
+  const refused = refusals(plan, targets.value);
   if (refused) return { ok: false, reason: refused };
 
   const needs = new Map<string, NeedEntry>();
   const waiting = new Map<string, Waiting>();
+  const notes: string[] = [];
   const files: FillFile[] = [];
-  for (const { path, name, template, decl } of used) {
+  const items: FilledItem[] = [];
+  for (const target of targets.value) {
     const values: string[] = [];
     let waits = false;
-    for (const [i, p] of template.placeholders.entries()) {
+    for (const [i, p] of target.template.placeholders.entries()) {
       const found: Lookup = p.kind === 'secret' ? { state: 'value', text: '' } : lookup(plan, p);
-      if (found.state === 'failed') return { ok: false, reason: `template ${name} line ${p.line}: \${${p.kind}:${p.name}}: ${found.reason}` };
-      const need = note(needs, `${p.kind}:${p.name}`, () => ({ kind: p.kind, name: p.name, files: [], met: true }), path);
+      if (found.state === 'failed') return { ok: false, reason: `template ${target.name} line ${p.line}: \${${p.kind}:${p.name}}: ${found.reason}` };
+      const need = note(needs, `${p.kind}:${p.name}`, () => ({ kind: p.kind, name: p.name, files: [], met: true }), target.label);
       if (found.state === 'waiting') {
         need.met = false;
-        note(waiting, `${p.kind}:${p.name}`, () => ({ kind: p.kind, name: p.name, files: [] }), path);
+        note(waiting, `${p.kind}:${p.name}`, () => ({ kind: p.kind, name: p.name, files: [] }), target.label);
         waits = true;
       } else {
         values[i] = found.text;
+        for (const n of found.notes ?? []) if (!notes.includes(n)) notes.push(n);
       }
     }
-    if (!waits) files.push(fillFile(path, renderTemplate(template, (i) => values[i]!), decl));
+    if (waits) continue;
+    const content = renderTemplate(target.template, (i) => values[i]!);
+    if (target.file) files.push(fillFile(target.label, content, target.file));
+    else items.push({ collection: target.collection!, content: content as string });
   }
 
   const change = strongestChange(plan);
@@ -65,14 +76,35 @@ export function fillModule(plan: Plan, templates: TemplateSet, lookup: LookupFn)
     note(needs, `secret:${secret.name}`, () => ({ kind: 'secret', name: secret.name, files: [], met: true }), secret.path);
     files.push(fillFile(secret.path, [{ secret: secret.name }], { mode: 'owned', change, fileMode: '0600' }));
   }
-  return { ok: true, value: { files, waiting: [...waiting.values()], needs: [...needs.values()] } };
+  // An item is recorded only when nothing of the module waits (DESIGN §7 point 6).
+  const complete = waiting.size === 0;
+  return { ok: true, value: { files, items: complete ? items : [], waiting: [...waiting.values()], needs: [...needs.values()], notes } };
 }
 
-/** Every value placeholder (not secrets) of the templates the plan's files use, each once. */
+/** The templates the plan's files and items use, in plan order; a missing one or an item collection named twice fails. */
+function targetsOf(plan: Plan, templates: TemplateSet): Parsed<Target[]> {
+  const targets: Target[] = [];
+  for (const file of plan.files) {
+    const template = templates.get(file.template);
+    if (!template) return { ok: false, reason: `template ${file.template} (for ${file.path}) is not in the archive` };
+    targets.push({ name: file.template, template, item: false, label: file.path, file });
+  }
+  const collections = new Set<string>();
+  for (const item of plan.items) {
+    const template = templates.get(item.template);
+    if (!template) return { ok: false, reason: `template ${item.template} (for an item of ${item.collection}) is not in the archive` };
+    if (collections.has(item.collection)) return { ok: false, reason: `two items for collection "${item.collection}": a module contributes one item to a collection` };
+    collections.add(item.collection);
+    targets.push({ name: item.template, template, item: true, label: itemLabel(item.collection), collection: item.collection });
+  }
+  return { ok: true, value: targets };
+}
+
+/** Every value placeholder (not secrets) of the templates the plan's files and items use, each once. */
 export function placeholdersOf(plan: Plan, templates: TemplateSet): Wanted[] {
   const seen = new Map<string, Wanted>();
-  for (const file of plan.files) {
-    for (const p of templates.get(file.template)?.placeholders ?? []) {
+  for (const { template: name } of [...plan.files, ...plan.items]) {
+    for (const p of templates.get(name)?.placeholders ?? []) {
       if (p.kind !== 'secret' && !seen.has(`${p.kind}:${p.name}`)) seen.set(`${p.kind}:${p.name}`, { kind: p.kind, name: p.name });
     }
   }
@@ -83,43 +115,6 @@ function note<T extends { files: string[] }>(map: Map<string, T>, key: string, m
   const entry = map.get(key) ?? map.set(key, make()).get(key)!;
   if (!entry.files.includes(path)) entry.files.push(path);
   return entry;
-}
-
-/**
- * Every placeholder of the module's templates that no value can ever fill — an unknown kind, a
- * name too long for a key, a secret the plan does not name — listed at once, each with its
- * template and line, so a module author fixes them in one go. Undefined when there is none.
- */
-function refusals(plan: Plan, used: { name: string; template: Template }[]): string | undefined {
-  const secretNames = new Set(plan.secrets.map((s) => s.name));
-  const lines: string[] = [];
-  const seen = new Set<string>();
-  for (const { name, template } of used) {
-    for (const p of template.placeholders) {
-      const why = refusal(p, secretNames);
-      const key = `${name}\n${p.line}\n${p.kind}:${p.name}`;
-      if (why === undefined || seen.has(key)) continue;
-      seen.add(key);
-      lines.push(`template ${name} line ${p.line}: ${why}`);
-    }
-  }
-  if (lines.length === 0) return undefined;
-  const more = lines.length > MAX_LISTED_REFUSALS ? `; and ${lines.length - MAX_LISTED_REFUSALS} more` : '';
-  return lines.slice(0, MAX_LISTED_REFUSALS).join('; ') + more;
-}
-
-function refusal(p: Placeholder, secretNames: Set<string>): string | undefined {
-  const shown = `\${${short(p.kind)}:${short(p.name)}}`;
-  const tooLong = tokenTooLong('its kind', p.kind) ?? tokenTooLong('its name', p.name);
-  if (tooLong) return `${shown}: ${tooLong}`;
-  if (!KNOWN_KINDS.includes(p.kind)) return `${shown}: unknown kind "${p.kind}" (write ${'$' + shown} to keep it as text)`;
-  if (p.kind === 'secret' && !secretNames.has(p.name)) return `${shown}: secret "${p.name}" is not named by the plan`;
-  return undefined;
-}
-
-/** A kind or name as a reason shows it: a hostile length is cut, saying so. */
-function short(text: string): string {
-  return text.length <= 80 ? text : `${text.slice(0, 60)}…(${Buffer.byteLength(text)} bytes)`;
 }
 
 function fillFile(path: string, content: FillContent, decl: Pick<FillFile, 'mode' | 'change'> & Partial<FillFile>): FillFile {

@@ -5,6 +5,7 @@ import { decodeJson, PlanSchema, type Plan } from '../shared/schemas.ts';
 import type { DependencyIndex } from './dependencies.ts';
 import { fillModule, placeholdersOf, type LookupFn } from './fill.ts';
 import type { Handoff } from './handoff.ts';
+import type { ItemWriter } from './items.ts';
 import { failedReport, filledReport, type Reporter } from './reporter.ts';
 import type { Wanted } from './sources/source.ts';
 import type { TemplateCache } from './templates.ts';
@@ -31,6 +32,8 @@ export type ModulesDeps = {
   index: DependencyIndex;
   handoff: Handoff;
   reporter: Pick<Reporter, 'needs' | 'report' | 'removed'>;
+  /** Where the module's items are recorded. */
+  items: Pick<ItemWriter, 'record' | 'removed'>;
 };
 
 /** The modules placed on this node and how each one is run. */
@@ -86,6 +89,7 @@ export class Modules {
       this.#states.delete(module);
       index.forget(module);
       handoff.forget(module);
+      await this.deps.items.removed(module);
       await reporter.removed(module, state.build);
       return;
     }
@@ -99,13 +103,15 @@ export class Modules {
     index.set(module, placeholdersOf(plan, templates.value).map((w) => this.deps.dependency(plan, w)));
     const outcome = fillModule(plan, templates.value, this.deps.lookup);
     if (!outcome.ok) return reporter.report(module, failedReport(plan.build, outcome.reason));
-    const { files, waiting, needs } = outcome.value;
+    const { files, items, waiting, needs, notes } = outcome.value;
     await reporter.needs(module, needs);
+    // Items only when nothing waits: a module still waiting keeps its last items (DESIGN §7 point 6).
+    if (waiting.length === 0) await this.deps.items.record(module, items);
 
     const handed = await handoff.send(plan, files, full);
     if (handed.kind === 'unreachable') return;
     if (handed.kind === 'failed') return reporter.report(module, failedReport(plan.build, handed.reason));
     const because = handed.kind === 'unconfirmed' ? handed.reason : undefined;
-    await reporter.report(module, filledReport(plan.build, handoff.results(module, files), waiting, because));
+    await reporter.report(module, filledReport(plan.build, handoff.results(module, files), waiting, because, notes));
   }
 }

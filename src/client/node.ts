@@ -2,13 +2,14 @@
 // index, the scheduler runs the modules naming a change, a module's run fills and hands off.
 import type { NatsConnection } from '@nats-io/transport-node';
 import { openKv, watchBucket, watchConnection } from '../shared/bus.ts';
-import { APPLIED, NEEDS, PLANS } from '../shared/buckets.ts';
+import { APPLIED, COLLECT, NEEDS, PLANS } from '../shared/buckets.ts';
 import { parseNodeModuleKey } from '../shared/keys.ts';
 import type { Logger } from '../shared/log.ts';
 import { loadArchive, natsObjectFetcher, type ArchiveLimits } from './archive.ts';
 import { DependencyIndex } from './dependencies.ts';
 import type { EngineClient } from './engine.ts';
 import { Handoff } from './handoff.ts';
+import { ItemWriter } from './items.ts';
 import { Modules } from './modules.ts';
 import { watchRegistry } from './registry-watch.ts';
 import { Reporter } from './reporter.ts';
@@ -46,21 +47,23 @@ export const START_WAIT_MS = 2000;
 /** Starts the client of `node`: resolves once the first fill of every module is asked for. */
 export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClient> {
   const { nc, node, log } = opts;
-  const [needsKv, appliedKv] = await Promise.all([openKv(nc, NEEDS), openKv(nc, APPLIED)]);
+  const [needsKv, appliedKv, collectKv] = await Promise.all([openKv(nc, NEEDS), openKv(nc, APPLIED), openKv(nc, COLLECT)]);
   const fetchObject = natsObjectFetcher(nc);
   const archiveOptions = { cacheDir: opts.cacheDir, fetchObject, log, ...(opts.limits ? { limits: opts.limits } : {}), ...(opts.archiveDir ? { archiveDir: opts.archiveDir } : {}) };
   const templates = new TemplateCache((ref, digest) => loadArchive(ref, digest, archiveOptions));
   const index = new DependencyIndex();
   let started = false;
   // Only after the start's full fill: until then every module is filled anyway.
-  const sources = startSources(nc, node, log, (dependencies) => {
+  const { sources, items } = startSources(nc, node, log, (dependencies) => {
     if (started) for (const m of index.modulesNaming(dependencies)) scheduler.schedule(m);
   });
+  const itemWriter = new ItemWriter(node, collectKv, (module) => items.itemsOfContributor(module), log);
   const modules = new Modules({
     node, templates, index,
     lookup: (plan, wanted) => sources.lookup(plan, wanted),
     dependency: (plan, wanted) => sources.dependency(plan, wanted),
     handoff: new Handoff(opts.engine, log),
+    items: itemWriter,
     reporter: new Reporter(nc, node, needsKv, appliedKv, log),
   });
   const scheduler = new Scheduler(opts.settleMs, (m, full) => modules.run(m, full), (m, err) => log.error(`${node}.${m}: ${(err as Error).stack ?? err}`));
@@ -83,10 +86,19 @@ export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClie
 
   await plans.caughtUp;
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([sources.caughtUp(), new Promise((r) => (timer = setTimeout(r, START_WAIT_MS)))]);
+  const caughtUp = await Promise.race([sources.caughtUp().then(() => true), new Promise<false>((r) => (timer = setTimeout(() => r(false), START_WAIT_MS)))]);
   clearTimeout(timer);
   started = true;
   refillAll('start');
+  // Items of modules whose plans went while this client was down (only once the items are all read).
+  if (caughtUp) {
+    const planned = new Set(modules.names());
+    for (const contributor of items.contributors()) {
+      if (planned.has(contributor)) continue;
+      log.notice(`${COLLECT}: items of ${contributor}, which has no plan on ${node}, deleted`);
+      void itemWriter.removed(contributor);
+    }
+  }
 
   opts.engine.onKnock(() => refillAll('engine knocked'));
   let stopped = false;

@@ -24,17 +24,19 @@ export type ReportBody = Omit<Report, 'node' | 'module' | 'at'>;
  * The report of a filled module (DESIGN §7 point 11, §9): `applied` only when no value waits and
  * the engine confirmed every file; else `waiting`, the reason saying what the engine refused or
  * has not confirmed (or `because`, why the handoff was given up) and that a knock sends it again.
+ * `notes` (what a source left out of a value) are said in the reason whatever the state.
  */
-export function filledReport(build: string, files: FileResult[], waiting: Waiting[], because?: string): ReportBody {
+export function filledReport(build: string, files: FileResult[], waiting: Waiting[], because?: string, notes: readonly string[] = []): ReportBody {
   const refused = files.filter((f) => f.action === 'refused');
   const unconfirmed = files.filter((f) => f.action === 'pending');
-  const reasons = [
+  const knock = [
     ...(because !== undefined ? [because] : []),
     ...(refused.length > 0 ? [`engine refused ${refused.map((f) => `${f.path} (${f.reason ?? 'no reason'})`).join(', ')}`] : []),
     ...(because === undefined && unconfirmed.length > 0 ? [`engine has not confirmed ${unconfirmed.map((f) => f.path).join(', ')}`] : []),
   ];
-  const state = waiting.length > 0 || reasons.length > 0 ? 'waiting' : 'applied';
-  return { build, state, files, waiting, ...(reasons.length > 0 ? { reason: `${reasons.join('; ')}; waiting for a knock` } : {}) };
+  const reasons = [...notes, ...(knock.length > 0 ? [`${knock.join('; ')}; waiting for a knock`] : [])];
+  const state = waiting.length > 0 || knock.length > 0 ? 'waiting' : 'applied';
+  return { build, state, files, waiting, ...(reasons.length > 0 ? { reason: reasons.join('; ') } : {}) };
 }
 
 /** The report of a module that failed: no file, the reason. */

@@ -3,6 +3,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../../shared/log.ts';
 import { KNOWN_KINDS } from '../../shared/registry.ts';
 import type { Plan } from '../../shared/schemas.ts';
+import { collectedSource, type NodeItems } from './collected.ts';
 import { configSource } from './config.ts';
 import { placementSource } from './placement.ts';
 import type { Lookup, OnChange, Source, Wanted } from './source.ts';
@@ -73,15 +74,17 @@ export class Sources {
   }
 }
 
-/** Starts the sources of `node`; each says its changed dependencies to `onChange`. */
-export function startSources(nc: NatsConnection, node: string, log: Logger, onChange: OnChange): Sources {
-  return new Sources([
+/** Starts the sources of `node`; each says its changed dependencies to `onChange`. Also hands out the node's items as the collected source holds them. */
+export function startSources(nc: NatsConnection, node: string, log: Logger, onChange: OnChange): { sources: Sources; items: NodeItems } {
+  const collected = collectedSource(nc, node, log, onChange);
+  const sources = new Sources([
     placementSource(),
     configSource(nc, node, log, onChange),
-    unbuiltSource('collected'),
+    collected,
     unbuiltSource('consumers'),
     unbuiltSource('bound'),
   ]);
+  return { sources, items: collected.items };
 }
 
 /** Every kind of the registry that the table does not map (a test keeps this empty). */

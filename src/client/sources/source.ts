@@ -5,8 +5,11 @@ import type { Plan } from '../../shared/schemas.ts';
 /** A placeholder as a source sees it: its kind and name. */
 export type Wanted = { kind: string; name: string };
 
-/** What a source knows of one value: its text, that it is not there yet, or that it fails the module. */
-export type Lookup = { state: 'value'; text: string } | { state: 'waiting' } | { state: 'failed'; reason: string };
+/**
+ * What a source knows of one value: its text (with `notes` on what it left out, said in the
+ * module's report), that it is not there yet, or that it fails the module.
+ */
+export type Lookup = { state: 'value'; text: string; notes?: string[] } | { state: 'waiting' } | { state: 'failed'; reason: string };
 
 /**
  * Tells the client which dependencies changed, by the keys `dependency` gives, so that exactly

@@ -1,0 +1,123 @@
+// What every benchmark of bench/ shares: a real nats-server and seat, a fake engine on a unix
+// socket, the client bundle as a process, percentiles and a polling wait. Benchmarks print; they
+// assert nothing (tests do).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Kvm, type KV } from '@nats-io/kv';
+import { jetstream } from '@nats-io/jetstream';
+import { Objm, type ObjectStore } from '@nats-io/obj';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { connectBus } from '../src/shared/bus.ts';
+import { APPLIED, ASSIGNMENTS, CONFIG, MODULES } from '../src/shared/buckets.ts';
+import { startNats } from '../test/helpers/nats.ts';
+
+const ROOT = new URL('../', import.meta.url).pathname;
+
+/** Milliseconds, high resolution. */
+export const now = (): number => Number(process.hrtime.bigint()) / 1e6;
+
+/** Reads `--name N` from argv, else `fallback`. */
+export function numberArg(name: string, fallback: number): number {
+  const args = process.argv.slice(2);
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? Number(args[i + 1]) : fallback;
+}
+
+/** The request the fake engine hands to a benchmark. */
+export type SeenRequest = { module: string; files: { path: string; content: string | unknown[] }[] };
+
+/** A fill socket that answers every file `written` and hands each request to `onFill`. */
+export function fakeEngine(path: string, onFill: (req: SeenRequest) => void): Promise<Server> {
+  const server = createServer((sock) => {
+    let buf = '';
+    sock.setEncoding('utf8').on('data', (d: string) => {
+      buf += d;
+      for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
+        const req = JSON.parse(buf.slice(0, nl)) as SeenRequest & { id: number };
+        buf = buf.slice(nl + 1);
+        onFill(req);
+        sock.write(JSON.stringify({ id: req.id, ok: true, files: req.files.map((f) => ({ path: f.path, action: 'written' })) }) + '\n');
+      }
+    });
+  });
+  return new Promise((resolve) => server.listen(path, () => resolve(server)));
+}
+
+/** The value at percentile `p` of sorted numbers. */
+export function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/** One line of a latency table: p50 and p99 in ms. */
+export function latencyRow(name: string, xs: number[]): string {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return `${name.padEnd(40)} p50 ${percentile(sorted, 50).toFixed(2).padStart(7)} ms   p99 ${percentile(sorted, 99).toFixed(2).padStart(7)} ms`;
+}
+
+/** Polls until `fn` holds; throws naming `what` after `ms`. */
+export async function waitUntil(what: string, fn: () => boolean | Promise<boolean>, ms: number): Promise<void> {
+  const until = Date.now() + ms;
+  while (!(await fn())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** The peak resident memory of a process, in MiB. */
+export function peakRssMiB(pid: number): number {
+  return Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+}
+
+/** A running bench mesh: nats-server, the seat bundle, the input buckets and the archive store. */
+export type BenchMesh = {
+  url: string;
+  nc: NatsConnection;
+  dir: string;
+  kvm: Kvm;
+  kv: { modules: KV; assignments: KV; config: KV };
+  store: ObjectStore;
+  /** Starts the client bundle for `node` with `--settle 0` on `socket`. */
+  startClient(node: string, socket: string): ChildProcess;
+  close(): Promise<void>;
+};
+
+/** Starts nats-server and the seat, and waits for the seat's buckets. */
+export async function startBenchMesh(): Promise<BenchMesh> {
+  const nats = await startNats();
+  const dir = mkdtempSync(join(tmpdir(), 'mesh-bench-'));
+  const children: ChildProcess[] = [];
+  const nc = await connectBus({ servers: [nats.url], name: 'bench' });
+  children.push(spawn(process.execPath, [join(ROOT, 'dist/server.js'), '--nats', nats.url], { stdio: ['ignore', 'ignore', 'ignore'] }));
+  const kvm = new Kvm(jetstream(nc));
+  const kv = { modules: await kvm.create(MODULES), assignments: await kvm.create(ASSIGNMENTS), config: await kvm.create(CONFIG) };
+  let store: ObjectStore | undefined;
+  await waitUntil('the seat', async () => {
+    try {
+      store = await new Objm(jetstream(nc)).open('mesh-catalog_archives');
+      await store.status();
+      await kvm.open(APPLIED).then((b) => b.status());
+      return true;
+    } catch {
+      return false;
+    }
+  }, 20_000);
+  return {
+    url: nats.url, nc, dir, kvm, kv, store: store!,
+    startClient(node, socket) {
+      const child = spawn(process.execPath, [join(ROOT, 'dist/client.js'), '--node', node, '--nats', nats.url, '--socket', socket, '--cache', join(dir, `cache-${node}`), '--settle', '0'], {
+        stdio: ['ignore', 'ignore', 'ignore'],
+      });
+      children.push(child);
+      return child;
+    },
+    async close() {
+      for (const c of children) c.kill('SIGKILL');
+      await nc.close();
+      await nats.cleanup();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

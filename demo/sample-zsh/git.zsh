@@ -1,0 +1,2 @@
+alias gs="git status"
+alias gl="git log --oneline -${config:log-lines}"

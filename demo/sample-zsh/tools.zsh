@@ -1,0 +1,2 @@
+alias ll="ls -la"
+alias ports="ss -ltnp"

@@ -1,0 +1,115 @@
+// Collections (DESIGN §7 points 6–7): the items every module of this node contributes, from one
+// filtered watch of `<node>.>` in `mesh-provisioner_collect`, kept by collection then contributor;
+// a collector's `${collected:<collection>}` (or `${shell:…}`, `${environment:…}`,
+// `${contribution:…}` for the collection of the same full name) reads them all.
+import type { NatsConnection } from '@nats-io/transport-node';
+import { watchBucket, type Watch } from '../../shared/bus.ts';
+import { COLLECT } from '../../shared/buckets.ts';
+import { keyDisagreement, parseCollectKey } from '../../shared/keys.ts';
+import type { Logger } from '../../shared/log.ts';
+import { CollectItemSchema, decodeJson, type Plan } from '../../shared/schemas.ts';
+import type { Lookup, OnChange, Source, Wanted } from './source.ts';
+
+/** The kinds that read a collection: `collected` names it whole, the others by their own kind. */
+export const COLLECTION_KINDS = ['collected', 'shell', 'environment', 'contribution'] as const;
+
+/** One contributor's item of a collection: its content, or why it was left out. */
+export type StoredItem = { key: string; content: string } | { key: string; reason: string };
+
+/** The collection a placeholder reads: `${collected:shell:zsh:normal}` and `${shell:zsh:normal}` alike. */
+export function collectionOf(wanted: Wanted): string {
+  return wanted.kind === 'collected' ? wanted.name : `${wanted.kind}:${wanted.name}`;
+}
+
+/** The dependency key of a collection on this node. */
+export function collectionDependency(collection: string): string {
+  return `collected:${collection}`;
+}
+
+/** The items of one node, by collection then contributor, as the bucket holds them. */
+export class NodeItems {
+  readonly #byCollection = new Map<string, Map<string, StoredItem>>();
+
+  constructor(private readonly node: string) {}
+
+  /**
+   * Takes a key's new value (null: deleted); returns the collection it changed, or undefined when
+   * the key is out of shape (said by the caller with the reason).
+   */
+  set(key: string, value: Uint8Array | null): { collection: string } | { reason: string } {
+    const parsed = parseCollectKey(key);
+    if (!parsed.ok) return { reason: parsed.reason };
+    if (parsed.value.node !== this.node) return { reason: `names node ${parsed.value.node}` };
+    const { collection, contributor } = parsed.value;
+    const items = this.#byCollection.get(collection) ?? this.#byCollection.set(collection, new Map()).get(collection)!;
+    if (value === null) {
+      items.delete(contributor);
+      if (items.size === 0) this.#byCollection.delete(collection);
+      return { collection };
+    }
+    const decoded = decodeJson(CollectItemSchema, value);
+    const disagreement = decoded.ok ? keyDisagreement(parsed.value, decoded.value) : undefined;
+    const reason = !decoded.ok ? decoded.reason : disagreement;
+    items.set(contributor, reason === undefined && decoded.ok ? { key, content: decoded.value.content } : { key, reason: reason ?? 'out of shape' });
+    return { collection };
+  }
+
+  /** The items of a collection in byte order of their contributors' names. */
+  itemsOf(collection: string): [contributor: string, item: StoredItem][] {
+    return [...(this.#byCollection.get(collection) ?? [])].sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  }
+
+  /** What the bucket holds of `contributor`: collection → content (undefined for an item out of shape). */
+  itemsOfContributor(contributor: string): Map<string, string | undefined> {
+    const out = new Map<string, string | undefined>();
+    for (const [collection, items] of this.#byCollection) {
+      const item = items.get(contributor);
+      if (item) out.set(collection, 'content' in item ? item.content : undefined);
+    }
+    return out;
+  }
+
+  /** Every contributor with an item. */
+  contributors(): Set<string> {
+    return new Set([...this.#byCollection.values()].flatMap((items) => [...items.keys()]));
+  }
+}
+
+/**
+ * Assembles a collection for a collector whose plan declares it: every valid item, each introduced
+ * by the line `<comment> <contributor>` and ending with a newline; an item that does not validate
+ * is left out and said in `notes` (its key and reason). A collection with no item is empty.
+ */
+export function assemble(plan: Plan, items: NodeItems, wanted: Wanted): Lookup {
+  const collection = collectionOf(wanted);
+  const declared = plan.collections.find((c) => c.name === collection);
+  if (!declared) return { state: 'failed', reason: `collection "${collection}" is not in the plan's collections` };
+  const parts: string[] = [];
+  const notes: string[] = [];
+  for (const [contributor, item] of items.itemsOf(collection)) {
+    if ('reason' in item) {
+      notes.push(`${COLLECT} ${item.key} left out: ${item.reason}`);
+      continue;
+    }
+    parts.push(`${declared.comment} ${contributor}\n`, item.content.endsWith('\n') || item.content === '' ? item.content : item.content + '\n');
+  }
+  return { state: 'value', text: parts.join(''), ...(notes.length > 0 ? { notes } : {}) };
+}
+
+/** Starts the collected source of `node`: one watch of its items, saying each changed collection. */
+export function collectedSource(nc: NatsConnection, node: string, log: Logger, onChange: OnChange): Source & { items: NodeItems } {
+  const items = new NodeItems(node);
+  const watch: Watch = watchBucket(nc, COLLECT, `${node}.>`, (e) => {
+    const changed = items.set(e.key, e.value);
+    if ('reason' in changed) return log.warn(`${COLLECT} ${e.key}: key out of shape: ${changed.reason}`);
+    onChange([collectionDependency(changed.collection)]);
+  }, log);
+  return {
+    name: 'collected',
+    items,
+    dependency: (_plan, wanted) => collectionDependency(collectionOf(wanted)),
+    lookup: (plan, wanted) => assemble(plan, items, wanted),
+    caughtUp: watch.caughtUp,
+    stop: () => watch.stop(),
+  };
+}
