@@ -7,10 +7,11 @@ const pkg = JSON.parse(await readFile(new URL('./package.json', import.meta.url)
 // nats.js reaches for `require` at run time; an ES module has none unless the banner gives it one.
 const banner = "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);";
 
-const ENTRIES = ['server', 'client', 'engine'];
+// Each bundle dist/<name>.js and its source: the programs' thin entries, and the SDK a provider module imports.
+const ENTRIES = { server: 'src/server.ts', client: 'src/client.ts', engine: 'src/engine.ts', sdk: 'src/sdk/index.ts' };
 
-await Promise.all(ENTRIES.map((name) => build({
-  entryPoints: [`src/${name}.ts`],
+await Promise.all(Object.entries(ENTRIES).map(([name, entry]) => build({
+  entryPoints: [entry],
   outfile: `dist/${name}.js`,
   bundle: true,
   format: 'esm',

@@ -18,6 +18,11 @@ import type { Report } from '../src/shared/schemas.ts';
 import { publishModule, type Templates } from '../test/helpers/archive.ts';
 import { createInputBuckets, startSeatProcess, waitForSeat, type InputBuckets, type RunningSeat } from '../test/helpers/mesh-bus.ts';
 import { startNats } from '../test/helpers/nats.ts';
+import { findPostgresBin, startPostgres } from '../test/helpers/postgres.ts';
+import { startVault } from '../test/helpers/vault.ts';
+import { postgresAdapter } from '../examples/postgres-provider/adapter.ts';
+import { runProvider } from '../src/sdk/provider.ts';
+import pg from 'pg';
 import { envWithoutMesh, type Spawn } from '../test/helpers/spawn.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -155,6 +160,7 @@ async function stopChild(entry: Child): Promise<void> {
 /** Stops everything the demo started (newest first), removes the temp dir and exits with `code`. */
 function shutdown(code: number): Promise<void> {
   stopping ??= (async () => {
+    for (const stop of bindingsToStop.splice(0).reverse()) await Promise.resolve().then(stop).catch(() => {});
     await nc?.close().catch(() => {});
     for (const entry of [...children].reverse()) await stopChild(entry);
     if (tempDir) {
@@ -359,6 +365,62 @@ async function showCollection(kv: InputBuckets, archives: ObjectStore, root: str
   show(text);
 }
 
+/** What step 8 started and must stop: the provider helper, its adapter, the vault and PostgreSQL. */
+const bindingsToStop: (() => Promise<unknown> | unknown)[] = [];
+
+/**
+ * Step 8: bindings with a real PostgreSQL, when it is installed. Module `postgres` provides
+ * `database`, module `app` requires it; the stand-in vault mints app's credential, the provider
+ * helper makes the role and the database, and app's file gets its bound values and its secret.
+ */
+async function showBindings(kv: InputBuckets, archives: ObjectStore, paths: Paths): Promise<void> {
+  try {
+    findPostgresBin();
+  } catch {
+    say('8. bindings: PostgreSQL is not installed, so this step is skipped. Install it with:');
+    show('sudo apt-get install -y postgresql');
+    return;
+  }
+  const db = await startPostgres();
+  bindingsToStop.push(() => db.stop());
+  say(`8. bindings: started PostgreSQL on ${db.host}:${db.port}`);
+  const vault = startVault(nc!, [paths.secrets]);
+  bindingsToStop.push(() => vault.stop());
+  vault.set(`pair/postgres/database/${NODE}/app`, `demo-${Math.random().toString(36).slice(2)}`);
+  const target = { store: archives, bucket: DEFAULT_ARCHIVES };
+  const providerDir = join(paths.root, 'etc', 'postgres');
+  await publishModule(kv.modules, target, 'postgres', {
+    templates: { 'consumers.json': '${consumers:database}' },
+    provisioning: { files: [{ path: '${dir:config}/consumers.json', template: 'consumers.json' }], provides: [{ provision: 'database' }] },
+  });
+  await publishModule(kv.modules, target, 'app', {
+    templates: { 'db.env': 'PGHOST=${bound:database:host}\nPGPORT=${bound:database:port}\nPGDATABASE=${bound:database:database}\nPGUSER=${bound:database:user}\nPGPASSWORD=${secret:db-password}\n' },
+    provisioning: {
+      files: [{ path: '${dir:config}/db.env', template: 'db.env', change: 'restart', fileMode: '0600' }],
+      provisions: [{ provider: 'postgres', provision: 'database', name: 'db-password', values: { name: 'appdb' } }],
+    },
+  });
+  const adapter = postgresAdapter({ host: db.host, port: db.port, user: db.adminUser, password: db.adminPassword });
+  bindingsToStop.push(() => adapter.close());
+  const provider = runProvider({ nc: nc!, provider: 'postgres', provision: 'database', adapter, consumersFile: join(providerDir, 'consumers.json') });
+  bindingsToStop.push(() => provider.stop());
+  await kv.assignments.put(`${NODE}.postgres`, JSON.stringify({ node: NODE, module: 'postgres', placement: { dir: { config: providerDir } } }));
+  const started = performance.now();
+  await kv.assignments.put(`${NODE}.app`, JSON.stringify({ node: NODE, module: 'app', placement: { dir: { config: join(paths.root, 'etc', 'app') } } }));
+  say('   published "postgres" (provides database) and "app" (requires database, its password the secret db-password); assigned both');
+  const envFile = join(paths.root, 'etc', 'app', 'db.env');
+  const text = await waitUntil(APPLY_TIMEOUT_MS, () => (existsSync(envFile) ? readFileSync(envFile, 'utf8') : undefined),
+    () => `within ${APPLY_TIMEOUT_MS} ms ${envFile} was not written`);
+  say(`   ${envFile}, filled from what the provider served (${Math.round(performance.now() - started)} ms after the assignment):`);
+  show(text.replace(/^PGPASSWORD=.*$/m, 'PGPASSWORD=… (the credential, filled by the engine from the vault)'));
+  const env = Object.fromEntries(text.trim().split('\n').map((l) => l.split('=', 2) as [string, string]));
+  const client = new pg.Client({ host: env['PGHOST'], port: Number(env['PGPORT']), database: env['PGDATABASE'], user: env['PGUSER'], password: env['PGPASSWORD'] });
+  await client.connect();
+  const who = await client.query('select current_user, current_database()');
+  await client.end();
+  say(`   connected to PostgreSQL with it: current_user ${who.rows[0].current_user}, database ${who.rows[0].current_database}`);
+}
+
 async function main(): Promise<void> {
   checkPrerequisites();
   const dir = mkdtempSync(join(tmpdir(), 'mesh-demo-'));
@@ -370,12 +432,13 @@ async function main(): Promise<void> {
   await awaitApplied(applied, paths, configDir);
   await timeChange(kv, paths, configDir);
   await showCollection(kv, archives, paths.root);
+  await showBindings(kv, archives, paths);
   if (once) {
-    say('8. done (--once): stopping the mesh');
+    say('9. done (--once): stopping the mesh');
     await shutdown(0);
     return;
   }
-  say('8. the mesh keeps running: the client fills again whenever a value changes on the bus');
+  say('9. the mesh keeps running: the client fills again whenever a value changes on the bus');
   show(`files:   ${configDir}\njournal: ${paths.journal}\nbus:     ${url}`);
   say('press Ctrl-C to stop');
 }

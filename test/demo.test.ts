@@ -105,7 +105,9 @@ test('the demo fills the sample module, takes a config change within a second, a
   assert.ok(Number(within![1]) < 1000, `the change took ${within![1]} ms`);
   // The collection: both contributors' items, in name order, each under its comment line.
   assert.ok(out.includes('    # git\n    alias gs="git status"\n    alias gl="git log --oneline -20"\n    # tools\n    alias ll="ls -la"\n'), `no assembled zshrc:\n${out}`);
-  assert.not.match(out, /\$\{config:|\$\{port:|\$\{secret:|\$\{collected:/, 'a placeholder was left unfilled');
+  // The bindings: PostgreSQL made the role and database the consumer connects with.
+  assert.match(out, /connected to PostgreSQL with it: current_user app_demo, database appdb/);
+  assert.not.match(out, /\$\{config:|\$\{port:|\$\{secret:|\$\{collected:|\$\{bound:/, 'a placeholder was left unfilled');
   assertNothingLeft(run);
 });
 

@@ -6,11 +6,12 @@ import { DependencyIndex } from '../src/client/dependencies.ts';
 import { assemble, collectionDependency, collectionOf, NodeItems } from '../src/client/sources/collected.ts';
 import { configDependency, ConfigValues } from '../src/client/sources/config.ts';
 import { ItemWriter } from '../src/client/items.ts';
+import { boundField, resolveBound } from '../src/client/sources/bound.ts';
+import { consumersOf } from '../src/client/sources/consumers.ts';
 import { collectKey } from '../src/shared/keys.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 import { kindsWithoutSource, SOURCE_OF_KIND, Sources } from '../src/client/sources/index.ts';
 import { placementSource } from '../src/client/sources/placement.ts';
-import { unbuiltSource } from '../src/client/sources/unbuilt.ts';
 import { KNOWN_KINDS } from '../src/shared/registry.ts';
 import type { Plan } from '../src/shared/schemas.ts';
 
@@ -25,8 +26,6 @@ function nodeSources(config = new ConfigValues('n1')): Sources {
   return new Sources([
     placementSource(),
     { name: 'config', dependency: (p, w) => configDependency(p.module, w.name), lookup: (p, w) => config.lookup(p.module, w.name) },
-    unbuiltSource('consumers'),
-    unbuiltSource('bound'),
   ]);
 }
 
@@ -54,8 +53,8 @@ test('lookups, table by kind: placement from the plan (own keys only), config by
     ['config', 'bom', { state: 'value', text: '\uFEFFx' }],
     ['config', 'only-api', { state: 'waiting' }],
     ['config', 'bad', { state: 'failed', reason: 'mesh-config_resolved n1.web.bad: value is not UTF-8' }],
-    ['bound', 'db:user', { state: 'failed', reason: 'this client does not fill bound values yet (their source, bound, is not built)' }],
-    ['consumers', 'database', { state: 'failed', reason: 'this client does not fill consumers values yet (their source, consumers, is not built)' }],
+    ['bound', 'db:user', { state: 'failed', reason: 'this client has no bound source to fill bound values' }],
+    ['consumers', 'database', { state: 'failed', reason: 'this client has no consumers source to fill consumers values' }],
     ['nope', 'x', { state: 'failed', reason: 'unknown kind "nope"' }],
     ['constructor', 'x', { state: 'failed', reason: 'unknown kind "constructor"' }],
   ];
@@ -121,6 +120,46 @@ test('items are written only where they differ from the bucket, and those the mo
   const writer = new ItemWriter('n1', kv, () => stored, memoryLogger());
   await writer.record('web', [{ collection: 'a', content: 'same' }, { collection: 'b', content: 'new' }, { collection: 'broken', content: 'fixed' }, { collection: 'c', content: 'first' }]);
   assert.equal(ops, ['put n1.b.web', 'put n1.broken.web', 'put n1.c.web', 'delete n1.gone.web']);
+});
+
+test('bound names resolve against the plan’s own provisions, locals and dotted names included; fields read as, user or values', () => {
+  const p = (provision: string, local?: string) => ({ provider: 'postgres', provision, node: 'b', ...(local ? { local } : {}) });
+  const consumer = { ...plan, provisions: [p('database'), p('database', 'main'), p('cache.v2')] };
+  const rows: [string, string | null, string | null][] = [
+    ['database:user', 'database', 'user'],
+    ['database.main:host', 'database.main', 'host'],
+    ['cache.v2:port', 'cache.v2', 'port'],
+    ['queue:user', null, null],
+    ['database:', null, null],
+  ];
+  for (const [name, binding, field] of rows) {
+    const ref = resolveBound(consumer, name);
+    if (binding === null) assert.ok('reason' in ref, name);
+    else assert.equal('provision' in ref ? [ref.provision.local ? `${ref.provision.provision}.${ref.provision.local}` : ref.provision.provision, ref.field] : ref, [binding, field], name);
+  }
+  const entry = { as: 'web_a', user: 'web_u', values: { host: 'db1', port: 5432, opts: { ssl: true } } };
+  assert.equal(boundField(entry, 'as', 'w'), { state: 'value', text: 'web_a' });
+  assert.equal(boundField(entry, 'user', 'w'), { state: 'value', text: 'web_u' });
+  assert.equal(boundField(entry, 'port', 'w'), { state: 'value', text: '5432' });
+  assert.equal(boundField(entry, 'opts', 'w'), { state: 'value', text: '{"ssl":true}' });
+  assert.equal(boundField(entry, 'nope', 'w'), { state: 'failed', reason: 'w: the provider served no value "nope"' });
+  assert.equal(boundField({ refused: 'full' }, 'user', 'w'), { state: 'failed', reason: 'w: the provider refused: full' });
+});
+
+test('consumers of a provision: every plan bound to this provider on this node, in key byte order, then provision order', () => {
+  const consumer = (node: string, module: string, provisions: Plan['provisions']): [string, Plan] => [`${node}.${module}`, { ...plan, node, module, provisions }];
+  const x = (provider: string, provision: string, node: string, local?: string, values?: Record<string, unknown>) => ({ provider, provision, node, ...(local ? { local } : {}), ...(values ? { values } : {}) });
+  const plans = new Map<string, Plan>([
+    consumer('b', 'web', [x('postgres', 'database', 'b', 'main', { name: 'w' }), x('postgres', 'database', 'b', 'audit')]),
+    consumer('a', 'api', [x('postgres', 'database', 'b')]),
+    consumer('a', 'other', [x('postgres', 'database', 'c'), x('redis', 'database', 'b'), x('postgres', 'cache', 'b')]),
+    consumer('A', 'x', []),
+  ]);
+  assert.equal(consumersOf(plans, 'b', 'postgres', 'database'), [
+    { consumer: 'a', module: 'api', local: null, vault: 'pair/postgres/database/a/api', value: {} },
+    { consumer: 'b', module: 'web', local: 'main', vault: 'pair/postgres/database/b/web/main', value: { name: 'w' } },
+    { consumer: 'b', module: 'web', local: 'audit', vault: 'pair/postgres/database/b/web/audit', value: {} },
+  ]);
 });
 
 test.run();

@@ -40,6 +40,7 @@ function refusal(p: Placeholder, secretNames: Set<string>, item: boolean): strin
   if (tooLong) return `${shown}: ${tooLong}`;
   if (!KNOWN_KINDS.includes(p.kind)) return `${shown}: unknown kind "${p.kind}" (write ${'$' + shown} to keep it as text)`;
   if (p.kind === 'secret' && item) return `${shown}: an item names a secret, but an item is kept in a bucket and no secret is`;
+  if (p.kind === 'consumers' && item) return `${shown}: an item names consumers' credentials, but an item is kept in a bucket and no credential is`;
   if (p.kind === 'secret' && !secretNames.has(p.name)) return `${shown}: secret "${p.name}" is not named by the plan`;
   return undefined;
 }

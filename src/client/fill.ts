@@ -65,7 +65,9 @@ export function fillModule(plan: Plan, templates: TemplateSet, lookup: LookupFn)
     }
     if (waits) continue;
     const content = renderTemplate(target.template, (i) => values[i]!);
-    if (target.file) files.push(fillFile(target.label, content, target.file));
+    // A file holding consumers' credentials is only ever handed 0600 (DESIGN §7 point 8).
+    const holdsCredentials = target.template.placeholders.some((p) => p.kind === 'consumers');
+    if (target.file) files.push(fillFile(target.label, content, holdsCredentials ? { ...target.file, fileMode: '0600' } : target.file));
     else items.push({ collection: target.collection!, content: content as string });
   }
 

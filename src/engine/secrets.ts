@@ -7,8 +7,11 @@ import type { Parsed } from '../shared/result.ts';
 /** Reads a secret by its vault name; a missing one is a reason, never an exception. */
 export type SecretSource = (vaultName: string) => Promise<Parsed<string>>;
 
-/** A source reading `<dir>/<vault name>` with one trailing newline trimmed; without a dir every secret is missing. */
-export function directorySecrets(dir: string | undefined): SecretSource {
+/**
+ * A source reading `<dir>/<vault name>` with one trailing newline trimmed; without a dir every
+ * secret is missing. `onRead` is told each file read, so the engine can watch it for a rotation.
+ */
+export function directorySecrets(dir: string | undefined, onRead: (file: string) => void = () => {}): SecretSource {
   return async (vaultName) => {
     if (dir === undefined) return { ok: false, reason: `secret "${vaultName}" asked but the engine has no --secrets directory` };
     const file = resolve(dir, vaultName);
@@ -16,6 +19,7 @@ export function directorySecrets(dir: string | undefined): SecretSource {
     if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) {
       return { ok: false, reason: `vault name "${vaultName}" leaves the secrets directory` };
     }
+    onRead(file);
     try {
       const value = await readFile(file, 'utf8');
       return { ok: true, value: value.replace(/\r?\n$/, '') };

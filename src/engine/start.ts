@@ -1,5 +1,5 @@
 // The reference engine wired together: the socket served, requests applied one at a time, knocks given.
-import { watch } from 'node:fs';
+import { unwatchFile, watch, watchFile, type Stats } from 'node:fs';
 import { lstat, realpath, unlink } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { resolve } from 'node:path';
@@ -14,6 +14,8 @@ import { claimSocketPath, serveLines, touchSocket } from './socket.ts';
 
 /** A burst of secret writes gives one knock. */
 const SECRETS_SETTLE_MS = 50;
+/** How often a secret the engine has read is stat'ed for a rotation. */
+const SECRETS_POLL_MS = 100;
 
 /** What startEngine needs: the options, a logger, and for tests how often --declare is polled. */
 export type StartOptions = EngineOptions & {
@@ -35,7 +37,9 @@ export async function startEngine(opts: StartOptions): Promise<RunningEngine> {
   const realRoot = await realpath(opts.root).catch((err: NodeJS.ErrnoException) => {
     throw new Error(`--root ${opts.root} is unusable: ${err.code ?? err.message}`, { cause: err });
   });
-  const answer = createAnswerer(opts, realRoot);
+  let secretChanged = (_file: string) => {};
+  const readSecrets = watchReadSecrets((file) => secretChanged(file));
+  const answer = createAnswerer(opts, realRoot, (file) => readSecrets.onRead(file));
 
   await claimSocketPath(socketPath);
   const server = createServer();
@@ -49,12 +53,14 @@ export async function startEngine(opts: StartOptions): Promise<RunningEngine> {
     () => log.info(`${why}: knocked on ${socketPath}`),
     (err: Error) => log.error(`knock on ${socketPath} failed: ${err.message}`),
   );
+  secretChanged = (file) => void knock(`secret ${file} changed`);
   const stopDeclaration = opts.declareFile ? watchDeclaration(opts.declareFile, () => knock(`declaration ${opts.declareFile} changed`), opts.declarePollMs) : () => {};
   // A secret that arrives may let a refused write through: say so the way a new declaration does.
   const stopSecrets = opts.secretsDir ? watchSecrets(opts.secretsDir, () => knock(`secrets in ${opts.secretsDir} changed`), log) : () => {};
   const stopWatching = () => {
     stopDeclaration();
     stopSecrets();
+    readSecrets.stop();
   };
 
   return {
@@ -71,10 +77,10 @@ export async function startEngine(opts: StartOptions): Promise<RunningEngine> {
 }
 
 /** Answers request lines one at a time across every connection, so two requests never race on one file. */
-function createAnswerer(opts: StartOptions, realRoot: string): ((line: string) => Promise<string>) & { idle(): Promise<void> } {
+function createAnswerer(opts: StartOptions, realRoot: string, onSecretRead: (file: string) => void): ((line: string) => Promise<string>) & { idle(): Promise<void> } {
   const { log } = opts;
   const root = resolve(opts.root);
-  const secrets = directorySecrets(opts.secretsDir);
+  const secrets = directorySecrets(opts.secretsDir, onSecretRead);
   const journal = createJournal(opts.journalFile, log);
   let queue: Promise<unknown> = Promise.resolve();
   const answer = (line: string): Promise<string> => {
@@ -90,6 +96,29 @@ function createAnswerer(opts: StartOptions, realRoot: string): ((line: string) =
     });
   };
   return Object.assign(answer, { idle: () => queue.then(() => {}) });
+}
+
+/**
+ * Polls every secret file the engine has read (a rotation replaces it: a new inode or mtime) and
+ * knocks when one changes. fs.watch of the directory catches a secret that arrives, but its
+ * recursive mode loses nested files replaced by rename; a stat per read file does not.
+ */
+function watchReadSecrets(onChange: (file: string) => void, pollMs = SECRETS_POLL_MS): { onRead(file: string): void; stop(): void } {
+  const watched = new Map<string, (curr: Stats, prev: Stats) => void>();
+  return {
+    onRead(file) {
+      if (watched.has(file)) return;
+      const onStat = (curr: Stats, prev: Stats) => {
+        if (curr.ino !== prev.ino || curr.mtimeMs !== prev.mtimeMs || curr.size !== prev.size) onChange(file);
+      };
+      watched.set(file, onStat);
+      watchFile(file, { interval: pollMs, persistent: false }, onStat);
+    },
+    stop() {
+      for (const [file, onStat] of watched) unwatchFile(file, onStat);
+      watched.clear();
+    },
+  };
 }
 
 /** Calls `onChange` (once per burst) when anything under the secrets directory changes. */

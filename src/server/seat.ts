@@ -38,6 +38,8 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
   }, REGISTRY_INTERVAL_MS);
 
   const verb = serveProvisioning(nc, log);
+  // The subscription reaches the server before the seat says it is ready: a request right after is answered.
+  await nc.flush();
   const plans = kvs.get(PLANS)!;
   const composer = new Composer(
     {

@@ -3,11 +3,12 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../../shared/log.ts';
 import { KNOWN_KINDS } from '../../shared/registry.ts';
 import type { Plan } from '../../shared/schemas.ts';
+import { boundSource } from './bound.ts';
 import { collectedSource, type NodeItems } from './collected.ts';
 import { configSource } from './config.ts';
+import { consumersSource } from './consumers.ts';
 import { placementSource } from './placement.ts';
 import type { Lookup, OnChange, Source, Wanted } from './source.ts';
-import { unbuiltSource } from './unbuilt.ts';
 
 export type { Lookup, OnChange, Source, Wanted } from './source.ts';
 
@@ -55,6 +56,9 @@ export class Sources {
     const source = this.sourceOf(wanted.kind);
     if (source) return source.lookup(plan, wanted);
     if (wanted.kind === 'secret') return { state: 'failed', reason: 'a secret is filled by the engine, never by the client' };
+    const name = Object.hasOwn(SOURCE_OF_KIND, wanted.kind) ? SOURCE_OF_KIND[wanted.kind] : undefined;
+    // A kind the table names but whose source is not running fails clearly rather than waiting for ever.
+    if (name !== undefined) return { state: 'failed', reason: `this client has no ${name} source to fill ${wanted.kind} values` };
     return { state: 'failed', reason: `unknown kind "${wanted.kind}"` };
   }
 
@@ -81,8 +85,8 @@ export function startSources(nc: NatsConnection, node: string, log: Logger, onCh
     placementSource(),
     configSource(nc, node, log, onChange),
     collected,
-    unbuiltSource('consumers'),
-    unbuiltSource('bound'),
+    consumersSource(nc, node, log, onChange),
+    boundSource(nc, node, log, onChange),
   ]);
   return { sources, items: collected.items };
 }

@@ -1,0 +1,78 @@
+// The PostgreSQL provider, runnable: flags, wiring and signals. The adapter is in adapter.ts; the
+// consumers file, the bound entries and the re-checks are the provider helper's (src/sdk/provider.ts).
+import { readFileSync } from 'node:fs';
+import { BUS_FLAGS, busOptionsFrom } from '../../src/shared/bus-flags.ts';
+import { connectBus } from '../../src/shared/bus.ts';
+import { runMain, untilSignalled } from '../../src/shared/entry.ts';
+import { describeFlags, parseFlags, type FlagSpec } from '../../src/shared/flags.ts';
+import { createLogger, underSystemd } from '../../src/shared/log.ts';
+import { runProvider } from '../../src/sdk/provider.ts';
+import { postgresAdapter, type PostgresAdapterOptions } from './adapter.ts';
+
+/** The provider name used when none is given (its bound bucket is `<provider>_bound`). */
+export const DEFAULT_PROVIDER = 'postgres';
+/** The provision served when none is given. */
+export const DEFAULT_PROVISION = 'database';
+
+/** The provider's flags; the administrator's password comes from a file or PGPASSWORD, never argv. */
+const FLAGS: readonly FlagSpec[] = [
+  { name: 'consumers', env: 'MESH_CONSUMERS_FILE', type: 'string', arg: 'FILE', help: 'the filled ${consumers:<provision>} file (required)' },
+  { name: 'provider', env: 'MESH_PROVIDER', type: 'string', arg: 'NAME', help: `provider name (default ${DEFAULT_PROVIDER})` },
+  { name: 'provision', env: 'MESH_PROVISION', type: 'string', arg: 'NAME', help: `provision served (default ${DEFAULT_PROVISION})` },
+  { name: 'recheck-ms', env: 'MESH_RECHECK_MS', type: 'int', arg: 'MS', help: 'how often what was served is checked (helper default)' },
+  { name: 'pg-host', env: 'PGHOST', type: 'string', arg: 'HOST', help: 'PostgreSQL host (default 127.0.0.1)' },
+  { name: 'pg-port', env: 'PGPORT', type: 'int', arg: 'PORT', help: 'PostgreSQL port (default 5432)' },
+  { name: 'pg-user', env: 'PGUSER', type: 'string', arg: 'NAME', help: 'administrator role (default postgres)' },
+  { name: 'pg-password-file', env: 'PGPASSWORD_FILE', type: 'string', arg: 'FILE', help: 'file holding its password (else env PGPASSWORD)' },
+  { name: 'pg-database', env: 'PGDATABASE', type: 'string', arg: 'NAME', help: 'database the administrator connects to (default postgres)' },
+  { name: 'connect-host', env: 'MESH_PG_CONNECT_HOST', type: 'string', arg: 'HOST', help: 'host served to consumers (default --pg-host)' },
+  { name: 'debug', env: 'MESH_DEBUG', type: 'bool', help: 'log debug lines' },
+  ...BUS_FLAGS,
+];
+
+async function main(): Promise<number> {
+  const parsed = parseFlags(process.argv.slice(2), process.env, FLAGS);
+  if (!parsed.ok) return fail(parsed.reason);
+  const { values: f, help } = parsed.value;
+  if (help) return void process.stdout.write(`postgres-provider [flags]\n${describeFlags(FLAGS)}\n`), 0;
+  const consumersFile = f['consumers'] as string | undefined;
+  if (!consumersFile) return fail('--consumers is required');
+  const bus = busOptionsFrom(f, 'postgres-provider');
+  if (!bus.ok) return fail(bus.reason);
+  const passwordFile = f['pg-password-file'] as string | undefined;
+  const password = passwordFile ? readFileSync(passwordFile, 'utf8').trimEnd() : process.env['PGPASSWORD'];
+  if (password === undefined) return fail('no administrator password: give --pg-password-file or PGPASSWORD');
+  const connectHost = f['connect-host'] as string | undefined;
+  const pgOptions: PostgresAdapterOptions = {
+    host: (f['pg-host'] as string | undefined) ?? '127.0.0.1',
+    port: (f['pg-port'] as number | undefined) ?? 5432,
+    user: (f['pg-user'] as string | undefined) ?? 'postgres',
+    password,
+    database: (f['pg-database'] as string | undefined) ?? 'postgres',
+    ...(connectHost ? { connectHost } : {}),
+  };
+  const recheckMs = f['recheck-ms'] as number | undefined;
+
+  const log = createLogger({ prefix: underSystemd(), least: f['debug'] ? 'debug' : 'info' });
+  const signalled = untilSignalled();
+  const nc = await Promise.race([connectBus(bus.value), signalled.then(() => undefined)]);
+  if (!nc) return 0;
+  const adapter = postgresAdapter(pgOptions);
+  const provider = (f['provider'] as string | undefined) ?? DEFAULT_PROVIDER;
+  const provision = (f['provision'] as string | undefined) ?? DEFAULT_PROVISION;
+  log.info(`postgres-provider: ${provider}/${provision} on ${pgOptions.host}:${pgOptions.port}, consumers from ${consumersFile}`);
+  const running = runProvider({ nc, provider, provision, consumersFile, adapter, log, ...(recheckMs !== undefined ? { recheckMs } : {}) });
+  await signalled;
+  log.info('draining');
+  await running.stop();
+  await adapter.close();
+  await nc.drain();
+  return 0;
+}
+
+function fail(reason: string): number {
+  process.stderr.write(`postgres-provider: ${reason}\n`);
+  return 2;
+}
+
+runMain('postgres-provider', main);

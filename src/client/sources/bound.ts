@@ -1,0 +1,100 @@
+// Bound values (`${bound:<provision>[.<local>]:<key>}`, DESIGN §7 point 9): what a provider served
+// this node's consumers, from `<provider>_bound`, one filtered watch of `<node>.>` per provider a
+// plan of this node names, started and stopped as plans come and go.
+import type { NatsConnection } from '@nats-io/transport-node';
+import { watchBucket, type Watch } from '../../shared/bus.ts';
+import { boundBucket, boundKey, parseBoundKey } from '../../shared/keys.ts';
+import type { Logger } from '../../shared/log.ts';
+import { BoundEntrySchema, decodeJson, type BoundEntry, type Plan } from '../../shared/schemas.ts';
+import type { Lookup, OnChange, Source, Wanted } from './source.ts';
+
+type Provision = Plan['provisions'][number];
+
+/** The provision a `${bound:…}` name refers to, and the key of its entry asked for. */
+export type BoundRef = { provision: Provision; field: string };
+
+/** The name of a binding as placeholders spell it: `<provision>` or `<provision>.<local>`. */
+export function bindingName(p: Pick<Provision, 'provision' | 'local'>): string {
+  return p.local === undefined ? p.provision : `${p.provision}.${p.local}`;
+}
+
+/** The dependency key of a module's binding. */
+export function boundDependency(module: string, binding: string): string {
+  return `bound:${module}:${binding}`;
+}
+
+/**
+ * Finds the plan's provision a `${bound:<binding>:<field>}` name refers to: the binding is
+ * matched against the plan's own provisions, so a provision or local name holding `.` or `:`
+ * is still read right.
+ */
+export function resolveBound(plan: Plan, name: string): BoundRef | { reason: string } {
+  for (const provision of plan.provisions) {
+    const binding = bindingName(provision);
+    if (name.startsWith(binding + ':') && name.length > binding.length + 1) return { provision, field: name.slice(binding.length + 1) };
+  }
+  return { reason: `the plan has no provision matching "${name}" (wanted <provision>[.<local>]:<key>)` };
+}
+
+/** What a bound entry gives for a field: `as`, `user`, or a key of `values` (JSON text when not a string or number). */
+export function boundField(entry: BoundEntry, field: string, where: string): Lookup {
+  if ('refused' in entry) return { state: 'failed', reason: `${where}: the provider refused: ${entry.refused}` };
+  if (field === 'as') return { state: 'value', text: entry.as };
+  if (field === 'user') return { state: 'value', text: entry.user };
+  const values = entry.values ?? {};
+  if (!Object.hasOwn(values, field)) return { state: 'failed', reason: `${where}: the provider served no value "${field}"` };
+  const value = values[field];
+  return { state: 'value', text: typeof value === 'string' ? value : typeof value === 'number' ? String(value) : JSON.stringify(value) };
+}
+
+/** Starts the bound source of `node`: watches are opened by `plansChanged`. */
+export function boundSource(nc: NatsConnection, node: string, log: Logger, onChange: OnChange): Source {
+  const watches = new Map<string, Watch>();
+  const entries = new Map<string, Map<string, BoundEntry | { invalid: string }>>();
+  const watchProvider = (bucket: string) => {
+    const held = new Map<string, BoundEntry | { invalid: string }>();
+    entries.set(bucket, held);
+    return watchBucket(nc, bucket, `${node}.>`, (e) => {
+      const key = parseBoundKey(e.key);
+      if (!key.ok || key.value.node !== node) return log.warn(`${bucket} ${e.key}: key out of shape: ${key.ok ? `names node ${key.value.node}` : key.reason}`);
+      if (e.value === null) held.delete(e.key);
+      else {
+        const decoded = decodeJson(BoundEntrySchema, e.value);
+        held.set(e.key, decoded.ok ? decoded.value : { invalid: decoded.reason });
+      }
+      onChange([boundDependency(key.value.module, bindingName(key.value))]);
+    }, log);
+  };
+  return {
+    name: 'bound',
+    dependency: (plan: Plan, wanted: Wanted) => {
+      const ref = resolveBound(plan, wanted.name);
+      return boundDependency(plan.module, 'provision' in ref ? bindingName(ref.provision) : wanted.name);
+    },
+    lookup(plan, wanted) {
+      const ref = resolveBound(plan, wanted.name);
+      if (!('provision' in ref)) return { state: 'failed', reason: ref.reason };
+      const { provision, field } = ref;
+      const bucket = boundBucket(provision.provider);
+      const key = boundKey(node, plan.module, provision.provision, provision.local);
+      const entry = entries.get(bucket)?.get(key);
+      if (entry === undefined) return { state: 'waiting' };
+      if ('invalid' in entry) return { state: 'failed', reason: `${bucket} ${key}: ${entry.invalid}` };
+      return boundField(entry, field, `${bucket} ${key}`);
+    },
+    plansChanged(plans) {
+      const wanted = new Set([...plans.values()].flatMap((p) => p.provisions.map((x) => boundBucket(x.provider))));
+      for (const bucket of wanted) if (!watches.has(bucket)) watches.set(bucket, watchProvider(bucket));
+      for (const [bucket, watch] of watches) {
+        if (wanted.has(bucket)) continue;
+        watch.stop();
+        watches.delete(bucket);
+        entries.delete(bucket);
+      }
+    },
+    stop() {
+      for (const watch of watches.values()) watch.stop();
+      watches.clear();
+    },
+  };
+}

@@ -1,0 +1,87 @@
+// Credentials asked of the vault (`mesh-vault.credential`, DESIGN §3, §7 point 8) in the client's
+// own name, kept in memory only: never logged, reported or stored. One the vault will not hand is
+// left out (said once, by name); one it could not be asked for is asked again with a capped backoff.
+import type { NatsConnection } from '@nats-io/transport-node';
+import * as v from 'valibot';
+import { jsonBytes } from '../../shared/bus.ts';
+import type { Logger } from '../../shared/log.ts';
+import { decodeJson } from '../../shared/schemas.ts';
+import { VAULT_CREDENTIAL } from '../../shared/subjects.ts';
+
+/** What the client holds of one credential. */
+export type Credential = { state: 'pending' } | { state: 'value'; value: string } | { state: 'refused'; reason: string };
+
+/** How long the vault has to answer one ask. */
+export const VAULT_TIMEOUT_MS = 5000;
+/** The first and the longest wait before asking again after the vault could not be reached. */
+export const VAULT_RETRY_MS = { first: 1000, max: 30_000 } as const;
+
+const ReplySchema = v.union([v.object({ value: v.string() }), v.object({ error: v.string() })]);
+
+/** The credentials the client asked for, by vault name; `onSettled` is told when one comes or changes. */
+export class VaultCredentials {
+  readonly #known = new Map<string, Credential>();
+  readonly #retries = new Map<string, { timer: NodeJS.Timeout; waitMs: number }>();
+  #stopped = false;
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly log: Logger,
+    private readonly onSettled: (vault: string) => void,
+  ) {}
+
+  /** The credential as held now; an unknown one is asked for (pending until the vault answers). */
+  get(vault: string): Credential {
+    const known = this.#known.get(vault);
+    if (known) return known;
+    this.#known.set(vault, { state: 'pending' });
+    void this.#ask(vault, VAULT_RETRY_MS.first);
+    return { state: 'pending' };
+  }
+
+  /** The vault says a credential changed: ask again (the old one is kept until the new one comes). */
+  changed(vault: string): void {
+    if (!this.#known.has(vault)) return;
+    this.log.info(`vault: ${vault} changed; asking again`);
+    void this.#ask(vault, VAULT_RETRY_MS.first);
+  }
+
+  /** Stops every retry. */
+  stop(): void {
+    this.#stopped = true;
+    for (const { timer } of this.#retries.values()) clearTimeout(timer);
+    this.#retries.clear();
+  }
+
+  async #ask(vault: string, waitMs: number): Promise<void> {
+    const retry = this.#retries.get(vault);
+    if (retry) clearTimeout(retry.timer);
+    this.#retries.delete(vault);
+    let answer: Credential;
+    try {
+      const msg = await this.nc.request(VAULT_CREDENTIAL, jsonBytes({ name: vault }), { timeout: VAULT_TIMEOUT_MS });
+      const reply = decodeJson(ReplySchema, msg.data, { maxBytes: 64 * 1024 });
+      answer = !reply.ok ? { state: 'refused', reason: `reply out of shape: ${reply.reason}` }
+        : 'value' in reply.value ? { state: 'value', value: reply.value.value } : { state: 'refused', reason: reply.value.error };
+    } catch (err) {
+      if (this.#stopped) return;
+      // Not reached (no responders, a timeout): the consumer is left out until the vault answers.
+      const reason = `the vault did not answer (${(err as Error).message})`;
+      this.#settle(vault, { state: 'refused', reason });
+      const timer = setTimeout(() => void this.#ask(vault, Math.min(waitMs * 2, VAULT_RETRY_MS.max)), waitMs).unref();
+      this.#retries.set(vault, { timer, waitMs });
+      return;
+    }
+    if (!this.#stopped) this.#settle(vault, answer);
+  }
+
+  #settle(vault: string, next: Credential): void {
+    const before = this.#known.get(vault);
+    this.#known.set(vault, next);
+    if (next.state === 'refused' && (before?.state !== 'refused' || before.reason !== next.reason)) {
+      this.log.warn(`vault: ${vault} left out: ${next.reason}`);
+    }
+    const same = before?.state === next.state && (next.state !== 'value' || (before as { value: string }).value === next.value);
+    if (!same) this.onSettled(vault);
+  }
+}

@@ -1,0 +1,131 @@
+// The consumers file (`${consumers:<provision>}`, DESIGN §7 point 8): read and validated, turned
+// into what the provider must serve, and watched through its directory, because the engine
+// replaces the file by a rename. The file holds credentials: no reason said here quotes its text.
+import { createHash } from 'node:crypto';
+import { watch } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { basename, dirname } from 'node:path';
+import * as v from 'valibot';
+import { boundKey, NAME_PATTERN } from '../shared/keys.ts';
+import { parseBoundedJson } from '../shared/limits.ts';
+import { tokenProblem } from '../shared/schemas.ts';
+import { deriveLogin } from './logins.ts';
+import type { ConsumerEntry, Grant } from './types.ts';
+
+/** Largest consumers file read, in bytes. */
+export const MAX_CONSUMERS_FILE_BYTES = 16 * 1024 * 1024;
+
+const name = v.pipe(v.string(), v.regex(NAME_PATTERN, 'is not a valid name'));
+const local = v.nullable(v.pipe(v.string(), v.check((t) => tokenProblem(t) === undefined, (issue) => tokenProblem(issue.input) ?? 'is refused')));
+
+/** The consumers file: a JSON list of ConsumerEntry. */
+export const ConsumersFileSchema = v.array(v.object({
+  consumer: name,
+  module: name,
+  local,
+  credential: v.pipe(v.string(), v.minLength(1, 'is empty')),
+  value: v.record(v.string(), v.unknown()),
+}));
+
+/** What reading the file gave: no file (no consumers), its entries, or why it is not usable. */
+export type ConsumersRead =
+  | { state: 'absent' }
+  | { state: 'read'; bytes: Buffer; entries: ConsumerEntry[] }
+  | { state: 'malformed'; bytes: Buffer; reason: string };
+
+/** Reads and validates the consumers file; only a missing file is `absent`. */
+export async function readConsumersFile(path: string): Promise<ConsumersRead> {
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(path);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return { state: 'absent' };
+    return { state: 'malformed', bytes: Buffer.alloc(0), reason: `cannot be read (${code ?? 'error'})` };
+  }
+  const parsed = parseBoundedJson(bytes, { maxBytes: MAX_CONSUMERS_FILE_BYTES });
+  // JSON.parse's message quotes the text around the fault, which may be a credential.
+  if (!parsed.ok) return { state: 'malformed', bytes, reason: parsed.reason.startsWith('not JSON') ? 'is not JSON' : parsed.reason };
+  const checked = v.safeParse(ConsumersFileSchema, parsed.value);
+  if (!checked.success) return { state: 'malformed', bytes, reason: checked.issues.slice(0, 3).map(describeIssue).join('; ') };
+  const twice = firstDuplicate(checked.output);
+  if (twice) return { state: 'malformed', bytes, reason: `names the consumer ${twice} twice` };
+  return { state: 'read', bytes, entries: checked.output };
+}
+
+/** Names the field and what it should be; a schema issue's own message would quote the value, a credential perhaps. */
+function describeIssue(issue: v.BaseIssue<unknown>): string {
+  const path = v.getDotPath(issue);
+  const field = path ? `field "${path}"` : 'the file';
+  if (issue.kind !== 'schema') return `${field} ${issue.message}`;
+  return issue.received === 'undefined' ? `${field} is missing` : `${field} is not ${issue.expected}`;
+}
+
+/** The consumer named by two entries, if any: both would be served under one key and one login. */
+function firstDuplicate(entries: ConsumerEntry[]): string | undefined {
+  const seen = new Set<string>();
+  for (const e of entries) {
+    const label = labelOf(e.consumer, e.module, e.local);
+    if (seen.has(label)) return label;
+    seen.add(label);
+  }
+  return undefined;
+}
+
+/** One consumer the provider must serve: its bound key, its grant and the fingerprint of what it asks. */
+export type Want = {
+  /** Its key in `<provider>_bound`. */
+  key: string;
+  /** `<node>/<module>[/<local>]`, for logs. */
+  label: string;
+  /** What the adapter is handed. */
+  grant: Grant;
+  /** A hash of the credential and values: a different one means create must run again. */
+  fingerprint: string;
+};
+
+/** What the entries ask of `provision`, by bound key. */
+export function wantsOf(entries: ConsumerEntry[], provision: string): Map<string, Want> {
+  const wants = new Map<string, Want>();
+  for (const e of entries) {
+    const consumer = { node: e.consumer, module: e.module, local: e.local };
+    const key = boundKey(e.consumer, e.module, provision, e.local ?? undefined);
+    const grant = { as: deriveLogin(consumer), credential: e.credential, values: e.value, consumer };
+    wants.set(key, { key, label: labelOf(e.consumer, e.module, e.local), grant, fingerprint: fingerprintOf(e.credential, e.value) });
+  }
+  return wants;
+}
+
+/** `<node>/<module>[/<local>]`. */
+export function labelOf(node: string, module: string, local: string | null | undefined): string {
+  return local === null || local === undefined ? `${node}/${module}` : `${node}/${module}/${local}`;
+}
+
+/** A sha256 of the credential and the values (keys sorted), kept in memory only. */
+function fingerprintOf(credential: string, values: Record<string, unknown>): string {
+  return createHash('sha256').update(JSON.stringify([credential, sortKeys(values)])).digest('hex');
+}
+
+/** The value with every object's keys in order, so a reordered file is not a change. */
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(Object.keys(value).sort().map((k) => [k, sortKeys((value as Record<string, unknown>)[k])]));
+}
+
+/** A watch of one file; close ends it. */
+export type FileWatch = { close(): void };
+
+/**
+ * Watches `path` through its directory (a rename replaces the file's inode, which a watch of the
+ * file itself would lose). `onChange` may run several times for one write; `onError` hears a
+ * watch that broke (its directory went). Throws when the directory cannot be watched.
+ */
+export function watchFile(path: string, onChange: () => void, onError: (err: Error) => void): FileWatch {
+  const file = basename(path);
+  const watcher = watch(dirname(path), { persistent: false }, (_event, changed) => {
+    if (changed === null || changed.toString() === file) onChange();
+  });
+  watcher.on('error', onError);
+  return { close: () => watcher.close() };
+}

@@ -1,0 +1,126 @@
+// Bindings end to end (DESIGN §7 points 8–9) with a stand-in vault and the provider's side played by
+// the test: a provider module's consumers file across nodes, a consumer's bound values, rotation,
+// refusal, unbinding — and no credential anywhere but in memory and that file.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
+import { Kvm, type KV } from '@nats-io/kv';
+import { jetstream } from '@nats-io/jetstream';
+import { jsonBytes } from '../src/shared/bus.ts';
+import { boundKey } from '../src/shared/keys.ts';
+import type { ConsumerEntry } from '../src/sdk/types.ts';
+import { startMesh, type Mesh } from './helpers/mesh.ts';
+import { startVault, type Vault } from './helpers/vault.ts';
+import { waitFor } from './helpers/wait.ts';
+
+const PAIR = 'pair/postgres/database/a/web';
+
+type Bindings = { m: Mesh; vault: Vault; bound: KV; consumersFile: string; consumerFile: string };
+
+/** Node a runs consumer `web`, node b runs provider `postgres`; the vault holds web's credential. */
+async function withBindings(fn: (b: Bindings) => Promise<void>): Promise<void> {
+  const m = await startMesh({ node: 'a' });
+  const b = m.node('b');
+  const vault = startVault(m.nc, [m.secrets, b.secrets]);
+  try {
+    vault.set(PAIR, 'cred-one');
+    const bound = await new Kvm(jetstream(m.nc)).create('postgres_bound', { history: 1 });
+    await m.publish('postgres', {
+      templates: { 'consumers.json': '${consumers:database}\n' },
+      provisioning: { files: [{ path: '${dir:config}/consumers.json', template: 'consumers.json', change: 'none' }], provides: [{ provision: 'database' }] },
+    });
+    await m.publish('web', {
+      templates: { 'db.conf': 'user=${bound:database:user}\ndb=${bound:database:database}\nport=${bound:database:port}\npassword=${secret:db-password}\n' },
+      provisioning: {
+        files: [{ path: '${dir:config}/db.conf', template: 'db.conf', change: 'restart' }],
+        provisions: [{ provider: 'postgres', provision: 'database', node: 'b', name: 'db-password', values: { name: 'web' } }],
+      },
+    });
+    await m.assign('b', 'postgres', { dir: { config: join(b.root, 'etc', 'postgres') } });
+    await m.assign('a', 'web');
+    await b.startEngine();
+    await b.startClient();
+    await m.startClient();
+    await fn({ m, vault, bound, consumersFile: join(b.root, 'etc', 'postgres', 'consumers.json'), consumerFile: join(m.root, 'etc', 'web', 'db.conf') });
+  } finally {
+    vault.stop();
+    await m.close();
+  }
+}
+
+const entries = (m: Mesh, path: string): ConsumerEntry[] | undefined => {
+  const text = m.file(path);
+  return text === undefined ? undefined : (JSON.parse(text) as ConsumerEntry[]);
+};
+
+test('the provider’s consumers file lists the consumer bound to it across nodes, with its credential, mode 0600; the consumer waits on its bound values, then fills', () =>
+  withBindings(async ({ m, bound, consumersFile, consumerFile }) => {
+    await waitFor('the consumers file', () => entries(m, consumersFile)?.length === 1);
+    assert.equal(entries(m, consumersFile), [{ consumer: 'a', module: 'web', local: null, credential: 'cred-one', value: { name: 'web' } }]);
+    assert.is(statSync(consumersFile).mode & 0o777, 0o600);
+    const waiting = await m.waitReport('a', 'web', (r) => r.state === 'waiting');
+    assert.equal(waiting.waiting.map((w) => `${w.kind}:${w.name}`).sort(), ['bound:database:database', 'bound:database:port', 'bound:database:user']);
+
+    const started = Date.now();
+    await bound.put(boundKey('a', 'web', 'database'), jsonBytes({ as: 'web_a', user: 'web_a', values: { database: 'web', port: 5432 } }));
+    await waitFor('the consumer’s file', () => m.file(consumerFile) === 'user=web_a\ndb=web\nport=5432\npassword=cred-one\n');
+    console.log(`bindings: bound entry written → consumer's bound values filled in ${Date.now() - started} ms`);
+    await m.waitReport('a', 'web', (r) => r.state === 'applied');
+  }));
+
+test('a rotation fans out: the consumers file is filled again with the new credential; a refusal fails the consumer with the provider’s reason', () =>
+  withBindings(async ({ m, vault, bound, consumersFile }) => {
+    await waitFor('the consumers file', () => entries(m, consumersFile)?.[0]?.credential === 'cred-one');
+    await vault.rotate(PAIR, 'cred-two');
+    await waitFor('the rotated credential', () => entries(m, consumersFile)?.[0]?.credential === 'cred-two');
+    await bound.put(boundKey('a', 'web', 'database'), jsonBytes({ refused: 'database "web" is owned by another role' }));
+    const failed = await m.waitReport('a', 'web', (r) => r.state === 'failed');
+    assert.match(failed.reason!, /postgres_bound a\.web\.database: the provider refused: database "web" is owned by another role/);
+  }));
+
+test('unbinding: the consumer unassigned leaves the consumers file empty; a consumer the vault will not serve is left out while the others are served', () =>
+  withBindings(async ({ m, vault, consumersFile }) => {
+    await waitFor('the consumers file', () => entries(m, consumersFile)?.length === 1);
+    vault.refuse('pair/postgres/database/a/api', 'sealed elsewhere');
+    vault.set('pair/postgres/database/a/cli', 'cred-cli');
+    for (const module of ['api', 'cli']) {
+      await m.publish(module, {
+        templates: { t: 'x' },
+        provisioning: { files: [{ path: '${dir:config}/t', template: 't' }], provisions: [{ provider: 'postgres', provision: 'database', node: 'b' }] },
+      });
+      await m.assign('a', module);
+    }
+    await waitFor('cli served, api left out', () => entries(m, consumersFile)?.map((e) => e.module).join() === 'cli,web');
+    assert.ok(m.node('b').log.lines.some((l) => l.includes('pair/postgres/database/a/api left out: sealed elsewhere')));
+    await m.unassign('a', 'web');
+    await m.unassign('a', 'cli');
+    await waitFor('no consumer', () => entries(m, consumersFile)?.length === 0);
+  }));
+
+test('${consumers:…} in a module whose plan does not provide it fails; no credential is in any bucket, report, need or log line', () =>
+  withBindings(async ({ m, vault, consumersFile }) => {
+    await m.publish('thief', {
+      templates: { t: '${consumers:database}' },
+      provisioning: { files: [{ path: '${dir:config}/t', template: 't' }] },
+    });
+    await m.assign('a', 'thief');
+    const r = await m.waitReport('a', 'thief', (x) => x.state === 'failed');
+    assert.match(r.reason!, /\$\{consumers:database\}: the plan does not provide "database"/);
+    await waitFor('the consumers file', () => entries(m, consumersFile)?.length === 1);
+    await vault.rotate(PAIR, 'cred-rotated');
+    await waitFor('the rotation', () => entries(m, consumersFile)?.[0]?.credential === 'cred-rotated');
+    const kvm = new Kvm(jetstream(m.nc));
+    const seen: string[] = [];
+    for (const bucket of ['mesh-provisioner_plans', 'mesh-provisioner_needs', 'mesh-provisioner_applied', 'mesh-provisioner_collect', 'postgres_bound', 'mesh-config_resolved']) {
+      const kv = await kvm.open(bucket);
+      for await (const key of await kv.keys()) seen.push(new TextDecoder().decode((await kv.get(key))?.value ?? new Uint8Array()));
+    }
+    const logs = [...m.log.lines, ...m.node('b').log.lines, ...m.engineLog.lines, ...m.node('b').engineLog.lines];
+    for (const credential of ['cred-one', 'cred-rotated']) {
+      for (const text of [...seen, ...logs]) assert.not.ok(text.includes(credential), `${credential} found in: ${text.slice(0, 200)}`);
+    }
+    assert.ok(seen.length > 0 && logs.length > 0, 'something was scanned');
+  }));
+
+test.run();

@@ -1,0 +1,449 @@
+// The provider helper (src/sdk/): logins derived from who the consumer is, the consumers file read
+// without quoting it, and runProvider against a real nats-server, a fake adapter recording every
+// call, and a consumers file replaced by rename as the engine does.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { jetstreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { connectBus, openKv, readAll } from '../src/shared/bus.ts';
+import { boundKey } from '../src/shared/keys.ts';
+import { memoryLogger } from '../src/shared/log.ts';
+import { readConsumersFile } from '../src/sdk/consumers-file.ts';
+import { deriveLogin, MAX_LOGIN_BYTES } from '../src/sdk/logins.ts';
+import { Refused, runProvider, type Adapter, type ConsumerEntry, type Grant, type ProviderHandle } from '../src/sdk/index.ts';
+import { startNats, type NatsServer } from './helpers/nats.ts';
+import { SEED, seeded } from './helpers/random.ts';
+import { waitFor } from './helpers/wait.ts';
+
+const LOGIN = /^[a-z][a-z0-9_]*$/;
+
+test('a login is <module>_<node>[_<local>] when that form is exact', () => {
+  assert.is(deriveLogin({ node: 'n1', module: 'web', local: null }), 'web_n1');
+  assert.is(deriveLogin({ node: 'n1', module: 'web', local: 'main' }), 'web_n1_main');
+});
+
+test('a lossy, long, reserved or digit-first form gets a hash of the exact identity and stays an identifier', () => {
+  const cases = [
+    { node: 'n-1', module: 'web', local: null },
+    { node: 'n', module: 'web', local: 'Main' },
+    { node: 'n1', module: '9web', local: null },
+    { node: 'user', module: 'current', local: null },
+    { node: 'x', module: 'pg', local: null },
+    { node: 'n'.repeat(63), module: 'm'.repeat(63), local: 'l:ä.日本' },
+  ];
+  for (const id of cases) {
+    const login = deriveLogin(id);
+    assert.ok(LOGIN.test(login) && login.length <= MAX_LOGIN_BYTES, `${JSON.stringify(id)} → ${login}`);
+    assert.match(login, /__[0-9a-f]{12}$/, JSON.stringify(id));
+    assert.not.ok(login.startsWith('pg_') || login === 'current_user', login);
+  }
+  // `-` and `_` both map to `_`, and a local could pose as a node: the readable forms meet, the logins do not.
+  assert.is.not(deriveLogin({ node: 'b-c', module: 'a', local: null }), deriveLogin({ node: 'b', module: 'a', local: 'c' }));
+});
+
+test('logins are identifiers, at most 63 bytes, and distinct for distinct identities (seeded)', () => {
+  const r = seeded(SEED);
+  const names = ['a', 'b', 'a-b', 'ab', '1', 'a1', 'pg', 'current', 'user', 'x'.repeat(40), 'n'.repeat(63)];
+  const locals = [null, 'a', 'b', 'A', 'a-b', 'a_b', 'a.b', 'a:b', 'é', '', 'l'.repeat(200)];
+  const seen = new Map<string, string>();
+  for (let i = 0; i < 20_000; i++) {
+    const id = { node: r.pick(names), module: r.pick(names), local: r.pick(locals) };
+    const identity = JSON.stringify(id);
+    const login = deriveLogin(id);
+    assert.ok(LOGIN.test(login) && Buffer.byteLength(login) <= MAX_LOGIN_BYTES, `seed ${SEED}: ${identity} → ${login}`);
+    assert.is(deriveLogin({ ...id }), login, 'the same identity gives the same login');
+    const other = seen.get(login);
+    assert.ok(other === undefined || other === identity, `seed ${SEED}: ${identity} and ${other} both → ${login}`);
+    seen.set(login, identity);
+  }
+});
+
+test('the consumers file: absent, good, and malformed with a reason that never quotes its text', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'consumers-'));
+  const path = join(dir, 'consumers.json');
+  try {
+    assert.equal(await readConsumersFile(path), { state: 'absent' });
+    const secret = 'Hunter2.very.secret';
+    const good = [{ consumer: 'n1', module: 'web', local: null, credential: secret, value: { name: 'web' } }];
+    writeFileSync(path, JSON.stringify(good));
+    const read = await readConsumersFile(path);
+    assert.is(read.state, 'read');
+    assert.equal(read.state === 'read' && read.entries, good);
+    const bad = [
+      `[{"consumer":"n1","credential":"${secret}" oops}]`,
+      JSON.stringify([{ ...good[0], credential: 12345678 }]),
+      JSON.stringify([secret]),
+      JSON.stringify([{ ...good[0], consumer: secret }]),
+      JSON.stringify([good[0], good[0]]),
+      JSON.stringify({ consumers: good }),
+    ];
+    for (const text of bad) {
+      writeFileSync(path, text);
+      const result = await readConsumersFile(path);
+      assert.is(result.state, 'malformed', text);
+      const reason = result.state === 'malformed' ? result.reason : '';
+      assert.not.ok(reason.includes(secret) || reason.includes('12345678'), `the reason quotes the file: ${reason}`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+let server: NatsServer;
+let nc: NatsConnection;
+let suite = 0;
+
+test.before(async () => {
+  server = await startNats();
+  nc = await connectBus({ servers: [server.url], name: 'provider-test' });
+});
+
+test.after(async () => {
+  await nc?.close();
+  await server?.cleanup();
+});
+
+type Call = { op: 'create' | 'remove' | 'check'; as: string; credential?: string; values?: Record<string, unknown>; at: number };
+
+/** An adapter in memory: every call recorded; refusals, transient failures and drift set by the test. */
+function fakeAdapter(withCheck = true) {
+  const calls: Call[] = [];
+  const refuse = new Map<string, string>();
+  const failures = new Map<string, number>();
+  const drifted = new Set<string>();
+  const adapter: Adapter = {
+    async create(g: Grant) {
+      calls.push({ op: 'create', as: g.as, credential: g.credential, values: g.values, at: Date.now() });
+      const reason = refuse.get(g.as);
+      if (reason !== undefined) throw new Refused(reason);
+      const left = failures.get(g.as) ?? 0;
+      if (left > 0) {
+        failures.set(g.as, left - 1);
+        // A careless driver quoting the connection string: the helper must not pass it on.
+        throw new Error(`connection reset while setting password '${g.credential}'`);
+      }
+      drifted.delete(g.as);
+      return { user: g.as, values: { host: 'db1', port: 5432, database: String(g.values['name']) } };
+    },
+    async remove(as: string) {
+      calls.push({ op: 'remove', as, at: Date.now() });
+    },
+    ...(withCheck ? {
+      async check(g: Grant) {
+        calls.push({ op: 'check', as: g.as, at: Date.now() });
+        return !drifted.has(g.as);
+      },
+    } : {}),
+  };
+  const count = (op: Call['op'], as: string) => calls.filter((c) => c.op === op && c.as === as).length;
+  return { adapter, calls, refuse, failures, drifted, count };
+}
+
+/** One test's world: a provider name of its own, a temp dir with the consumers file, a log, the credentials it used. */
+async function world(provision = 'database') {
+  suite += 1;
+  const provider = `prov${suite}`;
+  const dir = mkdtempSync(join(tmpdir(), 'provider-'));
+  const file = join(dir, 'consumers.json');
+  const log = memoryLogger();
+  const credentials = new Set<string>();
+  const handles: ProviderHandle[] = [];
+  const bucket = `${provider}_bound`;
+  /** Replaces the file by rename, as the engine does. */
+  const write = (entries: ConsumerEntry[] | string) => {
+    if (typeof entries !== 'string') for (const e of entries) credentials.add(e.credential);
+    const tmp = join(dir, '.consumers.json.tmp');
+    writeFileSync(tmp, typeof entries === 'string' ? entries : JSON.stringify(entries), { mode: 0o600 });
+    renameSync(tmp, file);
+  };
+  const start = (adapter: Adapter, extra: { recheckMs?: number; retry?: { firstMs: number; maxMs: number } } = {}) => {
+    const handle = runProvider({ nc, provider, provision, consumersFile: file, adapter, log, ...extra });
+    handles.push(handle);
+    return handle;
+  };
+  let created = false;
+  /** The bound entry at a key: its JSON, or null when missing, deleted, or the bucket is not there yet. */
+  const bound = async (key: string): Promise<unknown> => {
+    // A get from a bucket not created yet waits for its timeout rather than failing at once.
+    created ||= await jetstreamManager(nc).then((jsm) => jsm.streams.info(`KV_${bucket}`)).then(() => true, () => false);
+    if (!created) return null;
+    const entry = await (await openKv(nc, bucket)).get(key);
+    return entry && entry.operation === 'PUT' ? entry.json() : null;
+  };
+  /** Every credential written, looked for in every log line and every value of the bucket. */
+  const assertNoLeak = async () => {
+    const values = [...(await readAll(nc, bucket)).values()].map((b) => new TextDecoder().decode(b));
+    for (const secret of credentials) {
+      for (const line of log.lines) assert.not.ok(line.includes(secret), `a log line holds a credential: ${line}`);
+      for (const value of values) assert.not.ok(value.includes(secret), `a bound value holds a credential: ${value}`);
+    }
+  };
+  const done = async () => {
+    for (const h of handles) await h.stop();
+    await assertNoLeak();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  return { provider, bucket, file, log, write, start, bound, done, provision, credentials };
+}
+
+const consumer = (node: string, module: string, local: string | null, credential: string, name = module): ConsumerEntry =>
+  ({ consumer: node, module, local, credential, value: { name } });
+
+test('a new consumer is created with its credential and values, and {as, user, values} is published under its encoded key', async () => {
+  const w = await world('pg:db.main');
+  const fake = fakeAdapter();
+  try {
+    w.write([consumer('n1', 'web', null, 'cred-web-1'), consumer('n2', 'api', 'ro', 'cred-api-1', 'api')]);
+    w.start(fake.adapter);
+    const key = boundKey('n1', 'web', 'pg:db.main');
+    assert.is(key, 'n1.web.pg=3Adb=2Emain');
+    assert.equal(await waitFor('web bound', () => w.bound(key)), { as: 'web_n1', user: 'web_n1', values: { host: 'db1', port: 5432, database: 'web' } });
+    assert.equal(await waitFor('api bound', () => w.bound('n2.api.pg=3Adb=2Emain.ro')), { as: 'api_n2_ro', user: 'api_n2_ro', values: { host: 'db1', port: 5432, database: 'api' } });
+    const create = fake.calls.find((c) => c.op === 'create' && c.as === 'web_n1');
+    assert.equal([create?.credential, create?.values], ['cred-web-1', { name: 'web' }]);
+    const status = await (await openKv(nc, w.bucket)).status();
+    assert.is(status.history, 1, 'the helper creates its bucket with history 1');
+  } finally {
+    await w.done();
+  }
+});
+
+test('a rotated credential reaches the adapter, and no other consumer is created again', async () => {
+  const w = await world();
+  const fake = fakeAdapter();
+  try {
+    w.write([consumer('n1', 'web', null, 'cred-web-1'), consumer('n1', 'api', null, 'cred-api-1')]);
+    const h = w.start(fake.adapter);
+    await waitFor('both served', async () => (await w.bound('n1.web.database')) && (await w.bound('n1.api.database')));
+    await h.reconciled();
+    const before = (await (await openKv(nc, w.bucket)).get('n1.api.database'))?.revision;
+    w.write([consumer('n1', 'web', null, 'cred-web-2'), consumer('n1', 'api', null, 'cred-api-1')]);
+    await waitFor('a second create of web', () => fake.count('create', 'web_n1') === 2);
+    await h.reconciled();
+    assert.is(fake.calls.filter((c) => c.op === 'create' && c.as === 'web_n1').at(-1)?.credential, 'cred-web-2');
+    assert.is(fake.count('create', 'api_n1'), 1, 'api was created again');
+    assert.is(fake.calls.filter((c) => c.op === 'remove').length, 0);
+    assert.is((await (await openKv(nc, w.bucket)).get('n1.api.database'))?.revision, before, 'api was published again');
+  } finally {
+    await w.done();
+  }
+});
+
+test('a consumer gone from the file is removed by its login and its bound key deleted; an absent file withdraws every one', async () => {
+  const w = await world();
+  const fake = fakeAdapter();
+  try {
+    w.write([consumer('n1', 'web', null, 'cred-web-1'), consumer('n1', 'api', 'x', 'cred-api-1')]);
+    w.start(fake.adapter);
+    await waitFor('both served', async () => (await w.bound('n1.web.database')) && (await w.bound('n1.api.database.x')));
+    w.write([consumer('n1', 'api', 'x', 'cred-api-1')]);
+    await waitFor('web removed', () => fake.count('remove', 'web_n1') === 1);
+    await waitFor('web key deleted', async () => (await w.bound('n1.web.database')) === null);
+    assert.ok(await w.bound('n1.api.database.x'), 'api stays bound');
+    assert.is(fake.count('remove', 'api_n1_x'), 0);
+    unlinkSync(w.file);
+    await waitFor('api removed', () => fake.count('remove', 'api_n1_x') === 1);
+    await waitFor('api key deleted', async () => (await w.bound('n1.api.database.x')) === null);
+  } finally {
+    await w.done();
+  }
+});
+
+test('a refused consumer is published {refused} while another consumer of the same file is served', async () => {
+  const w = await world();
+  const fake = fakeAdapter();
+  fake.refuse.set('bad_n1', 'database name "bad" is taken');
+  try {
+    w.write([consumer('n1', 'bad', null, 'cred-bad-1'), consumer('n1', 'web', null, 'cred-web-1')]);
+    const h = w.start(fake.adapter);
+    assert.equal(await waitFor('bad refused', () => w.bound('n1.bad.database')), { refused: 'database name "bad" is taken' });
+    assert.equal(await waitFor('web served', () => w.bound('n1.web.database')), { as: 'web_n1', user: 'web_n1', values: { host: 'db1', port: 5432, database: 'web' } });
+    w.write([consumer('n1', 'bad', null, 'cred-bad-1'), consumer('n1', 'web', null, 'cred-web-1'), consumer('n1', 'api', null, 'cred-api-1')]);
+    await waitFor('api served', () => w.bound('n1.api.database'));
+    await h.reconciled();
+    assert.is(fake.count('create', 'bad_n1'), 1, 'a refusal is not retried until the consumer changes');
+    assert.is(fake.count('create', 'web_n1'), 1);
+    fake.refuse.delete('bad_n1');
+    w.write([consumer('n1', 'bad', null, 'cred-bad-2'), consumer('n1', 'web', null, 'cred-web-1'), consumer('n1', 'api', null, 'cred-api-1')]);
+    assert.equal(await waitFor('bad served once it changed', async () => 'as' in ((await w.bound('n1.bad.database')) as object)), true);
+  } finally {
+    await w.done();
+  }
+});
+
+test('a transient failure is retried for that consumer alone with a growing backoff, then served', async () => {
+  const w = await world();
+  const fake = fakeAdapter();
+  fake.failures.set('web_n1', 2);
+  try {
+    w.write([consumer('n1', 'web', null, 'cred-web-1'), consumer('n1', 'api', null, 'cred-api-1')]);
+    w.start(fake.adapter, { retry: { firstMs: 300, maxMs: 600 } });
+    assert.ok(await waitFor('api served despite web failing', () => w.bound('n1.api.database')));
+    // A change of the file while web waits for its retry neither hurries web nor waits on it.
+    w.write([consumer('n1', 'web', null, 'cred-web-1'), consumer('n1', 'api', null, 'cred-api-1'), consumer('n1', 'new', null, 'cred-new-1')]);
+    assert.ok(await waitFor('new served while web waits', () => w.bound('n1.new.database')));
+    assert.ok(await waitFor('web served after two failures', () => w.bound('n1.web.database')));
+    const tries = fake.calls.filter((c) => c.op === 'create' && c.as === 'web_n1').map((c) => c.at);
+    assert.is(tries.length, 3);
+    assert.ok(tries[1]! - tries[0]! >= 290, `first wait ${tries[1]! - tries[0]!} ms`);
+    assert.ok(tries[2]! - tries[1]! >= 590, `second wait ${tries[2]! - tries[1]!} ms: the backoff doubles`);
+    assert.is(fake.count('create', 'api_n1'), 1, 'api was created again');
+    assert.is(fake.count('check', 'api_n1'), 1, 'web\'s retries re-checked api (only the change of the file should)');
+    assert.ok(w.log.lines.some((l) => l.includes('n1/web') && l.includes('<credential>')), 'the failure is said, its credential cut out');
+  } finally {
+    await w.done();
+  }
+});
+
+test('check() returning false (drift) creates again on the re-check timer, and a true check creates nothing', async () => {
+  const w = await world();
+  const fake = fakeAdapter();
+  try {
+    w.write([consumer('n1', 'web', null, 'cred-web-1'), consumer('n1', 'api', null, 'cred-api-1')]);
+    w.start(fake.adapter, { recheckMs: 100 });
+    await waitFor('web served', () => w.bound('n1.web.database'));
+    await waitFor('two re-checks of web', () => fake.count('check', 'web_n1') >= 2);
+    assert.is(fake.count('create', 'web_n1'), 1, 'a check that holds creates nothing');
+    fake.drifted.add('web_n1');
+    await waitFor('web created again', () => fake.count('create', 'web_n1') === 2);
+    assert.is(fake.calls.filter((c) => c.as === 'web_n1' && c.op !== 'check').at(-1)?.credential, 'cred-web-1');
+    assert.is(fake.count('create', 'api_n1'), 1, 'api did not drift');
+  } finally {
+    await w.done();
+  }
+});
+
+test('without a re-check timer, drift is found on the next reconcile (a change of the file)', async () => {
+  const w = await world();
+  const fake = fakeAdapter();
+  try {
+    w.write([consumer('n1', 'web', null, 'cred-web-1')]);
+    const h = w.start(fake.adapter);
+    await waitFor('web served', () => w.bound('n1.web.database'));
+    await h.reconciled();
+    fake.drifted.add('web_n1');
+    w.write([consumer('n1', 'web', null, 'cred-web-1'), consumer('n1', 'api', null, 'cred-api-1')]);
+    await waitFor('web created again', () => fake.count('create', 'web_n1') === 2);
+    await waitFor('api served', () => w.bound('n1.api.database'));
+  } finally {
+    await w.done();
+  }
+});
+
+test('a malformed file keeps the last good state: nothing removed or created, and it is said once', async () => {
+  const w = await world();
+  const fake = fakeAdapter();
+  try {
+    w.write([consumer('n1', 'web', null, 'cred-web-1'), consumer('n1', 'api', null, 'cred-api-1')]);
+    const h = w.start(fake.adapter);
+    await waitFor('both served', async () => (await w.bound('n1.web.database')) && (await w.bound('n1.api.database')));
+    await h.reconciled();
+    const before = fake.calls.length;
+    w.write('[{"consumer":"n1","module":"web","credential":"cred-web-1"');
+    await waitFor('not JSON said', () => w.log.lines.some((l) => l.includes('is not JSON')));
+    w.write(JSON.stringify([{ consumer: 'n1', module: 'web', local: null, credential: 'cred-web-1' }]));
+    await waitFor('the missing field said', () => w.log.lines.some((l) => l.includes('"0.value" is missing')));
+    await h.reconciled();
+    assert.equal(fake.calls.slice(before).filter((c) => c.op !== 'check'), [], 'a malformed file changed what is served');
+    assert.ok(await w.bound('n1.web.database'));
+    assert.ok(await w.bound('n1.api.database'));
+    w.write([consumer('n1', 'api', null, 'cred-api-1')]);
+    await waitFor('web removed once the file is good again', () => fake.count('remove', 'web_n1') === 1);
+  } finally {
+    await w.done();
+  }
+});
+
+test('a restart removes a consumer dropped while the helper was down, and re-checks the served ones instead of re-creating them', async () => {
+  const w = await world();
+  const first = fakeAdapter();
+  try {
+    w.write([consumer('n1', 'web', null, 'cred-web-1'), consumer('n1', 'api', null, 'cred-api-1'), consumer('n1', 'bad', null, 'cred-bad-1')]);
+    first.refuse.set('bad_n1', 'no');
+    const h1 = w.start(first.adapter);
+    await waitFor('all three published', async () => (await w.bound('n1.web.database')) && (await w.bound('n1.api.database')) && (await w.bound('n1.bad.database')));
+    await h1.stop();
+    w.write([consumer('n1', 'api', null, 'cred-api-1')]);
+    const second = fakeAdapter();
+    const h2 = w.start(second.adapter);
+    await waitFor('web removed at start', () => second.count('remove', 'web_n1') === 1);
+    await waitFor('the refused one removed at start', () => second.count('remove', 'bad_n1') === 1);
+    await waitFor('web key deleted', async () => (await w.bound('n1.web.database')) === null);
+    await waitFor('bad key deleted', async () => (await w.bound('n1.bad.database')) === null);
+    await h2.reconciled();
+    assert.is(second.count('check', 'api_n1'), 1, 'api was re-checked');
+    assert.is(second.count('create', 'api_n1'), 0, 'api was created again though its check held');
+    assert.ok(await w.bound('n1.api.database'));
+    // A file malformed when the helper starts: nothing it holds is withdrawn or created.
+    await h2.stop();
+    w.write('not json');
+    const blind = fakeAdapter();
+    const hb = w.start(blind.adapter);
+    await waitFor('not JSON said', () => w.log.lines.filter((l) => l.includes('is not JSON')).length === 1);
+    await hb.reconciled();
+    assert.equal(blind.calls, [], 'a helper without a good list touched a consumer');
+    await hb.stop();
+    w.write([consumer('n1', 'api', null, 'cred-api-1')]);
+    // Without check(), a restart may only create again what it cannot check.
+    const third = fakeAdapter(false);
+    const h3 = w.start(third.adapter);
+    await waitFor('api created again without a check', () => third.count('create', 'api_n1') === 1);
+    await h3.reconciled();
+    assert.is(third.calls.filter((c) => c.op === 'remove').length, 0);
+  } finally {
+    await w.done();
+  }
+});
+
+test('a consumers file whose directory is not there yet is watched once it is', async () => {
+  const w = await world();
+  const fake = fakeAdapter();
+  const later = join(w.file, '..', 'later');
+  const file = join(later, 'consumers.json');
+  try {
+    const h = runProvider({ nc, provider: w.provider, provision: w.provision, consumersFile: file, adapter: fake.adapter, log: w.log, retry: { firstMs: 50, maxMs: 100 } });
+    try {
+      await waitFor('the failed watch said', () => w.log.lines.some((l) => l.includes(`cannot watch ${file}`)));
+      mkdirSync(later);
+      w.credentials.add('cred-web-1');
+      writeFileSync(`${file}.tmp`, JSON.stringify([consumer('n1', 'web', null, 'cred-web-1')]));
+      renameSync(`${file}.tmp`, file);
+      await waitFor('web served', () => w.bound('n1.web.database'));
+    } finally {
+      await h.stop();
+    }
+  } finally {
+    await w.done();
+  }
+});
+
+test('no credential reaches a log line or a bound value, even from an adapter error or refusal that quotes it', async () => {
+  const w = await world();
+  const fake = fakeAdapter();
+  const secret = 'cred-refused-7f3a9c';
+  fake.refuse.set('bad_n1', `password ${secret} is too weak`);
+  fake.failures.set('web_n1', 1);
+  const leaky: Adapter = {
+    ...fake.adapter,
+    async create(g) {
+      const served = await fake.adapter.create(g);
+      // An adapter serving the credential as a value: refused, never published.
+      return g.as === 'api_n1' ? { ...served, values: { ...served.values, dsn: `postgres://api:${g.credential}@db1/api` } } : served;
+    },
+  };
+  try {
+    w.write([consumer('n1', 'bad', null, secret), consumer('n1', 'web', null, 'cred-web-9b1d4e'), consumer('n1', 'api', null, 'cred-api-5c2e8f')]);
+    w.start(leaky, { retry: { firstMs: 50, maxMs: 50 } });
+    assert.equal(await waitFor('bad refused', () => w.bound('n1.bad.database')), { refused: 'password <credential> is too weak' });
+    assert.equal(await waitFor('api refused', () => w.bound('n1.api.database')), { refused: 'the adapter served the credential among its values: not published' });
+    await waitFor('web served after its failure', () => w.bound('n1.web.database'));
+    assert.ok(w.log.lines.some((l) => l.includes('<credential>')), 'the redaction was exercised');
+  } finally {
+    await w.done(); // scans every log line and bucket value for every credential written
+  }
+});
+
+test.run();
