@@ -52,6 +52,12 @@ export class Modules {
     return new Map([...this.#states].flatMap(([name, s]) => (s.plan && !s.removed && !s.planError ? [[name, s.plan] as const] : [])));
   }
 
+  /** The module's valid plan, or undefined (no plan, a plan that does not validate, or removed). */
+  plan(module: string): Plan | undefined {
+    const state = this.#states.get(module);
+    return state && !state.removed && !state.planError ? state.plan : undefined;
+  }
+
   /** Every archive digest a plan names. */
   digests(): Set<string> {
     return new Set([...this.plans().values()].map((p) => p.archive.digest));

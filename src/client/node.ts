@@ -6,6 +6,7 @@ import { APPLIED, COLLECT, NEEDS, PLANS } from '../shared/buckets.ts';
 import { parseNodeModuleKey } from '../shared/keys.ts';
 import type { Logger } from '../shared/log.ts';
 import { loadArchive, natsObjectFetcher, type ArchiveLimits } from './archive.ts';
+import { changedOf, everyKind, publishChanged, serveAsks } from './asks.ts';
 import { DependencyIndex } from './dependencies.ts';
 import type { EngineClient } from './engine.ts';
 import { Handoff } from './handoff.ts';
@@ -55,7 +56,9 @@ export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClie
   let started = false;
   // Only after the start's full fill: until then every module is filled anyway.
   const { sources, items } = startSources(nc, node, log, (dependencies) => {
-    if (started) for (const m of index.modulesNaming(dependencies)) scheduler.schedule(m);
+    if (!started) return;
+    for (const m of index.modulesNaming(dependencies)) scheduler.schedule(m);
+    publishChanged(nc, node, dependencies.flatMap((d) => changedOf(d) ?? []));
   });
   const itemWriter = new ItemWriter(node, collectKv, (module) => items.itemsOfContributor(module), log);
   const modules = new Modules({
@@ -80,7 +83,10 @@ export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClie
     if (!modules.setPlan(key.value.module, e.value)) return;
     templates.retain(modules.digests());
     sources.plansChanged(modules.plans());
-    if (started) scheduler.schedule(key.value.module);
+    if (!started) return;
+    scheduler.schedule(key.value.module);
+    // A plan carries the placement: every askable kind of the module may read differently now.
+    publishChanged(nc, node, everyKind(key.value.module));
   }, log);
   const registry = watchRegistry(nc, log);
 
@@ -90,6 +96,9 @@ export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClie
   clearTimeout(timer);
   started = true;
   refillAll('start');
+  const asks = serveAsks(nc, node, { plan: (m) => modules.plan(m), lookup: (plan, wanted) => sources.lookup(plan, wanted) }, log);
+  // Whatever a module asked before this client started may have changed while it was away.
+  publishChanged(nc, node, modules.names().flatMap((m) => everyKind(m)));
   // Items of modules whose plans went while this client was down (only once the items are all read).
   if (caughtUp) {
     const planned = new Set(modules.names());
@@ -110,6 +119,7 @@ export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClie
     idle: () => scheduler.idle(),
     async stop() {
       stopped = true;
+      asks.stop();
       plans.stop();
       registry.stop();
       sources.stop();

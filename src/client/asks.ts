@@ -1,0 +1,100 @@
+// Runtime asks (DESIGN §7 point 13): `prov.ask.<node>` answered from the client's in-memory view
+// (the value sources; no bus round trip per ask), and `prov.changed.<node>.<module>` said when an
+// askable value changes — never the value itself.
+import type { NatsConnection } from '@nats-io/transport-node';
+import * as v from 'valibot';
+import { jsonBytes } from '../shared/bus.ts';
+import { isInboxSubject } from '../shared/inbox.ts';
+import type { Logger } from '../shared/log.ts';
+import { PLACEMENT_KINDS } from '../shared/registry.ts';
+import { decodeJson, type Plan } from '../shared/schemas.ts';
+import { askSubject, changedSubject } from '../shared/subjects.ts';
+import type { Lookup, Wanted } from './sources/source.ts';
+
+/** The kinds a module may ask at run time: config, its bound values and its placement. */
+export const ASKABLE_KINDS: readonly string[] = ['config', 'bound', ...PLACEMENT_KINDS];
+/** Kinds that are never answered, whoever asks. */
+const NEVER: Readonly<Record<string, string>> = {
+  secret: 'a secret is never answered: the engine fills it, the client never holds it',
+  consumers: "consumers' credentials are never answered: they live only in the provider's file",
+};
+/** Past this many asks waiting in the subscription, one more is answered `busy` at once. */
+export const MAX_PENDING_ASKS = 1000;
+/** The largest ask taken. */
+export const MAX_ASK_BYTES = 4096;
+
+const AskRequestSchema = v.strictObject({
+  module: v.pipe(v.string(), v.maxLength(63)),
+  kind: v.pipe(v.string(), v.maxLength(64)),
+  key: v.pipe(v.string(), v.minLength(1, 'is empty'), v.maxLength(1024, 'is past 1024 characters')),
+});
+
+/** What the ask handler reads: the node's plans and the sources' lookup. */
+export type AskView = {
+  plan(module: string): Plan | undefined;
+  lookup(plan: Plan, wanted: Wanted): Lookup;
+};
+
+/** Answers one ask body; pure over the view, so tests and the bench can call it directly. */
+export function answerAsk(body: Uint8Array, view: AskView): { value: string } | { error: string } {
+  const ask = decodeJson(AskRequestSchema, body, { maxBytes: MAX_ASK_BYTES, maxDepth: 2 });
+  if (!ask.ok) return { error: `bad request: ${ask.reason}` };
+  const { module, kind, key } = ask.value;
+  if (Object.hasOwn(NEVER, kind)) return { error: NEVER[kind]! };
+  if (!ASKABLE_KINDS.includes(kind)) return { error: `kind "${kind}" cannot be asked (askable: ${ASKABLE_KINDS.join(', ')})` };
+  const plan = view.plan(module);
+  if (!plan) return { error: `module "${module}" is not assigned to this node` };
+  const found = view.lookup(plan, { kind, name: key });
+  if (found.state === 'value') return { value: found.text };
+  if (found.state === 'waiting') return { error: `${kind} "${key}" is not resolved for ${module}` };
+  return { error: found.reason };
+}
+
+/** Serves `prov.ask.<node>` until stopped; answers only inbox replies, `busy` past a backlog. */
+export function serveAsks(nc: NatsConnection, node: string, view: AskView, log: Logger): { stop(): void } {
+  const busy = jsonBytes({ error: 'busy' });
+  let ignored = 0;
+  const sub = nc.subscribe(askSubject(node), {
+    callback: (err, msg) => {
+      if (err) return log.warn(`asks: ${err.message}`);
+      if (!msg.reply || !isInboxSubject(msg.reply)) {
+        if (ignored++ === 0) log.warn(`asks: ignored an ask whose reply subject is not an inbox (further ones counted at debug)`);
+        else log.debug(`asks: ${ignored} asks ignored for their reply subject`);
+        return;
+      }
+      try {
+        msg.respond(sub.getPending() > MAX_PENDING_ASKS ? busy : jsonBytes(answerAsk(msg.data, view)));
+      } catch (e) {
+        log.warn(`asks: could not answer: ${(e as Error).message}`);
+      }
+    },
+  });
+  return { stop: () => sub.unsubscribe() };
+}
+
+/** One notice of `prov.changed.<node>.<module>`: a kind, and the key when one key changed. */
+export type Changed = { module: string; kind: string; key?: string };
+
+/** Says changed notices; each carries its kind and key, never a value. */
+export function publishChanged(nc: NatsConnection, node: string, changes: Iterable<Changed>): void {
+  for (const { module, kind, key } of changes) nc.publish(changedSubject(node, module), jsonBytes(key === undefined ? { kind } : { kind, key }));
+}
+
+/** The notices a client says for a module when it starts (or its plan changes): every askable kind. */
+export function everyKind(module: string, kinds: readonly string[] = ASKABLE_KINDS): Changed[] {
+  return kinds.map((kind) => ({ module, kind }));
+}
+
+/** The notices a changed dependency key (sources' `<source>:<module>:<rest>`) means. */
+export function changedOf(dependency: string): Changed | undefined {
+  const first = dependency.indexOf(':');
+  const second = dependency.indexOf(':', first + 1);
+  if (first < 0 || second < 0) return undefined;
+  const source = dependency.slice(0, first);
+  const module = dependency.slice(first + 1, second);
+  const rest = dependency.slice(second + 1);
+  if (source === 'config') return { module, kind: 'config', key: rest };
+  // A binding's entry holds many keys (as, user, values): every bound key of the module may have changed.
+  if (source === 'bound') return { module, kind: 'bound' };
+  return undefined;
+}

@@ -1,0 +1,91 @@
+// Runtime asks for a module (DESIGN §7 point 13): a module running in its machine's tool runner reads
+// values through its node's client instead of files. The module is named by the tool runner (the
+// environment it sets, or the options), never chosen by the module's code.
+import type { NatsConnection } from '@nats-io/transport-node';
+import { connectBus, jsonBytes } from '../shared/bus.ts';
+import { askSubject, changedSubject } from '../shared/subjects.ts';
+
+/** An ask the client answered with `{error}`, or could not be made. */
+export class AskError extends Error {
+  override name = 'AskError';
+}
+
+/** Who asks, and over which connection. */
+export type AskerOptions = {
+  /** A connection to the bus (the tool runner's). */
+  nc: NatsConnection;
+  /** The node whose client answers. */
+  node: string;
+  /** The module asking, as the tool runner names it. */
+  module: string;
+  /** How long one ask may take (default DEFAULT_ASK_TIMEOUT_MS). */
+  timeoutMs?: number;
+};
+
+/** How long one ask waits for the client. */
+export const DEFAULT_ASK_TIMEOUT_MS = 2000;
+
+/** Asks and watches of one module. */
+export type Asker = {
+  /** The value of `kind`/`key` as the client holds it; rejects with AskError and the client's reason. */
+  ask(kind: string, key: string): Promise<string>;
+  /** Asks now and again on every `prov.changed` of that kind and key; `onChange` gets the value or the AskError. */
+  watch(kind: string, key: string, onChange: (value: string | AskError) => void): { stop(): void };
+};
+
+/** Makes the asker of one module. */
+export function asker(opts: AskerOptions): Asker {
+  const { nc, node, module } = opts;
+  const timeout = opts.timeoutMs ?? DEFAULT_ASK_TIMEOUT_MS;
+  const ask = async (kind: string, key: string): Promise<string> => {
+    let reply: { value?: unknown; error?: unknown };
+    try {
+      reply = (await nc.request(askSubject(node), jsonBytes({ module, kind, key }), { timeout })).json();
+    } catch (err) {
+      throw new AskError(`asking ${kind} "${key}" of node ${node}: ${(err as Error).message}`, { cause: err });
+    }
+    if (typeof reply.value === 'string') return reply.value;
+    throw new AskError(typeof reply.error === 'string' ? reply.error : 'the client answered out of shape');
+  };
+  const watch: Asker['watch'] = (kind, key, onChange) => {
+    const deliver = () => ask(kind, key).then(onChange, (err: AskError) => onChange(err));
+    const sub = nc.subscribe(changedSubject(node, module), {
+      callback: (err, msg) => {
+        if (err) return;
+        let notice: { kind?: unknown; key?: unknown };
+        try {
+          notice = msg.json();
+        } catch {
+          return;
+        }
+        if (notice.kind === kind && (notice.key === undefined || notice.key === key)) void deliver();
+      },
+    });
+    void nc.flush().then(deliver);
+    return { stop: () => sub.unsubscribe() };
+  };
+  return { ask, watch };
+}
+
+let fromEnvironment: Promise<Asker> | undefined;
+
+/** The asker the tool runner's environment names: MESH_NATS_URL, MESH_NODE, MESH_MODULE. */
+function environmentAsker(): Promise<Asker> {
+  fromEnvironment ??= (async () => {
+    const { MESH_NATS_URL: url, MESH_NODE: node, MESH_MODULE: module } = process.env;
+    if (!node || !module) throw new AskError('MESH_NODE and MESH_MODULE are not set: the tool runner names the module');
+    const nc = await connectBus({ servers: (url ?? 'nats://127.0.0.1:4222').split(','), name: `module ${module}`, inboxPrefix: `_INBOX_${node}` }, true);
+    return asker({ nc, node, module });
+  })();
+  return fromEnvironment;
+}
+
+/** Asks the node's client for a value of the module the tool runner named. */
+export async function ask(kind: string, key: string): Promise<string> {
+  return (await environmentAsker()).ask(kind, key);
+}
+
+/** Watches a value of the module the tool runner named: now, and again on each change. */
+export async function watch(kind: string, key: string, onChange: (value: string | AskError) => void): Promise<{ stop(): void }> {
+  return (await environmentAsker()).watch(kind, key, onChange);
+}

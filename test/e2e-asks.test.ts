@@ -1,0 +1,104 @@
+// Runtime asks end to end (DESIGN §7 point 13): the SDK's ask and watch against the client bundle on
+// a real nats-server — values from the client's memory, prov.changed on every change, errors with
+// the reason, never a secret or a consumers credential.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { jsonBytes } from '../src/shared/bus.ts';
+import { askSubject } from '../src/shared/subjects.ts';
+import { asker, AskError } from '../src/sdk/ask.ts';
+import { ensureBuilt, type Running } from './helpers/bundle.ts';
+import { startMesh, type Mesh } from './helpers/mesh.ts';
+import { waitFor } from './helpers/wait.ts';
+
+test.before(() => ensureBuilt('client'));
+
+/** A mesh whose node n1 runs the client bundle with modules `web` (config, bound, placement) and `api`. */
+async function withAsks(fn: (m: Mesh, client: () => Running) => Promise<void>): Promise<void> {
+  const m = await startMesh();
+  let client: Running | undefined;
+  try {
+    await m.publish('web', {
+      templates: { t: 'level ${config:level} port ${port:http} key ${secret:k}\n' },
+      provisioning: { files: [{ path: '${dir:config}/t', template: 't' }], secrets: [{ name: 'k' }], provides: [{ provision: 'database' }] },
+    });
+    await m.publish('api', { templates: { t: 'x' }, provisioning: { files: [{ path: '${dir:config}/t', template: 't' }] } });
+    await m.setConfig('n1', 'web', 'level', 'info');
+    await m.setConfig('n1', 'web', 'odd', 'a "quoted" ${value}\n');
+    await m.assign('n1', 'web');
+    await m.assign('n1', 'api');
+    client = m.startClientProcess();
+    await client.waitForLog(/client ready/);
+    await fn(m, () => client!);
+  } finally {
+    client?.kill();
+    await m.close();
+  }
+}
+
+/** A raw ask, as any connection could send it. */
+async function raw(nc: NatsConnection, body: unknown): Promise<Record<string, unknown>> {
+  const data = typeof body === 'string' ? new TextEncoder().encode(body) : jsonBytes(body);
+  return (await nc.request(askSubject('n1'), data, { timeout: 3000 })).json();
+}
+
+test('ask returns a resolved config value exactly as held, and placement; after a change the module is told and asks the new value', () =>
+  withAsks(async (m) => {
+    const web = asker({ nc: m.nc, node: 'n1', module: 'web' });
+    assert.is(await web.ask('config', 'level'), 'info');
+    assert.is(await web.ask('config', 'odd'), 'a "quoted" ${value}\n');
+    assert.is(await web.ask('port', 'http'), '8080');
+    const seen: (string | AskError)[] = [];
+    const watching = web.watch('config', 'level', (v) => seen.push(v));
+    await waitFor('the first value', () => seen.length >= 1);
+    await m.setConfig('n1', 'web', 'level', 'debug');
+    await waitFor('the changed value', () => seen.includes('debug'));
+    watching.stop();
+    assert.equal(seen.filter((v) => v instanceof AskError), []);
+  }));
+
+test('an unassigned module, an unresolved key, a secret, a consumers credential, an unaskable kind and a malformed request each get {error} with the reason', () =>
+  withAsks(async (m) => {
+    const rows: [unknown, RegExp][] = [
+      [{ module: 'ghost', kind: 'config', key: 'level' }, /module "ghost" is not assigned to this node/],
+      [{ module: 'web', kind: 'config', key: 'missing' }, /config "missing" is not resolved for web/],
+      [{ module: 'api', kind: 'config', key: 'level' }, /config "level" is not resolved for api/],
+      [{ module: 'web', kind: 'secret', key: 'k' }, /a secret is never answered/],
+      [{ module: 'web', kind: 'consumers', key: 'database' }, /consumers' credentials are never answered/],
+      [{ module: 'web', kind: 'shell', key: 'zsh:normal' }, /kind "shell" cannot be asked/],
+      [{ module: 'web', kind: 'bound', key: 'database:user' }, /the plan has no provision matching "database:user"/],
+      ['{"module":', /bad request: not JSON/],
+      [{ module: 'web', kind: 'config' }, /bad request: field "key"/],
+      [{ module: 'web', kind: 'config', key: 'level', extra: 1 }, /bad request/],
+      ['[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]', /bad request: nested deeper/],
+      [{ module: 'web', kind: 'config', key: 'x'.repeat(5000) }, /bad request: .*past the limit/],
+    ];
+    for (const [body, reason] of rows) {
+      const reply = await raw(m.nc, body);
+      assert.is(reply['value'], undefined, JSON.stringify(body).slice(0, 80));
+      assert.match(String(reply['error']), reason, JSON.stringify(body).slice(0, 80));
+    }
+  }));
+
+test('a client restart says prov.changed for every module; an ask with a reply subject that is not an inbox is ignored', () =>
+  withAsks(async (m, client) => {
+    const notices: string[] = [];
+    const sub = m.nc.subscribe('prov.changed.n1.>', { callback: (_e, msg) => void notices.push(`${msg.subject} ${new TextDecoder().decode(msg.data)}`) });
+    await m.nc.flush();
+    client().child.kill('SIGTERM');
+    await client().exited;
+    const again = m.startClientProcess();
+    try {
+      await again.waitForLog(/client ready/);
+      await waitFor('notices for both modules', () => notices.some((n) => n.startsWith('prov.changed.n1.web {"kind":"config"}')) && notices.some((n) => n.startsWith('prov.changed.n1.api {"kind":"config"}')));
+      assert.ok(notices.every((n) => !n.includes('info')), 'never a value');
+      m.nc.publish(askSubject('n1'), jsonBytes({ module: 'web', kind: 'config', key: 'level' }), { reply: '$KV.mesh-provisioner_applied.n1.forged' });
+      assert.is(await asker({ nc: m.nc, node: 'n1', module: 'web' }).ask('config', 'level'), 'info', 'asks from an inbox are still answered');
+      assert.is(await m.kv.applied.get('n1.forged'), null);
+    } finally {
+      sub.unsubscribe();
+      again.kill();
+    }
+  }));
+
+test.run();
