@@ -1,7 +1,7 @@
 // Filling one module from the values at hand (DESIGN §7 points 2, 4, 5; §8), as pure data.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { fillModule, prepareTemplates, type LookupFn } from '../src/client/fill.ts';
+import { FillMemo, fillModule, prepareTemplates, type LookupFn } from '../src/client/fill.ts';
 import { Sources } from '../src/client/sources/index.ts';
 import { placementSource } from '../src/client/sources/placement.ts';
 import type { Plan } from '../src/shared/schemas.ts';
@@ -162,6 +162,21 @@ test('an item naming a secret, or two items for one collection, fail the module 
   assert.equal(secret, { ok: false, reason: 'template i line 1: ${secret:k}: an item names a secret, but an item is kept in a bucket and no secret is' });
   const twice = fillModule({ ...p, items: [{ collection: 'c', template: 'i' }, { collection: 'c', template: 'i' }] }, templates({ i: 'x' }), config({}));
   assert.equal(twice, { ok: false, reason: 'two items for collection "c": a module contributes one item to a collection' });
+});
+
+test('a file whose values did not change is not rendered or hashed again; one whose value changed is', () => {
+  const p = plan([{ path: '/a', template: 'a', mode: 'owned', change: 'none' }, { path: '/b', template: 'b', mode: 'owned', change: 'none' }]);
+  const t = templates({ a: 'a=${config:a}', b: 'b=${config:b}' });
+  const memo = new FillMemo();
+  const first = fillModule(p, t, config({ a: '1', b: '1' }), memo);
+  const second = fillModule(p, t, config({ a: '2', b: '1' }), memo);
+  assert.ok(first.ok && second.ok);
+  if (!first.ok || !second.ok) return;
+  assert.is(second.value.files[1], first.value.files[1], 'b reused as it was');
+  assert.is.not(second.value.files[0], first.value.files[0]);
+  assert.is(second.value.files[0]!.content, 'a=2');
+  const replanned = fillModule({ ...p, files: p.files.map((f) => ({ ...f })) }, t, config({ a: '2', b: '1' }), memo);
+  assert.ok(replanned.ok && replanned.value.files[1] !== first.value.files[1], 'a new plan renders again');
 });
 
 test.run();

@@ -28,15 +28,37 @@ export type FillOutcome = { files: FillFile[]; items: FilledItem[]; waiting: Wai
 const CHANGE_WEIGHT = { none: 0, reload: 1, restart: 2 } as const;
 
 /** What one template fills: a file at `label` (its path), or an item (`label` is `item <collection>`). */
-type Target = UsedTemplate & { label: string; file?: Plan['files'][number]; collection?: string };
+type Target = UsedTemplate & { label: string; decl: object; file?: Plan['files'][number]; collection?: string };
 
 /** The label an item's placeholders carry in needs and waits, where a file's carry its path. */
 export function itemLabel(collection: string): string {
   return `item ${collection}`;
 }
 
+/**
+ * What a module's last fill rendered, per target: the template and declaration it used, the values
+ * it read and what came out. A target whose template, declaration and values are all the same is
+ * not rendered or hashed again (DESIGN §10: no avoidable work between a change and the engine).
+ */
+export class FillMemo {
+  readonly #byLabel = new Map<string, { template: object; decl: object; values: string[]; out: FillFile | FilledItem }>();
+
+  /** What the target rendered last time, when nothing it reads has changed since. */
+  reuse(label: string, template: object, decl: object, values: readonly string[]): FillFile | FilledItem | undefined {
+    const last = this.#byLabel.get(label);
+    if (!last || last.template !== template || last.decl !== decl || last.values.length !== values.length) return undefined;
+    for (let i = 0; i < values.length; i++) if (last.values[i] !== values[i]) return undefined;
+    return last.out;
+  }
+
+  /** Keeps what a target rendered. */
+  keep(label: string, template: object, decl: object, values: string[], out: FillFile | FilledItem): void {
+    this.#byLabel.set(label, { template, decl, values, out });
+  }
+}
+
 /** Fills every file of `plan` whose values are all there, and its items; a failure anywhere fails the module with the reason. */
-export function fillModule(plan: Plan, templates: TemplateSet, lookup: LookupFn): Parsed<FillOutcome> {
+export function fillModule(plan: Plan, templates: TemplateSet, lookup: LookupFn, memo = new FillMemo()): Parsed<FillOutcome> {
   const targets = targetsOf(plan, templates);
   if (!targets.ok) return targets;
   const refused = refusals(plan, targets.value);
@@ -64,11 +86,19 @@ export function fillModule(plan: Plan, templates: TemplateSet, lookup: LookupFn)
       }
     }
     if (waits) continue;
-    const content = renderTemplate(target.template, (i) => values[i]!);
-    // A file holding consumers' credentials is only ever handed 0600 (DESIGN §7 point 8).
-    const holdsCredentials = target.template.placeholders.some((p) => p.kind === 'consumers');
-    if (target.file) files.push(fillFile(target.label, content, holdsCredentials ? { ...target.file, fileMode: '0600' } : target.file));
-    else items.push({ collection: target.collection!, content: content as string });
+    const { decl } = target;
+    let out = memo.reuse(target.label, target.template, decl, values);
+    if (!out) {
+      const content = renderTemplate(target.template, (i) => values[i]!);
+      // A file holding consumers' credentials is only ever handed 0600 (DESIGN §7 point 8).
+      const holdsCredentials = target.template.placeholders.some((p) => p.kind === 'consumers');
+      out = target.file
+        ? fillFile(target.label, content, holdsCredentials ? { ...target.file, fileMode: '0600' } : target.file)
+        : { collection: target.collection!, content: content as string };
+      memo.keep(target.label, target.template, decl, values, out);
+    }
+    if ('path' in out) files.push(out);
+    else items.push(out);
   }
 
   const change = strongestChange(plan);
@@ -89,7 +119,7 @@ function targetsOf(plan: Plan, templates: TemplateSet): Parsed<Target[]> {
   for (const file of plan.files) {
     const template = templates.get(file.template);
     if (!template) return { ok: false, reason: `template ${file.template} (for ${file.path}) is not in the archive` };
-    targets.push({ name: file.template, template, item: false, label: file.path, file });
+    targets.push({ name: file.template, template, item: false, label: file.path, decl: file, file });
   }
   const collections = new Set<string>();
   for (const item of plan.items) {
@@ -97,7 +127,7 @@ function targetsOf(plan: Plan, templates: TemplateSet): Parsed<Target[]> {
     if (!template) return { ok: false, reason: `template ${item.template} (for an item of ${item.collection}) is not in the archive` };
     if (collections.has(item.collection)) return { ok: false, reason: `two items for collection "${item.collection}": a module contributes one item to a collection` };
     collections.add(item.collection);
-    targets.push({ name: item.template, template, item: true, label: itemLabel(item.collection), collection: item.collection });
+    targets.push({ name: item.template, template, item: true, label: itemLabel(item.collection), decl: item, collection: item.collection });
   }
   return { ok: true, value: targets };
 }

@@ -3,7 +3,7 @@ import { PLANS } from '../shared/buckets.ts';
 import { keyDisagreement, nodeModuleKey } from '../shared/keys.ts';
 import { decodeJson, PlanSchema, type Plan } from '../shared/schemas.ts';
 import type { DependencyIndex } from './dependencies.ts';
-import { fillModule, placeholdersOf, type LookupFn } from './fill.ts';
+import { FillMemo, fillModule, placeholdersOf, type LookupFn } from './fill.ts';
 import type { Handoff } from './handoff.ts';
 import type { ItemWriter } from './items.ts';
 import { failedReport, filledReport, type Reporter } from './reporter.ts';
@@ -18,6 +18,8 @@ type ModuleState = {
   build: string;
   /** The plan was deleted: the next run removes the module. */
   removed: boolean;
+  /** What the last fill rendered, so an unchanged file is not rendered or hashed again. */
+  memo: FillMemo;
 };
 
 /** What a module run needs, handed in. */
@@ -71,7 +73,7 @@ export class Modules {
       state.removed = true;
       return true;
     }
-    const next: ModuleState = state && !state.removed ? state : { build: '', removed: false };
+    const next: ModuleState = state && !state.removed ? state : { build: '', removed: false, memo: new FillMemo() };
     const key = nodeModuleKey(this.deps.node, module);
     const decoded = decodeJson(PlanSchema, bytes);
     const disagreement = decoded.ok ? keyDisagreement({ node: this.deps.node, module }, decoded.value) : undefined;
@@ -107,14 +109,15 @@ export class Modules {
 
     // Recorded in the same turn as the values are read, so a change after this is seen by the index.
     index.set(module, placeholdersOf(plan, templates.value).map((w) => this.deps.dependency(plan, w)));
-    const outcome = fillModule(plan, templates.value, this.deps.lookup);
+    const outcome = fillModule(plan, templates.value, this.deps.lookup, state.memo);
     if (!outcome.ok) return reporter.report(module, failedReport(plan.build, outcome.reason));
     const { files, items, waiting, needs, notes } = outcome.value;
+
+    // The engine first: needs, items and the report are written after, off the change's path.
+    const handed = await handoff.send(plan, files, full);
     await reporter.needs(module, needs);
     // Items only when nothing waits: a module still waiting keeps its last items (DESIGN §7 point 6).
     if (waiting.length === 0) await this.deps.items.record(module, items);
-
-    const handed = await handoff.send(plan, files, full);
     if (handed.kind === 'unreachable') return;
     if (handed.kind === 'failed') return reporter.report(module, failedReport(plan.build, handed.reason));
     const because = handed.kind === 'unconfirmed' ? handed.reason : undefined;
