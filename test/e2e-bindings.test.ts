@@ -7,7 +7,7 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kvm, type KV } from '@nats-io/kv';
 import { jetstream } from '@nats-io/jetstream';
-import { jsonBytes } from '../src/shared/bus.ts';
+import { jsonBytes, readAll } from '../src/shared/bus.ts';
 import { boundKey } from '../src/shared/keys.ts';
 import type { ConsumerEntry } from '../src/sdk/types.ts';
 import { startMesh, type Mesh } from './helpers/mesh.ts';
@@ -110,11 +110,9 @@ test('${consumers:…} in a module whose plan does not provide it fails; no cred
     await waitFor('the consumers file', () => entries(m, consumersFile)?.length === 1);
     await vault.rotate(PAIR, 'cred-rotated');
     await waitFor('the rotation', () => entries(m, consumersFile)?.[0]?.credential === 'cred-rotated');
-    const kvm = new Kvm(jetstream(m.nc));
     const seen: string[] = [];
     for (const bucket of ['mesh-provisioner_plans', 'mesh-provisioner_needs', 'mesh-provisioner_applied', 'mesh-provisioner_collect', 'postgres_bound', 'mesh-config_resolved']) {
-      const kv = await kvm.open(bucket);
-      for await (const key of await kv.keys()) seen.push(new TextDecoder().decode((await kv.get(key))?.value ?? new Uint8Array()));
+      for (const value of (await readAll(m.nc, bucket)).values()) seen.push(new TextDecoder().decode(value));
     }
     const logs = [...m.log.lines, ...m.node('b').log.lines, ...m.engineLog.lines, ...m.node('b').engineLog.lines];
     for (const credential of ['cred-one', 'cred-rotated']) {

@@ -6,11 +6,10 @@ import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { Kvm } from '@nats-io/kv';
-import { jetstream } from '@nats-io/jetstream';
 import { postgresAdapter, type PostgresAdapter } from '../examples/postgres-provider/adapter.ts';
 import { runProvider, type ProviderHandle } from '../src/sdk/provider.ts';
 import { memoryLogger } from '../src/shared/log.ts';
+import { readAll } from '../src/shared/bus.ts';
 import { startMesh, type Mesh } from './helpers/mesh.ts';
 import { startPostgres, type Postgres } from './helpers/postgres.ts';
 import { startVault, type Vault } from './helpers/vault.ts';
@@ -164,11 +163,9 @@ test('no credential value is in any bucket or any log line after a run', () =>
     const first = settings(dbConf)['password']!;
     await vault.rotate(PAIR, 'second-credential-value');
     await waitFor('the rotation reached the consumer', () => settings(dbConf)['password'] === 'second-credential-value', 15_000);
-    const kvm = new Kvm(jetstream(m.nc));
     const values: string[] = [];
     for (const bucket of ['mesh-provisioner_plans', 'mesh-provisioner_needs', 'mesh-provisioner_applied', 'mesh-provisioner_collect', 'postgres_bound', 'mesh-config_resolved', 'mesh-provisioner_registry']) {
-      const kv = await kvm.open(bucket);
-      for await (const key of await kv.keys()) values.push(key, new TextDecoder().decode((await kv.get(key))?.value ?? new Uint8Array()));
+      for (const [key, value] of await readAll(m.nc, bucket)) values.push(key, new TextDecoder().decode(value));
     }
     const b = m.node('b');
     const logs = [...m.log.lines, ...b.log.lines, ...m.engineLog.lines, ...b.engineLog.lines, ...providerLog.lines, readFileSync(db.logPath, 'utf8')];

@@ -165,7 +165,8 @@ test('a reply with a wrong id leaves the request to its timeout', async () => {
 });
 
 test('a reply line past the limit rejects the request with a protocol error naming the limit, drops the connection and keeps none of the line', async () => {
-  const limit = 1024 * 1024;
+  // Large enough that a kept line stands out of the socket buffers this process holds for the fake engine.
+  const limit = 4 * 1024 * 1024;
   let sent = 0;
   const f = await fake((_req, conn) => {
     const chunk = Buffer.alloc(64 * 1024, 0x61);
@@ -187,7 +188,7 @@ test('a reply line past the limit rejects the request with a protocol error nami
     assert.ok(sent < 8 * limit, `the fake sent ${sent} bytes before the client dropped it`);
     gc();
     const kept = process.memoryUsage().arrayBuffers - before;
-    assert.ok(kept < limit, `${kept} bytes kept after the drop`);
+    assert.ok(kept < limit / 2, `${kept} bytes kept after the drop`);
     f.behave = answerAll;
     assert.equal(paths(await f.client.fill(request('/etc/a.conf'))), ['/etc/a.conf']);
   } finally {
