@@ -312,6 +312,21 @@ test('query prints an error reply and returns 2, and says when nothing answers a
   }
 });
 
+test('a deleted key is not listed, nor is a key written and deleted since the last page', async () => {
+  assert.equal(keysOf(await ask({ what: 'applied', node: 'n3' })), []);
+  await put(APPLIED, 'n3.gone', report('n3', 'gone'));
+  await put(APPLIED, 'n3.kept', report('n3', 'kept'));
+  assert.equal(keysOf(await ask({ what: 'applied', node: 'n3' })), ['n3.gone', 'n3.kept']);
+  await kv[APPLIED]!.delete('n3.gone');
+  await put(APPLIED, 'n3.brief', report('n3', 'brief'));
+  await kv[APPLIED]!.delete('n3.brief');
+  const reply = await ask({ what: 'applied', node: 'n3' });
+  assert.equal(keysOf(reply), ['n3.kept']);
+  assert.equal(oddKeys(reply), []);
+  await kv[APPLIED]!.delete('n3.kept');
+  assert.equal(keysOf(await ask({ what: 'applied', node: 'n3', limit: 1 })), []);
+});
+
 // Last: it adds 600 reports to the applied bucket the tests above read.
 test('a bucket of more than 2 MiB is paged to the end by next, nothing missing or repeated, every reply under max payload', async () => {
   const filler = 'x'.repeat(5000);

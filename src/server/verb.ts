@@ -1,15 +1,18 @@
 // The read-only verb `mesh-provisioner.provisioning` (DESIGN §6): answered only to an inbox, at most
-// MAX_CONCURRENT_REQUESTS at once, one seat bucket read, narrowed, checked key by key and paged so
-// that no reply exceeds the connection's max payload.
+// MAX_CONCURRENT_REQUESTS at once, a seat bucket read from the cursor in key order (verb-read.ts),
+// checked key by key and cut into a page while reading, so that no reply exceeds the max payload.
 import { keyDisagreement } from '../shared/keys.ts';
 import { PROVISIONING_VERB } from '../shared/subjects.ts';
 import type { Msg, NatsConnection } from '@nats-io/transport-node';
-import { jsonBytes, readAll } from '../shared/bus.ts';
+import { jsonBytes } from '../shared/bus.ts';
 import { isInboxSubject } from '../shared/inbox.ts';
 import { MAX_JSON_DEPTH, parseBoundedJson } from '../shared/limits.ts';
 import type { Logger } from '../shared/log.ts';
 import { validate, type VerbReply, type VerbRequest } from '../shared/schemas.ts';
 import { parseVerbRequest, SHAPES, watchFilter, type Shape } from './verb-request.ts';
+import { BucketReadError, readerOf, type VerbReader } from './verb-read.ts';
+
+export { compareKeys } from './verb-read.ts';
 
 /** Bytes a reply leaves free under the connection's max payload. */
 export const REPLY_HEADROOM = 1024;
@@ -22,16 +25,14 @@ export const BUSY = 'busy';
 /** The levels a reply wraps around a stored value (`{entries: [{value}]}`): a reader allows this much more depth. */
 export const REPLY_NESTING = 3;
 
+/** The size of a row assumed before the first is read, to judge how far to read ahead. */
+const GUESSED_ROW_BYTES = 256;
+
 /** One key of the bucket as the reply lists it: an entry, or out of shape with the reason. */
 type Row = { key: string; value: unknown } | { key: string; reason: string };
 
-/** Orders keys by the bytes of their UTF-8, as the contract's "key order" means. */
-export function compareKeys(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a), Buffer.from(b));
-}
-
-/** Serves mesh-provisioner.provisioning until stopped. */
-export function serveProvisioning(nc: NatsConnection, log: Logger): { stop(): Promise<void> } {
+/** Serves mesh-provisioner.provisioning until stopped; `reader` is the connection's own unless a test hands one in. */
+export function serveProvisioning(nc: NatsConnection, log: Logger, reader: VerbReader = readerOf(nc)): { stop(): Promise<void> } {
   const sub = nc.subscribe(PROVISIONING_VERB);
   const inFlight = new InFlight(log);
   const receive = (msg: Msg): void => {
@@ -43,7 +44,7 @@ export function serveProvisioning(nc: NatsConnection, log: Logger): { stop(): Pr
     }
     const request = parseVerbRequest(msg.data);
     if (!request.ok) return respond(msg, { error: request.reason }, log);
-    const admitted = inFlight.admit(() => answerRequest(nc, request.value, maxPayloadOf(nc))
+    const admitted = inFlight.admit(() => answerRequest(reader, request.value, maxPayloadOf(nc))
       .catch((err: unknown) => ({ error: `internal: ${(err as Error).message}` }))
       .then((reply) => respond(msg, reply, log)));
     if (!admitted) respond(msg, { error: BUSY }, log);
@@ -115,27 +116,26 @@ export async function answerProvisioning(
   nc: NatsConnection,
   body: Uint8Array,
   maxPayload: number,
+  reader: VerbReader = readerOf(nc),
 ): Promise<VerbReply | { error: string }> {
   const request = parseVerbRequest(body);
   if (!request.ok) return { error: request.reason };
-  return answerRequest(nc, request.value, maxPayload);
+  return answerRequest(reader, request.value, maxPayload);
 }
 
-async function answerRequest(nc: NatsConnection, request: VerbRequest, maxPayload: number): Promise<VerbReply | { error: string }> {
+async function answerRequest(reader: VerbReader, request: VerbRequest, maxPayload: number): Promise<VerbReply | { error: string }> {
   const { what, limit, after } = request;
   const shape = SHAPES[what];
   const filter = watchFilter(request);
   if (!filter.ok) return { error: filter.reason };
-  let stored: Map<string, Uint8Array>;
+  const page = new Page(what, limit ?? Infinity, maxPayload - REPLY_HEADROOM);
   try {
-    stored = await readAll(nc, shape.bucket, filter.value);
+    read: for await (const run of reader.entries(shape.bucket, filter.value, after, maxPayload, () => page.room())) {
+      for (const { key, data } of run) if (!page.add(classify(shape, key, data, maxPayload))) break read;
+    }
+    return page.reply;
   } catch (err) {
-    return { error: `reading ${shape.bucket}: ${(err as Error).message}` };
-  }
-  try {
-    const keys = [...stored.keys()].filter((key) => after === undefined || compareKeys(key, after) > 0).sort(compareKeys);
-    return page(what, keys, (key) => classify(shape, key, stored.get(key)!, maxPayload), limit ?? Infinity, maxPayload - REPLY_HEADROOM);
-  } catch (err) {
+    if (err instanceof BucketReadError) return { error: `reading ${shape.bucket}: ${err.message}` };
     return { error: `internal: ${(err as Error).message}` };
   }
 }
@@ -155,30 +155,48 @@ function classify(shape: Shape, key: string, data: Uint8Array, maxBytes: number)
 }
 
 /**
- * Fills one reply in key order up to `limit` entries (out-of-shape rows ride along) and `budget`
- * bytes of JSON; `next` is the last key included when keys remain. A first row too large for any
- * reply is listed out of shape instead, so the cursor always moves on.
+ * One reply filled in key order up to `limit` entries (out-of-shape rows ride along) and `budget`
+ * bytes of JSON; `next` is the last key included when a row is left out. A first row too large for
+ * any reply is listed out of shape instead, so the cursor always moves on.
  */
-function page(what: string, keys: string[], rowOf: (key: string) => Row, limit: number, budget: number): VerbReply {
-  const reply: VerbReply = { what, entries: [], outOfShape: [] };
-  let size = byteLength(reply);
-  let taken = 0;
-  for (const key of keys) {
-    let row = rowOf(key);
-    const full = 'value' in row && reply.entries.length >= limit;
-    if (full || size + costOf(reply, row) + nextCost(key) > budget) {
-      if (full || taken > 0) {
-        reply.next = keys[taken - 1];
-        break;
-      }
-      row = { key, reason: `value of ${byteLength(row)} bytes does not fit in one reply (max payload ${budget + REPLY_HEADROOM})` };
-    }
-    size += costOf(reply, row);
-    if ('reason' in row) reply.outOfShape.push(row);
-    else reply.entries.push(row);
-    taken++;
+class Page {
+  /** The reply so far. */
+  readonly reply: VerbReply;
+  #size: number;
+  #taken = 0;
+  #last: string | undefined;
+
+  constructor(what: string, private readonly limit: number, private readonly budget: number) {
+    this.reply = { what, entries: [], outOfShape: [] };
+    this.#size = byteLength(this.reply);
   }
-  return reply;
+
+  /** Adds the next row in key order; false when it is left out, which ends the page. */
+  add(row: Row): boolean {
+    const full = 'value' in row && this.reply.entries.length >= this.limit;
+    let cost = full ? 0 : costOf(this.reply, row);
+    if (full || this.#size + cost + nextCost(row.key) > this.budget) {
+      if (full || this.#taken > 0) {
+        this.reply.next = this.#last;
+        return false;
+      }
+      row = { key: row.key, reason: `value of ${byteLength(row)} bytes does not fit in one reply (max payload ${this.budget + REPLY_HEADROOM})` };
+      cost = costOf(this.reply, row);
+    }
+    this.#size += cost;
+    if ('reason' in row) this.reply.outOfShape.push(row);
+    else this.reply.entries.push(row);
+    this.#taken++;
+    this.#last = row.key;
+    return true;
+  }
+
+  /** How many more rows the page might take (one past, to see where it ends): how far to read ahead. */
+  room(): number {
+    const rowBytes = this.#taken > 0 ? this.#size / this.#taken : GUESSED_ROW_BYTES;
+    const byBytes = Math.ceil((this.budget - this.#size) / rowBytes);
+    return Math.max(0, Math.min(this.limit - this.reply.entries.length, byBytes)) + 1;
+  }
 }
 
 function costOf(reply: VerbReply, row: Row): number {

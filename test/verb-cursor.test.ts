@@ -1,0 +1,261 @@
+// The verb's reads from a cursor (src/server/verb-read.ts): every page in key order from a key list
+// kept caught up with the stream, only a page's values fetched, against a real nats-server and a
+// seat user granted nothing but stream info, direct get and its own inbox.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import fc from 'fast-check';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { jetstream } from '@nats-io/jetstream';
+import type { KV } from '@nats-io/kv';
+import { ensureSeatKv, jsonBytes } from '../src/shared/bus.ts';
+import { APPLIED, COLLECT, NEEDS, REGISTRY_BUCKET } from '../src/shared/buckets.ts';
+import { needKey } from '../src/shared/keys.ts';
+import { memoryLogger } from '../src/shared/log.ts';
+import { PROVISIONING_VERB } from '../src/shared/subjects.ts';
+import type { VerbReply } from '../src/shared/schemas.ts';
+import { answerProvisioning, serveProvisioning } from '../src/server/verb.ts';
+import { compareKeys, firstAfter, LISTING_IDLE_MS, MAX_CATCH_UP, VerbReader } from '../src/server/verb-read.ts';
+import { startNats, type NatsServer } from './helpers/nats.ts';
+
+const SEAT_INBOX = '_INBOX_seat';
+const GRANTED = [APPLIED, NEEDS, REGISTRY_BUCKET, COLLECT].flatMap((b) => [`$JS.API.STREAM.INFO.KV_${b}`, `$JS.API.DIRECT.GET.KV_${b}`]);
+const AUTH = `authorization {
+  users = [
+    { user: admin, password: admin }
+    { user: seat, password: seat, permissions: {
+        publish: { allow: ${JSON.stringify(GRANTED)} }
+        subscribe: { allow: ["${SEAT_INBOX}.>", "${PROVISIONING_VERB}"] }
+        allow_responses: true } }
+  ]
+}`;
+
+const NODES = 40;
+const MODULES = 55;
+
+let server: NatsServer;
+let admin: NatsConnection;
+let seat: NatsConnection;
+const kv: Record<string, KV> = {};
+/** Every key written to the applied bucket and not deleted. */
+const written = new Set<string>();
+
+const report = (node: string, module: string, build = 'b1') =>
+  ({ node, module, build, state: 'applied', files: [{ path: `/etc/${module}.conf`, action: 'written', digest: 'sha256:x' }], waiting: [], at: '2026-01-01T00:00:00Z' });
+const nodeName = (n: number) => `n${String(n).padStart(2, '0')}`;
+const moduleName = (m: number) => `m${String(m).padStart(4, '0')}`;
+
+async function putReports(keys: string[]): Promise<void> {
+  const js = jetstream(admin);
+  for (let i = 0; i < keys.length; i += 500) {
+    await Promise.all(keys.slice(i, i + 500).map((key) => {
+      const [node, module] = key.split('.') as [string, string];
+      written.add(key);
+      return js.publish(`$KV.${APPLIED}.${key}`, jsonBytes(report(node, module)));
+    }));
+  }
+}
+
+function shuffled<T>(items: T[]): T[] {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = (i * 7919 + 13) % (i + 1);
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
+
+/** A reader counting its listings and its value fetches. */
+function countingReader(now?: () => number) {
+  const counts = { listed: 0, fetched: 0 };
+  const reader = new VerbReader(seat, { now, onList: () => void counts.listed++, onFetch: () => void counts.fetched++ });
+  return { reader, counts };
+}
+
+async function page(reader: VerbReader, request: object): Promise<VerbReply> {
+  const reply = await answerProvisioning(seat, jsonBytes(request), seat.info!.max_payload, reader);
+  if ('error' in reply) throw new Error(`verb answered {error}: ${reply.error}`);
+  return reply;
+}
+
+/** Walks every page of `request`, calling `between` after each page (1-based) and the fetches it made. */
+async function walk(reader: VerbReader, request: object, between?: (pages: number, reply: VerbReply) => Promise<void>): Promise<{ keys: string[]; pages: number }> {
+  const keys: string[] = [];
+  let after: string | undefined;
+  let pages = 0;
+  do {
+    const reply = await page(reader, { ...request, ...(after === undefined ? {} : { after }) });
+    assert.equal(reply.outOfShape, [], `out of shape on page ${pages + 1}`);
+    keys.push(...reply.entries.map((e) => e.key));
+    if (reply.next !== undefined) assert.is(reply.next, reply.entries.at(-1)?.key);
+    after = reply.next;
+    pages++;
+    await between?.(pages, reply);
+  } while (after !== undefined);
+  return { keys, pages };
+}
+
+const sortedKeys = (keys: Iterable<string>, prefix = '') => [...keys].filter((k) => k.startsWith(prefix)).sort(compareKeys);
+
+test.before(async () => {
+  server = await startNats(AUTH);
+  admin = await connect({ servers: server.url, user: 'admin', pass: 'admin' });
+  for (const bucket of [APPLIED, NEEDS, REGISTRY_BUCKET]) kv[bucket] = await ensureSeatKv(admin, bucket, 1);
+  seat = await connect({ servers: server.url, user: 'seat', pass: 'seat', inboxPrefix: SEAT_INBOX });
+  const keys: string[] = [];
+  for (let n = 0; n < NODES; n++) for (let m = 0; m < MODULES; m++) keys.push(`${nodeName(n)}.${moduleName(m)}`);
+  // Written out of key order, so that stream order and key order differ.
+  await putReports(shuffled(keys));
+});
+
+test.after(async () => {
+  await seat?.close();
+  await admin?.close();
+  await server?.cleanup();
+});
+
+test('compareKeys orders any two strings as the bytes of their UTF-8 do', () => {
+  const text = fc.string({ unit: 'binary', maxLength: 12 });
+  fc.assert(fc.property(text, text, (a, b) => {
+    assert.is(Math.sign(compareKeys(a, b)), Math.sign(Buffer.compare(Buffer.from(a), Buffer.from(b))), `${JSON.stringify(a)} ${JSON.stringify(b)}`);
+  }), { numRuns: 5000 });
+  assert.ok(compareKeys('\u{1F642}', '\uFFFD') > 0, 'a code point past U+FFFF sorts after U+FFFD, as in UTF-8');
+});
+
+test('firstAfter finds the first key past a cursor, present in the list or not', () => {
+  const keys = ['a', 'a.b', 'b', 'c'];
+  assert.is(firstAfter(keys, undefined), 0);
+  assert.is(firstAfter(keys, 'a'), 1);
+  assert.is(firstAfter(keys, 'a.a'), 1);
+  assert.is(firstAfter(keys, 'c'), 4);
+  assert.is(firstAfter(keys, 'z'), 4);
+  assert.is(firstAfter([], 'a'), 0);
+});
+
+test(`walking ${NODES * MODULES} reports 100 a page gives every key once in byte order, as one full read does, listing the bucket once`, async () => {
+  const { reader, counts } = countingReader();
+  let before = 0;
+  const { keys, pages } = await walk(reader, { what: 'applied', limit: 100 }, async (n, reply) => {
+    // A page asks for its own values and one past them (to see where it ends), never the bucket's.
+    assert.ok(counts.fetched - before <= 101, `page ${n} fetched ${counts.fetched - before} values for ${reply.entries.length} entries`);
+    before = counts.fetched;
+  });
+  assert.is(pages, Math.ceil(written.size / 100));
+  assert.equal(keys, sortedKeys(written));
+  assert.is(counts.listed, 1);
+  const whole = await page(countingReader().reader, { what: 'applied' });
+  assert.is(whole.next, undefined);
+  assert.equal(whole.entries.map((e) => e.key), keys);
+  assert.equal(whole.entries[0]!.value, report('n00', 'm0000'));
+});
+
+test('a write or delete during the walk behind the cursor does not repeat or derail it; one ahead appears or vanishes', async () => {
+  const { reader, counts } = countingReader();
+  const behind = 'n00.zz-late';
+  const ahead = 'n30.aa-late';
+  const deletedAhead = `${nodeName(35)}.${moduleName(10)}`;
+  const rewrittenBehind = `${nodeName(1)}.${moduleName(3)}`;
+  let cursor = '';
+  const { keys } = await walk(reader, { what: 'applied', limit: 100 }, async (n, reply) => {
+    if (n !== 3) return;
+    cursor = reply.next!;
+    assert.ok(compareKeys(behind, cursor) < 0 && compareKeys(rewrittenBehind, cursor) < 0 && compareKeys(cursor, ahead) < 0);
+    await putReports([behind, ahead]);
+    await kv[APPLIED]!.put(rewrittenBehind, jsonBytes(report(nodeName(1), moduleName(3), 'b2')));
+    await kv[APPLIED]!.delete(deletedAhead);
+    // The cursor's own key deleted: the walk goes on from the next key after it all the same.
+    await kv[APPLIED]!.delete(cursor);
+    written.delete(deletedAhead);
+    written.delete(cursor);
+  });
+  assert.is(new Set(keys).size, keys.length, 'no key twice');
+  assert.equal(keys, sortedKeys(keys), 'in byte order');
+  assert.ok(keys.includes(ahead), 'the key written ahead appears');
+  assert.not.ok(keys.includes(behind), 'the key written behind is not gone back for');
+  assert.not.ok(keys.includes(deletedAhead), 'the key deleted ahead vanishes');
+  assert.ok(keys.includes(cursor), 'the cursor key was read before it was deleted');
+  assert.equal(keys, sortedKeys([...written, cursor]).filter((k) => k !== behind));
+  assert.is(counts.listed, 1, 'the changes were caught up, not listed again');
+  assert.equal(await walk(countingReader().reader, { what: 'applied', limit: 500 }).then((w) => w.keys), sortedKeys(written), 'a fresh walk sees the deletes');
+});
+
+test('narrowing by node pages that node alone, in order', async () => {
+  const { reader } = countingReader();
+  const { keys, pages } = await walk(reader, { what: 'applied', node: 'n07', limit: 10 });
+  assert.equal(keys, sortedKeys(written, 'n07.'));
+  assert.is(keys.length, MODULES);
+  assert.is(pages, Math.ceil(MODULES / 10));
+  const web = await walk(reader, { what: 'applied', module: moduleName(9), limit: 7 });
+  assert.equal(web.keys, sortedKeys(written).filter((k) => k.endsWith(`.${moduleName(9)}`)));
+});
+
+test('pages come the same through the served verb, each under max payload', async () => {
+  const serving = serveProvisioning(seat, memoryLogger(), countingReader().reader);
+  // The verb's subscription is at the server once the seat's connection has flushed.
+  await seat.flush();
+  try {
+    const keys: string[] = [];
+    let after: string | undefined;
+    do {
+      const msg = await admin.request(PROVISIONING_VERB, jsonBytes({ what: 'applied', limit: 700, ...(after ? { after } : {}) }), { timeout: 10_000 });
+      assert.ok(msg.data.length <= seat.info!.max_payload);
+      const reply = msg.json<VerbReply>();
+      keys.push(...reply.entries.map((e) => e.key));
+      after = reply.next;
+    } while (after !== undefined);
+    assert.equal(keys, sortedKeys(written));
+  } finally {
+    await serving.stop();
+  }
+});
+
+test(`a key list is caught up change by change, listed again past ${MAX_CATCH_UP} changes, and dropped after ${LISTING_IDLE_MS} ms unused`, async () => {
+  let clock = 1_000_000;
+  const { reader, counts } = countingReader(() => clock);
+  const needs = (count: number, from: number) => Promise.all(Array.from({ length: count }, (_, i) => {
+    const name = `x${from + i}`;
+    return kv[NEEDS]!.put(needKey('n01', 'web', 'config', name), jsonBytes({ node: 'n01', module: 'web', kind: 'config', name, files: [], met: true }));
+  }));
+  await needs(3, 0);
+  const first = await page(reader, { what: 'needs' });
+  assert.is(first.entries.length, 3);
+  assert.is(counts.listed, 1);
+  await needs(2, 3);
+  assert.is((await page(reader, { what: 'needs' })).entries.length, 5);
+  assert.is(counts.listed, 1, 'two changes are caught up');
+  await needs(MAX_CATCH_UP + 1, 5);
+  assert.is((await page(reader, { what: 'needs' })).entries.length, MAX_CATCH_UP + 6);
+  assert.is(counts.listed, 2, 'past MAX_CATCH_UP changes the filter is listed again');
+  clock += LISTING_IDLE_MS + 1;
+  assert.is((await page(reader, { what: 'needs', node: 'n01' })).entries.length, MAX_CATCH_UP + 6);
+  assert.is((await page(reader, { what: 'needs' })).entries.length, MAX_CATCH_UP + 6);
+  assert.is(counts.listed, 4, 'a list unused past LISTING_IDLE_MS is listed again (and each filter has its own)');
+});
+
+test('an empty bucket answers an empty page, a missing one {error} naming it', async () => {
+  const reply = await answerProvisioning(seat, jsonBytes({ what: 'registry' }), 1 << 20, countingReader().reader);
+  assert.equal(reply, { what: 'registry', entries: [], outOfShape: [] });
+  const missing = await answerProvisioning(seat, jsonBytes({ what: 'collect' }), 1 << 20, countingReader().reader);
+  assert.equal(missing, { error: 'reading mesh-provisioner_collect: stream not found' });
+});
+
+// Last: it grows the applied bucket fivefold.
+test('a page reads what it returns, not the bucket: the same values per page at 2,200 and at 11,000 keys', async () => {
+  const after = `${nodeName(12)}.${moduleName(20)}`;
+  const fetchedPerPage = async () => {
+    const { reader, counts } = countingReader();
+    const first = await page(reader, { what: 'applied', limit: 50, after });
+    const fetchedFirst = counts.fetched;
+    await page(reader, { what: 'applied', limit: 50, after: first.next });
+    assert.is(counts.listed, 1);
+    return [fetchedFirst, counts.fetched - fetchedFirst];
+  };
+  const small = await fetchedPerPage();
+  const more: string[] = [];
+  for (let n = NODES; n < NODES * 5; n++) for (let m = 0; m < MODULES; m++) more.push(`${nodeName(n)}.${moduleName(m)}`);
+  await putReports(shuffled(more));
+  const large = await fetchedPerPage();
+  assert.equal(large, small);
+  for (const fetched of large) assert.ok(fetched <= 51, `${fetched} values fetched for a page of 50`);
+});
+
+test.run();
