@@ -145,4 +145,23 @@ test('a run that throws is reported and does not stop the module', async () => {
   assert.equal(errors, ['a: boom', 'a: boom']);
 });
 
+test('with --settle 0 a change starts on the next turn, not on a clamped 1 ms timer; a burst in one turn is still one fill', async () => {
+  const used: string[] = [];
+  const queued: (() => void)[] = [];
+  const timers: Timers = {
+    setTimeout: (fn) => (used.push('setTimeout'), setTimeout(fn, 0)),
+    clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
+    immediate: (fn) => (used.push('immediate'), queued.push(fn), queued.length),
+    clearImmediate: (h) => void (queued[(h as number) - 1] = () => {}),
+  };
+  const runs: string[] = [];
+  const scheduler = new Scheduler(0, async (m) => void runs.push(m), () => {}, timers);
+  for (let i = 0; i < 5; i++) scheduler.schedule('web');
+  assert.equal(runs, [], 'nothing runs within the turn that scheduled it');
+  for (const fn of queued.splice(0)) fn();
+  await flush();
+  assert.equal(runs, ['web']);
+  assert.ok(used.length > 0 && used.every((u) => u === 'immediate'), used.join());
+});
+
 test.run();

@@ -4,12 +4,20 @@
 export type Timers = {
   setTimeout(fn: () => void, ms: number): unknown;
   clearTimeout(handle: unknown): void;
+  /**
+   * Runs `fn` once the current turn's I/O is handled, for a fill that starts at once (`--settle 0`,
+   * a cut burst): Node clamps `setTimeout(fn, 0)` to 1 ms, a millisecond every change would pay.
+   * Optional: without it a zero delay is a `setTimeout`.
+   */
+  immediate?(fn: () => void): unknown;
+  /** Cancels what `immediate` scheduled. */
+  clearImmediate?(handle: unknown): void;
 };
 
 /** Runs one module's fill; `full` asks for every file again (start, knock, bus back). */
 export type RunModule = (module: string, full: boolean) => Promise<void>;
 
-type Slot = { timer?: unknown; running?: Promise<void>; pending: boolean; full: boolean; since?: number };
+type Slot = { timer?: unknown; immediate?: boolean; running?: Promise<void>; pending: boolean; full: boolean; since?: number };
 
 /** A burst is cut after this many settle windows, so a steady stream of changes still fills. */
 export const MAX_SETTLE_WINDOWS = 10;
@@ -30,7 +38,12 @@ export class Scheduler {
     private readonly settleMs: number,
     private readonly run: RunModule,
     private readonly onError: (module: string, err: unknown) => void,
-    private readonly timers: Timers = { setTimeout: (fn, ms) => setTimeout(fn, ms), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) },
+    private readonly timers: Timers = {
+      setTimeout: (fn, ms) => setTimeout(fn, ms),
+      clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
+      immediate: (fn) => setImmediate(fn),
+      clearImmediate: (h) => clearImmediate(h as NodeJS.Immediate),
+    },
     private readonly now: () => number = Date.now,
     private readonly concurrency = DEFAULT_CONCURRENCY,
   ) {}
@@ -43,16 +56,22 @@ export class Scheduler {
     if (slot.running) return;
     const now = this.now();
     slot.since ??= now;
-    if (slot.timer !== undefined) this.timers.clearTimeout(slot.timer);
+    this.#clear(slot);
     const cut = this.settleMs === 0 || now - slot.since >= this.settleMs * MAX_SETTLE_WINDOWS;
-    slot.timer = this.timers.setTimeout(() => this.#start(module), cut ? 0 : this.settleMs);
+    if (cut && this.timers.immediate) {
+      slot.timer = this.timers.immediate(() => this.#start(module));
+      slot.immediate = true;
+    } else {
+      slot.timer = this.timers.setTimeout(() => this.#start(module), cut ? 0 : this.settleMs);
+      slot.immediate = false;
+    }
   }
 
   /** Forgets a module: a pending fill is dropped (a fill already running finishes). */
   cancel(module: string): void {
     const slot = this.#slots.get(module);
     if (!slot) return;
-    if (slot.timer !== undefined) this.timers.clearTimeout(slot.timer);
+    this.#clear(slot);
     slot.timer = undefined;
     slot.pending = false;
     this.#queue.delete(module);
@@ -66,6 +85,12 @@ export class Scheduler {
       if (busy.length === 0) return;
       await Promise.all(busy.map((s) => s.running ?? new Promise((r) => setTimeout(r, 5))));
     }
+  }
+
+  #clear(slot: Slot): void {
+    if (slot.timer === undefined) return;
+    if (slot.immediate) this.timers.clearImmediate?.(slot.timer);
+    else this.timers.clearTimeout(slot.timer);
   }
 
   #start(module: string): void {
