@@ -107,7 +107,9 @@ export async function startBenchMesh(): Promise<BenchMesh> {
   return {
     url: nats.url, nc, dir, kvm, kv, store: store!,
     startClient(node, socket) {
-      const child = spawn(process.execPath, [join(ROOT, 'dist/client.js'), '--node', node, '--nats', nats.url, '--socket', socket, '--cache', join(dir, `cache-${node}`), '--settle', '0'], {
+      // MESH_BENCH_PROF=DIR writes a CPU profile of each client into DIR (a profile, not a guess).
+      const prof = process.env['MESH_BENCH_PROF'] ? ['--cpu-prof', '--cpu-prof-dir', process.env['MESH_BENCH_PROF']] : [];
+      const child = spawn(process.execPath, [...prof, join(ROOT, 'dist/client.js'), '--node', node, '--nats', nats.url, '--socket', socket, '--cache', join(dir, `cache-${node}`), '--settle', '0'], {
         stdio: ['ignore', 'ignore', 'ignore'],
       });
       children.push(child);
