@@ -104,6 +104,7 @@ async function main(): Promise<void> {
     const rss = peakRssMiB(big.pid!);
     appliedWatch.stop();
     big.kill('SIGTERM');
+    await new Promise((resolve) => big.once('exit', resolve));
     bigEngine.close();
     console.log(`scale: ${MODULES_N} modules × 3 files (${files} files to the engine)`);
     console.log(`  client start → all applied       ${(took / 1000).toFixed(2)} s   peak RSS ${rss.toFixed(0)} MiB`);

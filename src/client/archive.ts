@@ -92,14 +92,28 @@ async function readCached(
 async function writeCache(ref: string, dir: string, path: string, bytes: Uint8Array, log: Logger | undefined): Promise<void> {
   const temp = join(dir, `.${randomBytes(6).toString('hex')}.${process.pid}.tmp`);
   try {
-    await mkdir(dir, { recursive: true });
+    await ensureDir(dir);
     // No fsync: a file torn by a crash no longer hashes to its name and is fetched again.
     await writeFile(temp, bytes, { flag: 'wx' });
     await rename(temp, path);
   } catch (err) {
+    // The dir may have been removed under a running client: make it again next time.
+    madeDirs.delete(dir);
     log?.warn(`archive ${ref}: not cached at ${path}: ${describeError(err)}`);
     await rm(temp, { force: true }).catch(() => undefined);
   }
+}
+
+// The cache dir is made once per process, not once per archive written; a failure is tried again.
+const madeDirs = new Map<string, Promise<unknown>>();
+function ensureDir(dir: string): Promise<unknown> {
+  let made = madeDirs.get(dir);
+  if (!made) {
+    made = mkdir(dir, { recursive: true });
+    madeDirs.set(dir, made);
+    made.catch(() => madeDirs.delete(dir));
+  }
+  return made;
 }
 
 function sha256Hex(bytes: Uint8Array): string {

@@ -77,12 +77,21 @@ export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClie
     for (const m of names) scheduler.schedule(m, true);
   };
 
+  // What every plan event changes for the node as a whole, done once per turn: a thousand plans
+  // arriving together at start are one pass over them, not a thousand.
+  let plansPass: NodeJS.Immediate | undefined;
+  const plansMoved = () => {
+    plansPass ??= setImmediate(() => {
+      plansPass = undefined;
+      templates.retain(modules.digests());
+      sources.plansChanged(modules.plans());
+    });
+  };
   const plans = watchBucket(nc, PLANS, `${node}.*`, (e) => {
     const key = parseNodeModuleKey(e.key);
     if (!key.ok) return log.warn(`${PLANS} ${e.key}: key out of shape: ${key.reason}`);
     if (!modules.setPlan(key.value.module, e.value)) return;
-    templates.retain(modules.digests());
-    sources.plansChanged(modules.plans());
+    plansMoved();
     if (!started) return;
     scheduler.schedule(key.value.module);
     // A plan carries the placement: every askable kind of the module may read differently now.
@@ -119,6 +128,7 @@ export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClie
     idle: () => scheduler.idle(),
     async stop() {
       stopped = true;
+      if (plansPass) clearImmediate(plansPass);
       asks.stop();
       plans.stop();
       registry.stop();
