@@ -4,12 +4,15 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Kvm } from '@nats-io/kv';
 import { jetstream } from '@nats-io/jetstream';
-import { ASSIGNMENTS, MODULES } from '../src/shared/buckets.ts';
+import { ASSIGNMENTS, MODULES, PLANS } from '../src/shared/buckets.ts';
+import { connectBus, ensureSeatKv, watchKv } from '../src/shared/bus.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 import { isNormalAbsolutePath, pathProblem, secretNameProblem, tokenProblem, type Health, type Plan } from '../src/shared/schemas.ts';
 import { Composer } from '../src/server/composer.ts';
+import { KvPublisher, parsePublishAck, PutRefusedError } from '../src/server/kv-publisher.ts';
+import { startNats } from './helpers/nats.ts';
 import { assignment, composition, compositionWithValues, nestedJson, startSeatFixture, type SeatFixture } from './helpers/seat.ts';
-import { waitFor } from './helpers/wait.ts';
+import { sleep, waitFor } from './helpers/wait.ts';
 
 async function plan(f: SeatFixture, key: string): Promise<(Plan & { revision: number }) | null> {
   const e = await f.plans.get(key);
@@ -366,6 +369,96 @@ test('a plan that would be past 1 MiB is refused with its size, and the others c
   assert.not.ok(written.has('n1.big'));
   const line = lines.find((l) => l.module === 'big');
   assert.match(line?.reason ?? 'not said', /^plan n1\.big: \d{7} bytes, past the limit of 1048576 bytes$/);
+});
+
+test('one assignment change at the seat writes exactly one plan, and only its own', async () => {
+  const f = await startSeatFixture();
+  try {
+    await f.put(f.modules, 'web', composition('web', '1'));
+    await f.put(f.modules, 'db', composition('db', '1'));
+    const keys: string[] = [];
+    for (let i = 0; i < 20; i++) for (const module of ['web', 'db']) keys.push(`n${i}.${module}`);
+    await Promise.all(keys.map((key) => f.put(f.assignments, key, assignment(key.split('.')[0]!, key.split('.')[1]!))));
+    for (const key of keys) await waitFor(key, () => plan(f, key));
+    await f.seat.composer.idle();
+    const seen: string[] = [];
+    const watch = await watchKv(f.nc, PLANS, '>', (e) => void seen.push(e.key));
+    await watch.caughtUp;
+    seen.length = 0;
+    await f.put(f.assignments, 'n7.db', assignment('n7', 'db', '/srv/db'));
+    await waitFor('n7.db rewritten', async () => (await plan(f, 'n7.db'))?.files[0]!.path === '/srv/db/db.conf');
+    await f.seat.composer.idle();
+    await sleep(200);
+    watch.stop();
+    assert.equal(seen, ['n7.db']);
+    const pass = f.passes.at(-1)!;
+    assert.equal([pass.composed, pass.written], [['n7.db'], ['n7.db']]);
+  } finally {
+    await f.close();
+  }
+});
+
+test('plans are put as pipelined publishes, each resolving with the revision the bucket gave it', async () => {
+  const server = await startNats();
+  const nc = await connectBus({ servers: [server.url], name: 'test' });
+  const plans = await ensureSeatKv(nc, PLANS, 1);
+  const publisher = new KvPublisher(nc, PLANS);
+  try {
+    const keys = Array.from({ length: 200 }, (_, i) => `p${i}.web`);
+    const revisions = await Promise.all(keys.map((key) => publisher.put(key, new TextEncoder().encode(`{"k":"${key}"}`))));
+    assert.is(new Set(revisions).size, keys.length, 'one revision each');
+    for (const i of [0, 99, 199]) {
+      const entry = await plans.get(keys[i]!);
+      assert.is(entry?.revision, revisions[i]);
+      assert.is(entry?.string(), `{"k":"${keys[i]}"}`);
+    }
+  } finally {
+    publisher.close();
+    await nc.close();
+    await server.cleanup();
+  }
+});
+
+test('a put to a bucket no stream holds is refused with the key and the reason', async () => {
+  const server = await startNats();
+  const nc = await connectBus({ servers: [server.url], name: 'test' });
+  const publisher = new KvPublisher(nc, 'no-such-bucket');
+  try {
+    const err = await publisher.put('n1.web', new Uint8Array([123, 125])).then(() => undefined, (e: unknown) => e);
+    assert.instance(err, PutRefusedError);
+    assert.match((err as Error).message, /^put of n1\.web: status 503: no stream listens/);
+  } finally {
+    publisher.close();
+    await nc.close();
+    await server.cleanup();
+  }
+});
+
+test('a put the bus does not answer within the timeout is refused, not left waiting', async () => {
+  const server = await startNats();
+  const nc = await connectBus({ servers: [server.url], name: 'test' });
+  await ensureSeatKv(nc, PLANS, 1);
+  const publisher = new KvPublisher(nc, PLANS, { timeoutMs: 300 });
+  try {
+    assert.type(await publisher.put('n1.web', new Uint8Array([123, 125])), 'number');
+    await server.stop();
+    const started = Date.now();
+    const err = await publisher.put('n2.web', new Uint8Array([123, 125])).then(() => undefined, (e: unknown) => e);
+    assert.match(String((err as Error)?.message), /^put of n2\.web: no ack within 300 ms$/);
+    assert.ok(Date.now() - started < 2000, `refused after ${Date.now() - started} ms`);
+  } finally {
+    publisher.close();
+    await nc.close();
+    await server.cleanup();
+  }
+});
+
+test('a publish ack is read as its sequence, and a refusal as its reason', () => {
+  const ack = (text: string) => ({ data: new TextEncoder().encode(text), headers: undefined });
+  assert.equal(parsePublishAck(ack('{"stream":"KV_x","seq":42}')), { ok: true, value: 42 });
+  assert.equal(parsePublishAck(ack('{"error":{"code":503,"description":"stream is full"}}')), { ok: false, reason: 'refused: stream is full (503)' });
+  assert.equal(parsePublishAck(ack('{"stream":"KV_x"}')), { ok: false, reason: 'the ack names no sequence' });
+  assert.equal(parsePublishAck(ack('nope')), { ok: false, reason: 'the ack is not JSON' });
 });
 
 test.run();

@@ -7,6 +7,7 @@ import { ensureSeatKv, jsonBytes, watchBucket } from '../shared/bus.ts';
 import { ASSIGNMENTS, MODULES, PLANS, REGISTRY_BUCKET, SEAT_BUCKETS } from '../shared/buckets.ts';
 import type { Logger } from '../shared/log.ts';
 import { Composer, type PassSummary } from './composer.ts';
+import { KvPublisher } from './kv-publisher.ts';
 import { REGISTRY_INTERVAL_MS, syncRegistry } from './registry-sync.ts';
 import { serveProvisioning } from './verb.ts';
 
@@ -20,6 +21,8 @@ export type SeatOptions = {
   replicas: number;
   /** Called after each pass (tests, logs). */
   onPass?: (summary: PassSummary) => void;
+  /** The inbox prefix `nc` was made with, for the acks of plan writes (default `_INBOX`). */
+  inboxPrefix?: string;
 };
 
 /** A running seat. */
@@ -41,9 +44,10 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
   // The subscription reaches the server before the seat says it is ready: a request right after is answered.
   await nc.flush();
   const plans = kvs.get(PLANS)!;
+  const publisher = new KvPublisher(nc, PLANS, opts.inboxPrefix === undefined ? {} : { inboxPrefix: opts.inboxPrefix });
   const composer = new Composer(
     {
-      putPlan: async (key, value) => void (await plans.put(key, value)),
+      putPlan: (key, value) => publisher.put(key, value),
       deletePlan: (key) => plans.delete(key),
       health: (line) => nc.publish(HEALTH_SUBJECT, jsonBytes(line)),
     },
@@ -52,7 +56,7 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
   );
 
   const watches = ([['plans', PLANS], ['assignments', ASSIGNMENTS], ['modules', MODULES]] as const).map(([input, bucket]) => {
-    const watch = watchBucket(nc, bucket, '>', (e) => composer.update(input, e.key, e.value), log);
+    const watch = watchBucket(nc, bucket, '>', (e) => composer.update(input, e.key, e.value, e.revision), log);
     void watch.caughtUp.then(() => composer.loaded(input));
     return watch;
   });
@@ -64,6 +68,7 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
       await verb.stop();
       for (const w of watches) w.stop();
       await composer.idle();
+      publisher.close();
     },
   };
 }
