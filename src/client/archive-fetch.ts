@@ -8,6 +8,7 @@ import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { fail, type Parsed } from '../shared/result.ts';
+import { directObjectReader } from './archive-direct.ts';
 
 /**
  * Fetches bytes of an obj:// reference: (bucket, name) → bytes or null when absent.
@@ -160,7 +161,10 @@ export function natsObjectFetcher(nc: NatsConnection): ObjectFetcher {
     }
     return store;
   };
+  const direct = directObjectReader(nc);
   return async (bucket, name, maxBytes = Number.POSITIVE_INFINITY) => {
+    const read = await direct(bucket, name, maxBytes);
+    if (read !== undefined) return read;
     let result;
     try {
       result = await (await open(bucket)).get(name);
