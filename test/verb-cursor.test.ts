@@ -14,7 +14,8 @@ import { memoryLogger } from '../src/shared/log.ts';
 import { PROVISIONING_VERB } from '../src/shared/subjects.ts';
 import type { VerbReply } from '../src/shared/schemas.ts';
 import { answerProvisioning, serveProvisioning } from '../src/server/verb.ts';
-import { compareKeys, firstAfter, LISTING_IDLE_MS, MAX_CATCH_UP, VerbReader } from '../src/server/verb-read.ts';
+import { compareKeys } from '../src/shared/keys.ts';
+import { firstAfter, LISTING_IDLE_MS, MAX_CATCH_UP, VerbReader } from '../src/server/verb-read.ts';
 import { startNats, type NatsServer } from './helpers/nats.ts';
 
 const SEAT_INBOX = '_INBOX_seat';

@@ -3,6 +3,7 @@
 // bounded window. Stream order is write order, so key order needs the key list; values never do.
 import { createInbox, Empty, type Msg, type NatsConnection } from '@nats-io/transport-node';
 import { jsonBytes } from '../shared/bus.ts';
+import { compareKeys } from '../shared/keys.ts';
 
 /** Direct gets one page has in flight at once, at most. */
 export const MAX_IN_FLIGHT = 1024;
@@ -36,23 +37,6 @@ export class BucketReadError extends Error {
     super(message, options);
     this.name = 'BucketReadError';
   }
-}
-
-/** Orders keys by the bytes of their UTF-8, as the contract's "key order" means, without encoding them. */
-export function compareKeys(a: string, b: string): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const x = a.charCodeAt(i);
-    const y = b.charCodeAt(i);
-    if (x !== y) return codePointRank(x) - codePointRank(y);
-  }
-  return a.length - b.length;
-}
-
-// UTF-16 units sort as UTF-8 bytes do, except that a surrogate (a code point past U+FFFF) belongs after U+E000–U+FFFF.
-function codePointRank(unit: number): number {
-  if (unit < 0xd800) return unit;
-  return unit < 0xe000 ? unit + 0x2000 : unit - 0x800;
 }
 
 /** The index of the first key past `after` (0 without one), by binary search. */

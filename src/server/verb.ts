@@ -12,7 +12,7 @@ import { validate, type VerbReply, type VerbRequest } from '../shared/schemas.ts
 import { parseVerbRequest, SHAPES, watchFilter, type Shape } from './verb-request.ts';
 import { BucketReadError, readerOf, type VerbReader } from './verb-read.ts';
 
-export { compareKeys } from './verb-read.ts';
+export { compareKeys } from '../shared/keys.ts';
 
 /** Bytes a reply leaves free under the connection's max payload. */
 export const REPLY_HEADROOM = 1024;

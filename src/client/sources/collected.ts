@@ -5,7 +5,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { watchBucket, type Watch } from '../../shared/bus.ts';
 import { COLLECT } from '../../shared/buckets.ts';
-import { keyDisagreement, parseCollectKey } from '../../shared/keys.ts';
+import { compareKeys, keyDisagreement, parseCollectKey } from '../../shared/keys.ts';
 import type { Logger } from '../../shared/log.ts';
 import { CollectItemSchema, decodeJson, type Plan } from '../../shared/schemas.ts';
 import type { Lookup, OnChange, Source, Wanted } from './source.ts';
@@ -56,7 +56,7 @@ export class NodeItems {
 
   /** The items of a collection in byte order of their contributors' names. */
   itemsOf(collection: string): [contributor: string, item: StoredItem][] {
-    return [...(this.#byCollection.get(collection) ?? [])].sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+    return [...(this.#byCollection.get(collection) ?? [])].sort(([a], [b]) => compareKeys(a, b));
   }
 
   /** What the bucket holds of `contributor`: collection → content (undefined for an item out of shape). */

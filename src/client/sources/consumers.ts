@@ -5,7 +5,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { watchBucket, type Watch } from '../../shared/bus.ts';
 import { PLANS } from '../../shared/buckets.ts';
-import { pairVault, parseNodeModuleKey } from '../../shared/keys.ts';
+import { compareKeys, pairVault, parseNodeModuleKey } from '../../shared/keys.ts';
 import type { Logger } from '../../shared/log.ts';
 import { decodeJson, PlanSchema, type Plan } from '../../shared/schemas.ts';
 import { VAULT_CHANGED } from '../../shared/subjects.ts';
@@ -20,15 +20,10 @@ export function consumersDependency(module: string, provision: string): string {
   return `consumers:${module}:${provision}`;
 }
 
-/** Orders keys by the bytes of their UTF-8, as "the order of the plans' keys" means. */
-function byKeyBytes(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a), Buffer.from(b));
-}
-
 /** The consumers bound to `provision` of provider module `provider` on `node`, in plan key order, then provision order. */
 export function consumersOf(plans: ReadonlyMap<string, Plan>, node: string, provider: string, provision: string): Consumer[] {
   const out: Consumer[] = [];
-  for (const key of [...plans.keys()].sort(byKeyBytes)) {
+  for (const key of [...plans.keys()].sort(compareKeys)) {
     const plan = plans.get(key)!;
     for (const p of plan.provisions) {
       if (p.provider !== provider || p.node !== node || p.provision !== provision) continue;
