@@ -17,7 +17,7 @@ await Promise.all(Object.entries(ENTRIES).map(([name, entry]) => build({
   format: 'esm',
   platform: 'node',
   target: 'node20',
-  minify: true,
+  minify: !process.env.MESH_NO_MINIFY,
   sourcemap: true,
   banner: { js: banner },
   define: { __VERSION__: JSON.stringify(pkg.version) },

@@ -16,7 +16,7 @@ import { APPLIED, ASSIGNMENTS, MODULES, PLANS } from '../src/shared/buckets.ts';
 import { PROVISIONING_VERB } from '../src/shared/subjects.ts';
 import { AssignmentSchema, CompositionSchema, decodeJson, type VerbReply } from '../src/shared/schemas.ts';
 import { composePlan } from '../src/server/compose.ts';
-import { KvPublisher } from '../src/server/kv-publisher.ts';
+import { KvPublisher } from '../src/shared/kv-publisher.ts';
 import { startNats } from '../test/helpers/nats.ts';
 import { now, numberArg, peakRssMiB, percentile } from './lib.ts';
 import { countingWatch, DEFAULT_SEAT_BUNDLE, putPipelined, startSeatProcess, untilQuiet, type CountingWatch, type SeatProcess } from './seat-lib.ts';

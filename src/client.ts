@@ -24,7 +24,7 @@ async function main(): Promise<number> {
   if (!nc) return 0;
   const engine = createEngineClient({ socketPath: opts.socket, log, timeoutMs: opts.engineTimeoutMs });
   const client = await Promise.race([
-    startNodeClient({ nc, node: opts.node, engine, log, cacheDir: opts.cache, settleMs: opts.settleMs, ...(opts.archiveDir ? { archiveDir: opts.archiveDir } : {}) }),
+    startNodeClient({ nc, node: opts.node, engine, log, inboxPrefix: opts.bus.inboxPrefix ?? '_INBOX', cacheDir: opts.cache, settleMs: opts.settleMs, ...(opts.archiveDir ? { archiveDir: opts.archiveDir } : {}) }),
     signalled.then(() => undefined),
   ]);
   if (client) {

@@ -9,7 +9,7 @@ import { connectBus, ensureSeatKv, watchKv } from '../src/shared/bus.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 import { isNormalAbsolutePath, pathProblem, secretNameProblem, tokenProblem, type Health, type Plan } from '../src/shared/schemas.ts';
 import { Composer } from '../src/server/composer.ts';
-import { KvPublisher, parsePublishAck, PutRefusedError } from '../src/server/kv-publisher.ts';
+import { KvPublisher, parsePublishAck, PutRefusedError } from '../src/shared/kv-publisher.ts';
 import { startNats } from './helpers/nats.ts';
 import { assignment, composition, compositionWithValues, nestedJson, startSeatFixture, type SeatFixture } from './helpers/seat.ts';
 import { sleep, waitFor } from './helpers/wait.ts';

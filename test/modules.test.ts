@@ -19,7 +19,7 @@ const enc = new TextEncoder();
 type Answer = (req: Omit<FillRequest, 'id' | 'op'>) => FillReply | Error;
 
 /** A module `web` on node n1 with fakes around it; `answer` plays the engine. */
-function harness(templates: Record<string, string>, answer: Answer = written) {
+function harness(templates: Record<string, string>, answer: Answer = written, reportWrite: () => Promise<void> = async () => {}) {
   const requests: Omit<FillRequest, 'id' | 'op'>[] = [];
   const engine: EngineClient = {
     fill: async (req) => {
@@ -47,13 +47,18 @@ function harness(templates: Record<string, string>, answer: Answer = written) {
     handoff: new Handoff(engine, memoryLogger()),
     items: { record: async (m, list) => void items.push([m, list]), removed: async (m) => void items.push([m, 'removed']) },
     reporter: {
-      report: async (_m, body) => void reports.push(body),
+      report: async (_m, body) => {
+        await reportWrite();
+        reports.push(body);
+      },
       needs: async (_m, entries) => void needs.push(entries),
       removed: async (m) => void removed.push(m),
     },
   });
   const setConfig = (key: string, value: string) => config.set('web', key, enc.encode(value));
-  return { modules, requests, reports, needs, removed, items, index, setConfig, last: () => reports.at(-1)! };
+  // A run and the writes it leaves behind, as the tests look at both.
+  const run = async (module: string, full: boolean) => { await modules.run(module, full); await modules.settled(); };
+  return { modules, run, requests, reports, needs, removed, items, index, setConfig, last: () => reports.at(-1)! };
 }
 
 function written(req: Omit<FillRequest, 'id' | 'op'>): FillReply {
@@ -73,10 +78,10 @@ function plan(files: { path: string; template: string }[], extra: Record<string,
 test('a plan that does not validate, or names another module, fails with the key and the reason', async () => {
   const h = harness({});
   h.modules.setPlan('web', enc.encode('{"node":"n1"'));
-  await h.modules.run('web', false);
+  await h.run('web', false);
   assert.match(h.last().reason!, /^mesh-provisioner_plans n1\.web: not JSON/);
   h.modules.setPlan('web', plan([], {}, 'api'));
-  await h.modules.run('web', false);
+  await h.run('web', false);
   assert.is(h.last().reason, 'mesh-provisioner_plans n1.web: field "module" is "api" but the key says "web"');
   assert.equal(h.requests, []);
 });
@@ -85,12 +90,12 @@ test('a filled module is handed once; a run with nothing changed sends nothing; 
   const h = harness({ t: 'dir ${dir:config} v ${config:v}\n' });
   h.setConfig('v', '1');
   h.modules.setPlan('web', plan([{ path: '/etc/web/a.conf', template: 't' }, { path: '/etc/web/b.conf', template: 't' }]));
-  await h.modules.run('web', false);
+  await h.run('web', false);
   assert.is(h.last().state, 'applied');
   assert.equal(h.requests.map((r) => r.files.map((f) => f.content)), [['dir /etc/web v 1\n', 'dir /etc/web v 1\n']]);
-  await h.modules.run('web', false);
+  await h.run('web', false);
   assert.is(h.requests.length, 1, 'nothing changed, nothing sent');
-  await h.modules.run('web', true);
+  await h.run('web', true);
   assert.is(h.requests.length, 2);
   assert.is(h.requests[1]!.files.length, 2);
   assert.equal([...h.index.modulesNaming([configDependency('web', 'v')])], ['web']);
@@ -99,13 +104,13 @@ test('a filled module is handed once; a run with nothing changed sends nothing; 
 test('a value that waits keeps its file back and the report says which; the index knows it for the refill', async () => {
   const h = harness({ a: 'a', b: '${config:later}' });
   h.modules.setPlan('web', plan([{ path: '/a', template: 'a' }, { path: '/b', template: 'b' }]));
-  await h.modules.run('web', false);
+  await h.run('web', false);
   assert.equal(h.last().waiting, [{ kind: 'config', name: 'later', files: ['/b'] }]);
   assert.is(h.last().state, 'waiting');
   assert.equal(h.requests[0]!.files.map((f) => f.path), ['/a']);
   assert.equal([...h.index.modulesNaming([configDependency('web', 'later')])], ['web']);
   h.setConfig('later', 'now');
-  await h.modules.run('web', false);
+  await h.run('web', false);
   assert.is(h.last().state, 'applied');
   assert.equal(h.requests[1]!.files.map((f) => f.path), ['/b'], 'only the file that changed');
 });
@@ -113,35 +118,35 @@ test('a value that waits keeps its file back and the report says which; the inde
 test('a failed fill still records what the module names, so fixing the value fills it again', async () => {
   const h = harness({ t: '${config:bin}' });
   h.modules.setPlan('web', plan([{ path: '/t', template: 't' }]));
-  await h.modules.run('web', false);
+  await h.run('web', false);
   assert.equal([...h.index.modulesNaming([configDependency('web', 'bin')])], ['web']);
 });
 
 test('the engine refusing, not confirming, or not reachable: waiting with the reason, or no report', async () => {
   const refusing = harness({ t: 'x' }, (req) => ({ id: 1, ok: true, files: req.files.map((f) => ({ path: f.path, action: 'refused' as const, reason: 'not declared' })) }));
   refusing.modules.setPlan('web', plan([{ path: '/t', template: 't' }]));
-  await refusing.modules.run('web', false);
+  await refusing.run('web', false);
   assert.is(refusing.last().reason, 'engine refused /t (not declared); waiting for a knock');
 
   let silent = true;
   const timing = harness({ t: 'x' }, (req) => (silent ? new EngineTimeout('/s', 30_000, req.module) : written(req)));
   timing.modules.setPlan('web', plan([{ path: '/t', template: 't' }]));
-  await timing.modules.run('web', false);
+  await timing.run('web', false);
   assert.is(timing.last().state, 'waiting');
   assert.match(timing.last().reason!, /did not answer the fill of web within 30000 ms; waiting for a knock$/);
   assert.equal(timing.last().files.map((f) => f.action), ['pending']);
   silent = false;
-  await timing.modules.run('web', false);
+  await timing.run('web', false);
   assert.is(timing.last().state, 'applied', 'what was not confirmed goes again');
 
   const away = harness({ t: 'x' }, () => new EngineUnavailable('no socket'));
   away.modules.setPlan('web', plan([{ path: '/t', template: 't' }]));
-  await away.modules.run('web', false);
+  await away.run('web', false);
   assert.equal(away.reports, [], 'an outage waits for the knock without a report per module');
 
   const erring = harness({ t: 'x' }, () => ({ id: 1, ok: false, error: 'disk full' }));
   erring.modules.setPlan('web', plan([{ path: '/t', template: 't' }]));
-  await erring.modules.run('web', false);
+  await erring.run('web', false);
   assert.equal(erring.last(), { build: 'b1', state: 'failed', files: [], waiting: [], reason: 'engine: disk full' });
 });
 
@@ -149,13 +154,48 @@ test('a deleted plan removes the module: reported removed, forgotten by the inde
   const h = harness({ t: '${config:v}' });
   h.setConfig('v', '1');
   h.modules.setPlan('web', plan([{ path: '/t', template: 't' }]));
-  await h.modules.run('web', false);
+  await h.run('web', false);
   assert.ok(h.modules.setPlan('web', null));
-  await h.modules.run('web', false);
+  await h.run('web', false);
   assert.equal(h.removed, ['web']);
   assert.equal(h.modules.names(), []);
   assert.equal([...h.index.modulesNaming([configDependency('web', 'v')])], []);
   assert.not.ok(h.modules.setPlan('web', null), 'an unknown module needs no run');
+});
+
+test('a run ends when the engine answered; its report is written after, and only the latest waits behind a slow write', async () => {
+  let release!: () => void;
+  let gate = new Promise<void>((r) => (release = r));
+  const h = harness({ t: 'v=${config:v}' }, written, () => gate);
+  h.setConfig('v', '1');
+  h.modules.setPlan('web', plan([{ path: '/t', template: 't' }]));
+  const ended = await Promise.race([h.modules.run('web', false).then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 2000))]);
+  assert.ok(ended, 'the run ended before its report was written');
+  assert.is(h.requests.length, 1, 'the engine has the file');
+  assert.equal(h.reports, [], 'while the bus has not taken the report');
+  for (const v of ['2', '3', '4']) {
+    h.setConfig('v', v);
+    await h.modules.run('web', false);
+  }
+  assert.is(h.requests.length, 4, 'each change reached the engine without waiting for a report');
+  const settled = h.modules.settled();
+  release();
+  gate = Promise.resolve();
+  await settled;
+  assert.equal(h.reports.map((r) => r.files[0]!.digest), [h.requests[0]!.files[0]!.digest, h.requests[3]!.files[0]!.digest], 'the first report, then only the last');
+
+  // A removal is never folded away: the module's last fill, its removal and a new plan's fill all land, in order.
+  let hold!: () => void;
+  gate = new Promise<void>((r) => (hold = r));
+  await h.modules.run('web', true);
+  h.modules.setPlan('web', null);
+  await h.modules.run('web', false);
+  h.modules.setPlan('web', plan([{ path: '/t', template: 't' }]));
+  await h.modules.run('web', false);
+  hold();
+  await h.modules.settled();
+  assert.equal(h.removed, ['web']);
+  assert.is(h.reports.at(-1)!.state, 'applied');
 });
 
 test.run();

@@ -6,7 +6,7 @@ import type { DependencyIndex } from './dependencies.ts';
 import { FillMemo, fillModule, placeholdersOf, type LookupFn } from './fill.ts';
 import type { Handoff } from './handoff.ts';
 import type { ItemWriter } from './items.ts';
-import { failedReport, filledReport, type Reporter } from './reporter.ts';
+import { failedReport, filledReport, type Reporter, type ReportBody } from './reporter.ts';
 import type { Wanted } from './sources/source.ts';
 import type { TemplateCache } from './templates.ts';
 
@@ -21,6 +21,9 @@ type ModuleState = {
   /** What the last fill rendered, so an unchanged file is not rendered or hashed again. */
   memo: FillMemo;
 };
+
+/** A module's writes after its runs: the ones running and waiting, in order. */
+type WriteSlot = { running: Promise<void>; queue: { write: () => Promise<void>; removal: boolean }[] };
 
 /** What a module run needs, handed in. */
 export type ModulesDeps = {
@@ -41,8 +44,10 @@ export type ModulesDeps = {
 /** The modules placed on this node and how each one is run. */
 export class Modules {
   readonly #states = new Map<string, ModuleState>();
+  /** Each module's writes after its runs: the one running and the latest asked for meanwhile. */
+  readonly #writes = new Map<string, WriteSlot>();
 
-  constructor(private readonly deps: ModulesDeps) {}
+  constructor(private readonly deps: ModulesDeps, private readonly onError: (module: string, err: unknown) => void = () => {}) {}
 
   /** The modules with a plan. */
   names(): string[] {
@@ -88,7 +93,11 @@ export class Modules {
     return true;
   }
 
-  /** Runs one module: removal, or a fill of its changed files (every file when `full`). */
+  /**
+   * Runs one module: removal, or a fill of its changed files (every file when `full`). The run ends
+   * once the engine answered; the needs, items and report it leaves are written after, in order per
+   * module (see `settled`), so the next change of the module does not wait for the bus's acks.
+   */
   async run(module: string, full: boolean): Promise<void> {
     const { reporter, index, handoff } = this.deps;
     const state = this.#states.get(module);
@@ -97,30 +106,64 @@ export class Modules {
       this.#states.delete(module);
       index.forget(module);
       handoff.forget(module);
-      await this.deps.items.removed(module);
-      await reporter.removed(module, state.build);
-      return;
+      return this.#later(module, async () => {
+        await this.deps.items.removed(module);
+        await reporter.removed(module, state.build);
+      }, true);
     }
-    if (state.planError || !state.plan) return reporter.report(module, failedReport(state.build, state.planError ?? 'no plan'));
+    if (state.planError || !state.plan) return this.#report(module, failedReport(state.build, state.planError ?? 'no plan'));
     const plan = state.plan;
     const templates = await this.deps.templates.get(plan.archive.ref, plan.archive.digest);
     if (this.#states.get(module) !== state || state.plan !== plan) return; // superseded: a newer run is scheduled
-    if (!templates.ok) return reporter.report(module, failedReport(plan.build, templates.reason));
+    if (!templates.ok) return this.#report(module, failedReport(plan.build, templates.reason));
 
     // Recorded in the same turn as the values are read, so a change after this is seen by the index.
     index.set(module, placeholdersOf(plan, templates.value).map((w) => this.deps.dependency(plan, w)));
     const outcome = fillModule(plan, templates.value, this.deps.lookup, state.memo);
-    if (!outcome.ok) return reporter.report(module, failedReport(plan.build, outcome.reason));
+    if (!outcome.ok) return this.#report(module, failedReport(plan.build, outcome.reason));
     const { files, items, waiting, needs, notes } = outcome.value;
 
-    // The engine first: needs, items and the report are written after, off the change's path.
     const handed = await handoff.send(plan, files, full);
-    await reporter.needs(module, needs);
-    // Items only when nothing waits: a module still waiting keeps its last items (DESIGN §7 point 6).
-    if (waiting.length === 0) await this.deps.items.record(module, items);
-    if (handed.kind === 'unreachable') return;
-    if (handed.kind === 'failed') return reporter.report(module, failedReport(plan.build, handed.reason));
-    const because = handed.kind === 'unconfirmed' ? handed.reason : undefined;
-    await reporter.report(module, filledReport(plan.build, handoff.results(module, files), waiting, because, notes));
+    const report = handed.kind === 'unreachable' ? undefined
+      : handed.kind === 'failed' ? failedReport(plan.build, handed.reason)
+      : filledReport(plan.build, handoff.results(module, files), waiting, handed.kind === 'unconfirmed' ? handed.reason : undefined, notes);
+    this.#later(module, async () => {
+      await reporter.needs(module, needs);
+      // Items only when nothing waits: a module still waiting keeps its last items (DESIGN §7 point 6).
+      if (waiting.length === 0) await this.deps.items.record(module, items);
+      if (report) await reporter.report(module, report);
+    });
+  }
+
+  /** Resolves once every module's needs, items and reports asked for so far are written. */
+  async settled(): Promise<void> {
+    while (this.#writes.size > 0) await Promise.all([...this.#writes.values()].map((w) => w.running));
+  }
+
+  #report(module: string, body: ReportBody): void {
+    this.#later(module, () => this.deps.reporter.report(module, body));
+  }
+
+  /**
+   * Runs a module's writes after those asked for before. While some run, a state write replaces
+   * the state write still waiting behind it (each says the module's whole state, so the one between
+   * would be overwritten anyway); a removal is never replaced.
+   */
+  #later(module: string, write: () => Promise<void>, removal = false): void {
+    const slot = this.#writes.get(module);
+    if (slot) {
+      const last = slot.queue.at(-1);
+      if (last && !last.removal && !removal) last.write = write;
+      else slot.queue.push({ write, removal });
+      return;
+    }
+    const self: WriteSlot = { running: Promise.resolve(), queue: [{ write, removal }] };
+    this.#writes.set(module, self);
+    self.running = (async () => {
+      for (let next = self.queue.shift(); next; next = self.queue.shift()) {
+        await next.write().catch((err: unknown) => this.onError(module, err));
+      }
+      this.#writes.delete(module);
+    })();
   }
 }

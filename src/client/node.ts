@@ -1,9 +1,11 @@
 // Wires a node's client, stage by stage: the plan watch and the value sources feed the dependency
 // index, the scheduler runs the modules naming a change, a module's run fills and hands off.
+import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { openKv, watchBucket, watchConnection } from '../shared/bus.ts';
 import { APPLIED, COLLECT, NEEDS, PLANS } from '../shared/buckets.ts';
 import { parseNodeModuleKey } from '../shared/keys.ts';
+import { KvPublisher } from '../shared/kv-publisher.ts';
 import type { Logger } from '../shared/log.ts';
 import { loadArchive, natsObjectFetcher, type ArchiveLimits } from './archive.ts';
 import { changedOf, everyKind, publishChanged, serveAsks } from './asks.ts';
@@ -13,7 +15,7 @@ import { Handoff } from './handoff.ts';
 import { ItemWriter } from './items.ts';
 import { Modules } from './modules.ts';
 import { watchRegistry } from './registry-watch.ts';
-import { Reporter } from './reporter.ts';
+import { Reporter, type KeyWriter } from './reporter.ts';
 import { Scheduler } from './scheduler.ts';
 import { startSources } from './sources/index.ts';
 import { TemplateCache } from './templates.ts';
@@ -32,6 +34,8 @@ export type NodeClientOptions = {
   limits?: ArchiveLimits;
   /** The only directory `file://` archive refs are read from (--archive-dir); absent: refused. */
   archiveDir?: string;
+  /** The inbox prefix the connection was made with (`_INBOX_<node>`, DESIGN §11), for the acks of the reporter's puts. */
+  inboxPrefix: string;
 };
 
 /** A running node client. */
@@ -41,6 +45,12 @@ export type NodeClient = {
   /** Stops watching and waits for the fills in flight. */
   stop(): Promise<void>;
 };
+
+/** Puts as pipelined publishes (no request, timer or stack trace per write), deletes as the bucket's own. */
+function keyWriter(nc: NatsConnection, bucket: string, kv: KV, inboxPrefix: string): KeyWriter {
+  const publisher = new KvPublisher(nc, bucket, { inboxPrefix });
+  return { put: (key, value) => publisher.put(key, value), delete: (key) => kv.delete(key) };
+}
 
 /** How long the start waits for the sources' buckets before filling what it can. */
 export const START_WAIT_MS = 2000;
@@ -58,7 +68,9 @@ export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClie
   const { sources, items } = startSources(nc, node, log, (dependencies) => {
     if (!started) return;
     for (const m of index.modulesNaming(dependencies)) scheduler.schedule(m);
-    publishChanged(nc, node, dependencies.flatMap((d) => changedOf(d) ?? []));
+    // After the fills this turn starts: the notice's flush is a socket write the engine need not wait for.
+    const notices = dependencies.flatMap((d) => changedOf(d) ?? []);
+    if (notices.length > 0) setImmediate(() => publishChanged(nc, node, notices));
   });
   const itemWriter = new ItemWriter(node, collectKv, (module) => items.itemsOfContributor(module), log);
   const modules = new Modules({
@@ -67,8 +79,8 @@ export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClie
     dependency: (plan, wanted) => sources.dependency(plan, wanted),
     handoff: new Handoff(opts.engine, log),
     items: itemWriter,
-    reporter: new Reporter(nc, node, needsKv, appliedKv, log),
-  });
+    reporter: new Reporter(nc, node, keyWriter(nc, NEEDS, needsKv, opts.inboxPrefix), keyWriter(nc, APPLIED, appliedKv, opts.inboxPrefix), log),
+  }, (m, err) => log.error(`${node}.${m}: writing needs, items or report: ${(err as Error).stack ?? err}`));
   const scheduler = new Scheduler(opts.settleMs, (m, full) => modules.run(m, full), (m, err) => log.error(`${node}.${m}: ${(err as Error).stack ?? err}`));
 
   const refillAll = (why: string) => {
@@ -106,6 +118,8 @@ export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClie
   started = true;
   refillAll('start');
   const asks = serveAsks(nc, node, { plan: (m) => modules.plan(m), lookup: (plan, wanted) => sources.lookup(plan, wanted) }, log);
+  // Ready means the bus knows the ask handler: an ask sent once this resolves finds it.
+  await nc.flush();
   // Whatever a module asked before this client started may have changed while it was away.
   publishChanged(nc, node, modules.names().flatMap((m) => everyKind(m)));
   // Items of modules whose plans went while this client was down (only once the items are all read).
@@ -118,6 +132,14 @@ export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClie
     }
   }
 
+  // Fills and the writes they leave, until neither has anything left.
+  const settle = async () => {
+    do {
+      await scheduler.idle();
+      await modules.settled();
+    } while (!scheduler.quiet());
+  };
+
   opts.engine.onKnock(() => refillAll('engine knocked'));
   let stopped = false;
   watchConnection(nc, log, () => {
@@ -125,7 +147,7 @@ export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClie
   });
 
   return {
-    idle: () => scheduler.idle(),
+    idle: () => settle(),
     async stop() {
       stopped = true;
       if (plansPass) clearImmediate(plansPass);
@@ -133,7 +155,7 @@ export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClie
       plans.stop();
       registry.stop();
       sources.stop();
-      await scheduler.idle();
+      await settle();
     },
   };
 }

@@ -1,6 +1,5 @@
 // Writes what a node's modules need and how they stand (DESIGN §7 points 2, 11, 12): only what differs.
 import { appliedSubject } from '../shared/subjects.ts';
-import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jsonBytes, sameBytes } from '../shared/bus.ts';
 import { needKey, nodeModuleKey } from '../shared/keys.ts';
@@ -44,6 +43,9 @@ export function failedReport(build: string, reason: string): ReportBody {
   return { build, state: 'failed', files: [], waiting: [], reason };
 }
 
+/** How the reporter writes a bucket's keys (keys already in the bucket's shape). */
+export type KeyWriter = { put(key: string, value: Uint8Array): Promise<unknown>; delete(key: string): Promise<unknown> };
+
 /** Where a node's client records needs and reports. */
 export class Reporter {
   /** The needs written per module: key → bytes. */
@@ -54,8 +56,8 @@ export class Reporter {
   constructor(
     private readonly nc: NatsConnection,
     private readonly node: string,
-    private readonly needsKv: KV,
-    private readonly appliedKv: KV,
+    private readonly needsKv: KeyWriter,
+    private readonly appliedKv: KeyWriter,
     private readonly log: Logger,
     private readonly clock: () => Date = () => new Date(),
   ) {}

@@ -87,6 +87,12 @@ export class Scheduler {
     }
   }
 
+  /** Whether no module has a fill pending or running. */
+  quiet(): boolean {
+    for (const s of this.#slots.values()) if (s.running || s.pending) return false;
+    return true;
+  }
+
   #clear(slot: Slot): void {
     if (slot.timer === undefined) return;
     if (slot.immediate) this.timers.clearImmediate?.(slot.timer);

@@ -7,7 +7,7 @@ import { ensureSeatKv, jsonBytes, watchBucket } from '../shared/bus.ts';
 import { ASSIGNMENTS, MODULES, PLANS, REGISTRY_BUCKET, SEAT_BUCKETS } from '../shared/buckets.ts';
 import type { Logger } from '../shared/log.ts';
 import { Composer, type PassSummary } from './composer.ts';
-import { KvPublisher } from './kv-publisher.ts';
+import { KvPublisher } from '../shared/kv-publisher.ts';
 import { REGISTRY_INTERVAL_MS, syncRegistry } from './registry-sync.ts';
 import { serveProvisioning } from './verb.ts';
 

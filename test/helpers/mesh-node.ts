@@ -139,7 +139,7 @@ export function createMeshNode(opts: MeshNodeOptions): MeshNode {
     async startClient(settleMs = DEFAULT_TEST_SETTLE_MS) {
       const engineClient = createEngineClient({ socketPath: paths.socketPath, log, pollMs: 50 });
       const nc = await connectBus({ servers: [opts.url], name: `node-provisioner ${opts.name}`, inboxPrefix: `_INBOX_${opts.name}`, ...opts.login });
-      const started = await startNodeClient({ nc, node: opts.name, engine: engineClient, log, cacheDir: paths.cacheDir, settleMs, archiveDir: opts.archiveDir });
+      const started = await startNodeClient({ nc, node: opts.name, inboxPrefix: `_INBOX_${opts.name}`, engine: engineClient, log, cacheDir: paths.cacheDir, settleMs, archiveDir: opts.archiveDir });
       client = { client: started, nc, engine: engineClient };
       return started;
     },

@@ -1,5 +1,5 @@
-// Puts values in one of the seat's KV buckets as pipelined JetStream publishes (DESIGN §4). A KV put
-// through nats.js is a request: a mux entry, a timer and two captured stack traces per write, which
+// Puts values in a KV bucket as pipelined JetStream publishes (DESIGN §4): the seat's plans, a
+// client's needs and reports. A KV put through nats.js is a request: a mux entry, a timer and two captured stack traces per write, which
 // at fleet size was most of the seat's CPU (50,000 puts: 2.3 s of CPU, against 0.4 s this way). Here
 // each put is one publish with a reply subject under a single subscription, the acks matched by a
 // counter, and one sweep fails any put the bus has not answered within the timeout.
@@ -44,7 +44,14 @@ export class KvPublisher {
 
   /** Puts `value` under `key` (a key already in the bucket's shape); resolves with its revision. */
   put(key: string, value: Uint8Array): Promise<number> {
-    this.#sub ??= this.nc.subscribe(`${this.#inbox}.*`, { callback: (_err, msg) => this.#receive(msg) });
+    this.#sub ??= this.nc.subscribe(`${this.#inbox}.*`, {
+      callback: (err, msg) => {
+        if (!err) return this.#receive(msg);
+        // The subscription is gone (refused, or closed): every put waiting fails, the next one subscribes again.
+        this.#sub = undefined;
+        this.#fail(() => true, `no acks: ${err.message}`);
+      },
+    });
     const id = ++this.#next;
     return new Promise<number>((resolve, reject) => {
       this.#pending.set(id, { key, at: Date.now(), resolve, reject });
