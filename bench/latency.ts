@@ -3,14 +3,18 @@
 // client to bring many modules of three files each to `applied`.
 //
 //   node build.mjs && node --import tsx bench/latency.ts [--changes N] [--modules N]
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { packTar } from 'modern-tar';
 import type { KV } from '@nats-io/kv';
 import type { ObjectStore } from '@nats-io/obj';
 import { connectBus, watchKv } from '../src/shared/bus.ts';
 import { APPLIED, CONFIG, PLANS } from '../src/shared/buckets.ts';
-import { fakeEngine, latencyRow, now, numberArg, peakRssMiB, percentile, startBenchMesh, waitUntil } from './lib.ts';
+import { DENO } from '../test/helpers/bundle.ts';
+import { cpuSeconds, fakeEngine, latencyRow, now, numberArg, peakRssMiB, percentile, ROOT, startBenchMesh, waitUntil } from './lib.ts';
 
 const CHANGES = numberArg('changes', 1000);
 const MODULES_N = numberArg('modules', 1000);
@@ -71,6 +75,7 @@ async function main(): Promise<void> {
     }
     floorWatch.stop();
     await watchNc.close();
+    const oneModuleRss = peakRssMiB(client.pid!);
     client.kill('SIGTERM');
     engine.close();
     fill.sort((a, b) => a - b);
@@ -80,6 +85,7 @@ async function main(): Promise<void> {
     console.log(row('  floor: KV put → watcher', floor));
     console.log(row('  client: KV put → engine has file', fill));
     console.log(`  ratio client/floor              p50 ${(percentile(fill, 50) / percentile(floor, 50)).toFixed(2)}x   p99 ${(percentile(fill, 99) / percentile(floor, 99)).toFixed(2)}x`);
+    console.log(`  client peak RSS with one module  ${oneModuleRss.toFixed(0)} MiB (node, the bundle and the connection: the floor of the row below)`);
 
     // 2. Scale: MODULES_N modules of three files each, from client start to every report applied.
     for (let i = 0; i < MODULES_N; i++) await publish(kv, store, `s${i}`, 'big');
@@ -98,19 +104,61 @@ async function main(): Promise<void> {
     let files = 0;
     const bigEngine = await fakeEngine(join(dir, 'big.sock'), (req) => (files += req.files.length));
     const started = now();
+    const busCpu = cpuSeconds(mesh.natsPid);
+    const benchCpu = process.cpuUsage();
     const big = mesh.startClient('big', join(dir, 'big.sock'));
     await waitUntil(`${MODULES_N} applied`, () => appliedCount === MODULES_N, 300_000);
     const took = now() - started;
     const rss = peakRssMiB(big.pid!);
+    const clientCpu = cpuSeconds(big.pid!);
+    const benchUsed = process.cpuUsage(benchCpu);
     appliedWatch.stop();
     big.kill('SIGTERM');
     await new Promise((resolve) => big.once('exit', resolve));
     bigEngine.close();
     console.log(`scale: ${MODULES_N} modules × 3 files (${files} files to the engine)`);
     console.log(`  client start → all applied       ${(took / 1000).toFixed(2)} s   peak RSS ${rss.toFixed(0)} MiB`);
+    // On a 2-core machine the three share the CPU: what each used bounds the time above.
+    console.log(`  CPU used meanwhile               client ${clientCpu.toFixed(2)} s, nats-server ${(cpuSeconds(mesh.natsPid) - busCpu).toFixed(2)} s, this bench (fake engine, report watch) ${((benchUsed.user + benchUsed.system) / 1e6).toFixed(2)} s`);
+
+    // 3. Bundle start: `node dist/client.js` (and deno) to its first line that needed the bus's answer.
+    console.log('bundle start: process spawned → first line after the bus answered (median of 7)');
+    for (const [name, argv] of [['node', [process.execPath]], ['deno', [DENO, 'run', '-A']]] as const) {
+      const times: number[] = [];
+      for (let i = 0; i < 8; i++) times.push(await firstBusLine([...argv], mesh.url, join(dir, `start-cache-${i}`)));
+      const sorted = times.slice(1).sort((a, b) => a - b); // the first run warms deno's own cache
+      console.log(`  ${name.padEnd(6)} p50 ${sorted[3]!.toFixed(0)} ms   (bare \`${name}\` with an empty script: ${(await bareStart([...argv])).toFixed(0)} ms)`);
+    }
   } finally {
     await mesh.close();
   }
+}
+
+/** Milliseconds from spawning the client to its line saying a bucket's state (the bus answered). */
+async function firstBusLine(argv: string[], url: string, cache: string): Promise<number> {
+  const started = now();
+  const child = spawn(argv[0]!, [...argv.slice(1), join(ROOT, 'dist/client.js'), '--node', 'nobody', '--nats', url, '--socket', join(cache, 'sock'), '--cache', cache], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const at = await new Promise<number>((resolve, reject) => {
+    const seen = (d: Buffer) => (/bucket|client ready/.test(d.toString()) ? resolve(now()) : undefined);
+    child.stdout!.on('data', seen);
+    child.stderr!.on('data', seen);
+    child.once('exit', (code) => reject(new Error(`the client exited ${code} before a bus line`)));
+  });
+  child.kill('SIGKILL');
+  return at - started;
+}
+
+/** Milliseconds for the runtime to run an empty script: the part of the start no bundle can shave. */
+async function bareStart(argv: string[]): Promise<number> {
+  const script = join(tmpdir(), `mesh-empty-${process.pid}.mjs`);
+  writeFileSync(script, '');
+  const times: number[] = [];
+  for (let i = 0; i < 7; i++) {
+    const started = now();
+    spawnSync(argv[0]!, [...argv.slice(1), script]);
+    times.push(now() - started);
+  }
+  return times.sort((a, b) => a - b)[3]!;
 }
 
 await main();

@@ -14,7 +14,8 @@ import { connectBus } from '../src/shared/bus.ts';
 import { APPLIED, ASSIGNMENTS, CONFIG, MODULES } from '../src/shared/buckets.ts';
 import { startNats } from '../test/helpers/nats.ts';
 
-const ROOT = new URL('../', import.meta.url).pathname;
+/** The project's root directory. */
+export const ROOT = new URL('../', import.meta.url).pathname;
 
 /** Milliseconds, high resolution. */
 export const now = (): number => Number(process.hrtime.bigint()) / 1e6;
@@ -71,9 +72,17 @@ export function peakRssMiB(pid: number): number {
   return Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 }
 
+/** CPU seconds (user + system) a process has used so far. */
+export function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 /** A running bench mesh: nats-server, the seat bundle, the input buckets and the archive store. */
 export type BenchMesh = {
   url: string;
+  /** nats-server's process id. */
+  natsPid: number;
   nc: NatsConnection;
   dir: string;
   kvm: Kvm;
@@ -105,11 +114,15 @@ export async function startBenchMesh(): Promise<BenchMesh> {
     }
   }, 20_000);
   return {
-    url: nats.url, nc, dir, kvm, kv, store: store!,
+    url: nats.url, natsPid: nats.pid()!, nc, dir, kvm, kv, store: store!,
     startClient(node, socket) {
       // MESH_BENCH_PROF=DIR writes a CPU profile of each client into DIR (a profile, not a guess).
       const prof = process.env['MESH_BENCH_PROF'] ? ['--cpu-prof', '--cpu-prof-dir', process.env['MESH_BENCH_PROF']] : [];
-      const child = spawn(process.execPath, [...prof, join(ROOT, 'dist/client.js'), '--node', node, '--nats', nats.url, '--socket', socket, '--cache', join(dir, `cache-${node}`), '--settle', '0'], {
+      // MESH_BENCH_CLIENT=FILE runs another build of the client (an A/B comparison in one run of the machine).
+      const bundle = process.env['MESH_BENCH_CLIENT'] ?? join(ROOT, 'dist/client.js');
+      // MESH_BENCH_NODE_FLAGS='--flag …' runs the client with node flags (a memory setting, say).
+      const flags = (process.env['MESH_BENCH_NODE_FLAGS'] ?? '').split(' ').filter((f) => f !== '');
+      const child = spawn(process.execPath, [...flags, ...prof, bundle, '--node', node, '--nats', nats.url, '--socket', socket, '--cache', join(dir, `cache-${node}`), '--settle', '0'], {
         stdio: ['ignore', 'ignore', 'ignore'],
       });
       children.push(child);

@@ -16,7 +16,7 @@ import { Objm } from '@nats-io/obj';
 import { connect } from '@nats-io/transport-node';
 import type { Parsed } from '../src/shared/result.ts';
 import { memoryLogger } from '../src/shared/log.ts';
-import { DEFAULT_ARCHIVE_LIMITS, loadArchive, natsObjectFetcher, type ArchiveLimits, type ObjectFetcher } from '../src/client/archive.ts';
+import { cacheWritesSettled, DEFAULT_ARCHIVE_LIMITS, loadArchive, natsObjectFetcher, type ArchiveLimits, type ObjectFetcher } from '../src/client/archive.ts';
 import { fetchHttps } from '../src/client/archive-fetch.ts';
 import { startNats } from './helpers/nats.ts';
 
@@ -159,6 +159,7 @@ test('an obj:// archive comes from the NATS object store, then from the cache on
     const first = await loadArchive(ref, digestOf(gz), { cacheDir, fetchObject: counting });
     if (!first.ok) fails(first.reason);
     assert.equal(Buffer.compare(Buffer.from(first.value.get('web.conf')!), content), 0);
+    await cacheWritesSettled();
     assert.equal(readdirSync(cacheDir), [`sha256-${digestOf(gz).slice(7)}`], 'one cache file, no temp file left');
     assert.equal(Buffer.compare(readFileSync(join(cacheDir, `sha256-${digestOf(gz).slice(7)}`)), gz), 0);
 
@@ -199,7 +200,10 @@ test('a cached archive is used without fetching, and the cache holds exactly the
   const gz = gzipSync(await packTar(WEB_ENTRIES));
   const { fetch, calls } = memoryFetcher({ 'archives/a.tar': gz });
   const cacheDir = tempDir();
-  for (let i = 0; i < 3; i++) assert.equal(textFiles(await loadArchive(REF, digestOf(gz), { cacheDir, fetchObject: fetch })), WEB_FILES);
+  for (let i = 0; i < 3; i++) {
+    assert.equal(textFiles(await loadArchive(REF, digestOf(gz), { cacheDir, fetchObject: fetch })), WEB_FILES);
+    await cacheWritesSettled();
+  }
   assert.is(calls.length, 1);
   assert.equal(Buffer.compare(readFileSync(join(cacheDir, `sha256-${digestOf(gz).slice(7)}`)), gz), 0);
 });
@@ -220,9 +224,11 @@ test('a corrupted cache file is detected, said, deleted and fetched again', asyn
   const cacheDir = tempDir();
   const cached = join(cacheDir, `sha256-${digestOf(gz).slice(7)}`);
   assert.ok((await loadArchive(REF, digestOf(gz), { cacheDir, fetchObject: fetch })).ok);
+  await cacheWritesSettled();
   writeFileSync(cached, 'bit rot');
   const log = memoryLogger();
   assert.equal(textFiles(await loadArchive(REF, digestOf(gz), { cacheDir, fetchObject: fetch, log })), WEB_FILES);
+  await cacheWritesSettled();
   assert.is(calls.length, 2);
   assert.equal(Buffer.compare(readFileSync(cached), gz), 0);
   assert.ok(log.lines.some((line) => line.includes(' warn ') && line.includes(cached) && line.includes('fetching again')), log.lines.join('\n'));

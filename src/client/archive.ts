@@ -1,8 +1,8 @@
 // A module's templates (DESIGN §4, §7.1): from the cache by digest, or fetched by ref, checked
 // against the digest, cached, and unpacked. Fetching is archive-fetch.ts, unpacking archive-untar.ts.
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { basename, join } from 'node:path';
 import { fail, type Parsed } from '../shared/result.ts';
 import type { Logger } from '../shared/log.ts';
 import { describeError, fetchSource, parseRef, readFileWithin, type ObjectFetcher } from './archive-fetch.ts';
@@ -50,7 +50,7 @@ async function archiveBytes(ref: string, digest: string, opts: LoadArchiveOption
   if (!source.ok) return source;
   const hex = wanted[1]!.toLowerCase();
   const path = join(opts.cacheDir, `sha256-${hex}`);
-  const cached = await readCached(ref, path, hex, limits.maxArchiveBytes, opts.log);
+  const cached = (await mayBeCached(opts.cacheDir, `sha256-${hex}`)) ? await readCached(ref, path, hex, limits.maxArchiveBytes, opts.log) : undefined;
   if (cached) return cached;
   const fetched = await fetchSource(source.value, opts.fetchObject, limits.maxArchiveBytes, opts.archiveDir);
   if (!fetched.ok) return fetched;
@@ -88,14 +88,39 @@ async function readCached(
   return undefined;
 }
 
-/** Keeps the bytes under their digest; a failure is only said: the archive is still used. */
-async function writeCache(ref: string, dir: string, path: string, bytes: Uint8Array, log: Logger | undefined): Promise<void> {
+/** How many bytes of archives may wait to be cached before a load waits for its own write. */
+export const MAX_PENDING_CACHE_BYTES = 32 * 1024 * 1024;
+
+// Cache files are written one at a time, behind the fills: on the 2-core bench machine, creating
+// 1,000 files four at a time (the thread pool's way) cost about 1 s of CPU and 0.7 s of a cold
+// start, one at a time off the path nothing (bench/latency.ts, MESH_BENCH_CLIENT A/B runs).
+let cacheWrites: Promise<void> = Promise.resolve();
+let pendingCacheBytes = 0;
+
+/** Resolves once every cache write asked for so far is done (tests look at the cache after it). */
+export function cacheWritesSettled(): Promise<void> {
+  return cacheWrites;
+}
+
+/**
+ * Keeps the bytes under their digest, after the writes asked before; resolves at once unless too
+ * many bytes already wait. A failure is only said: the archive is still used.
+ */
+function writeCache(ref: string, dir: string, path: string, bytes: Uint8Array, log: Logger | undefined): Promise<void> {
+  pendingCacheBytes += bytes.length;
+  const written = cacheWrites.then(() => writeCacheNow(ref, dir, path, bytes, log)).finally(() => (pendingCacheBytes -= bytes.length));
+  cacheWrites = written;
+  return pendingCacheBytes > MAX_PENDING_CACHE_BYTES ? written : Promise.resolve();
+}
+
+async function writeCacheNow(ref: string, dir: string, path: string, bytes: Uint8Array, log: Logger | undefined): Promise<void> {
   const temp = join(dir, `.${randomBytes(6).toString('hex')}.${process.pid}.tmp`);
   try {
     await ensureDir(dir);
     // No fsync: a file torn by a crash no longer hashes to its name and is fetched again.
     await writeFile(temp, bytes, { flag: 'wx' });
     await rename(temp, path);
+    (await listing(dir)).add(basename(path));
   } catch (err) {
     // The dir may have been removed under a running client: make it again next time.
     madeDirs.delete(dir);
@@ -114,6 +139,23 @@ function ensureDir(dir: string): Promise<unknown> {
     made.catch(() => madeDirs.delete(dir));
   }
   return made;
+}
+
+// What the cache dir held when the process first looked, and what it wrote since: a cold start with
+// a thousand archives does not try a thousand opens that fail. A name not listed is fetched; a
+// listed one is read and checked as always (it may have gone or changed since).
+const listings = new Map<string, Promise<Set<string>>>();
+function listing(dir: string): Promise<Set<string>> {
+  let names = listings.get(dir);
+  if (!names) {
+    names = readdir(dir).then((list) => new Set(list), () => new Set<string>());
+    listings.set(dir, names);
+  }
+  return names;
+}
+
+async function mayBeCached(dir: string, name: string): Promise<boolean> {
+  return (await listing(dir)).has(name);
 }
 
 function sha256Hex(bytes: Uint8Array): string {

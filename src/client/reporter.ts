@@ -72,8 +72,11 @@ export class Reporter {
     }
     this.#needs.set(module, after);
     try {
-      for (const [key, bytes] of after) if (!sameBytes(before.get(key), bytes)) await this.needsKv.put(key, bytes);
-      for (const key of before.keys()) if (!after.has(key)) await this.needsKv.delete(key);
+      // Together: a module's needs are separate keys, and one flush to the bus carries them all.
+      await Promise.all([
+        ...[...after].filter(([key, bytes]) => !sameBytes(before.get(key), bytes)).map(([key, bytes]) => this.needsKv.put(key, bytes)),
+        ...[...before.keys()].filter((key) => !after.has(key)).map((key) => this.needsKv.delete(key)),
+      ]);
     } catch (err) {
       // Forget what was written, so the next run writes every need again.
       this.#needs.delete(module);

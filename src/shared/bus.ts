@@ -38,6 +38,9 @@ export async function connectBus(opts: BusOptions, once = false): Promise<NatsCo
     ...(opts.token ? { token: opts.token } : {}),
     ...(opts.tlsCa ? { tls: { caFile: opts.tlsCa } } : {}),
     ...(opts.inboxPrefix ? { inboxPrefix: opts.inboxPrefix } : {}),
+    // No stack trace captured for every request (two Error objects a request, most of a cold
+    // start's garbage); an error still says its subject and reason.
+    noAsyncTraces: true,
     maxReconnectAttempts: once ? 0 : -1,
     reconnectTimeWait: 250,
     waitOnFirstConnect: !once,

@@ -11,6 +11,8 @@ export type NatsServer = {
   /** `nats://127.0.0.1:<port>`. */
   url: string;
   port: number;
+  /** The running process's id (undefined while stopped). */
+  pid(): number | undefined;
   /** The server's temp dir (JetStream store inside). */
   dir: string;
   /** Stops it (SIGTERM, then SIGKILL) and keeps its store for a restart. */
@@ -83,6 +85,7 @@ export async function startNats(config = '', opts: StartNatsOptions = {}): Promi
   return {
     url: `nats://127.0.0.1:${port}`,
     port,
+    pid: () => child?.pid,
     dir,
     stop,
     restart: start,
