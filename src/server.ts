@@ -3,6 +3,7 @@ import { connectBus, watchConnection } from './shared/bus.ts';
 import { runMain, untilSignalled } from './shared/entry.ts';
 import { createLogger, underSystemd } from './shared/log.ts';
 import { VERSION } from './shared/version.ts';
+import { runBusConfig } from './server/bus-config-command.ts';
 import { parseServerOptions } from './server/options.ts';
 import { runQuery } from './server/query.ts';
 import { startSeat } from './server/seat.ts';
@@ -16,6 +17,7 @@ async function main(): Promise<number> {
   const opts = parsed.value;
   if (opts.command === 'help') return void process.stdout.write(opts.text + '\n'), 0;
   if (opts.command === 'version') return void process.stdout.write(`mesh-provisioner ${VERSION}\n`), 0;
+  if (opts.command === 'bus-config') return runBusConfig(opts, (text) => process.stdout.write(text), (line) => process.stderr.write(`mesh-provisioner: ${line}\n`));
 
   if (opts.command === 'query') {
     const nc = await connectBus(opts.bus, true).catch((err: Error) => {

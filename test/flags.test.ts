@@ -31,6 +31,7 @@ const ROWS: Row[] = [
   ['an empty environment variable is absent', [], { T_NAME: '' }, { values: {} }],
   ['a list is split on commas and trimmed', ['--urls', 'a:1, b:2'], {}, { values: { urls: ['a:1', 'b:2'] } }],
   ['a list from the environment', [], { T_URLS: 'a:1,b:2' }, { values: { urls: ['a:1', 'b:2'] } }],
+  ['a list flag given again adds to it', ['--urls', 'a:1', '--urls', 'b:2,c:3'], {}, { values: { urls: ['a:1', 'b:2', 'c:3'] } }],
   ['a list with an empty item names the flag', ['--urls', 'a,,b'], {}, { reason: '--urls has an empty item in "a,,b"' }],
   ['a list with an empty item names the variable', [], { T_URLS: 'a,' }, { reason: 'T_URLS has an empty item in "a,"' }],
   ['an int', ['--count', '20'], {}, { values: { count: 20 } }],

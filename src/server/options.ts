@@ -29,12 +29,44 @@ const QUERY_FLAGS: readonly FlagSpec[] = [
   { name: 'json', type: 'bool', help: 'print JSON instead of a table' },
 ];
 
+/** Where bus-config keeps the seeds when --credentials is not given. */
+export const DEFAULT_CREDENTIALS_DIR = 'mesh-credentials';
+/** Where the generated configuration listens when --listen is not given. */
+export const DEFAULT_LISTEN = '0.0.0.0:4222';
+/** JetStream's store directory when --store-dir is not given. */
+export const DEFAULT_STORE_DIR = '/var/lib/nats/jetstream';
+
+const BUS_CONFIG_FLAGS: readonly FlagSpec[] = [
+  { name: 'node', type: 'list', arg: 'NAME', help: 'a node of the mesh (repeat, or comma-separated)' },
+  { name: 'provider', type: 'list', arg: 'NAME', help: 'a provider whose <NAME>_bound bucket nodes read (repeat)' },
+  { name: 'credentials', env: 'MESH_CREDENTIALS_DIR', type: 'string', arg: 'DIR', help: `the users' nkey seeds, one <user>.nk each, mode 0600; missing ones are generated (default ${DEFAULT_CREDENTIALS_DIR})` },
+  { name: 'out', type: 'string', arg: 'FILE', help: 'write the configuration to FILE instead of stdout' },
+  { name: 'show-credentials', type: 'bool', help: "print each user's seed to stdout instead of the configuration" },
+  { name: 'archives', env: 'MESH_ARCHIVES_BUCKET', type: 'string', arg: 'BUCKET', help: `object-store bucket of module archives (default ${DEFAULT_ARCHIVES})` },
+  { name: 'listen', type: 'string', arg: 'HOST:PORT', help: `where nats-server listens (default ${DEFAULT_LISTEN})` },
+  { name: 'store-dir', type: 'string', arg: 'DIR', help: `JetStream's store directory (default ${DEFAULT_STORE_DIR})` },
+];
+
+/** What bus-config was asked for. */
+export type BusConfigOptions = {
+  command: 'bus-config';
+  nodes: string[];
+  providers: string[];
+  credentials: string;
+  out?: string;
+  showCredentials: boolean;
+  archives: string;
+  listen: string;
+  storeDir: string;
+};
+
 /** What the seat was asked to do. */
 export type ServerOptions =
   | { command: 'help'; text: string }
   | { command: 'version' }
   | { command: 'serve'; bus: BusOptions; archives: string; replicas: number; debug: boolean }
-  | { command: 'query'; bus: BusOptions; what: string; node?: string; module?: string; collection?: string; contributor?: string; limit?: number; json: boolean };
+  | { command: 'query'; bus: BusOptions; what: string; node?: string; module?: string; collection?: string; contributor?: string; limit?: number; json: boolean }
+  | BusConfigOptions;
 
 /** The text of --help. */
 export function serverHelp(): string {
@@ -43,6 +75,7 @@ export function serverHelp(): string {
     '',
     'usage: node dist/server.js [flags]',
     '       node dist/server.js query <registry|needs|applied|collect> [flags]',
+    '       node dist/server.js bus-config --node NAME [--node NAME …] [--provider NAME …] [flags]',
     '',
     'flags:',
     describeFlags(SERVE_FLAGS),
@@ -50,12 +83,18 @@ export function serverHelp(): string {
     'query flags:',
     describeFlags(QUERY_FLAGS.filter((f) => !BUS_FLAGS.includes(f))),
     '',
+    'bus-config prints the nats-server configuration of a mesh (DESIGN §11): the buckets in account MESH,',
+    'each node an account of its own importing exactly its subjects; users log in with nkeys.',
+    'bus-config flags:',
+    describeFlags(BUS_CONFIG_FLAGS),
+    '',
     'SIGTERM drains and exits 0. Logs go to stderr, with sd-daemon prefixes under systemd.',
   ].join('\n');
 }
 
 /** Parses argv and env; a reason names the flag and what is wrong. */
 export function parseServerOptions(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
+  if (argv[0] === 'bus-config') return parseBusConfig(argv.slice(1), env);
   const query = argv[0] === 'query';
   const parsed = parseFlags(query ? argv.slice(1) : argv, env, query ? QUERY_FLAGS : SERVE_FLAGS);
   if (!parsed.ok) return parsed;
@@ -83,4 +122,35 @@ export function parseServerOptions(argv: readonly string[], env: NodeJS.ProcessE
   if (values['limit'] === 0) return { ok: false, reason: '--limit must be at least 1' };
   const pick = (k: string) => (values[k] === undefined ? {} : { [k]: values[k] });
   return { ok: true, value: { command: 'query', bus: bus.value, what, ...pick('node'), ...pick('module'), ...pick('collection'), ...pick('contributor'), ...pick('limit'), json: values['json'] === true } };
+}
+
+function parseBusConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
+  const parsed = parseFlags(argv, env, BUS_CONFIG_FLAGS);
+  if (!parsed.ok) return parsed;
+  const { values, positional, help, version } = parsed.value;
+  if (help) return { ok: true, value: { command: 'help', text: serverHelp() } };
+  if (version) return { ok: true, value: { command: 'version' } };
+  if (positional.length > 0) return { ok: false, reason: `unexpected argument "${positional[0]}" (see --help)` };
+  const nodes = (values['node'] as string[] | undefined) ?? [];
+  const providers = (values['provider'] as string[] | undefined) ?? [];
+  if (nodes.length === 0) return { ok: false, reason: 'bus-config needs at least one --node' };
+  for (const [flag, names] of [['--node', nodes], ['--provider', providers]] as const) {
+    const bad = names.find((n) => !isName(n));
+    if (bad !== undefined) return { ok: false, reason: `${flag}: "${bad}" is not a valid name (a-z, 0-9 and -, at most 63)` };
+  }
+  const archives = (values['archives'] as string | undefined) ?? DEFAULT_ARCHIVES;
+  if (!/^[A-Za-z0-9_-]+$/.test(archives)) return { ok: false, reason: `--archives: "${archives}" is not a valid bucket name` };
+  const listen = (values['listen'] as string | undefined) ?? DEFAULT_LISTEN;
+  if (!/^[^\s:]+:\d{1,5}$/.test(listen)) return { ok: false, reason: `--listen: "${listen}" is not HOST:PORT` };
+  const out = values['out'] as string | undefined;
+  return {
+    ok: true,
+    value: {
+      command: 'bus-config', nodes, providers, archives, listen,
+      credentials: (values['credentials'] as string | undefined) ?? DEFAULT_CREDENTIALS_DIR,
+      storeDir: (values['store-dir'] as string | undefined) ?? DEFAULT_STORE_DIR,
+      showCredentials: values['show-credentials'] === true,
+      ...(out ? { out } : {}),
+    },
+  };
 }

@@ -11,6 +11,7 @@ export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';
 export const BUS_FLAGS: readonly FlagSpec[] = [
   { name: 'nats', env: 'MESH_NATS_URL', type: 'list', arg: 'URL[,URL…]', help: `every server of the cluster (default ${DEFAULT_NATS_URL})` },
   { name: 'creds', env: 'MESH_NATS_CREDS', type: 'string', arg: 'FILE', help: 'NATS credentials file' },
+  { name: 'nkey', env: 'MESH_NATS_NKEY', type: 'string', arg: 'FILE', help: 'file holding an nkey user seed (bus-config writes one per user)' },
   { name: 'user', env: 'MESH_NATS_USER', type: 'string', arg: 'NAME', help: 'user name (with --password)' },
   { name: 'password', env: 'MESH_NATS_PASSWORD', type: 'string', arg: 'TEXT', help: 'password' },
   { name: 'token', env: 'MESH_NATS_TOKEN', type: 'string', arg: 'TEXT', help: 'authentication token' },
@@ -24,14 +25,15 @@ export function busOptionsFrom(flags: FlagValues['values'], name: string, inboxP
     if (!/^(nats|tls|wss?):\/\/[^\s]+$|^[^\s:/]+:\d+$/.test(url)) return { ok: false, reason: `--nats: "${url}" is not a nats:// URL or host:port` };
   }
   const creds = flags['creds'] as string | undefined;
+  const nkey = flags['nkey'] as string | undefined;
   const user = flags['user'] as string | undefined;
   const pass = flags['password'] as string | undefined;
   const token = flags['token'] as string | undefined;
   const tlsCa = flags['tls-ca'] as string | undefined;
-  const ways = [creds && '--creds', user && '--user', token && '--token'].filter(Boolean);
+  const ways = [creds && '--creds', nkey && '--nkey', user && '--user', token && '--token'].filter(Boolean);
   if (ways.length > 1) return { ok: false, reason: `${ways.join(' and ')} contradict: give one way to authenticate` };
   if (pass && !user) return { ok: false, reason: '--password needs --user' };
-  for (const [flag, file] of [['--creds', creds], ['--tls-ca', tlsCa]] as const) {
+  for (const [flag, file] of [['--creds', creds], ['--nkey', nkey], ['--tls-ca', tlsCa]] as const) {
     if (file && !existsSync(file)) return { ok: false, reason: `${flag}: no file at ${file}` };
   }
   return {
@@ -40,6 +42,7 @@ export function busOptionsFrom(flags: FlagValues['values'], name: string, inboxP
       servers,
       name,
       ...(creds ? { creds } : {}),
+      ...(nkey ? { nkey } : {}),
       ...(user ? { user, pass: pass ?? '' } : {}),
       ...(token ? { token } : {}),
       ...(tlsCa ? { tlsCa } : {}),

@@ -1,6 +1,6 @@
 // Connecting to the bus, opening and creating KV buckets, and watching keys with a caught-up signal.
 import { readFileSync } from 'node:fs';
-import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
+import { connect, credsAuthenticator, nkeyAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import { DeliverPolicy, DiscardPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import { retryWithBackoff, timerSleep, type Sleep } from './retry.ts';
@@ -11,6 +11,8 @@ export type BusOptions = {
   servers: string[];
   /** A NATS credentials file (JWT + nkey seed). */
   creds?: string;
+  /** A file holding an nkey user seed (`SU…`), as `bus-config` writes one per user. */
+  nkey?: string;
   /** A user name (with `pass`). */
   user?: string;
   /** A password. */
@@ -34,6 +36,7 @@ export async function connectBus(opts: BusOptions, once = false): Promise<NatsCo
     servers: opts.servers,
     name: opts.name,
     ...(opts.creds ? { authenticator: credsAuthenticator(readFileSync(opts.creds)) } : {}),
+    ...(opts.nkey ? { authenticator: nkeyAuthenticator(new TextEncoder().encode(readFileSync(opts.nkey, 'utf8').trim())) } : {}),
     ...(opts.user ? { user: opts.user, pass: opts.pass } : {}),
     ...(opts.token ? { token: opts.token } : {}),
     ...(opts.tlsCa ? { tls: { caFile: opts.tlsCa } } : {}),

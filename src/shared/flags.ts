@@ -9,7 +9,7 @@ export type FlagSpec = {
   name: string;
   /** The environment variable read when the flag is absent. */
   env?: string;
-  /** `string`, a comma-separated `list`, a non-negative `int`, or a valueless `bool`. */
+  /** `string`, a comma-separated `list` (the flag may be repeated), a non-negative `int`, or a valueless `bool`. */
   type: 'string' | 'list' | 'int' | 'bool';
   /** The value's name in --help. */
   arg?: string;
@@ -51,7 +51,12 @@ export function parseFlags(argv: readonly string[], env: NodeJS.ProcessEnv, spec
     if (problem !== undefined) return fail(problem);
     if (token.name === 'help') help = true;
     else if (token.name === 'version') version = true;
-    else given.set(token.name, token.value ?? true);
+    else {
+      // A list flag given again adds to it: `--node a --node b` is `--node a,b`.
+      const before = given.get(token.name);
+      const isList = specs.find((s) => s.name === token.name)?.type === 'list';
+      given.set(token.name, isList && typeof before === 'string' ? `${before},${token.value}` : (token.value ?? true));
+    }
   }
   const values: FlagValues['values'] = {};
   for (const spec of specs) {
