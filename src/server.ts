@@ -1,6 +1,7 @@
 // mesh-provisioner, the seat: flags, wiring and signals. Everything else lives in src/server/.
 import { connectBus, watchConnection } from './shared/bus.ts';
 import { runMain, untilSignalled } from './shared/entry.ts';
+import { SEAT_INBOX_PREFIX } from './shared/inbox.ts';
 import { createLogger, underSystemd } from './shared/log.ts';
 import { VERSION } from './shared/version.ts';
 import { runBusConfig } from './server/bus-config-command.ts';
@@ -18,9 +19,11 @@ async function main(): Promise<number> {
   if (opts.command === 'help') return void process.stdout.write(opts.text + '\n'), 0;
   if (opts.command === 'version') return void process.stdout.write(`mesh-provisioner ${VERSION}\n`), 0;
   if (opts.command === 'bus-config') return runBusConfig(opts, (text) => process.stdout.write(text), (line) => process.stderr.write(`mesh-provisioner: ${line}\n`));
+  // The seat's user may subscribe only its own inboxes (DESIGN §11), for serving and for a query alike.
+  const bus = { ...opts.bus, inboxPrefix: SEAT_INBOX_PREFIX };
 
   if (opts.command === 'query') {
-    const nc = await connectBus(opts.bus, true).catch((err: Error) => {
+    const nc = await connectBus(bus, true).catch((err: Error) => {
       throw new Error(`cannot reach the bus at ${opts.bus.servers.join(',')}: ${err.message}`);
     });
     try {
@@ -34,10 +37,10 @@ async function main(): Promise<number> {
   const log = createLogger({ prefix: underSystemd(), least: opts.debug ? 'debug' : 'info' });
   const signalled = untilSignalled();
   log.info(`mesh-provisioner ${VERSION} connecting to ${opts.bus.servers.join(',')}`);
-  const nc = await Promise.race([connectBus(opts.bus), signalled.then(() => undefined)]);
+  const nc = await Promise.race([connectBus(bus), signalled.then(() => undefined)]);
   if (!nc) return 0;
   watchConnection(nc, log);
-  const seat = await Promise.race([startSeat({ nc, log, archives: opts.archives, replicas: opts.replicas }), signalled.then(() => undefined)]);
+  const seat = await Promise.race([startSeat({ nc, log, archives: opts.archives, replicas: opts.replicas, inboxPrefix: SEAT_INBOX_PREFIX }), signalled.then(() => undefined)]);
   if (seat) {
     log.info('seat ready');
     await signalled;

@@ -96,6 +96,36 @@ test('after nats-server is killed and restarted, the client resumes and fills fr
     await m.waitReport('n1', 'web', (r) => r.state === 'applied');
   }));
 
+/** Whether the needs bucket holds `key` now (a put, not a delete). */
+async function holdsNeed(m: Mesh, key: string): Promise<boolean> {
+  return (await m.kv.needs.get(key))?.operation === 'PUT';
+}
+
+test('needs of a module whose plan went while its client was down are deleted when the client starts again', () =>
+  withApplied(['web', 'db'], async (m) => {
+    await m.stopClient();
+    await m.unassign('n1', 'web');
+    await waitFor('the seat retiring the plan', async () => (await m.kv.plans.get('n1.web'))?.operation !== 'PUT');
+    assert.ok(await holdsNeed(m, 'n1.web.config.level'), 'left behind while the client was down');
+    await m.startClient();
+    await waitFor('web’s needs deleted', async () => !(await holdsNeed(m, 'n1.web.config.level')) && !(await holdsNeed(m, 'n1.web.port.http')), 5000);
+    assert.ok(await holdsNeed(m, 'n1.db.config.level'), 'a planned module keeps its needs');
+    assert.ok(m.log.lines.some((l) => l.includes('mesh-provisioner_needs: needs of web, which has no plan on n1, deleted')), m.log.lines.join('\n'));
+  }));
+
+test('a need a plan’s new build no longer names is deleted by the module’s first fill after a restart', () =>
+  withApplied(['web'], async (m) => {
+    await m.stopClient();
+    const spec = module('web');
+    await m.publish('web', { ...spec, build: '2', templates: { ...spec.templates, 'web.conf': 'name web\nport ${port:http}\n' } });
+    await waitFor('the plan of build 2', async () => ((await m.kv.plans.get('n1.web'))?.json() as { build?: string } | undefined)?.build === '2');
+    assert.ok(await holdsNeed(m, 'n1.web.config.level'));
+    await m.startClient();
+    await m.waitReport('n1', 'web', (r) => r.state === 'applied' && r.build === '2');
+    await waitFor('the need of level deleted', async () => !(await holdsNeed(m, 'n1.web.config.level')), 5000);
+    assert.ok(await holdsNeed(m, 'n1.web.port.http'), 'a need still named stays');
+  }));
+
 test('two hundred modules on one node all reach applied', async () => {
   const m = await startMesh();
   try {

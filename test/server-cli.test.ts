@@ -4,9 +4,10 @@ import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { jetstream } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import { ASSIGNMENTS, MODULES, NEEDS, PLANS, REGISTRY_BUCKET } from '../src/shared/buckets.ts';
+import { SEAT_INBOX_PREFIX } from '../src/shared/inbox.ts';
 import { needKey } from '../src/shared/keys.ts';
 import { cleanupBundles, copyBundleAlone, ensureBuilt, hasNodeModulesAbove, ROOT, runBundle, startBundle, type Running, type Runtime } from './helpers/bundle.ts';
 import { startNats, type NatsServer } from './helpers/nats.ts';
@@ -66,10 +67,17 @@ test.after(async () => {
   cleanupBundles();
 });
 
+/** Where the consumers of `stream` deliver, as the server lists them. */
+async function deliverSubjects(nc: NatsConnection, stream: string): Promise<string[]> {
+  const subjects: string[] = [];
+  for await (const c of (await jetstreamManager(nc)).consumers.list(stream)) subjects.push(c.config.deliver_subject ?? '(pull)');
+  return subjects;
+}
+
 /** Starts the bundle, then creates its input buckets (waited for, DESIGN §3), writes one assignment, and reads the plan. */
 async function composesAPlan(runtime: Runtime): Promise<void> {
   assert.not.ok(hasNodeModulesAbove(dir), `${dir} has a node_modules above it`);
-  const { server: nats, kvm } = await bus();
+  const { server: nats, nc, kvm } = await bus();
   const running = seat(runtime, ['--nats', nats.url]);
   try {
     await running.waitForLog(READY, 15_000);
@@ -83,6 +91,9 @@ async function composesAPlan(runtime: Runtime): Promise<void> {
     assert.is(plan['build'], '7');
     assert.equal((plan['files'] as { path: string }[]).map((f) => f.path), ['/srv/web/etc/web.conf']);
     assert.equal(plan['secrets'], [{ name: 'api-key', vault: 'module/web/api-key' }]);
+    // The seat's watch delivers to its own inbox (DESIGN §11: its user subscribes only `_INBOX_provisioner.>`).
+    const delivers = await deliverSubjects(nc, `KV_${ASSIGNMENTS}`);
+    assert.ok(delivers.length > 0 && delivers.every((s) => s.startsWith(`${SEAT_INBOX_PREFIX}.`)), delivers.join(', '));
 
     const asked = Date.now();
     running.child.kill('SIGTERM');
@@ -103,6 +114,29 @@ test('the seat bundle copied alone into an empty directory composes a plan under
 
 test('the seat bundle copied alone into an empty directory composes a plan under deno and exits 0 on SIGTERM', async () => {
   await composesAPlan('deno');
+});
+
+test('a seat user that may subscribe only _INBOX_provisioner.> and the verb serves, composes and answers a query', async () => {
+  const nats = await startNats(`authorization { users = [
+    { user: seat, password: seat, permissions: { subscribe: ["${SEAT_INBOX_PREFIX}.>", "mesh-provisioner.provisioning"] } },
+    { user: test, password: test }
+  ] }`);
+  servers.push(nats);
+  const nc = await connect({ servers: nats.url, user: 'test', pass: 'test' });
+  connections.push(nc);
+  const kvm = new Kvm(jetstream(nc));
+  const login = ['--nats', nats.url, '--user', 'seat', '--password', 'seat'];
+  const running = seat('node', login);
+  await running.waitForLog(READY, 15_000);
+  const assignments = await kvm.create(ASSIGNMENTS);
+  await (await kvm.create(MODULES)).put('web', JSON.stringify(composition('web', '7')));
+  await assignments.put('n1.web', JSON.stringify(assignment('n1', 'web')));
+  const plans = await waitFor('the plans bucket', () => opened(kvm, PLANS));
+  assert.is((await waitFor('the plan n1.web', () => valueOf(plans, 'n1.web')))['build'], '7');
+  const run = await server(['query', 'registry', ...login]);
+  assert.is(run.code, 0, run.stderr + run.stdout);
+  assert.match(run.stdout, /mesh-config_resolved/);
+  assert.not.match(running.stderr(), /Permissions Violation/i);
 });
 
 test('--help exits 0 and prints usage naming --nats, --creds, --archives, --replicas and query', async () => {

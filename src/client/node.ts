@@ -18,6 +18,7 @@ import { watchRegistry } from './registry-watch.ts';
 import { Reporter, type KeyWriter } from './reporter.ts';
 import { Scheduler } from './scheduler.ts';
 import { startSources } from './sources/index.ts';
+import { readStoredNeeds, settleStoredNeeds, type StoredNeeds } from './stale-needs.ts';
 import { TemplateCache } from './templates.ts';
 
 /** What a node's client needs to run. */
@@ -52,13 +53,25 @@ function keyWriter(nc: NatsConnection, bucket: string, kv: KV, inboxPrefix: stri
   return { put: (key, value) => publisher.put(key, value), delete: (key) => kv.delete(key) };
 }
 
-/** How long the start waits for the sources' buckets before filling what it can. */
+/** How long the start waits for the sources' buckets (and the node's stored needs) before filling what it can. */
 export const START_WAIT_MS = 2000;
+
+/** `promise`'s value, or `late` when it has not settled within `ms`. */
+async function within<T, L>(promise: Promise<T>, ms: number, late: L): Promise<T | L> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([promise, new Promise<L>((r) => (timer = setTimeout(() => r(late), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /** Starts the client of `node`: resolves once the first fill of every module is asked for. */
 export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClient> {
   const { nc, node, log } = opts;
   const [needsKv, appliedKv, collectKv] = await Promise.all([openKv(nc, NEEDS), openKv(nc, APPLIED), openKv(nc, COLLECT)]);
+  // Read beside the watches: handed to the reporter before the first fills (see settleStoredNeeds).
+  const storedNeeds = readStoredNeeds(nc, node, log);
   const fetchObject = natsObjectFetcher(nc);
   const archiveOptions = { cacheDir: opts.cacheDir, fetchObject, log, ...(opts.limits ? { limits: opts.limits } : {}), ...(opts.archiveDir ? { archiveDir: opts.archiveDir } : {}) };
   const templates = new TemplateCache((ref, digest) => loadArchive(ref, digest, archiveOptions));
@@ -73,13 +86,14 @@ export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClie
     if (notices.length > 0) setImmediate(() => publishChanged(nc, node, notices));
   });
   const itemWriter = new ItemWriter(node, collectKv, (module) => items.itemsOfContributor(module), log);
+  const reporter = new Reporter(nc, node, keyWriter(nc, NEEDS, needsKv, opts.inboxPrefix), keyWriter(nc, APPLIED, appliedKv, opts.inboxPrefix), log);
   const modules = new Modules({
     node, templates, index,
     lookup: (plan, wanted) => sources.lookup(plan, wanted),
     dependency: (plan, wanted) => sources.dependency(plan, wanted),
     handoff: new Handoff(opts.engine, log),
     items: itemWriter,
-    reporter: new Reporter(nc, node, keyWriter(nc, NEEDS, needsKv, opts.inboxPrefix), keyWriter(nc, APPLIED, appliedKv, opts.inboxPrefix), log),
+    reporter,
   }, (m, err) => log.error(`${node}.${m}: writing needs, items or report: ${(err as Error).stack ?? err}`));
   const scheduler = new Scheduler(opts.settleMs, (m, full) => modules.run(m, full), (m, err) => log.error(`${node}.${m}: ${(err as Error).stack ?? err}`));
 
@@ -112,10 +126,19 @@ export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClie
   const registry = watchRegistry(nc, log);
 
   await plans.caughtUp;
-  let timer: NodeJS.Timeout | undefined;
-  const caughtUp = await Promise.race([sources.caughtUp().then(() => true), new Promise<false>((r) => (timer = setTimeout(() => r(false), START_WAIT_MS)))]);
-  clearTimeout(timer);
+  const [caughtUp, needs] = await Promise.all([
+    within(sources.caughtUp().then(() => true), START_WAIT_MS, false),
+    within(storedNeeds, START_WAIT_MS, 'late' as const),
+  ]);
   started = true;
+  // Needs of modules whose plans went, or that a plan's new build no longer names, while this client
+  // was down: handed over before the first fills, so each fill deletes what its module no longer names.
+  const settleNeeds = (stored: StoredNeeds | undefined) => stored && settleStoredNeeds(stored, new Set(modules.names()), reporter, node, log);
+  if (needs !== 'late') settleNeeds(needs);
+  else {
+    log.warn(`${NEEDS}: ${node}'s needs not read within ${START_WAIT_MS} ms; those left from before this start are handled once they are`);
+    void storedNeeds.then(settleNeeds);
+  }
   refillAll('start');
   const asks = serveAsks(nc, node, { plan: (m) => modules.plan(m), lookup: (plan, wanted) => sources.lookup(plan, wanted) }, log);
   // Ready means the bus knows the ask handler: an ask sent once this resolves finds it.

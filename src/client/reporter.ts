@@ -84,6 +84,15 @@ export class Reporter {
     }
   }
 
+  /**
+   * Takes needs read from the bucket (key → bytes, left from before a restart) as written for
+   * `module`, so its next fill puts only those that differ and deletes those it no longer names.
+   * What this client wrote since it started wins over what was read.
+   */
+  known(module: string, stored: ReadonlyMap<string, Uint8Array>): void {
+    this.#needs.set(module, new Map([...stored, ...(this.#needs.get(module) ?? [])]));
+  }
+
   /** Writes and publishes the module's report when it differs from the last one (the time aside). */
   async report(module: string, body: ReportBody): Promise<void> {
     const key = nodeModuleKey(this.node, module);

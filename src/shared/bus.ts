@@ -4,6 +4,7 @@ import { connect, credsAuthenticator, nkeyAuthenticator, type NatsConnection } f
 import { DeliverPolicy, DiscardPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import { retryWithBackoff, timerSleep, type Sleep } from './retry.ts';
+import { keepWatch, type OrderedConsumerInternals, type WatchKeeper } from './watch-keeper.ts';
 
 /** How to reach and authenticate to the bus. */
 export type BusOptions = {
@@ -111,6 +112,7 @@ export type Watch = {
  * test/watch.test.ts). So the first consumer delivers nothing (DeliverNew) and is at once replaced
  * through the library's own reset, which subscribes first and replays the filter from sequence 1:
  * every stored revision, then live changes. The seat's buckets keep one revision per key.
+ * keepWatch (watch-keeper.ts) keeps the consumer alive: a 2 s heartbeat, re-made on each reconnect.
  */
 export async function watchKv(
   nc: NatsConnection,
@@ -127,28 +129,36 @@ export async function watchKv(
   let markCaughtUp!: () => void;
   let caught = false;
   const caughtUp = new Promise<void>((resolve) => (markCaughtUp = () => { caught = true; resolve(); }));
+  let keeper: WatchKeeper | undefined;
   const messages = await consumer.consume({
     callback: (m) => {
+      keeper?.heard();
       const op = m.headers?.get('KV-Operation');
       const deleted = op === 'DEL' || op === 'PURGE';
       onEvent({ key: m.subject.slice(prefix.length), revision: m.seq, value: deleted ? null : m.data });
       if (!caught && m.info.pending === 0) markCaughtUp();
     },
   });
+  const kept = keepWatch(nc, messages as unknown as OrderedConsumerInternals, `watch ${bucket} (${filter})`, log);
+  keeper = kept;
+  void messages.closed().then(() => kept.stop());
   void (async () => {
     for await (const s of messages.status()) {
+      if (s.type === 'heartbeat' || s.type === 'flow_control') kept.heard();
       // A lost consumer is noticed by missed heartbeats and re-created; a refused re-create would
       // otherwise leave the watch stale without a word.
       if (s.type === 'heartbeats_missed' || s.type === 'consumer_deleted' || s.type === 'consumer_not_found') {
         log?.warn(`watch ${bucket} (${filter}): ${s.type.replaceAll('_', ' ')}; re-creating it`);
       }
-      if (s.type !== 'ordered_consumer_recreated' || caught) continue;
+      if (s.type !== 'ordered_consumer_recreated') continue;
+      const info = await consumer.info(true);
+      if (info.name !== s.name || kept.recreated(info) || caught) continue;
       // The replacement's pending count at creation: nothing stored means caught up at once.
-      if ((await consumer.info(true)).num_pending === 0) markCaughtUp();
+      if (info.num_pending === 0) markCaughtUp();
     }
   })();
   (messages as unknown as { reset(): void }).reset();
-  return { caughtUp, stop: () => void messages.stop() };
+  return { caughtUp, stop: () => { kept.stop(); void messages.stop(); } };
 }
 
 /** How long a watch of a missing bucket waits between tries, at most. */

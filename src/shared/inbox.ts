@@ -6,6 +6,8 @@ import { MAX_SUBJECT_BYTES } from './limits.ts';
 export const DEFAULT_INBOX_PREFIX = '_INBOX';
 /** The first token of a node client's inboxes is this followed by the node's name. */
 export const NODE_INBOX_PREFIX = '_INBOX_';
+/** The seat's inbox prefix: its user may subscribe only `_INBOX_provisioner.>` (DESIGN §11). */
+export const SEAT_INBOX_PREFIX = '_INBOX_provisioner';
 /** The first token of a reply subject nats-server maps across an account's service import. */
 export const MAPPED_REPLY_PREFIX = '_R_';
 
