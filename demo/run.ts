@@ -3,7 +3,7 @@
 // mesh-config and the controller would feed it; then one config change timed from bus to disk.
 // nats-server, the seat, the input buckets and the archive go through the tests' mesh helpers; the
 // demo keeps its own process handling (own process groups, echoed lines, ordered stop) and narration.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
@@ -11,6 +11,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectBus } from '../src/shared/bus.ts';
+import { INBOX_PREFIXES, USERS } from '../src/server/bus-config.ts';
 import type { KV } from '@nats-io/kv';
 import type { ObjectStore } from '@nats-io/obj';
 import { APPLIED, CONFIG as CONFIG_BUCKET, DEFAULT_ARCHIVES, MODULES } from '../src/shared/buckets.ts';
@@ -221,11 +222,36 @@ function checkPrerequisites(): void {
   say(`1. nats-server found at ${nats}`);
 }
 
-/** Step 2: a temp dir and a JetStream nats-server on a free port, started as the tests start it. */
+/** Each program's nkey seed, as `bus-config` generated it. */
+let seeds = '';
+/** The bus's URL. */
+let busUrl = '';
+
+/**
+ * Step 2: a temp dir and a JetStream nats-server on a free port, on the configuration `bus-config`
+ * generates (DESIGN §11): the node its own account, every program its own nkey login.
+ */
 async function startBus(dir: string): Promise<string> {
-  const nats = await startNats('', { spawn: spawnChild, dir: join(dir, 'nats') });
-  say(`   nats-server is up on ${nats.url} (pid ${childNamed('nats-server').child.pid})`);
+  seeds = join(dir, 'credentials');
+  const command = ['bus-config', '--node', NODE, '--provider', 'postgres', '--credentials', seeds];
+  const nats = await startNats('', {
+    spawn: spawnChild,
+    dir: join(dir, 'nats'),
+    whole: ({ listen, storeDir }) => {
+      const run = spawnSync(process.execPath, [join(ROOT, 'dist/server.js'), ...command, '--listen', listen, '--store-dir', storeDir], { encoding: 'utf8' });
+      if (run.status !== 0) throw new Error(`bus-config failed: ${run.stderr}`);
+      return run.stdout;
+    },
+  });
+  say(`   generated the bus configuration: node dist/server.js ${command.join(' ')}`);
+  busUrl = nats.url;
+  say(`   nats-server is up on ${nats.url} (pid ${childNamed('nats-server').child.pid}); node "${NODE}" has an account of its own`);
   return nats.url;
+}
+
+/** The seed file of a user of the generated configuration. */
+function seed(user: string): string {
+  return join(seeds, `${user}.nk`);
 }
 
 /** Step 3: the seat (started as the tests start it), the engine (with the module's secret) and the node client. */
@@ -237,14 +263,14 @@ async function startServices(url: string, dir: string): Promise<{ paths: Paths; 
   mkdirSync(paths.root);
   mkdirSync(join(paths.secrets, 'module', MODULE), { recursive: true });
   writeFileSync(join(paths.secrets, 'module', MODULE, 'api-key'), API_KEY + '\n', { mode: 0o600 });
-  const seat = startSeatProcess(url, { spawn: spawnChild });
+  const seat = startSeatProcess(url, { spawn: spawnChild, login: { nkey: seed(USERS.seat) } });
   say(`3. started the seat (pid ${seat.pid})`);
   const engine = startChild('engine', process.execPath, [join(ROOT, 'dist/engine.js'),
     '--socket', paths.socket, '--root', paths.root, '--secrets', paths.secrets, '--journal', paths.journal]);
   await waitUntil(START_TIMEOUT_MS, () => existsSync(paths.socket), () => `the engine did not create ${paths.socket}`);
   say(`   started the engine (pid ${engine.child.pid}) on ${paths.socket}, secret module/${MODULE}/api-key in ${paths.secrets}`);
   const client = startChild('client', process.execPath, [join(ROOT, 'dist/client.js'),
-    '--node', NODE, '--nats', url, '--socket', paths.socket, '--cache', paths.cache]);
+    '--node', NODE, '--nats', url, '--nkey', seed(USERS.client(NODE)), '--socket', paths.socket, '--cache', paths.cache]);
   say(`   started the client of node "${NODE}" (pid ${client.child.pid})`);
   return { paths, seat };
 }
@@ -257,7 +283,8 @@ function sampleTemplates(): Templates {
 
 /** Step 4: the catalogue's archive and composition, mesh-config's values and the controller's assignment. */
 async function publish(url: string, root: string, seat: RunningSeat): Promise<{ kv: InputBuckets; applied: KV; configDir: string; archives: ObjectStore }> {
-  nc = await connectBus({ servers: [url], name: 'mesh-demo' });
+  // The demo plays the catalogue, mesh-config and the controller: MESH's admin writes the inputs.
+  nc = await connectBus({ servers: [url], name: 'mesh-demo', nkey: seed(USERS.admin) });
   const kv = await createInputBuckets(nc);
   const { archives, applied } = await waitForSeat(nc, seat, START_TIMEOUT_MS);
   const templates = sampleTemplates();
@@ -384,7 +411,9 @@ async function showBindings(kv: InputBuckets, archives: ObjectStore, paths: Path
   const db = await startPostgres();
   bindingsToStop.push(() => db.stop());
   say(`8. bindings: started PostgreSQL on ${db.host}:${db.port}`);
-  const vault = startVault(nc!, [paths.secrets]);
+  const vaultNc = await connectBus({ servers: [busUrl], name: 'mesh-demo vault', nkey: seed(USERS.vault), inboxPrefix: INBOX_PREFIXES.vault });
+  bindingsToStop.push(() => vaultNc.close());
+  const vault = startVault(vaultNc, [paths.secrets]);
   bindingsToStop.push(() => vault.stop());
   vault.set(`pair/postgres/database/${NODE}/app`, `demo-${Math.random().toString(36).slice(2)}`);
   const target = { store: archives, bucket: DEFAULT_ARCHIVES };
@@ -402,7 +431,9 @@ async function showBindings(kv: InputBuckets, archives: ObjectStore, paths: Path
   });
   const adapter = postgresAdapter({ host: db.host, port: db.port, user: db.adminUser, password: db.adminPassword });
   bindingsToStop.push(() => adapter.close());
-  const provider = runProvider({ nc: nc!, provider: 'postgres', provision: 'database', adapter, consumersFile: join(providerDir, 'consumers.json') });
+  const providerNc = await connectBus({ servers: [busUrl], name: 'mesh-demo provider', nkey: seed(USERS.provider('postgres')), inboxPrefix: INBOX_PREFIXES.provider('postgres') });
+  bindingsToStop.push(() => providerNc.close());
+  const provider = runProvider({ nc: providerNc, provider: 'postgres', provision: 'database', adapter, consumersFile: join(providerDir, 'consumers.json') });
   bindingsToStop.push(() => provider.stop());
   await kv.assignments.put(`${NODE}.postgres`, JSON.stringify({ node: NODE, module: 'postgres', placement: { dir: { config: providerDir } } }));
   const started = performance.now();

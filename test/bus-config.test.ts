@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { nkeys } from '@nats-io/transport-node';
 import { connectBus } from '../src/shared/bus.ts';
-import { nodeImports, renderBusConfig, usersOf } from '../src/server/bus-config.ts';
+import { nodeImports, renderBusConfig, seatPublish, usersOf } from '../src/server/bus-config.ts';
 import { loadOrCreateLogins, publicKeyOf } from '../src/server/bus-credentials.ts';
 import { ensureBuilt, ROOT } from './helpers/bundle.ts';
 import { freePort } from './helpers/nats.ts';
@@ -128,6 +128,16 @@ test('the configuration is a pure function of the mesh: every user listed, every
   assert.ok(na.includes('$JS.API.CONSUMER.CREATE.KV_pg_bound.*.$KV.pg_bound.na.>'), 'its keys of the provider named');
   assert.ok(na.includes('$JS.API.CONSUMER.CREATE.KV_mesh-provisioner_needs.*.$KV.mesh-provisioner_needs.na.>'), 'its own needs read');
   assert.not.ok(text.includes('STREAM.MSG.GET') || /"\$JS\.API\.CONSUMER\.CREATE\.KV_mesh-config_resolved"/.test(text), 'never the unfiltered reads');
+});
+
+test('the seat may delete the consumers its watches replace and ask its own verb; a node deletes none (a consumer name is not per node)', () => {
+  const seat = seatPublish('arch');
+  for (const b of ['mesh-provisioner_plans', 'mesh-controller_assignments', 'mesh-catalog_modules']) {
+    assert.ok(seat.includes(`$JS.API.CONSUMER.DELETE.KV_${b}.*`), `the seat deletes its replaced consumers on ${b}`);
+  }
+  assert.not.ok(seat.some((s) => s.startsWith('$JS.API.CONSUMER.DELETE.KV_mesh-config_resolved')), 'none of mesh-config_resolved, which it never watches');
+  assert.ok(seat.includes('mesh-provisioner.provisioning'), '`query` with the seat’s login asks its verb');
+  assert.not.ok(nodeImports('na', ['pg'], 'arch').some((g) => g.subject.includes('CONSUMER.DELETE')), 'a node deletes no consumer');
 });
 
 test.run();

@@ -24,7 +24,7 @@ test.before(() => {
 test.after(() => cleanupBundles());
 
 /** Answers each request line of a fake engine: a reply line, or nothing. */
-type FakeAnswer = (request: { id: number; files: { path: string }[] }) => string | undefined;
+type FakeAnswer = (request: { id: number; module: string; files: { path: string }[] }) => string | undefined;
 
 /** A fake engine on the mesh's socket: it keeps every connection and answers as told. */
 async function fakeEngine(socketPath: string, answer: FakeAnswer): Promise<{ requests: number; close(): void }> {

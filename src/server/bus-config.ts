@@ -2,6 +2,7 @@
 // account of its own importing exactly its subjects. Pure: users are given by their public nkeys,
 // so the text holds no secret and the same mesh always renders the same bytes.
 import { APPLIED, ASSIGNMENTS, COLLECT, CONFIG, MODULES, NEEDS, PLANS, REGISTRY_BUCKET, SEAT_BUCKETS } from '../shared/buckets.ts';
+import { SEAT_INBOX_PREFIX } from '../shared/inbox.ts';
 import { HEALTH_SUBJECT, PROVISIONING_VERB, VAULT_CHANGED, VAULT_CREDENTIAL } from '../shared/subjects.ts';
 
 /** The account holding the buckets and the mesh's own services. */
@@ -25,7 +26,7 @@ export const USERS = {
 
 /** The inbox prefix each user's connection must use (its grants allow no other). */
 export const INBOX_PREFIXES = {
-  seat: '_INBOX_provisioner',
+  seat: SEAT_INBOX_PREFIX,
   vault: '_INBOX_vault',
   provider: (name: string) => `_INBOX_provider-${name}`,
   client: (node: string) => `_INBOX_${node}`,
@@ -123,12 +124,15 @@ export function nodeImports(node: string, providers: readonly string[], archives
 
 /** What the seat's user may publish: exactly what it does (DESIGN §11), never an admin. */
 export function seatPublish(archives: string): string[] {
+  // Its watches: filtered consumers only, and the delete nats.js's ordered consumer sends for the one
+  // it replaces on each reset (refused, that one lingers until its 5-minute inactive threshold).
+  const watch = (b: string) => [`$JS.API.CONSUMER.CREATE.KV_${b}.*.$KV.${b}.>`, `$JS.API.CONSUMER.DELETE.KV_${b}.*`];
   const own = SEAT_BUCKETS.flatMap((b) => [
     `$JS.API.STREAM.CREATE.KV_${b}`, `$JS.API.STREAM.INFO.KV_${b}`,
     `$JS.API.DIRECT.GET.KV_${b}`, `$JS.API.DIRECT.GET.KV_${b}.>`,
-    `$JS.API.CONSUMER.CREATE.KV_${b}.*.$KV.${b}.>`,
+    ...watch(b),
   ]);
-  const inputs = [ASSIGNMENTS, MODULES].map((b) => `$JS.API.CONSUMER.CREATE.KV_${b}.*.$KV.${b}.>`);
+  const inputs = [ASSIGNMENTS, MODULES].flatMap(watch);
   return [
     '$JS.API.INFO',
     ...own,
@@ -136,6 +140,8 @@ export function seatPublish(archives: string): string[] {
     `$JS.API.STREAM.CREATE.OBJ_${archives}`, `$JS.API.STREAM.INFO.OBJ_${archives}`,
     ...[REGISTRY_BUCKET, PLANS].map((b) => `$KV.${b}.>`),
     HEALTH_SUBJECT,
+    // `query` runs with the seat's login (its inbox prefix too): it asks the verb the seat serves.
+    PROVISIONING_VERB,
   ];
 }
 
@@ -148,7 +154,7 @@ function meshAccount(nodes: string[], providers: string[], archives: string, key
   const providerUsers = providers.flatMap((p) => {
     const b = boundBucket(p);
     return user(USERS.provider(p), perms(
-      ['$JS.API.INFO', `$JS.API.STREAM.CREATE.KV_${b}`, `$JS.API.STREAM.INFO.KV_${b}`, `$JS.API.DIRECT.GET.KV_${b}`, `$JS.API.DIRECT.GET.KV_${b}.>`, `$JS.API.CONSUMER.CREATE.KV_${b}.*.$KV.${b}.>`, `$KV.${b}.>`],
+      ['$JS.API.INFO', `$JS.API.STREAM.CREATE.KV_${b}`, `$JS.API.STREAM.INFO.KV_${b}`, `$JS.API.DIRECT.GET.KV_${b}`, `$JS.API.DIRECT.GET.KV_${b}.>`, `$JS.API.CONSUMER.CREATE.KV_${b}.*.$KV.${b}.>`, `$JS.API.CONSUMER.DELETE.KV_${b}.*`, `$KV.${b}.>`],
       [`${INBOX_PREFIXES.provider(p)}.>`], true));
   });
   const toNode = (n: string) => `{ stream: ${q(`${INBOX_PREFIXES.client(n)}.>`)}, accounts: [${q(nodeAccount(n))}] }`;

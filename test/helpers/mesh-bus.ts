@@ -18,7 +18,13 @@ import { waitFor } from './wait.ts';
 export const SEAT_START_MS = 15_000;
 
 /** A user and password on the bus. */
-export type Login = { user: string; pass: string };
+export type Login = { user: string; pass: string } | { nkey: string };
+
+/** The bundle flags of a login. */
+export function loginArgs(login: Login | undefined): string[] {
+  if (!login) return [];
+  return 'nkey' in login ? ['--nkey', login.nkey] : ['--user', login.user, '--password', login.pass];
+}
 
 /** Where the seat runs: its bundle `dist/server.js` as a child process, or startSeat in this process. */
 export type SeatKind = 'process' | 'in-process';
@@ -43,7 +49,7 @@ export type SeatBuckets = { plans: KV; applied: KV; needs: KV; archives: ObjectS
 export function startSeatProcess(url: string, opts: { spawn?: Spawn; login?: Login } = {}): RunningSeat {
   const bundle = join(ROOT, 'dist', 'server.js');
   if (!existsSync(bundle)) throw new Error('dist/server.js missing: run `node build.mjs` first');
-  const login = opts.login ? ['--user', opts.login.user, '--password', opts.login.pass] : [];
+  const login = loginArgs(opts.login);
   const child = (opts.spawn ?? spawnQuiet)('seat', process.execPath, [bundle, '--nats', url, ...login]);
   const said = collectStderr(child);
   return { ...(child.pid !== undefined ? { pid: child.pid } : {}), said, stop: () => stopProcess(child) };

@@ -9,7 +9,7 @@ import { createEngineClient, type EngineClient } from '../../src/client/engine.t
 import { startNodeClient, type NodeClient } from '../../src/client/node.ts';
 import { startEngine, type RunningEngine } from '../../src/engine/start.ts';
 import { ROOT, startBundle, type Running, type Runtime } from './bundle.ts';
-import type { Login } from './mesh-bus.ts';
+import { loginArgs, type Login } from './mesh-bus.ts';
 
 /** The settle window of an in-process client unless a test asks for another. */
 export const DEFAULT_TEST_SETTLE_MS = 20;
@@ -114,7 +114,7 @@ export function createMeshNode(opts: MeshNodeOptions): MeshNode {
   const processes: Running[] = [];
   let engine: RunningEngine | undefined;
   let client: { client: NodeClient; nc: NatsConnection; engine: EngineClient } | undefined;
-  const login = opts.login ? ['--user', opts.login.user, '--password', opts.login.pass] : [];
+  const login = loginArgs(opts.login);
   const bundle = (choice: BundleChoice, name: string, args: string[]) => {
     const running = startBundle(choice.runtime ?? 'node', choice.bundleDir ?? join(ROOT, 'dist'), name, args);
     processes.push(running);

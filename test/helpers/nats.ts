@@ -29,6 +29,11 @@ export type StartNatsOptions = {
   spawn?: Spawn;
   /** The server's dir, created when missing (default: a fresh temp dir). */
   dir?: string;
+  /**
+   * Writes the whole configuration file instead of the default one around `config` (a mesh's
+   * generated bus-config): it must say `listen` and the JetStream `store_dir` it is given.
+   */
+  whole?: (where: { listen: string; storeDir: string }) => string;
 };
 
 /** A free TCP port on 127.0.0.1. */
@@ -58,13 +63,14 @@ async function waitForPort(port: number, ms: number): Promise<void> {
   }
 }
 
-/** Starts nats-server with JetStream; `config` is extra config text appended to the file. */
+/** Starts nats-server with JetStream; `config` is extra config text appended to the file (unless `opts.whole` writes it all). */
 export async function startNats(config = '', opts: StartNatsOptions = {}): Promise<NatsServer> {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'mesh-nats-'));
   mkdirSync(dir, { recursive: true });
   const port = await freePort();
   const conf = join(dir, 'nats.conf');
-  writeFileSync(conf, `listen: "127.0.0.1:${port}"\nmax_payload: 1048576\njetstream { store_dir: "${join(dir, 'js')}" }\n${config}\n`);
+  const where = { listen: `127.0.0.1:${port}`, storeDir: join(dir, 'js') };
+  writeFileSync(conf, opts.whole?.(where) ?? `listen: "${where.listen}"\nmax_payload: 1048576\njetstream { store_dir: "${where.storeDir}" }\n${config}\n`);
   const spawn = opts.spawn ?? spawnQuiet;
   let child: ChildProcess | undefined;
   const start = async () => {
