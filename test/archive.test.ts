@@ -234,6 +234,22 @@ test('a corrupted cache file is detected, said, deleted and fetched again', asyn
   assert.ok(log.lines.some((line) => line.includes(' warn ') && line.includes(cached) && line.includes('fetching again')), log.lines.join('\n'));
 });
 
+test('a cache dir removed after a write is made again by the next write, which caches the archive', async () => {
+  const gz = gzipSync(await packTar(WEB_ENTRIES));
+  const { fetch, calls } = memoryFetcher({ 'archives/a.tar': gz });
+  const cacheDir = join(tempDir(), 'cache');
+  const cached = join(cacheDir, `sha256-${digestOf(gz).slice(7)}`);
+  assert.ok((await loadArchive(REF, digestOf(gz), { cacheDir, fetchObject: fetch })).ok);
+  await cacheWritesSettled();
+  rmSync(cacheDir, { recursive: true });
+  const log = memoryLogger();
+  assert.equal(textFiles(await loadArchive(REF, digestOf(gz), { cacheDir, fetchObject: fetch, log })), WEB_FILES);
+  await cacheWritesSettled();
+  assert.is(calls.length, 2);
+  assert.equal(Buffer.compare(readFileSync(cached), gz), 0);
+  assert.not.ok(log.lines.some((line) => line.includes(' warn ')), log.lines.join('\n'));
+});
+
 test('an entry with a ".." segment or an absolute name refuses the whole archive, naming the entry', async () => {
   const cases: [TarEntry, string][] = [
     [file('../x', 'evil'), 'entry "../x": ".." segment refused'],

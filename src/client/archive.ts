@@ -116,16 +116,28 @@ function writeCache(ref: string, dir: string, path: string, bytes: Uint8Array, l
 async function writeCacheNow(ref: string, dir: string, path: string, bytes: Uint8Array, log: Logger | undefined): Promise<void> {
   const temp = join(dir, `.${randomBytes(6).toString('hex')}.${process.pid}.tmp`);
   try {
-    await ensureDir(dir);
-    // No fsync: a file torn by a crash no longer hashes to its name and is fetched again.
-    await writeFile(temp, bytes, { flag: 'wx' });
+    await writeNewFile(dir, temp, bytes);
     await rename(temp, path);
     (await listing(dir)).add(basename(path));
   } catch (err) {
-    // The dir may have been removed under a running client: make it again next time.
+    // Whatever failed (a rename into a dir removed meanwhile), the dir is made again next time.
     madeDirs.delete(dir);
     log?.warn(`archive ${ref}: not cached at ${path}: ${describeError(err)}`);
     await rm(temp, { force: true }).catch(() => undefined);
+  }
+}
+
+/** Writes a new file in `dir`, making `dir` again when it was removed since it was made. */
+async function writeNewFile(dir: string, file: string, bytes: Uint8Array): Promise<void> {
+  await ensureDir(dir);
+  // No fsync: a file torn by a crash no longer hashes to its name and is fetched again.
+  try {
+    await writeFile(file, bytes, { flag: 'wx' });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    madeDirs.delete(dir);
+    await ensureDir(dir);
+    await writeFile(file, bytes, { flag: 'wx' });
   }
 }
 
