@@ -4,35 +4,27 @@
 //
 //   node build.mjs && node --import tsx bench/latency.ts [--changes N] [--modules N]
 import { spawn, spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { packTar } from 'modern-tar';
 import type { KV } from '@nats-io/kv';
 import type { ObjectStore } from '@nats-io/obj';
 import { connectBus, watchKv } from '../src/shared/bus.ts';
 import { APPLIED, CONFIG, PLANS } from '../src/shared/buckets.ts';
 import { DENO } from '../test/helpers/bundle.ts';
-import { cpuSeconds, fakeEngine, latencyRow, now, numberArg, peakRssMiB, percentile, ROOT, startBenchMesh, waitUntil } from './lib.ts';
+import { cpuSeconds, fakeEngine, latencyRow, now, numberArg, peakRssMiB, percentile, publishBenchModule, ROOT, startBenchMesh, waitUntil } from './lib.ts';
 
 const CHANGES = numberArg('changes', 1000);
 const MODULES_N = numberArg('modules', 1000);
 
-async function publish(kv: { modules: KV; assignments: KV; config: KV }, store: ObjectStore, module: string, node: string) {
-  const templates = ['a', 'b', 'c'].map((t) => ({ name: `${t}.conf`, text: `# ${module} ${t}\nport \${port:http}\nvalue \${config:${t}}\n` }));
-  const tar = await packTar(templates.map((t) => {
-    const body = new TextEncoder().encode(t.text);
-    return { header: { name: t.name, size: body.length, type: 'file' as const }, body };
-  }));
-  await store.putBlob({ name: `${module}.tar` }, tar);
-  await kv.modules.put(module, JSON.stringify({
-    module, build: '1', published: true,
-    archive: { ref: `obj://mesh-catalog_archives/${module}.tar`, digest: 'sha256:' + createHash('sha256').update(tar).digest('hex') },
-    provisioning: { files: templates.map((t) => ({ path: `/srv/${module}/${t.name}`, template: t.name, change: 'restart' })) },
-  }));
-  for (const t of ['a', 'b', 'c']) await kv.config.put(`${node}.${module}.${t}`, `${t}0`);
-  await kv.assignments.put(`${node}.${module}`, JSON.stringify({ node, module, placement: { port: { http: 8080 } } }));
+function publish(kv: { modules: KV; assignments: KV; config: KV }, store: ObjectStore, module: string, node: string) {
+  const names = ['a', 'b', 'c'];
+  return publishBenchModule({ kv, store }, module, node, {
+    templates: Object.fromEntries(names.map((t) => [`${t}.conf`, `# ${module} ${t}\nport \${port:http}\nvalue \${config:${t}}\n`])),
+    dir: `/srv/${module}`,
+    config: Object.fromEntries(names.map((t) => [t, `${t}0`])),
+    placement: { port: { http: 8080 } },
+  });
 }
 
 async function main(): Promise<void> {

@@ -2,7 +2,7 @@
 // socket, the client bundle as a process, percentiles and a polling wait. Benchmarks print; they
 // assert nothing (tests do).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,7 +11,8 @@ import { jetstream } from '@nats-io/jetstream';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectBus } from '../src/shared/bus.ts';
-import { APPLIED, ASSIGNMENTS, CONFIG, MODULES } from '../src/shared/buckets.ts';
+import { APPLIED, ASSIGNMENTS, CONFIG, DEFAULT_ARCHIVES, MODULES } from '../src/shared/buckets.ts';
+import { publishModule } from '../test/helpers/archive.ts';
 import { startNats } from '../test/helpers/nats.ts';
 
 /** The project's root directory. */
@@ -72,6 +73,16 @@ export function peakRssMiB(pid: number): number {
   return Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 }
 
+/** The resident memory of a process now, in MiB. */
+export function rssMiB(pid: number): number {
+  return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+}
+
+/** How many file descriptors a process holds open now. */
+export function openFds(pid: number): number {
+  return readdirSync(`/proc/${pid}/fd`).length;
+}
+
 /** CPU seconds (user + system) a process has used so far. */
 export function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
@@ -83,19 +94,27 @@ export type BenchMesh = {
   url: string;
   /** nats-server's process id. */
   natsPid: number;
+  /** The seat's process id. */
+  seatPid: number;
   nc: NatsConnection;
   dir: string;
   kvm: Kvm;
   kv: { modules: KV; assignments: KV; config: KV };
   store: ObjectStore;
-  /** Starts the client bundle for `node` with `--settle 0` on `socket`. */
-  startClient(node: string, socket: string): ChildProcess;
+  /** Starts the client bundle for `node` with `--settle 0` on `socket`; its stderr is dropped unless `stderr` says `pipe`. */
+  startClient(node: string, socket: string, stderr?: 'pipe'): ChildProcess;
   close(): Promise<void>;
 };
 
+/** How a bench mesh is started. */
+export type BenchMeshOptions = {
+  /** Extra nats-server configuration text (a monitoring port, say). */
+  natsConfig?: string;
+};
+
 /** Starts nats-server and the seat, and waits for the seat's buckets. */
-export async function startBenchMesh(): Promise<BenchMesh> {
-  const nats = await startNats();
+export async function startBenchMesh(opts: BenchMeshOptions = {}): Promise<BenchMesh> {
+  const nats = await startNats(opts.natsConfig);
   const dir = mkdtempSync(join(tmpdir(), 'mesh-bench-'));
   const children: ChildProcess[] = [];
   const nc = await connectBus({ servers: [nats.url], name: 'bench' });
@@ -114,8 +133,8 @@ export async function startBenchMesh(): Promise<BenchMesh> {
     }
   }, 20_000);
   return {
-    url: nats.url, natsPid: nats.pid()!, nc, dir, kvm, kv, store: store!,
-    startClient(node, socket) {
+    url: nats.url, natsPid: nats.pid()!, seatPid: children[0]!.pid!, nc, dir, kvm, kv, store: store!,
+    startClient(node, socket, stderr) {
       // MESH_BENCH_PROF=DIR writes a CPU profile of each client into DIR (a profile, not a guess).
       const prof = process.env['MESH_BENCH_PROF'] ? ['--cpu-prof', '--cpu-prof-dir', process.env['MESH_BENCH_PROF']] : [];
       // MESH_BENCH_CLIENT=FILE runs another build of the client (an A/B comparison in one run of the machine).
@@ -123,7 +142,7 @@ export async function startBenchMesh(): Promise<BenchMesh> {
       // MESH_BENCH_NODE_FLAGS='--flag …' runs the client with node flags (a memory setting, say).
       const flags = (process.env['MESH_BENCH_NODE_FLAGS'] ?? '').split(' ').filter((f) => f !== '');
       const child = spawn(process.execPath, [...flags, ...prof, bundle, '--node', node, '--nats', nats.url, '--socket', socket, '--cache', join(dir, `cache-${node}`), '--settle', '0'], {
-        stdio: ['ignore', 'ignore', 'ignore'],
+        stdio: ['ignore', 'ignore', stderr ?? 'ignore'],
       });
       children.push(child);
       return child;
@@ -135,4 +154,24 @@ export async function startBenchMesh(): Promise<BenchMesh> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** A module a benchmark publishes: one file per template at `<dir>/<template>`, its config values and placement. */
+export type BenchModule = {
+  /** Template text by file name. */
+  templates: Record<string, string>;
+  /** The dir its files are written to (may hold a placeholder, `${dir:config}`). */
+  dir: string;
+  /** Its config values by key (under `<node>.<module>.`). */
+  config: Record<string, string>;
+  /** The assignment's placement. */
+  placement: Record<string, unknown>;
+};
+
+/** Publishes a module as the catalogue, mesh-config and the controller would: archive, composition, config, assignment. */
+export async function publishBenchModule(mesh: Pick<BenchMesh, 'kv' | 'store'>, module: string, node: string, spec: BenchModule): Promise<void> {
+  const files = Object.keys(spec.templates).map((name) => ({ path: `${spec.dir}/${name}`, template: name, change: 'restart' }));
+  await publishModule(mesh.kv.modules, { store: mesh.store, bucket: DEFAULT_ARCHIVES }, module, { templates: spec.templates, provisioning: { files } });
+  for (const [key, value] of Object.entries(spec.config)) await mesh.kv.config.put(`${node}.${module}.${key}`, value);
+  await mesh.kv.assignments.put(`${node}.${module}`, JSON.stringify({ node, module, placement: spec.placement }));
 }

@@ -6,6 +6,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Composer, type ComposerSink, type InputName, type PassSummary } from '../src/server/composer.ts';
 import { PlanWriter, type WriteOutcome } from '../src/server/plan-writer.ts';
+import type { Timer } from '../src/server/write-retry.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 import type { Health, Plan } from '../src/shared/schemas.ts';
 
@@ -262,6 +263,58 @@ test('a write the store refuses is tried again at the next pass, and the others 
   feed('assignments', 'n0.web', assignment('n0', 'web', '/srv/web'));
   await composer.idle();
   assert.equal(passes.at(-1)!.written, ['n0.web', 'n4.db']);
+});
+
+test('a write that fails is tried again with no input change, the wait doubling while it fails and reset once it goes; those tries count no held pass', async () => {
+  const timers: { fn: () => void; ms: number }[] = [];
+  const timer: Timer = (fn, ms) => {
+    const t = { fn, ms };
+    timers.push(t);
+    return { cancel: () => void timers.splice(timers.indexOf(t), 1) };
+  };
+  const fire = async () => {
+    timers.shift()!.fn();
+    await composer.idle();
+  };
+  const sink = new DelayedSink();
+  let refusals = 3;
+  const put = sink.putPlan.bind(sink);
+  sink.putPlan = async (key, value) => {
+    if (key === 'n4.db' && refusals-- > 0) throw new Error('put of n4.db: no ack within 5000 ms');
+    return put(key, value);
+  };
+  const passes: PassSummary[] = [];
+  const composer = new Composer(sink, memoryLogger(), (s) => passes.push(s), { retry: { firstMs: 100, maxMs: 300, timer } });
+  const feed = (input: InputName, key: string, value: unknown) => composer.update(input, key, bytes(value));
+  for (const module of MODULES) feed('modules', module, composition(module));
+  feed('modules', 'draft', composition('draft', '1', false));
+  for (let i = 0; i < NODES; i++) for (const module of MODULES) feed('assignments', `n${i}.${module}`, assignment(`n${i}`, module));
+  feed('assignments', 'n0.draft', assignment('n0', 'draft'));
+  (['assignments', 'modules', 'plans'] as const).forEach((i) => composer.loaded(i));
+  await composer.idle();
+
+  assert.equal(passes.at(-1)!.failed, ['n4.db']);
+  assert.equal(timers.map((t) => t.ms), [100]);
+  await fire();
+  assert.equal([passes.at(-1)!.composed, passes.at(-1)!.failed, timers.map((t) => t.ms)], [['n4.db'], ['n4.db'], [200]]);
+  await fire();
+  assert.equal(timers.map((t) => t.ms), [300]);
+  await fire();
+  assert.equal(passes.at(-1)!.written, ['n4.db']);
+  assert.equal(timers, [], 'no try waits once the write went');
+  assert.ok(sink.store.has('n4.db'));
+  // Four passes, one from an input change: the unpublished module is held for one pass, not said.
+  assert.is(passes.length, 4);
+  assert.ok(passes.every((p) => p.held.includes('n0.draft')));
+  assert.equal(sink.lines.filter((l) => l.reason.startsWith('held')), []);
+
+  // The wait starts again from the first after a pass whose writes all went.
+  refusals = 1;
+  feed('assignments', 'n4.db', assignment('n4', 'db', '/srv/db'));
+  await composer.idle();
+  assert.equal(timers.map((t) => t.ms), [100]);
+  composer.close();
+  assert.equal(timers, [], 'closing drops the try waiting');
 });
 
 test.run();

@@ -84,7 +84,7 @@ test('a change while the engine is away is written once it comes back', () =>
     await waitFor('the new value on disk', () => m.file(conf(m, 'web'))?.includes('level debug'));
   }));
 
-test('after nats-server is killed and restarted, the client resumes and fills from the current values', () =>
+test('after nats-server is stopped (SIGTERM) and restarted, the client resumes and fills from the current values', () =>
   withApplied(['web'], async (m) => {
     await m.nats.stop();
     await m.nats.restart();
@@ -110,7 +110,7 @@ test('needs of a module whose plan went while its client was down are deleted wh
     await m.startClient();
     await waitFor('web’s needs deleted', async () => !(await holdsNeed(m, 'n1.web.config.level')) && !(await holdsNeed(m, 'n1.web.port.http')), 5000);
     assert.ok(await holdsNeed(m, 'n1.db.config.level'), 'a planned module keeps its needs');
-    assert.ok(m.log.lines.some((l) => l.includes('mesh-provisioner_needs: needs of web, which has no plan on n1, deleted')), m.log.lines.join('\n'));
+    assert.ok(m.log.lines.some((l) => l.includes('mesh-provisioner_needs: needs and report of web, which has no plan on n1, deleted')), m.log.lines.join('\n'));
   }));
 
 test('a need a plan’s new build no longer names is deleted by the module’s first fill after a restart', () =>

@@ -135,6 +135,15 @@ export class Modules {
     });
   }
 
+  /**
+   * Takes a module off the node whose plan went while this client was down (it knows the module from
+   * its stored needs): its needs go, `removed` is published, its report goes. Build unknown: `''`.
+   * In order with the module's own writes, so a plan that comes back at once writes after it.
+   */
+  removeStale(module: string): void {
+    this.#later(module, () => this.deps.reporter.removed(module, ''), true);
+  }
+
   /** Resolves once every module's needs, items and reports asked for so far are written. */
   async settled(): Promise<void> {
     while (this.#writes.size > 0) await Promise.all([...this.#writes.values()].map((w) => w.running));

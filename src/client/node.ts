@@ -13,9 +13,9 @@ import { DependencyIndex } from './dependencies.ts';
 import type { EngineClient } from './engine.ts';
 import { Handoff } from './handoff.ts';
 import { ItemWriter } from './items.ts';
-import { Modules } from './modules.ts';
+import { Modules, type ModulesDeps } from './modules.ts';
 import { watchRegistry } from './registry-watch.ts';
-import { Reporter, type KeyWriter } from './reporter.ts';
+import { Reporter, type KeyWriter, type ReportBody } from './reporter.ts';
 import { Scheduler } from './scheduler.ts';
 import { startSources } from './sources/index.ts';
 import { readStoredNeeds, settleStoredNeeds, type StoredNeeds } from './stale-needs.ts';
@@ -37,12 +37,16 @@ export type NodeClientOptions = {
   archiveDir?: string;
   /** The inbox prefix the connection was made with (`_INBOX_<node>`, DESIGN §11), for the acks of the reporter's puts. */
   inboxPrefix: string;
+  /** Hears each report a module's run writes, once written (--once judges the node by them, once.ts). */
+  onReport?: (module: string, report: ReportBody) => void;
 };
 
 /** A running node client. */
 export type NodeClient = {
   /** Resolves when no module has a fill pending or running. */
   idle(): Promise<void>;
+  /** The modules with a plan on this node. */
+  modules(): string[];
   /** Stops watching and waits for the fills in flight. */
   stop(): Promise<void>;
 };
@@ -93,7 +97,7 @@ export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClie
     dependency: (plan, wanted) => sources.dependency(plan, wanted),
     handoff: new Handoff(opts.engine, log),
     items: itemWriter,
-    reporter,
+    reporter: opts.onReport ? heardReporter(reporter, opts.onReport) : reporter,
   }, (m, err) => log.error(`${node}.${m}: writing needs, items or report: ${(err as Error).stack ?? err}`));
   const scheduler = new Scheduler(opts.settleMs, (m, full) => modules.run(m, full), (m, err) => log.error(`${node}.${m}: ${(err as Error).stack ?? err}`));
 
@@ -131,9 +135,10 @@ export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClie
     within(storedNeeds, START_WAIT_MS, 'late' as const),
   ]);
   started = true;
-  // Needs of modules whose plans went, or that a plan's new build no longer names, while this client
-  // was down: handed over before the first fills, so each fill deletes what its module no longer names.
-  const settleNeeds = (stored: StoredNeeds | undefined) => stored && settleStoredNeeds(stored, new Set(modules.names()), reporter, node, log);
+  // Needs of modules whose plans went (and their reports), or that a plan's new build no longer names,
+  // while this client was down: handed over before the first fills, so each fill deletes what its
+  // module no longer names.
+  const settleNeeds = (stored: StoredNeeds | undefined) => stored && settleStoredNeeds(stored, new Set(modules.names()), reporter, (m) => modules.removeStale(m), node, log);
   if (needs !== 'late') settleNeeds(needs);
   else {
     log.warn(`${NEEDS}: ${node}'s needs not read within ${START_WAIT_MS} ms; those left from before this start are handled once they are`);
@@ -171,6 +176,7 @@ export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClie
 
   return {
     idle: () => settle(),
+    modules: () => modules.names(),
     async stop() {
       stopped = true;
       if (plansPass) clearImmediate(plansPass);
@@ -179,6 +185,17 @@ export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClie
       registry.stop();
       sources.stop();
       await settle();
+      // A report or need whose write is still being tried again is dropped: the next start writes them anew.
+      reporter.close();
     },
+  };
+}
+
+/** The reporter, with each report also told to `onReport` once its write is done (or given up). */
+function heardReporter(reporter: Reporter, onReport: (module: string, report: ReportBody) => void): ModulesDeps['reporter'] {
+  return {
+    needs: (module, entries) => reporter.needs(module, entries),
+    removed: (module, build) => reporter.removed(module, build),
+    report: (module, body) => reporter.report(module, body).finally(() => onReport(module, body)),
   };
 }

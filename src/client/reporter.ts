@@ -1,12 +1,14 @@
 // Writes what a node's modules need and how they stand (DESIGN §7 points 2, 11, 12): only what differs.
 import { appliedSubject } from '../shared/subjects.ts';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { APPLIED, NEEDS } from '../shared/buckets.ts';
 import { jsonBytes, sameBytes } from '../shared/bus.ts';
 import { needKey, nodeModuleKey } from '../shared/keys.ts';
 import type { Logger } from '../shared/log.ts';
 import type { Need, Report } from '../shared/schemas.ts';
 import type { NeedEntry, Waiting } from './fill.ts';
 import type { FileResult } from './handoff.ts';
+import { KeyRetry, type KeyRetryOptions } from './key-retry.ts';
 import { fitReport, MAX_CUT_FIELD_CHARS } from './report-fit.ts';
 
 /** The max payload assumed when the connection has not said its own (the nats-server default). */
@@ -46,12 +48,17 @@ export function failedReport(build: string, reason: string): ReportBody {
 /** How the reporter writes a bucket's keys (keys already in the bucket's shape). */
 export type KeyWriter = { put(key: string, value: Uint8Array): Promise<unknown>; delete(key: string): Promise<unknown> };
 
-/** Where a node's client records needs and reports. */
+/**
+ * Where a node's client records needs and reports. A write the bus refuses or does not acknowledge
+ * is tried again in the background until it lands or a newer write of its key replaces it
+ * (key-retry.ts), so what the reporter holds as written is what the bucket ends up holding.
+ */
 export class Reporter {
-  /** The needs written per module: key → bytes. */
+  /** The needs asked per module: key → bytes. */
   readonly #needs = new Map<string, Map<string, Uint8Array>>();
-  /** The last report written per module, without `at`. */
+  /** The last report asked per module, without `at`. */
   readonly #reports = new Map<string, Uint8Array>();
+  readonly #retry: KeyRetry;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -60,7 +67,20 @@ export class Reporter {
     private readonly appliedKv: KeyWriter,
     private readonly log: Logger,
     private readonly clock: () => Date = () => new Date(),
-  ) {}
+    retry: KeyRetryOptions = {},
+  ) {
+    this.#retry = new KeyRetry(log, retry);
+  }
+
+  /** Writes whose tries have not landed yet. */
+  get retrying(): number {
+    return this.#retry.waiting;
+  }
+
+  /** Drops the retries of writes that have not landed (the client stops). */
+  close(): void {
+    this.#retry.close();
+  }
 
   /** Records the module's needs: puts those that differ, deletes those it no longer names. */
   async needs(module: string, entries: NeedEntry[]): Promise<void> {
@@ -71,17 +91,11 @@ export class Reporter {
       after.set(needKey(this.node, module, e.kind, e.name), jsonBytes(fitNeed(value, this.#maxBytes())));
     }
     this.#needs.set(module, after);
-    try {
-      // Together: a module's needs are separate keys, and one flush to the bus carries them all.
-      await Promise.all([
-        ...[...after].filter(([key, bytes]) => !sameBytes(before.get(key), bytes)).map(([key, bytes]) => this.needsKv.put(key, bytes)),
-        ...[...before.keys()].filter((key) => !after.has(key)).map((key) => this.needsKv.delete(key)),
-      ]);
-    } catch (err) {
-      // Forget what was written, so the next run writes every need again.
-      this.#needs.delete(module);
-      this.log.error(`mesh-provisioner_needs ${this.node}.${module}: ${(err as Error).message}`);
-    }
+    // Together: a module's needs are separate keys, and one flush to the bus carries them all.
+    await Promise.all([
+      ...[...after].filter(([key, bytes]) => !sameBytes(before.get(key), bytes)).map(([key, bytes]) => this.#retry.write(`${NEEDS} ${key}`, () => this.needsKv.put(key, bytes))),
+      ...[...before.keys()].filter((key) => !after.has(key)).map((key) => this.#retry.write(`${NEEDS} ${key}`, () => this.needsKv.delete(key))),
+    ]);
   }
 
   /**
@@ -100,18 +114,22 @@ export class Reporter {
     if (sameBytes(this.#reports.get(module), comparable)) return;
     const report = fitReport({ node: this.node, module, ...body, at: this.clock().toISOString() }, this.#maxBytes());
     const bytes = jsonBytes(report);
-    try {
-      this.nc.publish(appliedSubject(this.node, module), bytes);
-      await this.appliedKv.put(key, bytes);
-      this.#reports.set(module, comparable);
-    } catch (err) {
-      this.#reports.delete(module);
-      this.log.error(`mesh-provisioner_applied ${key}: ${(err as Error).message}`);
-    }
+    this.#reports.set(module, comparable);
+    this.#publish(module, bytes);
+    await this.#retry.write(`${APPLIED} ${key}`, () => this.appliedKv.put(key, bytes));
     const reason = report.reason && report.reason.length > MAX_LOG_REASON_CHARS ? `${report.reason.slice(0, MAX_LOG_REASON_CHARS)}…` : report.reason;
     const line = `${key}: ${report.state}${reason ? ` (${reason})` : ''}`;
     if (report.state === 'failed') this.log.error(line);
     else this.log.info(line);
+  }
+
+  /** Publishes a report on `prov.applied.<node>.<module>`; a publish that throws (the connection closed) is said, not thrown. */
+  #publish(module: string, bytes: Uint8Array): void {
+    try {
+      this.nc.publish(appliedSubject(this.node, module), bytes);
+    } catch (err) {
+      this.log.error(`${appliedSubject(this.node, module)}: ${(err as Error).message}`);
+    }
   }
 
   /** The most bytes one value may have on this connection. */
@@ -125,15 +143,12 @@ export class Reporter {
     this.#needs.delete(module);
     const report: Report = { node: this.node, module, build, state: 'removed', files: [], waiting: [], at: this.clock().toISOString() };
     const bytes = jsonBytes(fitReport(report, this.#maxBytes()));
+    const key = nodeModuleKey(this.node, module);
     this.#reports.delete(module);
-    try {
-      this.nc.publish(appliedSubject(this.node, module), bytes);
-      // A watcher of the bucket sees `removed` too, then the key goes.
-      await this.appliedKv.put(nodeModuleKey(this.node, module), bytes);
-      await this.appliedKv.delete(nodeModuleKey(this.node, module));
-    } catch (err) {
-      this.log.error(`mesh-provisioner_applied ${this.node}.${module}: delete failed: ${(err as Error).message}`);
-    }
+    this.#publish(module, bytes);
+    // A watcher of the bucket sees `removed` too, then the key goes; a delete replaces a put still failing.
+    await this.#retry.write(`${APPLIED} ${key}`, () => this.appliedKv.put(key, bytes));
+    await this.#retry.write(`${APPLIED} ${key}`, () => this.appliedKv.delete(key));
     this.log.info(`${this.node}.${module}: removed`);
   }
 }

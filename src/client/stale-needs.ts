@@ -1,6 +1,7 @@
 // A node's needs left from before a restart (DESIGN §7 point 12, §11: a node reads its own keys of
-// `mesh-provisioner_needs`): read once at start, those of modules with no plan on the node deleted,
-// the others handed to the reporter so each module's first fill deletes the needs it no longer names.
+// `mesh-provisioner_needs`): read once at start; a module they name with no plan on the node is
+// removed as a deleted plan is (needs, `removed`, report), the others handed to the reporter so
+// each module's first fill deletes the needs it no longer names.
 import type { NatsConnection } from '@nats-io/transport-node';
 import { readAll } from '../shared/bus.ts';
 import { NEEDS } from '../shared/buckets.ts';
@@ -47,14 +48,16 @@ export async function readStoredNeeds(nc: NatsConnection, node: string, log: Log
 }
 
 /**
- * Hands each planned module's stored needs to the reporter (its next fill deletes those it no longer
- * names) and deletes the needs of every other module, one notice per module.
+ * Hands each module's stored needs to the reporter (a planned module's next fill deletes those it no
+ * longer names) and takes every module with no plan off the node through `remove` — its needs, then
+ * `removed` and its report — one notice per module. A module that left no need is not known here,
+ * so its report stays (docs/decisions.md, Client).
  */
-export function settleStoredNeeds(stored: StoredNeeds, planned: ReadonlySet<string>, reporter: Pick<Reporter, 'known' | 'needs'>, node: string, log: Logger): void {
+export function settleStoredNeeds(stored: StoredNeeds, planned: ReadonlySet<string>, reporter: Pick<Reporter, 'known'>, remove: (module: string) => void, node: string, log: Logger): void {
   for (const [module, needs] of stored) {
     reporter.known(module, needs);
     if (planned.has(module)) continue;
-    log.notice(`${NEEDS}: needs of ${module}, which has no plan on ${node}, deleted`);
-    void reporter.needs(module, []);
+    log.notice(`${NEEDS}: needs and report of ${module}, which has no plan on ${node}, deleted`);
+    remove(module);
   }
 }

@@ -11,6 +11,7 @@ import { ComposerInputs, isUsable, readAssignment, readModule, type KnownComposi
 import { digestOf } from './digest.ts';
 import { PassWrites } from './pass-writes.ts';
 import { DEFAULT_WRITES_IN_FLIGHT, PlanWriter, type PlanStore } from './plan-writer.ts';
+import { WriteRetry, type WriteRetryOptions } from './write-retry.ts';
 
 export { HELD_PASSES_BEFORE_HEALTH };
 
@@ -23,7 +24,8 @@ export type InputName = 'assignments' | 'modules' | 'plans';
 /**
  * What one pass did, for logs and tests. A pass is one run started by a change of the assignments
  * or the compositions after the load gate (changes arriving meanwhile are folded into the next
- * pass); a held module counts one more pass in a row for each, whichever keys the pass visited.
+ * pass), or by the retry of writes that failed; a held module counts one more pass in a row for
+ * each pass an input change started, whichever keys the pass visited.
  */
 export type PassSummary = {
   /** The pass's number, from 1. */
@@ -44,6 +46,8 @@ export type PassSummary = {
 export type ComposerOptions = {
   /** Plan writes in flight at most (DEFAULT_WRITES_IN_FLIGHT). */
   writesInFlight?: number;
+  /** How writes that failed are tried again (write-retry.ts defaults). */
+  retry?: WriteRetryOptions;
 };
 
 type Wanted = { bytes: Uint8Array; digest: string };
@@ -66,6 +70,12 @@ export class Composer {
   #passes = 0;
   #running: Promise<void> | undefined;
   #asked = false;
+  /** An assignment or composition moved since the last pass (a try of failed writes alone moves none). */
+  #inputsMoved = false;
+  /** Writes of the running pass that failed: their keys wait for the retry. */
+  #writesFailed = 0;
+  readonly #retry: WriteRetry;
+  #closed = false;
 
   constructor(
     private readonly sink: ComposerSink,
@@ -75,6 +85,10 @@ export class Composer {
   ) {
     this.#health = new ComposerHealth((line) => this.sink.health(line), log);
     this.#writer = new PlanWriter(sink, options.writesInFlight ?? DEFAULT_WRITES_IN_FLIGHT, (err) => log.error(`mesh-provisioner_plans: recording a write: ${describe(err)}`));
+    this.#retry = new WriteRetry(() => {
+      // A pass asked by an input change meanwhile may have written them already.
+      if (this.#dirty.size + this.#orphans.size > 0) this.#request();
+    }, options.retry);
   }
 
   /** Records a key's current value (null: deleted) with its revision when known and, past the load gate, asks for a pass. */
@@ -82,12 +96,14 @@ export class Composer {
     // A plan echoed back is our own write (or an operator's): it is state, not a reason to compose.
     if (input === 'plans') return this.#seePlan(key, value, revision);
     (input === 'assignments' ? this.#pendingAssignments : this.#pendingModules).set(key, value);
+    this.#inputsMoved = true;
     this.#request();
   }
 
   /** Marks an input's first full read done; the first pass runs once all three are. */
   loaded(input: InputName): void {
     this.#loaded.add(input);
+    this.#inputsMoved = true;
     this.#request();
   }
 
@@ -96,8 +112,14 @@ export class Composer {
     while (this.#running) await this.#running;
   }
 
+  /** Asks no pass from now on: a retry of failed writes waiting is dropped (the seat is stopping). */
+  close(): void {
+    this.#closed = true;
+    this.#retry.close();
+  }
+
   #request(): void {
-    if (this.#loaded.size < 3) return;
+    if (this.#loaded.size < 3 || this.#closed) return;
     this.#asked = true;
     if (this.#running) return;
     this.#running = (async () => {
@@ -118,6 +140,8 @@ export class Composer {
   async #pass(): Promise<void> {
     const summary: PassSummary = { pass: ++this.#passes, composed: [], written: [], retired: [], held: [], failed: [] };
     if (summary.pass === 1) for (const key of this.#inputs.planKeys()) this.#orphans.add(key);
+    const moved = this.#inputsMoved;
+    this.#inputsMoved = false;
     this.#readModules(summary.pass);
     const pending = this.#pendingAssignments;
     const keys = [...new Set([...pending.keys(), ...this.#dirty])].sort();
@@ -144,9 +168,13 @@ export class Composer {
       if (room) await room;
       this.#write(writes, key, null, null);
     }
-    this.#countHeld(summary);
+    this.#countHeld(summary, moved);
     await writes.settled();
     writes.report(summary);
+    const failed = this.#writesFailed;
+    this.#writesFailed = 0;
+    const wait = this.#retry.afterPass(failed);
+    if (wait !== undefined) this.log.warn(`mesh-provisioner_plans: ${failed} write(s) failed; trying again in ${wait} ms`);
 
     this.log.debug(`pass ${summary.pass}: ${summary.composed.length} composed, ${summary.written.length} written, ${summary.retired.length} retired, ${summary.held.length} held, ${summary.failed.length} failed`);
     try {
@@ -237,9 +265,10 @@ export class Composer {
       writes.end(i, outcome.ok);
       if (this.#writing.get(key) === digest) this.#writing.delete(key);
       if (outcome.ok) return void this.#inputs.recordPlan(key, digest, outcome.revision);
-      // A write the bus refused is tried again on the next pass; the others go on.
+      // A write the bus refused is tried again by the next pass (an input change's, or the retry's); the others go on.
       this.log.error(`mesh-provisioner_plans ${key}: ${put ? 'put' : 'delete'} failed: ${describe(outcome.error)}`);
       (put ? this.#dirty : this.#orphans).add(key);
+      this.#writesFailed++;
     });
   }
 
@@ -259,8 +288,11 @@ export class Composer {
     else this.#orphans.add(key);
   }
 
-  /** Counts a pass for each module held now (a good assignment, its composition missing, refused or unpublished). */
-  #countHeld(summary: PassSummary): void {
+  /**
+   * Lists every key of a module held now (a good assignment, its composition missing, refused or
+   * unpublished) and, when the pass came from an input change (`count`), counts a pass for each.
+   */
+  #countHeld(summary: PassSummary, count: boolean): void {
     const heldNow = new Map<string, KnownComposition | undefined>();
     for (const module of this.#inputs.assignedModules()) {
       const c = this.#inputs.composition(module);
@@ -268,7 +300,7 @@ export class Composer {
     }
     for (const module of heldNow.keys()) for (const key of this.#inputs.keysOf(module)) summary.held.push(key);
     summary.held.sort();
-    this.#health.countHeld(heldNow);
+    if (count) this.#health.countHeld(heldNow);
   }
 
   #internalError(summary: PassSummary, key: string, err: unknown): void {

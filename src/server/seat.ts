@@ -67,6 +67,7 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
       clearInterval(timer);
       await verb.stop();
       for (const w of watches) w.stop();
+      composer.close();
       await composer.idle();
       publisher.close();
     },

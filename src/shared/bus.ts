@@ -4,7 +4,7 @@ import { connect, credsAuthenticator, nkeyAuthenticator, type NatsConnection } f
 import { DeliverPolicy, DiscardPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import { retryWithBackoff, timerSleep, type Sleep } from './retry.ts';
-import { keepWatch, type OrderedConsumerInternals, type WatchKeeper } from './watch-keeper.ts';
+import { keepWatch, type KeeperLog, type OrderedConsumerInternals, type WatchKeeper } from './watch-keeper.ts';
 
 /** How to reach and authenticate to the bus. */
 export type BusOptions = {
@@ -112,14 +112,15 @@ export type Watch = {
  * test/watch.test.ts). So the first consumer delivers nothing (DeliverNew) and is at once replaced
  * through the library's own reset, which subscribes first and replays the filter from sequence 1:
  * every stored revision, then live changes. The seat's buckets keep one revision per key.
- * keepWatch (watch-keeper.ts) keeps the consumer alive: a 2 s heartbeat, re-made on each reconnect.
+ * keepWatch (watch-keeper.ts) keeps the consumer alive: a 1 s heartbeat, re-made when its server
+ * is lost (a reconnect, a server leaving the cluster) or it falls silent.
  */
 export async function watchKv(
   nc: NatsConnection,
   bucket: string,
   filter: string,
   onEvent: (event: WatchEvent) => void,
-  log?: { warn(line: string): void },
+  log?: KeeperLog,
 ): Promise<Watch> {
   const prefix = `$KV.${bucket}.`;
   const consumer = await jetstream(nc).consumers.getPushConsumer(`KV_${bucket}`, {
@@ -144,7 +145,8 @@ export async function watchKv(
   void messages.closed().then(() => kept.stop());
   void (async () => {
     for await (const s of messages.status()) {
-      if (s.type === 'heartbeat' || s.type === 'flow_control') kept.heard();
+      if (s.type === 'heartbeat') kept.beat(s.lastConsumerSequence);
+      if (s.type === 'flow_control') kept.heard();
       // A lost consumer is noticed by missed heartbeats and re-created; a refused re-create would
       // otherwise leave the watch stale without a word.
       if (s.type === 'heartbeats_missed' || s.type === 'consumer_deleted' || s.type === 'consumer_not_found') {

@@ -45,12 +45,12 @@ export type InputBuckets = { assignments: KV; modules: KV; config: KV };
 /** What the seat creates that a test reads, plus the archive store the catalogue writes. */
 export type SeatBuckets = { plans: KV; applied: KV; needs: KV; archives: ObjectStore };
 
-/** Starts the seat bundle against `url` (as `login` when given) through `spawn`. */
-export function startSeatProcess(url: string, opts: { spawn?: Spawn; login?: Login } = {}): RunningSeat {
+/** Starts the seat bundle against `url` (every server, comma-separated; as `login` when given) through `spawn`, `args` appended. */
+export function startSeatProcess(url: string, opts: { spawn?: Spawn; login?: Login; args?: string[] } = {}): RunningSeat {
   const bundle = join(ROOT, 'dist', 'server.js');
   if (!existsSync(bundle)) throw new Error('dist/server.js missing: run `node build.mjs` first');
   const login = loginArgs(opts.login);
-  const child = (opts.spawn ?? spawnQuiet)('seat', process.execPath, [bundle, '--nats', url, ...login]);
+  const child = (opts.spawn ?? spawnQuiet)('seat', process.execPath, [bundle, '--nats', url, ...login, ...(opts.args ?? [])]);
   const said = collectStderr(child);
   return { ...(child.pid !== undefined ? { pid: child.pid } : {}), said, stop: () => stopProcess(child) };
 }
@@ -63,9 +63,12 @@ export async function startMeshSeat(kind: SeatKind, opts: { url: string; nc: Nat
   return { said: () => log.lines.join('\n'), stop: () => seat.stop() };
 }
 
-/** Creates the input buckets when missing, hardened as the reference creates every shared bucket, and opens them. */
-export async function createInputBuckets(nc: NatsConnection): Promise<InputBuckets> {
-  const [assignments, modules, config] = await Promise.all([ASSIGNMENTS, MODULES, CONFIG].map((b) => ensureSeatKv(nc, b, 1)));
+/**
+ * Creates the input buckets when missing, hardened as the reference creates every shared bucket, each
+ * keeping `replicas` copies (3 on a three-server cluster), and opens them.
+ */
+export async function createInputBuckets(nc: NatsConnection, replicas = 1): Promise<InputBuckets> {
+  const [assignments, modules, config] = await Promise.all([ASSIGNMENTS, MODULES, CONFIG].map((b) => ensureSeatKv(nc, b, replicas)));
   return { assignments: assignments!, modules: modules!, config: config! };
 }
 

@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { collectStderr, spawnQuiet, stopProcess, type Spawn } from './spawn.ts';
+import { collectStderr, hasExited, spawnQuiet, stopProcess, type Spawn } from './spawn.ts';
 
 /** A running nats-server. */
 export type NatsServer = {
@@ -17,6 +17,8 @@ export type NatsServer = {
   dir: string;
   /** Stops it (SIGTERM, then SIGKILL) and keeps its store for a restart. */
   stop(): Promise<void>;
+  /** Kills it with SIGKILL (no shutdown, nothing flushed), waits for its exit and keeps its store for a restart. */
+  kill(): Promise<void>;
   /** Starts it again on the same port and store. */
   restart(): Promise<void>;
   /** Stops it and removes its dir. */
@@ -87,6 +89,11 @@ export async function startNats(config = '', opts: StartNatsOptions = {}): Promi
     child = undefined;
     if (c) await stopProcess(c);
   };
+  const kill = async () => {
+    // Dead before stop() sends its SIGTERM: stop() then only waits for the exit.
+    if (child?.pid !== undefined && !hasExited(child)) child.kill('SIGKILL');
+    await stop();
+  };
   await start();
   return {
     url: `nats://127.0.0.1:${port}`,
@@ -94,6 +101,7 @@ export async function startNats(config = '', opts: StartNatsOptions = {}): Promi
     pid: () => child?.pid,
     dir,
     stop,
+    kill,
     restart: start,
     async cleanup() {
       await stop();

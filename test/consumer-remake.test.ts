@@ -1,0 +1,107 @@
+// How a watch's consumer is made again while the bus fails over (src/shared/consumer-remake.ts),
+// against a fake consumer API whose creates the test answers, refuses or leaves unanswered.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { ConsumerConfig, ConsumerInfo } from '@nats-io/jetstream';
+import { hastenRemakes, REMAKE_HEDGE_MS, REMAKE_IN_FLIGHT, REMAKE_TIMEOUT_MS, type ConsumerApi } from '../src/shared/consumer-remake.ts';
+import { sleep } from './helpers/wait.ts';
+
+type Create = { name: string; deliver: string; timeout: number; at: number; made(): void; lost(): void; refused(why: string): void };
+
+/** A consumer API whose creates wait for the test; deletes recorded. */
+function fakeApi() {
+  const creates: Create[] = [];
+  const deleted: string[] = [];
+  const began = Date.now();
+  const api = {
+    timeout: 5000,
+    add(this: ConsumerApi, _stream: string, config: ConsumerConfig) {
+      const timeout = this.timeout;
+      return new Promise<ConsumerInfo>((resolve, reject) => {
+        creates.push({
+          name: config.name!, deliver: config.deliver_subject!, timeout, at: Date.now() - began,
+          made: () => resolve({ name: config.name!, config } as unknown as ConsumerInfo),
+          lost: () => reject(new Error('timeout')),
+          refused: (why) => reject(new Error(why)),
+        });
+      });
+    },
+    async delete(_stream: string, name: string) {
+      deleted.push(name);
+      return true;
+    },
+  };
+  const internals = { consumer: { api: api as unknown as ConsumerApi } };
+  return { creates, deleted, internals };
+}
+
+const config = (serial: number): ConsumerConfig => ({ name: `oc_${serial}`, deliver_subject: `_INBOX.d.${serial}` } as ConsumerConfig);
+
+test('an unanswered create is hedged: another under its own name every 300 ms, at most three at once, the first made wins and a late one is deleted', async () => {
+  const f = fakeApi();
+  const lines: string[] = [];
+  hastenRemakes(f.internals, 'watch w', { debug: (l) => lines.push(l) });
+  const made = f.internals.consumer.api.add('KV_x', config(2));
+  await sleep(REMAKE_HEDGE_MS * REMAKE_IN_FLIGHT + 200);
+  assert.equal(f.creates.map((c) => c.name), ['oc_2', 'oc_2_1', 'oc_2_2'], 'three in flight, no more');
+  assert.ok(f.creates.every((c) => c.deliver === '_INBOX.d.2' && c.timeout === REMAKE_TIMEOUT_MS));
+  assert.ok(f.creates[1]!.at >= REMAKE_HEDGE_MS - 20 && f.creates[2]!.at >= 2 * REMAKE_HEDGE_MS - 20, JSON.stringify(f.creates.map((c) => c.at)));
+  // The first was placed on a server that is gone: its loss sends another at once.
+  f.creates[0]!.lost();
+  await sleep(10);
+  assert.is(f.creates.length, 4);
+  assert.match(lines.join('\n'), /watch w: a create of its consumer went unanswered/);
+  f.creates[2]!.made();
+  assert.is((await made).name, 'oc_2_2');
+  f.creates[1]!.made();
+  await sleep(10);
+  assert.equal(f.deleted, ['oc_2_1'], 'a second success is deleted');
+  await sleep(REMAKE_HEDGE_MS + 50);
+  assert.is(f.creates.length, 4, 'no create after one was made');
+});
+
+test('a create answered at once sends no hedge', async () => {
+  const f = fakeApi();
+  hastenRemakes(f.internals, 'watch w');
+  const made = f.internals.consumer.api.add('KV_x', config(2));
+  f.creates[0]!.made();
+  assert.is((await made).name, 'oc_2');
+  await sleep(REMAKE_HEDGE_MS + 50);
+  assert.is(f.creates.length, 1);
+});
+
+test('an answered refusal goes to nats.js at once, which waits before its next reset', async () => {
+  const f = fakeApi();
+  hastenRemakes(f.internals, 'watch w');
+  const made = f.internals.consumer.api.add('KV_x', config(2));
+  f.creates[0]!.refused('stream not found');
+  await made.then(() => assert.unreachable('made'), (err: Error) => assert.is(err.message, 'stream not found'));
+  await sleep(REMAKE_HEDGE_MS + 50);
+  assert.is(f.creates.length, 1);
+});
+
+test('a re-make replaced by a later reset never settles, sends nothing more, and its consumer is deleted if made', async () => {
+  const f = fakeApi();
+  hastenRemakes(f.internals, 'watch w');
+  let settled = false;
+  void f.internals.consumer.api.add('KV_x', config(2)).finally(() => (settled = true));
+  const newer = f.internals.consumer.api.add('KV_x', config(3));
+  f.creates[0]!.made();
+  f.creates[1]!.made();
+  assert.is((await newer).name, 'oc_3');
+  await sleep(REMAKE_HEDGE_MS + 50);
+  assert.not.ok(settled);
+  assert.equal(f.deleted, ['oc_2']);
+  assert.equal(f.creates.map((c) => c.name), ['oc_2', 'oc_3']);
+});
+
+test('a stopped watch sends no more creates', async () => {
+  const f = fakeApi();
+  const remakes = hastenRemakes(f.internals, 'watch w');
+  void f.internals.consumer.api.add('KV_x', config(2));
+  remakes.stop();
+  await sleep(REMAKE_HEDGE_MS * 2);
+  assert.is(f.creates.length, 1);
+});
+
+test.run();
