@@ -2,10 +2,17 @@
 import { connectBus } from './shared/bus.ts';
 import { runMain, untilSignalled } from './shared/entry.ts';
 import { createLogger, underSystemd } from './shared/log.ts';
+import { notifySystemd } from './shared/notify.ts';
 import { VERSION } from './shared/version.ts';
+import { runDryRun } from './client/dry-run.ts';
 import { createEngineClient } from './client/engine.ts';
+import { runLint } from './client/lint-command.ts';
 import { startNodeClient } from './client/node.ts';
+import { runOnce } from './client/once.ts';
 import { parseClientOptions } from './client/options.ts';
+
+const out = (line: string) => void process.stdout.write(line + '\n');
+const err = (line: string) => void process.stderr.write(`node-provisioner: ${line}\n`);
 
 async function main(): Promise<number> {
   const parsed = parseClientOptions(process.argv.slice(2), process.env);
@@ -16,9 +23,18 @@ async function main(): Promise<number> {
   const opts = parsed.value;
   if (opts.command === 'help') return void process.stdout.write(opts.text + '\n'), 0;
   if (opts.command === 'version') return void process.stdout.write(`node-provisioner ${VERSION}\n`), 0;
+  if (opts.command === 'lint') return runLint(opts, out, err);
 
   const log = createLogger({ prefix: underSystemd(), least: opts.debug ? 'debug' : 'info' });
   const signalled = untilSignalled();
+  if (opts.dryRun !== undefined) {
+    log.info(`node-provisioner ${VERSION} for node ${opts.node}, bus ${opts.bus.servers.join(',')}: dry run into ${opts.dryRun}`);
+    return runDryRun({ ...opts, dir: opts.dryRun, log, signalled, out, err });
+  }
+  if (opts.once) {
+    log.info(`node-provisioner ${VERSION} for node ${opts.node}, bus ${opts.bus.servers.join(',')}, engine ${opts.socket}: once`);
+    return runOnce({ ...opts, log, signalled, out, err });
+  }
   log.info(`node-provisioner ${VERSION} for node ${opts.node}, bus ${opts.bus.servers.join(',')}, engine ${opts.socket}`);
   const nc = await Promise.race([connectBus(opts.bus), signalled.then(() => undefined)]);
   if (!nc) return 0;
@@ -29,6 +45,7 @@ async function main(): Promise<number> {
   ]);
   if (client) {
     log.info('client ready');
+    notifySystemd(log, signalled);
     await signalled;
     log.info('draining');
     await client.stop();

@@ -3,11 +3,13 @@ import { connectBus, watchConnection } from './shared/bus.ts';
 import { runMain, untilSignalled } from './shared/entry.ts';
 import { SEAT_INBOX_PREFIX } from './shared/inbox.ts';
 import { createLogger, underSystemd } from './shared/log.ts';
+import { notifySystemd } from './shared/notify.ts';
 import { VERSION } from './shared/version.ts';
 import { runBusConfig } from './server/bus-config-command.ts';
 import { parseServerOptions } from './server/options.ts';
 import { runQuery } from './server/query.ts';
 import { startSeat } from './server/seat.ts';
+import { runStatus } from './server/status.ts';
 
 async function main(): Promise<number> {
   const parsed = parseServerOptions(process.argv.slice(2), process.env);
@@ -22,11 +24,12 @@ async function main(): Promise<number> {
   // The seat's user may subscribe only its own inboxes (DESIGN §11), for serving and for a query alike.
   const bus = { ...opts.bus, inboxPrefix: SEAT_INBOX_PREFIX };
 
-  if (opts.command === 'query') {
+  if (opts.command === 'query' || opts.command === 'status') {
     const nc = await connectBus(bus, true).catch((err: Error) => {
       throw new Error(`cannot reach the bus at ${opts.bus.servers.join(',')}: ${err.message}`);
     });
     try {
+      if (opts.command === 'status') return await runStatus(nc, opts, (line) => process.stdout.write(line + '\n'), (line) => process.stderr.write(`mesh-provisioner: ${line}\n`));
       const { command: _c, bus: _b, ...args } = opts;
       return await runQuery(nc, args, (line) => process.stdout.write(line + '\n'), (line) => process.stderr.write(`mesh-provisioner: ${line}\n`));
     } finally {
@@ -43,6 +46,7 @@ async function main(): Promise<number> {
   const seat = await Promise.race([startSeat({ nc, log, archives: opts.archives, replicas: opts.replicas, inboxPrefix: SEAT_INBOX_PREFIX }), signalled.then(() => undefined)]);
   if (seat) {
     log.info('seat ready');
+    notifySystemd(log, signalled);
     await signalled;
     log.info('draining');
     await seat.stop();

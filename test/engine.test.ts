@@ -2,7 +2,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -458,6 +458,28 @@ test('a stale socket left by a killed engine is replaced at start, and a live en
     );
     assert.match(String(second?.message), /in use/);
     assert.equal(actions(await r.client.fill({ module: 'web', build: 'b1', files: [file(join(r.root, 'b'), 'b')] })), ['written']);
+  } finally {
+    await r.cleanup();
+  }
+});
+
+test('temp files a killed engine left are swept from a directory at the first fill there, and only those', async () => {
+  const r = rig();
+  try {
+    const dir = join(r.root, 'etc/web');
+    mkdirSync(dir, { recursive: true });
+    // What a killed run leaves: a prefix of a.conf, and a whole secret of another file, never renamed.
+    const left = ['.a.conf.mesh-0123456789ab.tmp', '.tls.key.mesh-ba9876543210.tmp'];
+    for (const name of left) writeFileSync(join(dir, name), 'a=');
+    // Not the engine's: other temp-looking names, and a directory named like a temp file.
+    const others = ['.a.conf.0123456789ab.tmp', '.a.conf.mesh-xyz.tmp', 'notes.tmp'];
+    for (const name of others) writeFileSync(join(dir, name), 'keep');
+    mkdirSync(join(dir, '.b.conf.mesh-0123456789ab.tmp'));
+    await r.start();
+    assert.equal(actions(await r.client.fill({ module: 'web', build: 'b1', files: [file(join(dir, 'a.conf'), 'a=1\n')] })), ['written']);
+    const now = readdirSync(dir).sort();
+    assert.equal(now, ['.a.conf.0123456789ab.tmp', '.a.conf.mesh-xyz.tmp', '.b.conf.mesh-0123456789ab.tmp', 'a.conf', 'notes.tmp']);
+    assert.is(readFileSync(join(dir, 'a.conf'), 'utf8'), 'a=1\n');
   } finally {
     await r.cleanup();
   }

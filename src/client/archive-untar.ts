@@ -43,6 +43,24 @@ function gunzipWithin(bytes: Uint8Array, maxBytes: number): Promise<Parsed<Uint8
   });
 }
 
+/** One entry as a directory walk sees it, for checkEntries. */
+export type EntryHeader = { name: string; size: number; type: NonNullable<TarHeader['type']> };
+
+/**
+ * Checks entries (a directory `lint` packs in its mind) as unpacking checks an archive's headers,
+ * in order: the first refusal's reason, worded as unpacking words it, or undefined.
+ */
+export function checkEntries(headers: Iterable<EntryHeader>, limits: ArchiveLimits): string | undefined {
+  const check = entryChecker(limits);
+  try {
+    for (const header of headers) check(header);
+  } catch (err) {
+    if (err instanceof Refusal) return err.message;
+    throw err;
+  }
+  return undefined;
+}
+
 /** Why an entry refuses the whole archive; thrown only inside this file to stop the unpacking. */
 class Refusal extends Error {}
 

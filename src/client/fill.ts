@@ -3,7 +3,7 @@ import { contentDigest, type FillContent, type FillFile } from '../shared/fill-p
 import type { Parsed } from '../shared/result.ts';
 import type { Plan } from '../shared/schemas.ts';
 import type { Lookup, Wanted } from './sources/source.ts';
-import { refusals, type UsedTemplate } from './fill-check.ts';
+import { itemTarget, missingTemplate, refusals, twoItems, type UsedTemplate } from './fill-check.ts';
 import { renderTemplate, type TemplateSet } from './templates.ts';
 
 export { prepareTemplates, type Template, type TemplateSet } from './templates.ts';
@@ -118,14 +118,14 @@ function targetsOf(plan: Plan, templates: TemplateSet): Parsed<Target[]> {
   const targets: Target[] = [];
   for (const file of plan.files) {
     const template = templates.get(file.template);
-    if (!template) return { ok: false, reason: `template ${file.template} (for ${file.path}) is not in the archive` };
+    if (!template) return { ok: false, reason: missingTemplate(file.template, file.path) };
     targets.push({ name: file.template, template, item: false, label: file.path, decl: file, file });
   }
   const collections = new Set<string>();
   for (const item of plan.items) {
     const template = templates.get(item.template);
-    if (!template) return { ok: false, reason: `template ${item.template} (for an item of ${item.collection}) is not in the archive` };
-    if (collections.has(item.collection)) return { ok: false, reason: `two items for collection "${item.collection}": a module contributes one item to a collection` };
+    if (!template) return { ok: false, reason: missingTemplate(item.template, itemTarget(item.collection)) };
+    if (collections.has(item.collection)) return { ok: false, reason: twoItems(item.collection) };
     collections.add(item.collection);
     targets.push({ name: item.template, template, item: true, label: itemLabel(item.collection), decl: item, collection: item.collection });
   }

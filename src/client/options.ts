@@ -1,6 +1,6 @@
 // The node client's flags (DESIGN §10): parsed once, validated, defaults named.
 import { homedir } from 'node:os';
-import { isAbsolute, join } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 import type { BusOptions } from '../shared/bus.ts';
 import { BUS_FLAGS, busOptionsFrom } from '../shared/bus-flags.ts';
 import { DEFAULT_FILL_SOCKET } from '../shared/fill-protocol.ts';
@@ -8,9 +8,12 @@ import { describeFlags, parseFlags, type FlagSpec } from '../shared/flags.ts';
 import { isName } from '../shared/keys.ts';
 import type { Parsed } from '../shared/result.ts';
 import { DEFAULT_ENGINE_TIMEOUT_MS } from './engine.ts';
+import type { LintOptions } from './lint-command.ts';
 
 /** The settle window when --settle is not given, in ms. */
 export const DEFAULT_SETTLE_MS = 20;
+/** How long --once and --dry-run wait for every module to settle when --timeout is not given, in ms. */
+export const DEFAULT_ONCE_TIMEOUT_MS = 60_000;
 /** The longest --engine-timeout, in seconds: a timer past 2^31-1 ms would fire at once. */
 export const MAX_ENGINE_TIMEOUT_S = Math.floor((2 ** 31 - 1) / 1000);
 /** The archive cache when --cache is not given: the systemd cache dir, else ~/.cache. */
@@ -26,13 +29,22 @@ const FLAGS: readonly FlagSpec[] = [
   { name: 'settle', env: 'MESH_SETTLE_MS', type: 'int', arg: 'MS', help: `wait for more changes before filling (default ${DEFAULT_SETTLE_MS})` },
   { name: 'engine-timeout', env: 'MESH_ENGINE_TIMEOUT', type: 'string', arg: 'S', help: `give up a fill the engine has not answered after S seconds (default ${DEFAULT_ENGINE_TIMEOUT_MS / 1000})` },
   { name: 'archive-dir', env: 'MESH_ARCHIVE_DIR', type: 'string', arg: 'DIR', help: 'read file:// archive refs only under this absolute path (default none: file:// refused)' },
+  { name: 'once', env: 'MESH_ONCE', type: 'bool', help: 'fill every module once and exit: 0 when all are applied, 1 when any failed or still waits after --timeout' },
+  { name: 'dry-run', env: 'MESH_DRY_RUN', type: 'string', arg: 'DIR', help: 'render every module into DIR (a new or empty dir) as it would be handed, with DIR/mesh-dry-run.json; never touches the engine or writes to the bus; implies --once' },
+  { name: 'timeout', env: 'MESH_TIMEOUT', type: 'string', arg: 'S', help: `with --once or --dry-run: give up after S seconds (default ${DEFAULT_ONCE_TIMEOUT_MS / 1000})` },
   { name: 'debug', env: 'MESH_DEBUG', type: 'bool', help: 'log debug lines' },
+];
+
+const LINT_FLAGS: readonly FlagSpec[] = [
+  { name: 'plan', type: 'string', arg: 'FILE', help: 'a plan (JSON, DESIGN §4) to check the templates against' },
+  { name: 'json', type: 'bool', help: 'print one JSON object instead of lines' },
 ];
 
 /** What the client was asked to do. */
 export type ClientOptions =
   | { command: 'help'; text: string }
   | { command: 'version' }
+  | LintOptions
   | {
     command: 'run';
     /** This node's name. */
@@ -51,6 +63,12 @@ export type ClientOptions =
     archiveDir?: string;
     /** Whether debug lines are logged. */
     debug: boolean;
+    /** Fill every module once and exit (--once, also set by --dry-run). */
+    once: boolean;
+    /** Render into this absolute dir instead of handing to the engine or writing to the bus (--dry-run). */
+    dryRun?: string;
+    /** How long --once waits for every module to settle, in ms. */
+    timeoutMs: number;
   };
 
 /** The text of --help. */
@@ -59,9 +77,24 @@ export function clientHelp(): string {
     'node-provisioner — fills this node’s module templates from the bus and hands them to the engine.',
     '',
     'usage: node dist/client.js --node NAME [flags]',
+    '       node dist/client.js --node NAME --once [--timeout S] [flags]',
+    '       node dist/client.js --node NAME --dry-run DIR [--timeout S] [flags]',
+    '       node dist/client.js lint ARCHIVE|DIR|FILE [--plan FILE] [--json]',
     '',
     'flags:',
     describeFlags(FLAGS),
+    '',
+    '--once reads the plans, then runs until every module is applied or failed (a module waiting for a',
+    'value keeps it running until --timeout); it writes needs, items and reports as usual and prints one',
+    'line per module not applied, to stderr. SIGTERM ends it with 0, as it ends the daemon.',
+    '--dry-run DIR writes each file at DIR + its path, secrets as the text ${secret:<name>}, and a summary;',
+    'it never connects to the engine (so --socket is refused with it) and never writes to the bus.',
+    '',
+    'lint checks a module\'s templates without a bus or an engine: every placeholder with its line, then',
+    'unknown kinds, names past the limits, files not UTF-8, $${ escapes, and with --plan the secrets, items',
+    'and templates the plan names. Exit 1 on anything that would fail the module, 2 when it cannot read.',
+    'lint flags:',
+    describeFlags(LINT_FLAGS),
     '',
     'SIGTERM drains and exits 0. Logs go to stderr, with sd-daemon prefixes under systemd.',
   ].join('\n');
@@ -69,6 +102,7 @@ export function clientHelp(): string {
 
 /** Parses argv and env; a reason names the flag and what is wrong. */
 export function parseClientOptions(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ClientOptions> {
+  if (argv[0] === 'lint') return parseLint(argv.slice(1), env);
   const parsed = parseFlags(argv, env, FLAGS);
   if (!parsed.ok) return parsed;
   const { values, positional, help, version } = parsed.value;
@@ -80,8 +114,12 @@ export function parseClientOptions(argv: readonly string[], env: NodeJS.ProcessE
   if (!isName(node)) return { ok: false, reason: `--node: "${node}" is not a valid node name` };
   const bus = busOptionsFrom(values, `node-provisioner ${node}`, `_INBOX_${node}`);
   if (!bus.ok) return bus;
-  const engineTimeoutMs = parseEngineTimeout(values['engine-timeout'] as string | undefined);
+  const engineTimeoutMs = parseSeconds('--engine-timeout', values['engine-timeout'] as string | undefined, DEFAULT_ENGINE_TIMEOUT_MS);
   if (!engineTimeoutMs.ok) return engineTimeoutMs;
+  const timeoutMs = parseSeconds('--timeout', values['timeout'] as string | undefined, DEFAULT_ONCE_TIMEOUT_MS);
+  if (!timeoutMs.ok) return timeoutMs;
+  const oneShot = parseOneShot(argv, values);
+  if (!oneShot.ok) return oneShot;
   const archiveDir = values['archive-dir'] as string | undefined;
   if (archiveDir !== undefined && !isAbsolute(archiveDir)) return { ok: false, reason: `--archive-dir: "${archiveDir}" is not an absolute path` };
   return {
@@ -96,16 +134,49 @@ export function parseClientOptions(argv: readonly string[], env: NodeJS.ProcessE
       engineTimeoutMs: engineTimeoutMs.value,
       ...(archiveDir !== undefined ? { archiveDir } : {}),
       debug: values['debug'] === true,
+      ...oneShot.value,
+      timeoutMs: timeoutMs.value,
     },
   };
 }
 
+/**
+ * --once and --dry-run. Only what the command line says is judged a contradiction: a unit's
+ * environment may carry MESH_FILL_SOCKET or MESH_TIMEOUT for every run.
+ */
+function parseOneShot(argv: readonly string[], values: Record<string, unknown>): Parsed<{ once: boolean; dryRun?: string }> {
+  const given = parseFlags(argv, {}, FLAGS);
+  const onCommandLine = (flag: string) => given.ok && given.value.values[flag] !== undefined;
+  const dryRun = values['dry-run'] as string | undefined;
+  const once = values['once'] === true || dryRun !== undefined;
+  if (dryRun !== undefined && onCommandLine('socket')) return { ok: false, reason: '--dry-run never connects to the engine: leave out --socket' };
+  if (!once && onCommandLine('timeout')) return { ok: false, reason: '--timeout goes with --once or --dry-run' };
+  if (dryRun === undefined) return { ok: true, value: { once } };
+  const dir = resolve(dryRun);
+  if (dir === '/') return { ok: false, reason: '--dry-run: "/" would put the files where the engine writes them; give a dir of their own' };
+  return { ok: true, value: { once, dryRun: dir } };
+}
+
+/** `lint ARCHIVE|DIR|FILE [--plan FILE] [--json]`. */
+function parseLint(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ClientOptions> {
+  const parsed = parseFlags(argv, env, LINT_FLAGS);
+  if (!parsed.ok) return parsed;
+  const { values, positional, help, version } = parsed.value;
+  if (help) return { ok: true, value: { command: 'help', text: clientHelp() } };
+  if (version) return { ok: true, value: { command: 'version' } };
+  const [input, extra] = positional;
+  if (input === undefined) return { ok: false, reason: 'lint needs an archive, a directory or a template file (see --help)' };
+  if (extra !== undefined) return { ok: false, reason: `unexpected argument "${extra}" (see --help)` };
+  const plan = values['plan'] as string | undefined;
+  return { ok: true, value: { command: 'lint', input, ...(plan !== undefined ? { plan } : {}), json: values['json'] === true } };
+}
+
 // Seconds, fractions allowed (a test engine may be given 0.5), above zero and below what a timer holds.
-function parseEngineTimeout(given: string | undefined): Parsed<number> {
-  if (given === undefined) return { ok: true, value: DEFAULT_ENGINE_TIMEOUT_MS };
+function parseSeconds(flag: string, given: string | undefined, defaultMs: number): Parsed<number> {
+  if (given === undefined) return { ok: true, value: defaultMs };
   const seconds = /^\d+(\.\d+)?$/.test(given) ? Number(given) : NaN;
   if (!(seconds > 0) || seconds > MAX_ENGINE_TIMEOUT_S) {
-    return { ok: false, reason: `--engine-timeout must be a number of seconds above 0 and at most ${MAX_ENGINE_TIMEOUT_S}, got "${given}"` };
+    return { ok: false, reason: `${flag} must be a number of seconds above 0 and at most ${MAX_ENGINE_TIMEOUT_S}, got "${given}"` };
   }
   return { ok: true, value: Math.max(1, Math.round(seconds * 1000)) };
 }

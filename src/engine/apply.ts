@@ -1,11 +1,14 @@
 // Applying one fill request: each file checked, filled and written as its mode says, then one restart or reload.
+import { dirname } from 'node:path';
 import type { Logger } from '../shared/log.ts';
 import { contentDigest, contentText, DEFAULT_COMMENT, DEFAULT_FILE_MODE, type FillFile, type FillRequest, type FillResult } from '../shared/fill-protocol.ts';
 import type { Declaration } from './declaration.ts';
 import { PROGRAM_ACTIONS, type Journal, type ProgramAction } from './journal.ts';
+import type { TempSweeper } from './leftovers.ts';
 import { markerInContent, spliceBlock } from './managed.ts';
 import { resolveOwner, type Ownership } from './owner.ts';
 import { resolveInsideRoot } from './paths.ts';
+import type { WrittenFile } from './record.ts';
 import { fillSecrets, type SecretSource } from './secrets.ts';
 import { exists, readOnDisk, writeAtomic, type OnDisk } from './writer.ts';
 
@@ -21,6 +24,10 @@ export type ApplyContext = {
   journal: Journal;
   /** Where refusals and failures are said. */
   log: Logger;
+  /** Removes what a cut-short write left in a file's directory before the file is written there (once per run). */
+  sweep?: TempSweeper;
+  /** Notes each file the request took (not refused), so that it can be removed once no declaration names it. */
+  record?: (file: WrittenFile) => void;
 };
 
 type Outcome = { action: 'written' | 'unchanged' | 'kept' } | { action: 'refused'; reason: string };
@@ -33,6 +40,7 @@ export async function applyFill(req: FillRequest, ctx: ApplyContext): Promise<Fi
     const outcome = await applyFile(file, req, ctx);
     results.push({ path: file.path, ...outcome });
     if (outcome.action === 'refused') ctx.log.warn(`fill ${req.module}: ${file.path} refused: ${outcome.reason}`);
+    else ctx.record?.({ module: req.module, path: file.path, mode: file.mode, ...(file.comment === undefined ? {} : { comment: file.comment }) });
     if (outcome.action !== 'written' || file.change === 'none') continue;
     if (file.change === 'restart' || program === undefined) program = PROGRAM_ACTIONS[file.change];
   }
@@ -52,13 +60,15 @@ async function applyFile(file: FillFile, req: FillRequest, ctx: ApplyContext): P
   try {
     const target = await resolveInsideRoot(ctx.realRoot, file.path);
     if (!target.ok) return refuse(target.reason);
-    const declared = ctx.declaration(file.path);
+    const declared = ctx.declaration(file.path, req.module);
     if (!declared.ok) return refuse(declared.reason);
     if (contentDigest(file.content) !== file.digest) return refuse('digest does not match content');
+    await ctx.sweep?.(dirname(target.value));
     const filled = await fillSecrets(file.content, req.secrets ?? {}, ctx.secrets);
     if (!filled.ok) return refuse(filled.reason);
     const owner = await resolveOwner(file.owner);
-    if (owner.unknown) ctx.log.warn(`fill ${req.module}: ${file.path}: owner "${owner.unknown}" unknown here, written as the engine's own`);
+    // Written as root instead, a file meant for the module's user would be one that user cannot read, or one nobody asked root to own.
+    if (owner.unknown) return refuse(`owner "${owner.unknown}" is not a user on this node`);
     const write = { target: target.value, content: filled.value, ownership: owner.ownership };
     if (file.mode === 'seed') return (await exists(write.target)) ? { action: 'kept' } : writeOwned(write, file);
     if (file.mode === 'managed') return writeManaged(write, file, req.module);

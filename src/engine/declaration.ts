@@ -1,36 +1,62 @@
-// The --declare file: a JSON list of the paths the engine may write, read again on every request and watched for knocks.
+// The --declare file: the paths the engine may write (for any module, or module by module), read
+// again on every request and watched for knocks and for files to remove.
 import { readFileSync, unwatchFile, watchFile } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import * as v from 'valibot';
 import type { Parsed } from '../shared/result.ts';
+import { NAME_PATTERN } from '../shared/keys.ts';
 import { decodeJson } from '../shared/schemas.ts';
 
 /** How often the declaration file is stat'ed for a change. */
 export const DEFAULT_DECLARE_POLL_MS = 100;
 
-const DeclarationSchema = v.array(v.pipe(v.string(), v.minLength(1, 'is empty')));
+const PathsSchema = v.array(v.pipe(v.string(), v.minLength(1, 'is empty')));
+/**
+ * A list of paths any module may write, or each module's own declaration: module → its paths. The
+ * second form is a node's modules declaring their files one by one (DESIGN §9 "its declaration"), so
+ * that removing one module's declaration removes its files and cuts its block from a shared file alone.
+ */
+const DeclarationSchema = v.union([PathsSchema, v.record(v.pipe(v.string(), v.regex(NAME_PATTERN, 'is not a module name')), PathsSchema)]);
 
-/** Which paths may be written: every path when there is no declaration file, else those it lists. */
-export type Declaration = (path: string) => Parsed<true>;
+/** Which paths may be written by which module: every path when there is no declaration file, else those it names. */
+export type Declaration = (path: string, module: string) => Parsed<true>;
+
+/** What a declaration file names: whether it names `path` (resolved against the root) for `module`. */
+export type Declared = { names(path: string, module: string): boolean };
 
 /** Reads the declaration now; entries are resolved against the root as requested paths are. */
 export async function readDeclaration(file: string | undefined, root: string): Promise<Declaration> {
   if (file === undefined) return () => ({ ok: true, value: true });
+  const declared = await readDeclared(file, root);
+  if (!declared.ok) {
+    const reason = `not declared (${declared.reason})`;
+    return () => ({ ok: false, reason });
+  }
+  return (path, module) => (declared.value.names(path, module) ? { ok: true, value: true } : { ok: false, reason: 'not declared' });
+}
+
+/**
+ * What the declaration file names, each path resolved against the root; the reason when it cannot
+ * be read or is out of shape (which declares nothing, and removes nothing either).
+ */
+export async function readDeclared(file: string, root: string): Promise<Parsed<Declared>> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
   } catch (err) {
-    const reason = `not declared (declaration ${file} unreadable: ${(err as NodeJS.ErrnoException).code})`;
-    return () => ({ ok: false, reason });
+    return { ok: false, reason: `declaration ${file} unreadable: ${(err as NodeJS.ErrnoException).code}` };
   }
-  const list = decodeJson(DeclarationSchema, text);
-  if (!list.ok) {
-    const reason = `not declared (declaration ${file} out of shape: ${list.reason})`;
-    return () => ({ ok: false, reason });
+  const parsed = decodeJson(DeclarationSchema, text);
+  if (!parsed.ok) return { ok: false, reason: `declaration ${file} out of shape: ${parsed.reason}` };
+  const resolved = (paths: readonly string[]) => new Set(paths.map((p) => resolve(root, p)));
+  const list = parsed.value;
+  if (Array.isArray(list)) {
+    const any = resolved(list);
+    return { ok: true, value: { names: (path) => any.has(resolve(root, path)) } };
   }
-  const allowed = new Set(list.value.map((p) => resolve(root, p)));
-  return (path) => (allowed.has(resolve(root, path)) ? { ok: true, value: true } : { ok: false, reason: 'not declared' });
+  const byModule = new Map(Object.entries(list).map(([module, paths]) => [module, resolved(paths)]));
+  return { ok: true, value: { names: (path, module) => byModule.get(module)?.has(resolve(root, path)) === true } };
 }
 
 /** Calls `onChange` whenever the file's content changes (created, rewritten, removed). Returns the stop. */

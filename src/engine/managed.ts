@@ -34,6 +34,18 @@ export function spliceBlock(existing: string | undefined, module: string, commen
 }
 
 /**
+ * Cuts the module's block out of `existing`: from its BEGIN line to just past its END line, every
+ * other byte kept as it is. Undefined when the file holds no such block; a BEGIN line without its
+ * END line is refused, as spliceBlock refuses it.
+ */
+export function cutBlock(existing: string, module: string, comment: string): Parsed<string | undefined> {
+  const { begin, end } = blockMarkers(comment, module);
+  const found = findBlock(existing, begin, end);
+  if (!found.ok || found.value === undefined) return found as Parsed<undefined>;
+  return { ok: true, value: existing.slice(0, found.value.start) + existing.slice(found.value.stop) };
+}
+
+/**
  * The first line of `content` (its trailing CR aside, as findBlock reads lines) that a splice
  * would take for a block's BEGIN or END line: `<comment> BEGIN <name>` or `<comment> END <name>`
  * for any module name. Another module's marker is refused too: in a file several modules share,

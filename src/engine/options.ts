@@ -15,6 +15,11 @@ export type EngineOptions = {
   journalFile?: string;
   /** A JSON list of the paths it may write; when absent every path inside the root may be written. */
   declareFile?: string;
+  /**
+   * Where the files written per module are recorded (with --declare only), so that those no
+   * declaration names any more are removed even after a restart; defaultStateFile() when absent.
+   */
+  stateFile?: string;
 };
 
 /** What the command line asks for: run, or print help or the version. */
@@ -26,13 +31,14 @@ export const ENGINE_FLAGS: readonly FlagSpec[] = [
   { name: 'root', env: 'MESH_ENGINE_ROOT', type: 'string', arg: 'DIR', help: 'refuse every path outside this directory (required)' },
   { name: 'secrets', env: 'MESH_ENGINE_SECRETS', type: 'string', arg: 'DIR', help: 'read secret <vault name> from DIR/<vault name>' },
   { name: 'journal', env: 'MESH_ENGINE_JOURNAL', type: 'string', arg: 'FILE', help: 'append one line per restart or reload' },
-  { name: 'declare', env: 'MESH_ENGINE_DECLARE', type: 'string', arg: 'FILE', help: 'a JSON list of the paths that may be written' },
+  { name: 'declare', env: 'MESH_ENGINE_DECLARE', type: 'string', arg: 'FILE', help: 'a JSON list of the paths that may be written; a written path it stops naming is removed' },
+  { name: 'state', env: 'MESH_ENGINE_STATE', type: 'string', arg: 'FILE', help: 'where the files written per module are recorded, with --declare (default <journal>.files.json)' },
 ];
 
 /** The text --help prints. */
 export function engineUsage(): string {
   return [
-    'usage: node dist/engine.js --root DIR [--socket PATH] [--secrets DIR] [--journal FILE] [--declare FILE]',
+    'usage: node dist/engine.js --root DIR [--socket PATH] [--secrets DIR] [--journal FILE] [--declare FILE] [--state FILE]',
     '',
     'The reference node-engine: serves the fill socket, writes files atomically inside --root.',
     '',
@@ -56,6 +62,7 @@ export function parseEngineOptions(argv: readonly string[], env: NodeJS.ProcessE
     secretsDir: values['secrets'] as string | undefined,
     journalFile: values['journal'] as string | undefined,
     declareFile: values['declare'] as string | undefined,
+    stateFile: values['state'] as string | undefined,
   };
   return { ok: true, value: { run: 'engine', options } };
 }

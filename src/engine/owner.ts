@@ -17,9 +17,9 @@ export function findUser(passwd: string, user: string): Ownership | undefined {
 }
 
 /**
- * What to chown a file to: undefined when no owner is asked, the engine is not root, or the user is
- * unknown here (a test or demo node lacks the module's users; the file is then written as the engine's
- * own, and `unknown` says so for the log).
+ * What to chown a file to: nothing when no owner is asked or the engine is not root (nobody else
+ * may give a file away; the file is the engine's user's), else the user's uid and primary gid, or
+ * `unknown` naming an owner this node has no user of (the file is then refused).
  */
 export async function resolveOwner(owner: string | undefined, passwdFile = '/etc/passwd'): Promise<{ ownership?: Ownership; unknown?: string }> {
   if (owner === undefined || process.getuid?.() !== 0) return {};

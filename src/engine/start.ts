@@ -5,10 +5,13 @@ import { createServer, type Server } from 'node:net';
 import { resolve } from 'node:path';
 import type { Logger } from '../shared/log.ts';
 import { applyFill } from './apply.ts';
-import { readDeclaration, watchDeclaration } from './declaration.ts';
+import { readDeclaration, readDeclared, watchDeclaration } from './declaration.ts';
 import { handleLine } from './handle.ts';
 import { createJournal } from './journal.ts';
+import { createTempSweeper } from './leftovers.ts';
 import type { EngineOptions } from './options.ts';
+import { defaultStateFile, WrittenRecord } from './record.ts';
+import { removeUndeclared } from './removal.ts';
 import { directorySecrets } from './secrets.ts';
 import { claimSocketPath, serveLines, touchSocket } from './socket.ts';
 
@@ -39,7 +42,11 @@ export async function startEngine(opts: StartOptions): Promise<RunningEngine> {
   });
   let secretChanged = (_file: string) => {};
   const readSecrets = watchReadSecrets((file) => secretChanged(file));
-  const answer = createAnswerer(opts, realRoot, (file) => readSecrets.onRead(file));
+  // Without a declaration every path is declared, so nothing is ever removed and nothing need be recorded.
+  const record = opts.declareFile ? await WrittenRecord.load(opts.stateFile ?? defaultStateFile(opts.journalFile), log) : undefined;
+  const answer = createAnswerer(opts, realRoot, (file) => readSecrets.onRead(file), record);
+  // What a declaration changed while the engine was down stopped naming goes before the first fill.
+  await answer.removeUndeclared('start');
 
   await claimSocketPath(socketPath);
   const server = createServer();
@@ -54,7 +61,8 @@ export async function startEngine(opts: StartOptions): Promise<RunningEngine> {
     (err: Error) => log.error(`knock on ${socketPath} failed: ${err.message}`),
   );
   secretChanged = (file) => void knock(`secret ${file} changed`);
-  const stopDeclaration = opts.declareFile ? watchDeclaration(opts.declareFile, () => knock(`declaration ${opts.declareFile} changed`), opts.declarePollMs) : () => {};
+  const declarationChanged = () => void answer.removeUndeclared('declaration changed').then(() => knock(`declaration ${opts.declareFile} changed`));
+  const stopDeclaration = opts.declareFile ? watchDeclaration(opts.declareFile, declarationChanged, opts.declarePollMs) : () => {};
   // A secret that arrives may let a refused write through: say so the way a new declaration does.
   const stopSecrets = opts.secretsDir ? watchSecrets(opts.secretsDir, () => knock(`secrets in ${opts.secretsDir} changed`), log) : () => {};
   const stopWatching = () => {
@@ -76,26 +84,49 @@ export async function startEngine(opts: StartOptions): Promise<RunningEngine> {
   };
 }
 
-/** Answers request lines one at a time across every connection, so two requests never race on one file. */
-function createAnswerer(opts: StartOptions, realRoot: string, onSecretRead: (file: string) => void): ((line: string) => Promise<string>) & { idle(): Promise<void> } {
+/** The answerer of request lines, and the removals it takes turns with. */
+type Answerer = ((line: string) => Promise<string>) & {
+  /** Resolves once every request and removal queued so far is done. */
+  idle(): Promise<void>;
+  /** Removes, in its turn, the recorded files the declaration no longer names (nothing without a record). */
+  removeUndeclared(why: string): Promise<void>;
+};
+
+/** Answers request lines one at a time across every connection, so two requests never race on one file, nor a request and a removal. */
+function createAnswerer(opts: StartOptions, realRoot: string, onSecretRead: (file: string) => void, record: WrittenRecord | undefined): Answerer {
   const { log } = opts;
   const root = resolve(opts.root);
   const secrets = directorySecrets(opts.secretsDir, onSecretRead);
   const journal = createJournal(opts.journalFile, log);
+  const sweep = createTempSweeper(log);
+  const note = record ? (file: Parameters<WrittenRecord['note']>[0]) => record.note(file) : undefined;
   let queue: Promise<unknown> = Promise.resolve();
-  const answer = (line: string): Promise<string> => {
-    const reply = queue.then(async () => {
-      // Read again on every request: a declaration changed since is seen by the next fill.
-      const declaration = await readDeclaration(opts.declareFile, root);
-      return handleLine(line, (req) => applyFill(req, { realRoot, declaration, secrets, journal, log }));
-    });
-    queue = reply.catch(() => {});
-    return reply.then((r) => {
-      if (!r.ok) log.warn(`request ${r.id ?? '(no id)'} answered with an error: ${r.error}`);
-      return JSON.stringify(r);
-    });
+  const inTurn = <T>(work: () => Promise<T>): Promise<T> => {
+    const done = queue.then(work);
+    queue = done.catch(() => {});
+    return done;
   };
-  return Object.assign(answer, { idle: () => queue.then(() => {}) });
+  const answer = (line: string): Promise<string> => inTurn(async () => {
+    // Read again on every request: a declaration changed since is seen by the next fill.
+    const declaration = await readDeclaration(opts.declareFile, root);
+    const reply = await handleLine(line, (req) => applyFill(req, { realRoot, declaration, secrets, journal, log, sweep, record: note }));
+    await record?.flush();
+    return reply;
+  }).then((r) => {
+    if (!r.ok) log.warn(`request ${r.id ?? '(no id)'} answered with an error: ${r.error}`);
+    return JSON.stringify(r);
+  });
+  const removeNow = async (why: string): Promise<void> => {
+    if (!record || !opts.declareFile) return;
+    const declared = await readDeclared(opts.declareFile, root);
+    // A declaration that cannot be read says nothing about what to remove: a half-written file must not empty the node.
+    if (!declared.ok) return log.warn(`${why}: ${declared.reason}; no file removed`);
+    await removeUndeclared(declared.value, { realRoot, record, journal, log });
+  };
+  return Object.assign(answer, {
+    idle: () => queue.then(() => {}),
+    removeUndeclared: (why: string) => inTurn(() => removeNow(why)).catch((err: Error) => log.error(`${why}: removing undeclared files failed: ${err.message}`)),
+  });
 }
 
 /**

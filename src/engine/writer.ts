@@ -1,6 +1,6 @@
 // Reading a file's current state and writing a new one atomically: temp file beside it, write, fsync, rename.
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Ownership } from './owner.ts';
 
@@ -42,7 +42,7 @@ export async function exists(path: string): Promise<boolean> {
 export async function writeAtomic(path: string, bytes: Buffer, mode: number, ownership?: Ownership): Promise<void> {
   const dir = dirname(path);
   await mkdir(dir, { recursive: true });
-  const temp = join(dir, `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
+  const temp = join(dir, `.${basename(path)}.mesh-${randomBytes(6).toString('hex')}.tmp`);
   try {
     const file = await open(temp, 'wx', 0o600);
     try {
@@ -59,6 +59,31 @@ export async function writeAtomic(path: string, bytes: Buffer, mode: number, own
     throw err;
   }
   await syncDir(dir);
+}
+
+/** The name writeAtomic gives a temp file: `.<name>.mesh-<12 hex>.tmp`, beside the file it becomes. */
+export const TEMP_NAME = /^\..+\.mesh-[0-9a-f]{12}\.tmp$/;
+
+/**
+ * Removes the temp files of writeAtomic in `dir` (regular files named like TEMP_NAME) and resolves
+ * with their names. A running writer removes its own temp file when a write fails, so one found
+ * here is what a killed engine left: a prefix of a file, or a whole secret, never renamed.
+ */
+export async function removeTempFiles(dir: string): Promise<string[]> {
+  let entries;
+  try {
+    entries = await readdir(dir, { withFileTypes: true });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+  const left = entries.filter((e) => e.isFile() && TEMP_NAME.test(e.name)).map((e) => e.name);
+  for (const name of left) {
+    await unlink(join(dir, name)).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err;
+    });
+  }
+  return left;
 }
 
 // The rename lives in the directory; without this fsync a crash may lose it.

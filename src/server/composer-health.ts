@@ -39,7 +39,7 @@ export class ComposerHealth {
       const passes = (this.#heldPasses.get(module) ?? 0) + 1;
       this.#heldPasses.set(module, passes);
       if (passes <= HELD_PASSES_BEFORE_HEALTH) continue;
-      const reason = !c ? 'composition missing' : !c.parsed.ok ? `composition does not validate: ${c.parsed.reason}` : 'composition not published';
+      const reason = heldReason(c);
       const build = c?.parsed.ok ? c.parsed.value.build : '';
       this.log.warn(`module ${module} held for ${passes} passes: ${reason} (build ${build || 'unknown'})`);
       this.say({ module, build, reason: `held: ${reason}`, passes });
@@ -54,6 +54,11 @@ export class ComposerHealth {
       this.log.error(`provisioner_health: could not say "${line.reason}": ${describe(err)}`);
     }
   }
+}
+
+/** Why a module is held, as health lines and `status` say it: its composition (as known, or none) missing, refused or unpublished. */
+export function heldReason(c: KnownComposition | undefined): string {
+  return !c ? 'composition missing' : !c.parsed.ok ? `composition does not validate: ${c.parsed.reason}` : 'composition not published';
 }
 
 /** The module and node a health line of an assignment key names: the key's own parts when it has them. */

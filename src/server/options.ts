@@ -4,6 +4,7 @@ import { BUS_FLAGS, busOptionsFrom } from '../shared/bus-flags.ts';
 import { DEFAULT_ARCHIVES } from '../shared/buckets.ts';
 import { VERB_WHATS } from '../shared/schemas.ts';
 import { describeFlags, parseFlags, type FlagSpec } from '../shared/flags.ts';
+import { DEFAULT_STATUS_LIMIT } from './status.ts';
 import { isName } from '../shared/keys.ts';
 import type { Parsed } from '../shared/result.ts';
 
@@ -27,6 +28,12 @@ const QUERY_FLAGS: readonly FlagSpec[] = [
   { name: 'contributor', type: 'string', arg: 'NAME', help: 'only this contributor (collect)' },
   { name: 'limit', type: 'int', arg: 'N', help: 'entries per request (default: as many as fit)' },
   { name: 'json', type: 'bool', help: 'print JSON instead of a table' },
+];
+
+const STATUS_FLAGS: readonly FlagSpec[] = [
+  ...BUS_FLAGS,
+  { name: 'limit', type: 'int', arg: 'N', help: `reports per request (default ${DEFAULT_STATUS_LIMIT})` },
+  { name: 'json', type: 'bool', help: 'print JSON instead of tables' },
 ];
 
 /** Where bus-config keeps the seeds when --credentials is not given. */
@@ -66,6 +73,7 @@ export type ServerOptions =
   | { command: 'version' }
   | { command: 'serve'; bus: BusOptions; archives: string; replicas: number; debug: boolean }
   | { command: 'query'; bus: BusOptions; what: string; node?: string; module?: string; collection?: string; contributor?: string; limit?: number; json: boolean }
+  | { command: 'status'; bus: BusOptions; node?: string; module?: string; limit?: number; json: boolean }
   | BusConfigOptions;
 
 /** The text of --help. */
@@ -75,6 +83,7 @@ export function serverHelp(): string {
     '',
     'usage: node dist/server.js [flags]',
     '       node dist/server.js query <registry|needs|applied|collect> [flags]',
+    '       node dist/server.js status [<node> [<module>]] [flags]',
     '       node dist/server.js bus-config --node NAME [--node NAME …] [--provider NAME …] [flags]',
     '',
     'flags:',
@@ -82,6 +91,10 @@ export function serverHelp(): string {
     '',
     'query flags:',
     describeFlags(QUERY_FLAGS.filter((f) => !BUS_FLAGS.includes(f))),
+    '',
+    'status prints the fleet per node (applied, waiting, failed, the oldest waiting value, modules held unpublished),',
+    "or a node's modules in detail (each waited value and its owner, the last report, the files). status flags:",
+    describeFlags(STATUS_FLAGS.filter((f) => !BUS_FLAGS.includes(f))),
     '',
     'bus-config prints the nats-server configuration of a mesh (DESIGN §11): the buckets in account MESH,',
     'each node an account of its own importing exactly its subjects; users log in with nkeys.',
@@ -95,6 +108,7 @@ export function serverHelp(): string {
 /** Parses argv and env; a reason names the flag and what is wrong. */
 export function parseServerOptions(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
   if (argv[0] === 'bus-config') return parseBusConfig(argv.slice(1), env);
+  if (argv[0] === 'status') return parseStatus(argv.slice(1), env);
   const query = argv[0] === 'query';
   const parsed = parseFlags(query ? argv.slice(1) : argv, env, query ? QUERY_FLAGS : SERVE_FLAGS);
   if (!parsed.ok) return parsed;
@@ -122,6 +136,30 @@ export function parseServerOptions(argv: readonly string[], env: NodeJS.ProcessE
   if (values['limit'] === 0) return { ok: false, reason: '--limit must be at least 1' };
   const pick = (k: string) => (values[k] === undefined ? {} : { [k]: values[k] });
   return { ok: true, value: { command: 'query', bus: bus.value, what, ...pick('node'), ...pick('module'), ...pick('collection'), ...pick('contributor'), ...pick('limit'), json: values['json'] === true } };
+}
+
+function parseStatus(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
+  const parsed = parseFlags(argv, env, STATUS_FLAGS);
+  if (!parsed.ok) return parsed;
+  const { values, positional, help, version } = parsed.value;
+  if (help) return { ok: true, value: { command: 'help', text: serverHelp() } };
+  if (version) return { ok: true, value: { command: 'version' } };
+  const bus = busOptionsFrom(values, 'mesh-provisioner status');
+  if (!bus.ok) return bus;
+  const [node, module, ...extra] = positional;
+  if (extra.length > 0) return { ok: false, reason: `unexpected argument "${extra[0]}" (status takes a node and a module at most)` };
+  for (const [what, name] of [['node', node], ['module', module]] as const) {
+    if (name !== undefined && !isName(name)) return { ok: false, reason: `status: ${what} "${name}" is not a valid name` };
+  }
+  const limit = values['limit'] as number | undefined;
+  if (limit !== undefined && limit < 1) return { ok: false, reason: '--limit must be at least 1' };
+  return {
+    ok: true,
+    value: {
+      command: 'status', bus: bus.value, json: values['json'] === true,
+      ...(node === undefined ? {} : { node }), ...(module === undefined ? {} : { module }), ...(limit === undefined ? {} : { limit }),
+    },
+  };
 }
 
 function parseBusConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {

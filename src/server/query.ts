@@ -28,24 +28,34 @@ export type QueryArgs = {
 };
 
 type Gathered = Pick<VerbReply, 'what' | 'entries' | 'outOfShape'>;
-type Failure = { code: number; message: string };
+/** Why asking the verb failed, with the exit code it gives: 2 for a request the seat refused, 1 otherwise. */
+export type QueryFailure = { code: number; message: string };
 
 /** Runs `query <what> [--node N] [--module M] [--collection C] [--contributor X] [--json] [--limit N]`: asks the verb, follows `next` to the end, prints a table (or JSON lines). Returns the exit code. */
 export async function runQuery(nc: NatsConnection, args: QueryArgs, out: (line: string) => void, err: (line: string) => void = out): Promise<number> {
-  const gathered = await gather(nc, args);
-  if ('code' in gathered) {
-    err(gathered.message);
-    return gathered.code;
+  const { json: _json, ...fields } = args;
+  const request = Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
+  const gathered: Gathered = { what: args.what, entries: [], outOfShape: [] };
+  const failed = await forEachPage(nc, request, (reply) => {
+    gathered.what = reply.what;
+    gathered.entries.push(...reply.entries);
+    gathered.outOfShape.push(...reply.outOfShape);
+  });
+  if (failed) {
+    err(failed.message);
+    return failed.code;
   }
   if (args.json) out(JSON.stringify(gathered));
   else printTables(gathered, out);
   return 0;
 }
 
-async function gather(nc: NatsConnection, args: QueryArgs): Promise<Gathered | Failure> {
-  const { json: _json, ...fields } = args;
-  const request = Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
-  const all: Gathered = { what: args.what, entries: [], outOfShape: [] };
+/**
+ * Asks the verb `request` page by page, following `next` to the end, and hands each reply to
+ * `onPage` as it comes, so a caller keeps only what it makes of a page. Resolves with the failure
+ * that stopped it, or undefined once the last page was handed.
+ */
+export async function forEachPage(nc: NatsConnection, request: Readonly<Record<string, unknown>>, onPage: (reply: VerbReply) => void): Promise<QueryFailure | undefined> {
   let after: string | undefined;
   for (;;) {
     let data: Uint8Array;
@@ -57,10 +67,8 @@ async function gather(nc: NatsConnection, args: QueryArgs): Promise<Gathered | F
     }
     const reply = readReply(data, nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD);
     if ('code' in reply) return reply;
-    all.what = reply.what;
-    all.entries.push(...reply.entries);
-    all.outOfShape.push(...reply.outOfShape);
-    if (reply.next === undefined) return all;
+    onPage(reply);
+    if (reply.next === undefined) return undefined;
     // A cursor that does not move would page forever.
     if (after !== undefined && compareKeys(reply.next, after) <= 0) {
       return { code: 1, message: `query: the seat's cursor did not move past ${JSON.stringify(after)}` };
@@ -70,7 +78,7 @@ async function gather(nc: NatsConnection, args: QueryArgs): Promise<Gathered | F
 }
 
 /** Reads one reply within the connection's max payload and the depth a reply of checked values has. */
-function readReply(data: Uint8Array, maxBytes: number): VerbReply | Failure {
+function readReply(data: Uint8Array, maxBytes: number): VerbReply | QueryFailure {
   const parsed = parseBoundedJson(data, { maxBytes, maxDepth: MAX_JSON_DEPTH + REPLY_NESTING });
   if (!parsed.ok) return { code: 1, message: `query: ${PROVISIONING_VERB} answered something unreadable: ${parsed.reason}` };
   const r = (parsed.value ?? {}) as Partial<VerbReply> & { error?: unknown };
@@ -131,13 +139,13 @@ function printTables(gathered: Gathered, out: (line: string) => void): void {
 }
 
 /** Pads every column to its widest cell. */
-function formatTable(heads: string[], rows: string[][]): string[] {
+export function formatTable(heads: string[], rows: string[][]): string[] {
   const widths = heads.map((head, i) => Math.max(head.length, ...rows.map((row) => row[i]?.length ?? 0)));
   return [heads, ...rows].map((row) => row.map((text, i) => text.padEnd(widths[i] ?? 0)).join('  ').trimEnd());
 }
 
 /** One line of text for a table cell, whatever the JSON held. */
-function cell(value: unknown): string {
+export function cell(value: unknown): string {
   if (value === undefined || value === null) return '';
   const text = typeof value === 'string' ? value : JSON.stringify(value);
   return text.replace(/\s*\n\s*/g, ' ');

@@ -23,11 +23,15 @@ export type ScannedText = { literals: string[]; placeholders: Placeholder[] };
 const PLACEHOLDER = /\$\{([a-z][a-z0-9-]*):([^\s{}$\-=+?][^\s{}$]*)\}/y;
 const ESCAPE = '$${';
 
+/** Where a `$${` escape was found: the line and column of its first `$`, as a placeholder's. */
+export type EscapeAt = { line: number; column: number };
+
 /**
  * Splits a text at its placeholders in one pass: linear in time, and the literals are slices of
- * the text with each `$${` turned into `${` (never built a character at a time).
+ * the text with each `$${` turned into `${` (never built a character at a time). `onEscape` hears
+ * each `$${` the scan takes as an escape (`lint` lists them).
  */
-export function scanPlaceholders(text: string): ScannedText {
+export function scanPlaceholders(text: string, onEscape?: (at: EscapeAt) => void): ScannedText {
   const literals: string[] = [];
   const placeholders: Placeholder[] = [];
   const at = positionTracker(text);
@@ -38,6 +42,7 @@ export function scanPlaceholders(text: string): ScannedText {
     if (dollar === -1) break;
     i = dollar;
     if (text.startsWith(ESCAPE, i)) {
+      onEscape?.(at(i));
       i += ESCAPE.length;
       continue;
     }

@@ -71,7 +71,7 @@ export function copyBundleAlone(name: string): string {
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (k.startsWith('MESH_') || k === 'JOURNAL_STREAM' || k === 'INVOCATION_ID' || k.startsWith('NODE_')) continue;
+    if (k.startsWith('MESH_') || k === 'JOURNAL_STREAM' || k === 'INVOCATION_ID' || k === 'NOTIFY_SOCKET' || k.startsWith('NODE_')) continue;
     env[k] = v;
   }
   if (denoDir === undefined) {

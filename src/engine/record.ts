@@ -1,0 +1,104 @@
+// The files the engine wrote, per module and path (DESIGN §7.12): kept in a state file, written
+// atomically, so that a file whose declaration goes away is removed even across a restart.
+import { readFile } from 'node:fs/promises';
+import * as v from 'valibot';
+import { NAME_PATTERN } from '../shared/keys.ts';
+import type { Logger } from '../shared/log.ts';
+import { decodeJson, FILE_MODES } from '../shared/schemas.ts';
+import { writeAtomic } from './writer.ts';
+
+/** The permission bits of the state file: it names paths, which are nobody else's business. */
+const STATE_FILE_MODE = 0o600;
+
+/** One file the engine took for a module: written, found unchanged, or a seed kept. */
+export type WrittenFile = {
+  /** The module whose request named it. */
+  module: string;
+  /** The path as the request named it (the declaration is matched against it the same way). */
+  path: string;
+  /** How it was written: what its removal does depends on it. */
+  mode: (typeof FILE_MODES)[number];
+  /** The comment leader of a `managed` block's BEGIN/END lines, when the request gave one. */
+  comment?: string;
+};
+
+const StateSchema = v.object({
+  files: v.array(v.object({
+    module: v.pipe(v.string(), v.regex(NAME_PATTERN, 'is not a valid name')),
+    path: v.pipe(v.string(), v.minLength(1, 'is empty')),
+    mode: v.picklist(FILE_MODES),
+    comment: v.optional(v.string()),
+  })),
+});
+
+/** The state file beside the journal when --state does not name one; none without either (the record then lives in memory). */
+export function defaultStateFile(journalFile: string | undefined): string | undefined {
+  return journalFile === undefined ? undefined : `${journalFile}.files.json`;
+}
+
+/** The record of what was written, in memory, saved to `file` (when there is one) by flush(). */
+export class WrittenRecord {
+  readonly #files = new Map<string, WrittenFile>();
+  #dirty = false;
+
+  private constructor(private readonly file: string | undefined, private readonly log: Logger) {}
+
+  /**
+   * Loads the record from `file`. A missing file is an empty record; one unreadable or out of shape
+   * is said and replaced by an empty record: what it named is then not removed, never wrongly removed.
+   */
+  static async load(file: string | undefined, log: Logger): Promise<WrittenRecord> {
+    const record = new WrittenRecord(file, log);
+    if (file === undefined) return record;
+    let text: string;
+    try {
+      text = await readFile(file, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') log.warn(`state ${file} unreadable (${(err as NodeJS.ErrnoException).code}): starting with an empty record`);
+      return record;
+    }
+    const state = decodeJson(StateSchema, text);
+    if (!state.ok) log.warn(`state ${file} out of shape (${state.reason}): starting with an empty record`);
+    else for (const entry of state.value.files) record.#files.set(idOf(entry), entry);
+    return record;
+  }
+
+  /** Notes a file a request took; the record changes (and flush writes) only when it is new or its mode or comment changed. */
+  note(entry: WrittenFile): void {
+    const id = idOf(entry);
+    const known = this.#files.get(id);
+    if (known && known.mode === entry.mode && known.comment === entry.comment) return;
+    this.#files.set(id, { module: entry.module, path: entry.path, mode: entry.mode, ...(entry.comment === undefined ? {} : { comment: entry.comment }) });
+    this.#dirty = true;
+  }
+
+  /** Drops a file that was removed (or left as a seed). */
+  forget(entry: WrittenFile): void {
+    if (this.#files.delete(idOf(entry))) this.#dirty = true;
+  }
+
+  /** Every file recorded, in path then module order. */
+  list(): WrittenFile[] {
+    return [...this.#files.values()].sort((a, b) => compare(a.path, b.path) || compare(a.module, b.module));
+  }
+
+  /** Saves the record atomically when it changed; a failure is said and tried again at the next flush, never thrown. */
+  async flush(): Promise<void> {
+    if (!this.#dirty || this.file === undefined) return;
+    this.#dirty = false;
+    try {
+      await writeAtomic(this.file, Buffer.from(JSON.stringify({ files: this.list() }) + '\n'), STATE_FILE_MODE);
+    } catch (err) {
+      this.#dirty = true;
+      this.log.error(`state ${this.file} not saved: ${(err as Error).message}`);
+    }
+  }
+}
+
+function idOf(entry: WrittenFile): string {
+  return `${entry.module}\n${entry.path}`;
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -1,0 +1,185 @@
+// The reference engine removes the files no declaration names any more (DESIGN §7.12): an owned
+// file deleted, a managed block cut out of a shared file, a seed left; each journaled, across restarts.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createEngineClient, type EngineClient } from '../src/client/engine.ts';
+import { startEngine, type RunningEngine } from '../src/engine/start.ts';
+import { contentDigest, type FillFile, type FillReply } from '../src/shared/fill-protocol.ts';
+import { memoryLogger } from '../src/shared/log.ts';
+import { waitFor } from './helpers/wait.ts';
+
+type Rig = {
+  root: string;
+  journal: string;
+  declare: string;
+  client: EngineClient;
+  engine?: RunningEngine;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  declareNow(declaration: unknown): void;
+  cleanup(): Promise<void>;
+};
+
+function rig(): Rig {
+  const dir = mkdtempSync(join(tmpdir(), 'engine-removal-'));
+  const socketPath = join(dir, 'run', 'fill.sock');
+  const r: Rig = {
+    root: join(dir, 'root'),
+    journal: join(dir, 'journal.log'),
+    declare: join(dir, 'declare.json'),
+    client: createEngineClient({ socketPath, log: memoryLogger(), pollMs: 30 }),
+    async start() {
+      r.engine = await startEngine({ socketPath, root: r.root, journalFile: r.journal, declareFile: r.declare, log: memoryLogger(), declarePollMs: 30 });
+    },
+    async stop() {
+      await r.engine?.close();
+      r.engine = undefined;
+    },
+    declareNow: (declaration) => writeFileSync(r.declare, JSON.stringify(declaration)),
+    async cleanup() {
+      r.client.close();
+      await r.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  mkdirSync(r.root, { recursive: true });
+  return r;
+}
+
+function file(path: string, content: string, more: Partial<FillFile> = {}): FillFile {
+  return { path, content, digest: contentDigest(content), mode: 'owned', change: 'none', ...more };
+}
+
+function actions(reply: FillReply): string[] {
+  assert.ok(reply.ok, JSON.stringify(reply));
+  return reply.ok ? reply.files.map((f) => (f.action === 'refused' ? `refused: ${f.reason}` : f.action)) : [];
+}
+
+/** The journal's lines without their times. */
+function journal(r: Rig): string[] {
+  return existsSync(r.journal) ? readFileSync(r.journal, 'utf8').split('\n').filter(Boolean).map((l) => l.split(' ').slice(1).join(' ')) : [];
+}
+
+test('a path dropped from the declaration is removed, the path still declared stays, and the journal says so', async () => {
+  const r = rig();
+  try {
+    const [a, b] = [join(r.root, 'etc/web/a.conf'), join(r.root, 'etc/web/b.conf')];
+    r.declareNow([a, b]);
+    await r.start();
+    assert.equal(actions(await r.client.fill({ module: 'web', build: '1', files: [file(a, 'a=1\n'), file(b, 'b=1\n')] })), ['written', 'written']);
+    r.declareNow([b]);
+    await waitFor('a.conf removed', () => !existsSync(a), 5000);
+    assert.is(readFileSync(b, 'utf8'), 'b=1\n');
+    await waitFor('the journal line', () => journal(r).length > 0, 5000);
+    assert.equal(journal(r), [`remove web ${a}`]);
+    // The record beside the journal comes to name only b.conf (saved once the removal is done).
+    const recorded = () => (JSON.parse(readFileSync(`${r.journal}.files.json`, 'utf8')) as { files: { path: string }[] }).files.map((f) => f.path);
+    await waitFor('the record without a.conf', () => recorded().length === 1, 5000);
+    assert.equal(recorded(), [b]);
+  } finally {
+    await r.cleanup();
+  }
+});
+
+test("a module's managed block is cut from a shared file when its declaration goes, and the other block and the host's lines stay byte-exact", async () => {
+  const r = rig();
+  try {
+    const shared = join(r.root, 'etc/profile.d/mesh.sh');
+    const own = join(r.root, 'etc/web/web.conf');
+    mkdirSync(join(r.root, 'etc/profile.d'), { recursive: true });
+    // The host's own lines, no trailing newline, and a non-UTF-8 byte: nothing of them may move.
+    writeFileSync(shared, Buffer.from('# host\nexport HOST=1 \xff', 'latin1'));
+    r.declareNow({ web: [shared, own], api: [shared] });
+    await r.start();
+    const block = (text: string) => file(shared, text, { mode: 'managed', comment: '#' });
+    assert.equal(actions(await r.client.fill({ module: 'web', build: '1', files: [block('export WEB=1\n'), file(own, 'port=80\n')] })), ['written', 'written']);
+    assert.equal(actions(await r.client.fill({ module: 'api', build: '1', files: [block('export API=1\n')] })), ['written']);
+    const before = readFileSync(shared);
+    const webBlock = Buffer.from('# BEGIN web\nexport WEB=1\n# END web\n');
+    const at = before.indexOf(webBlock);
+    assert.ok(at > 0, before.toString('latin1'));
+
+    r.declareNow({ api: [shared] });
+    await waitFor('web.conf removed', () => !existsSync(own), 5000);
+    await waitFor('two journal lines', () => journal(r).length === 2, 5000);
+    const after = readFileSync(shared);
+    assert.ok(after.equals(Buffer.concat([before.subarray(0, at), before.subarray(at + webBlock.length)])), after.toString('latin1'));
+    assert.ok(after.includes(Buffer.from('# BEGIN api\nexport API=1\n# END api\n')));
+    assert.equal(journal(r).sort(), [`cut web ${shared}`, `remove web ${own}`].sort());
+  } finally {
+    await r.cleanup();
+  }
+});
+
+test('a declaration changed while the engine was down is acted on at start, from the record it kept', async () => {
+  const r = rig();
+  try {
+    const [a, seed] = [join(r.root, 'a.conf'), join(r.root, 'seed.key')];
+    r.declareNow({ web: [a, seed] });
+    await r.start();
+    assert.equal(actions(await r.client.fill({ module: 'web', build: '1', files: [file(a, 'a\n'), file(seed, 'k\n', { mode: 'seed' })] })), ['written', 'written']);
+    await r.stop();
+    r.declareNow({});
+    await r.start();
+    assert.not.ok(existsSync(a));
+    // A seed is the program's once written: left, and journaled as left.
+    assert.is(readFileSync(seed, 'utf8'), 'k\n');
+    assert.equal(journal(r).sort(), [`leave web ${seed}`, `remove web ${a}`].sort());
+  } finally {
+    await r.cleanup();
+  }
+});
+
+test('a declaration file that cannot be read or is out of shape removes nothing', async () => {
+  const r = rig();
+  try {
+    const a = join(r.root, 'a.conf');
+    r.declareNow([a]);
+    await r.start();
+    assert.equal(actions(await r.client.fill({ module: 'web', build: '1', files: [file(a, 'a\n')] })), ['written']);
+    writeFileSync(r.declare, '[half');
+    await new Promise((s) => setTimeout(s, 200));
+    rmSync(r.declare);
+    await new Promise((s) => setTimeout(s, 200));
+    assert.is(readFileSync(a, 'utf8'), 'a\n');
+    assert.equal(journal(r), []);
+    // An empty list is a declaration that names nothing: then the file goes.
+    r.declareNow([]);
+    await waitFor('a.conf removed', () => !existsSync(a), 5000);
+  } finally {
+    await r.cleanup();
+  }
+});
+
+test('without --declare every path is declared and nothing is recorded or removed', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'engine-removal-'));
+  const socketPath = join(dir, 'fill.sock');
+  const client = createEngineClient({ socketPath, log: memoryLogger(), pollMs: 30 });
+  const engine = await startEngine({ socketPath, root: dir, journalFile: join(dir, 'journal.log'), log: memoryLogger() });
+  try {
+    assert.equal(actions(await client.fill({ module: 'web', build: '1', files: [file(join(dir, 'a.conf'), 'a\n')] })), ['written']);
+    assert.not.ok(existsSync(join(dir, 'journal.log.files.json')));
+  } finally {
+    client.close();
+    await engine.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a module may write only what its own declaration names when the declaration is per module', async () => {
+  const r = rig();
+  try {
+    const a = join(r.root, 'a.conf');
+    r.declareNow({ api: [a] });
+    await r.start();
+    assert.equal(actions(await r.client.fill({ module: 'web', build: '1', files: [file(a, 'a\n')] })), ['refused: not declared']);
+    assert.equal(actions(await r.client.fill({ module: 'api', build: '1', files: [file(a, 'a\n')] })), ['written']);
+  } finally {
+    await r.cleanup();
+  }
+});
+
+test.run();

@@ -1,0 +1,198 @@
+// `mesh-provisioner status` (issue 14): the fleet per node and a node in detail, from the seat's verb
+// page by page, against a real nats-server and the seat bundle copied alone.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { jetstream } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import { APPLIED, ASSIGNMENTS, MODULES } from '../src/shared/buckets.ts';
+import { PROVISIONING_VERB } from '../src/shared/subjects.ts';
+import type { Report } from '../src/shared/schemas.ts';
+import { formatAge } from '../src/server/status-format.ts';
+import { Catalogue, FleetSummary } from '../src/server/status-summary.ts';
+import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle, startBundle, type Running } from './helpers/bundle.ts';
+import { startNats, type NatsServer } from './helpers/nats.ts';
+import { composition } from './helpers/seat.ts';
+
+const MINUTE = 60_000;
+const DIGEST = 'sha256:' + 'b'.repeat(64);
+
+let dir: string;
+let nats: NatsServer;
+let nc: NatsConnection;
+let seat: Running;
+
+const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
+
+function report(node: string, module: string, state: Report['state'], more: Partial<Report> = {}): Report {
+  return { node, module, build: '1', state, files: [], waiting: [], at: ago(MINUTE), ...more };
+}
+
+/**
+ * The fleet: n1 web waits (10 min) for a config value, api applied, cron failed; n2 waits twice,
+ * api the longer (30 min) on a bound value; n3 runs batch, whose build is unpublished; n4 runs
+ * legacy, which has no composition at all. Eight reports in key order:
+ * n1.api n1.cron n1.web | n2.api n2.web n3.batch | n3.web n4.legacy (pages of 3).
+ */
+const FLEET: Report[] = [
+  report('n1', 'web', 'waiting', {
+    at: ago(10 * MINUTE),
+    waiting: [{ kind: 'config', name: 'db.host', files: ['/etc/web/web.conf'] }],
+    files: [{ path: '/etc/web/web.env', action: 'written', digest: DIGEST }],
+  }),
+  report('n1', 'api', 'applied', { files: [{ path: '/etc/api/api.conf', action: 'unchanged', digest: DIGEST }] }),
+  report('n1', 'cron', 'failed', { reason: 'template cron.conf: placeholder ${nope:x} of an unknown kind' }),
+  report('n2', 'api', 'waiting', { at: ago(30 * MINUTE), waiting: [{ kind: 'bound', name: 'database.main:user', files: ['/etc/api/db.conf'] }] }),
+  report('n2', 'web', 'waiting', { at: ago(2 * MINUTE), waiting: [{ kind: 'port', name: 'http', files: ['/etc/web/web.conf'] }] }),
+  report('n3', 'batch', 'applied'),
+  report('n3', 'web', 'applied'),
+  report('n4', 'legacy', 'applied'),
+];
+
+const EXPECTED = [
+  { node: 'n1', applied: 1, waiting: 1, failed: 1, oldest: 'config:db.host (web, 10m', held: [] as string[] },
+  { node: 'n2', applied: 0, waiting: 2, failed: 0, oldest: 'bound:database.main:user (api, 30m', held: [] },
+  { node: 'n3', applied: 2, waiting: 0, failed: 0, oldest: '', held: ['batch'] },
+  { node: 'n4', applied: 1, waiting: 0, failed: 0, oldest: '', held: ['legacy'] },
+];
+
+const status = (args: string[]) => runBundle('node', dir, 'server', ['status', '--nats', nats.url, ...args], {}, 20_000);
+
+/** A table printed by status, read by the columns its header line sets out (a cell may be empty). */
+function readTable(lines: string[]): Record<string, string>[] {
+  const head = lines[0]!;
+  const starts = [...head.matchAll(/\S+(?: \S+)*/g)].map((m) => ({ name: m[0], at: m.index! }));
+  return lines.slice(1).map((line) => Object.fromEntries(starts.map((col, i) => [col.name, line.slice(col.at, starts[i + 1]?.at).trim()])));
+}
+
+function fleetRows(stdout: string): Record<string, string>[] {
+  const lines = stdout.split('\n');
+  const end = lines.indexOf('');
+  return readTable(lines.slice(0, end));
+}
+
+test.before(async () => {
+  ensureBuilt('server');
+  dir = copyBundleAlone('server');
+  nats = await startNats();
+  nc = await connect({ servers: nats.url });
+  const kvm = new Kvm(jetstream(nc));
+  await kvm.create(ASSIGNMENTS);
+  const modules = await kvm.create(MODULES);
+  for (const m of ['web', 'api', 'cron']) await modules.put(m, JSON.stringify(composition(m, '1')));
+  await modules.put('batch', JSON.stringify({ ...composition('batch', '3'), published: false }));
+  seat = startBundle('node', dir, 'server', ['--nats', nats.url]);
+  await seat.waitForLog(/seat ready/, 15_000);
+  const applied = await kvm.open(APPLIED);
+  for (const r of FLEET) await applied.put(`${r.node}.${r.module}`, JSON.stringify(r));
+});
+
+test.after(async () => {
+  seat?.kill();
+  await nc?.close().catch(() => {});
+  await nats?.cleanup();
+  cleanupBundles();
+});
+
+test('status prints one row per node with exact applied, waiting and failed counts, the oldest waiting value with its age, and held modules', async () => {
+  const run = await status([]);
+  assert.is(run.code, 0, run.stderr + run.stdout);
+  const rows = fleetRows(run.stdout);
+  assert.equal(rows.map((r) => [r['NODE'], Number(r['APPLIED']), Number(r['WAITING']), Number(r['FAILED'])]), EXPECTED.map((e) => [e.node, e.applied, e.waiting, e.failed]), run.stdout);
+  for (const e of EXPECTED) {
+    const row = rows.find((r) => r['NODE'] === e.node)!;
+    if (e.oldest) assert.ok(row['OLDEST WAITING']!.startsWith(e.oldest), `${e.node}: ${row['OLDEST WAITING']}`);
+    else assert.is(row['OLDEST WAITING'], '');
+    assert.is(row['HELD'], e.held.join(','), run.stdout);
+  }
+  assert.match(run.stdout, /4 nodes: 4 applied, 3 waiting, 1 failed/);
+  assert.match(run.stdout, /batch\s+3\s+composition not published/);
+  assert.match(run.stdout, /legacy\s+composition missing/);
+});
+
+test('status --json parses to the same counts, oldest waiting values and held modules as the table', async () => {
+  const [table, json] = await Promise.all([status([]), status(['--json'])]);
+  assert.is(json.code, 0, json.stderr);
+  const view = JSON.parse(json.stdout) as { nodes: { node: string; applied: number; waiting: number; failed: number; held: string[]; oldestWaiting?: { module: string; kind: string; name: string; seconds: number } }[]; held: { module: string; reason: string }[] };
+  const rows = fleetRows(table.stdout);
+  assert.equal(view.nodes.map((n) => [n.node, String(n.applied), String(n.waiting), String(n.failed), n.held.join(',')]), rows.map((r) => [r['NODE'], r['APPLIED'], r['WAITING'], r['FAILED'], r['HELD']]));
+  const n2 = view.nodes.find((n) => n.node === 'n2')!;
+  assert.equal([n2.oldestWaiting?.module, n2.oldestWaiting?.kind, n2.oldestWaiting?.name], ['api', 'bound', 'database.main:user']);
+  assert.ok(Math.abs(n2.oldestWaiting!.seconds - 30 * 60) < 120, String(n2.oldestWaiting!.seconds));
+  assert.equal(view.held.map((h) => [h.module, h.reason]), [['batch', 'composition not published'], ['legacy', 'composition missing']]);
+});
+
+test('status with --limit 3 pages through the verb (3 requests for 8 reports) and its counts are still exact', async () => {
+  const asked: Record<string, unknown>[] = [];
+  const sub = nc.subscribe(PROVISIONING_VERB, { callback: (_e, msg) => void asked.push(msg.json()) });
+  await nc.flush();
+  try {
+    const [whole, paged] = [await status(['--json']), await status(['--json', '--limit', '3'])];
+    assert.is(paged.code, 0, paged.stderr);
+    const counts = (stdout: string) => (JSON.parse(stdout).nodes as Record<string, unknown>[]).map(({ node, applied, waiting, failed, held }) => ({ node, applied, waiting, failed, held }));
+    assert.equal(counts(paged.stdout), EXPECTED.map(({ node, applied, waiting, failed, held }) => ({ node, applied, waiting, failed, held })));
+    assert.equal(counts(paged.stdout), counts(whole.stdout));
+    const pages = asked.filter((r) => r['what'] === 'applied' && r['limit'] === 3);
+    assert.is(pages.length, 3, JSON.stringify(asked));
+    assert.equal(pages.map((r) => r['after']), [undefined, 'n1.web', 'n3.batch']);
+  } finally {
+    sub.unsubscribe();
+  }
+});
+
+test('status n1 web lists the waited value with the domain that owns it, the last report and the files with actions and digests', async () => {
+  const run = await status(['n1', 'web']);
+  assert.is(run.code, 0, run.stderr + run.stdout);
+  const lines = run.stdout.split('\n');
+  assert.match(lines[0]!, /^n1 web: waiting, build 1, reported 10m\d\ds ago/);
+  const waitingAt = lines.findIndex((l) => l.trim().startsWith('WAITING FOR'));
+  const waited = readTable(lines.slice(waitingAt, waitingAt + 2).map((l) => l.slice(2)));
+  assert.equal(waited, [{ 'WAITING FOR': 'config:db.host', OWNER: 'mesh-config', WHERE: 'mesh-config_resolved', FILES: '/etc/web/web.conf' }]);
+  const filesAt = lines.findIndex((l) => l.trim().startsWith('FILE '));
+  const files = readTable(lines.slice(filesAt, filesAt + 2).map((l) => l.slice(2)));
+  assert.equal(files, [{ FILE: '/etc/web/web.env', ACTION: 'written', DIGEST }]);
+  assert.not.match(run.stdout, /api|cron/);
+});
+
+test('status n1 --json gives every module of the node with state, reason, owners and files; a held module says so', async () => {
+  const run = await status(['n1', '--json']);
+  assert.is(run.code, 0, run.stderr);
+  const view = JSON.parse(run.stdout) as { modules: { module: string; state: string; reason?: string; waiting: { owner: string; where: string }[]; files: { action: string }[] }[] };
+  assert.equal(view.modules.map((m) => [m.module, m.state]), [['api', 'applied'], ['cron', 'failed'], ['web', 'waiting']]);
+  assert.match(view.modules[1]!.reason!, /unknown kind/);
+  assert.equal(view.modules[2]!.waiting.map((w) => [w.owner, w.where]), [['mesh-config', 'mesh-config_resolved']]);
+  const n3 = await status(['n3', 'batch']);
+  assert.match(n3.stdout, /held by the seat: composition not published \(build 3\)/);
+});
+
+test('status with three positional arguments or a bad node name exits 2 with one line naming it', async () => {
+  for (const [args, word] of [[['n1', 'web', 'extra'], 'extra'], [['N_1'], 'N_1']] as const) {
+    const run = await runBundle('node', dir, 'server', ['status', ...args]);
+    assert.is(run.code, 2, run.stderr);
+    assert.is(run.stderr.trim().split('\n').length, 1, run.stderr);
+    assert.ok(run.stderr.includes(word), run.stderr);
+  }
+});
+
+test('a node summary keeps the oldest waiting report across pages and counts a report out of shape apart', () => {
+  const catalogue = new Catalogue();
+  catalogue.update('web', new TextEncoder().encode(JSON.stringify(composition('web'))));
+  const now = Date.parse('2026-01-01T12:00:00Z');
+  const summary = new FleetSummary(catalogue, now);
+  const at = (minutes: number) => new Date(now - minutes * MINUTE).toISOString();
+  summary.add('n1.web', report('n1', 'web', 'waiting', { at: at(5), waiting: [{ kind: 'config', name: 'a', files: [] }] }));
+  summary.add('n1.api', report('n1', 'api', 'waiting', { at: at(50), waiting: [{ kind: 'config', name: 'b', files: [] }] }));
+  summary.add('n1.db', report('n1', 'db', 'waiting', { at: at(20), waiting: [] }));
+  summary.add('n1.bad', { node: 'n1', module: 'bad', state: 'exploded' });
+  const n1 = summary.nodes.get('n1')!;
+  assert.equal([n1.waiting, n1.oldestWaiting?.module, n1.oldestWaiting?.name, n1.oldestWaiting?.seconds], [3, 'api', 'b', 3000]);
+  assert.equal(n1.held, ['api', 'db']);
+  assert.is(summary.outOfShapeCount, 1);
+  assert.equal(summary.held()?.map((h) => h.module), ['api', 'db']);
+});
+
+test('ages read as seconds, minutes, hours or days', () => {
+  assert.equal([0, 42, 60, 307, 3600, 3 * 3600 + 5 * 60 + 9, 86_400 * 2 + 4 * 3600].map(formatAge), ['0s', '42s', '1m00s', '5m07s', '1h00m', '3h05m', '2d04h']);
+});
+
+test.run();
