@@ -28,7 +28,7 @@ const PUT_TIMEOUT_MS = 1500;
 const BEFORE_KILL_MS = 2000;
 const DOWN_MS = 1000;
 const AFTER_RESTART_MS = 2500;
-/** From the last ack to every file exact: the client's watches recover within seconds (a 2 s heartbeat), with a margin for a busy machine. */
+/** From the last ack to every file exact: the client's watches recover within seconds (a 1 s heartbeat), with a margin for a busy machine. */
 const CONVERGE_MS = 30_000;
 /**
  * From every file exact to every report applied. A report put sent as the server died, or before its

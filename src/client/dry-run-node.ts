@@ -3,10 +3,7 @@
 // would be handed while nothing reaches the engine's socket or is written to the bus (no needs,
 // report, item, `prov.changed` or ask answered). Values are read as the client reads them.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { watchBucket } from '../shared/bus.ts';
-import { PLANS } from '../shared/buckets.ts';
 import type { FillFile } from '../shared/fill-protocol.ts';
-import { parseNodeModuleKey } from '../shared/keys.ts';
 import type { Logger } from '../shared/log.ts';
 import { loadArchive, natsObjectFetcher } from './archive.ts';
 import { DependencyIndex } from './dependencies.ts';
@@ -14,6 +11,7 @@ import type { EngineClient } from './engine.ts';
 import type { FilledItem } from './fill.ts';
 import { Handoff } from './handoff.ts';
 import { Modules, type ModulesDeps } from './modules.ts';
+import { watchPlans } from './plan-watch.ts';
 import { START_WAIT_MS } from './node.ts';
 import type { ReportBook } from './once-book.ts';
 import type { OneShotSubject } from './once.ts';
@@ -72,22 +70,9 @@ export async function startDryRunNode(opts: DryRunNodeOptions): Promise<DryRunNo
     handoff: new Handoff(capturingEngine((m, files) => { for (const f of files) rendered(m).files.set(f.path, f); }), log),
   }, (m, err) => log.error(`${node}.${m}: ${(err as Error).stack ?? err}`));
   const scheduler = new Scheduler(opts.settleMs, (m, full) => modules.run(m, full), (m, err) => log.error(`${node}.${m}: ${(err as Error).stack ?? err}`));
-  // Once per turn, as the client does: plans arriving together at start are one pass over them.
-  let plansPass: NodeJS.Immediate | undefined;
-  const plansMoved = () => {
-    plansPass ??= setImmediate(() => {
-      plansPass = undefined;
-      templates.retain(modules.digests());
-      sources.plansChanged(modules.plans());
-    });
-  };
-  const plans = watchBucket(nc, PLANS, `${node}.*`, (e) => {
-    const key = parseNodeModuleKey(e.key);
-    if (!key.ok) return log.warn(`${PLANS} ${e.key}: key out of shape: ${key.reason}`);
-    if (!modules.setPlan(key.value.module, e.value)) return;
-    plansMoved();
-    if (started) scheduler.schedule(key.value.module);
-  }, log);
+  const plans = watchPlans(nc, node, { modules, templates, sources }, log, (module) => {
+    if (started) scheduler.schedule(module);
+  });
 
   await plans.caughtUp;
   let timer: NodeJS.Timeout | undefined;
@@ -107,7 +92,6 @@ export async function startDryRunNode(opts: DryRunNodeOptions): Promise<DryRunNo
     modules: () => modules.names(),
     rendered,
     async stop() {
-      if (plansPass) clearImmediate(plansPass);
       plans.stop();
       sources.stop();
       await settle();

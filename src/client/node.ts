@@ -2,9 +2,8 @@
 // index, the scheduler runs the modules naming a change, a module's run fills and hands off.
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { openKv, watchBucket, watchConnection } from '../shared/bus.ts';
-import { APPLIED, COLLECT, NEEDS, PLANS } from '../shared/buckets.ts';
-import { parseNodeModuleKey } from '../shared/keys.ts';
+import { openKv, watchConnection } from '../shared/bus.ts';
+import { APPLIED, COLLECT, NEEDS } from '../shared/buckets.ts';
 import { KvPublisher } from '../shared/kv-publisher.ts';
 import type { Logger } from '../shared/log.ts';
 import { loadArchive, natsObjectFetcher, type ArchiveLimits } from './archive.ts';
@@ -14,6 +13,7 @@ import type { EngineClient } from './engine.ts';
 import { Handoff } from './handoff.ts';
 import { ItemWriter } from './items.ts';
 import { Modules, type ModulesDeps } from './modules.ts';
+import { watchPlans } from './plan-watch.ts';
 import { watchRegistry } from './registry-watch.ts';
 import { Reporter, type KeyWriter, type ReportBody } from './reporter.ts';
 import { Scheduler } from './scheduler.ts';
@@ -107,26 +107,12 @@ export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClie
     for (const m of names) scheduler.schedule(m, true);
   };
 
-  // What every plan event changes for the node as a whole, done once per turn: a thousand plans
-  // arriving together at start are one pass over them, not a thousand.
-  let plansPass: NodeJS.Immediate | undefined;
-  const plansMoved = () => {
-    plansPass ??= setImmediate(() => {
-      plansPass = undefined;
-      templates.retain(modules.digests());
-      sources.plansChanged(modules.plans());
-    });
-  };
-  const plans = watchBucket(nc, PLANS, `${node}.*`, (e) => {
-    const key = parseNodeModuleKey(e.key);
-    if (!key.ok) return log.warn(`${PLANS} ${e.key}: key out of shape: ${key.reason}`);
-    if (!modules.setPlan(key.value.module, e.value)) return;
-    plansMoved();
+  const plans = watchPlans(nc, node, { modules, templates, sources }, log, (module) => {
     if (!started) return;
-    scheduler.schedule(key.value.module);
+    scheduler.schedule(module);
     // A plan carries the placement: every askable kind of the module may read differently now.
-    publishChanged(nc, node, everyKind(key.value.module));
-  }, log);
+    publishChanged(nc, node, everyKind(module));
+  });
   const registry = watchRegistry(nc, log);
 
   await plans.caughtUp;
@@ -179,7 +165,6 @@ export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClie
     modules: () => modules.names(),
     async stop() {
       stopped = true;
-      if (plansPass) clearImmediate(plansPass);
       asks.stop();
       plans.stop();
       registry.stop();
