@@ -10,7 +10,7 @@ import { Kvm, type KV } from '@nats-io/kv';
 import { jetstream } from '@nats-io/jetstream';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { connectBus } from '../src/shared/bus.ts';
+import { connectBus, ensureKv } from '../src/shared/bus.ts';
 import { APPLIED, ASSIGNMENTS, CONFIG, DEFAULT_ARCHIVES, MODULES } from '../src/shared/buckets.ts';
 import { publishModule } from '../test/helpers/archive.ts';
 import { startNats } from '../test/helpers/nats.ts';
@@ -120,7 +120,7 @@ export async function startBenchMesh(opts: BenchMeshOptions = {}): Promise<Bench
   const nc = await connectBus({ servers: [nats.url], name: 'bench' });
   children.push(spawn(process.execPath, [join(ROOT, 'dist/server.js'), '--nats', nats.url], { stdio: ['ignore', 'ignore', 'ignore'] }));
   const kvm = new Kvm(jetstream(nc));
-  const kv = { modules: await kvm.create(MODULES), assignments: await kvm.create(ASSIGNMENTS), config: await kvm.create(CONFIG) };
+  const kv = { modules: await ensureKv(nc, MODULES, 1), assignments: await ensureKv(nc, ASSIGNMENTS, 1), config: await ensureKv(nc, CONFIG, 1) };
   let store: ObjectStore | undefined;
   await waitUntil('the seat', async () => {
     try {

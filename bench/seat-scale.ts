@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { Kvm, type KV } from '@nats-io/kv';
 import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { connectBus, ensureSeatKv, jsonBytes } from '../src/shared/bus.ts';
+import { connectBus, ensureKv, jsonBytes } from '../src/shared/bus.ts';
 import { APPLIED, ASSIGNMENTS, MODULES, PLANS } from '../src/shared/buckets.ts';
 import { PROVISIONING_VERB } from '../src/shared/subjects.ts';
 import { AssignmentSchema, CompositionSchema, decodeJson, type VerbReply } from '../src/shared/schemas.ts';
@@ -107,10 +107,10 @@ async function measureFloor(nc: NatsConnection, kvm: Kvm): Promise<Floor> {
 
 /** Loads the compositions and TOTAL assignments (pipelined) before the seat starts; the seat's buckets made as it makes them, so they can be watched first. */
 async function loadInputs(nc: NatsConnection, kvm: Kvm, notes: string[]): Promise<{ modules: KV; assignments: KV }> {
-  const modules = await kvm.create(MODULES);
-  const assignments = await kvm.create(ASSIGNMENTS);
-  await ensureSeatKv(nc, PLANS, 1);
-  await ensureSeatKv(nc, APPLIED, 1);
+  const modules = await ensureKv(nc, MODULES, 1);
+  const assignments = await ensureKv(nc, ASSIGNMENTS, 1);
+  await ensureKv(nc, PLANS, 1);
+  await ensureKv(nc, APPLIED, 1);
   const started = now();
   for (let j = 0; j < MODULES_PER_NODE; j++) await modules.put(moduleName(j), jsonBytes(composition(moduleName(j), '1')));
   const publisher = new KvPublisher(nc, ASSIGNMENTS);

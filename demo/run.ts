@@ -263,8 +263,13 @@ async function startServices(url: string, dir: string): Promise<{ paths: Paths; 
   mkdirSync(paths.root);
   mkdirSync(join(paths.secrets, 'module', MODULE), { recursive: true });
   writeFileSync(join(paths.secrets, 'module', MODULE, 'api-key'), API_KEY + '\n', { mode: 0o600 });
+  // Only admin may create streams on this bus: every bucket is made by `init` before the seat starts.
+  const init = ['init', '--nats', url, '--nkey', seed(USERS.admin), '--provider', 'postgres', '--nodes', '1'];
+  const made = spawnSync(process.execPath, [join(ROOT, 'dist/server.js'), ...init], { encoding: 'utf8' });
+  if (made.status !== 0) throw new Error(`init failed: ${made.stdout}${made.stderr}`);
+  say(`3. made every bucket as admin: node dist/server.js ${init.join(' ').replace(url, '…').replace(seed(USERS.admin), '…/admin.nk')}`);
   const seat = startSeatProcess(url, { spawn: spawnChild, login: { nkey: seed(USERS.seat) } });
-  say(`3. started the seat (pid ${seat.pid})`);
+  say(`   started the seat (pid ${seat.pid})`);
   const engine = startChild('engine', process.execPath, [join(ROOT, 'dist/engine.js'),
     '--socket', paths.socket, '--root', paths.root, '--secrets', paths.secrets, '--journal', paths.journal]);
   await waitUntil(START_TIMEOUT_MS, () => existsSync(paths.socket), () => `the engine did not create ${paths.socket}`);

@@ -1,11 +1,12 @@
 // mesh-provisioner, the seat: flags, wiring and signals. Everything else lives in src/server/.
 import { connectBus, watchConnection } from './shared/bus.ts';
 import { runMain, untilSignalled } from './shared/entry.ts';
-import { SEAT_INBOX_PREFIX } from './shared/inbox.ts';
+import { INBOX_PREFIXES } from './shared/inbox.ts';
 import { createLogger, underSystemd } from './shared/log.ts';
 import { notifySystemd } from './shared/notify.ts';
 import { VERSION } from './shared/version.ts';
 import { runBusConfig } from './server/bus-config-command.ts';
+import { runInit } from './server/init.ts';
 import { parseServerOptions } from './server/options.ts';
 import { runQuery } from './server/query.ts';
 import { startSeat } from './server/seat.ts';
@@ -21,8 +22,19 @@ async function main(): Promise<number> {
   if (opts.command === 'help') return void process.stdout.write(opts.text + '\n'), 0;
   if (opts.command === 'version') return void process.stdout.write(`mesh-provisioner ${VERSION}\n`), 0;
   if (opts.command === 'bus-config') return runBusConfig(opts, (text) => process.stdout.write(text), (line) => process.stderr.write(`mesh-provisioner: ${line}\n`));
+  if (opts.command === 'init') {
+    const nc = await connectBus({ ...opts.bus, inboxPrefix: INBOX_PREFIXES.admin }, true).catch((err: Error) => {
+      throw new Error(`cannot reach the bus at ${opts.bus.servers.join(',')}: ${err.message}`);
+    });
+    try {
+      const { command: _c, bus: _b, ...req } = opts;
+      return await runInit(nc, req, (line) => process.stdout.write(line + '\n'));
+    } finally {
+      await nc.close();
+    }
+  }
   // The seat's user may subscribe only its own inboxes (DESIGN §11), for serving and for a query alike.
-  const bus = { ...opts.bus, inboxPrefix: SEAT_INBOX_PREFIX };
+  const bus = { ...opts.bus, inboxPrefix: INBOX_PREFIXES.seat };
 
   if (opts.command === 'query' || opts.command === 'status') {
     const nc = await connectBus(bus, true).catch((err: Error) => {
@@ -43,7 +55,7 @@ async function main(): Promise<number> {
   const nc = await Promise.race([connectBus(bus), signalled.then(() => undefined)]);
   if (!nc) return 0;
   watchConnection(nc, log);
-  const seat = await Promise.race([startSeat({ nc, log, archives: opts.archives, replicas: opts.replicas, inboxPrefix: SEAT_INBOX_PREFIX }), signalled.then(() => undefined)]);
+  const seat = await Promise.race([startSeat({ nc, log, archives: opts.archives, replicas: opts.replicas, inboxPrefix: INBOX_PREFIXES.seat }), signalled.then(() => undefined)]);
   if (seat) {
     log.info('seat ready');
     notifySystemd(log, signalled);

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { nkeys } from '@nats-io/transport-node';
 import { connectBus } from '../src/shared/bus.ts';
-import { nodeImports, renderBusConfig, seatPublish, usersOf } from '../src/server/bus-config.ts';
+import { INBOX_PREFIXES, inboxPrefixesOf, loginCollision, nodeImports, renderBusConfig, seatPublish, usersOf } from '../src/server/bus-config.ts';
 import { loadOrCreateLogins, publicKeyOf } from '../src/server/bus-credentials.ts';
 import { ensureBuilt, ROOT } from './helpers/bundle.ts';
 import { freePort } from './helpers/nats.ts';
@@ -99,10 +99,10 @@ test('--out writes the file whole; nats-server accepts the configuration and a u
 
   const nats = spawn('nats-server', ['-c', conf], { stdio: 'ignore' });
   try {
-    const nc = await connectBus({ servers: [`nats://127.0.0.1:${port}`], name: 'login', nkey: join(dir, 'creds', 'provisioner.na.nk'), inboxPrefix: '_INBOX_na' }, true)
+    const nc = await connectBus({ servers: [`nats://127.0.0.1:${port}`], name: 'login', nkey: join(dir, 'creds', 'provisioner.na.nk'), inboxPrefix: INBOX_PREFIXES.node('na') }, true)
       .catch(async () => {
         await new Promise((r) => setTimeout(r, 500));
-        return connectBus({ servers: [`nats://127.0.0.1:${port}`], name: 'login', nkey: join(dir, 'creds', 'provisioner.na.nk'), inboxPrefix: '_INBOX_na' }, true);
+        return connectBus({ servers: [`nats://127.0.0.1:${port}`], name: 'login', nkey: join(dir, 'creds', 'provisioner.na.nk'), inboxPrefix: INBOX_PREFIXES.node('na') }, true);
       });
     assert.ok(nc.info?.server_id, 'logged in with the seed');
     await nc.close();
@@ -138,6 +138,27 @@ test('the seat may delete the consumers its watches replace and ask its own verb
   assert.not.ok(seat.some((s) => s.startsWith('$JS.API.CONSUMER.DELETE.KV_mesh-config_resolved')), 'none of mesh-config_resolved, which it never watches');
   assert.ok(seat.includes('mesh-provisioner.provisioning'), '`query` with the seat’s login asks its verb');
   assert.not.ok(nodeImports('na', ['pg'], 'arch').some((g) => g.subject.includes('CONSUMER.DELETE')), 'a node deletes no consumer');
+});
+
+test('no login but admin may create, update, delete or purge a stream; a node asks the vault under its own name', () => {
+  const text = renderBusConfig({ nodes: ['na'], providers: ['pg'], archives: 'arch', listen: '127.0.0.1:1', storeDir: '/x', publicKeys: new Map(usersOf({ nodes: ['na'], providers: ['pg'] }).map((u) => [u, `U${u}`])) });
+  for (const api of ['CREATE', 'UPDATE', 'DELETE', 'PURGE']) assert.not.ok(text.includes(`$JS.API.STREAM.${api}`), `no grant of STREAM.${api}`);
+  assert.ok(text.includes('{ service: { account: MESH, subject: "mesh-vault.credential.na" }, to: "mesh-vault.credential" }'), 'na asks on mesh-vault.credential; the vault hears mesh-vault.credential.na');
+  assert.ok(text.includes('{ service: "mesh-vault.credential.na", accounts: ["provisioner.na"] }'), 'only na imports na\'s name');
+  assert.not.ok(/\{ service: "mesh-vault\.credential" \}/.test(text), 'the bare verb is not exported');
+});
+
+test('node names that were other logins\' inbox prefixes get inboxes of their own; a clash of logins is refused naming both', () => {
+  const nodes = ['provisioner', 'vault', 'provider-pg', 'seat', 'admin', 'node-x', 'runner-x'];
+  const prefixes = inboxPrefixesOf({ nodes, providers: ['pg', 'x'] });
+  assert.is(new Set(prefixes.values()).size, prefixes.size, `every login its own prefix: ${[...prefixes.values()].join(' ')}`);
+  assert.is(prefixes.get('provisioner.vault'), '_INBOX_node_vault');
+  assert.is(prefixes.get('vault'), '_INBOX_vault');
+  assert.is(loginCollision({ nodes, providers: ['pg', 'x'] }), undefined);
+  const run = busConfig(['--node', nodes.join(','), '--provider', 'pg', '--credentials', join(temp(), 'c')]);
+  assert.is(run.status, 0, run.stderr);
+  // A name the grammar lets through cannot clash; one that could (upper case, as an older check let in) is refused.
+  assert.match(loginCollision({ nodes: ['na', 'NA'], providers: [] }) ?? '', /login provisioner\.na and login provisioner\.NA would share the user name "provisioner\.NA"|would share/);
 });
 
 test.run();

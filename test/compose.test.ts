@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert';
 import { Kvm } from '@nats-io/kv';
 import { jetstream } from '@nats-io/jetstream';
 import { ASSIGNMENTS, MODULES, PLANS } from '../src/shared/buckets.ts';
-import { connectBus, ensureSeatKv, watchKv } from '../src/shared/bus.ts';
+import { connectBus, ensureKv, watchKv } from '../src/shared/bus.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 import { isNormalAbsolutePath, pathProblem, secretNameProblem, tokenProblem, type Health, type Plan } from '../src/shared/schemas.ts';
 import { Composer } from '../src/server/composer.ts';
@@ -185,8 +185,8 @@ test('input buckets missing at start are waited for, then composed from', async 
     await waitFor('the seat saying it waits for the assignments bucket', () => f.log.lines.some((l) => l.includes(`waiting for bucket ${ASSIGNMENTS}`)));
     assert.equal(f.passes, [], 'no pass before the inputs exist');
     const kvm = new Kvm(jetstream(f.nc));
-    const modules = await kvm.create(MODULES);
-    const assignments = await kvm.create(ASSIGNMENTS);
+    const modules = await ensureKv(f.nc, MODULES, 1);
+    const assignments = await ensureKv(f.nc, ASSIGNMENTS, 1);
     await f.put(modules, 'web', composition('web', '1'));
     await f.put(assignments, 'n1.web', assignment('n1', 'web'));
     const p = await waitFor('plan n1.web', () => plan(f, 'n1.web'), 15_000);
@@ -401,7 +401,7 @@ test('one assignment change at the seat writes exactly one plan, and only its ow
 test('plans are put as pipelined publishes, each resolving with the revision the bucket gave it', async () => {
   const server = await startNats();
   const nc = await connectBus({ servers: [server.url], name: 'test' });
-  const plans = await ensureSeatKv(nc, PLANS, 1);
+  const plans = await ensureKv(nc, PLANS, 1);
   const publisher = new KvPublisher(nc, PLANS);
   try {
     const keys = Array.from({ length: 200 }, (_, i) => `p${i}.web`);
@@ -437,7 +437,7 @@ test('a put to a bucket no stream holds is refused with the key and the reason',
 test('a put the bus does not answer within the timeout is refused, not left waiting', async () => {
   const server = await startNats();
   const nc = await connectBus({ servers: [server.url], name: 'test' });
-  await ensureSeatKv(nc, PLANS, 1);
+  await ensureKv(nc, PLANS, 1);
   const publisher = new KvPublisher(nc, PLANS, { timeoutMs: 300 });
   try {
     assert.type(await publisher.put('n1.web', new Uint8Array([123, 125])), 'number');

@@ -7,7 +7,7 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kvm, type KV } from '@nats-io/kv';
 import { jetstream } from '@nats-io/jetstream';
-import { jsonBytes, readAll } from '../src/shared/bus.ts';
+import { ensureKv, jsonBytes, readAll } from '../src/shared/bus.ts';
 import { boundKey } from '../src/shared/keys.ts';
 import type { ConsumerEntry } from '../src/sdk/types.ts';
 import { startMesh, type Mesh } from './helpers/mesh.ts';
@@ -22,10 +22,10 @@ type Bindings = { m: Mesh; vault: Vault; bound: KV; consumersFile: string; consu
 async function withBindings(fn: (b: Bindings) => Promise<void>): Promise<void> {
   const m = await startMesh({ node: 'a' });
   const b = m.node('b');
-  const vault = startVault(m.nc, [m.secrets, b.secrets]);
+  const vault = startVault(m.nc, [m.secrets, b.secrets], { lab: true });
   try {
     vault.set(PAIR, 'cred-one');
-    const bound = await new Kvm(jetstream(m.nc)).create('postgres_bound', { history: 1 });
+    const bound = await ensureKv(m.nc, 'postgres_bound', 1);
     await m.publish('postgres', {
       templates: { 'consumers.json': '${consumers:database}\n' },
       provisioning: { files: [{ path: '${dir:config}/consumers.json', template: 'consumers.json', change: 'none' }], provides: [{ provision: 'database' }] },

@@ -32,7 +32,7 @@ test.after(async () => {
 async function withWorld(fn: (w: World) => Promise<void>): Promise<void> {
   const m = await startMesh({ node: 'a' });
   const b = m.node('b');
-  const vault = startVault(m.nc, [m.secrets, b.secrets]);
+  const vault = startVault(m.nc, [m.secrets, b.secrets], { lab: true });
   const adapter = postgresAdapter({ host: db.host, port: db.port, user: db.adminUser, password: db.adminPassword });
   const providerLog = memoryLogger();
   let provider: ProviderHandle | undefined;

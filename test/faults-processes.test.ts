@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import { readdirSync, watch } from 'node:fs';
 import { join } from 'node:path';
 import type { KV } from '@nats-io/kv';
-import { connectBus, ensureSeatKv, jsonBytes, sameBytes } from '../src/shared/bus.ts';
+import { connectBus, ensureKv, jsonBytes, sameBytes } from '../src/shared/bus.ts';
 import { PLANS } from '../src/shared/buckets.ts';
 import { contentDigest } from '../src/shared/fill-protocol.ts';
 import type { Report } from '../src/shared/schemas.ts';
@@ -154,7 +154,7 @@ test('the seat killed while writing its first pass’s plans and restarted: ever
   try {
     const inputs = await createInputBuckets(nc);
     // Made here, so the test sees the seat's first write: the seat takes a bucket that exists.
-    await ensureSeatKv(nc, PLANS, 1);
+    await ensureKv(nc, PLANS, 1);
     const fleet = await putFleet(inputs, SEAT_NODES, SEAT_MODULES);
     const { assignments } = fleet;
 

@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import { join } from 'node:path';
 import { jetstream } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
-import { connectBus, ensureSeatKv, sameBytes } from '../src/shared/bus.ts';
+import { connectBus, ensureKv, sameBytes } from '../src/shared/bus.ts';
 import { CONFIG, PLANS } from '../src/shared/buckets.ts';
 import { contentDigest } from '../src/shared/fill-protocol.ts';
 import { cleanupBundles, ensureBuilt } from './helpers/bundle.ts';
@@ -176,7 +176,7 @@ test('nats-server killed with SIGKILL while the seat writes a pass and restarted
   let mirror: PlansMirror | undefined;
   try {
     const inputs = await createInputBuckets(nc);
-    await ensureSeatKv(nc, PLANS, 1);
+    await ensureKv(nc, PLANS, 1);
     const wanted = expectedPlans(await putFleet(inputs, SEAT_NODES, SEAT_MODULES));
     let kill: Promise<void> | undefined;
     let relayed = 0;

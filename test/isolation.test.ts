@@ -4,19 +4,21 @@
 // and the product works end to end under exactly those grants, through a nats-server restart.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { ensureSeatKv } from '../src/shared/bus.ts';
+import { ensureKv } from '../src/shared/bus.ts';
 import { CONFIG } from '../src/shared/buckets.ts';
 import { needKey } from '../src/shared/keys.ts';
 import { boundBucket, USERS } from '../src/server/bus-config.ts';
 import type { ModuleSpec } from './helpers/archive.ts';
 import { startIsolatedMesh, type IsolatedMesh, type IsolatedNode } from './helpers/isolated-mesh.ts';
-import { checkIsolationDoc, renderTable, type MatrixLine } from './helpers/isolation-doc.ts';
+import { checkIsolationDoc, ISOLATION_DOC, renderTable, type MatrixLine } from './helpers/isolation-doc.ts';
 import { A, B, COLLECTION, CREDENTIAL, LEVEL, MODULE, PROVIDER, type MatrixContext } from './helpers/isolation-actions.ts';
 import { ROWS } from './helpers/isolation-rows.ts';
+import { GRANT_ROWS, NAMESAKES, STREAM_ROWS } from './helpers/isolation-rows-streams.ts';
+import { widenGrants } from './helpers/isolation-widen.ts';
 import { startVault } from './helpers/vault.ts';
 import { waitFor } from './helpers/wait.ts';
 
@@ -29,6 +31,8 @@ const WEB: ModuleSpec = {
   provisioning: {
     files: [{ path: '${dir:config}/web.conf', template: 'web.conf', mode: 'owned', change: 'restart' }],
     items: [{ collection: COLLECTION, template: 'web.zsh' }],
+    // Every node's web binds the provider on na: the vault hands na, and only na, their credentials.
+    provisions: [{ provider: PROVIDER, provision: 'database', node: A }],
   },
 };
 const expected = (level: string) => `listen 8080\nlevel ${level}\n`;
@@ -56,7 +60,7 @@ async function startApplied(m: IsolatedMesh, name: string, level: string): Promi
 /** The matrix's mesh: both nodes applied from an obj:// archive, the provider's entries, the vault, and every actor connected. */
 async function matrixContext(m: IsolatedMesh): Promise<MatrixContext> {
   for (const n of [A, B]) await m.kv.config.put(`${n}.${MODULE}.level`, LEVEL(n));
-  const bound = await ensureSeatKv(await m.connect(USERS.provider(PROVIDER)), boundBucket(PROVIDER), 1);
+  const bound = await ensureKv(await m.connect(USERS.provider(PROVIDER)), boundBucket(PROVIDER), 1);
   for (const n of [A, B]) await bound.put(`${n}.${MODULE}.database`, JSON.stringify({ as: `${n}-user`, user: `${n}-user`, values: {} }));
   const vault = startVault(await m.connect(USERS.vault), []);
   vault.set(CREDENTIAL.name, CREDENTIAL.value);
@@ -64,7 +68,8 @@ async function matrixContext(m: IsolatedMesh): Promise<MatrixContext> {
   for (const n of [A, B]) await m.assign(n, MODULE);
   for (const n of [A, B]) await startApplied(m, n, LEVEL(n));
   const actors = new Map<string, NatsConnection>([['admin', m.admin]]);
-  for (const user of [USERS.seat, USERS.client(A), USERS.client(B), USERS.runner(A), USERS.runner(B)]) actors.set(user, await m.connect(user));
+  const users = [USERS.seat, USERS.vault, USERS.provider(PROVIDER), USERS.client(A), USERS.client(B), USERS.runner(A), USERS.runner(B), ...Object.values(NAMESAKES).map(USERS.client)];
+  for (const user of users) actors.set(user, await m.connect(user));
   return {
     admin: m.admin,
     as(user) {
@@ -75,16 +80,17 @@ async function matrixContext(m: IsolatedMesh): Promise<MatrixContext> {
     seatSaid: m.seatSaid,
     nodeSaid: (n) => m.node(n).log.lines.join('\n'),
     vaultAsked: () => vault.asked,
+    vaultIgnored: () => vault.ignored,
     archive: tar,
   };
 }
 
 test('the isolation matrix: every action by a real connection comes out as expected, as docs/isolation.md says', () =>
-  withIsolatedMesh({ nodes: [A, B], providers: [PROVIDER], archives: 'object' }, async (m) => {
+  withIsolatedMesh({ nodes: [A, B, ...Object.values(NAMESAKES)], providers: [PROVIDER], archives: 'object' }, async (m) => {
     const c = await matrixContext(m);
     const lines: MatrixLine[] = [];
     const wrong: string[] = [];
-    for (const row of ROWS) {
+    for (const row of [...ROWS, ...STREAM_ROWS]) {
       const observed = await row.run(c).catch((err: Error) => ({ verdict: 'error', how: err.message }));
       lines.push({ actor: row.actor, action: row.action, expected: row.expected, observed: `${observed.verdict}: ${observed.how}` });
       if (observed.verdict !== row.expected) wrong.push(`${row.actor}: ${row.action}: expected ${row.expected}, observed ${observed.verdict}: ${observed.how}`);
@@ -96,6 +102,26 @@ test('the isolation matrix: every action by a real connection comes out as expec
     // The product itself did nothing its grants refuse: every violation logged is a probe's.
     const product = m.violations().filter((l) => /nats\.js:(mesh-provisioner|node-provisioner)/.test(l));
     assert.equal(product, [], 'the seat and the clients were refused nothing');
+  }));
+
+/** The observed column of docs/isolation.md, by action. */
+function committedObserved(): Map<string, string> {
+  const rows = readFileSync(ISOLATION_DOC, 'utf8').split('\n').filter((l) => l.startsWith('| ')).map((l) => l.slice(2, -2).split(' | '));
+  return new Map(rows.map((cells) => [cells[1]!, cells[3]!]));
+}
+
+test('each row of issue 18 that a grant refuses comes out otherwise once that grant is wider', () =>
+  withIsolatedMesh({ nodes: [A, B, ...Object.values(NAMESAKES)], providers: [PROVIDER], archives: 'object', edit: widenGrants, initNodes: 200 }, async (m) => {
+    const c = await matrixContext(m);
+    const committed = committedObserved();
+    const same: string[] = [];
+    for (const row of GRANT_ROWS) {
+      const observed = await row.run(c).catch((err: Error) => ({ verdict: 'error', how: err.message }));
+      const line = `${observed.verdict}: ${observed.how}`;
+      if (!committed.has(row.action)) throw new Error(`docs/isolation.md has no row "${row.action}"`);
+      if (line === committed.get(row.action)) same.push(`${row.actor}: ${row.action}: still ${line}`);
+    }
+    assert.equal(same, [], `rows that did not flip:\n${same.join('\n')}`);
   }));
 
 test('with the seat’s bundle logged in as provisioner, a node fills a module from a file:// archive, records its needs and follows a change; the seat composes a new assignment and answers `query` run with its login', () =>

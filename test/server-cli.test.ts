@@ -7,12 +7,13 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import { ASSIGNMENTS, MODULES, NEEDS, PLANS, REGISTRY_BUCKET } from '../src/shared/buckets.ts';
-import { SEAT_INBOX_PREFIX } from '../src/shared/inbox.ts';
+import { INBOX_PREFIXES } from '../src/shared/inbox.ts';
 import { needKey } from '../src/shared/keys.ts';
 import { cleanupBundles, copyBundleAlone, ensureBuilt, hasNodeModulesAbove, ROOT, runBundle, startBundle, type Running, type Runtime } from './helpers/bundle.ts';
 import { startNats, type NatsServer } from './helpers/nats.ts';
 import { assignment, composition } from './helpers/seat.ts';
 import { waitFor } from './helpers/wait.ts';
+import { ensureKv } from '../src/shared/bus.ts';
 
 const VERSION = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version as string;
 const READY = /seat ready/;
@@ -81,8 +82,8 @@ async function composesAPlan(runtime: Runtime): Promise<void> {
   const running = seat(runtime, ['--nats', nats.url]);
   try {
     await running.waitForLog(READY, 15_000);
-    const modules = await kvm.create(MODULES);
-    const assignments = await kvm.create(ASSIGNMENTS);
+    const modules = await ensureKv(nc, MODULES, 1);
+    const assignments = await ensureKv(nc, ASSIGNMENTS, 1);
     await modules.put('web', JSON.stringify(composition('web', '7')));
     await assignments.put('n1.web', JSON.stringify(assignment('n1', 'web', '/srv/web/etc')));
 
@@ -93,7 +94,7 @@ async function composesAPlan(runtime: Runtime): Promise<void> {
     assert.equal(plan['secrets'], [{ name: 'api-key', vault: 'module/web/api-key' }]);
     // The seat's watch delivers to its own inbox (DESIGN §11: its user subscribes only `_INBOX_provisioner.>`).
     const delivers = await deliverSubjects(nc, `KV_${ASSIGNMENTS}`);
-    assert.ok(delivers.length > 0 && delivers.every((s) => s.startsWith(`${SEAT_INBOX_PREFIX}.`)), delivers.join(', '));
+    assert.ok(delivers.length > 0 && delivers.every((s) => s.startsWith(`${INBOX_PREFIXES.seat}.`)), delivers.join(', '));
 
     const asked = Date.now();
     running.child.kill('SIGTERM');
@@ -118,7 +119,7 @@ test('the seat bundle copied alone into an empty directory composes a plan under
 
 test('a seat user that may subscribe only _INBOX_provisioner.> and the verb serves, composes and answers a query', async () => {
   const nats = await startNats(`authorization { users = [
-    { user: seat, password: seat, permissions: { subscribe: ["${SEAT_INBOX_PREFIX}.>", "mesh-provisioner.provisioning"] } },
+    { user: seat, password: seat, permissions: { subscribe: ["${INBOX_PREFIXES.seat}.>", "mesh-provisioner.provisioning"] } },
     { user: test, password: test }
   ] }`);
   servers.push(nats);
@@ -128,8 +129,8 @@ test('a seat user that may subscribe only _INBOX_provisioner.> and the verb serv
   const login = ['--nats', nats.url, '--user', 'seat', '--password', 'seat'];
   const running = seat('node', login);
   await running.waitForLog(READY, 15_000);
-  const assignments = await kvm.create(ASSIGNMENTS);
-  await (await kvm.create(MODULES)).put('web', JSON.stringify(composition('web', '7')));
+  const assignments = await ensureKv(nc, ASSIGNMENTS, 1);
+  await (await ensureKv(nc, MODULES, 1)).put('web', JSON.stringify(composition('web', '7')));
   await assignments.put('n1.web', JSON.stringify(assignment('n1', 'web')));
   const plans = await waitFor('the plans bucket', () => opened(kvm, PLANS));
   assert.is((await waitFor('the plan n1.web', () => valueOf(plans, 'n1.web')))['build'], '7');

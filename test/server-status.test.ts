@@ -13,6 +13,7 @@ import { Catalogue, FleetSummary } from '../src/server/status-summary.ts';
 import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle, startBundle, type Running } from './helpers/bundle.ts';
 import { startNats, type NatsServer } from './helpers/nats.ts';
 import { composition } from './helpers/seat.ts';
+import { ensureKv } from '../src/shared/bus.ts';
 
 const MINUTE = 60_000;
 const DIGEST = 'sha256:' + 'b'.repeat(64);
@@ -77,8 +78,8 @@ test.before(async () => {
   nats = await startNats();
   nc = await connect({ servers: nats.url });
   const kvm = new Kvm(jetstream(nc));
-  await kvm.create(ASSIGNMENTS);
-  const modules = await kvm.create(MODULES);
+  await ensureKv(nc, ASSIGNMENTS, 1);
+  const modules = await ensureKv(nc, MODULES, 1);
   for (const m of ['web', 'api', 'cron']) await modules.put(m, JSON.stringify(composition(m, '1')));
   await modules.put('batch', JSON.stringify({ ...composition('batch', '3'), published: false }));
   seat = startBundle('node', dir, 'server', ['--nats', nats.url]);

@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
-import { ensureSeatKv, jsonBytes } from '../src/shared/bus.ts';
+import { ensureKv, jsonBytes } from '../src/shared/bus.ts';
 import { APPLIED, COLLECT, NEEDS, REGISTRY_BUCKET } from '../src/shared/buckets.ts';
 import { needKey } from '../src/shared/keys.ts';
 import { memoryLogger } from '../src/shared/log.ts';
@@ -100,7 +100,7 @@ const sortedKeys = (keys: Iterable<string>, prefix = '') => [...keys].filter((k)
 test.before(async () => {
   server = await startNats(AUTH);
   admin = await connect({ servers: server.url, user: 'admin', pass: 'admin' });
-  for (const bucket of [APPLIED, NEEDS, REGISTRY_BUCKET]) kv[bucket] = await ensureSeatKv(admin, bucket, 1);
+  for (const bucket of [APPLIED, NEEDS, REGISTRY_BUCKET]) kv[bucket] = await ensureKv(admin, bucket, 1);
   seat = await connect({ servers: server.url, user: 'seat', pass: 'seat', inboxPrefix: SEAT_INBOX });
   const keys: string[] = [];
   for (let n = 0; n < NODES; n++) for (let m = 0; m < MODULES; m++) keys.push(`${nodeName(n)}.${moduleName(m)}`);

@@ -4,7 +4,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { KV } from '@nats-io/kv';
-import { ensureSeatKv, jsonBytes } from '../src/shared/bus.ts';
+import { ensureKv, jsonBytes } from '../src/shared/bus.ts';
 import { APPLIED, COLLECT, NEEDS, REGISTRY_BUCKET } from '../src/shared/buckets.ts';
 import { collectKey, needKey } from '../src/shared/keys.ts';
 import { memoryLogger } from '../src/shared/log.ts';
@@ -50,7 +50,7 @@ const oddKeys = (reply: VerbReply) => reply.outOfShape.map((o) => o.key);
 test.before(async () => {
   server = await startNats();
   nc = await connect({ servers: server.url });
-  for (const bucket of [REGISTRY_BUCKET, NEEDS, APPLIED, COLLECT]) kv[bucket] = await ensureSeatKv(nc, bucket, 1);
+  for (const bucket of [REGISTRY_BUCKET, NEEDS, APPLIED, COLLECT]) kv[bucket] = await ensureKv(nc, bucket, 1);
 
   await put(REGISTRY_BUCKET, 'secret', { owner: 'mesh-vault', verb: 'mesh-vault.credential' });
   await put(REGISTRY_BUCKET, 'config', { owner: 'mesh-config', bucket: 'mesh-config_resolved', key: '<node>.<module>.<key>' });

@@ -7,6 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { refuseBadBucket } from '../shared/bucket-bind.ts';
+import { objBucket } from '../shared/bucket-spec.ts';
 import { fail, type Parsed } from '../shared/result.ts';
 import { directObjectReader } from './archive-direct.ts';
 
@@ -162,7 +164,19 @@ export function natsObjectFetcher(nc: NatsConnection): ObjectFetcher {
     return store;
   };
   const direct = directObjectReader(nc);
+  // DESIGN §3: a store holding more than its own subject is never read; checked once a process.
+  const checked = new Map<string, Promise<void>>();
+  const check = (bucket: string) => {
+    let done = checked.get(bucket);
+    if (!done) {
+      done = refuseBadBucket(nc, objBucket(bucket));
+      checked.set(bucket, done);
+      done.catch(() => checked.delete(bucket));
+    }
+    return done;
+  };
   return async (bucket, name, maxBytes = Number.POSITIVE_INFINITY) => {
+    await check(bucket);
     const read = await direct(bucket, name, maxBytes);
     if (read !== undefined) return read;
     let result;

@@ -3,7 +3,9 @@
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { openKv, watchConnection } from '../shared/bus.ts';
-import { APPLIED, COLLECT, NEEDS } from '../shared/buckets.ts';
+import { APPLIED, COLLECT, CONFIG, NEEDS, PLANS, REGISTRY_BUCKET } from '../shared/buckets.ts';
+import { refuseBadBucket } from '../shared/bucket-bind.ts';
+import { kvBucket } from '../shared/bucket-spec.ts';
 import { KvPublisher } from '../shared/kv-publisher.ts';
 import type { Logger } from '../shared/log.ts';
 import { loadArchive, natsObjectFetcher, type ArchiveLimits } from './archive.ts';
@@ -57,6 +59,9 @@ function keyWriter(nc: NatsConnection, bucket: string, kv: KV, inboxPrefix: stri
   return { put: (key, value) => publisher.put(key, value), delete: (key) => kv.delete(key) };
 }
 
+/** The buckets every client binds (a provider's `<provider>_bound` is checked when a plan names it). */
+const CLIENT_BUCKETS = [PLANS, REGISTRY_BUCKET, CONFIG, NEEDS, APPLIED, COLLECT];
+
 /** How long the start waits for the sources' buckets (and the node's stored needs) before filling what it can. */
 export const START_WAIT_MS = 2000;
 
@@ -73,6 +78,9 @@ async function within<T, L>(promise: Promise<T>, ms: number, late: L): Promise<T
 /** Starts the client of `node`: resolves once the first fill of every module is asked for. */
 export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClient> {
   const { nc, node, log } = opts;
+  // DESIGN §3: a bucket that holds more than its own subject is refused at start (the client exits 1);
+  // a node reads the stream configuration only of the buckets it reads whole, the others pass unchecked.
+  await Promise.all(CLIENT_BUCKETS.map((b) => refuseBadBucket(nc, kvBucket(b), (line) => log.warn(line))));
   const [needsKv, appliedKv, collectKv] = await Promise.all([openKv(nc, NEEDS), openKv(nc, APPLIED), openKv(nc, COLLECT)]);
   // Read beside the watches: handed to the reporter before the first fills (see settleStoredNeeds).
   const storedNeeds = readStoredNeeds(nc, node, log);

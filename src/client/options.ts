@@ -5,6 +5,7 @@ import type { BusOptions } from '../shared/bus.ts';
 import { BUS_FLAGS, busOptionsFrom } from '../shared/bus-flags.ts';
 import { DEFAULT_FILL_SOCKET } from '../shared/fill-protocol.ts';
 import { describeFlags, parseFlags, type FlagSpec } from '../shared/flags.ts';
+import { INBOX_PREFIXES } from '../shared/inbox.ts';
 import { isName } from '../shared/keys.ts';
 import type { Parsed } from '../shared/result.ts';
 import { DEFAULT_ENGINE_TIMEOUT_MS } from './engine.ts';
@@ -112,7 +113,7 @@ export function parseClientOptions(argv: readonly string[], env: NodeJS.ProcessE
   const node = values['node'] as string | undefined;
   if (!node) return { ok: false, reason: '--node is required (or MESH_NODE)' };
   if (!isName(node)) return { ok: false, reason: `--node: "${node}" is not a valid node name` };
-  const bus = busOptionsFrom(values, `node-provisioner ${node}`, `_INBOX_${node}`);
+  const bus = busOptionsFrom(values, `node-provisioner ${node}`, INBOX_PREFIXES.node(node));
   if (!bus.ok) return bus;
   const engineTimeoutMs = parseSeconds('--engine-timeout', values['engine-timeout'] as string | undefined, DEFAULT_ENGINE_TIMEOUT_MS);
   if (!engineTimeoutMs.ok) return engineTimeoutMs;

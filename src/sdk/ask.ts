@@ -3,6 +3,7 @@
 // environment it sets, or the options), never chosen by the module's code.
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectBus, jsonBytes } from '../shared/bus.ts';
+import { INBOX_PREFIXES } from '../shared/inbox.ts';
 import { askSubject, changedSubject } from '../shared/subjects.ts';
 
 /** An ask the client answered with `{error}`, or could not be made. */
@@ -69,12 +70,17 @@ export function asker(opts: AskerOptions): Asker {
 
 let fromEnvironment: Promise<Asker> | undefined;
 
-/** The asker the tool runner's environment names: MESH_NATS_URL, MESH_NODE, MESH_MODULE. */
+/**
+ * The asker the tool runner's environment names: MESH_NATS_URL, MESH_NODE, MESH_MODULE, and
+ * MESH_NATS_NKEY (the runner's seed, `runner.<node>` on the bus `bus-config` generates), with the
+ * runner's inbox prefix (DESIGN §11, §13).
+ */
 function environmentAsker(): Promise<Asker> {
   fromEnvironment ??= (async () => {
-    const { MESH_NATS_URL: url, MESH_NODE: node, MESH_MODULE: module } = process.env;
+    const { MESH_NATS_URL: url, MESH_NODE: node, MESH_MODULE: module, MESH_NATS_NKEY: nkey } = process.env;
     if (!node || !module) throw new AskError('MESH_NODE and MESH_MODULE are not set: the tool runner names the module');
-    const nc = await connectBus({ servers: (url ?? 'nats://127.0.0.1:4222').split(','), name: `module ${module}`, inboxPrefix: `_INBOX_${node}` }, true);
+    const servers = (url ?? 'nats://127.0.0.1:4222').split(',');
+    const nc = await connectBus({ servers, name: `module ${module}`, inboxPrefix: INBOX_PREFIXES.runner(node), ...(nkey ? { nkey } : {}) }, true);
     return asker({ nc, node, module });
   })();
   return fromEnvironment;

@@ -5,7 +5,7 @@
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import * as v from 'valibot';
-import { ensureSeatKv, jsonBytes, readAll, sameBytes } from '../shared/bus.ts';
+import { ensureKv, jsonBytes, readAll, sameBytes } from '../shared/bus.ts';
 import { boundBucket, isName, parseBoundKey } from '../shared/keys.ts';
 import { createLogger, underSystemd } from '../shared/log.ts';
 import { BoundEntrySchema, decodeJson, tokenProblem } from '../shared/schemas.ts';
@@ -184,7 +184,7 @@ class ProviderLoop {
 
   /** Opens (creating when missing) the bucket and takes what it holds for this provision as served. */
   async #start(): Promise<void> {
-    const kv = await ensureSeatKv(this.#o.nc, this.#bucket, this.#o.replicas ?? 1);
+    const kv = await ensureKv(this.#o.nc, this.#bucket, this.#o.replicas ?? 1);
     for (const [key, bytes] of await readAll(this.#o.nc, this.#bucket, '>')) {
       const parsed = parseBoundKey(key);
       if (!parsed.ok) {

@@ -2,10 +2,13 @@
 import type { BusOptions } from '../shared/bus.ts';
 import { BUS_FLAGS, busOptionsFrom } from '../shared/bus-flags.ts';
 import { DEFAULT_ARCHIVES } from '../shared/buckets.ts';
+import { CONSUMERS_BESIDE_NODES, CONSUMERS_PER_NODE, DEFAULT_MESH_NODES } from '../shared/bucket-spec.ts';
+import type { InitRequest } from './init.ts';
 import { VERB_WHATS } from '../shared/schemas.ts';
 import { describeFlags, parseFlags, type FlagSpec } from '../shared/flags.ts';
 import { DEFAULT_STATUS_LIMIT } from './status.ts';
 import { isName } from '../shared/keys.ts';
+import { loginCollision } from './bus-config.ts';
 import type { Parsed } from '../shared/result.ts';
 
 const VERB_WHATS_LIST: readonly string[] = VERB_WHATS;
@@ -34,6 +37,14 @@ const STATUS_FLAGS: readonly FlagSpec[] = [
   ...BUS_FLAGS,
   { name: 'limit', type: 'int', arg: 'N', help: `reports per request (default ${DEFAULT_STATUS_LIMIT})` },
   { name: 'json', type: 'bool', help: 'print JSON instead of tables' },
+];
+
+const INIT_FLAGS: readonly FlagSpec[] = [
+  ...BUS_FLAGS,
+  { name: 'replicas', env: 'MESH_REPLICAS', type: 'int', arg: 'N', help: `copies each bucket keeps, 1–5 (default ${DEFAULT_REPLICAS})` },
+  { name: 'provider', type: 'list', arg: 'NAME', help: 'a provider whose <NAME>_bound bucket to create (repeat)' },
+  { name: 'nodes', type: 'int', arg: 'N', help: `the nodes the mesh will have; each stream allows ${CONSUMERS_PER_NODE} consumers a node and ${CONSUMERS_BESIDE_NODES} more, fixed when it is created (default ${DEFAULT_MESH_NODES})` },
+  { name: 'archives', env: 'MESH_ARCHIVES_BUCKET', type: 'string', arg: 'BUCKET', help: `object-store bucket of module archives (default ${DEFAULT_ARCHIVES})` },
 ];
 
 /** Where bus-config keeps the seeds when --credentials is not given. */
@@ -67,6 +78,9 @@ export type BusConfigOptions = {
   storeDir: string;
 };
 
+/** What init was asked for. */
+export type InitOptions = { command: 'init'; bus: BusOptions } & InitRequest;
+
 /** What the seat was asked to do. */
 export type ServerOptions =
   | { command: 'help'; text: string }
@@ -74,7 +88,8 @@ export type ServerOptions =
   | { command: 'serve'; bus: BusOptions; archives: string; replicas: number; debug: boolean }
   | { command: 'query'; bus: BusOptions; what: string; node?: string; module?: string; collection?: string; contributor?: string; limit?: number; json: boolean }
   | { command: 'status'; bus: BusOptions; node?: string; module?: string; limit?: number; json: boolean }
-  | BusConfigOptions;
+  | BusConfigOptions
+  | InitOptions;
 
 /** The text of --help. */
 export function serverHelp(): string {
@@ -85,6 +100,7 @@ export function serverHelp(): string {
     '       node dist/server.js query <registry|needs|applied|collect> [flags]',
     '       node dist/server.js status [<node> [<module>]] [flags]',
     '       node dist/server.js bus-config --node NAME [--node NAME …] [--provider NAME …] [flags]',
+    '       node dist/server.js init [--replicas N] [--provider NAME …] [--nodes N] [flags]   (with the admin login)',
     '',
     'flags:',
     describeFlags(SERVE_FLAGS),
@@ -101,6 +117,11 @@ export function serverHelp(): string {
     'bus-config flags:',
     describeFlags(BUS_CONFIG_FLAGS),
     '',
+    'init creates every bucket of the mesh (the seat\'s six, the inputs, the archives store, each provider\'s',
+    '<NAME>_bound) with exactly its own subject, hardened, and a bounded max_consumers; run it with the admin',
+    'login before the seat, and again when a provider is added. init flags:',
+    describeFlags(INIT_FLAGS.filter((f) => !BUS_FLAGS.includes(f))),
+    '',
     'SIGTERM drains and exits 0. Logs go to stderr, with sd-daemon prefixes under systemd.',
   ].join('\n');
 }
@@ -109,6 +130,7 @@ export function serverHelp(): string {
 export function parseServerOptions(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
   if (argv[0] === 'bus-config') return parseBusConfig(argv.slice(1), env);
   if (argv[0] === 'status') return parseStatus(argv.slice(1), env);
+  if (argv[0] === 'init') return parseInit(argv.slice(1), env);
   const query = argv[0] === 'query';
   const parsed = parseFlags(query ? argv.slice(1) : argv, env, query ? QUERY_FLAGS : SERVE_FLAGS);
   if (!parsed.ok) return parsed;
@@ -176,6 +198,8 @@ function parseBusConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed
     const bad = names.find((n) => !isName(n));
     if (bad !== undefined) return { ok: false, reason: `${flag}: "${bad}" is not a valid name (a-z, 0-9 and -, at most 63)` };
   }
+  const clash = loginCollision({ nodes, providers });
+  if (clash) return { ok: false, reason: `bus-config: ${clash}` };
   const archives = (values['archives'] as string | undefined) ?? DEFAULT_ARCHIVES;
   if (!/^[A-Za-z0-9_-]+$/.test(archives)) return { ok: false, reason: `--archives: "${archives}" is not a valid bucket name` };
   const listen = (values['listen'] as string | undefined) ?? DEFAULT_LISTEN;
@@ -192,3 +216,27 @@ function parseBusConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed
     },
   };
 }
+
+function parseInit(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
+  const parsed = parseFlags(argv, env, INIT_FLAGS);
+  if (!parsed.ok) return parsed;
+  const { values, positional, help, version } = parsed.value;
+  if (help) return { ok: true, value: { command: 'help', text: serverHelp() } };
+  if (version) return { ok: true, value: { command: 'version' } };
+  if (positional.length > 0) return { ok: false, reason: `unexpected argument "${positional[0]}" (see --help)` };
+  const bus = busOptionsFrom(values, 'mesh-provisioner init');
+  if (!bus.ok) return bus;
+  const replicas = (values['replicas'] as number | undefined) ?? DEFAULT_REPLICAS;
+  if (replicas < 1 || replicas > 5) return { ok: false, reason: `--replicas must be 1 to 5, got ${replicas}` };
+  const nodes = (values['nodes'] as number | undefined) ?? DEFAULT_MESH_NODES;
+  if (nodes < 1 || nodes > MAX_MESH_NODES) return { ok: false, reason: `--nodes must be 1 to ${MAX_MESH_NODES}, got ${nodes}` };
+  const providers = (values['provider'] as string[] | undefined) ?? [];
+  const bad = providers.find((p) => !isName(p));
+  if (bad !== undefined) return { ok: false, reason: `--provider: "${bad}" is not a valid name (a-z, 0-9 and -, at most 63)` };
+  const archives = (values['archives'] as string | undefined) ?? DEFAULT_ARCHIVES;
+  if (!/^[A-Za-z0-9_-]+$/.test(archives)) return { ok: false, reason: `--archives: "${archives}" is not a valid bucket name` };
+  return { ok: true, value: { command: 'init', bus: bus.value, replicas, nodes, providers, archives } };
+}
+
+/** The most nodes `init --nodes` takes. */
+export const MAX_MESH_NODES = 100_000;

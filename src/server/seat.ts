@@ -1,9 +1,9 @@
 // Wires the seat: its buckets, the registry, the verb, and the composer fed by watches.
 import { HEALTH_SUBJECT } from '../shared/subjects.ts';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { jetstream } from '@nats-io/jetstream';
-import { Objm } from '@nats-io/obj';
-import { ensureSeatKv, jsonBytes, watchBucket } from '../shared/bus.ts';
+import { bindWhenThere, ensureBucket, refuseBadBucket } from '../shared/bucket-bind.ts';
+import { DEFAULT_MESH_NODES, kvBucket, maxConsumersFor, objBucket } from '../shared/bucket-spec.ts';
+import { ensureKv, jsonBytes, watchBucket } from '../shared/bus.ts';
 import { ASSIGNMENTS, MODULES, PLANS, REGISTRY_BUCKET, SEAT_BUCKETS } from '../shared/buckets.ts';
 import type { Logger } from '../shared/log.ts';
 import { Composer, type PassSummary } from './composer.ts';
@@ -28,11 +28,23 @@ export type SeatOptions = {
 /** A running seat. */
 export type Seat = { composer: Composer; stop(): Promise<void> };
 
-/** Starts the seat; resolves once its buckets exist and the registry is written. */
+/**
+ * Starts the seat; resolves once its buckets are bound and the registry is written. A bucket that is
+ * missing and not the seat's to create (a bus with isolation, before `init`) is waited for; one that
+ * holds more than its bucket rejects (DESIGN §3: the seat refuses to run on it).
+ */
 export async function startSeat(opts: SeatOptions): Promise<Seat> {
   const { nc, log } = opts;
-  const kvs = new Map(await Promise.all(SEAT_BUCKETS.map(async (b) => [b, await ensureSeatKv(nc, b, opts.replicas)] as const)));
-  await new Objm(jetstream(nc)).create(opts.archives, { replicas: opts.replicas });
+  const warn = (line: string) => log.warn(line);
+  const bind = async () => {
+    // The inputs it watches are checked too (a missing one is waited for by its watch).
+    await Promise.all([ASSIGNMENTS, MODULES].map((b) => refuseBadBucket(nc, kvBucket(b), warn)));
+    const kvs = new Map(await Promise.all(SEAT_BUCKETS.map(async (b) => [b, await ensureKv(nc, b, opts.replicas, warn)] as const)));
+    await ensureBucket(nc, objBucket(opts.archives), { replicas: opts.replicas, maxConsumers: maxConsumersFor(DEFAULT_MESH_NODES) }, warn);
+    return kvs;
+  };
+  const kvs = await bindWhenThere(bind, log, () => nc.isClosed());
+  if (!kvs) throw new Error('the connection closed before the seat\'s buckets were there');
 
   const registry = kvs.get(REGISTRY_BUCKET)!;
   await syncRegistry(nc, registry, log);

@@ -1,8 +1,10 @@
 // Connecting to the bus, opening and creating KV buckets, and watching keys with a caught-up signal.
 import { readFileSync } from 'node:fs';
 import { connect, credsAuthenticator, nkeyAuthenticator, type NatsConnection } from '@nats-io/transport-node';
-import { DeliverPolicy, DiscardPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { DeliverPolicy, jetstream } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
+import { BucketRefusedError, ensureBucket, refuseBadBucket } from './bucket-bind.ts';
+import { DEFAULT_MESH_NODES, kvBucket, maxConsumersFor } from './bucket-spec.ts';
 import { retryWithBackoff, timerSleep, type Sleep } from './retry.ts';
 import { keepWatch, type KeeperLog, type OrderedConsumerInternals, type WatchKeeper } from './watch-keeper.ts';
 
@@ -70,26 +72,13 @@ export async function openKv(nc: NatsConnection, bucket: string): Promise<KV> {
   return new Kvm(jetstream(nc)).open(bucket, { allow_direct: true });
 }
 
-/** Creates a seat bucket hardened (DESIGN §11) when it is missing, and opens it. */
-export async function ensureSeatKv(nc: NatsConnection, bucket: string, replicas: number): Promise<KV> {
-  const jsm = await jetstreamManager(nc);
-  const stream = `KV_${bucket}`;
-  try {
-    await jsm.streams.info(stream);
-  } catch (err) {
-    if (!/stream not found/i.test(String((err as Error).message))) throw err;
-    await jsm.streams.add({
-      name: stream,
-      subjects: [`$KV.${bucket}.>`],
-      max_msgs_per_subject: 1,
-      discard: DiscardPolicy.New,
-      allow_direct: true,
-      allow_rollup_hdrs: false,
-      deny_delete: true,
-      deny_purge: true,
-      num_replicas: replicas,
-    });
-  }
+/**
+ * Binds a key/value bucket the caller keeps (the seat its six, a provider its `<provider>_bound`):
+ * refused when it holds more than its bucket, created hardened when missing and the login may create
+ * streams (a bus without isolation; on one with isolation `init` has made it), and opened.
+ */
+export async function ensureKv(nc: NatsConnection, bucket: string, replicas: number, warn?: (line: string) => void): Promise<KV> {
+  await ensureBucket(nc, kvBucket(bucket), { replicas, maxConsumers: maxConsumersFor(DEFAULT_MESH_NODES) }, warn);
   return openKv(nc, bucket);
 }
 
@@ -167,18 +156,23 @@ export async function watchKv(
 export const MAX_WATCH_RETRY_MS = 5000;
 
 /**
- * Watches `filter` of `bucket`, waiting for the bucket while it is missing (or not yet granted):
- * a new reason is logged once, and the wait doubles up to MAX_WATCH_RETRY_MS.
+ * Watches `filter` of `bucket`, waiting for the bucket while it is missing (or not yet granted), or
+ * holds more than its bucket (refused, bucket-bind.ts): a new reason is logged once, and the wait
+ * doubles up to MAX_WATCH_RETRY_MS.
  */
 export function watchBucket(
   nc: NatsConnection,
   bucket: string,
   filter: string,
   onEvent: (event: WatchEvent) => void,
-  log: { notice(line: string): void; debug(line: string): void; warn(line: string): void },
+  log: { notice(line: string): void; debug(line: string): void; warn(line: string): void; error(line: string): void },
 ): Watch {
   return waitForWatch(`bucket ${bucket} (${filter})`, log, {
-    open: () => watchKv(nc, bucket, filter, onEvent, log),
+    // Checked at each bind: a stream that holds more than its bucket is never watched.
+    open: async () => {
+      await refuseBadBucket(nc, kvBucket(bucket), (line) => log.warn(line));
+      return watchKv(nc, bucket, filter, onEvent, log);
+    },
     closed: () => nc.isClosed(),
     sleep: timerSleep,
   });
@@ -198,7 +192,7 @@ export type WatchWait = {
  * Opens a watch of `what` (`bucket B (F)`), trying again while it fails with a wait doubling up to
  * MAX_WATCH_RETRY_MS; a new reason is logged once at notice, its repeats at debug.
  */
-export function waitForWatch(what: string, log: { notice(line: string): void; debug(line: string): void }, wait: WatchWait): Watch {
+export function waitForWatch(what: string, log: { notice(line: string): void; debug(line: string): void; error?(line: string): void }, wait: WatchWait): Watch {
   let stopped = false;
   let watch: Watch | undefined;
   let said = '';
@@ -212,8 +206,9 @@ export function waitForWatch(what: string, log: { notice(line: string): void; de
         if (wait.closed()) return false;
         // A bucket not created yet, or no responders under a node's grants, looks the same: wait,
         // saying it once per reason and the retries only at debug.
-        const line = `waiting for ${what}: ${describeBusError(err instanceof Error ? err : new Error(String(err)))}`;
-        if (line !== said) log.notice(line);
+        const refused = err instanceof BucketRefusedError;
+        const line = `waiting for ${what}: ${refused ? err.message : describeBusError(err instanceof Error ? err : new Error(String(err)))}`;
+        if (line !== said) (refused && log.error ? log.error : log.notice)(line);
         else log.debug(`${line} (retrying)`);
         said = line;
         return true;

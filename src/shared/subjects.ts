@@ -23,3 +23,8 @@ export function askSubject(node: string): string {
 export function changedSubject(node: string, module: string): string {
   return `prov.changed.${node}.${module}`;
 }
+
+/** The subject a node's ask of VAULT_CREDENTIAL reaches the vault on, through its account's import (DESIGN §11). */
+export function vaultCredentialOf(node: string): string {
+  return `${VAULT_CREDENTIAL}.${node}`;
+}

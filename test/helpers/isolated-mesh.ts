@@ -12,7 +12,7 @@ import { connectBus } from '../../src/shared/bus.ts';
 import { DEFAULT_ARCHIVES } from '../../src/shared/buckets.ts';
 import { memoryLogger } from '../../src/shared/log.ts';
 import type { Report } from '../../src/shared/schemas.ts';
-import { INBOX_PREFIXES, renderBusConfig, USERS, usersOf } from '../../src/server/bus-config.ts';
+import { INBOX_PREFIXES, inboxPrefixesOf, renderBusConfig, USERS, usersOf } from '../../src/server/bus-config.ts';
 import { loadOrCreateLogins, seedFile } from '../../src/server/bus-credentials.ts';
 import { startSeat } from '../../src/server/seat.ts';
 import { createEngineClient } from '../../src/client/engine.ts';
@@ -36,6 +36,8 @@ export type IsolatedMeshOptions = {
   seat?: 'in-process' | 'process';
   /** Turns the generated configuration into the one run: only to check that a matrix row flips when a grant is wider. */
   edit?: (config: string) => string;
+  /** The nodes `init` makes each stream's bound on consumers for (default: the number of `nodes`). */
+  initNodes?: number;
 };
 
 /** A node of the mesh: its engine and paths as any mesh node, its client in this process, logged in as `provisioner.<node>`. */
@@ -81,16 +83,6 @@ export type IsolatedMesh = {
   close(): Promise<void>;
 };
 
-/** The inbox prefix each user's grants allow (admin's are whole: nats.js's default). */
-function inboxPrefixes(nodes: readonly string[], providers: readonly string[]): Map<string, string> {
-  return new Map([
-    [USERS.seat, INBOX_PREFIXES.seat],
-    [USERS.vault, INBOX_PREFIXES.vault],
-    ...providers.map((p) => [USERS.provider(p), INBOX_PREFIXES.provider(p)] as const),
-    ...nodes.flatMap((n) => [[USERS.client(n), INBOX_PREFIXES.client(n)], [USERS.runner(n), INBOX_PREFIXES.runner(n)]] as const),
-  ]);
-}
-
 /** The bus of the mesh: nats-server on the generated configuration and a way to log in as each user. */
 type GeneratedBus = Pick<IsolatedMesh, 'nats' | 'dir' | 'violations' | 'nkey' | 'connect'>;
 
@@ -118,7 +110,7 @@ async function startGeneratedBus(opts: IsolatedMeshOptions, undo: Undo): Promise
     whole: (where) => (opts.edit ?? ((c) => c))(renderBusConfig({ nodes: opts.nodes, providers, archives: DEFAULT_ARCHIVES, ...where, publicKeys })),
   });
   undo(() => nats.cleanup());
-  const prefixes = inboxPrefixes(opts.nodes, providers);
+  const prefixes = inboxPrefixesOf({ nodes: opts.nodes, providers });
   const nkey = (user: string) => seedFile(credentials, user);
   return {
     nats, dir, nkey,
@@ -132,6 +124,21 @@ async function startGeneratedBus(opts: IsolatedMeshOptions, undo: Undo): Promise
   };
 }
 
+/** The generated bus alone (nothing created on it, no seat), with admin's connection: what an operator has before `init`. */
+export async function startMeshBus(opts: Pick<IsolatedMeshOptions, 'nodes' | 'providers'>): Promise<GeneratedBus & { admin: NatsConnection; close(): Promise<void> }> {
+  const steps: (() => unknown)[] = [];
+  const close = async () => {
+    for (const step of steps.splice(0).reverse()) await Promise.resolve().then(step).catch(() => {});
+  };
+  try {
+    const bus = await startGeneratedBus(opts, (step) => void steps.push(step));
+    return { ...bus, admin: await bus.connect(USERS.admin), close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
 /** Starts nats-server on the generated configuration, the seat as `provisioner` and the input buckets. */
 export async function startIsolatedMesh(opts: IsolatedMeshOptions): Promise<IsolatedMesh> {
   const steps: (() => unknown)[] = [];
@@ -142,6 +149,9 @@ export async function startIsolatedMesh(opts: IsolatedMeshOptions): Promise<Isol
   try {
     const bus = await startGeneratedBus(opts, undo);
     const admin = await bus.connect(USERS.admin);
+    // As an operator does: every bucket made by `init`, run with the admin login; no other login may.
+    const init = await runServer(['init', '--nats', bus.nats.url, '--nkey', bus.nkey(USERS.admin), '--nodes', String(opts.initNodes ?? opts.nodes.length), ...(opts.providers ?? []).flatMap((p) => ['--provider', p])]);
+    if (init.code !== 0) throw new Error(`init exited ${init.code}: ${init.stdout}${init.stderr}`);
     const seat = await (opts.seat === 'process' ? seatProcess(bus) : seatInProcess(bus));
     undo(() => seat.stop());
     const seatSaid = () => seat.said();
@@ -210,7 +220,7 @@ function isolatedNode(paths: { name: string; dir: string; url: string; archiveDi
       const nc = await connect(USERS.client(name), `node-provisioner ${name}`);
       const engine = createEngineClient({ socketPath: base.socketPath, log: base.log, pollMs: 50 });
       const started = await startNodeClient({
-        nc, node: name, inboxPrefix: INBOX_PREFIXES.client(name), engine, log: base.log,
+        nc, node: name, inboxPrefix: INBOX_PREFIXES.node(name), engine, log: base.log,
         cacheDir: base.cacheDir, settleMs: DEFAULT_TEST_SETTLE_MS, archiveDir: paths.archiveDir,
       });
       // Stopped before its connection closes (the steps are undone newest first).

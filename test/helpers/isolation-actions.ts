@@ -5,7 +5,7 @@ import { createInbox, headers, type NatsConnection } from '@nats-io/transport-no
 import { jsonBytes, openKv, watchKv } from '../../src/shared/bus.ts';
 import { APPLIED, COLLECT, CONFIG, NEEDS } from '../../src/shared/buckets.ts';
 import { collectKey, needKey } from '../../src/shared/keys.ts';
-import { USERS } from '../../src/server/bus-config.ts';
+import { INBOX_PREFIXES, USERS } from '../../src/server/bus-config.ts';
 import { apiError, judgeRead, judgeWrite, PROBE_TIMEOUT_MS, refusal, SETTLE_MS, stored, type Observed, type Verdict } from './isolation-probe.ts';
 import { sleep } from './wait.ts';
 
@@ -18,8 +18,8 @@ export const PROVIDER = 'pg';
 export const COLLECTION = 'shell:zsh:normal';
 /** The config value each node's module has, by node. */
 export const LEVEL = (node: string) => `${node}-level`;
-/** The vault name of A's credential, and the credential. */
-export const CREDENTIAL = { name: `pair/${PROVIDER}/database/${A}/${MODULE}`, value: 'na-credential' };
+/** The vault name of nb.web's credential (whose plan binds PROVIDER on na), and the credential. */
+export const CREDENTIAL = { name: `pair/${PROVIDER}/database/${B}/${MODULE}`, value: 'nb-credential' };
 
 /** What a row runs against: the actors' connections and what the handlers said. */
 export type MatrixContext = {
@@ -33,6 +33,8 @@ export type MatrixContext = {
   nodeSaid(node: string): string;
   /** The names the vault was asked, in order. */
   vaultAsked(): readonly string[];
+  /** The requests the vault ignored (`<subject> reply <reply>`), in order. */
+  vaultIgnored(): readonly string[];
   /** The archive's bytes as published. */
   archive: Uint8Array;
 };
@@ -95,7 +97,7 @@ export async function pushConsumer(nc: NatsConnection, bucket: string, filter: s
 
 /** Reads the first value a consumer created on `subject` for `filter` delivers to the actor's own inbox. */
 export async function consumerRead(nc: NatsConnection, subject: string, filter: string, name?: string): Promise<string | null> {
-  const inbox = createInbox(`_INBOX_${A}`);
+  const inbox = createInbox(INBOX_PREFIXES.node(A));
   const sub = nc.subscribe(inbox, { max: 1 });
   try {
     const body = { stream_name: `KV_${CONFIG}`, config: { ...(name ? { name } : {}), deliver_subject: inbox, filter_subject: kvSubject(CONFIG, filter), deliver_policy: 'all', ack_policy: 'none' } };

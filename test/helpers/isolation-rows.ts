@@ -6,7 +6,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { jsonBytes, openKv, watchKv } from '../../src/shared/bus.ts';
 import { APPLIED, COLLECT, CONFIG, DEFAULT_ARCHIVES, NEEDS, PLANS, REGISTRY_BUCKET } from '../../src/shared/buckets.ts';
 import { askSubject, PROVISIONING_VERB, VAULT_CREDENTIAL } from '../../src/shared/subjects.ts';
-import { boundBucket, USERS } from '../../src/server/bus-config.ts';
+import { boundBucket, INBOX_PREFIXES, USERS } from '../../src/server/bus-config.ts';
 import { directObjectReader } from '../../src/client/archive-direct.ts';
 import {
   A, B, client, consumerRead, CREDENTIAL, foreignWrite, forgedReply, key, kvGet, kvSubject, LEVEL, MODULE, ownWrite, PROVIDER,
@@ -170,9 +170,9 @@ export const ROWS: readonly Row[] = [
   },
 
   {
-    actor: client, action: `subscribe to nb's inbox \`_INBOX_${B}.>\` while nb watches its values`, expected: 'refused',
+    actor: client, action: `subscribe to nb's inbox \`${INBOX_PREFIXES.node(B)}.>\` while nb watches its values`, expected: 'refused',
     async run(c) {
-      const sub = c.as(client).subscribe(`_INBOX_${B}.>`);
+      const sub = c.as(client).subscribe(`${INBOX_PREFIXES.node(B)}.>`);
       const closed = sub.closed.then((e) => (e instanceof Error ? refusal(e) : 'closed'));
       const w = await watchKv(c.as(USERS.client(B)), CONFIG, `${B}.>`, () => {});
       await w.caughtUp;
@@ -210,18 +210,13 @@ export const ROWS: readonly Row[] = [
     async run(c) {
       const jsm = await jetstreamManager(c.admin);
       let name: string | undefined;
-      for await (const ci of jsm.consumers.list(`KV_${CONFIG}`)) if (ci.push_bound && ci.config.deliver_subject?.startsWith(`_INBOX_${B}.`)) name = ci.name;
+      for await (const ci of jsm.consumers.list(`KV_${CONFIG}`)) if (ci.push_bound && ci.config.deliver_subject?.startsWith(`${INBOX_PREFIXES.node(B)}.`)) name = ci.name;
       if (!name) throw new Error("nb's client has no bound consumer of its values");
       const said = await attempt(async () => apiError((await c.as(client).request(`$JS.API.CONSUMER.DELETE.KV_${CONFIG}.${name}`, Empty, { timeout: PROBE_TIMEOUT_MS })).data));
       await sleep(SETTLE_MS);
       const kept = await jsm.consumers.info(`KV_${CONFIG}`, name).then(() => true, () => false);
       return kept ? { verdict: 'refused', how: `${said.ok ? said.value ?? 'answered' : said.why}; the consumer is still there` } : { verdict: 'allowed', how: 'the consumer is gone' };
     },
-  },
-  {
-    actor: client, action: `ask the vault (\`${VAULT_CREDENTIAL}\`) for its own credential`, expected: 'allowed',
-    run: (c) => judgeRead(CREDENTIAL.value, async () =>
-      (await c.as(client).request(VAULT_CREDENTIAL, jsonBytes({ name: CREDENTIAL.name }), { timeout: PROBE_TIMEOUT_MS })).json<{ value?: string }>().value ?? null, 'the vault answered it'),
   },
   {
     actor: client, action: `ask the vault with reply=\`$KV.${APPLIED}.${key.report(B)}\``, expected: 'refused',

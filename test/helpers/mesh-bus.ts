@@ -6,7 +6,7 @@ import type { KV } from '@nats-io/kv';
 import { jetstream } from '@nats-io/jetstream';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { ensureSeatKv, openKv } from '../../src/shared/bus.ts';
+import { ensureKv, openKv } from '../../src/shared/bus.ts';
 import { APPLIED, ASSIGNMENTS, CONFIG, DEFAULT_ARCHIVES, MODULES, NEEDS, PLANS } from '../../src/shared/buckets.ts';
 import { memoryLogger } from '../../src/shared/log.ts';
 import { startSeat } from '../../src/server/seat.ts';
@@ -68,7 +68,7 @@ export async function startMeshSeat(kind: SeatKind, opts: { url: string; nc: Nat
  * keeping `replicas` copies (3 on a three-server cluster), and opens them.
  */
 export async function createInputBuckets(nc: NatsConnection, replicas = 1): Promise<InputBuckets> {
-  const [assignments, modules, config] = await Promise.all([ASSIGNMENTS, MODULES, CONFIG].map((b) => ensureSeatKv(nc, b, replicas)));
+  const [assignments, modules, config] = await Promise.all([ASSIGNMENTS, MODULES, CONFIG].map((b) => ensureKv(nc, b, replicas)));
   return { assignments: assignments!, modules: modules!, config: config! };
 }
 

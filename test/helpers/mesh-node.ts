@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectBus } from '../../src/shared/bus.ts';
+import { INBOX_PREFIXES } from '../../src/shared/inbox.ts';
 import { memoryLogger } from '../../src/shared/log.ts';
 import { createEngineClient, type EngineClient } from '../../src/client/engine.ts';
 import { startNodeClient, type NodeClient } from '../../src/client/node.ts';
@@ -138,8 +139,8 @@ export function createMeshNode(opts: MeshNodeOptions): MeshNode {
     },
     async startClient(settleMs = DEFAULT_TEST_SETTLE_MS) {
       const engineClient = createEngineClient({ socketPath: paths.socketPath, log, pollMs: 50 });
-      const nc = await connectBus({ servers: [opts.url], name: `node-provisioner ${opts.name}`, inboxPrefix: `_INBOX_${opts.name}`, ...opts.login });
-      const started = await startNodeClient({ nc, node: opts.name, inboxPrefix: `_INBOX_${opts.name}`, engine: engineClient, log, cacheDir: paths.cacheDir, settleMs, archiveDir: opts.archiveDir });
+      const nc = await connectBus({ servers: [opts.url], name: `node-provisioner ${opts.name}`, inboxPrefix: INBOX_PREFIXES.node(opts.name), ...opts.login });
+      const started = await startNodeClient({ nc, node: opts.name, inboxPrefix: INBOX_PREFIXES.node(opts.name), engine: engineClient, log, cacheDir: paths.cacheDir, settleMs, archiveDir: opts.archiveDir });
       client = { client: started, nc, engine: engineClient };
       return started;
     },

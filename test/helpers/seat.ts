@@ -2,7 +2,7 @@
 import { Kvm, type KV } from '@nats-io/kv';
 import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { connectBus } from '../../src/shared/bus.ts';
+import { connectBus, ensureKv } from '../../src/shared/bus.ts';
 import { ASSIGNMENTS, MODULES, PLANS } from '../../src/shared/buckets.ts';
 import { memoryLogger } from '../../src/shared/log.ts';
 import type { PassSummary } from '../../src/server/composer.ts';
@@ -48,8 +48,8 @@ export async function startSeatFixture(opts: { withoutInputs?: boolean } = {}): 
   const server = await startNats();
   const nc = await connectBus({ servers: [server.url], name: 'test' });
   const kvm = new Kvm(jetstream(nc));
-  const assignments = opts.withoutInputs ? (undefined as unknown as KV) : await kvm.create(ASSIGNMENTS);
-  const modules = opts.withoutInputs ? (undefined as unknown as KV) : await kvm.create(MODULES);
+  const assignments = opts.withoutInputs ? (undefined as unknown as KV) : await ensureKv(nc, ASSIGNMENTS, 1);
+  const modules = opts.withoutInputs ? (undefined as unknown as KV) : await ensureKv(nc, MODULES, 1);
   const passes: PassSummary[] = [];
   const log = memoryLogger();
   const seat = await startSeat({ nc, log, archives: 'mesh-catalog_archives', replicas: 1, onPass: (s) => passes.push(s) });

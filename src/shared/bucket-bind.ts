@@ -1,0 +1,116 @@
+// Binding a bucket of the mesh (DESIGN §3): its stream is read and refused when it holds more than
+// its bucket (bucket-spec.ts); a missing one is created only where the login may create streams (a
+// bus without isolation) — on a bus with isolation only `init`, run with the admin login, creates.
+import type { NatsConnection } from '@nats-io/transport-node';
+import { JetStreamApiCodes, JetStreamApiError, jetstreamManager, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
+import { retryWithBackoff, timerSleep } from './retry.ts';
+import { bucketProblems, bucketWarnings, describeProblems, streamConfigOf, streamOf, type BucketSize, type BucketSpec } from './bucket-spec.ts';
+
+/** A bucket whose stream holds more than its bucket: no program uses it. */
+export class BucketRefusedError extends Error {
+  override name = 'BucketRefusedError';
+}
+
+/** A bucket that is not there, and that this login may not create. */
+export class BucketMissingError extends Error {
+  override name = 'BucketMissingError';
+}
+
+/** What reading a bucket's stream found. */
+export type BucketState =
+  /** As it should be; `warnings` say what is not refused but should change. */
+  | { state: 'ok'; config: StreamConfig; warnings: string[] }
+  /** No such stream. */
+  | { state: 'missing' }
+  /** The stream's configuration is not this login's to read (a node's share of a per-node bucket lists every key). */
+  | { state: 'unchecked'; reason: string };
+
+/** How long reading or creating a stream may take. */
+export const BUCKET_API_TIMEOUT_MS = 5000;
+
+/** A JetStream manager that does not ask `$JS.API.INFO` first (a node may not be granted it everywhere). */
+export function bucketManager(nc: NatsConnection): Promise<JetStreamManager> {
+  return jetstreamManager(nc, { checkAPI: false, timeout: BUCKET_API_TIMEOUT_MS });
+}
+
+/**
+ * Reads a bucket's stream and says its state; throws BucketRefusedError, naming the bucket and
+ * every difference, when it holds more than its bucket (a second subject, a mirror, a source, a
+ * republish, a key/value bucket without its hardening).
+ */
+export async function inspectBucket(jsm: JetStreamManager, spec: BucketSpec): Promise<BucketState> {
+  let config: StreamConfig;
+  try {
+    config = (await jsm.streams.info(streamOf(spec))).config;
+  } catch (err) {
+    if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return { state: 'missing' };
+    if (err instanceof JetStreamApiError) throw err;
+    return { state: 'unchecked', reason: (err as Error).message };
+  }
+  const problems = bucketProblems(spec, config);
+  if (problems.length > 0) throw new BucketRefusedError(describeProblems(spec, problems));
+  return { state: 'ok', config, warnings: bucketWarnings(config) };
+}
+
+/** Throws BucketRefusedError when a bucket holds more than it should; a missing or unreadable one passes (it is waited for, or not this login's to read). */
+export async function refuseBadBucket(nc: NatsConnection, spec: BucketSpec, warn?: (line: string) => void): Promise<void> {
+  const found = await inspectBucket(await bucketManager(nc), spec);
+  if (found.state === 'ok') for (const w of found.warnings) warn?.(`bucket ${spec.name}: ${w}`);
+}
+
+/**
+ * Binds a bucket the caller keeps (the seat its six, a provider its `<provider>_bound`): checked
+ * when there, created as `init` would when missing and the login may create streams, and a
+ * BucketMissingError (saying to run `init`) when it may not. Resolves whether it was created.
+ */
+export async function ensureBucket(nc: NatsConnection, spec: BucketSpec, size: BucketSize, warn?: (line: string) => void): Promise<'found' | 'created'> {
+  const jsm = await bucketManager(nc);
+  const found = await inspectBucket(jsm, spec);
+  if (found.state !== 'missing') {
+    if (found.state === 'ok') for (const w of found.warnings) warn?.(`bucket ${spec.name}: ${w}`);
+    return 'found';
+  }
+  try {
+    await jsm.streams.add(streamConfigOf(spec, size));
+    return 'created';
+  } catch (err) {
+    // Made at the same time by another program: check what it made.
+    if (err instanceof JetStreamApiError && err.code === STREAM_NAME_IN_USE) return ensureBucket(nc, spec, size, warn);
+    if (/permissions violation/i.test((err as Error).message)) {
+      throw new BucketMissingError(`bucket ${spec.name} is missing and this login may not create it: run \`node dist/server.js init\` with the admin login`, { cause: err });
+    }
+    throw err;
+  }
+}
+
+/** nats-server's error code for a stream created with a name already in use. */
+const STREAM_NAME_IN_USE = 10058;
+
+/** The longest wait between two tries of a bind whose bucket is missing. */
+export const MISSING_BUCKET_RETRY_MS = 5000;
+
+/**
+ * Runs `bind` until no bucket it needs is missing: a BucketMissingError is said once at notice (its
+ * repeats at debug) and tried again, the wait doubling up to MISSING_BUCKET_RETRY_MS; any other
+ * error — a refused bucket among them — is thrown. Undefined when `stopped` ends the wait.
+ */
+export async function bindWhenThere<T>(bind: () => Promise<T>, log: { notice(line: string): void; debug(line: string): void }, stopped: () => boolean = () => false): Promise<T | undefined> {
+  let fatal: unknown;
+  let said = '';
+  const bound = await retryWithBackoff({
+    attempt: bind,
+    sleep: timerSleep,
+    stopped,
+    maxMs: MISSING_BUCKET_RETRY_MS,
+    onFailure: (err) => {
+      if (!(err instanceof BucketMissingError)) return (fatal = err), false;
+      if (err.message !== said) log.notice(`waiting: ${err.message}`);
+      else log.debug(`still waiting: ${err.message}`);
+      said = err.message;
+      return true;
+    },
+  });
+  if (fatal !== undefined) throw fatal;
+  if (said && bound !== undefined) log.notice('every bucket is there now');
+  return bound;
+}

@@ -1,0 +1,57 @@
+// Whether the node asking the vault may have a credential (DESIGN §11): the asker comes from the
+// subject its account's import maps the ask to (`mesh-vault.credential.<node>`), never from the
+// payload, and the plans say what it may have. Shared by the test stand-in and the reference vault.
+import * as v from 'valibot';
+import { nodeModuleKey } from '../shared/keys.ts';
+import { decodeJson, PlanSchema, type Plan } from '../shared/schemas.ts';
+import { VAULT_CREDENTIAL } from '../shared/subjects.ts';
+
+/** A credential request: `{name}`, nothing else. */
+export const CredentialRequestSchema = v.strictObject({ name: v.pipe(v.string(), v.maxLength(1024, 'is longer than 1,024 characters')) });
+
+/** The most bytes a credential request may hold. */
+export const MAX_CREDENTIAL_REQUEST_BYTES = 4096;
+
+/** Decodes a credential request within the limits of DESIGN §3; the reason names what is wrong. */
+export function decodeCredentialRequest(data: Uint8Array): { ok: true; name: string } | { ok: false; reason: string } {
+  const decoded = decodeJson(CredentialRequestSchema, data, { maxBytes: MAX_CREDENTIAL_REQUEST_BYTES });
+  return decoded.ok ? { ok: true, name: decoded.value.name } : decoded;
+}
+
+/** The node a request's subject names, `null` for the bare subject (a bus without isolation), undefined for any other. */
+export function askerOf(subject: string): string | null | undefined {
+  if (subject === VAULT_CREDENTIAL) return null;
+  const prefix = `${VAULT_CREDENTIAL}.`;
+  if (!subject.startsWith(prefix)) return undefined;
+  const node = subject.slice(prefix.length);
+  return node.includes('.') || node === '' ? undefined : node;
+}
+
+// Segments of the two vault-name shapes (DESIGN §2, §4): names of their grammars only.
+const NAME = '[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?';
+const SECRET = '[A-Za-z0-9][A-Za-z0-9_-]{0,127}';
+const MODULE_SECRET = new RegExp(`^module/(${NAME})/(${SECRET})$`);
+const PAIR = new RegExp(`^pair/(${NAME})/(${SECRET})/(${NAME})/(${NAME})(?:/(${SECRET}))?$`);
+
+/**
+ * Says why `asker` may not have the credential `name`, or nothing when it may: a pair credential
+ * only to the node the consumer's plan binds that provider on, a module's own secret only to a node
+ * with a plan of that module. `plan` reads a plan by `<node>.<module>` (null when there is none).
+ */
+export async function askerRefusal(name: string, asker: string, plan: (key: string) => Promise<Plan | null>): Promise<string | undefined> {
+  const own = MODULE_SECRET.exec(name);
+  if (own) return (await plan(nodeModuleKey(asker, own[1]!))) ? undefined : `node ${asker} has no plan of module ${own[1]}`;
+  const pair = PAIR.exec(name);
+  if (!pair) return `"${name}" is not a vault name (module/<module>/<name> or pair/<provider>/<provision>/<node>/<module>[/<local>])`;
+  const [, provider, provision, node, module, local] = pair;
+  const consumer = await plan(nodeModuleKey(node!, module!));
+  const binds = consumer?.provisions.some((p) => p.provider === provider && p.provision === provision && (p.local ?? undefined) === (local ?? undefined) && p.node === asker);
+  return binds ? undefined : `node ${asker} does not serve ${provider} ${provision} to ${node}.${module}`;
+}
+
+/** Decodes a stored plan for the check; one out of shape counts as none. */
+export function planOf(bytes: Uint8Array | null | undefined): Plan | null {
+  if (!bytes) return null;
+  const decoded = decodeJson(PlanSchema, bytes);
+  return decoded.ok ? decoded.value : null;
+}

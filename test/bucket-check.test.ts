@@ -1,0 +1,179 @@
+// Who creates buckets and what a program binds (DESIGN §3, §11, issue 18 item 1): `init` makes every
+// bucket with exactly its own subject, hardened, with a bounded max_consumers; the seat, the client
+// and a provider refuse a bucket that holds more — a second subject, a mirror, a source, no
+// hardening — naming the bucket and the difference, and exit 1 when they find it at start.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { jetstreamManager, type StreamConfig } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { connectBus } from '../src/shared/bus.ts';
+import { bucketProblems, kvBucket, maxConsumersFor, objBucket, ownSubject, streamConfigOf } from '../src/shared/bucket-spec.ts';
+import { meshBuckets, PLANS, REGISTRY_BUCKET } from '../src/shared/buckets.ts';
+import { memoryLogger } from '../src/shared/log.ts';
+import { runProvider } from '../src/sdk/provider.ts';
+import { USERS } from '../src/server/bus-config.ts';
+import { cleanupBundles, ensureBuilt, ROOT, runBundle, startBundle } from './helpers/bundle.ts';
+import { startIsolatedMesh, startMeshBus } from './helpers/isolated-mesh.ts';
+import { startNats, type NatsServer } from './helpers/nats.ts';
+import { waitFor } from './helpers/wait.ts';
+
+const KV_EXACT = streamConfigOf(kvBucket('b'), { replicas: 1, maxConsumers: 10 }) as StreamConfig;
+
+test('a key/value bucket made as init makes it has no problem; each thing more is named', () => {
+  const spec = kvBucket('b');
+  assert.equal(bucketProblems(spec, KV_EXACT), []);
+  const texts = (config: Partial<StreamConfig>) => bucketProblems(spec, config).map((p) => `${p.fixable ? 'fixable' : 'refused'}: ${p.text}`);
+  assert.equal(texts({ ...KV_EXACT, subjects: ['$KV.b.>', '_R_.>'] }), ['refused: holds "_R_.>" besides its own subject $KV.b.>']);
+  assert.equal(texts({ ...KV_EXACT, subjects: ['_R_.>'] }), ['refused: holds "_R_.>" besides its own subject $KV.b.>', 'refused: does not hold its own subject $KV.b.>']);
+  assert.equal(texts({ ...KV_EXACT, sources: [{ name: 'other' }] }), ['refused: sources "other"']);
+  assert.equal(texts({ ...KV_EXACT, subjects: [], mirror: { name: 'other' } }), ['refused: does not hold its own subject $KV.b.>', 'refused: mirrors stream "other"']);
+  assert.equal(texts({ ...KV_EXACT, republish: { src: '>', dest: 'out.>' } }), ['refused: republishes ">" to "out.>"']);
+  assert.equal(texts({ ...KV_EXACT, deny_purge: false, allow_rollup_hdrs: true }), ['fixable: has allow_rollup_hdrs true (wants false)', 'fixable: has deny_purge false (wants true)']);
+});
+
+test('an archives store holds its own subject, whole or as the library splits it, and nothing else', () => {
+  const spec = objBucket('arch');
+  assert.is(ownSubject(spec), '$O.arch.>');
+  assert.equal(bucketProblems(spec, { subjects: ['$O.arch.>'] }), []);
+  assert.equal(bucketProblems(spec, { subjects: ['$O.arch.C.>', '$O.arch.M.>'] }), []);
+  assert.equal(bucketProblems(spec, { subjects: ['$O.arch.>', '$O.other.>'] }).map((p) => p.text), ['holds "$O.other.>" besides its own subject $O.arch.>']);
+});
+
+test('the bound on consumers grows with the nodes', () => {
+  assert.ok(maxConsumersFor(2) > 0 && maxConsumersFor(200) > maxConsumersFor(2));
+});
+
+/** A bus without isolation, its admin connection, and the JetStream manager. */
+async function openBus(): Promise<{ nats: NatsServer; nc: NatsConnection; close(): Promise<void> }> {
+  const nats = await startNats();
+  const nc = await connectBus({ servers: [nats.url], name: 'test' });
+  return { nats, nc, async close() { await nc.close(); await nats.cleanup(); } };
+}
+
+/** Runs `node dist/server.js init` against `url` with `args`. */
+function init(url: string, args: string[] = []) {
+  ensureBuilt('server');
+  return runBundle('node', ROOT, 'dist/server', ['init', '--nats', url, ...args], {}, 20_000);
+}
+
+test('init makes every bucket of the mesh exactly, and a second run finds them as they should be', async () => {
+  const bus = await openBus();
+  try {
+    const first = await init(bus.nats.url, ['--provider', 'pg', '--nodes', '3']);
+    assert.is(first.code, 0, first.stdout + first.stderr);
+    const jsm = await jetstreamManager(bus.nc);
+    for (const spec of meshBuckets(['pg'], 'mesh-catalog_archives')) {
+      const config = (await jsm.streams.info(`${spec.kind === 'kv' ? 'KV' : 'OBJ'}_${spec.name}`)).config;
+      assert.equal(bucketProblems(spec, config), [], spec.name);
+      assert.is(config.max_consumers, maxConsumersFor(3), `${spec.name} max_consumers`);
+      assert.equal(config.subjects, [ownSubject(spec)], spec.name);
+    }
+    assert.match(first.stdout, /created bucket pg_bound/);
+    const second = await init(bus.nats.url, ['--provider', 'pg', '--nodes', '3']);
+    assert.is(second.code, 0, second.stdout + second.stderr);
+    assert.is(second.stdout.match(/is as it should be/g)?.length, 11, second.stdout);
+  } finally {
+    await bus.close();
+  }
+});
+
+test('init refuses a bucket that holds a second subject, naming it, hardens one that lacks the hardening, and makes the rest', async () => {
+  const bus = await openBus();
+  try {
+    const jsm = await jetstreamManager(bus.nc);
+    await jsm.streams.add({ ...streamConfigOf(kvBucket('pg_bound'), { replicas: 1, maxConsumers: 50 }), subjects: ['$KV.pg_bound.>', '_R_.>'] });
+    await jsm.streams.add({ ...streamConfigOf(kvBucket(PLANS), { replicas: 1, maxConsumers: 50 }), deny_purge: false, allow_rollup_hdrs: true });
+    const run = await init(bus.nats.url, ['--provider', 'pg']);
+    assert.is(run.code, 1, run.stdout + run.stderr);
+    assert.match(run.stdout, /bucket pg_bound \(stream KV_pg_bound\) holds "_R_\.>" besides its own subject \$KV\.pg_bound\.>: left as it is/);
+    assert.equal((await jsm.streams.info('KV_pg_bound')).config.subjects, ['$KV.pg_bound.>', '_R_.>'], 'left as it is');
+    assert.match(run.stdout, /bucket mesh-provisioner_plans \(stream KV_mesh-provisioner_plans\) hardened/);
+    const plans = (await jsm.streams.info(`KV_${PLANS}`)).config;
+    assert.equal([plans.deny_purge, plans.allow_rollup_hdrs], [true, false]);
+    assert.match(run.stdout, /created bucket mesh-provisioner_registry/);
+    assert.match(run.stdout, /1 of 11 buckets are not as the mesh needs them/);
+  } finally {
+    await bus.close();
+  }
+});
+
+test('the seat bundle exits 1 on a registry bucket that holds `_R_.>` too, naming the bucket and the subject', async () => {
+  const bus = await openBus();
+  try {
+    await (await jetstreamManager(bus.nc)).streams.add({ ...streamConfigOf(kvBucket(REGISTRY_BUCKET), { replicas: 1, maxConsumers: 50 }), subjects: [`$KV.${REGISTRY_BUCKET}.>`, '_R_.>'] });
+    const run = await runBundle('node', ROOT, 'dist/server', ['--nats', bus.nats.url], {}, 20_000);
+    assert.is(run.code, 1, run.stderr);
+    assert.match(run.stderr, /bucket mesh-provisioner_registry \(stream KV_mesh-provisioner_registry\) holds "_R_\.>" besides its own subject/);
+    assert.not.match(run.stderr, /seat ready/);
+  } finally {
+    await bus.close();
+  }
+});
+
+test('the client bundle exits 1 on a plans bucket that mirrors another stream, naming it', async () => {
+  const bus = await openBus();
+  try {
+    const jsm = await jetstreamManager(bus.nc);
+    await jsm.streams.add({ name: 'elsewhere', subjects: ['elsewhere.>'] });
+    await jsm.streams.add({ ...streamConfigOf(kvBucket(PLANS), { replicas: 1, maxConsumers: 50 }), subjects: [`$KV.${PLANS}.>`], sources: [{ name: 'elsewhere' }] });
+    ensureBuilt('client');
+    const run = await runBundle('node', ROOT, 'dist/client', ['--node', 'n1', '--nats', bus.nats.url, '--socket', '/nonexistent/fill.sock'], {}, 20_000);
+    assert.is(run.code, 1, run.stderr);
+    assert.match(run.stderr, /bucket mesh-provisioner_plans \(stream KV_mesh-provisioner_plans\) sources "elsewhere"/);
+  } finally {
+    await bus.close();
+  }
+});
+
+test('a provider does not serve from a bound bucket that holds more than its subject, and says why', async () => {
+  const bus = await openBus();
+  try {
+    await (await jetstreamManager(bus.nc)).streams.add({ ...streamConfigOf(kvBucket('pg_bound'), { replicas: 1, maxConsumers: 50 }), subjects: ['$KV.pg_bound.>', '_R_.>'] });
+    const lines: string[] = [];
+    const log = { info: (l: string) => lines.push(l), warn: (l: string) => lines.push(l), error: (l: string) => lines.push(l) };
+    let created = 0;
+    const adapter = { create: async () => ((created += 1), { user: 'u', values: {} }), remove: async () => {} };
+    const handle = runProvider({ nc: bus.nc, provider: 'pg', provision: 'database', consumersFile: '/nonexistent/consumers.json', adapter, log, retry: { firstMs: 50, maxMs: 100 } });
+    await waitFor('the refusal said', () => lines.some((l) => /pg_bound.*holds "_R_\.>"/.test(l)));
+    await handle.stop();
+    assert.is(created, 0);
+  } finally {
+    await bus.close();
+  }
+});
+
+test('on the generated bus, the seat bundle waits for init, saying to run it, and is ready once init has run as admin', async () => {
+  const bus = await startMeshBus({ nodes: ['na'] });
+  try {
+    ensureBuilt('server');
+    const seat = startBundle('node', ROOT, 'dist/server', ['--nats', bus.nats.url, '--nkey', bus.nkey(USERS.seat)]);
+    await seat.waitForLog(/bucket mesh-provisioner_\w+ is missing and this login may not create it: run `node dist\/server\.js init` with the admin login/, 15_000);
+    const made = await init(bus.nats.url, ['--nkey', bus.nkey(USERS.admin), '--nodes', '1']);
+    assert.is(made.code, 0, made.stdout + made.stderr);
+    await seat.waitForLog(/seat ready/, 20_000);
+    seat.kill();
+    assert.equal(bus.violations().filter((l) => !/STREAM\.CREATE/.test(l)), [], 'the seat tried nothing but creating what was missing');
+  } finally {
+    await bus.close();
+    cleanupBundles();
+  }
+});
+
+test('a node\'s client on the generated bus exits 1 on a plans bucket holding its inbox as well', async () => {
+  const m = await startIsolatedMesh({ nodes: ['na', 'nb'] });
+  try {
+    const jsm = await jetstreamManager(m.admin);
+    const plans = (await jsm.streams.info(`KV_${PLANS}`)).config;
+    await jsm.streams.update(`KV_${PLANS}`, { ...plans, subjects: [...plans.subjects, '_INBOX_node_nb.>'] });
+    ensureBuilt('client');
+    const run = await runBundle('node', ROOT, 'dist/client', ['--node', 'na', '--nats', m.nats.url, '--nkey', m.nkey(USERS.client('na')), '--socket', '/nonexistent/fill.sock'], {}, 20_000);
+    assert.is(run.code, 1, run.stderr);
+    assert.match(run.stderr, /bucket mesh-provisioner_plans \(stream KV_mesh-provisioner_plans\) holds "_INBOX_node_nb\.>" besides its own subject/);
+  } finally {
+    await m.close();
+    cleanupBundles();
+  }
+});
+
+test.after(() => cleanupBundles());
+test.run();
