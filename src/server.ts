@@ -1,6 +1,6 @@
 // mesh-provisioner, the seat: flags, wiring and signals. Everything else lives in src/server/.
 import { connectBus, watchConnection } from './shared/bus.ts';
-import { runMain, untilSignalled } from './shared/entry.ts';
+import { printLine, runMain, untilSignalled } from './shared/entry.ts';
 import { SEAT_INBOX_PREFIX } from './shared/inbox.ts';
 import { createLogger, underSystemd } from './shared/log.ts';
 import { notifySystemd } from './shared/notify.ts';
@@ -11,16 +11,17 @@ import { runQuery } from './server/query.ts';
 import { startSeat } from './server/seat.ts';
 import { runStatus } from './server/status.ts';
 
+// Every line a command prints may quote bus text: printed as safe text (DESIGN §3).
+const out = (line: string) => printLine(process.stdout, line);
+const err = (line: string) => printLine(process.stderr, `mesh-provisioner: ${line}`);
+
 async function main(): Promise<number> {
   const parsed = parseServerOptions(process.argv.slice(2), process.env);
-  if (!parsed.ok) {
-    process.stderr.write(`mesh-provisioner: ${parsed.reason}\n`);
-    return 2;
-  }
+  if (!parsed.ok) return err(parsed.reason), 2;
   const opts = parsed.value;
   if (opts.command === 'help') return void process.stdout.write(opts.text + '\n'), 0;
   if (opts.command === 'version') return void process.stdout.write(`mesh-provisioner ${VERSION}\n`), 0;
-  if (opts.command === 'bus-config') return runBusConfig(opts, (text) => process.stdout.write(text), (line) => process.stderr.write(`mesh-provisioner: ${line}\n`));
+  if (opts.command === 'bus-config') return runBusConfig(opts, (text) => process.stdout.write(text), err);
   // The seat's user may subscribe only its own inboxes (DESIGN §11), for serving and for a query alike.
   const bus = { ...opts.bus, inboxPrefix: SEAT_INBOX_PREFIX };
 
@@ -29,9 +30,9 @@ async function main(): Promise<number> {
       throw new Error(`cannot reach the bus at ${opts.bus.servers.join(',')}: ${err.message}`);
     });
     try {
-      if (opts.command === 'status') return await runStatus(nc, opts, (line) => process.stdout.write(line + '\n'), (line) => process.stderr.write(`mesh-provisioner: ${line}\n`));
+      if (opts.command === 'status') return await runStatus(nc, opts, out, err);
       const { command: _c, bus: _b, ...args } = opts;
-      return await runQuery(nc, args, (line) => process.stdout.write(line + '\n'), (line) => process.stderr.write(`mesh-provisioner: ${line}\n`));
+      return await runQuery(nc, args, out, err);
     } finally {
       await nc.close();
     }
