@@ -1,6 +1,6 @@
 // node-provisioner, the client of one node: flags, wiring and signals. Everything else lives in src/client/.
 import { connectBus } from './shared/bus.ts';
-import { runMain, untilSignalled } from './shared/entry.ts';
+import { printLine, runMain, untilSignalled } from './shared/entry.ts';
 import { createLogger, underSystemd } from './shared/log.ts';
 import { notifySystemd } from './shared/notify.ts';
 import { VERSION } from './shared/version.ts';
@@ -11,15 +11,13 @@ import { startNodeClient } from './client/node.ts';
 import { runOnce } from './client/once.ts';
 import { parseClientOptions } from './client/options.ts';
 
-const out = (line: string) => void process.stdout.write(line + '\n');
-const err = (line: string) => void process.stderr.write(`node-provisioner: ${line}\n`);
+// Every line a command prints may quote bus or archive text: printed as safe text (DESIGN §3).
+const out = (line: string) => printLine(process.stdout, line);
+const err = (line: string) => printLine(process.stderr, `node-provisioner: ${line}`);
 
 async function main(): Promise<number> {
   const parsed = parseClientOptions(process.argv.slice(2), process.env);
-  if (!parsed.ok) {
-    process.stderr.write(`node-provisioner: ${parsed.reason}\n`);
-    return 2;
-  }
+  if (!parsed.ok) return err(parsed.reason), 2;
   const opts = parsed.value;
   if (opts.command === 'help') return void process.stdout.write(opts.text + '\n'), 0;
   if (opts.command === 'version') return void process.stdout.write(`node-provisioner ${VERSION}\n`), 0;

@@ -1,4 +1,5 @@
 // The reference node-engine (DESIGN §9): flags, signals, and nothing else; the engine itself is src/engine/.
+import { printLine } from './shared/entry.ts';
 import { createLogger, underSystemd } from './shared/log.ts';
 import { engineUsage, parseEngineOptions } from './engine/options.ts';
 import { startEngine } from './engine/start.ts';
@@ -6,7 +7,7 @@ import { VERSION } from './shared/version.ts';
 
 const command = parseEngineOptions(process.argv.slice(2), process.env);
 if (!command.ok) {
-  process.stderr.write(`engine: ${command.reason}\n`);
+  printLine(process.stderr, `engine: ${command.reason}`);
   process.exit(2);
 }
 if (command.value.run === 'help') {

@@ -1,6 +1,6 @@
 // mesh-provisioner, the seat: flags, wiring and signals. Everything else lives in src/server/.
 import { connectBus, watchConnection } from './shared/bus.ts';
-import { runMain, untilSignalled } from './shared/entry.ts';
+import { printLine, runMain, untilSignalled } from './shared/entry.ts';
 import { INBOX_PREFIXES } from './shared/inbox.ts';
 import { createLogger, underSystemd } from './shared/log.ts';
 import { notifySystemd } from './shared/notify.ts';
@@ -12,23 +12,24 @@ import { runQuery } from './server/query.ts';
 import { startSeat } from './server/seat.ts';
 import { runStatus } from './server/status.ts';
 
+// Every line a command prints may quote bus text: printed as safe text (DESIGN §3).
+const out = (line: string) => printLine(process.stdout, line);
+const err = (line: string) => printLine(process.stderr, `mesh-provisioner: ${line}`);
+
 async function main(): Promise<number> {
   const parsed = parseServerOptions(process.argv.slice(2), process.env);
-  if (!parsed.ok) {
-    process.stderr.write(`mesh-provisioner: ${parsed.reason}\n`);
-    return 2;
-  }
+  if (!parsed.ok) return err(parsed.reason), 2;
   const opts = parsed.value;
   if (opts.command === 'help') return void process.stdout.write(opts.text + '\n'), 0;
   if (opts.command === 'version') return void process.stdout.write(`mesh-provisioner ${VERSION}\n`), 0;
-  if (opts.command === 'bus-config') return runBusConfig(opts, (text) => process.stdout.write(text), (line) => process.stderr.write(`mesh-provisioner: ${line}\n`));
+  if (opts.command === 'bus-config') return runBusConfig(opts, (text) => process.stdout.write(text), err);
   if (opts.command === 'init') {
     const nc = await connectBus({ ...opts.bus, inboxPrefix: INBOX_PREFIXES.admin }, true).catch((err: Error) => {
       throw new Error(`cannot reach the bus at ${opts.bus.servers.join(',')}: ${err.message}`);
     });
     try {
       const { command: _c, bus: _b, ...req } = opts;
-      return await runInit(nc, req, (line) => process.stdout.write(line + '\n'));
+      return await runInit(nc, req, out);
     } finally {
       await nc.close();
     }
@@ -41,9 +42,9 @@ async function main(): Promise<number> {
       throw new Error(`cannot reach the bus at ${opts.bus.servers.join(',')}: ${err.message}`);
     });
     try {
-      if (opts.command === 'status') return await runStatus(nc, opts, (line) => process.stdout.write(line + '\n'), (line) => process.stderr.write(`mesh-provisioner: ${line}\n`));
+      if (opts.command === 'status') return await runStatus(nc, opts, out, err);
       const { command: _c, bus: _b, ...args } = opts;
-      return await runQuery(nc, args, (line) => process.stdout.write(line + '\n'), (line) => process.stderr.write(`mesh-provisioner: ${line}\n`));
+      return await runQuery(nc, args, out, err);
     } finally {
       await nc.close();
     }

@@ -5,6 +5,7 @@ import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { contentDigest, contentText, DEFAULT_FILE_MODE, secretNamesOf, type FillFile } from '../shared/fill-protocol.ts';
 import { fail, ok, type Parsed } from '../shared/result.ts';
+import { safeJson, safeText } from '../shared/safe-text.ts';
 import { describeError } from './archive-fetch.ts';
 import type { Rendered } from './dry-run-node.ts';
 import type { Waiting } from './fill.ts';
@@ -69,7 +70,8 @@ export async function writeDryRun(dir: string, node: string, modules: readonly {
   }
   const complete = listed.every((m) => m.state === 'complete' && m.files.every((f) => f.error === undefined));
   const summary: DryRunSummary = { node, dir, complete, timedOut, modules: listed };
-  await writeFile(join(dir, DRY_RUN_SUMMARY), JSON.stringify(summary, null, 2) + '\n', { mode: 0o600 });
+  // Escaped as `--json` is (DESIGN §3): an operator may well print it; it parses back to the same summary.
+  await writeFile(join(dir, DRY_RUN_SUMMARY), safeJson(summary, 2) + '\n', { mode: 0o600 });
   return summary;
 }
 
@@ -89,7 +91,7 @@ async function writeOne(dir: string, module: string, file: FillFile, taken: Set<
   }
 }
 
-/** The short human summary: one line per module, one per file, and the verdict. */
+/** The short human summary: one line per module, one per file, and the verdict; safe text (DESIGN §3), as its paths, builds and reasons come from the bus. */
 export function describeDryRun(summary: DryRunSummary): string[] {
   const lines = [`dry run of ${summary.node} in ${summary.dir} (summary: ${join(summary.dir, DRY_RUN_SUMMARY)})`];
   for (const m of summary.modules) {
@@ -106,5 +108,5 @@ export function describeDryRun(summary: DryRunSummary): string[] {
   const open = summary.modules.filter((m) => m.state !== 'complete' || m.files.some((f) => f.error !== undefined)).length;
   lines.push(summary.complete ? `${summary.node}: ${summary.modules.length} module(s) rendered completely`
     : `${summary.node}: ${open} of ${summary.modules.length} module(s) not complete${summary.timedOut ? ' when the time ran out' : ''}`);
-  return lines;
+  return lines.map(safeText);
 }

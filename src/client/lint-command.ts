@@ -2,6 +2,7 @@
 // judges them (lint.ts) and prints every placeholder, then the problems; exit 1 on an error.
 import { createHash } from 'node:crypto';
 import { MAX_PLAN_BYTES } from '../shared/limits.ts';
+import { safeJson, safeText } from '../shared/safe-text.ts';
 import { decodeJson, PlanSchema, type Plan } from '../shared/schemas.ts';
 import { describeError, readFileWithin } from './archive-fetch.ts';
 import { lintTemplates, type LintProblem, type LintReport } from './lint.ts';
@@ -28,8 +29,11 @@ export type LintJson = LintReport & {
   ok: boolean;
 };
 
-/** Runs `lint`; `out` takes stdout's lines, `err` a usage error's. Returns the exit code: 0, 1 on an error, 2 when the input cannot be read. */
-export async function runLint(opts: LintOptions, out: (line: string) => void, err: (line: string) => void): Promise<number> {
+/** Runs `lint`; `stdout` takes its lines, `stderr` a usage error's. Returns the exit code: 0, 1 on an error, 2 when the input cannot be read. */
+export async function runLint(opts: LintOptions, stdout: (line: string) => void, stderr: (line: string) => void): Promise<number> {
+  // Entry names, template names, placeholder text and plan values are the archive's: shown as safe text (DESIGN §3).
+  const out = (line: string) => stdout(safeText(line));
+  const err = (line: string) => stderr(safeText(line));
   const input = await readLintInput(opts.input);
   if (!input.ok) return err(input.reason), 2;
   const problems: LintProblem[] = [];
@@ -53,7 +57,7 @@ export async function runLint(opts: LintOptions, out: (line: string) => void, er
   const warnings = all.filter((p) => p.severity === 'warning').length;
   if (opts.json) {
     const json: LintJson = { input: opts.input, kind: input.value.kind, ...(opts.plan !== undefined ? { plan: opts.plan } : {}), templates: report.templates, problems: all, errors, warnings, ok: errors === 0 };
-    out(JSON.stringify(json));
+    out(safeJson(json));
   } else {
     for (const t of report.templates) for (const p of t.placeholders) out(`${t.name}:${p.line} \${${p.kind}:${p.name}}`);
     for (const p of all) out(`${p.severity}: ${where(p)}${p.message}`);

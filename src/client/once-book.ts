@@ -1,6 +1,7 @@
 // How each module of a node stands for --once and --dry-run: its last report as its runs wrote it,
 // and whether the engine could be reached for its last fill (an unreachable engine writes no report).
 import type { FillReply, FillRequest } from '../shared/fill-protocol.ts';
+import { safeText } from '../shared/safe-text.ts';
 import { EngineUnavailable, type EngineClient } from './engine.ts';
 import type { Waiting } from './fill.ts';
 import type { ReportBody } from './reporter.ts';
@@ -65,12 +66,12 @@ export function allSettled(standings: readonly Standing[]): boolean {
   return standings.every((s) => s.state === 'applied' || s.state === 'failed');
 }
 
-/** One line saying why a module is not applied: its state, the values it waits for (with their files), the reason. */
+/** One line saying why a module is not applied: its state, the values it waits for (with their files), the reason; safe text (DESIGN §3), as a reason may quote bus text. */
 export function describeStanding(s: Standing): string {
   const values = s.waiting.map((w) => `${w.kind}:${w.name} (${w.files.join(', ')})`).join(', ');
   const state = s.state === 'unreported' ? 'waiting' : s.state;
   const parts = [values === '' ? state : `${state} for ${values}`, ...(s.reason !== undefined ? [s.reason] : [])];
-  return `${s.module}: ${parts.join(': ')}`;
+  return safeText(`${s.module}: ${parts.join(': ')}`);
 }
 
 /** The engine client, telling the book for each module whether its last fill reached the engine. */

@@ -3,6 +3,7 @@ import { PROVISIONING_VERB } from '../shared/subjects.ts';
 import { RequestError, TimeoutError, type NatsConnection } from '@nats-io/transport-node';
 import { jsonBytes } from '../shared/bus.ts';
 import { MAX_JSON_DEPTH, parseBoundedJson } from '../shared/limits.ts';
+import { safeCell, safeJson, safeText } from '../shared/safe-text.ts';
 import type { VerbReply } from '../shared/schemas.ts';
 import { compareKeys, DEFAULT_MAX_PAYLOAD, REPLY_NESTING } from './verb.ts';
 
@@ -45,7 +46,7 @@ export async function runQuery(nc: NatsConnection, args: QueryArgs, out: (line: 
     err(failed.message);
     return failed.code;
   }
-  if (args.json) out(JSON.stringify(gathered));
+  if (args.json) out(safeJson(gathered));
   else printTables(gathered, out);
   return 0;
 }
@@ -103,11 +104,11 @@ type Columns = { heads: string[]; cells(key: string, value: Record<string, unkno
 const COLUMNS: Readonly<Record<string, Columns>> = {
   registry: {
     heads: ['KIND', 'OWNER', 'BUCKET/VERB', 'KEY'],
-    cells: (key, v) => [key, cell(v['owner']), cell(v['bucket'] ?? v['verb']), cell(v['key'])],
+    cells: (key, v) => [cell(key), cell(v['owner']), cell(v['bucket'] ?? v['verb']), cell(v['key'])],
   },
   needs: {
     heads: ['NODE', 'MODULE', 'KIND', 'NAME', 'MET', 'FILES'],
-    cells: (_key, v) => [cell(v['node']), cell(v['module']), cell(v['kind']), cell(v['name']), v['met'] ? 'yes' : 'no', list(v['files']).join(',')],
+    cells: (_key, v) => [cell(v['node']), cell(v['module']), cell(v['kind']), cell(v['name']), v['met'] ? 'yes' : 'no', list(v['files']).map(cell).join(',')],
   },
   applied: {
     heads: ['NODE', 'MODULE', 'STATE', 'BUILD', 'FILES', 'WAITING', 'REASON'],
@@ -119,11 +120,11 @@ const COLUMNS: Readonly<Record<string, Columns>> = {
   },
   collect: {
     heads: ['NODE', 'COLLECTION', 'CONTRIBUTOR', 'BYTES'],
-    cells: (_key, v) => [cell(v['node']), cell(v['collection']), cell(v['contributor']), String(Buffer.byteLength(cell(v['content'])))],
+    cells: (_key, v) => [cell(v['node']), cell(v['collection']), cell(v['contributor']), String(Buffer.byteLength(typeof v['content'] === 'string' ? v['content'] : ''))],
   },
 };
 
-const FALLBACK: Columns = { heads: ['KEY', 'VALUE'], cells: (key, v) => [key, JSON.stringify(v)] };
+const FALLBACK: Columns = { heads: ['KEY', 'VALUE'], cells: (key, v) => [cell(key), cell(v)] };
 
 function printTables(gathered: Gathered, out: (line: string) => void): void {
   const columns = COLUMNS[gathered.what] ?? FALLBACK;
@@ -135,20 +136,20 @@ function printTables(gathered: Gathered, out: (line: string) => void): void {
   if (gathered.outOfShape.length === 0) return;
   out('');
   out(`out of shape (${gathered.outOfShape.length}):`);
-  formatTable(['KEY', 'REASON'], gathered.outOfShape.map(({ key, reason }) => [key, cell(reason)])).forEach((line) => out(line));
+  formatTable(['KEY', 'REASON'], gathered.outOfShape.map(({ key, reason }) => [cell(key), cell(reason)])).forEach((line) => out(line));
 }
 
-/** Pads every column to its widest cell. */
+/** Pads every column to its widest cell, each cell safe text (DESIGN §3) before it is measured, whoever built it. */
 export function formatTable(heads: string[], rows: string[][]): string[] {
-  const widths = heads.map((head, i) => Math.max(head.length, ...rows.map((row) => row[i]?.length ?? 0)));
-  return [heads, ...rows].map((row) => row.map((text, i) => text.padEnd(widths[i] ?? 0)).join('  ').trimEnd());
+  const safeRows = rows.map((row) => row.map(safeText));
+  const widths = heads.map((head, i) => Math.max(head.length, ...safeRows.map((row) => row[i]?.length ?? 0)));
+  return [heads, ...safeRows].map((row) => row.map((text, i) => text.padEnd(widths[i] ?? 0)).join('  ').trimEnd());
 }
 
-/** One line of text for a table cell, whatever the JSON held. */
+/** One line of text for a table cell, whatever the JSON held: safe text, cut past 4 KiB (DESIGN §3). */
 export function cell(value: unknown): string {
   if (value === undefined || value === null) return '';
-  const text = typeof value === 'string' ? value : JSON.stringify(value);
-  return text.replace(/\s*\n\s*/g, ' ');
+  return safeCell(typeof value === 'string' ? value : JSON.stringify(value));
 }
 
 function list(value: unknown): unknown[] {

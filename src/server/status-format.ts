@@ -1,4 +1,6 @@
-// How `status` prints: the fleet as one table (a row per node), a node as a block per module.
+// How `status` prints: the fleet as one table (a row per node), a node as a block per module; every
+// value from the bus goes through `cell` (safe text, cut past 4 KiB: DESIGN §3), so none drives the
+// terminal or forges a line.
 import { cell, formatTable } from './query.ts';
 import type { Held, ModuleDetail, NodeSummary, OldestWaiting } from './status-summary.ts';
 
@@ -43,7 +45,7 @@ export function fleetLines(view: FleetView): string[] {
   const lines: string[] = [];
   if (view.nodes.length === 0) lines.push('(no reports)');
   else {
-    const rows = view.nodes.map((n) => [n.node, String(n.applied), String(n.waiting), String(n.failed), oldestCell(n.oldestWaiting), n.held.join(',')]);
+    const rows = view.nodes.map((n) => [cell(n.node), String(n.applied), String(n.waiting), String(n.failed), oldestCell(n.oldestWaiting), cell(n.held.join(','))]);
     lines.push(...formatTable(['NODE', 'APPLIED', 'WAITING', 'FAILED', 'OLDEST WAITING', 'HELD'], rows));
   }
   const sum = (k: 'applied' | 'waiting' | 'failed') => view.nodes.reduce((total, n) => total + n[k], 0);
@@ -51,7 +53,7 @@ export function fleetLines(view: FleetView): string[] {
   if (view.held === null) lines.push('held modules unknown: the catalogue could not be read');
   else if (view.held.length > 0) {
     lines.push('', `held unpublished (${view.held.length}):`);
-    lines.push(...formatTable(['MODULE', 'BUILD', 'REASON'], view.held.map((h) => [h.module, cell(h.build), cell(h.reason)])));
+    lines.push(...formatTable(['MODULE', 'BUILD', 'REASON'], view.held.map((h) => [cell(h.module), cell(h.build), cell(h.reason)])));
   }
   lines.push(...outOfShapeLines(view.outOfShape, view.outOfShapeCount));
   return lines;
@@ -63,7 +65,7 @@ export function detailLines(view: NodeView): string[] {
   if (view.modules.length === 0) lines.push(`(no report of ${view.node}${view.module ? ` ${view.module}` : ''})`);
   for (const m of view.modules) {
     if (lines.length > 0) lines.push('');
-    lines.push(`${m.node} ${m.module}: ${m.state}, build ${cell(m.build) || '?'}, reported ${formatAge(m.seconds)} ago (${cell(m.at)})`);
+    lines.push(`${cell(m.node)} ${cell(m.module)}: ${m.state}, build ${cell(m.build) || '?'}, reported ${formatAge(m.seconds)} ago (${cell(m.at)})`);
     if (m.reason !== undefined) lines.push(`  reason: ${cell(m.reason)}`);
     if (m.held) lines.push(`  held by the seat: ${cell(m.held.reason)}${m.held.build ? ` (build ${cell(m.held.build)})` : ''}`);
     if (m.waiting.length > 0) {

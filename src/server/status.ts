@@ -4,6 +4,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { watchKv } from '../shared/bus.ts';
 import { MODULES } from '../shared/buckets.ts';
+import { safeJson } from '../shared/safe-text.ts';
 import { DEFAULT_QUERY_TIMEOUT_MS, forEachPage, type QueryFailure } from './query.ts';
 import { detailLines, fleetLines, type FleetView, type NodeView } from './status-format.ts';
 import { Catalogue, detailOf, FleetSummary, ownershipOf, readReport, type ModuleDetail, type Ownership } from './status-summary.ts';
@@ -47,7 +48,7 @@ async function fleet(nc: NatsConnection, args: StatusArgs, catalogue: Catalogue 
     outOfShape: summary.outOfShape,
     outOfShapeCount: summary.outOfShapeCount,
   };
-  if (args.json) out(JSON.stringify(view));
+  if (args.json) out(safeJson(view));
   else fleetLines(view).forEach((line) => out(line));
   return undefined;
 }
@@ -72,7 +73,7 @@ async function node(nc: NatsConnection, args: StatusArgs, catalogue: Catalogue |
   });
   if (failed) return failed;
   const view: NodeView = { node: args.node!, ...(args.module ? { module: args.module } : {}), modules, outOfShape };
-  if (args.json) out(JSON.stringify(view));
+  if (args.json) out(safeJson(view));
   else detailLines(view).forEach((line) => out(line));
   return undefined;
 }

@@ -1,4 +1,5 @@
-// What both entries share: waiting for SIGTERM or SIGINT, and ending the process with a code.
+// What both entries share: waiting for SIGTERM or SIGINT, printing a line, and ending the process with a code.
+import { safeText } from './safe-text.ts';
 
 /** Resolves on the first SIGTERM or SIGINT; install it first, so a signal during start-up is a clean stop too. */
 export function untilSignalled(): Promise<void> {
@@ -17,8 +18,13 @@ export function runMain(program: string, main: () => Promise<number>): void {
       setTimeout(() => process.exit(code), 2000).unref();
     },
     (err) => {
-      process.stderr.write(`${program}: ${(err as Error).message}\n`);
+      printLine(process.stderr, `${program}: ${(err as Error).message}`);
       process.exit(1);
     },
   );
+}
+
+/** Writes `line` to `stream` as one line of safe text (DESIGN §3): whatever bus text it quotes, it drives no terminal and forges no line. */
+export function printLine(stream: NodeJS.WritableStream, line: string): void {
+  stream.write(`${safeText(line)}\n`);
 }
