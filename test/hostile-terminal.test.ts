@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { APPLIED } from '../src/shared/buckets.ts';
-import { ensureSeatKv } from '../src/shared/bus.ts';
+import { ensureKv } from '../src/shared/bus.ts';
 import type { Report } from '../src/shared/schemas.ts';
 import { boundBucket, USERS } from '../src/server/bus-config.ts';
 import { packTemplates } from './helpers/archive.ts';
@@ -149,7 +149,7 @@ test('lint of an archive whose entry name and placeholder hold ESC and a newline
 
 test('a provider’s {refused} text reaches the client bundle’s log and its --once lines escaped, never raw', () =>
   withIsolatedMesh({ nodes: ['n1'], providers: ['pg'] }, async (m) => {
-    const bound = await ensureSeatKv(m.admin, boundBucket('pg'), 1);
+    const bound = await ensureKv(m.admin, boundBucket('pg'), 1);
     const refusal = `\x1b]0;x\x07${HOSTILE}\n<3>n1.web: applied`;
     await bound.put('n1.web.database', JSON.stringify({ refused: refusal }));
     await m.publish('web', {
