@@ -453,12 +453,15 @@ test('a put the bus does not answer within the timeout is refused, not left wait
   }
 });
 
-test('a publish ack is read as its sequence, and a refusal as its reason', () => {
+test('a publish ack is read as its sequence, a refusal as its reason, and one out of bounds is refused with the limit', () => {
   const ack = (text: string) => ({ data: new TextEncoder().encode(text), headers: undefined });
   assert.equal(parsePublishAck(ack('{"stream":"KV_x","seq":42}')), { ok: true, value: 42 });
   assert.equal(parsePublishAck(ack('{"error":{"code":503,"description":"stream is full"}}')), { ok: false, reason: 'refused: stream is full (503)' });
   assert.equal(parsePublishAck(ack('{"stream":"KV_x"}')), { ok: false, reason: 'the ack names no sequence' });
   assert.equal(parsePublishAck(ack('nope')), { ok: false, reason: 'the ack is not JSON' });
+  assert.equal(parsePublishAck(ack('{"seq":' + '['.repeat(100) + ']'.repeat(100) + '}')), { ok: false, reason: 'the ack is nested deeper than 64 levels' });
+  assert.equal(parsePublishAck(ack(`{"seq":1,"stream":"${'x'.repeat(70_000)}"}`)), { ok: false, reason: 'the ack is 70021 bytes, past the limit of 65536 bytes' });
+  assert.equal(parsePublishAck(ack('null')), { ok: false, reason: 'the ack names no sequence' });
 });
 
 test.run();

@@ -5,10 +5,12 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jsonBytes } from '../src/shared/bus.ts';
-import { askSubject } from '../src/shared/subjects.ts';
+import { askSubject, changedSubject } from '../src/shared/subjects.ts';
+import { connectBus } from '../src/shared/bus.ts';
 import { asker, AskError } from '../src/sdk/ask.ts';
 import { ensureBuilt, type Running } from './helpers/bundle.ts';
 import { startMesh, type Mesh } from './helpers/mesh.ts';
+import { startNats } from './helpers/nats.ts';
 import { waitFor } from './helpers/wait.ts';
 
 test.before(() => ensureBuilt('client'));
@@ -100,5 +102,49 @@ test('a client restart says prov.changed for every module; an ask with a reply s
       again.kill();
     }
   }));
+
+test('the SDK reads a client\'s reply and prov.changed within limits: a reply nested deep or not JSON is an AskError saying so; notices of 2 MB, nested deep or not JSON ask nothing', async () => {
+  const server = await startNats('max_payload: 4194304');
+  const nc = await connectBus({ servers: [server.url], name: 'test' });
+  try {
+    // A stand-in for the node's client whose replies are set by the test; it counts the asks.
+    let answer = '{"value":"v1"}';
+    let asks = 0;
+    const sub = nc.subscribe(askSubject('n1'), { callback: (_e, msg) => { asks++; msg.respond(new TextEncoder().encode(answer)); } });
+    const web = asker({ nc, node: 'n1', module: 'web' });
+    const failure = async () => web.ask('config', 'level').then(() => undefined, (err: unknown) => err);
+    answer = '{"value":' + '['.repeat(100) + ']'.repeat(100) + '}';
+    const deep = await failure();
+    assert.instance(deep, AskError);
+    assert.match((deep as Error).message, /^the client answered out of shape: nested deeper than 2 levels$/);
+    answer = '{"value":';
+    assert.match(((await failure()) as Error).message, /^the client answered out of shape: not JSON$/);
+    answer = '{"error":"config \\"level\\" is not resolved for web"}';
+    assert.is(((await failure()) as Error).message, 'config "level" is not resolved for web');
+    answer = '{"value":"v1"}';
+
+    const seen: (string | AskError)[] = [];
+    const watching = web.watch('config', 'level', (v) => seen.push(v));
+    await waitFor('the first value', () => seen.length === 1);
+    const before = asks;
+    const text = (t: string) => new TextEncoder().encode(t);
+    for (const data of [
+      jsonBytes({ kind: 'config', key: 'level', pad: 'x'.repeat(2 * 1024 * 1024) }),
+      text('{"kind":"config","key":' + '['.repeat(100) + ']'.repeat(100) + '}'),
+      text('{"kind":"config"'),
+    ]) nc.publish(changedSubject('n1', 'web'), data);
+    answer = '{"value":"v2"}';
+    nc.publish(changedSubject('n1', 'web'), jsonBytes({ kind: 'config', key: 'level' }));
+    await waitFor('the changed value', () => seen.includes('v2'));
+    await nc.flush();
+    assert.is(asks - before, 1, 'only the notice in shape asked again');
+    assert.equal(seen, ['v1', 'v2']);
+    watching.stop();
+    sub.unsubscribe();
+  } finally {
+    await nc.close();
+    await server.cleanup();
+  }
+});
 
 test.run();

@@ -9,8 +9,9 @@ import { Kvm, type KV } from '@nats-io/kv';
 import { jetstream } from '@nats-io/jetstream';
 import { ensureKv, jsonBytes, readAll } from '../src/shared/bus.ts';
 import { boundKey } from '../src/shared/keys.ts';
+import { VAULT_CHANGED } from '../src/shared/subjects.ts';
 import type { ConsumerEntry } from '../src/sdk/types.ts';
-import { startMesh, type Mesh } from './helpers/mesh.ts';
+import { startMesh, type Mesh, type MeshOptions } from './helpers/mesh.ts';
 import { startVault, type Vault } from './helpers/vault.ts';
 import { waitFor } from './helpers/wait.ts';
 
@@ -19,8 +20,8 @@ const PAIR = 'pair/postgres/database/a/web';
 type Bindings = { m: Mesh; vault: Vault; bound: KV; consumersFile: string; consumerFile: string };
 
 /** Node a runs consumer `web`, node b runs provider `postgres`; the vault holds web's credential. */
-async function withBindings(fn: (b: Bindings) => Promise<void>): Promise<void> {
-  const m = await startMesh({ node: 'a' });
+async function withBindings(fn: (b: Bindings) => Promise<void>, opts: MeshOptions = {}): Promise<void> {
+  const m = await startMesh({ node: 'a', ...opts });
   const b = m.node('b');
   const vault = startVault(m.nc, [m.secrets, b.secrets], { lab: true });
   try {
@@ -97,6 +98,39 @@ test('unbinding: the consumer unassigned leaves the consumers file empty; a cons
     await m.unassign('a', 'cli');
     await waitFor('no consumer', () => entries(m, consumersFile)?.length === 0);
   }));
+
+test('mesh-vault.changed: notices of 2 MB, nested 100 deep, with a name not a string, or not JSON are ignored, the first said at warn; the client goes on and a valid notice still asks again', () =>
+  withBindings(async ({ m, vault, consumersFile }) => {
+    await waitFor('the consumers file', () => entries(m, consumersFile)?.[0]?.credential === 'cred-one');
+    // A value the vault holds and has not said: a notice that made the client ask would bring it in.
+    vault.set(PAIR, 'cred-unsaid');
+    const asked = vault.asked.length;
+    const text = (t: string) => new TextEncoder().encode(t);
+    const notices = [
+      jsonBytes({ name: PAIR, pad: 'x'.repeat(2 * 1024 * 1024) }),
+      text('{"name":' + '['.repeat(100) + ']'.repeat(100) + '}'),
+      jsonBytes({ name: 42 }),
+      text(`{"name":"${PAIR}"`),
+    ];
+    for (const data of notices) m.nc.publish(VAULT_CHANGED, data);
+    await m.nc.flush();
+    const provider = m.node('b').log.lines;
+    const said = () => provider.filter((l) => l.includes('mesh-vault.changed: a notice out of shape ignored'));
+    await waitFor('four notices said out of shape', () => said().length === 4);
+    assert.match(said()[0]!, / warn mesh-vault\.changed: a notice out of shape ignored \(2097\d+ bytes, past the limit of 4096 bytes\); any more are said at debug$/);
+    assert.match(said()[1]!, / debug .*\(nested deeper than 4 levels\); 2 so far$/);
+    assert.match(said()[2]!, / debug .*\(field "name" is not a string\); 3 so far$/);
+    assert.match(said()[3]!, / debug .*\(not JSON\); 4 so far$/);
+    assert.is(vault.asked.length, asked, 'no notice out of shape made the client ask the vault');
+    assert.is(entries(m, consumersFile)?.[0]?.credential, 'cred-one');
+
+    await vault.rotate(PAIR, 'cred-two');
+    await waitFor('the rotated credential', () => entries(m, consumersFile)?.[0]?.credential === 'cred-two');
+    assert.ok(vault.asked.length > asked, 'a valid notice asks again');
+    await m.publish('after', { templates: { t: 'ok\n' }, provisioning: { files: [{ path: '${dir:config}/t', template: 't' }] } });
+    await m.assign('b', 'after');
+    await m.waitReport('b', 'after', (r) => r.state === 'applied');
+  }, { natsConfig: 'max_payload: 4194304' }));
 
 test('${consumers:…} in a module whose plan does not provide it fails; no credential is in any bucket, report, need or log line', () =>
   withBindings(async ({ m, vault, consumersFile }) => {

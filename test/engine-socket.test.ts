@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { createEngineClient, EngineProtocolError, EngineTimeout, EngineUnavailable, type EngineClient } from '../src/client/engine.ts';
-import { contentDigest, type FillFile, type FillReply } from '../src/shared/fill-protocol.ts';
+import { contentDigest, unconfirmedPaths, type FillFile, type FillReply } from '../src/shared/fill-protocol.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 
 setFlagsFromString('--expose-gc');
@@ -199,27 +199,39 @@ test('a reply line past the limit rejects the request with a protocol error nami
   }
 });
 
-test('ok:true with no files is a protocol error naming the unconfirmed path, and the connection is dropped', async () => {
-  const f = await fake((req, conn) => send(conn, { id: req.id, ok: true, files: [] }));
+test('ok:true with no files resolves with nothing confirmed, and the connection is kept: the request in flight beside it is answered', async () => {
+  let held: Request | undefined;
+  const f = await fake((req, conn) => {
+    if (req.files[0]!.path === '/etc/web.conf') return void (held = req);
+    send(conn, { id: req.id, ok: true, files: [] });
+    if (held) answerAll(held, conn, 0);
+  });
   try {
-    const result = await settled(f.client.fill(request('/etc/x.conf')));
-    assert.instance(result.error, EngineProtocolError);
-    assert.is((result.error as Error).message, 'engine did not confirm /etc/x.conf');
-    await until('the connection dropped', () => f.conns[0]!.closed);
+    const web = settled(f.client.fill(request('/etc/web.conf')));
+    await until('web in flight', () => held !== undefined);
+    const none = await settled(f.client.fill(request('/etc/none.conf')));
+    assert.is(none.error, undefined);
+    assert.equal(paths(none.value), []);
+    assert.equal(unconfirmedPaths(none.value!, ['/etc/none.conf']), ['/etc/none.conf']);
+    assert.equal(paths((await web).value), ['/etc/web.conf'], 'the request in flight on the same connection is answered');
+    assert.is(f.conns.length, 1);
+    assert.not.ok(f.conns[0]!.closed, 'the connection is kept');
   } finally {
     await f.close();
   }
 });
 
-test('a reply confirming one file of two names the other, and one naming a file twice is refused too', async () => {
+test('a reply confirming one file of two resolves, leaving the other unconfirmed; one naming a file twice is a protocol error', async () => {
   const f = await fake((req, conn) => send(conn, { id: req.id, ok: true, files: [{ path: req.files[0]!.path, action: 'written' }] }));
   try {
     const partial = await settled(f.client.fill(request('/etc/a.conf', '/etc/b.conf')));
-    assert.is((partial.error as Error).message, 'engine did not confirm /etc/b.conf');
+    assert.equal(paths(partial.value), ['/etc/a.conf']);
+    assert.equal(unconfirmedPaths(partial.value!, ['/etc/a.conf', '/etc/b.conf']), ['/etc/b.conf']);
     f.behave = (req, conn) => send(conn, { id: req.id, ok: true, files: [req.files[0], req.files[0]].map((x) => ({ path: x!.path, action: 'written' })) });
     const twice = await settled(f.client.fill(request('/etc/a.conf')));
     assert.instance(twice.error, EngineProtocolError);
     assert.match((twice.error as Error).message, /named \/etc\/a\.conf more often than it was sent/);
+    await until('the connection dropped', () => f.conns[0]!.closed);
   } finally {
     await f.close();
   }

@@ -23,15 +23,18 @@ test.before(() => {
 });
 test.after(() => cleanupBundles());
 
-/** Answers each request line of a fake engine: a reply line, or nothing. */
-type FakeAnswer = (request: { id: number; module: string; files: { path: string }[] }) => string | undefined;
+/** A request line as the fake engine reads it. */
+type FakeRequest = { id: number; module: string; files: { path: string }[] };
+/** Answers each request line of a fake engine: a reply line, or nothing; `write` sends a line on the same connection later. */
+type FakeAnswer = (request: FakeRequest, write: (line: string) => void) => string | undefined;
 
-/** A fake engine on the mesh's socket: it keeps every connection and answers as told. */
-async function fakeEngine(socketPath: string, answer: FakeAnswer): Promise<{ requests: number; close(): void }> {
+/** A fake engine on the mesh's socket: it keeps every connection and answers as told; `connections` counts those made. */
+async function fakeEngine(socketPath: string, answer: FakeAnswer): Promise<{ requests: number; connections: number; close(): void }> {
   const sockets: Socket[] = [];
-  const fake = { requests: 0, close: () => { server.close(); for (const s of sockets) s.destroy(); } };
+  const fake = { requests: 0, connections: 0, close: () => { server.close(); for (const s of sockets) s.destroy(); } };
   const server = createServer((socket) => {
     sockets.push(socket);
+    fake.connections++;
     let buffered = '';
     socket.setEncoding('utf8').on('data', (chunk: string) => {
       buffered += chunk;
@@ -39,7 +42,7 @@ async function fakeEngine(socketPath: string, answer: FakeAnswer): Promise<{ req
         const line = buffered.slice(0, nl);
         buffered = buffered.slice(nl + 1);
         fake.requests++;
-        const reply = answer(JSON.parse(line));
+        const reply = answer(JSON.parse(line), (l) => void socket.write(l));
         if (reply !== undefined) socket.write(reply);
       }
     });
@@ -232,18 +235,44 @@ test('#5 a silent engine is given up after --engine-timeout: the module waits wi
     }
   }, { engine: false, clientArgs: ['--engine-timeout', '1'] }));
 
-test('#11 an engine reply that confirms no file, or a file it was not sent, is not applied', () =>
+test('#11 an engine reply that confirms no file of one module: that module waits naming its file, the connection is kept, and a module in flight beside it is applied', () =>
   withBundles(async ({ m, client }) => {
-    const liar = await fakeEngine(m.socketPath, (req) =>
-      JSON.stringify({ id: req.id, ok: true, files: req.module === 'liar' ? [] : [{ path: '/etc/shadow', action: 'written' }] }) + '\n');
-    // The new socket is a knock, which sends every module again: seen before the modules exist, it
-    // cannot resend the first liar while the second is in flight (a lie drops the connection under both).
+    // web's request is held until nofiles' comes on the same connection; nofiles is answered with no
+    // file, then web's is answered in full: web was in flight when the engine left nofiles' file out.
+    const held: { req: FakeRequest; write: (line: string) => void }[] = [];
+    const answerFully = (req: FakeRequest) => JSON.stringify({ id: req.id, ok: true, files: req.files.map((f) => ({ path: f.path, action: 'written' })) }) + '\n';
+    const fake = await fakeEngine(m.socketPath, (req, write) => {
+      if (req.module === 'web') return void held.push({ req, write });
+      if (req.module !== 'nofiles') return answerFully(req);
+      write(JSON.stringify({ id: req.id, ok: true, files: [] }) + '\n');
+      for (const h of held.splice(0)) h.write(answerFully(h.req));
+      return undefined;
+    });
+    // The new socket is a knock, which sends every module again; seen before the modules exist, it
+    // cannot resend one of them in the middle of the test.
     await client.waitForLog(/engine knocked/);
     try {
-      await oneFile(m, 'liar', 'x\n');
-      assert.match((await m.waitReport('n1', 'liar', (r) => r.state === 'waiting')).reason!, /engine did not confirm \/.*liar\.conf/);
-      await oneFile(m, 'liar2', 'y\n');
-      assert.match((await m.waitReport('n1', 'liar2', (r) => r.state === 'waiting')).reason!, /engine replied for "\/etc\/shadow", which it was not sent/);
+      await oneFile(m, 'web', 'w\n');
+      await waitFor('web in flight at the engine', () => held.length > 0);
+      await oneFile(m, 'nofiles', 'n\n');
+      await m.waitReport('n1', 'web', (r) => r.state === 'applied');
+      const nofiles = await m.waitReport('n1', 'nofiles', (r) => r.state === 'waiting');
+      assert.match(nofiles.reason!, /engine did not confirm \/\S*\/nofiles\.conf; waiting for a knock/);
+      assert.equal(nofiles.files.map((f) => f.action), ['pending']);
+      assert.is(fake.connections, 1, 'the connection was never dropped');
+      assert.not.match(client.stderr(), /protocol error|dropping the connection/);
+    } finally {
+      fake.close();
+    }
+  }, { engine: false }));
+
+test('#11 an engine reply naming a file it was not sent is a protocol error: the module waits with the reason', () =>
+  withBundles(async ({ m, client }) => {
+    const liar = await fakeEngine(m.socketPath, (req) => JSON.stringify({ id: req.id, ok: true, files: [{ path: '/etc/shadow', action: 'written' }] }) + '\n');
+    await client.waitForLog(/engine knocked/);
+    try {
+      await oneFile(m, 'liar', 'y\n');
+      assert.match((await m.waitReport('n1', 'liar', (r) => r.state === 'waiting')).reason!, /engine replied for "\/etc\/shadow", which it was not sent/);
     } finally {
       liar.close();
     }

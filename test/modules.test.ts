@@ -150,6 +150,20 @@ test('the engine refusing, not confirming, or not reachable: waiting with the re
   assert.equal(erring.last(), { build: 'b1', state: 'failed', files: [], waiting: [], reason: 'engine: disk full' });
 });
 
+test('a reply that leaves a file out: the module waits naming it, the confirmed file stands, and the next run sends the file left out', async () => {
+  let leaveOut: string | undefined = '/b';
+  const h = harness({ t: 'x' }, (req) => ({ id: 1, ok: true, files: req.files.filter((f) => f.path !== leaveOut).map((f) => ({ path: f.path, action: 'written' as const })) }));
+  h.modules.setPlan('web', plan([{ path: '/a', template: 't' }, { path: '/b', template: 't' }]));
+  await h.run('web', false);
+  assert.is(h.last().state, 'waiting');
+  assert.is(h.last().reason, 'engine did not confirm /b; waiting for a knock');
+  assert.equal(h.last().files.map((f) => [f.path, f.action]), [['/a', 'written'], ['/b', 'pending']]);
+  leaveOut = undefined;
+  await h.run('web', false);
+  assert.equal(h.requests.map((r) => r.files.map((f) => f.path)), [['/a', '/b'], ['/b']], 'only the file left out goes again');
+  assert.is(h.last().state, 'applied');
+});
+
 test('a deleted plan removes the module: reported removed, forgotten by the index', async () => {
   const h = harness({ t: '${config:v}' });
   h.setConfig('v', '1');

@@ -8,6 +8,7 @@ import { configDependency, ConfigValues } from '../src/client/sources/config.ts'
 import { ItemWriter } from '../src/client/items.ts';
 import { boundField, resolveBound } from '../src/client/sources/bound.ts';
 import { consumersOf } from '../src/client/sources/consumers.ts';
+import { MAX_VAULT_NAME_CHARS, parseVaultNotice } from '../src/client/sources/vault-notice.ts';
 import { collectKey } from '../src/shared/keys.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 import { kindsWithoutSource, SOURCE_OF_KIND, Sources } from '../src/client/sources/index.ts';
@@ -160,6 +161,27 @@ test('consumers of a provision: every plan bound to this provider on this node, 
     { consumer: 'b', module: 'web', local: 'main', vault: 'pair/postgres/database/b/web/main', value: { name: 'w' } },
     { consumer: 'b', module: 'web', local: 'audit', vault: 'pair/postgres/database/b/web/audit', value: {} },
   ]);
+});
+
+test('a mesh-vault.changed notice is read within limits: a vault name of either grammar, at most its longest, quoting nothing of a bad one', () => {
+  const read = (t: string) => parseVaultNotice(new TextEncoder().encode(t));
+  const longest = `pair/${'p'.repeat(63)}/${'d'.repeat(128)}/${'n'.repeat(63)}/${'m'.repeat(63)}/${'L'.repeat(128)}`;
+  assert.is(longest.length, MAX_VAULT_NAME_CHARS);
+  for (const name of ['pair/postgres/database/a/web', 'pair/postgres/database/a/web/main_2', 'module/web/api-key', longest]) {
+    assert.equal(read(JSON.stringify({ name, at: '2026-12-01' })), { ok: true, value: name });
+  }
+  const refused: [string, string][] = [
+    [JSON.stringify({ name: longest + 'x' }), `field "name" is longer than ${MAX_VAULT_NAME_CHARS} characters`],
+    ...['pair/postgres/database/a', 'pair/postgres/../a/web', 'pair/Postgres/database/a/web', 'pair/postgres/database/a/web/main/x', 'module/web/a.b', 'secret/x', ''].map((name): [string, string] =>
+      [JSON.stringify({ name }), 'field "name" is not a vault name']),
+    ['{"name":42}', 'field "name" is not a string'],
+    ['{}', 'field "name" is missing'],
+    ['"pair/postgres/database/a/web"', 'value is not an object'],
+    ['{"name":"pair/p', 'not JSON'],
+    ['{"name":' + '['.repeat(100) + ']'.repeat(100) + '}', 'nested deeper than 4 levels'],
+    [JSON.stringify({ name: 'pair/postgres/database/a/web', pad: 'x'.repeat(5000) }), '5048 bytes, past the limit of 4096 bytes'],
+  ];
+  for (const [text, reason] of refused) assert.equal(read(text), { ok: false, reason }, text.slice(0, 60));
 });
 
 test.run();

@@ -6,9 +6,10 @@ import { join } from 'node:path';
 import { Kvm } from '@nats-io/kv';
 import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerInfo } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
-import { connectBus, watchBucket, watchKv } from '../src/shared/bus.ts';
+import { connectBus, watchBucket, watchKv, type WatchEvent } from '../src/shared/bus.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 import { WATCH_HEARTBEAT_MS, WATCH_MISSED_HEARTBEATS } from '../src/shared/watch-keeper.ts';
+import { WatchState } from '../src/shared/watch-state.ts';
 import { startNats, type NatsServer } from './helpers/nats.ts';
 import { waitFor } from './helpers/wait.ts';
 
@@ -132,8 +133,12 @@ async function watchedBucket(bucket: string, values: string[]) {
   const kv = await new Kvm(jetstream(nc)).create(bucket);
   for (const [i, v] of values.entries()) await kv.put(`k${i}`, v);
   const seen: string[] = [];
+  const events: WatchEvent[] = [];
   const log = memoryLogger();
-  const watch = await watchKv(nc, bucket, '>', (e) => e.value && seen.push(new TextDecoder().decode(e.value)), log);
+  const watch = await watchKv(nc, bucket, '>', (e) => {
+    events.push(e);
+    if (e.value) seen.push(new TextDecoder().decode(e.value));
+  }, log);
   await watch.caughtUp;
   await waitFor('the stored values', () => seen.length === values.length);
   const reconnected = new Promise<number>((resolve) => {
@@ -141,7 +146,7 @@ async function watchedBucket(bucket: string, values: string[]) {
       for await (const s of nc.status()) if (s.type === 'reconnect') return resolve(Date.now());
     })();
   });
-  return { server, nc, kv, seen, log, watch, reconnected };
+  return { server, nc, kv, seen, events, log, watch, reconnected };
 }
 
 /** Stops the server, lets `change` alter its store, and starts it again. */
@@ -167,6 +172,7 @@ test('a watch’s consumer is made with a short idle heartbeat, so a lost one is
     await waitFor('two, from a consumer made again', () => w.seen.includes('two'), 10_000);
     assert.ok(Date.now() - since < 10_000);
     assert.equal(w.seen, ['one', 'two'], 'nothing delivered twice or lost');
+    assert.equal(deletes(w.events), [], 'no key said gone: the stream was not wiped');
     assert.ok(w.log.lines.some((l) => /watch beat \(>\): no heartbeat/.test(l)), w.log.lines.join('\n'));
     w.watch.stop();
   } finally {
@@ -186,6 +192,7 @@ test('after a reconnect a watch whose consumer the server lost is made again at 
     // Missed heartbeats alone would take two periods; the reconnect re-made it at once.
     assert.ok(Date.now() - back < WATCH_MISSED_HEARTBEATS * WATCH_HEARTBEAT_MS, `${Date.now() - back} ms after the reconnect`);
     assert.equal(w.seen, ['one', 'two', 'three'], 'nothing delivered twice or lost');
+    assert.equal(deletes(w.events), [], 'no key said gone: the stream was not wiped');
     w.watch.stop();
   } finally {
     await w.nc.close();
@@ -204,6 +211,9 @@ test('a watch on a server restarted with its store wiped delivers a value put on
     await kv.put('k', 'three');
     await waitFor('three', () => w.seen.includes('three'), 10_000);
     assert.ok(Date.now() - since < 10_000);
+    // Whether the watch re-read the empty stream or the one holding `k`, neither k0 nor k1 is there.
+    await waitFor('k0 and k1 said gone', () => deletes(w.events).length === 2, 10_000);
+    assert.equal(deletes(w.events).map((e) => e.key).sort(), ['k0', 'k1']);
     w.watch.stop();
   } finally {
     await w.nc.close();
@@ -235,6 +245,67 @@ test('a watch whose stream came back holding less than it saw reads it again fro
     await other.cleanup();
   }
 });
+
+test('a re-read of a wiped stream says which keys are gone: a delete for each key held and not stored again, once the re-read caught up', async () => {
+  // The store the server comes back on: the bucket made again, k1 and a new k3 put, no k0 or k2.
+  const other = await startNats();
+  const onc = await connectBus({ servers: [other.url], name: 'test' });
+  const okv = await new Kvm(jetstream(onc)).create('diffed');
+  await okv.put('k1', 'one again');
+  await okv.put('k3', 'three');
+  await onc.close();
+  await other.stop();
+  const w = await watchedBucket('diffed', ['zero', 'one', 'two']);
+  try {
+    const before = w.events.length;
+    await restartWith(w.server, (streams) => {
+      rmSync(streams, { recursive: true, force: true });
+      cpSync(join(other.dir, 'js', 'jetstream', '$G', 'streams'), streams, { recursive: true });
+    });
+    await waitFor('k0 and k2 said gone', () => deletes(w.events).length === 2, 10_000);
+    const after = w.events.slice(before).map((e) => [e.key, e.value === null ? null : new TextDecoder().decode(e.value), e.revision]);
+    assert.equal(after, [['k1', 'one again', 1], ['k3', 'three', 2], ['k0', null, 4], ['k2', null, 4]],
+      'the values stored now, then a delete for each key held and not seen again, one revision past the highest seen');
+    await w.kv.put('k0', 'back');
+    await waitFor('k0 back', () => w.seen.includes('back'), 10_000);
+    assert.is(deletes(w.events).length, 2, 'nothing said gone twice');
+    w.watch.stop();
+  } finally {
+    await w.nc.close();
+    await w.server.cleanup();
+    await other.cleanup();
+  }
+});
+
+test('a watch state ends a re-read only on a consumer made for it, deleting what was held and not delivered again', () => {
+  const events: WatchEvent[] = [];
+  const state = new WatchState((e) => events.push(e));
+  const put = (key: string, revision: number) => state.deliver({ key, revision, value: new Uint8Array([1]) });
+  put('a', 1);
+  put('b', 2);
+  put('c', 3);
+  state.deliver({ key: 'c', revision: 4, value: null });
+  state.drained('first');
+  state.rereadBegan('short');
+  put('b', 1);
+  state.drained('short');
+  assert.is(events.length, 5, 'the consumer that showed the stream short does not end the re-read');
+  state.drained('reread');
+  assert.equal(events.slice(5), [{ key: 'a', revision: 5, value: null }], 'a gone; b seen again; c was already deleted');
+  state.drained('reread');
+  state.createdDrained('later', true);
+  assert.is(events.length, 6, 'nothing said gone twice, nor without a re-read');
+  state.rereadBegan('short2');
+  state.createdDrained('empty', false);
+  assert.is(events.length, 6, 'a consumer that delivered something ends a re-read by its messages only');
+  state.createdDrained('empty', true);
+  assert.equal(events.slice(6), [{ key: 'b', revision: 6, value: null }], 'an empty stream: every key held is gone');
+});
+
+/** The deletes among a watch's events. */
+function deletes(events: readonly WatchEvent[]): WatchEvent[] {
+  return events.filter((e) => e.value === null);
+}
 
 /** The installed @nats-io/jetstream version, for the message of a failed pin check. */
 function jetstreamVersion(): string {

@@ -5,6 +5,7 @@
 // direct gets are answered in parallel. The object store's stream has `allow_direct` set.
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { parseBoundedJson } from '../shared/limits.ts';
 
 /** An object's meta as the object store keeps it (the fields read here). */
 type ObjectMeta = { nuid?: unknown; size?: unknown; chunks?: unknown; deleted?: unknown };
@@ -28,7 +29,9 @@ export function directObjectReader(nc: NatsConnection): (bucket: string, name: s
       const stream = `OBJ_${bucket}`;
       const metaMsg = await direct.getMessage(stream, { last_by_subj: `$O.${bucket}.M.${base64UrlPadded(name)}` });
       if (!metaMsg) return null;
-      const meta = metaMsg.json<ObjectMeta>();
+      const parsed = parseBoundedJson(metaMsg.data, { maxBytes: MAX_OBJECT_META_BYTES });
+      if (!parsed.ok || typeof parsed.value !== 'object' || parsed.value === null) return undefined;
+      const meta = parsed.value as ObjectMeta;
       if (meta.deleted === true) return null;
       if (typeof meta.nuid !== 'string' || typeof meta.size !== 'number' || typeof meta.chunks !== 'number') return undefined;
       if (meta.size > maxBytes) return new Uint8Array(maxBytes + 1);
@@ -49,6 +52,9 @@ export function directObjectReader(nc: NatsConnection): (bucket: string, name: s
     }
   };
 }
+
+/** The largest object meta read here (name, digest, sizes, a few headers); a larger one is read the library's way. */
+const MAX_OBJECT_META_BYTES = 64 * 1024;
 
 /** How long one direct get may take before the bucket is read the library's way. */
 export const DIRECT_TIMEOUT_MS = 1000;

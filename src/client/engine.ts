@@ -34,7 +34,7 @@ export class EngineTimeout extends Error {
   }
 }
 
-/** The engine broke the protocol: a reply that does not confirm what was sent, or a line past the limit. */
+/** The engine broke the protocol: a reply out of shape or naming a file it was not sent, or a line past the limit. */
 export class EngineProtocolError extends Error {
   override name = 'EngineProtocolError';
   constructor(message: string, options?: { cause?: unknown }) {
@@ -45,9 +45,10 @@ export class EngineProtocolError extends Error {
 /** The client's end of the fill socket. */
 export type EngineClient = {
   /**
-   * Sends one fill request and resolves with its reply: `ok:false`, or `ok:true` naming every file
-   * sent, each once. Rejects with EngineUnavailable (no socket, or the connection dropped),
-   * EngineTimeout (no answer in time) or EngineProtocolError (a reply that breaks §9).
+   * Sends one fill request and resolves with its reply: `ok:false`, or `ok:true` naming only files
+   * sent, each at most once as sent; a file it leaves out is the caller's to wait on, and the
+   * connection is kept (DESIGN §9). Rejects with EngineUnavailable (no socket, or the connection
+   * dropped), EngineTimeout (no answer in time) or EngineProtocolError (a reply that breaks §9).
    */
   fill(req: Omit<FillRequest, 'id' | 'op'>): Promise<FillReply>;
   /** Called on a knock: the socket path created or its mtime changed (after start). */
@@ -97,7 +98,7 @@ export function createEngineClient(opts: EngineClientOptions): EngineClient {
 }
 
 type Pending = {
-  /** The paths sent, which the reply must confirm. */
+  /** The paths sent: the reply may name only these. */
   paths: string[];
   /** When it was sent (ms since the epoch), to compare with a knock's mtime. */
   sentAt: number;
@@ -231,7 +232,9 @@ function dropConnection(conn: Connection, err: Error): void {
   conn.pending.clear();
 }
 
-// A protocol error rejects its own request with the reason and drops the connection: nothing later on it can be trusted.
+// A protocol error (a reply out of shape, or naming a file it was not sent) rejects its own request with the
+// reason and drops the connection: nothing later on it can be trusted. A reply that leaves a file out is
+// no such error: the engine said nothing false, so the other requests on the connection go on.
 function settle(conn: Connection, line: Buffer, maxLineBytes: number, socketPath: string, log: Logger, onBroken: (err: Error) => void): void {
   if (conn.dropped || isBlank(line)) return;
   const verdict = judgeReplyLine(line, (id) => conn.pending.get(id)?.paths, maxLineBytes);

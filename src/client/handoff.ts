@@ -1,6 +1,6 @@
 // Handing a module's filled files to the engine (DESIGN §9): only what changed since the engine
 // last confirmed it, one request per module, and what the engine said of each file.
-import type { FillFile } from '../shared/fill-protocol.ts';
+import { unconfirmedPaths, unconfirmedReason, type FillFile, type FillResult } from '../shared/fill-protocol.ts';
 import { MAX_ENGINE_LINE_BYTES } from '../shared/limits.ts';
 import type { Logger } from '../shared/log.ts';
 import type { Plan, Report } from '../shared/schemas.ts';
@@ -9,7 +9,10 @@ import { EngineProtocolError, EngineTimeout, EngineUnavailable, type EngineClien
 /** One file of a report: its path, what the engine did, the digest handed. */
 export type FileResult = Report['files'][number];
 
-/** How a handoff ended: confirmed, given up (the module waits for a knock), engine away, or refused whole. */
+/**
+ * How a handoff ended: confirmed, not confirmed (given up, or files the reply left out: the module
+ * waits for a knock), engine away, or refused whole.
+ */
 export type HandoffOutcome =
   | { kind: 'confirmed' }
   | { kind: 'unconfirmed'; reason: string }
@@ -63,15 +66,17 @@ export class Handoff {
       handed.sent.clear();
       return { kind: 'failed', reason: `engine: ${reply.error}` };
     }
-    // The engine client resolves only a reply that confirms every file sent, each once.
-    const byPath = new Map(toSend.map((f) => [f.path, f]));
-    for (const result of reply.files) {
-      const file = byPath.get(result.path)!;
-      handed.results.set(result.path, { path: result.path, action: result.action, digest: file.digest, ...(result.reason ? { reason: result.reason } : {}) });
-      if (result.action === 'refused') handed.sent.delete(result.path);
-      else handed.sent.set(result.path, signature(file));
+    this.#record(handed, toSend, reply.files);
+    // A file the reply leaves out goes again with the module's next run (a knock, a start, the bus's
+    // return); the connection was kept, so the other modules' requests on it are answered as they come.
+    const missing = unconfirmedPaths(reply, toSend.map((f) => f.path));
+    if (missing.length === 0) return { kind: 'confirmed' };
+    const left = new Set(missing);
+    for (const f of toSend.filter((x) => left.has(x.path))) {
+      handed.sent.delete(f.path);
+      handed.results.set(f.path, { path: f.path, action: 'pending', digest: f.digest });
     }
-    return { kind: 'confirmed' };
+    return { kind: 'unconfirmed', reason: unconfirmedReason(missing) };
   }
 
   /** What the engine last said of each file (`pending` for a file it has not confirmed). */
@@ -83,6 +88,17 @@ export class Handoff {
   /** Forgets a module: its next handoff sends every file. */
   forget(module: string): void {
     this.#byModule.delete(module);
+  }
+
+  // The engine client resolves only a reply naming files sent, each at most as often as sent.
+  #record(handed: Handed, toSend: readonly FillFile[], results: readonly FillResult[]): void {
+    const byPath = new Map(toSend.map((f) => [f.path, f]));
+    for (const result of results) {
+      const file = byPath.get(result.path)!;
+      handed.results.set(result.path, { path: result.path, action: result.action, digest: file.digest, ...(result.reason ? { reason: result.reason } : {}) });
+      if (result.action === 'refused') handed.sent.delete(result.path);
+      else handed.sent.set(result.path, signature(file));
+    }
   }
 
   #handed(module: string): Handed {

@@ -2,8 +2,10 @@
 // values through its node's client instead of files. The module is named by the tool runner (the
 // environment it sets, or the options), never chosen by the module's code.
 import type { NatsConnection } from '@nats-io/transport-node';
+import * as v from 'valibot';
 import { connectBus, jsonBytes } from '../shared/bus.ts';
 import { INBOX_PREFIXES } from '../shared/inbox.ts';
+import { decodeJson } from '../shared/schemas.ts';
 import { askSubject, changedSubject } from '../shared/subjects.ts';
 
 /** An ask the client answered with `{error}`, or could not be made. */
@@ -26,6 +28,16 @@ export type AskerOptions = {
 /** How long one ask waits for the client. */
 export const DEFAULT_ASK_TIMEOUT_MS = 2000;
 
+/** The largest reply read (NATS's own ceiling on a payload): a value may be as large as its bucket holds. */
+const MAX_ASK_REPLY_BYTES = 64 * 1024 * 1024;
+/** The largest `prov.changed` notice read: a kind and one key, each a bounded token. */
+const MAX_CHANGED_NOTICE_BYTES = 16 * 1024;
+/** `{value}` or `{error}` and nothing nested: the deepest a reply or notice may be. */
+const MAX_REPLY_DEPTH = 2;
+
+const AskReplySchema = v.union([v.object({ value: v.string() }), v.object({ error: v.string() })]);
+const ChangedNoticeSchema = v.object({ kind: v.string(), key: v.optional(v.string()) });
+
 /** Asks and watches of one module. */
 export type Asker = {
   /** The value of `kind`/`key` as the client holds it; rejects with AskError and the client's reason. */
@@ -39,27 +51,26 @@ export function asker(opts: AskerOptions): Asker {
   const { nc, node, module } = opts;
   const timeout = opts.timeoutMs ?? DEFAULT_ASK_TIMEOUT_MS;
   const ask = async (kind: string, key: string): Promise<string> => {
-    let reply: { value?: unknown; error?: unknown };
+    let data: Uint8Array;
     try {
-      reply = (await nc.request(askSubject(node), jsonBytes({ module, kind, key }), { timeout })).json();
+      data = (await nc.request(askSubject(node), jsonBytes({ module, kind, key }), { timeout })).data;
     } catch (err) {
       throw new AskError(`asking ${kind} "${key}" of node ${node}: ${(err as Error).message}`, { cause: err });
     }
-    if (typeof reply.value === 'string') return reply.value;
-    throw new AskError(typeof reply.error === 'string' ? reply.error : 'the client answered out of shape');
+    const reply = decodeJson(AskReplySchema, data, { maxBytes: MAX_ASK_REPLY_BYTES, maxDepth: MAX_REPLY_DEPTH });
+    if (!reply.ok) throw new AskError(`the client answered out of shape: ${reply.reason.startsWith('not JSON') ? 'not JSON' : reply.reason}`);
+    if ('value' in reply.value) return reply.value.value;
+    throw new AskError(reply.value.error);
   };
   const watch: Asker['watch'] = (kind, key, onChange) => {
     const deliver = () => ask(kind, key).then(onChange, (err: AskError) => onChange(err));
     const sub = nc.subscribe(changedSubject(node, module), {
       callback: (err, msg) => {
         if (err) return;
-        let notice: { kind?: unknown; key?: unknown };
-        try {
-          notice = msg.json();
-        } catch {
-          return;
-        }
-        if (notice.kind === kind && (notice.key === undefined || notice.key === key)) void deliver();
+        // A notice out of shape says nothing about this value: ignored, as one for another kind.
+        const notice = decodeJson(ChangedNoticeSchema, msg.data, { maxBytes: MAX_CHANGED_NOTICE_BYTES, maxDepth: MAX_REPLY_DEPTH });
+        if (!notice.ok) return;
+        if (notice.value.kind === kind && (notice.value.key === undefined || notice.value.key === key)) void deliver();
       },
     });
     void nc.flush().then(deliver);

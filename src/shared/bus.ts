@@ -6,6 +6,7 @@ import { Kvm, type KV } from '@nats-io/kv';
 import { BucketRefusedError, ensureBucket, refuseBadBucket } from './bucket-bind.ts';
 import { DEFAULT_MESH_NODES, kvBucket, maxConsumersFor } from './bucket-spec.ts';
 import { retryWithBackoff, timerSleep, type Sleep } from './retry.ts';
+import { WatchState } from './watch-state.ts';
 import { keepWatch, type KeeperLog, type OrderedConsumerInternals, type WatchKeeper } from './watch-keeper.ts';
 
 /** How to reach and authenticate to the bus. */
@@ -102,7 +103,10 @@ export type Watch = {
  * through the library's own reset, which subscribes first and replays the filter from sequence 1:
  * every stored revision, then live changes. The seat's buckets keep one revision per key.
  * keepWatch (watch-keeper.ts) keeps the consumer alive: a 1 s heartbeat, re-made when its server
- * is lost (a reconnect, a server leaving the cluster) or it falls silent.
+ * is lost (a reconnect, a server leaving the cluster) or it falls silent. A re-made consumer resumes
+ * after the last stream sequence delivered; only a stream that came back holding less (a wiped
+ * store) is read again from the start, and once that re-read has caught up every key delivered
+ * before it and not again is delivered as deleted (watch-state.ts).
  */
 export async function watchKv(
   nc: NatsConnection,
@@ -116,17 +120,15 @@ export async function watchKv(
     filter_subjects: prefix + filter,
     deliver_policy: DeliverPolicy.New,
   });
-  let markCaughtUp!: () => void;
-  let caught = false;
-  const caughtUp = new Promise<void>((resolve) => (markCaughtUp = () => { caught = true; resolve(); }));
+  const state = new WatchState(onEvent);
   let keeper: WatchKeeper | undefined;
   const messages = await consumer.consume({
     callback: (m) => {
       keeper?.heard();
       const op = m.headers?.get('KV-Operation');
       const deleted = op === 'DEL' || op === 'PURGE';
-      onEvent({ key: m.subject.slice(prefix.length), revision: m.seq, value: deleted ? null : m.data });
-      if (!caught && m.info.pending === 0) markCaughtUp();
+      state.deliver({ key: m.subject.slice(prefix.length), revision: m.seq, value: deleted ? null : m.data });
+      if (m.info.pending === 0) state.drained(m.info.consumer);
     },
   });
   const kept = keepWatch(nc, messages as unknown as OrderedConsumerInternals, `watch ${bucket} (${filter})`, log);
@@ -143,13 +145,14 @@ export async function watchKv(
       }
       if (s.type !== 'ordered_consumer_recreated') continue;
       const info = await consumer.info(true);
-      if (info.name !== s.name || kept.recreated(info) || caught) continue;
+      if (info.name !== s.name) continue;
+      if (kept.recreated(info)) state.rereadBegan(info.name);
       // The replacement's pending count at creation: nothing stored means caught up at once.
-      if (info.num_pending === 0) markCaughtUp();
+      else if (info.num_pending === 0) state.createdDrained(info.name, info.delivered.consumer_seq === 0);
     }
   })();
   (messages as unknown as { reset(): void }).reset();
-  return { caughtUp, stop: () => { kept.stop(); void messages.stop(); } };
+  return { caughtUp: state.caughtUp, stop: () => { kept.stop(); void messages.stop(); } };
 }
 
 /** How long a watch of a missing bucket waits between tries, at most. */

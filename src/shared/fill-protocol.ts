@@ -118,45 +118,68 @@ export function secretNamesOf(content: FillContent): string[] {
   return [...new Set(content.flatMap((part) => (typeof part === 'string' ? [] : [part.secret])))];
 }
 
-/** How many paths a confirmation's reason lists before it says "and N more". */
+/** How many paths a reason lists before it says "and N more". */
 const LISTED_PATHS = 5;
 /** How much of a path the engine made up a reason quotes. */
 const QUOTED_PATH_CHARS = 200;
 
 /**
- * Checks a reply against the paths of the request it answers (DESIGN §9): an `ok:true` reply must
- * name every path sent, each as often as it was sent, and no other; `ok:false` is left as it is.
- * The reason names the unexpected path, or the paths the engine did not confirm.
+ * Checks an `ok:true` reply against the paths of the request it answers (DESIGN §9): it may name
+ * only paths sent, each at most as often as it was sent; `ok:false` is left as it is. A path it
+ * leaves out is no protocol error (unconfirmedPaths says which; that module waits). The reason
+ * names the path the engine was not sent, or sent fewer times.
  */
 export function confirmReply(reply: FillReply, sent: readonly string[]): Parsed<FillReply> {
   if (!reply.ok) return { ok: true, value: reply };
-  const owed = new Map<string, number>();
-  for (const path of sent) owed.set(path, (owed.get(path) ?? 0) + 1);
+  const owed = countPaths(sent);
   for (const { path } of reply.files) {
     const left = owed.get(path);
     if (left === undefined) return { ok: false, reason: `engine replied for ${quotePath(path)}, which it was not sent` };
     if (left === 0) return { ok: false, reason: `engine named ${path} more often than it was sent` };
     owed.set(path, left - 1);
   }
-  const unconfirmed = [...owed].filter(([, left]) => left > 0).map(([path]) => path);
-  if (unconfirmed.length === 0) return { ok: true, value: reply };
-  const more = unconfirmed.length > LISTED_PATHS ? ` and ${unconfirmed.length - LISTED_PATHS} more` : '';
-  return { ok: false, reason: `engine did not confirm ${unconfirmed.slice(0, LISTED_PATHS).join(', ')}${more}` };
+  return { ok: true, value: reply };
+}
+
+/** The paths sent that a reply passed by confirmReply leaves out, in the order sent (none for `ok:false`). */
+export function unconfirmedPaths(reply: FillReply, sent: readonly string[]): string[] {
+  if (!reply.ok) return [];
+  const named = countPaths(reply.files.map((f) => f.path));
+  const out: string[] = [];
+  for (const path of sent) {
+    const left = named.get(path) ?? 0;
+    if (left > 0) named.set(path, left - 1);
+    else out.push(path);
+  }
+  return out;
+}
+
+/** Says which files the engine did not confirm, the first LISTED_PATHS by path and the rest by count. */
+export function unconfirmedReason(paths: readonly string[]): string {
+  const more = paths.length > LISTED_PATHS ? ` and ${paths.length - LISTED_PATHS} more` : '';
+  return `engine did not confirm ${paths.slice(0, LISTED_PATHS).join(', ')}${more}`;
+}
+
+function countPaths(paths: readonly string[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const path of paths) counts.set(path, (counts.get(path) ?? 0) + 1);
+  return counts;
 }
 
 /** What one reply line means for the requests in flight. */
 export type ReplyVerdict =
   /** Out of shape, or for no request in flight: said and ignored. */
   | { kind: 'ignored'; why: string }
-  /** The reply of request `id`, confirming exactly what was sent (or `ok:false`). */
+  /** The reply of request `id`: naming only what was sent, each at most as often (or `ok:false`). */
   | { kind: 'resolved'; id: number; reply: FillReply }
-  /** A reply for request `id` that breaks §9: out of shape, or not confirming what was sent. */
+  /** A reply for request `id` that breaks §9: out of shape, or naming a file it was not sent. */
   | { kind: 'broken'; id: number; reason: string };
 
 /**
  * Reads one reply line against the paths of each request in flight (`inFlight(id)`, undefined when
  * none has that id), within `maxBytes`: a line out of shape or for no request in flight is ignored;
- * a reply for a request in flight resolves it only when confirmReply passes it. Never throws.
+ * a reply for a request in flight resolves it when confirmReply passes it (a file left out is the
+ * caller's to wait on), and breaks it otherwise. Never throws.
  */
 export function judgeReplyLine(line: Uint8Array | string, inFlight: (id: number) => readonly string[] | undefined, maxBytes: number): ReplyVerdict {
   const raw = parseBoundedJson(line, { maxBytes });

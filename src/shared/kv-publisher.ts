@@ -5,6 +5,7 @@
 // counter, and one sweep fails any put the bus has not answered within the timeout.
 import { createInbox, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import type { Parsed } from '../shared/result.ts';
+import { parseBoundedJson } from './limits.ts';
 
 /** How long a put waits for the bus's ack, as nats.js's JetStream publish waits by default. */
 export const DEFAULT_ACK_TIMEOUT_MS = 5000;
@@ -104,18 +105,18 @@ export class KvPublisher {
   }
 }
 
+/** The largest publish ack read: the server's own, a stream name, a sequence and perhaps an error. */
+const MAX_ACK_BYTES = 64 * 1024;
+
 /**
  * Reads a JetStream publish ack: the stream sequence (the key's new revision), or why the message
  * was not stored: the stream's error, or a status without a body (503: no stream listens).
  */
 export function parsePublishAck(msg: Pick<Msg, 'data' | 'headers'>): Parsed<number> {
   if (msg.data.length === 0) return { ok: false, reason: `status ${msg.headers?.code ?? 'unknown'}${msg.headers?.code === 503 ? ': no stream listens (the bucket is missing)' : ''}` };
-  let ack: { seq?: unknown; error?: { description?: unknown; code?: unknown } };
-  try {
-    ack = JSON.parse(new TextDecoder().decode(msg.data)) as typeof ack;
-  } catch {
-    return { ok: false, reason: 'the ack is not JSON' };
-  }
+  const parsed = parseBoundedJson(msg.data, { maxBytes: MAX_ACK_BYTES });
+  if (!parsed.ok) return { ok: false, reason: parsed.reason.startsWith('not JSON') ? 'the ack is not JSON' : `the ack is ${parsed.reason}` };
+  const ack = parsed.value as { seq?: unknown; error?: { description?: unknown; code?: unknown } } | null;
   if (ack?.error) return { ok: false, reason: `refused: ${String(ack.error.description ?? 'no description')} (${String(ack.error.code ?? '?')})` };
   if (typeof ack?.seq !== 'number') return { ok: false, reason: 'the ack names no sequence' };
   return { ok: true, value: ack.seq };

@@ -45,7 +45,9 @@ export type WatchKeeper = {
   beat(lastConsumerSequence: number): void;
   /**
    * The consumer was made again (`info`: the new one). Returns true when the stream holds less than
-   * the watch saw and the watch reads it again from the start (the new consumer is already replaced).
+   * the watch saw and the watch reads it again from the start (the new consumer is already replaced);
+   * the watch then says which keys are gone once the re-read has caught up (watch-state.ts). Every
+   * other re-make resumes after the last stream sequence delivered, so it needs no such diff.
    */
   recreated(info: ConsumerInfo): boolean;
   /** Stops the keeper's timers and its listening to the connection. */

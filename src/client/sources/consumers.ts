@@ -10,6 +10,7 @@ import type { Logger } from '../../shared/log.ts';
 import { decodeJson, PlanSchema, type Plan } from '../../shared/schemas.ts';
 import { VAULT_CHANGED } from '../../shared/subjects.ts';
 import { VaultCredentials } from './vault.ts';
+import { vaultNoticeReader } from './vault-notice.ts';
 import type { OnChange, Source, Wanted } from './source.ts';
 
 /** One consumer of a provision, as the plans say it (the credential is the vault's). */
@@ -54,17 +55,10 @@ export function consumersSource(nc: NatsConnection, node: string, log: Logger, o
     }
     onChange([...deps]);
   });
+  const readNotice = vaultNoticeReader(log, (name) => credentials.changed(name));
   const changes = nc.subscribe(VAULT_CHANGED, {
     callback: (err, msg) => {
-      if (err) return;
-      const name = (() => {
-        try {
-          return (msg.json() as { name?: unknown }).name;
-        } catch {
-          return undefined;
-        }
-      })();
-      if (typeof name === 'string') credentials.changed(name);
+      if (!err) readNotice(msg.data);
     },
   });
   const open = () => watchBucket(nc, PLANS, '>', (e) => {
