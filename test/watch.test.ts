@@ -3,10 +3,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { cpSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kvm } from '@nats-io/kv';
 import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerInfo } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
-import { connectBus, watchBucket, watchKv, type WatchEvent } from '../src/shared/bus.ts';
+import { connectBus, ensureKv, watchBucket, watchKv, type WatchEvent } from '../src/shared/bus.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 import { WATCH_HEARTBEAT_MS, WATCH_MISSED_HEARTBEATS } from '../src/shared/watch-keeper.ts';
 import { WatchState } from '../src/shared/watch-state.ts';
@@ -17,7 +16,7 @@ test('the object consume() returns still has the private reset(), getConsumerOpt
   const server = await startNats();
   const nc = await connectBus({ servers: [server.url], name: 'test' });
   try {
-    await new Kvm(jetstream(nc)).create('resettable');
+    await ensureKv(nc, 'resettable', 1);
     // The same consumer watchKv makes: ordered, push, filtered, delivering new messages only.
     const consumer = await jetstream(nc).consumers.getPushConsumer('KV_resettable', {
       filter_subjects: '$KV.resettable.>',
@@ -56,7 +55,7 @@ test('a value written while the watch is being created is seen', async () => {
   try {
     for (let round = 0; round < 40; round++) {
       // A fresh bucket each round: the loss was seen on a stream created just before its watch.
-      const kv = await new Kvm(jetstream(nc)).create(`race${round}`);
+      const kv = await ensureKv(nc, `race${round}`, 1);
       const seen = new Map<string, string>();
       const watching = watchKv(nc, `race${round}`, `r${round}.>`, (e) => {
         if (e.value) seen.set(e.key, new TextDecoder().decode(e.value));
@@ -76,7 +75,7 @@ test('caught up resolves after the stored values, at once for an empty filter', 
   const server = await startNats();
   const nc = await connectBus({ servers: [server.url], name: 'test' });
   try {
-    const kv = await new Kvm(jetstream(nc)).create('cu');
+    const kv = await ensureKv(nc, 'cu', 1);
     for (let i = 0; i < 50; i++) await kv.put(`a.k${i}`, `${i}`);
     await kv.delete('a.k3');
     const seen = new Map<string, Uint8Array | null>();
@@ -102,7 +101,7 @@ test('a watch waits for a missing bucket and recovers after the server restarts'
     const seen: string[] = [];
     const watch = watchBucket(nc, 'later', '>', (e) => e.value && seen.push(new TextDecoder().decode(e.value)), log);
     await waitFor('a waiting line', () => log.lines.some((l) => l.includes('waiting for bucket later')));
-    const kv = await new Kvm(jetstream(nc)).create('later');
+    const kv = await ensureKv(nc, 'later', 1);
     await kv.put('x', 'one');
     await watch.caughtUp;
     await waitFor('one', () => seen.includes('one'));
@@ -130,7 +129,7 @@ async function consumersOf(nc: NatsConnection, bucket: string): Promise<Consumer
 async function watchedBucket(bucket: string, values: string[]) {
   const server = await startNats();
   const nc = await connectBus({ servers: [server.url], name: 'test' });
-  const kv = await new Kvm(jetstream(nc)).create(bucket);
+  const kv = await ensureKv(nc, bucket, 1);
   for (const [i, v] of values.entries()) await kv.put(`k${i}`, v);
   const seen: string[] = [];
   const events: WatchEvent[] = [];
@@ -205,7 +204,7 @@ test('a watch on a server restarted with its store wiped delivers a value put on
   try {
     await restartWith(w.server, (streams) => rmSync(streams, { recursive: true, force: true }));
     const kv = await waitFor('the bucket made again', async () => {
-      try { return await new Kvm(jetstream(w.nc)).create('wiped'); } catch { return undefined; }
+      try { return await ensureKv(w.nc, 'wiped', 1); } catch { return undefined; }
     }, 10_000);
     const since = Date.now();
     await kv.put('k', 'three');
@@ -225,7 +224,7 @@ test('a watch whose stream came back holding less than it saw reads it again fro
   // The store the server comes back on: the bucket made again, one value put, no consumer.
   const other = await startNats();
   const onc = await connectBus({ servers: [other.url], name: 'test' });
-  await (await new Kvm(jetstream(onc)).create('again')).put('k', 'fresh');
+  await (await ensureKv(onc, 'again', 1)).put('k', 'fresh');
   await onc.close();
   await other.stop();
   const w = await watchedBucket('again', ['one', 'two', 'three']);
@@ -250,7 +249,7 @@ test('a re-read of a wiped stream says which keys are gone: a delete for each ke
   // The store the server comes back on: the bucket made again, k1 and a new k3 put, no k0 or k2.
   const other = await startNats();
   const onc = await connectBus({ servers: [other.url], name: 'test' });
-  const okv = await new Kvm(jetstream(onc)).create('diffed');
+  const okv = await ensureKv(onc, 'diffed', 1);
   await okv.put('k1', 'one again');
   await okv.put('k3', 'three');
   await onc.close();

@@ -66,8 +66,10 @@ export async function refuseBadBucket(nc: NatsConnection, spec: BucketSpec, warn
 export async function ensureBucket(nc: NatsConnection, spec: BucketSpec, size: BucketSize, warn?: (line: string) => void): Promise<'found' | 'created'> {
   const jsm = await bucketManager(nc);
   const found = await inspectBucket(jsm, spec);
-  if (found.state !== 'missing') {
-    if (found.state === 'ok') for (const w of found.warnings) warn?.(`bucket ${spec.name}: ${w}`);
+  // A bucket the caller keeps is one its login may read the stream of: not reading it is a failure.
+  if (found.state === 'unchecked') throw new Error(`bucket ${spec.name}: its stream could not be read: ${found.reason}`);
+  if (found.state === 'ok') {
+    for (const w of found.warnings) warn?.(`bucket ${spec.name}: ${w}`);
     return 'found';
   }
   try {
