@@ -135,6 +135,13 @@ test('the composer over arbitrary assignments and compositions never throws, com
       const plan = decodeJson(PlanSchema, bytes);
       assert.ok(plan.ok, `plan ${key} is refused by PlanSchema: ${plan.ok ? '' : plan.reason}`);
     }
+    // One pass: a key's plan is written, or it is held or failed in the verb's health, never both.
+    const book = composer.healthBook;
+    for (const key of book.keys()) {
+      const entry = book.entry(key)!;
+      assert.is(key, `${entry.node}.${entry.module}`);
+      assert.not.ok(written.has(key), `plan ${key} written and said ${entry.state}: ${entry.reason}`);
+    }
     const broken = log.lines.find((l) => /internal error|ended early/.test(l));
     assert.is(broken, undefined, broken);
     for (const line of lines) assert.ok(line.reason.length < 4096, `a health line of ${line.reason.length} characters`);
@@ -154,7 +161,7 @@ const fields = {
   limit: often(fc.integer({ min: 1 }), fc.oneof(fc.integer(), fc.double(), fc.string({ maxLength: 3 }))),
   after: often(fc.string({ maxLength: 20 }), fc.string({ minLength: 1000, maxLength: 3000 })),
 };
-const NARROWING = { registry: [], needs: ['node', 'module'], applied: ['node', 'module'], collect: ['node', 'collection', 'contributor'] } as const;
+const NARROWING = { registry: [], needs: ['node', 'module'], applied: ['node', 'module'], collect: ['node', 'collection', 'contributor'], health: ['node', 'module'] } as const;
 const requestish = fc.oneof(
   // Mostly the fields a what takes, so that the bounds on each are reached.
   fc.constantFrom(...VERB_WHATS).chain((what) => {
@@ -183,8 +190,9 @@ test('verb request parsing over arbitrary bytes never throws: a request within e
     if (parsed.ok) {
       accepted++;
       assert.ok(validate(VerbRequestSchema, parsed.value).ok);
-      const filter = watchFilter(parsed.value);
-      assert.ok(filter.ok && Buffer.byteLength(filter.value) <= MAX_SUBJECT_BYTES, JSON.stringify(filter));
+      const request = parsed.value;
+      const filter = request.what === 'health' ? undefined : watchFilter({ ...request, what: request.what });
+      if (filter) assert.ok(filter.ok && Buffer.byteLength(filter.value) <= MAX_SUBJECT_BYTES, JSON.stringify(filter));
       const collection = parsed.value.collection;
       if (collection !== undefined) assert.ok(encodeToken(collection).length <= MAX_TOKEN_BYTES);
     } else {

@@ -239,11 +239,11 @@ export const BoundEntrySchema = v.union([
 /** A value of `<provider>_bound`. */
 export type BoundEntry = v.InferOutput<typeof BoundEntrySchema>;
 
-/** What the verb answers. */
-export const VERB_WHATS = ['registry', 'needs', 'applied', 'collect'] as const;
+/** What the verb answers: a seat bucket read, or (`health`) the seat's memory. */
+export const VERB_WHATS = ['registry', 'needs', 'applied', 'collect', 'health'] as const;
 /** A request of `mesh-provisioner.provisioning`. */
 export const VerbRequestSchema = v.strictObject({
-  what: v.optional(v.picklist(VERB_WHATS, 'must be one of registry, needs, applied, collect'), 'registry'),
+  what: v.optional(v.picklist(VERB_WHATS, `must be one of ${VERB_WHATS.join(', ')}`), 'registry'),
   node: v.optional(name),
   module: v.optional(name),
   contributor: v.optional(name),
