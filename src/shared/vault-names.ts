@@ -19,15 +19,15 @@ export type VaultName =
   | { kind: 'module'; module: string; name: string }
   | { kind: 'pair'; provider: string; provision: string; node: string; module: string; local?: string };
 
-/** Longest vault name read, in bytes: the longest a pair name of the grammars can be is under 500. */
-const MAX_VAULT_NAME_BYTES = 1024;
+/** Longest vault name read, in characters: a pair name of the grammars is at most 455. */
+const MAX_VAULT_NAME_CHARS = 1024;
 
 /**
  * Parses a vault name, every segment in its grammar (so none is empty, `.` or `..`); the reason
- * says which segment is not. Never reads past MAX_VAULT_NAME_BYTES.
+ * says which segment is not. Never reads past MAX_VAULT_NAME_CHARS.
  */
 export function parseVaultName(vault: string): Parsed<VaultName> {
-  if (vault.length > MAX_VAULT_NAME_BYTES) return fail(`is ${vault.length} characters, past the limit of ${MAX_VAULT_NAME_BYTES}`);
+  if (vault.length > MAX_VAULT_NAME_CHARS) return fail(`is ${vault.length} characters, past the limit of ${MAX_VAULT_NAME_CHARS}`);
   const segments = vault.split('/');
   const odd = segments.find((segment) => segment === '' || segment === '.' || segment === '..');
   if (odd !== undefined) return fail(odd === '' ? 'has an empty segment' : `has a "${odd}" segment`);
