@@ -191,7 +191,7 @@ test('the bundle: --plan is validated as a plan; one that does not validate is a
   const bundle = copyBundleAlone('client');
   const dir = tempDir();
   writeFileSync(join(dir, 'web.tar'), await packTemplates({ 'web.conf': 'k=${secret:api-key}\n' }));
-  writeFileSync(join(dir, 'plan.json'), JSON.stringify({ ...plan({ files: [{ path: '/etc/web.conf', template: 'web.conf', mode: 'owned', change: 'none' }], secrets: [{ name: 'api-key', vault: 'v' }] }) }));
+  writeFileSync(join(dir, 'plan.json'), JSON.stringify({ ...plan({ files: [{ path: '/etc/web.conf', template: 'web.conf', mode: 'owned', change: 'none' }], secrets: [{ name: 'api-key', vault: 'module/web/api-key' }] }) }));
   writeFileSync(join(dir, 'bad-plan.json'), JSON.stringify({ ...plan(), files: [{ path: 'relative', template: 'web.conf' }] }));
   const ok = await runBundle('node', bundle, 'client', ['lint', join(dir, 'web.tar'), '--plan', join(dir, 'plan.json')]);
   assert.is(ok.code, 0, ok.stdout);

@@ -7,7 +7,8 @@ import { jetstream } from '@nats-io/jetstream';
 import { ASSIGNMENTS, MODULES, PLANS } from '../src/shared/buckets.ts';
 import { connectBus, ensureKv, watchKv } from '../src/shared/bus.ts';
 import { memoryLogger } from '../src/shared/log.ts';
-import { isNormalAbsolutePath, pathProblem, secretNameProblem, tokenProblem, type Health, type Plan } from '../src/shared/schemas.ts';
+import { segmentNameProblem } from '../src/shared/keys.ts';
+import { isNormalAbsolutePath, pathProblem, tokenProblem, type Health, type Plan } from '../src/shared/schemas.ts';
 import { Composer } from '../src/server/composer.ts';
 import { KvPublisher, parsePublishAck, PutRefusedError } from '../src/shared/kv-publisher.ts';
 import { startNats } from './helpers/nats.ts';
@@ -224,9 +225,12 @@ test('a path is normal and absolute only without . or .. segments, //, a trailin
   for (const [path, reason] of bad) assert.match(pathProblem(path) ?? 'accepted', reason, JSON.stringify(path));
 });
 
-test('a secret name is one a placeholder can hold and a key token can carry, as the fill protocol’s grammar says', () => {
-  for (const good of ['api-key', 'db.main:password', 'ü', 'a'.repeat(255)]) assert.is(secretNameProblem(good), undefined, good);
-  for (const bad of ['a}b', 'a{b', 'a b', '$x', '-x', '=x', '+x', '?x', '', 'a'.repeat(256)]) assert.type(secretNameProblem(bad), 'string', bad);
+test('a secret name, provision or local is 1 to 128 of A-Z a-z 0-9 _ -, a letter or digit first (DESIGN §2)', () => {
+  for (const good of ['api-key', 'db_main', 'A', '0', 'a'.repeat(128), 'x-_-y']) assert.is(segmentNameProblem(good), undefined, good);
+  const bad = ['a}b', 'a b', '$x', '-x', '_x', '', 'a'.repeat(129), '../victim/api-key', 'a/b', 'a.b', '.', '..', 'db.main:password', 'ü', 'a:b'];
+  for (const name of bad) assert.type(segmentNameProblem(name), 'string', name);
+  assert.match(segmentNameProblem('../victim/api-key')!, /^is "\.\.\/victim\/api-key", not a name of 1 to 128 of A-Z a-z 0-9 _ - starting with a letter or digit \(no \/, \. or \.\.\)$/);
+  assert.ok(segmentNameProblem('x'.repeat(5000))!.length < 200, 'a long name is quoted cut short');
   assert.match(tokenProblem(':'.repeat(100))!, /300 bytes as a key token, past the limit of 255/);
   assert.match(tokenProblem('x'.repeat(4000))!, /4000 bytes, past the limit of 255/);
 });
@@ -241,9 +245,9 @@ test('a secret or a provision name the engine cannot take fails its composition 
     for (const module of ['web', 'api', 'db']) await f.put(f.assignments, `n1.${module}`, assignment('n1', module));
     await waitFor('plan n1.db', () => plan(f, 'n1.db'));
     const web = await waitFor('health for web', () => lines.find((l) => l.module === 'web'));
-    assert.match(web.reason, /^mesh-catalog_modules web: field "provisioning\.secrets\.0\.name" is not a name a placeholder can hold/);
+    assert.match(web.reason, /^mesh-catalog_modules web: field "provisioning\.secrets\.0\.name" is "a}b", not a name of 1 to 128/);
     const api = await waitFor('health for api', () => lines.find((l) => l.module === 'api'));
-    assert.match(api.reason, /field "provisioning\.provisions\.0\.name" is not a name a placeholder can hold/);
+    assert.match(api.reason, /field "provisioning\.provisions\.0\.name" is "db password", not a name of 1 to 128/);
     await f.seat.composer.idle();
     assert.is(await plan(f, 'n1.web'), null);
     assert.is(await plan(f, 'n1.api'), null);
@@ -252,7 +256,7 @@ test('a secret or a provision name the engine cannot take fails its composition 
   }
 });
 
-test('a collection, provision or local past 255 bytes as a key token fails its composition', async () => {
+test('a collection past 255 bytes as a key token, or a local out of its grammar, fails its composition', async () => {
   const f = await startSeatFixture();
   try {
     const lines = healthLines(f);
@@ -263,7 +267,7 @@ test('a collection, provision or local past 255 bytes as a key token fails its c
     const web = await waitFor('health for web', () => lines.find((l) => l.module === 'web'));
     assert.match(web.reason, /field "provisioning\.items\.0\.collection" is 306 bytes, past the limit of 255 bytes/);
     const api = await waitFor('health for api', () => lines.find((l) => l.module === 'api'));
-    assert.match(api.reason, /field "provisioning\.provisions\.0\.local" is 300 bytes as a key token, past the limit of 255 bytes/);
+    assert.match(api.reason, /field "provisioning\.provisions\.0\.local" is "\.{64}…", not a name of 1 to 128/);
   } finally {
     await f.close();
   }

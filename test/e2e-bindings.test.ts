@@ -155,4 +155,27 @@ test('${consumers:…} in a module whose plan does not provide it fails; no cred
     assert.ok(seen.length > 0 && logs.length > 0, 'something was scanned');
   }));
 
+/** A plan of node c planted straight in the plans bucket (its assignment kept, its composition missing, so the seat holds it), binding `postgres` on b. */
+async function plantConsumer(m: Mesh, module: string, local: string): Promise<void> {
+  await m.kv.assignments.put(`c.${module}`, JSON.stringify({ node: 'c', module, placement: {} }));
+  await m.kv.plans.put(`c.${module}`, jsonBytes({
+    node: 'c', module, build: '1', archive: { ref: 'obj://mesh-catalog_archives/none.tar', digest: 'sha256:' + 'a'.repeat(64) },
+    files: [], placement: {}, secrets: [], provides: [], items: [], collections: [],
+    provisions: [{ provider: 'postgres', provision: 'database', node: 'b', local }],
+  }));
+}
+
+test('a planted plan of another node whose local climbs out of its vault name is never asked of the vault; a good one planted after it is served', () =>
+  withBindings(async ({ m, vault, consumersFile }) => {
+    await waitFor('the consumers file', () => entries(m, consumersFile)?.length === 1);
+    vault.set('pair/postgres/database/c/good/main', 'cred-good');
+    await plantConsumer(m, 'evil', '../../../../../module/victim/api-key');
+    await plantConsumer(m, 'good', 'main');
+    // The good plan is later in the stream than the evil one: once it is served, the evil one was read.
+    await waitFor('the good consumer served', () => entries(m, consumersFile)?.map((e) => e.module).join() === 'web,good');
+    assert.equal(vault.asked.filter((name) => name.split('/').some((s) => s === '..' || s === '.' || s === '')), [], 'a name out of its grammar was asked');
+    assert.ok(vault.asked.includes('pair/postgres/database/c/good/main'));
+    assert.not.ok(entries(m, consumersFile)!.some((e) => e.module === 'evil'));
+  }));
+
 test.run();

@@ -228,7 +228,7 @@ test('a string content holding ${secret:api-key} is written literally, and no se
     assert.is(statSync(path).mode & 0o777, 0o644);
     const asked: string[] = [];
     const spy = async (vault: string) => (asked.push(vault), { ok: true as const, value: 'the-real-key' });
-    assert.equal(await fillSecrets(text, { 'api-key': 'module/web/api-key' }, spy), { ok: true, value: text });
+    assert.equal(await fillSecrets(text, { 'api-key': 'module/web/api-key' }, spy, 'web'), { ok: true, value: text });
     assert.equal(asked, []);
   } finally {
     await r.cleanup();

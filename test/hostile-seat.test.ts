@@ -123,9 +123,9 @@ test('#12 a secret named a}b or a provision naming one the engine cannot take: a
   await put(assignments, 'n1.spaced', assignment('n1', 'spaced'));
   await passedOver('after-braces');
   const braces = await waitFor('a health line for braces', () => health.find((l) => l.module === 'braces'));
-  assert.match(braces.reason, /field "provisioning\.secrets\.0\.name" is not a name a placeholder can hold/);
+  assert.match(braces.reason, /field "provisioning\.secrets\.0\.name" is "a}b", not a name of 1 to 128 of A-Z a-z 0-9 _ -/);
   const spaced = await waitFor('a health line for spaced', () => health.find((l) => l.module === 'spaced'));
-  assert.match(spaced.reason, /field "provisioning\.provisions\.0\.name" is not a name a placeholder can hold/);
+  assert.match(spaced.reason, /field "provisioning\.provisions\.0\.name" is "db password", not a name of 1 to 128/);
   assert.is(await planOf('n1.braces'), null);
   assert.is(await planOf('n1.spaced'), null);
 });

@@ -79,6 +79,7 @@ test('the consumers file: absent, good, and malformed with a reason that never q
       JSON.stringify([{ ...good[0], consumer: secret }]),
       JSON.stringify([good[0], good[0]]),
       JSON.stringify({ consumers: good }),
+      JSON.stringify([{ ...good[0], local: `../../${secret}` }]),
     ];
     for (const text of bad) {
       writeFileSync(path, text);
@@ -87,6 +88,20 @@ test('the consumers file: absent, good, and malformed with a reason that never q
       const reason = result.state === 'malformed' ? result.reason : '';
       assert.not.ok(reason.includes(secret) || reason.includes('12345678'), `the reason quotes the file: ${reason}`);
     }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a provision or a consumer’s local out of the grammar of DESIGN §2 is refused before anything is served', async () => {
+  const refused = () => runProvider({ nc: undefined as never, provider: 'postgres', provision: 'pg:db.main', consumersFile: '/nonexistent', adapter: {} as never });
+  assert.throws(refused, (err: Error) => err instanceof TypeError && /^provision is "pg:db\.main", not a name of 1 to 128/.test(err.message));
+  const dir = mkdtempSync(join(tmpdir(), 'consumers-'));
+  try {
+    const path = join(dir, 'consumers.json');
+    writeFileSync(path, JSON.stringify([{ consumer: 'n1', module: 'web', local: '../../module/victim/api-key', credential: 'c', value: {} }]));
+    const read = await readConsumersFile(path);
+    assert.equal(read.state === 'malformed' && read.reason, 'field "0.local" is not a local name (A-Z a-z 0-9 _ -, at most 128)');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -192,16 +207,16 @@ async function world(provision = 'database') {
 const consumer = (node: string, module: string, local: string | null, credential: string, name = module): ConsumerEntry =>
   ({ consumer: node, module, local, credential, value: { name } });
 
-test('a new consumer is created with its credential and values, and {as, user, values} is published under its encoded key', async () => {
-  const w = await world('pg:db.main');
+test('a new consumer is created with its credential and values, and {as, user, values} is published under its key (a provision of the grammar is its own token)', async () => {
+  const w = await world('pg_db-main');
   const fake = fakeAdapter();
   try {
     w.write([consumer('n1', 'web', null, 'cred-web-1'), consumer('n2', 'api', 'ro', 'cred-api-1', 'api')]);
     w.start(fake.adapter);
-    const key = boundKey('n1', 'web', 'pg:db.main');
-    assert.is(key, 'n1.web.pg=3Adb=2Emain');
+    const key = boundKey('n1', 'web', 'pg_db-main');
+    assert.is(key, 'n1.web.pg_db-main');
     assert.equal(await waitFor('web bound', () => w.bound(key)), { as: 'web_n1', user: 'web_n1', values: { host: 'db1', port: 5432, database: 'web' } });
-    assert.equal(await waitFor('api bound', () => w.bound('n2.api.pg=3Adb=2Emain.ro')), { as: 'api_n2_ro', user: 'api_n2_ro', values: { host: 'db1', port: 5432, database: 'api' } });
+    assert.equal(await waitFor('api bound', () => w.bound('n2.api.pg_db-main.ro')), { as: 'api_n2_ro', user: 'api_n2_ro', values: { host: 'db1', port: 5432, database: 'api' } });
     const create = fake.calls.find((c) => c.op === 'create' && c.as === 'web_n1');
     assert.equal([create?.credential, create?.values], ['cred-web-1', { name: 'web' }]);
     const status = await (await openKv(nc, w.bucket)).status();

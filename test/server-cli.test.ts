@@ -223,6 +223,25 @@ test('query needs --json prints one JSON object whose entries hold what the need
   assert.equal(reply.entries.map((e) => [e.key, e.value.name]), [[key, 'db.host']]);
 });
 
+test('query health lists an assignment whose module has no composition as held, as JSON and as a table', async () => {
+  const { url, kvm } = await querySeat();
+  const assignments = await kvm.create(ASSIGNMENTS);
+  await kvm.create(MODULES);
+  await assignments.put('n1.ghost', JSON.stringify(assignment('n1', 'ghost')));
+  const reply = await waitFor('n1.ghost in query health', async () => {
+    const run = await server(['query', 'health', '--json', '--nats', url]);
+    assert.is(run.code, 0, run.stderr + run.stdout);
+    const parsed = JSON.parse(run.stdout) as { what: string; entries: { key: string; value: Record<string, unknown> }[]; outOfShape: unknown[] };
+    return parsed.entries.length > 0 ? parsed : undefined;
+  }, 15_000);
+  assert.is(reply.what, 'health');
+  assert.equal(reply.entries.map((e) => [e.key, e.value['state'], e.value['reason']]), [['n1.ghost', 'held', 'composition missing']]);
+  const table = await server(['query', 'health', '--nats', url]);
+  const rows = linesOf(table.stdout).map((l) => l.split(/\s+/));
+  assert.equal(rows[0], ['NODE', 'MODULE', 'STATE', 'BUILD', 'SINCE', 'PASSES', 'REASON']);
+  assert.equal([rows[1]?.[0], rows[1]?.[1], rows[1]?.[2]], ['n1', 'ghost', 'held']);
+});
+
 test('query bogus exits 2 with one stderr line naming it', async () => {
   const run = await server(['query', 'bogus']);
   assert.is(run.code, 2);

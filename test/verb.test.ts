@@ -231,7 +231,7 @@ test('every request field is bounded, and the error names the field, the limit a
 test('the parsed request always makes a filter within the subject limit', () => {
   const parsed = parseVerbRequest(jsonBytes({ what: 'collect', node: 'n'.repeat(63), collection: '\u{10FFFF}'.repeat(21), contributor: 'c'.repeat(63) }));
   assert.ok(parsed.ok, JSON.stringify(parsed));
-  const filter = watchFilter((parsed as { value: VerbRequest }).value);
+  const filter = watchFilter((parsed as { value: VerbRequest & { what: 'collect' } }).value);
   assert.ok(filter.ok);
   assert.ok(Buffer.byteLength((filter as { value: string }).value) <= MAX_SUBJECT_BYTES);
 });

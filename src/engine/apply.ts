@@ -30,6 +30,9 @@ export type ApplyContext = {
   record?: (file: WrittenFile) => void;
 };
 
+/** The permission bits of a file holding a secret part whose request gives no `fileMode` (DESIGN §9). */
+export const SECRET_FILE_MODE = '0600';
+
 type Outcome = { action: 'written' | 'unchanged' | 'kept' } | { action: 'refused'; reason: string };
 
 /** Applies every file in request order and restarts or reloads the module's program at most once. */
@@ -64,7 +67,7 @@ async function applyFile(file: FillFile, req: FillRequest, ctx: ApplyContext): P
     if (!declared.ok) return refuse(declared.reason);
     if (contentDigest(file.content) !== file.digest) return refuse('digest does not match content');
     await ctx.sweep?.(dirname(target.value));
-    const filled = await fillSecrets(file.content, req.secrets ?? {}, ctx.secrets);
+    const filled = await fillSecrets(file.content, req.secrets ?? {}, ctx.secrets, req.module);
     if (!filled.ok) return refuse(filled.reason);
     const owner = await resolveOwner(file.owner);
     // Written as root instead, a file meant for the module's user would be one that user cannot read, or one nobody asked root to own.
@@ -82,7 +85,7 @@ type Write = { target: string; content: string; ownership: Ownership | undefined
 
 async function writeOwned(write: Write, file: FillFile): Promise<Outcome> {
   const bytes = Buffer.from(write.content, 'utf8');
-  const mode = parseMode(file.fileMode ?? DEFAULT_FILE_MODE);
+  const mode = parseMode(file.fileMode ?? defaultModeOf(file));
   return writeIfDifferent(write.target, await readOnDisk(write.target), bytes, mode, write.ownership);
 }
 
@@ -95,8 +98,8 @@ async function writeManaged(write: Write, file: FillFile, module: string): Promi
   if (markerFromSecret(file, write.content, comment, asLatin1)) return { action: 'refused', reason: "a secret part's value makes a BEGIN or END line of a managed block" };
   const spliced = spliceBlock(current?.bytes.toString('latin1'), module, comment, asLatin1(write.content));
   if (!spliced.ok) return { action: 'refused', reason: spliced.reason };
-  // A file others write too keeps its own mode and owner unless the request names them.
-  const mode = file.fileMode ? parseMode(file.fileMode) : current?.mode ?? parseMode(DEFAULT_FILE_MODE);
+  // A file others write too keeps its own mode and owner unless the request names them, or a secret of its block would be read by others.
+  const mode = file.fileMode ? parseMode(file.fileMode) : holdsSecret(file) ? parseMode(SECRET_FILE_MODE) : current?.mode ?? parseMode(DEFAULT_FILE_MODE);
   const keepOwner = current && process.getuid?.() === 0 ? { uid: current.uid, gid: current.gid } : undefined;
   return writeIfDifferent(write.target, current, Buffer.from(spliced.value, 'latin1'), mode, write.ownership ?? keepOwner);
 }
@@ -111,6 +114,16 @@ async function writeIfDifferent(target: string, current: OnDisk | undefined, byt
   if (current && current.bytes.equals(bytes) && current.mode === mode && sameOwner) return { action: 'unchanged' };
   await writeAtomic(target, bytes, mode, ownership);
   return { action: 'written' };
+}
+
+/** Whether a file's content has a secret part: its value must not be readable by every user of the node. */
+function holdsSecret(file: FillFile): boolean {
+  return typeof file.content !== 'string' && file.content.some((part) => typeof part !== 'string');
+}
+
+/** The mode of a file that declares none: SECRET_FILE_MODE when it holds a secret part, else DEFAULT_FILE_MODE. */
+function defaultModeOf(file: FillFile): string {
+  return holdsSecret(file) ? SECRET_FILE_MODE : DEFAULT_FILE_MODE;
 }
 
 function parseMode(octal: string): number {

@@ -1,28 +1,35 @@
-// Filling a content's secret parts (DESIGN §9) from a local directory: name → vault name (from the request) → file under --secrets.
-import { readFile } from 'node:fs/promises';
-import { isAbsolute, relative, resolve } from 'node:path';
+// Filling a content's secret parts (DESIGN §9) from a local directory: name → vault name (from the
+// request) → file under --secrets. A vault name is used only when it is the request's module's own
+// and every segment is in its grammar; the file must be a regular file under the directory once
+// every link is resolved.
+import { constants } from 'node:fs';
+import { open, realpath } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { secretNamesOf, type FillContent } from '../shared/fill-protocol.ts';
 import type { Parsed } from '../shared/result.ts';
+import { vaultOwnerProblem } from '../shared/vault-names.ts';
+import { isInside } from './paths.ts';
 
 /** Reads a secret by its vault name; a missing one is a reason, never an exception. */
 export type SecretSource = (vaultName: string) => Promise<Parsed<string>>;
 
 /**
  * A source reading `<dir>/<vault name>` with one trailing newline trimmed; without a dir every
- * secret is missing. `onRead` is told each file read, so the engine can watch it for a rotation.
+ * secret is missing. A name whose file, links resolved, is not a regular file inside the
+ * directory is refused. `onRead` is told each file read, so the engine can watch it for a rotation.
  */
 export function directorySecrets(dir: string | undefined, onRead: (file: string) => void = () => {}): SecretSource {
   return async (vaultName) => {
     if (dir === undefined) return { ok: false, reason: `secret "${vaultName}" asked but the engine has no --secrets directory` };
     const file = resolve(dir, vaultName);
-    const rel = relative(resolve(dir), file);
-    if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) {
-      return { ok: false, reason: `vault name "${vaultName}" leaves the secrets directory` };
-    }
+    if (!isInside(resolve(dir), file)) return { ok: false, reason: `vault name "${vaultName}" leaves the secrets directory` };
     onRead(file);
     try {
-      const value = await readFile(file, 'utf8');
-      return { ok: true, value: value.replace(/\r?\n$/, '') };
+      // A link inside the directory may lead anywhere: where it lands is what is checked and read.
+      const real = await realpath(file);
+      if (!isInside(await realpath(dir), real)) return { ok: false, reason: `secret "${vaultName}" is a link leading out of the secrets directory` };
+      const value = await readRegularFile(real);
+      return value === undefined ? { ok: false, reason: `secret "${vaultName}" is not a regular file` } : { ok: true, value: value.replace(/\r?\n$/, '') };
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       return { ok: false, reason: `secret "${vaultName}" ${code === 'ENOENT' ? 'is missing' : `is unreadable (${code})`}` };
@@ -31,16 +38,33 @@ export function directorySecrets(dir: string | undefined, onRead: (file: string)
 }
 
 /**
+ * A regular file's text, or undefined when the path is something else. Opened non-blocking and
+ * without following a last link, so a FIFO or a link swapped in after the check is never read.
+ */
+async function readRegularFile(path: string): Promise<string | undefined> {
+  const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW | constants.O_NOCTTY);
+  try {
+    if (!(await handle.stat()).isFile()) return undefined;
+    return await handle.readFile('utf8');
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
  * The bytes to write: string parts as they are and each secret part as the secret's value. Text is
  * never scanned, so a string content is returned untouched and no value can become a secret. A
- * part naming a secret the request does not map, or one the source does not hold, is the reason.
+ * part naming a secret the request does not map, one whose vault name is not `module`'s own (or
+ * has an empty, `.` or `..` segment), or one the source does not hold, is the reason.
  */
-export async function fillSecrets(content: FillContent, names: Readonly<Record<string, string>>, source: SecretSource): Promise<Parsed<string>> {
+export async function fillSecrets(content: FillContent, names: Readonly<Record<string, string>>, source: SecretSource, module: string): Promise<Parsed<string>> {
   if (typeof content === 'string') return { ok: true, value: content };
   const values = new Map<string, string>();
   for (const name of secretNamesOf(content)) {
     const vaultName = Object.hasOwn(names, name) ? names[name] : undefined;
     if (vaultName === undefined) return { ok: false, reason: `secret part "${name}" is not named in the request's secrets` };
+    const problem = vaultOwnerProblem(vaultName, { module });
+    if (problem !== undefined) return { ok: false, reason: `secret "${name}": vault name ${JSON.stringify(vaultName.slice(0, 300))} ${problem}` };
     const value = await source(vaultName);
     if (!value.ok) return value;
     values.set(name, value.value);

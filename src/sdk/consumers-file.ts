@@ -6,9 +6,8 @@ import { watch } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import * as v from 'valibot';
-import { boundKey, NAME_PATTERN } from '../shared/keys.ts';
+import { boundKey, NAME_PATTERN, SEGMENT_NAME_PATTERN } from '../shared/keys.ts';
 import { parseBoundedJson } from '../shared/limits.ts';
-import { tokenProblem } from '../shared/schemas.ts';
 import { deriveLogin } from './logins.ts';
 import type { ConsumerEntry, Grant } from './types.ts';
 
@@ -16,7 +15,8 @@ import type { ConsumerEntry, Grant } from './types.ts';
 export const MAX_CONSUMERS_FILE_BYTES = 16 * 1024 * 1024;
 
 const name = v.pipe(v.string(), v.regex(NAME_PATTERN, 'is not a valid name'));
-const local = v.nullable(v.pipe(v.string(), v.check((t) => tokenProblem(t) === undefined, (issue) => tokenProblem(issue.input) ?? 'is refused')));
+// The file holds credentials: the message names the grammar, never the text that missed it.
+const local = v.nullable(v.pipe(v.string(), v.regex(SEGMENT_NAME_PATTERN, 'is not a local name (A-Z a-z 0-9 _ -, at most 128)')));
 
 /** The consumers file: a JSON list of ConsumerEntry. */
 export const ConsumersFileSchema = v.array(v.object({

@@ -6,9 +6,9 @@ import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import * as v from 'valibot';
 import { ensureKv, jsonBytes, readAll, sameBytes } from '../shared/bus.ts';
-import { boundBucket, isName, parseBoundKey } from '../shared/keys.ts';
+import { boundBucket, isName, parseBoundKey, segmentNameProblem } from '../shared/keys.ts';
 import { createLogger, underSystemd } from '../shared/log.ts';
-import { BoundEntrySchema, decodeJson, tokenProblem } from '../shared/schemas.ts';
+import { BoundEntrySchema, decodeJson } from '../shared/schemas.ts';
 import { labelOf, readConsumersFile, wantsOf, watchFile, type FileWatch, type Want } from './consumers-file.ts';
 import { deriveLogin } from './logins.ts';
 import type { Adapter, BoundValue, Served } from './types.ts';
@@ -52,8 +52,8 @@ export type ProviderHandle = {
 /** Serves the consumers of one provision of a provider module until stopped; see ProviderOptions. */
 export function runProvider(opts: ProviderOptions): ProviderHandle {
   if (!isName(opts.provider)) throw new TypeError(`provider "${opts.provider}" is not a valid module name`);
-  const problem = tokenProblem(opts.provision);
-  if (problem) throw new TypeError(`provision "${opts.provision}" ${problem}`);
+  const problem = segmentNameProblem(opts.provision);
+  if (problem) throw new TypeError(`provision ${problem}`);
   const loop = new ProviderLoop(opts);
   loop.begin();
   return { stop: () => loop.stop(), reconciled: () => loop.reconciled() };

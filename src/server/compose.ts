@@ -1,5 +1,5 @@
 // Composes one plan from an assignment and its module's composition (DESIGN §4), as pure data.
-import { moduleSecretVault, pairVault } from '../shared/keys.ts';
+import { moduleSecretVault, pairVault } from '../shared/vault-names.ts';
 import type { Parsed } from '../shared/result.ts';
 import { renderPlaceholders } from '../shared/placeholders.ts';
 import { isPlacementKind } from '../shared/registry.ts';

@@ -6,7 +6,8 @@ import { MAX_PLAN_BYTES } from '../shared/limits.ts';
 import type { Logger } from '../shared/log.ts';
 import type { Health } from '../shared/schemas.ts';
 import { composePlan } from './compose.ts';
-import { clip, ComposerHealth, describe, HELD_PASSES_BEFORE_HEALTH, subjectOf } from './composer-health.ts';
+import { clip, ComposerHealth, describe, HELD_PASSES_BEFORE_HEALTH, heldReason, subjectOf } from './composer-health.ts';
+import { HealthBook } from './composer-health-book.ts';
 import { ComposerInputs, isUsable, readAssignment, readModule, type KnownComposition } from './composer-inputs.ts';
 import { digestOf } from './digest.ts';
 import { PassWrites } from './pass-writes.ts';
@@ -48,6 +49,8 @@ export type ComposerOptions = {
   writesInFlight?: number;
   /** How writes that failed are tried again (write-retry.ts defaults). */
   retry?: WriteRetryOptions;
+  /** The clock of the health entries' `since`, in ms (Date.now). */
+  now?: () => number;
 };
 
 type Wanted = { bytes: Uint8Array; digest: string };
@@ -56,6 +59,7 @@ type Wanted = { bytes: Uint8Array; digest: string };
 export class Composer {
   readonly #inputs = new ComposerInputs();
   readonly #health: ComposerHealth;
+  readonly #book: HealthBook;
   readonly #writer: PlanWriter;
   readonly #loaded = new Set<InputName>();
   /** Values not read yet (null: deleted), taken whole by the next pass. */
@@ -84,6 +88,7 @@ export class Composer {
     options: ComposerOptions = {},
   ) {
     this.#health = new ComposerHealth((line) => this.sink.health(line), log);
+    this.#book = new HealthBook(options.now);
     this.#writer = new PlanWriter(sink, options.writesInFlight ?? DEFAULT_WRITES_IN_FLIGHT, (err) => log.error(`mesh-provisioner_plans: recording a write: ${describe(err)}`));
     this.#retry = new WriteRetry(() => {
       // A pass asked by an input change meanwhile may have written them already.
@@ -105,6 +110,11 @@ export class Composer {
     this.#loaded.add(input);
     this.#inputsMoved = true;
     this.#request();
+  }
+
+  /** What the verb's `health` answers: every assignment whose plan is held or cannot be composed, as of the last pass. */
+  get healthBook(): HealthBook {
+    return this.#book;
   }
 
   /** Resolves when no pass is running or asked for. */
@@ -142,6 +152,7 @@ export class Composer {
     if (summary.pass === 1) for (const key of this.#inputs.planKeys()) this.#orphans.add(key);
     const moved = this.#inputsMoved;
     this.#inputsMoved = false;
+    this.#book.beginPass(moved);
     this.#readModules(summary.pass);
     const pending = this.#pendingAssignments;
     const keys = [...new Set([...pending.keys(), ...this.#dirty])].sort();
@@ -224,12 +235,13 @@ export class Composer {
     if (bytes === null) {
       this.#inputs.dropAssignment(key);
       this.#health.forget(`assignments ${key}`);
+      this.#book.clear(key);
       this.#orphans.add(key);
       return;
     }
     const read = readAssignment(key, bytes);
     this.#inputs.keepAssignment(key, read.ok ? read.value : null);
-    if (!read.ok) this.#fail(summary, key, digestOf(bytes), { ...subjectOf(key), build: '', reason: `mesh-controller_assignments ${clip(key)}: ${read.reason}` });
+    if (!read.ok) this.#fail(summary, key, digestOf(bytes), { ...subjectOf(key), build: '', reason: `mesh-controller_assignments ${clip(key)}: ${read.reason}` }, `assignment does not validate: ${read.reason}`);
   }
 
   /** The plan of a key when it is to be written: composed, within the limit, and different from the stored one. */
@@ -242,15 +254,16 @@ export class Composer {
     const plan = composePlan(assignment, c.parsed.value);
     // Buffer.from is the same UTF-8 as jsonBytes at less than half the cost, which counts at fleet size.
     const bytes = plan.ok ? Buffer.from(JSON.stringify(plan.value)) : undefined;
-    const reason = !plan.ok ? `plan ${key}: ${plan.reason}`
+    const why = !plan.ok ? plan.reason
       // A plan past the limit is one the bus or the client would refuse: refused here, with its size.
-      : bytes!.length > MAX_PLAN_BYTES ? `plan ${key}: ${bytes!.length} bytes, past the limit of ${MAX_PLAN_BYTES} bytes` : undefined;
-    if (reason !== undefined || !bytes) {
+      : bytes!.length > MAX_PLAN_BYTES ? `${bytes!.length} bytes, past the limit of ${MAX_PLAN_BYTES} bytes` : undefined;
+    if (why !== undefined || !bytes) {
       const said = digestOf(`${JSON.stringify(assignment)}\n${c.digest}`);
-      this.#fail(summary, key, said, { module: assignment.module, node: assignment.node, build: c.parsed.value.build, reason: reason ?? '' });
+      this.#fail(summary, key, said, { module: assignment.module, node: assignment.node, build: c.parsed.value.build, reason: `plan ${key}: ${why ?? ''}` }, why ?? '');
       return undefined;
     }
     this.#health.forget(`assignments ${key}`);
+    this.#book.clear(key);
     const digest = digestOf(bytes);
     return this.#inputs.storedPlan(key)?.digest === digest ? undefined : { bytes, digest };
   }
@@ -298,7 +311,14 @@ export class Composer {
       const c = this.#inputs.composition(module);
       if (!isUsable(c)) heldNow.set(module, c);
     }
-    for (const module of heldNow.keys()) for (const key of this.#inputs.keysOf(module)) summary.held.push(key);
+    for (const [module, c] of heldNow) {
+      // Out of shape, a composition cannot be composed: failed. Missing or unpublished, it is waited for: held.
+      const standing = { module, ...(c?.parsed.ok ? { build: c.parsed.value.build } : {}), state: c && !c.parsed.ok ? 'failed' as const : 'held' as const, reason: heldReason(c) };
+      for (const key of this.#inputs.keysOf(module)) {
+        summary.held.push(key);
+        this.#book.set(key, { node: this.#inputs.assignment(key)!.node, ...standing });
+      }
+    }
     summary.held.sort();
     if (count) this.#health.countHeld(heldNow);
   }
@@ -309,8 +329,11 @@ export class Composer {
     this.#fail(summary, key, digestOf(reason), { ...subjectOf(key), build: '', reason });
   }
 
-  #fail(summary: PassSummary, key: string, digest: string, line: Omit<Health, 'passes'>): void {
+  /** Says a key that failed on `provisioner_health`, and sets its health entry (`reason`, the line's when not given) when the key is in shape. */
+  #fail(summary: PassSummary, key: string, digest: string, line: Omit<Health, 'passes'>, reason = line.reason): void {
     summary.failed.push(key);
     this.#health.sayOnce(`assignments ${key}`, digest, { ...line, passes: summary.pass });
+    const id = parseNodeModuleKey(key);
+    if (id.ok) this.#book.set(key, { ...id.value, ...(line.build ? { build: line.build } : {}), state: 'failed', reason });
   }
 }

@@ -97,7 +97,7 @@ export function serverHelp(): string {
     'mesh-provisioner — the seat: keeps the registry, composes plans, answers mesh-provisioner.provisioning.',
     '',
     'usage: node dist/server.js [flags]',
-    '       node dist/server.js query <registry|needs|applied|collect> [flags]',
+    '       node dist/server.js query <registry|needs|applied|collect|health> [flags]',
     '       node dist/server.js status [<node> [<module>]] [flags]',
     '       node dist/server.js bus-config --node NAME [--node NAME …] [--provider NAME …] [flags]',
     '       node dist/server.js init [--replicas N] [--provider NAME …] [--nodes N] [flags]   (with the admin login)',

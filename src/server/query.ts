@@ -12,7 +12,7 @@ export const DEFAULT_QUERY_TIMEOUT_MS = 5000;
 
 /** What `query` asks. */
 export type QueryArgs = {
-  /** registry, needs, applied or collect (the verb judges it). */
+  /** registry, needs, applied, collect or health (the verb judges it). */
   what: string;
   /** Only this node's keys. */
   node?: string;
@@ -121,6 +121,10 @@ const COLUMNS: Readonly<Record<string, Columns>> = {
   collect: {
     heads: ['NODE', 'COLLECTION', 'CONTRIBUTOR', 'BYTES'],
     cells: (_key, v) => [cell(v['node']), cell(v['collection']), cell(v['contributor']), String(Buffer.byteLength(typeof v['content'] === 'string' ? v['content'] : ''))],
+  },
+  health: {
+    heads: ['NODE', 'MODULE', 'STATE', 'BUILD', 'SINCE', 'PASSES', 'REASON'],
+    cells: (_key, v) => [cell(v['node']), cell(v['module']), cell(v['state']), cell(v['build']), cell(v['since']), cell(v['passes']), cell(v['reason'])],
   },
 };
 

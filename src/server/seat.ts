@@ -52,9 +52,6 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
     syncRegistry(nc, registry, log).catch((err) => log.error(`registry: ${(err as Error).message}`));
   }, REGISTRY_INTERVAL_MS);
 
-  const verb = serveProvisioning(nc, log);
-  // The subscription reaches the server before the seat says it is ready: a request right after is answered.
-  await nc.flush();
   const plans = kvs.get(PLANS)!;
   const publisher = new KvPublisher(nc, PLANS, opts.inboxPrefix === undefined ? {} : { inboxPrefix: opts.inboxPrefix });
   const composer = new Composer(
@@ -66,6 +63,9 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
     log,
     opts.onPass,
   );
+  const verb = serveProvisioning(nc, log, undefined, composer.healthBook);
+  // The subscription reaches the server before the seat says it is ready: a request right after is answered.
+  await nc.flush();
 
   const watches = ([['plans', PLANS], ['assignments', ASSIGNMENTS], ['modules', MODULES]] as const).map(([input, bucket]) => {
     const watch = watchBucket(nc, bucket, '>', (e) => composer.update(input, e.key, e.value, e.revision), log);

@@ -35,8 +35,11 @@ const JsonObjectSchema = v.custom<Record<string, unknown>>(
   'is not a JSON object',
 );
 
-/** The shape of each `what`. */
-export const SHAPES: Readonly<Record<VerbRequest['what'], Shape>> = {
+/** A `what` answered from a seat bucket; `health` is answered from the seat's memory. */
+export type BucketWhat = Exclude<VerbRequest['what'], 'health'>;
+
+/** The shape of each `what` read from a bucket. */
+export const SHAPES: Readonly<Record<BucketWhat, Shape>> = {
   registry: { bucket: REGISTRY_BUCKET, tokens: [], more: true, parseKey: parseRegistryKey, schema: JsonObjectSchema },
   needs: { bucket: NEEDS, tokens: ['node', 'module'], more: true, parseKey: parseNeedKey, schema: NeedSchema },
   applied: { bucket: APPLIED, tokens: ['node', 'module'], more: false, parseKey: parseNodeModuleKey, schema: ReportSchema },
@@ -61,13 +64,18 @@ export function parseVerbRequest(body: Uint8Array): Parsed<VerbRequest> {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return { ok: false, reason: 'request: must be a JSON object' };
   const result = v.safeParse(VerbRequestSchema, raw);
   if (!result.success) return { ok: false, reason: result.issues.map(describeIssue).join('; ') };
-  const allowed = SHAPES[result.output.what].tokens;
+  const allowed = narrowing(result.output.what);
   for (const field of NARROW_FIELDS) {
     if (result.output[field] === undefined || allowed.includes(field)) continue;
-    const whats = VERB_WHATS.filter((what) => SHAPES[what].tokens.includes(field)).join(', ');
+    const whats = VERB_WHATS.filter((what) => narrowing(what).includes(field)).join(', ');
     return { ok: false, reason: `${field}: only valid for what ${whats}, not ${result.output.what}` };
   }
   return { ok: true, value: result.output };
+}
+
+/** The fields that narrow a `what`: its bucket's leading key tokens, or `node` and `module` for `health` (keyed `<node>.<module>`). */
+export function narrowing(what: VerbRequest['what']): readonly NarrowField[] {
+  return what === 'health' ? ['node', 'module'] : SHAPES[what].tokens;
 }
 
 function describeIssue(issue: v.BaseIssue<unknown>): string {
@@ -88,7 +96,7 @@ function quote(text: string): string {
  * when keys go on. Refused when the subject it makes (`$KV.<bucket>.<filter>`) is past
  * MAX_SUBJECT_BYTES, so no request can make the seat send a line the server drops it for.
  */
-export function watchFilter(request: VerbRequest): Parsed<string> {
+export function watchFilter(request: VerbRequest & { what: BucketWhat }): Parsed<string> {
   const shape = SHAPES[request.what];
   const tokens = shape.tokens.map((field) => {
     const value = request[field];

@@ -9,13 +9,14 @@ import { isInboxSubject } from '../shared/inbox.ts';
 import { MAX_JSON_DEPTH, parseBoundedJson } from '../shared/limits.ts';
 import type { Logger } from '../shared/log.ts';
 import { validate, type VerbReply, type VerbRequest } from '../shared/schemas.ts';
-import { parseVerbRequest, SHAPES, watchFilter, type Shape } from './verb-request.ts';
+import { answerHealth, type HealthSource } from './verb-health.ts';
+import { Page, REPLY_HEADROOM, type Row } from './verb-page.ts';
+import { parseVerbRequest, SHAPES, watchFilter, type BucketWhat, type Shape } from './verb-request.ts';
 import { BucketReadError, readerOf, type VerbReader } from './verb-read.ts';
 
 export { compareKeys } from '../shared/keys.ts';
+export { REPLY_HEADROOM } from './verb-page.ts';
 
-/** Bytes a reply leaves free under the connection's max payload. */
-export const REPLY_HEADROOM = 1024;
 /** The max payload assumed when the connection has not said its own (the nats-server default). */
 export const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
 /** Requests answered at once at most; one past that is answered BUSY at once (DESIGN §11). */
@@ -25,14 +26,11 @@ export const BUSY = 'busy';
 /** The levels a reply wraps around a stored value (`{entries: [{value}]}`): a reader allows this much more depth. */
 export const REPLY_NESTING = 3;
 
-/** The size of a row assumed before the first is read, to judge how far to read ahead. */
-const GUESSED_ROW_BYTES = 256;
-
-/** One key of the bucket as the reply lists it: an entry, or out of shape with the reason. */
-type Row = { key: string; value: unknown } | { key: string; reason: string };
-
-/** Serves mesh-provisioner.provisioning until stopped; `reader` is the connection's own unless a test hands one in. */
-export function serveProvisioning(nc: NatsConnection, log: Logger, reader: VerbReader = readerOf(nc)): { stop(): Promise<void> } {
+/**
+ * Serves mesh-provisioner.provisioning until stopped; `reader` is the connection's own unless a test
+ * hands one in; `health` is the seat's memory of held and failed plans (without it, `health` is refused).
+ */
+export function serveProvisioning(nc: NatsConnection, log: Logger, reader: VerbReader = readerOf(nc), health?: HealthSource): { stop(): Promise<void> } {
   const sub = nc.subscribe(PROVISIONING_VERB);
   const inFlight = new InFlight(log);
   const receive = (msg: Msg): void => {
@@ -44,7 +42,7 @@ export function serveProvisioning(nc: NatsConnection, log: Logger, reader: VerbR
     }
     const request = parseVerbRequest(msg.data);
     if (!request.ok) return respond(msg, { error: request.reason }, log);
-    const admitted = inFlight.admit(() => answerRequest(reader, request.value, maxPayloadOf(nc))
+    const admitted = inFlight.admit(() => answerRequest(reader, health, request.value, maxPayloadOf(nc))
       .catch((err: unknown) => ({ error: `internal: ${(err as Error).message}` }))
       .then((reply) => respond(msg, reply, log)));
     if (!admitted) respond(msg, { error: BUSY }, log);
@@ -117,13 +115,19 @@ export async function answerProvisioning(
   body: Uint8Array,
   maxPayload: number,
   reader: VerbReader = readerOf(nc),
+  health?: HealthSource,
 ): Promise<VerbReply | { error: string }> {
   const request = parseVerbRequest(body);
   if (!request.ok) return { error: request.reason };
-  return answerRequest(reader, request.value, maxPayload);
+  return answerRequest(reader, health, request.value, maxPayload);
 }
 
-async function answerRequest(reader: VerbReader, request: VerbRequest, maxPayload: number): Promise<VerbReply | { error: string }> {
+async function answerRequest(reader: VerbReader, health: HealthSource | undefined, request: VerbRequest, maxPayload: number): Promise<VerbReply | { error: string }> {
+  if (request.what === 'health') return health ? answerHealth(health, request, maxPayload) : { error: 'what: health is not kept by this server' };
+  return answerBucket(reader, { ...request, what: request.what }, maxPayload);
+}
+
+async function answerBucket(reader: VerbReader, request: VerbRequest & { what: BucketWhat }, maxPayload: number): Promise<VerbReply | { error: string }> {
   const { what, limit, after } = request;
   const shape = SHAPES[what];
   const filter = watchFilter(request);
@@ -152,62 +156,4 @@ function classify(shape: Shape, key: string, data: Uint8Array, maxBytes: number)
   if (!checked.ok) return { key, reason: `value: ${checked.reason}` };
   const disagreement = typeof parsedKey.value === 'object' && parsedKey.value !== null ? keyDisagreement(parsedKey.value, value as Record<string, unknown>) : undefined;
   return disagreement ? { key, reason: `value: ${disagreement}` } : { key, value };
-}
-
-/**
- * One reply filled in key order up to `limit` entries (out-of-shape rows ride along) and `budget`
- * bytes of JSON; `next` is the last key included when a row is left out. A first row too large for
- * any reply is listed out of shape instead, so the cursor always moves on.
- */
-class Page {
-  /** The reply so far. */
-  readonly reply: VerbReply;
-  #size: number;
-  #taken = 0;
-  #last: string | undefined;
-
-  constructor(what: string, private readonly limit: number, private readonly budget: number) {
-    this.reply = { what, entries: [], outOfShape: [] };
-    this.#size = byteLength(this.reply);
-  }
-
-  /** Adds the next row in key order; false when it is left out, which ends the page. */
-  add(row: Row): boolean {
-    const full = 'value' in row && this.reply.entries.length >= this.limit;
-    let cost = full ? 0 : costOf(this.reply, row);
-    if (full || this.#size + cost + nextCost(row.key) > this.budget) {
-      if (full || this.#taken > 0) {
-        this.reply.next = this.#last;
-        return false;
-      }
-      row = { key: row.key, reason: `value of ${byteLength(row)} bytes does not fit in one reply (max payload ${this.budget + REPLY_HEADROOM})` };
-      cost = costOf(this.reply, row);
-    }
-    this.#size += cost;
-    if ('reason' in row) this.reply.outOfShape.push(row);
-    else this.reply.entries.push(row);
-    this.#taken++;
-    this.#last = row.key;
-    return true;
-  }
-
-  /** How many more rows the page might take (one past, to see where it ends): how far to read ahead. */
-  room(): number {
-    const rowBytes = this.#taken > 0 ? this.#size / this.#taken : GUESSED_ROW_BYTES;
-    const byBytes = Math.ceil((this.budget - this.#size) / rowBytes);
-    return Math.max(0, Math.min(this.limit - this.reply.entries.length, byBytes)) + 1;
-  }
-}
-
-function costOf(reply: VerbReply, row: Row): number {
-  const list = 'reason' in row ? reply.outOfShape : reply.entries;
-  return byteLength(row) + (list.length > 0 ? 1 : 0);
-}
-
-function nextCost(key: string): number {
-  return Buffer.byteLength(`,"next":${JSON.stringify(key)}`);
-}
-
-function byteLength(value: unknown): number {
-  return Buffer.byteLength(JSON.stringify(value));
 }

@@ -4,6 +4,12 @@ import { fail, type Parsed } from './result.ts';
 /** A name: a node, module or contributor (DESIGN §2). */
 export const NAME_PATTERN = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
+/**
+ * A secret's name, a provision or a local (DESIGN §2): each becomes a segment of a vault name, so it
+ * holds no `/`, `.` or `..`, and a bound key's token stands for itself.
+ */
+export const SEGMENT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
+
 /** A placeholder kind (DESIGN §8). */
 export const KIND_PATTERN = /^[a-z][a-z0-9-]*$/;
 
@@ -14,6 +20,18 @@ const UTF8 = new TextEncoder();
 /** Whether `name` is a valid node, module or contributor name. */
 export function isName(name: string): boolean {
   return NAME_PATTERN.test(name);
+}
+
+/** Whether `name` is a valid secret name, provision or local. */
+export function isSegmentName(name: string): boolean {
+  return SEGMENT_NAME_PATTERN.test(name);
+}
+
+/** Says why a text is not a secret name, provision or local (quoting at most 64 characters of it); nothing when it is. */
+export function segmentNameProblem(text: string): string | undefined {
+  if (isSegmentName(text)) return undefined;
+  const quoted = JSON.stringify(text.length > 64 ? `${text.slice(0, 64)}…` : text);
+  return `is ${quoted}, not a name of 1 to 128 of A-Z a-z 0-9 _ - starting with a letter or digit (no /, . or ..)`;
 }
 
 /** Encodes any string as one KV key token: bytes outside `A-Z a-z 0-9 - _ /` become `=XX`. */
@@ -68,8 +86,15 @@ export type CollectKey = { node: string; collection: string; contributor: string
 /** A key of `<provider>_bound`: `<node>.<module>.<provision>[.<local>]`. */
 export type BoundKey = NodeModuleKey & { provision: string; local?: string };
 
-function checkName(field: string, value: string): string | undefined {
+/** Says why `value` of `field` is not a node, module or contributor name; nothing when it is. */
+export function checkName(field: string, value: string): string | undefined {
   return isName(value) ? undefined : `${field} "${value}" is not a valid name`;
+}
+
+/** Says why `value` of `field` is not a secret name, provision or local; nothing when it is. */
+export function checkSegment(field: string, value: string): string | undefined {
+  const problem = segmentNameProblem(value);
+  return problem === undefined ? undefined : `${field} ${problem}`;
 }
 
 function splitKey(key: string, min: number, max: number): Parsed<string[]> {
@@ -174,35 +199,21 @@ export function boundKey(node: string, module: string, provision: string, local?
   return local === undefined ? base : `${base}.${encodeToken(local)}`;
 }
 
-/** Parses `<node>.<module>.<provision>[.<local>]`. */
+/** Parses `<node>.<module>.<provision>[.<local>]`; the provision and local must be in their grammar (SEGMENT_NAME_PATTERN). */
 export function parseBoundKey(key: string): Parsed<BoundKey> {
   const split = splitKey(key, 3, 4);
   if (!split.ok) return split;
-  const [node, module, provisionToken, localToken] = split.value as [string, string, string, string?];
-  const bad = checkName('node', node) ?? checkName('module', module);
+  const [node, module, provision, local] = split.value as [string, string, string, string?];
+  // A name of the grammar is its own token: one holding `=XX` was not made from a provision or local.
+  const bad = checkName('node', node) ?? checkName('module', module) ?? checkSegment('provision', provision)
+    ?? (local === undefined ? undefined : checkSegment('local', local));
   if (bad) return fail(bad);
-  const provision = decodeToken(provisionToken);
-  if (!provision.ok) return fail(`provision token: ${provision.reason}`);
-  if (localToken === undefined) return { ok: true, value: { node, module, provision: provision.value } };
-  const local = decodeToken(localToken);
-  if (!local.ok) return fail(`local token: ${local.reason}`);
-  return { ok: true, value: { node, module, provision: provision.value, local: local.value } };
+  return { ok: true, value: local === undefined ? { node, module, provision } : { node, module, provision, local } };
 }
 
 /** The bucket a provider serves its bound entries in. */
 export function boundBucket(provider: string): string {
   return `${provider}_bound`;
-}
-
-/** The vault name of a module's own secret. */
-export function moduleSecretVault(module: string, name: string): string {
-  return `module/${module}/${name}`;
-}
-
-/** The vault name of a provision's credential. */
-export function pairVault(p: { provider: string; provision: string; node: string; module: string; local?: string }): string {
-  const base = `pair/${p.provider}/${p.provision}/${p.node}/${p.module}`;
-  return p.local === undefined ? base : `${base}/${p.local}`;
 }
 
 /**

@@ -1,8 +1,9 @@
 // valibot schemas for every value of DESIGN §3–§7 and §9, and one decoder that turns issues into a reason.
 import * as v from 'valibot';
-import { encodeToken, NAME_PATTERN, KIND_PATTERN } from './keys.ts';
+import { encodeToken, NAME_PATTERN, KIND_PATTERN, segmentNameProblem } from './keys.ts';
 import type { Parsed } from './result.ts';
 import { MAX_KEY_BYTES, MAX_PLAN_BYTES, MAX_TOKEN_BYTES, parseBoundedJson, type JsonLimits } from './limits.ts';
+import { vaultOwnerProblem } from './vault-names.ts';
 
 /**
  * A name a placeholder can hold (DESIGN §8): no whitespace, `{`, `}` or `$`, not starting with `-`,
@@ -24,12 +25,6 @@ export function tokenProblem(text: string): string | undefined {
   const encoded = encodeToken(text).length;
   if (encoded > MAX_TOKEN_BYTES) return `is ${encoded} bytes as a key token, past the limit of ${MAX_TOKEN_BYTES} bytes`;
   return undefined;
-}
-
-/** Says why a text cannot be a secret's name: not a token, or not a name a placeholder can hold (DESIGN §8). */
-export function secretNameProblem(text: string): string | undefined {
-  return tokenProblem(text)
-    ?? (PLACEHOLDER_NAME_PATTERN.test(text) ? undefined : 'is not a name a placeholder can hold (no whitespace, {, } or $; not starting with -, =, + or ?)');
 }
 
 /**
@@ -65,10 +60,10 @@ function checked(problem: (text: string) => string | undefined) {
 
 const name = v.pipe(v.string(), v.regex(NAME_PATTERN, 'is not a valid name'));
 const text = v.pipe(v.string(), v.minLength(1, 'is empty'));
-/** A name that becomes a key token (collection, provision, local). */
+/** A name that becomes a key token (a collection). */
 const tokenName = checked(tokenProblem);
-/** A secret's name (a module's own, or a provision's credential). */
-const secretName = checked(secretNameProblem);
+/** A secret's name (a module's own, or a provision's credential), a provision or a local: a segment of a vault name (DESIGN §2). */
+const segmentName = checked(segmentNameProblem);
 /** A plan's path: absolute and normal. */
 const absolutePath = checked(pathProblem);
 const placementMap = v.record(v.string(), v.union([v.string(), v.number()]));
@@ -110,23 +105,23 @@ export const FileSchema = v.object({
 export type FileDecl = v.InferOutput<typeof FileSchema>;
 
 /** A module's own secret. */
-export const SecretSchema = v.object({ name: secretName, path: v.optional(text) });
+export const SecretSchema = v.object({ name: segmentName, path: v.optional(text) });
 
 /** What a module requires from a provider. */
 export const ProvisionSchema = v.object({
   provider: name,
-  provision: tokenName,
+  provision: segmentName,
   node: v.optional(name),
-  local: v.optional(tokenName),
+  local: v.optional(segmentName),
   /** The secret the consumer's credential is read under. */
-  name: v.optional(secretName),
+  name: v.optional(segmentName),
   values: v.optional(v.record(v.string(), v.unknown())),
 });
 /** What a module requires from a provider. */
 export type Provision = v.InferOutput<typeof ProvisionSchema>;
 
 /** A provision a module serves. */
-export const ProvidesSchema = v.object({ provision: tokenName });
+export const ProvidesSchema = v.object({ provision: segmentName });
 /** An item a module contributes to a collection. */
 export const ItemSchema = v.object({ collection: tokenName, template: text });
 /** A collection a module collects. */
@@ -159,25 +154,44 @@ export const CompositionSchema = v.object({
 export type Composition = v.InferOutput<typeof CompositionSchema>;
 
 /** A plan's secret: its name, vault name and, for a file of its own, its path (absolute and normal). */
-export const PlanSecretSchema = v.object({ name: secretName, vault: text, path: v.optional(absolutePath) });
+export const PlanSecretSchema = v.object({ name: segmentName, vault: text, path: v.optional(absolutePath) });
 /** A plan's secret. */
 export type PlanSecret = v.InferOutput<typeof PlanSecretSchema>;
 
-/** A value of `mesh-provisioner_plans`. */
-export const PlanSchema = v.object({
-  node: name,
-  module: name,
-  build: text,
-  archive,
-  /** The files, each path resolved from the placement: absolute and normal. */
-  files: v.array(v.object({ ...FileSchema.entries, path: absolutePath })),
-  placement: PlacementSchema,
-  secrets: v.array(PlanSecretSchema),
-  provisions: v.array(v.object({ ...ProvisionSchema.entries, node: name })),
-  provides: v.array(ProvidesSchema),
-  items: v.array(ItemSchema),
-  collections: v.array(CollectionSchema),
-});
+/** A value of `mesh-provisioner_plans`: every secret's vault name the plan's own (DESIGN §4, §7). */
+export const PlanSchema = v.pipe(
+  v.object({
+    node: name,
+    module: name,
+    build: text,
+    archive,
+    /** The files, each path resolved from the placement: absolute and normal. */
+    files: v.array(v.object({ ...FileSchema.entries, path: absolutePath })),
+    placement: PlacementSchema,
+    secrets: v.array(PlanSecretSchema),
+    provisions: v.array(v.object({ ...ProvisionSchema.entries, node: name })),
+    provides: v.array(ProvidesSchema),
+    items: v.array(ItemSchema),
+    collections: v.array(CollectionSchema),
+  }),
+  v.rawCheck(({ dataset, addIssue }) => {
+    if (!dataset.typed) return;
+    const plan = dataset.value;
+    plan.secrets.forEach((secret, i) => {
+      // Only a plan's own module may be named: a seat that composed another's would hand the engine its secret.
+      const problem = vaultOwnerProblem(secret.vault, { module: plan.module, node: plan.node, name: secret.name });
+      if (problem === undefined) return;
+      addIssue({
+        message: `is ${JSON.stringify(secret.vault.slice(0, 300))}, which ${problem}`,
+        path: [
+          { type: 'object', origin: 'value', input: plan, key: 'secrets', value: plan.secrets },
+          { type: 'array', origin: 'value', input: plan.secrets, key: i, value: secret },
+          { type: 'object', origin: 'value', input: secret, key: 'vault', value: secret.vault },
+        ],
+      });
+    });
+  }),
+);
 /** A value of `mesh-provisioner_plans`. */
 export type Plan = v.InferOutput<typeof PlanSchema>;
 
@@ -225,11 +239,11 @@ export const BoundEntrySchema = v.union([
 /** A value of `<provider>_bound`. */
 export type BoundEntry = v.InferOutput<typeof BoundEntrySchema>;
 
-/** What the verb answers. */
-export const VERB_WHATS = ['registry', 'needs', 'applied', 'collect'] as const;
+/** What the verb answers: a seat bucket read, or (`health`) the seat's memory. */
+export const VERB_WHATS = ['registry', 'needs', 'applied', 'collect', 'health'] as const;
 /** A request of `mesh-provisioner.provisioning`. */
 export const VerbRequestSchema = v.strictObject({
-  what: v.optional(v.picklist(VERB_WHATS, 'must be one of registry, needs, applied, collect'), 'registry'),
+  what: v.optional(v.picklist(VERB_WHATS, `must be one of ${VERB_WHATS.join(', ')}`), 'registry'),
   node: v.optional(name),
   module: v.optional(name),
   contributor: v.optional(name),

@@ -24,9 +24,9 @@ export function boundDependency(module: string, binding: string): string {
 }
 
 /**
- * Finds the plan's provision a `${bound:<binding>:<field>}` name refers to: the binding is
- * matched against the plan's own provisions, so a provision or local name holding `.` or `:`
- * is still read right.
+ * Finds the plan's provision a `${bound:<binding>:<field>}` name refers to, matched against the
+ * plan's own provisions. A provision or local holds no `.` or `:` (DESIGN §2), so the binding
+ * ends at the first `:` after it; the field may hold both.
  */
 export function resolveBound(plan: Plan, name: string): BoundRef | { reason: string } {
   for (const provision of plan.provisions) {

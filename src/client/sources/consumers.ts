@@ -5,7 +5,8 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { watchBucket, type Watch } from '../../shared/bus.ts';
 import { PLANS } from '../../shared/buckets.ts';
-import { compareKeys, pairVault, parseNodeModuleKey } from '../../shared/keys.ts';
+import { compareKeys, parseNodeModuleKey } from '../../shared/keys.ts';
+import { pairVault } from '../../shared/vault-names.ts';
 import type { Logger } from '../../shared/log.ts';
 import { decodeJson, PlanSchema, type Plan } from '../../shared/schemas.ts';
 import { VAULT_CHANGED } from '../../shared/subjects.ts';

@@ -7,6 +7,7 @@ import { jsonBytes } from '../../shared/bus.ts';
 import type { Logger } from '../../shared/log.ts';
 import { decodeJson } from '../../shared/schemas.ts';
 import { VAULT_CREDENTIAL } from '../../shared/subjects.ts';
+import { parseVaultName } from '../../shared/vault-names.ts';
 
 /** What the client holds of one credential. */
 export type Credential = { state: 'pending' } | { state: 'value'; value: string } | { state: 'refused'; reason: string };
@@ -30,10 +31,22 @@ export class VaultCredentials {
     private readonly onSettled: (vault: string) => void,
   ) {}
 
-  /** The credential as held now; an unknown one is asked for (pending until the vault answers). */
+  /**
+   * The credential as held now; an unknown one is asked for (pending until the vault answers). Only a
+   * provision's credential (`pair/…`, every segment in its grammar) is ever asked: any other name is
+   * refused here, so no plan can make the client ask the vault for a name that leaves its place.
+   */
   get(vault: string): Credential {
     const known = this.#known.get(vault);
     if (known) return known;
+    const parsed = parseVaultName(vault);
+    if (!parsed.ok || parsed.value.kind !== 'pair') {
+      const refused: Credential = { state: 'refused', reason: `not asked: ${parsed.ok ? 'not a provision\'s credential' : parsed.reason}` };
+      // Said here, not settled: a settle would ask the very fill that is looking it up to run again.
+      this.#known.set(vault, refused);
+      this.log.warn(`vault: ${JSON.stringify(vault.slice(0, 300))} left out: ${refused.reason}`);
+      return refused;
+    }
     this.#known.set(vault, { state: 'pending' });
     void this.#ask(vault, VAULT_RETRY_MS.first);
     return { state: 'pending' };
