@@ -11,6 +11,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { connectBus, jsonBytes } from '../src/shared/bus.ts';
 import { APPLIED } from '../src/shared/buckets.ts';
 import { askSubject } from '../src/shared/subjects.ts';
+import { INBOX_PREFIXES } from '../src/shared/inbox.ts';
 import { fakeEngine, latencyRow, now, numberArg, percentile, startBenchMesh, waitUntil } from './lib.ts';
 
 const ASKS = numberArg('asks', 40_000);
@@ -66,7 +67,7 @@ async function main(): Promise<void> {
     await waitUntil('the module applied', async () => (await applied.get(`${NODE}.asked`))?.json<{ state: string }>().state === 'applied', 30_000);
     await new Promise<void>((resolve) => echo.stdout!.once('data', () => resolve()));
 
-    const nc = await connectBus({ servers: [mesh.url], name: 'bench-asker', inboxPrefix: `_INBOX_${NODE}` });
+    const nc = await connectBus({ servers: [mesh.url], name: 'bench-asker', inboxPrefix: INBOX_PREFIXES.runner(NODE) });
     const ask = jsonBytes({ module: 'asked', kind: 'config', key: 'level' });
     const answer = new TextDecoder().decode((await nc.request(askSubject(NODE), ask, { timeout: 5000 })).data);
     if (answer !== '{"value":"info"}') throw new Error(`the client answered ${answer}`);

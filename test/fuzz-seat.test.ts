@@ -249,10 +249,11 @@ test('the pure checks agree with their definitions over arbitrary text', async (
     if (accepted) assert.is(encodeToken(text), text);
   }));
   const token = fc.string({ minLength: 1, maxLength: 8 }).filter((t) => /^[^\s.*>]+$/.test(t));
-  await fuzz('isInboxSubject', runs, fc.property(fc.oneof(fc.string({ maxLength: 40 }), fc.tuple(fc.constantFrom('_INBOX', '_INBOX_n1', '_R_', '$KV', '$JS', '_INBOX_N1'), fc.array(token, { minLength: 1, maxLength: 3 })).map(([h, t]) => [h, ...t].join('.'))), (subject) => {
+  await fuzz('isInboxSubject', runs, fc.property(fc.oneof(fc.string({ maxLength: 40 }), fc.tuple(fc.constantFrom('_INBOX', '_INBOX_node_n1', '_INBOX_runner_n1', '_INBOX_provider_pg', '_INBOX_seat', '_INBOX_admin', '_INBOX_vault', '_R_', '$KV', '$JS', '_INBOX_node_N1', '_INBOX_n1', '_INBOX_node_'), fc.array(token, { minLength: 1, maxLength: 3 })).map(([h, t]) => [h, ...t].join('.'))), (subject) => {
     const inbox = isInboxSubject(subject);
     if (subject.startsWith('$') || !subject.startsWith('_')) assert.not.ok(inbox, subject);
-    if (/^(_INBOX|_INBOX_n1|_R_)(\.[^\s.*>]+)+$/.test(subject)) assert.ok(inbox, subject);
+    if (/^(_INBOX|_INBOX_(node|runner|provider)_n1|_INBOX_provider_pg|_INBOX_(seat|admin|vault)|_R_)(\.[^\s.*>]+)+$/.test(subject)) assert.ok(inbox, subject);
+    if (/^(_INBOX_node_N1|_INBOX_n1|_INBOX_node_)\./.test(subject)) assert.not.ok(inbox, subject);
   }));
 });
 

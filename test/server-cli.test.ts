@@ -92,7 +92,7 @@ async function composesAPlan(runtime: Runtime): Promise<void> {
     assert.is(plan['build'], '7');
     assert.equal((plan['files'] as { path: string }[]).map((f) => f.path), ['/srv/web/etc/web.conf']);
     assert.equal(plan['secrets'], [{ name: 'api-key', vault: 'module/web/api-key' }]);
-    // The seat's watch delivers to its own inbox (DESIGN §11: its user subscribes only `_INBOX_provisioner.>`).
+    // The seat's watch delivers to its own inbox (DESIGN §11: its user subscribes only `_INBOX_seat.>`).
     const delivers = await deliverSubjects(nc, `KV_${ASSIGNMENTS}`);
     assert.ok(delivers.length > 0 && delivers.every((s) => s.startsWith(`${INBOX_PREFIXES.seat}.`)), delivers.join(', '));
 
@@ -117,7 +117,7 @@ test('the seat bundle copied alone into an empty directory composes a plan under
   await composesAPlan('deno');
 });
 
-test('a seat user that may subscribe only _INBOX_provisioner.> and the verb serves, composes and answers a query', async () => {
+test('a seat user that may subscribe only _INBOX_seat.> and the verb serves, composes and answers a query', async () => {
   const nats = await startNats(`authorization { users = [
     { user: seat, password: seat, permissions: { subscribe: ["${INBOX_PREFIXES.seat}.>", "mesh-provisioner.provisioning"] } },
     { user: test, password: test }
@@ -190,12 +190,12 @@ test('MESH_NATS_URL from the environment is used when --nats is absent', async (
 });
 
 // One seat, under node, answers every query test.
-let queried: Promise<{ url: string; kvm: Kvm }> | undefined;
-function querySeat(): Promise<{ url: string; kvm: Kvm }> {
+let queried: Promise<{ url: string; kvm: Kvm; nc: NatsConnection }> | undefined;
+function querySeat(): Promise<{ url: string; kvm: Kvm; nc: NatsConnection }> {
   queried ??= (async () => {
-    const { server: nats, kvm } = await bus();
+    const { server: nats, kvm, nc } = await bus();
     await seat('node', ['--nats', nats.url]).waitForLog(READY, 15_000);
-    return { url: nats.url, kvm };
+    return { url: nats.url, kvm, nc };
   })();
   return queried;
 }
@@ -224,9 +224,9 @@ test('query needs --json prints one JSON object whose entries hold what the need
 });
 
 test('query health lists an assignment whose module has no composition as held, as JSON and as a table', async () => {
-  const { url, kvm } = await querySeat();
-  const assignments = await kvm.create(ASSIGNMENTS);
-  await kvm.create(MODULES);
+  const { url, nc } = await querySeat();
+  const assignments = await ensureKv(nc, ASSIGNMENTS, 1);
+  await ensureKv(nc, MODULES, 1);
   await assignments.put('n1.ghost', JSON.stringify(assignment('n1', 'ghost')));
   const reply = await waitFor('n1.ghost in query health', async () => {
     const run = await server(['query', 'health', '--json', '--nats', url]);

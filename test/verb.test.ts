@@ -180,31 +180,33 @@ test('bad requests are answered with an error naming the problem', async () => {
   }
 });
 
-test('an inbox is _INBOX.…, _INBOX_<node>.… with a valid node name, or a mapped reply _R_.…, and nothing else', () => {
-  for (const inbox of ['_INBOX.abc', '_INBOX.abc.1', '_INBOX_n1.abc', '_INBOX_web-1.x.y', '_R_.aBc.dEf']) assert.ok(isInboxSubject(inbox), inbox);
+test('an inbox is _INBOX.…, a role\'s _INBOX_<role>.… (a named role\'s name valid), or a mapped reply _R_.…, and nothing else', () => {
+  for (const inbox of ['_INBOX.abc', '_INBOX.abc.1', '_INBOX_node_n1.abc', '_INBOX_runner_web-1.x.y', '_INBOX_provider_pg.x', '_INBOX_seat.a', '_INBOX_admin.b', '_INBOX_vault.c', '_R_.aBc.dEf']) {
+    assert.ok(isInboxSubject(inbox), inbox);
+  }
   for (const other of [
     '$JS.API.STREAM.DELETE.KV_x', '$KV.mesh-provisioner_plans.n1.injected', '$O.archives.C.x', 'prov.applied.n1.web', '_INBOX', '_INBOX.',
-    '_INBOX..x', '_INBOX.*', '_INBOX.>', '_INBOX.a b', '_INBOX_N1.x', '_INBOX_.x', '_INBOX_n1', '_INBOXX.y', '_R_', 'x._INBOX.y',
+    '_INBOX..x', '_INBOX.*', '_INBOX.>', '_INBOX.a b', '_INBOX_node_N1.x', '_INBOX_.x', '_INBOX_node_n1', '_INBOX_n1.x', '_INBOX_node_.x', '_INBOX_other_n1.x', '_INBOX_seatx.y', '_INBOXX.y', '_R_', 'x._INBOX.y',
     '_INBOX.' + 'x'.repeat(3000), '',
   ]) assert.not.ok(isInboxSubject(other), other);
 });
 
 test('a request is answered only to an inbox; $JS., $KV., $O., plain and ill-formed inbox reply subjects are ignored', async () => {
   const received: string[] = [];
-  const replies = ['$JS.verbtest.reply', '$KV.verbtest.reply', '$O.verbtest.reply', 'verbtest.reply', '_INBOX_N1.verbtest', '_INBOX.verb-test', '_INBOX_n1.verb-test'];
+  const replies = ['$JS.verbtest.reply', '$KV.verbtest.reply', '$O.verbtest.reply', 'verbtest.reply', '_INBOX_node_N1.verbtest', '_INBOX_n1.verbtest', '_INBOX.verb-test', '_INBOX_node_n1.verb-test'];
   const subs = replies.map((reply) => nc.subscribe(reply, { callback: (_e, m) => void received.push(`${reply} ${m.json<VerbReply>().what}`) }));
   await nc.flush();
   for (const reply of replies) nc.publish(PROVISIONING_VERB, jsonBytes({ what: 'applied' }), { reply });
   // Ignoring is decided on receipt and said at debug: once each ignored subject is said and both inboxes are
   // answered, nothing more is coming.
-  const answered = ['_INBOX.verb-test', '_INBOX_n1.verb-test'];
+  const answered = ['_INBOX.verb-test', '_INBOX_node_n1.verb-test'];
   const ignored = replies.filter((r) => !answered.includes(r));
   await waitFor('the seat saying it ignored every reply subject that is not an inbox', () =>
     ignored.every((r) => log.lines.some((l) => l.includes(`ignored a request with reply subject ${JSON.stringify(r)}`))));
   await waitFor('both inboxes answered', () => received.length >= answered.length);
   for (const sub of subs) sub.unsubscribe();
   // A mapped reply (_R_.…) only exists across a service import; the predicate's own test covers it.
-  assert.equal(received.sort(), ['_INBOX.verb-test applied', '_INBOX_n1.verb-test applied']);
+  assert.equal(received.sort(), ['_INBOX.verb-test applied', '_INBOX_node_n1.verb-test applied']);
   assert.ok(log.lines.some((l) => l.includes('ignored a request with reply subject "$KV.verbtest.reply"')));
 });
 

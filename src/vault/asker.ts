@@ -3,6 +3,7 @@
 // payload, and the plans say what it may have. Shared by the test stand-in and the reference vault.
 import * as v from 'valibot';
 import { nodeModuleKey } from '../shared/keys.ts';
+import { parseVaultName } from '../shared/vault-names.ts';
 import { decodeJson, PlanSchema, type Plan } from '../shared/schemas.ts';
 import { VAULT_CREDENTIAL } from '../shared/subjects.ts';
 
@@ -27,25 +28,20 @@ export function askerOf(subject: string): string | null | undefined {
   return node.includes('.') || node === '' ? undefined : node;
 }
 
-// Segments of the two vault-name shapes (DESIGN §2, §4): names of their grammars only.
-const NAME = '[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?';
-const SECRET = '[A-Za-z0-9][A-Za-z0-9_-]{0,127}';
-const MODULE_SECRET = new RegExp(`^module/(${NAME})/(${SECRET})$`);
-const PAIR = new RegExp(`^pair/(${NAME})/(${SECRET})/(${NAME})/(${NAME})(?:/(${SECRET}))?$`);
-
 /**
  * Says why `asker` may not have the credential `name`, or nothing when it may: a pair credential
  * only to the node the consumer's plan binds that provider on, a module's own secret only to a node
- * with a plan of that module. `plan` reads a plan by `<node>.<module>` (null when there is none).
+ * with a plan of that module; a name out of its grammar to nobody. `plan` reads a plan by
+ * `<node>.<module>` (null when there is none).
  */
 export async function askerRefusal(name: string, asker: string, plan: (key: string) => Promise<Plan | null>): Promise<string | undefined> {
-  const own = MODULE_SECRET.exec(name);
-  if (own) return (await plan(nodeModuleKey(asker, own[1]!))) ? undefined : `node ${asker} has no plan of module ${own[1]}`;
-  const pair = PAIR.exec(name);
-  if (!pair) return `"${name}" is not a vault name (module/<module>/<name> or pair/<provider>/<provision>/<node>/<module>[/<local>])`;
-  const [, provider, provision, node, module, local] = pair;
-  const consumer = await plan(nodeModuleKey(node!, module!));
-  const binds = consumer?.provisions.some((p) => p.provider === provider && p.provision === provision && (p.local ?? undefined) === (local ?? undefined) && p.node === asker);
+  const parsed = parseVaultName(name);
+  if (!parsed.ok) return `vault name ${parsed.reason}`;
+  const vault = parsed.value;
+  if (vault.kind === 'module') return (await plan(nodeModuleKey(asker, vault.module))) ? undefined : `node ${asker} has no plan of module ${vault.module}`;
+  const { provider, provision, node, module, local } = vault;
+  const consumer = await plan(nodeModuleKey(node, module));
+  const binds = consumer?.provisions.some((p) => p.provider === provider && p.provision === provision && p.local === local && p.node === asker);
   return binds ? undefined : `node ${asker} does not serve ${provider} ${provision} to ${node}.${module}`;
 }
 
