@@ -3,7 +3,7 @@
 import { createHash, createHmac, pbkdf2, randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import pg from 'pg';
-import { Refused, type Adapter, type Grant, type Served } from '../../src/sdk/types.ts';
+import { Refused, type Grant, type Served } from '../../src/sdk/types.ts';
 
 /** How the adapter reaches PostgreSQL as an administrator, and what it tells consumers. */
 export type PostgresAdapterOptions = {
@@ -23,8 +23,14 @@ export type PostgresAdapterOptions = {
   connectTimeoutMs?: number;
 };
 
-/** The adapter and the way to end its administrator connections. */
-export type PostgresAdapter = Required<Adapter> & {
+/** The adapter (its signals optional, for callers other than the helper) and the way to end its administrator connections. */
+export type PostgresAdapter = {
+  /** Adapter.create. */
+  create(grant: Grant, signal?: AbortSignal): Promise<Served>;
+  /** Adapter.remove. */
+  remove(as: string, signal?: AbortSignal): Promise<void>;
+  /** Adapter.check. */
+  check(grant: Grant, served: Served, signal?: AbortSignal): Promise<boolean>;
   /** Ends the administrator connections; the adapter is unusable afterwards. */
   close(): Promise<void>;
 };
