@@ -51,6 +51,7 @@ test('the client bundle uses only well-shaped bound entries; each other one fail
         if (reason) assert.match(report.reason ?? '', reason, module);
         else assert.is(m.file(join(m.root, 'etc', module, 'db.conf')), 'database=db\nport=5432\n');
       }
+      assert.match(client.stderr(), /postgres_bound a\.both\.database: the provider's entry is out of shape: field "as" is not allowed beside "refused"/, 'the entry is said in the log too');
       assert.is(m.file(join(m.root, 'etc', 'both', 'db.conf')), undefined, 'an entry holding refused was used as served');
       assert.is(m.file(join(m.root, 'etc', 'object', 'db.conf')), undefined, 'an object value was written as JSON text');
     } finally {

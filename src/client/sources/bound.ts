@@ -58,6 +58,7 @@ export function boundSource(nc: NatsConnection, node: string, log: Logger, onCha
       if (e.value === null) held.delete(e.key);
       else {
         const decoded = decodeJson(BoundEntrySchema, e.value);
+        if (!decoded.ok) log.warn(`${bucket} ${e.key}: the provider's entry is out of shape: ${decoded.reason}`);
         held.set(e.key, decoded.ok ? decoded.value : { invalid: decoded.reason });
       }
       onChange([boundDependency(key.value.module, bindingName(key.value))]);
