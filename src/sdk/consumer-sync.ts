@@ -31,10 +31,15 @@ export type Held = {
 
 /** What a ConsumerSync works with; the store and the matcher are read at each use (both are replaced). */
 export type SyncContext = {
+  /** The provider's adapter. */
   adapter: Adapter;
+  /** How every adapter call is made: with its timeout and signal, one at a time per consumer. */
   calls: AdapterCalls;
+  /** The bound bucket, once open. */
   store(): BoundStore;
+  /** The credentials of the consumers file, in every form. */
   matcher(): CredentialMatcher;
+  /** The helper's log (every line screened for credentials). */
   say(level: 'info' | 'warn', line: string): void;
 };
 
