@@ -5,9 +5,11 @@ import * as assert from 'uvu/assert';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
-import { postgresAdapter, type PostgresAdapter } from '../examples/postgres-provider/adapter.ts';
+import { markFor, postgresAdapter, type PostgresAdapter } from '../examples/postgres-provider/adapter.ts';
+import { CANCEL_GRACE_MS } from '../examples/postgres-provider/sessions.ts';
 import { Refused, type Grant } from '../src/sdk/types.ts';
 import { startPostgres, type Postgres } from './helpers/postgres.ts';
+import { sleep, waitFor } from './helpers/wait.ts';
 
 const CONNECT_HOST = 'db1.mesh.test';
 
@@ -228,7 +230,7 @@ test('a database already owned by another role is refused, and its owner keeps i
   assert.is(await ownerOf('postgres'), 'postgres');
 });
 
-test('the administrator and superuser roles are refused: their passwords stay', async () => {
+test('the administrator and superuser roles are refused: their passwords stay, and removing them does nothing', async () => {
   const a = pgAdapter();
   const s = pgServer();
   await refusal(a.create(grantFor(s.adminUser, { name: 'admin_db' })));
@@ -236,17 +238,86 @@ test('the administrator and superuser roles are refused: their passwords stay', 
   await refusal(a.create(grantFor('c_root', { name: 'root_db' })));
   assert.is(await login(s.adminUser, s.adminPassword, 'postgres'), 'ok');
   assert.is(await login('c_root', 'root-by-hand', 'postgres'), 'ok');
-  await a.remove('c_root').then(() => assert.unreachable('removed a superuser'), (e: Error) => assert.match(e.message, 'superuser'));
+  await a.remove('c_root');
+  await a.remove(s.adminUser);
   assert.is(await roleExists('c_root'), true);
+  assert.is(await login(s.adminUser, s.adminPassword, 'postgres'), 'ok');
+  // A role the adapter made, promoted by hand: removing it is refused, loudly.
+  const g = grantFor('c_promoted', { name: 'promoted' });
+  await a.create(g);
+  await asAdmin('ALTER ROLE c_promoted SUPERUSER');
+  await a.remove('c_promoted').then(() => assert.unreachable('removed a superuser'), (e: Error) => assert.match(e.message, 'superuser'));
+  assert.is(await roleExists('c_promoted'), true);
 });
 
-test('a credential past ASCII is set too (the server hashes it)', async () => {
+test('an existing role the adapter did not make is refused: its password, its database and the role itself are left as they are', async () => {
   const a = pgAdapter();
-  const g = grantFor('c_utf', { name: 'utf' }, 'pässwörd-ключ-密码');
-  handed.pop();
-  const served = await a.create(g);
-  assert.is(await login('c_utf', g.credential, 'utf'), 'ok');
-  assert.is(await a.check(g, served), true);
+  await asAdmin('CREATE ROLE c_theirs LOGIN PASSWORD \'theirs-by-hand\'');
+  await asAdmin('CREATE DATABASE theirs_db OWNER c_theirs');
+  const g = grantFor('c_theirs', { name: 'theirs_db' });
+  const err = await refusal(a.create(g));
+  assert.match(err.message, 'role "c_theirs" exists and was not made by this adapter');
+  assert.is(await login('c_theirs', 'theirs-by-hand', 'theirs_db'), 'ok', 'the role\'s password was changed');
+  assert.is(await login('c_theirs', g.credential, 'theirs_db'), '28P01');
+  const other = grantFor('c_theirs', { name: 'other_db' });
+  await refusal(a.create(other));
+  assert.is(await a.check(g, { user: 'c_theirs', values: { host: CONNECT_HOST, port: pgServer().port, database: 'theirs_db' } }), false);
+  await a.remove('c_theirs');
+  assert.is(await roleExists('c_theirs'), true, 'a role the adapter did not make was dropped');
+  assert.is(await ownerOf('theirs_db'), 'c_theirs', 'its database was dropped');
+  assert.is(await ownerOf('other_db'), undefined);
+  // Handed over by the operator: the mark makes it the adapter's.
+  await asAdmin(`COMMENT ON ROLE c_theirs IS '${markFor('c_theirs')}'`);
+  await a.create(g);
+  assert.is(await login('c_theirs', g.credential, 'theirs_db'), 'ok');
+});
+
+test('a role the adapter makes carries its mark; remove drops only the databases it marked, and keeps any other the role owns', async () => {
+  const a = pgAdapter();
+  const g = grantFor('c_marked', { name: 'marked' });
+  await a.create(g);
+  const mark = await asAdmin('SELECT shobj_description(oid, \'pg_authid\') AS mark FROM pg_roles WHERE rolname = \'c_marked\'');
+  assert.equal(mark.rows, [{ mark: markFor('c_marked') }]);
+  await asAdmin('CREATE DATABASE handmade OWNER c_marked');
+  await asAdmin('CREATE TABLE kept (v text); INSERT INTO kept VALUES (\'data\')', [], 'handmade');
+  await a.remove('c_marked');
+  assert.is(await roleExists('c_marked'), false);
+  assert.is(await ownerOf('marked'), undefined, 'the database the adapter made stayed');
+  assert.is(await ownerOf('handmade'), pgServer().adminUser, 'a database the adapter did not make was dropped');
+  assert.equal((await asAdmin('SELECT v FROM kept', [], 'handmade')).rows, [{ v: 'data' }]);
+});
+
+test('an aborted create stops at once: the statement waiting on a lock is cancelled in the server and the password is not changed later', async () => {
+  const a = pgAdapter();
+  const first = grantFor('c_lock', { name: 'lock' });
+  await a.create(first);
+  const s = pgServer();
+  const blocker = new pg.Client({ host: s.host, port: s.port, user: s.adminUser, password: s.adminPassword, database: 'postgres' });
+  await blocker.connect();
+  try {
+    const blockerPid = (await blocker.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    await blocker.query('BEGIN');
+    await blocker.query('ALTER ROLE c_lock CONNECTION LIMIT 5');
+    const controller = new AbortController();
+    const second = grantFor('c_lock', { name: 'lock' });
+    const creating = a.create(second, controller.signal).then(() => 'created', (e: unknown) => e);
+    await waitFor('the create waiting on the lock', async () =>
+      (await asAdmin('SELECT 1 FROM pg_stat_activity WHERE wait_event_type = \'Lock\' AND query LIKE \'ALTER ROLE "c_lock"%\'')).rowCount === 1);
+    const aborted = Date.now();
+    controller.abort(new Error('given up'));
+    const outcome = await Promise.race([creating, sleep(CANCEL_GRACE_MS + 2000).then(() => 'still running')]);
+    assert.ok(Date.now() - aborted < CANCEL_GRACE_MS + 500, `the create took ${Date.now() - aborted} ms to stop`);
+    assert.ok(outcome instanceof Error, `the create ended ${String(outcome)}`);
+    await waitFor('no statement of the create left in the server', async () =>
+      (await asAdmin('SELECT 1 FROM pg_stat_activity WHERE query LIKE \'ALTER ROLE "c_lock"%\' AND pid <> $1', [blockerPid])).rowCount === 0);
+    await blocker.query('COMMIT');
+    assert.is(await login('c_lock', first.credential, 'lock'), 'ok', 'the cancelled ALTER ROLE ran after all');
+    assert.is(await login('c_lock', second.credential, 'lock'), '28P01');
+    await a.create(second, new AbortController().signal);
+    assert.is(await login('c_lock', second.credential, 'lock'), 'ok', 'the adapter is usable after an abort');
+  } finally {
+    await blocker.end().catch(() => undefined);
+  }
 });
 
 test('no credential the adapter set reaches the server\'s statement log', async () => {

@@ -6,15 +6,14 @@ import * as assert from 'uvu/assert';
 import { mkdirSync, mkdtempSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { connectBus, openKv, readAll } from '../src/shared/bus.ts';
+import { openKv } from '../src/shared/bus.ts';
 import { boundKey } from '../src/shared/keys.ts';
-import { memoryLogger } from '../src/shared/log.ts';
 import { readConsumersFile } from '../src/sdk/consumers-file.ts';
+import { WITHHELD_REFUSAL, WITHHELD_SERVED } from '../src/sdk/consumer-sync.ts';
 import { deriveLogin, MAX_LOGIN_BYTES } from '../src/sdk/logins.ts';
-import { Refused, runProvider, type Adapter, type ConsumerEntry, type Grant, type ProviderHandle } from '../src/sdk/index.ts';
-import { startNats, type NatsServer } from './helpers/nats.ts';
+import { runProvider, type Adapter } from '../src/sdk/index.ts';
+import { consumer, fakeAdapter, startProviderBus, stopProviderBus, world } from './helpers/provider-world.ts';
 import { SEED, seeded } from './helpers/random.ts';
 import { waitFor } from './helpers/wait.ts';
 
@@ -107,105 +106,13 @@ test('a provision or a consumer’s local out of the grammar of DESIGN §2 is re
   }
 });
 
-let server: NatsServer;
 let nc: NatsConnection;
-let suite = 0;
 
 test.before(async () => {
-  server = await startNats();
-  nc = await connectBus({ servers: [server.url], name: 'provider-test' });
+  nc = await startProviderBus();
 });
 
-test.after(async () => {
-  await nc?.close();
-  await server?.cleanup();
-});
-
-type Call = { op: 'create' | 'remove' | 'check'; as: string; credential?: string; values?: Record<string, unknown>; at: number };
-
-/** An adapter in memory: every call recorded; refusals, transient failures and drift set by the test. */
-function fakeAdapter(withCheck = true) {
-  const calls: Call[] = [];
-  const refuse = new Map<string, string>();
-  const failures = new Map<string, number>();
-  const drifted = new Set<string>();
-  const adapter: Adapter = {
-    async create(g: Grant) {
-      calls.push({ op: 'create', as: g.as, credential: g.credential, values: g.values, at: Date.now() });
-      const reason = refuse.get(g.as);
-      if (reason !== undefined) throw new Refused(reason);
-      const left = failures.get(g.as) ?? 0;
-      if (left > 0) {
-        failures.set(g.as, left - 1);
-        // A careless driver quoting the connection string: the helper must not pass it on.
-        throw new Error(`connection reset while setting password '${g.credential}'`);
-      }
-      drifted.delete(g.as);
-      return { user: g.as, values: { host: 'db1', port: 5432, database: String(g.values['name']) } };
-    },
-    async remove(as: string) {
-      calls.push({ op: 'remove', as, at: Date.now() });
-    },
-    ...(withCheck ? {
-      async check(g: Grant) {
-        calls.push({ op: 'check', as: g.as, at: Date.now() });
-        return !drifted.has(g.as);
-      },
-    } : {}),
-  };
-  const count = (op: Call['op'], as: string) => calls.filter((c) => c.op === op && c.as === as).length;
-  return { adapter, calls, refuse, failures, drifted, count };
-}
-
-/** One test's world: a provider name of its own, a temp dir with the consumers file, a log, the credentials it used. */
-async function world(provision = 'database') {
-  suite += 1;
-  const provider = `prov${suite}`;
-  const dir = mkdtempSync(join(tmpdir(), 'provider-'));
-  const file = join(dir, 'consumers.json');
-  const log = memoryLogger();
-  const credentials = new Set<string>();
-  const handles: ProviderHandle[] = [];
-  const bucket = `${provider}_bound`;
-  /** Replaces the file by rename, as the engine does. */
-  const write = (entries: ConsumerEntry[] | string) => {
-    if (typeof entries !== 'string') for (const e of entries) credentials.add(e.credential);
-    const tmp = join(dir, '.consumers.json.tmp');
-    writeFileSync(tmp, typeof entries === 'string' ? entries : JSON.stringify(entries), { mode: 0o600 });
-    renameSync(tmp, file);
-  };
-  const start = (adapter: Adapter, extra: { recheckMs?: number; retry?: { firstMs: number; maxMs: number } } = {}) => {
-    const handle = runProvider({ nc, provider, provision, consumersFile: file, adapter, log, ...extra });
-    handles.push(handle);
-    return handle;
-  };
-  let created = false;
-  /** The bound entry at a key: its JSON, or null when missing, deleted, or the bucket is not there yet. */
-  const bound = async (key: string): Promise<unknown> => {
-    // A get from a bucket not created yet waits for its timeout rather than failing at once.
-    created ||= await jetstreamManager(nc).then((jsm) => jsm.streams.info(`KV_${bucket}`)).then(() => true, () => false);
-    if (!created) return null;
-    const entry = await (await openKv(nc, bucket)).get(key);
-    return entry && entry.operation === 'PUT' ? entry.json() : null;
-  };
-  /** Every credential written, looked for in every log line and every value of the bucket. */
-  const assertNoLeak = async () => {
-    const values = [...(await readAll(nc, bucket)).values()].map((b) => new TextDecoder().decode(b));
-    for (const secret of credentials) {
-      for (const line of log.lines) assert.not.ok(line.includes(secret), `a log line holds a credential: ${line}`);
-      for (const value of values) assert.not.ok(value.includes(secret), `a bound value holds a credential: ${value}`);
-    }
-  };
-  const done = async () => {
-    for (const h of handles) await h.stop();
-    await assertNoLeak();
-    rmSync(dir, { recursive: true, force: true });
-  };
-  return { provider, bucket, file, log, write, start, bound, done, provision, credentials };
-}
-
-const consumer = (node: string, module: string, local: string | null, credential: string, name = module): ConsumerEntry =>
-  ({ consumer: node, module, local, credential, value: { name } });
+test.after(stopProviderBus);
 
 test('a new consumer is created with its credential and values, and {as, user, values} is published under its key (a provision of the grammar is its own token)', async () => {
   const w = await world('pg_db-main');
@@ -307,7 +214,7 @@ test('a transient failure is retried for that consumer alone with a growing back
     assert.ok(tries[2]! - tries[1]! >= 590, `second wait ${tries[2]! - tries[1]!} ms: the backoff doubles`);
     assert.is(fake.count('create', 'api_n1'), 1, 'api was created again');
     assert.is(fake.count('check', 'api_n1'), 1, 'web\'s retries re-checked api (only the change of the file should)');
-    assert.ok(w.log.lines.some((l) => l.includes('n1/web') && l.includes('<credential>')), 'the failure is said, its credential cut out');
+    assert.ok(w.log.lines.some((l) => l.includes('n1/web') && l.includes('serving failed') && l.includes('its message is withheld')), 'the failure is said, its message withheld');
   } finally {
     await w.done();
   }
@@ -413,6 +320,34 @@ test('a restart removes a consumer dropped while the helper was down, and re-che
   }
 });
 
+test('an entry read back at start that is out of shape (refused beside served fields, an object value) is said and served again, never taken as served', async () => {
+  const w = await world();
+  const first = fakeAdapter();
+  try {
+    w.write([consumer('n1', 'web', null, 'cred-web-1'), consumer('n1', 'api', null, 'cred-api-1')]);
+    const h1 = w.start(first.adapter);
+    await waitFor('both served', async () => (await w.bound('n1.web.database')) && (await w.bound('n1.api.database')));
+    await h1.stop();
+    const kv = await openKv(nc, w.bucket);
+    const served = { as: 'web_n1', user: 'web_n1', values: { host: 'db1', port: 5432, database: 'web' } };
+    await kv.put('n1.web.database', JSON.stringify({ ...served, refused: 'planted' }));
+    await kv.put('n1.api.database', JSON.stringify({ ...served, as: 'api_n1', user: 'api_n1', values: { host: { name: 'db1' } } }));
+    const second = fakeAdapter();
+    const h2 = w.start(second.adapter);
+    await waitFor('web served again', async () => JSON.stringify(await w.bound('n1.web.database')) === JSON.stringify(served));
+    await waitFor('api served again', async () => (await w.bound('n1.api.database')) as { values?: { host?: unknown } } | null)
+      .then((entry) => assert.is(entry.values?.host, 'db1'));
+    await h2.reconciled();
+    assert.is(second.count('create', 'web_n1'), 1, 'the entry holding refused was taken as served');
+    assert.is(second.count('check', 'web_n1'), 0);
+    assert.is(second.count('create', 'api_n1'), 1, 'the entry with an object value was taken as served');
+    assert.ok(w.log.lines.some((l) => l.includes(`${w.bucket} n1.web.database: out of shape (field "as" is not allowed beside "refused"); serving it again`)), w.log.lines.join('\n'));
+    assert.ok(w.log.lines.some((l) => l.includes(`${w.bucket} n1.api.database: out of shape (field "values.host" is neither a string nor a number); serving it again`)));
+  } finally {
+    await w.done();
+  }
+});
+
 test('a consumers file whose directory is not there yet is watched once it is', async () => {
   const w = await world();
   const fake = fakeAdapter();
@@ -444,7 +379,7 @@ test('no credential reaches a log line or a bound value, even from an adapter er
   const leaky: Adapter = {
     ...fake.adapter,
     async create(g) {
-      const served = await fake.adapter.create(g);
+      const served = await fake.adapter.create(g, new AbortController().signal);
       // An adapter serving the credential as a value: refused, never published.
       return g.as === 'api_n1' ? { ...served, values: { ...served.values, dsn: `postgres://api:${g.credential}@db1/api` } } : served;
     },
@@ -452,10 +387,10 @@ test('no credential reaches a log line or a bound value, even from an adapter er
   try {
     w.write([consumer('n1', 'bad', null, secret), consumer('n1', 'web', null, 'cred-web-9b1d4e'), consumer('n1', 'api', null, 'cred-api-5c2e8f')]);
     w.start(leaky, { retry: { firstMs: 50, maxMs: 50 } });
-    assert.equal(await waitFor('bad refused', () => w.bound('n1.bad.database')), { refused: 'password <credential> is too weak' });
-    assert.equal(await waitFor('api refused', () => w.bound('n1.api.database')), { refused: 'the adapter served the credential among its values: not published' });
+    assert.equal(await waitFor('bad refused', () => w.bound('n1.bad.database')), { refused: WITHHELD_REFUSAL });
+    assert.equal(await waitFor('api refused', () => w.bound('n1.api.database')), { refused: WITHHELD_SERVED });
     await waitFor('web served after its failure', () => w.bound('n1.web.database'));
-    assert.ok(w.log.lines.some((l) => l.includes('<credential>')), 'the redaction was exercised');
+    assert.ok(w.log.lines.some((l) => l.includes('its message is withheld')), 'the screen was exercised');
   } finally {
     await w.done(); // scans every log line and bucket value for every credential written
   }

@@ -14,7 +14,7 @@ import { memoryLogger } from '../src/shared/log.ts';
 import { kindsWithoutSource, SOURCE_OF_KIND, Sources } from '../src/client/sources/index.ts';
 import { placementSource } from '../src/client/sources/placement.ts';
 import { KNOWN_KINDS } from '../src/shared/registry.ts';
-import type { Plan } from '../src/shared/schemas.ts';
+import { BoundEntrySchema, decodeJson, type Plan } from '../src/shared/schemas.ts';
 
 const plan: Plan = {
   node: 'n1', module: 'web', build: '1',
@@ -138,13 +138,35 @@ test('bound names resolve against the plan’s own provisions, locals and dotted
     if (binding === null) assert.ok('reason' in ref, name);
     else assert.equal('provision' in ref ? [ref.provision.local ? `${ref.provision.provision}.${ref.provision.local}` : ref.provision.provision, ref.field] : ref, [binding, field], name);
   }
-  const entry = { as: 'web_a', user: 'web_u', values: { host: 'db1', port: 5432, opts: { ssl: true } } };
+  const entry = { as: 'web_a', user: 'web_u', values: { host: 'db1', port: 5432, ratio: 0.5 } };
   assert.equal(boundField(entry, 'as', 'w'), { state: 'value', text: 'web_a' });
   assert.equal(boundField(entry, 'user', 'w'), { state: 'value', text: 'web_u' });
   assert.equal(boundField(entry, 'port', 'w'), { state: 'value', text: '5432' });
-  assert.equal(boundField(entry, 'opts', 'w'), { state: 'value', text: '{"ssl":true}' });
+  assert.equal(boundField(entry, 'ratio', 'w'), { state: 'value', text: '0.5' });
   assert.equal(boundField(entry, 'nope', 'w'), { state: 'failed', reason: 'w: the provider served no value "nope"' });
   assert.equal(boundField({ refused: 'full' }, 'user', 'w'), { state: 'failed', reason: 'w: the provider refused: full' });
+});
+
+test('a bound entry is {as, user, values} of strings and numbers, or {refused} alone: anything else names its field and what is wrong', () => {
+  const decode = (value: unknown) => decodeJson(BoundEntrySchema, new TextEncoder().encode(JSON.stringify(value)));
+  const served = { as: 'web_a', user: 'web_a', values: { host: 'db1', port: 5432 } };
+  assert.equal(decode(served), { ok: true, value: served });
+  assert.equal(decode({ refused: 'full' }), { ok: true, value: { refused: 'full' } });
+  const rows: [unknown, string][] = [
+    [{ ...served, refused: 'no' }, 'field "as" is not allowed beside "refused"'],
+    [{ refused: 'no', extra: 1 }, 'field "extra" is not allowed beside "refused"'],
+    [{ ...served, values: { port: { n: 5432 } } }, 'field "values.port" is neither a string nor a number'],
+    [{ ...served, values: { hosts: ['a', 'b'] } }, 'field "values.hosts" is neither a string nor a number'],
+    [{ ...served, values: { tls: true } }, 'field "values.tls" is neither a string nor a number'],
+    [{ ...served, values: ['db1'] }, 'field "values" is not an object'],
+    [{ ...served, extra: 1 }, 'field "extra" is not a field of a served entry (as, user, values)'],
+    [{ as: 'web_a', user: 'web_a' }, 'field "values" is missing'],
+    [{ ...served, as: 7 }, 'field "as" is not a string'],
+    [{ refused: null }, 'field "refused" is not a string'],
+    [['web_a'], 'value is not a JSON object'],
+    ['web_a', 'value is not a JSON object'],
+  ];
+  for (const [value, reason] of rows) assert.equal(decode(value), { ok: false, reason }, JSON.stringify(value));
 });
 
 test('consumers of a provision: every plan bound to this provider on this node, in key byte order, then provision order', () => {

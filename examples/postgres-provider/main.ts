@@ -6,7 +6,7 @@ import { connectBus } from '../../src/shared/bus.ts';
 import { runMain, untilSignalled } from '../../src/shared/entry.ts';
 import { describeFlags, parseFlags, type FlagSpec } from '../../src/shared/flags.ts';
 import { createLogger, underSystemd } from '../../src/shared/log.ts';
-import { runProvider } from '../../src/sdk/provider.ts';
+import { DEFAULT_CALL_TIMEOUT_MS, DEFAULT_CONCURRENCY, runProvider } from '../../src/sdk/provider.ts';
 import { postgresAdapter, type PostgresAdapterOptions } from './adapter.ts';
 
 /** The provider name used when none is given (its bound bucket is `<provider>_bound`). */
@@ -20,6 +20,8 @@ const FLAGS: readonly FlagSpec[] = [
   { name: 'provider', env: 'MESH_PROVIDER', type: 'string', arg: 'NAME', help: `provider name (default ${DEFAULT_PROVIDER})` },
   { name: 'provision', env: 'MESH_PROVISION', type: 'string', arg: 'NAME', help: `provision served (default ${DEFAULT_PROVISION})` },
   { name: 'recheck-ms', env: 'MESH_RECHECK_MS', type: 'int', arg: 'MS', help: 'how often what was served is checked (helper default)' },
+  { name: 'call-timeout-ms', env: 'MESH_CALL_TIMEOUT_MS', type: 'int', arg: 'MS', help: `how long one call into PostgreSQL may run before it is cancelled (default ${DEFAULT_CALL_TIMEOUT_MS})` },
+  { name: 'concurrency', env: 'MESH_CONCURRENCY', type: 'int', arg: 'N', help: `consumers served at once, and administrator connections kept (default ${DEFAULT_CONCURRENCY})` },
   { name: 'pg-host', env: 'PGHOST', type: 'string', arg: 'HOST', help: 'PostgreSQL host (default 127.0.0.1)' },
   { name: 'pg-port', env: 'PGPORT', type: 'int', arg: 'PORT', help: 'PostgreSQL port (default 5432)' },
   { name: 'pg-user', env: 'PGUSER', type: 'string', arg: 'NAME', help: 'administrator role (default postgres)' },
@@ -43,12 +45,16 @@ async function main(): Promise<number> {
   const password = passwordFile ? readFileSync(passwordFile, 'utf8').trimEnd() : process.env['PGPASSWORD'];
   if (password === undefined) return fail('no administrator password: give --pg-password-file or PGPASSWORD');
   const connectHost = f['connect-host'] as string | undefined;
+  const concurrency = (f['concurrency'] as number | undefined) ?? DEFAULT_CONCURRENCY;
+  const callTimeoutMs = (f['call-timeout-ms'] as number | undefined) ?? DEFAULT_CALL_TIMEOUT_MS;
+  if (concurrency < 1 || callTimeoutMs < 1) return fail('--concurrency and --call-timeout-ms must be at least 1');
   const pgOptions: PostgresAdapterOptions = {
     host: (f['pg-host'] as string | undefined) ?? '127.0.0.1',
     port: (f['pg-port'] as number | undefined) ?? 5432,
     user: (f['pg-user'] as string | undefined) ?? 'postgres',
     password,
     database: (f['pg-database'] as string | undefined) ?? 'postgres',
+    poolSize: concurrency,
     ...(connectHost ? { connectHost } : {}),
   };
   const recheckMs = f['recheck-ms'] as number | undefined;
@@ -61,7 +67,7 @@ async function main(): Promise<number> {
   const provider = (f['provider'] as string | undefined) ?? DEFAULT_PROVIDER;
   const provision = (f['provision'] as string | undefined) ?? DEFAULT_PROVISION;
   log.info(`postgres-provider: ${provider}/${provision} on ${pgOptions.host}:${pgOptions.port}, consumers from ${consumersFile}`);
-  const running = runProvider({ nc, provider, provision, consumersFile, adapter, log, ...(recheckMs !== undefined ? { recheckMs } : {}) });
+  const running = runProvider({ nc, provider, provision, consumersFile, adapter, log, concurrency, callTimeoutMs, ...(recheckMs !== undefined ? { recheckMs } : {}) });
   await signalled;
   log.info('draining');
   await running.stop();

@@ -43,27 +43,41 @@ export type Served = {
 /** A value of `<provider>_bound` (DESIGN §3): what was served, or why the consumer was refused. */
 export type BoundValue = { as: string; user: string; values: Record<string, string | number> } | { refused: string };
 
-/** The per-service half a provider module writes; the helper does the rest. */
+/**
+ * The per-service half a provider module writes; the helper does the rest. Every call is handed an
+ * AbortSignal, aborted when the helper gives up on the call (its timeout, `callTimeoutMs`) or stops:
+ * an adapter should then end what the call started on its service (cancel the query, end the
+ * connection) and settle soon. Until a call settles, no other call is made for the same consumer.
+ */
 export type Adapter = {
-  /** Brings the consumer's resource into being under `grant.as` with `grant.credential`, or updates it (a rotated credential, changed values). Throws with a reason to refuse. */
-  create(grant: Grant): Promise<Served>;
+  /**
+   * Brings the consumer's resource into being under `grant.as` with `grant.credential`, or updates
+   * it (a rotated credential, changed values). Throws Refused with a reason to refuse; any other
+   * error is a failure tried again later. `signal`: aborted when the helper gives up on this call.
+   */
+  create(grant: Grant, signal: AbortSignal): Promise<Served>;
   /**
    * Withdraws what was served to the login `as` (the consumer is gone). Also called for a login
-   * that may not exist (a refused consumer, a create that failed half-way): then it does nothing.
+   * that may not exist or that the adapter did not make (a refused consumer, a create that failed
+   * half-way): then it does nothing. `signal`: aborted when the helper gives up on this call.
    */
-  remove(as: string): Promise<void>;
+  remove(as: string, signal: AbortSignal): Promise<void>;
   /**
    * Checks that what was served is still so (a grant is not a check): true when it is, false when
    * it drifted and `create` must run again. Optional; without it nothing is re-checked, and after a
    * restart every consumer is created again. After a restart the helper knows what it published but
    * not which credential it set, so a check should also say whether `grant.credential` is the one
    * in force (e.g. by logging in with it); one that cannot tell leaves a rotation made while the
-   * helper was down unapplied until the credential changes again.
+   * helper was down unapplied until the credential changes again. `signal`: aborted when the helper
+   * gives up on this call.
    */
-  check?(grant: Grant, served: Served): Promise<boolean>;
+  check?(grant: Grant, served: Served, signal: AbortSignal): Promise<boolean>;
 };
 
-/** Thrown by an adapter to refuse a consumer: the reason is published as `{refused}` and fails the consumer. */
+/**
+ * Thrown by an adapter to refuse a consumer: the reason is published as `{refused}` and fails the
+ * consumer. A reason holding the consumer's credential in any form is not published (DESIGN §3).
+ */
 export class Refused extends Error {
   override name = 'Refused';
 }

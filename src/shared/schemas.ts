@@ -231,11 +231,42 @@ export const CollectItemSchema = v.object({ node: name, collection: text, contri
 /** A value of `mesh-provisioner_collect`. */
 export type CollectItem = v.InferOutput<typeof CollectItemSchema>;
 
-/** A value of `<provider>_bound`. */
-export const BoundEntrySchema = v.union([
-  v.object({ as: v.string(), user: v.string(), values: v.optional(v.record(v.string(), v.unknown()), {}) }),
-  v.object({ refused: v.string() }),
-]);
+/** What a provider served a consumer (DESIGN §3): `{as, user, values}`, every value a string or a number, no other field. */
+const ServedEntrySchema = v.strictObject({
+  as: v.string('is not a string'),
+  user: v.string('is not a string'),
+  values: v.record(v.string(), v.union([v.string(), v.number()], 'is neither a string nor a number'), 'is not an object'),
+}, 'is not a field of a served entry (as, user, values)');
+/** Why a provider refused a consumer (DESIGN §3): `{refused}` alone. */
+const RefusedEntrySchema = v.strictObject({ refused: v.string('is not a string') }, 'is not allowed beside "refused"');
+
+/**
+ * A value of `<provider>_bound`: exactly one of the two shapes, told apart by `refused` — an entry
+ * holding `refused` and served fields is neither, never used as served. Each issue names its field.
+ */
+export const BoundEntrySchema = v.pipe(
+  v.custom<Record<string, unknown>>((x) => typeof x === 'object' && x !== null && !Array.isArray(x), 'is not a JSON object'),
+  v.rawTransform(({ dataset, addIssue, NEVER }) => {
+    const served = !Object.hasOwn(dataset.value, 'refused');
+    // A record schema takes a list for an object of its indexes.
+    if (served && Array.isArray(dataset.value['values'])) {
+      addIssue({ message: 'is not an object', path: [valuesPath(dataset.value)] });
+      return NEVER;
+    }
+    const result = v.safeParse(served ? ServedEntrySchema : RefusedEntrySchema, dataset.value);
+    if (result.success) return result.output;
+    for (const issue of result.issues) {
+      addIssue({ message: issue.received === 'undefined' ? 'is missing' : issue.message, ...(issue.path ? { path: issue.path as [v.IssuePathItem, ...v.IssuePathItem[]] } : {}) });
+    }
+    return NEVER;
+  }),
+);
+
+/** The path item of an entry's `values`, for an issue found before the schema runs. */
+function valuesPath(entry: Record<string, unknown>): v.ObjectPathItem {
+  return { type: 'object', origin: 'value', input: entry, key: 'values', value: entry['values'] };
+}
+
 /** A value of `<provider>_bound`. */
 export type BoundEntry = v.InferOutput<typeof BoundEntrySchema>;
 

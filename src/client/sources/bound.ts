@@ -36,15 +36,13 @@ export function resolveBound(plan: Plan, name: string): BoundRef | { reason: str
   return { reason: `the plan has no provision matching "${name}" (wanted <provision>[.<local>]:<key>)` };
 }
 
-/** What a bound entry gives for a field: `as`, `user`, or a key of `values` (JSON text when not a string or number). */
+/** What a bound entry gives for a field: `as`, `user`, or a key of `values` (a string, or a number written as JSON writes it). */
 export function boundField(entry: BoundEntry, field: string, where: string): Lookup {
   if ('refused' in entry) return { state: 'failed', reason: `${where}: the provider refused: ${entry.refused}` };
   if (field === 'as') return { state: 'value', text: entry.as };
   if (field === 'user') return { state: 'value', text: entry.user };
-  const values = entry.values ?? {};
-  if (!Object.hasOwn(values, field)) return { state: 'failed', reason: `${where}: the provider served no value "${field}"` };
-  const value = values[field];
-  return { state: 'value', text: typeof value === 'string' ? value : typeof value === 'number' ? String(value) : JSON.stringify(value) };
+  if (!Object.hasOwn(entry.values, field)) return { state: 'failed', reason: `${where}: the provider served no value "${field}"` };
+  return { state: 'value', text: String(entry.values[field]) };
 }
 
 /** Starts the bound source of `node`: watches are opened by `plansChanged`. */
@@ -60,6 +58,7 @@ export function boundSource(nc: NatsConnection, node: string, log: Logger, onCha
       if (e.value === null) held.delete(e.key);
       else {
         const decoded = decodeJson(BoundEntrySchema, e.value);
+        if (!decoded.ok) log.warn(`${bucket} ${e.key}: the provider's entry is out of shape: ${decoded.reason}`);
         held.set(e.key, decoded.ok ? decoded.value : { invalid: decoded.reason });
       }
       onChange([boundDependency(key.value.module, bindingName(key.value))]);
@@ -79,7 +78,7 @@ export function boundSource(nc: NatsConnection, node: string, log: Logger, onCha
       const key = boundKey(node, plan.module, provision.provision, provision.local);
       const entry = entries.get(bucket)?.get(key);
       if (entry === undefined) return { state: 'waiting' };
-      if ('invalid' in entry) return { state: 'failed', reason: `${bucket} ${key}: ${entry.invalid}` };
+      if ('invalid' in entry) return { state: 'failed', reason: `${bucket} ${key}: the provider's entry is out of shape: ${entry.invalid}` };
       return boundField(entry, field, `${bucket} ${key}`);
     },
     plansChanged(plans) {

@@ -1,0 +1,81 @@
+// The helper's side of `<provider>_bound` (DESIGN §3): opened (created when missing) at start, read
+// back through the same schema the node's client reads it with, and written only where the bytes
+// differ. Nothing here looks at credentials: what is handed to `put` was screened before.
+import type { KV } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { ensureKv, jsonBytes, readAll, sameBytes } from '../shared/bus.ts';
+import { boundBucket, parseBoundKey } from '../shared/keys.ts';
+import { BoundEntrySchema, decodeJson } from '../shared/schemas.ts';
+import type { BoundValue, Served } from './types.ts';
+
+/** A bound entry of the helper's provision found at start. */
+export type StoredEntry = {
+  /** Its key. */
+  key: string;
+  /** Whose it is. */
+  consumer: { node: string; module: string; local: string | null };
+  /** What was served, when the entry says so; absent for a refusal or an entry out of shape. */
+  served?: Served;
+};
+
+/** What the store says: a line for the helper's log. */
+export type StoreSay = (level: 'info' | 'warn', line: string) => void;
+
+/** `<provider>_bound` as one helper writes it; see the file's comment. */
+export class BoundStore {
+  readonly #kv: KV;
+  /** The bytes last put at each key this helper holds (read back at start, then its own writes). */
+  readonly #published = new Map<string, Uint8Array>();
+
+  private constructor(kv: KV) {
+    this.#kv = kv;
+  }
+
+  /**
+   * Opens the bucket of `provider` and reads back its entries of `provision`; a key out of shape is
+   * left alone, an entry out of shape is said and kept as published (so it is served or withdrawn).
+   */
+  static async open(nc: NatsConnection, provider: string, provision: string, replicas: number, say: StoreSay): Promise<{ store: BoundStore; found: StoredEntry[] }> {
+    const bucket = boundBucket(provider);
+    const kv = await ensureKv(nc, bucket, replicas, (line) => say('warn', line));
+    const store = new BoundStore(kv);
+    const found: StoredEntry[] = [];
+    for (const [key, bytes] of await readAll(nc, bucket, '>')) {
+      const parsed = parseBoundKey(key);
+      if (!parsed.ok) {
+        say('warn', `${bucket} ${key}: key out of shape (${parsed.reason}); left alone`);
+        continue;
+      }
+      const { node, module, provision: its, local } = parsed.value;
+      if (its !== provision) continue;
+      store.#published.set(key, bytes);
+      const entry = decodeJson(BoundEntrySchema, bytes);
+      const consumer = { node, module, local: local ?? null };
+      if (!entry.ok) say('warn', `${bucket} ${key}: out of shape (${entry.reason}); serving it again`);
+      if (entry.ok && 'as' in entry.value) found.push({ key, consumer, served: { user: entry.value.user, values: entry.value.values } });
+      else found.push({ key, consumer });
+    }
+    say('info', `${bucket}: ${found.length} bound entries of ${provision} at start`);
+    return { store, found };
+  }
+
+  /** Whether the helper holds an entry at `key`. */
+  has(key: string): boolean {
+    return this.#published.has(key);
+  }
+
+  /** Puts `value` at `key` unless the same bytes are there already. */
+  async put(key: string, value: BoundValue): Promise<void> {
+    const bytes = jsonBytes(value);
+    if (sameBytes(this.#published.get(key), bytes)) return;
+    await this.#kv.put(key, bytes);
+    this.#published.set(key, bytes);
+  }
+
+  /** Deletes the entry at `key`, when the helper holds one. */
+  async delete(key: string): Promise<void> {
+    if (!this.#published.has(key)) return;
+    await this.#kv.delete(key);
+    this.#published.delete(key);
+  }
+}
