@@ -5,9 +5,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
-import { Kvm } from '@nats-io/kv';
-import { jetstream } from '@nats-io/jetstream';
-import { jsonBytes } from '../src/shared/bus.ts';
+import { ensureKv, jsonBytes } from '../src/shared/bus.ts';
 import { boundKey } from '../src/shared/keys.ts';
 import { ensureBuilt } from './helpers/bundle.ts';
 import { withMesh } from './helpers/mesh.ts';
@@ -30,7 +28,7 @@ const CASES: { module: string; entry: unknown; reason: RegExp | null }[] = [
 
 test('the client bundle uses only well-shaped bound entries; each other one fails its consumer naming bucket, key, field and what is wrong', () =>
   withMesh(async (m) => {
-    const bound = await new Kvm(jetstream(m.nc)).create('postgres_bound', { history: 1 });
+    const bound = await ensureKv(m.nc, 'postgres_bound', 1);
     for (const { module, entry } of CASES) {
       await m.publish(module, {
         templates: { 'db.conf': 'database=${bound:database:database}\nport=${bound:database:port}\n' },

@@ -301,6 +301,25 @@ test('a watch state ends a re-read only on a consumer made for it, deleting what
   assert.equal(events.slice(6), [{ key: 'b', revision: 6, value: null }], 'an empty stream: every key held is gone');
 });
 
+test('a watch state asks whether the stream really holds less before it says keys gone: a replica still catching up keeps them', async () => {
+  for (const [leaderLast, gone] of [[2, ['b']], [9, []]] as const) {
+    const events: WatchEvent[] = [];
+    const asked: number[] = [];
+    const state = new WatchState((e) => events.push(e), async (seen) => (asked.push(seen), leaderLast < seen));
+    state.deliver({ key: 'a', revision: 4, value: new Uint8Array([1]) });
+    state.deliver({ key: 'b', revision: 5, value: new Uint8Array([1]) });
+    state.rereadBegan('short');
+    state.deliver({ key: 'a', revision: 1, value: new Uint8Array([1]) });
+    state.drained('reread');
+    // Delivered while the stream is asked: not said gone either way.
+    state.deliver({ key: 'c', revision: 2, value: new Uint8Array([1]) });
+    await waitFor('the stream asked and answered', () => asked.length === 1 && (gone.length === 0 || deletes(events).length > 0));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(asked, [5], 'asked against the highest revision seen before the re-read');
+    assert.equal(deletes(events).map((e) => e.key), [...gone], `leader's last sequence ${leaderLast}`);
+  }
+});
+
 /** The deletes among a watch's events. */
 function deletes(events: readonly WatchEvent[]): WatchEvent[] {
   return events.filter((e) => e.value === null);

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { connect, credsAuthenticator, nkeyAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import { DeliverPolicy, jetstream } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
-import { BucketRefusedError, ensureBucket, refuseBadBucket } from './bucket-bind.ts';
+import { BucketRefusedError, bucketManager, ensureBucket, refuseBadBucket } from './bucket-bind.ts';
 import { DEFAULT_MESH_NODES, kvBucket, maxConsumersFor } from './bucket-spec.ts';
 import { retryWithBackoff, timerSleep, type Sleep } from './retry.ts';
 import { WatchState } from './watch-state.ts';
@@ -120,7 +120,12 @@ export async function watchKv(
     filter_subjects: prefix + filter,
     deliver_policy: DeliverPolicy.New,
   });
-  const state = new WatchState(onEvent);
+  // Asked of the stream's leader: a cluster replica still catching up looks like a wiped stream to a
+  // consumer made on it; a login that may not read the stream's info takes the consumer's word.
+  const state = new WatchState(onEvent, async (seen) => {
+    const info = await (await bucketManager(nc)).streams.info(`KV_${bucket}`).catch(() => undefined);
+    return info === undefined || info.state.last_seq < seen;
+  });
   let keeper: WatchKeeper | undefined;
   const messages = await consumer.consume({
     callback: (m) => {

@@ -21,8 +21,16 @@ export class WatchState {
   #stale: string | undefined;
   /** The highest revision delivered, old stream or new. */
   #highest = 0;
+  /** The highest revision delivered when the re-read began. */
+  #seenBefore = 0;
+  #confirming = false;
 
-  constructor(private readonly onEvent: (event: WatchEvent) => void) {
+  /**
+   * `confirmWipe`, when given, is asked before the deletes go out whether the stream really holds
+   * less than the revision the watch had seen (a consumer made on a cluster replica that is still
+   * catching up looks the same as a wiped stream); false keeps every key.
+   */
+  constructor(private readonly onEvent: (event: WatchEvent) => void, private readonly confirmWipe?: (seen: number) => Promise<boolean>) {
     this.caughtUp = new Promise<void>((resolve) => (this.#markCaughtUp = resolve));
   }
 
@@ -54,6 +62,7 @@ export class WatchState {
   rereadBegan(stale: string): void {
     this.#unseen = new Set(this.#live);
     this.#stale = stale;
+    this.#seenBefore = this.#highest;
   }
 
   #caughtUpNow(): void {
@@ -69,9 +78,21 @@ export class WatchState {
   // Each delete has the revision one past the highest delivered, so it sorts after every revision
   // seen of its key: the new stream numbers its revisions from 1 again.
   #endReread(): void {
-    const unseen = this.#unseen!;
+    if (!this.confirmWipe) return this.#sayGone(true);
+    if (this.#confirming) return;
+    this.#confirming = true;
+    // Keys the re-read still delivers while the stream is asked are not said gone.
+    void this.confirmWipe(this.#seenBefore).catch(() => true).then((wiped) => {
+      this.#confirming = false;
+      this.#sayGone(wiped);
+    });
+  }
+
+  #sayGone(wiped: boolean): void {
+    const unseen = this.#unseen;
     this.#unseen = undefined;
     this.#stale = undefined;
+    if (!unseen || !wiped) return;
     const revision = this.#highest + 1;
     for (const key of unseen) this.deliver({ key, revision, value: null });
   }
