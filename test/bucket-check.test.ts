@@ -147,12 +147,16 @@ test('on the generated bus, the seat bundle waits for init, saying to run it, an
   try {
     ensureBuilt('server');
     const seat = startBundle('node', ROOT, 'dist/server', ['--nats', bus.nats.url, '--nkey', bus.nkey(USERS.seat)]);
-    await seat.waitForLog(/bucket mesh-provisioner_\w+ is missing and this login may not create it: run `node dist\/server\.js init` with the admin login/, 15_000);
+    await seat.waitForLog(/bucket mesh-provisioner_\w+ is missing and this login may not create it: run `server\.js init` with the admin login/, 15_000);
     const made = await init(bus.nats.url, ['--nkey', bus.nkey(USERS.admin), '--nodes', '1']);
     assert.is(made.code, 0, made.stdout + made.stderr);
     await seat.waitForLog(/seat ready/, 20_000);
     seat.kill();
-    assert.equal(bus.violations().filter((l) => !/STREAM\.CREATE/.test(l)), [], 'the seat tried nothing but creating what was missing');
+    const asSeat = await init(bus.nats.url, ['--nkey', bus.nkey(USERS.seat)]);
+    assert.is(asSeat.code, 1);
+    assert.match(asSeat.stdout, /^init needs the admin login \(its seed, admin\.nk, as --nkey\)/);
+    assert.is(asSeat.stdout.trim().split('\n').length, 1, 'said once, not once a bucket');
+    assert.equal(bus.violations().filter((l) => !/STREAM\.CREATE|_INBOX_admin/.test(l)), [], 'the seat tried nothing but creating what was missing');
   } finally {
     await bus.close();
     cleanupBundles();

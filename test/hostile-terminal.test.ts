@@ -16,7 +16,7 @@ import type { Report } from '../src/shared/schemas.ts';
 import { boundBucket, USERS } from '../src/server/bus-config.ts';
 import { packTemplates } from './helpers/archive.ts';
 import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle } from './helpers/bundle.ts';
-import { startIsolatedMesh, type IsolatedMesh } from './helpers/isolated-mesh.ts';
+import { withIsolatedMesh, type IsolatedMesh } from './helpers/isolated-mesh.ts';
 import { waitFor } from './helpers/wait.ts';
 
 /** What the attacker wrote: clear screen, title, clipboard, CR + erase line, DEL, C1 CSI, U+2028, RLO, and a forged line. */
@@ -63,16 +63,6 @@ function stringsOf(value: unknown): string[] {
   if (typeof value === 'string') return [value];
   if (typeof value !== 'object' || value === null) return [];
   return Object.values(value).flatMap(stringsOf);
-}
-
-/** Runs `fn` on a fresh isolated mesh, closed whatever happens. */
-async function withIsolatedMesh(opts: Parameters<typeof startIsolatedMesh>[0], fn: (m: IsolatedMesh) => Promise<void>): Promise<void> {
-  const m = await startIsolatedMesh(opts);
-  try {
-    await fn(m);
-  } finally {
-    await m.close();
-  }
 }
 
 /** n1's report of web, every field an operator is shown holding `text`. */

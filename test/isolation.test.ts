@@ -13,7 +13,7 @@ import { CONFIG } from '../src/shared/buckets.ts';
 import { needKey } from '../src/shared/keys.ts';
 import { boundBucket, USERS } from '../src/server/bus-config.ts';
 import type { ModuleSpec } from './helpers/archive.ts';
-import { startIsolatedMesh, type IsolatedMesh, type IsolatedNode } from './helpers/isolated-mesh.ts';
+import { withIsolatedMesh, type IsolatedMesh, type IsolatedNode } from './helpers/isolated-mesh.ts';
 import { checkIsolationDoc, ISOLATION_DOC, renderTable, type MatrixLine } from './helpers/isolation-doc.ts';
 import { A, B, COLLECTION, CREDENTIAL, LEVEL, MODULE, PROVIDER, type MatrixContext } from './helpers/isolation-actions.ts';
 import { ROWS } from './helpers/isolation-rows.ts';
@@ -36,16 +36,6 @@ const WEB: ModuleSpec = {
   },
 };
 const expected = (level: string) => `listen 8080\nlevel ${level}\n`;
-
-/** Runs `fn` on a fresh isolated mesh, closed whatever happens. */
-async function withIsolatedMesh(opts: Parameters<typeof startIsolatedMesh>[0], fn: (m: IsolatedMesh) => Promise<void>): Promise<void> {
-  const m = await startIsolatedMesh(opts);
-  try {
-    await fn(m);
-  } finally {
-    await m.close();
-  }
-}
 
 /** Starts a node's engine and client and waits for `web` applied at `level`. */
 async function startApplied(m: IsolatedMesh, name: string, level: string): Promise<IsolatedNode> {

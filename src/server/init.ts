@@ -31,6 +31,11 @@ export async function runInit(nc: NatsConnection, req: InitRequest, say: (line: 
   let failed = 0;
   for (const spec of buckets) {
     const outcome = await initBucket(jsm, spec, size).catch((err: Error): Outcome => ({ line: `bucket ${spec.name}: ${err.message}`, failed: true }));
+    // Any other login is refused at the first call: said once, not once a bucket.
+    if (/permissions violation/i.test(outcome.line)) {
+      say(`init needs the admin login (its seed, admin.nk, as --nkey): this login may not ${/Subscription/.test(outcome.line) ? 'hear the replies of' : 'make'} the JetStream calls init makes (${outcome.line})`);
+      return 1;
+    }
     say(outcome.line);
     if (outcome.failed) failed += 1;
   }

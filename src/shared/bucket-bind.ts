@@ -79,7 +79,7 @@ export async function ensureBucket(nc: NatsConnection, spec: BucketSpec, size: B
     // Made at the same time by another program: check what it made.
     if (err instanceof JetStreamApiError && err.code === STREAM_NAME_IN_USE) return ensureBucket(nc, spec, size, warn);
     if (/permissions violation/i.test((err as Error).message)) {
-      throw new BucketMissingError(`bucket ${spec.name} is missing and this login may not create it: run \`node dist/server.js init\` with the admin login`, { cause: err });
+      throw new BucketMissingError(`bucket ${spec.name} is missing and this login may not create it: run \`server.js init\` with the admin login`, { cause: err });
     }
     throw err;
   }

@@ -178,6 +178,16 @@ export async function startIsolatedMesh(opts: IsolatedMeshOptions): Promise<Isol
   }
 }
 
+/** Runs `fn` on a fresh isolated mesh, closed whatever happens. */
+export async function withIsolatedMesh(opts: IsolatedMeshOptions, fn: (m: IsolatedMesh) => Promise<void>): Promise<void> {
+  const m = await startIsolatedMesh(opts);
+  try {
+    await fn(m);
+  } finally {
+    await m.close();
+  }
+}
+
 /** The seat in this process, on a connection of its own as `provisioner`. */
 async function seatInProcess(bus: GeneratedBus): Promise<RunningSeat> {
   const log = memoryLogger();
