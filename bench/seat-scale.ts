@@ -15,7 +15,7 @@ import { connectBus, ensureKv, jsonBytes } from '../src/shared/bus.ts';
 import { APPLIED, ASSIGNMENTS, MODULES, PLANS } from '../src/shared/buckets.ts';
 import { PROVISIONING_VERB } from '../src/shared/subjects.ts';
 import { AssignmentSchema, CompositionSchema, decodeJson, type VerbReply } from '../src/shared/schemas.ts';
-import { composePlan } from '../src/server/compose.ts';
+import { composePlan } from '../src/server/seat/compose.ts';
 import { KvPublisher } from '../src/shared/kv-publisher.ts';
 import { startNats } from '../test/helpers/nats.ts';
 import { now, numberArg, peakRssMiB, percentile } from './lib.ts';

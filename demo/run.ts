@@ -11,7 +11,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectBus } from '../src/shared/bus.ts';
-import { INBOX_PREFIXES, USERS } from '../src/server/bus-config.ts';
+import { INBOX_PREFIXES, USERS } from '../src/server/commands/bus-config/config.ts';
 import type { KV } from '@nats-io/kv';
 import type { ObjectStore } from '@nats-io/obj';
 import { APPLIED, CONFIG as CONFIG_BUCKET, DEFAULT_ARCHIVES, MODULES } from '../src/shared/buckets.ts';

@@ -4,11 +4,11 @@ import { printLine, runMain, untilSignalled } from './shared/entry.ts';
 import { createLogger, underSystemd } from './shared/log.ts';
 import { notifySystemd } from './shared/notify.ts';
 import { VERSION } from './shared/version.ts';
-import { runDryRun } from './client/dry-run.ts';
-import { createEngineClient } from './client/engine.ts';
-import { runLint } from './client/lint-command.ts';
+import { runDryRun } from './client/commands/dry-run/command.ts';
+import { createEngineClient } from './client/handoff/fill-socket.ts';
+import { runLint } from './client/commands/lint/command.ts';
 import { startNodeClient } from './client/node.ts';
-import { runOnce } from './client/once.ts';
+import { runOnce } from './client/commands/once/command.ts';
 import { parseClientOptions } from './client/options.ts';
 
 // Every line a command prints may quote bus or archive text: printed as safe text (DESIGN §3).

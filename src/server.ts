@@ -5,12 +5,12 @@ import { INBOX_PREFIXES } from './shared/inbox.ts';
 import { createLogger, underSystemd } from './shared/log.ts';
 import { notifySystemd } from './shared/notify.ts';
 import { VERSION } from './shared/version.ts';
-import { runBusConfig } from './server/bus-config-command.ts';
-import { runInit } from './server/init.ts';
+import { runBusConfig } from './server/commands/bus-config/command.ts';
+import { runInit } from './server/commands/init.ts';
 import { parseServerOptions } from './server/options.ts';
-import { runQuery } from './server/query.ts';
-import { startSeat } from './server/seat.ts';
-import { runStatus } from './server/status.ts';
+import { runQuery } from './server/commands/query.ts';
+import { startSeat } from './server/seat/seat.ts';
+import { runStatus } from './server/commands/status/command.ts';
 
 // Every line a command prints may quote bus text: printed as safe text (DESIGN §3).
 const out = (line: string) => printLine(process.stdout, line);

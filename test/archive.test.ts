@@ -16,8 +16,8 @@ import { Objm } from '@nats-io/obj';
 import { connect } from '@nats-io/transport-node';
 import type { Parsed } from '../src/shared/result.ts';
 import { memoryLogger } from '../src/shared/log.ts';
-import { cacheWritesSettled, DEFAULT_ARCHIVE_LIMITS, loadArchive, natsObjectFetcher, type ArchiveLimits, type ObjectFetcher } from '../src/client/archive.ts';
-import { fetchHttps } from '../src/client/archive-fetch.ts';
+import { cacheWritesSettled, DEFAULT_ARCHIVE_LIMITS, loadArchive, natsObjectFetcher, type ArchiveLimits, type ObjectFetcher } from '../src/client/archive/load.ts';
+import { fetchHttps } from '../src/client/archive/fetch.ts';
 import { startNats } from './helpers/nats.ts';
 
 const utf8 = new TextEncoder();

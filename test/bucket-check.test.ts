@@ -11,7 +11,7 @@ import { bucketProblems, kvBucket, maxConsumersFor, objBucket, ownSubject, strea
 import { meshBuckets, PLANS, REGISTRY_BUCKET } from '../src/shared/buckets.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 import { runProvider } from '../src/sdk/provider.ts';
-import { USERS } from '../src/server/bus-config.ts';
+import { USERS } from '../src/server/commands/bus-config/config.ts';
 import { cleanupBundles, ensureBuilt, ROOT, runBundle, startBundle } from './helpers/bundle.ts';
 import { startIsolatedMesh, startMeshBus } from './helpers/isolated-mesh.ts';
 import { startNats, type NatsServer } from './helpers/nats.ts';

@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { nkeys } from '@nats-io/transport-node';
 import { connectBus } from '../src/shared/bus.ts';
-import { INBOX_PREFIXES, inboxPrefixesOf, loginCollision, nodeImports, renderBusConfig, seatPublish, usersOf } from '../src/server/bus-config.ts';
-import { loadOrCreateLogins, publicKeyOf } from '../src/server/bus-credentials.ts';
+import { INBOX_PREFIXES, inboxPrefixesOf, loginCollision, nodeImports, renderBusConfig, seatPublish, usersOf } from '../src/server/commands/bus-config/config.ts';
+import { loadOrCreateLogins, publicKeyOf } from '../src/server/commands/bus-config/credentials.ts';
 import { ensureBuilt, ROOT } from './helpers/bundle.ts';
 import { freePort } from './helpers/nats.ts';
 

@@ -10,7 +10,7 @@ import type { KV } from '@nats-io/kv';
 import { openKv } from '../src/shared/bus.ts';
 import { APPLIED, COLLECT, NEEDS } from '../src/shared/buckets.ts';
 import { contentDigest } from '../src/shared/fill-protocol.ts';
-import type { DryRunSummary } from '../src/client/dry-run-output.ts';
+import type { DryRunSummary } from '../src/client/commands/dry-run/output.ts';
 import { cleanupBundles, ensureBuilt, ROOT, startBundle } from './helpers/bundle.ts';
 import { withMesh, type Mesh } from './helpers/mesh.ts';
 import { waitFor } from './helpers/wait.ts';

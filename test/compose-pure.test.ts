@@ -2,8 +2,8 @@
 // over a sink in memory, so a failure names the function rather than a whole mesh.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { composePlan } from '../src/server/compose.ts';
-import { Composer, HELD_PASSES_BEFORE_HEALTH, type ComposerSink, type InputName, type PassSummary } from '../src/server/composer.ts';
+import { composePlan } from '../src/server/seat/compose.ts';
+import { Composer, HELD_PASSES_BEFORE_HEALTH, type ComposerSink, type InputName, type PassSummary } from '../src/server/seat/composer.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 import { AssignmentSchema, CompositionSchema, validate, type Assignment, type Composition, type Health, type Plan } from '../src/shared/schemas.ts';
 

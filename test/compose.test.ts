@@ -9,7 +9,7 @@ import { connectBus, ensureKv, watchKv } from '../src/shared/bus.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 import { segmentNameProblem } from '../src/shared/keys.ts';
 import { isNormalAbsolutePath, pathProblem, tokenProblem, type Health, type Plan } from '../src/shared/schemas.ts';
-import { Composer } from '../src/server/composer.ts';
+import { Composer } from '../src/server/seat/composer.ts';
 import { KvPublisher, parsePublishAck, PutRefusedError } from '../src/shared/kv-publisher.ts';
 import { startNats } from './helpers/nats.ts';
 import { assignment, composition, compositionWithValues, nestedJson, startSeatFixture, type SeatFixture } from './helpers/seat.ts';

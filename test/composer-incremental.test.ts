@@ -4,9 +4,9 @@
 // a restart over equal stored plans writes nothing.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { Composer, type ComposerSink, type InputName, type PassSummary } from '../src/server/composer.ts';
-import { PlanWriter, type WriteOutcome } from '../src/server/plan-writer.ts';
-import type { Timer } from '../src/server/write-retry.ts';
+import { Composer, type ComposerSink, type InputName, type PassSummary } from '../src/server/seat/composer.ts';
+import { PlanWriter, type WriteOutcome } from '../src/server/seat/plan-writer.ts';
+import type { Timer } from '../src/server/seat/write-retry.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 import type { Health, Plan } from '../src/shared/schemas.ts';
 

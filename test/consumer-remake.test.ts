@@ -1,9 +1,9 @@
-// How a watch's consumer is made again while the bus fails over (src/shared/consumer-remake.ts),
+// How a watch's consumer is made again while the bus fails over (src/shared/watch/remake.ts),
 // against a fake consumer API whose creates the test answers, refuses or leaves unanswered.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { ConsumerConfig, ConsumerInfo } from '@nats-io/jetstream';
-import { hastenRemakes, REMAKE_HEDGE_MS, REMAKE_IN_FLIGHT, REMAKE_TIMEOUT_MS, type ConsumerApi } from '../src/shared/consumer-remake.ts';
+import { hastenRemakes, REMAKE_HEDGE_MS, REMAKE_IN_FLIGHT, REMAKE_TIMEOUT_MS, type ConsumerApi } from '../src/shared/watch/remake.ts';
 import { sleep } from './helpers/wait.ts';
 
 type Create = { name: string; deliver: string; timeout: number; at: number; made(): void; lost(): void; refused(why: string): void };

@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createEngineClient } from '../src/client/engine.ts';
+import { createEngineClient } from '../src/client/handoff/fill-socket.ts';
 import { findUser } from '../src/engine/owner.ts';
 import { startEngine } from '../src/engine/start.ts';
 import { contentDigest, type FillFile, type FillReply } from '../src/shared/fill-protocol.ts';

@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createEngineClient, type EngineClient } from '../src/client/engine.ts';
+import { createEngineClient, type EngineClient } from '../src/client/handoff/fill-socket.ts';
 import { startEngine, type RunningEngine } from '../src/engine/start.ts';
 import { contentDigest, type FillFile, type FillReply } from '../src/shared/fill-protocol.ts';
 import { memoryLogger } from '../src/shared/log.ts';

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { createEngineClient, EngineProtocolError, EngineTimeout, EngineUnavailable, type EngineClient } from '../src/client/engine.ts';
+import { createEngineClient, EngineProtocolError, EngineTimeout, EngineUnavailable, type EngineClient } from '../src/client/handoff/fill-socket.ts';
 import { contentDigest, unconfirmedPaths, type FillFile, type FillReply } from '../src/shared/fill-protocol.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 

@@ -7,7 +7,7 @@ import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createEngineClient, EngineUnavailable, type EngineClient } from '../src/client/engine.ts';
+import { createEngineClient, EngineUnavailable, type EngineClient } from '../src/client/handoff/fill-socket.ts';
 import { startEngine, type RunningEngine } from '../src/engine/start.ts';
 import { spliceBlock } from '../src/engine/managed.ts';
 import { fillSecrets } from '../src/engine/secrets.ts';

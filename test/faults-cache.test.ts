@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cacheWritesSettled } from '../src/client/archive.ts';
+import { cacheWritesSettled } from '../src/client/archive/load.ts';
 import { ensureBuilt } from './helpers/bundle.ts';
 import { archiveDigest, packTemplates, writeComposition, type Published } from './helpers/archive.ts';
 import { withMesh, type Mesh, type ModuleSpec } from './helpers/mesh.ts';

@@ -1,7 +1,7 @@
 // Filling one module from the values at hand (DESIGN §7 points 2, 4, 5; §8), as pure data.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { FillMemo, fillModule, prepareTemplates, type LookupFn } from '../src/client/fill.ts';
+import { FillMemo, fillModule, prepareTemplates, type LookupFn } from '../src/client/fill/fill.ts';
 import { Sources } from '../src/client/sources/index.ts';
 import { placementSource } from '../src/client/sources/placement.ts';
 import type { Plan } from '../src/shared/schemas.ts';

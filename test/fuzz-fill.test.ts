@@ -4,9 +4,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { fillModule, type LookupFn } from '../src/client/fill.ts';
-import { compileTemplate, prepareTemplates } from '../src/client/templates.ts';
-import { fitReport } from '../src/client/report-fit.ts';
+import { fillModule, type LookupFn } from '../src/client/fill/fill.ts';
+import { compileTemplate, prepareTemplates } from '../src/client/fill/templates.ts';
+import { fitReport } from '../src/client/report/fit.ts';
 import { contentDigest, contentText, type FillContent } from '../src/shared/fill-protocol.ts';
 import { decodeToken, encodeToken } from '../src/shared/keys.ts';
 import { jsonDepth, MAX_JSON_DEPTH, parseBoundedJson } from '../src/shared/limits.ts';

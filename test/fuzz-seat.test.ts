@@ -12,9 +12,9 @@ import { memoryLogger } from '../src/shared/log.ts';
 import {
   AssignmentSchema, CompositionSchema, decodeJson, pathProblem, PlanSchema, validate, VERB_WHATS, VerbRequestSchema, type Health,
 } from '../src/shared/schemas.ts';
-import { Composer } from '../src/server/composer.ts';
-import { answerProvisioning } from '../src/server/verb.ts';
-import { MAX_REQUEST_BYTES, parseVerbRequest, watchFilter } from '../src/server/verb-request.ts';
+import { Composer } from '../src/server/seat/composer.ts';
+import { answerProvisioning } from '../src/server/verb/serve.ts';
+import { MAX_REQUEST_BYTES, parseVerbRequest, watchFilter } from '../src/server/verb/request.ts';
 import { assignment, composition, compositionWithValues, nestedJson } from './helpers/seat.ts';
 
 const enc = (text: string) => new TextEncoder().encode(text);

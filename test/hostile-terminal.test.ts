@@ -13,7 +13,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { APPLIED } from '../src/shared/buckets.ts';
 import { ensureKv } from '../src/shared/bus.ts';
 import type { Report } from '../src/shared/schemas.ts';
-import { boundBucket, USERS } from '../src/server/bus-config.ts';
+import { boundBucket, USERS } from '../src/server/commands/bus-config/config.ts';
 import { packTemplates } from './helpers/archive.ts';
 import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle } from './helpers/bundle.ts';
 import { withIsolatedMesh, type IsolatedMesh } from './helpers/isolated-mesh.ts';

@@ -11,7 +11,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { ensureKv } from '../src/shared/bus.ts';
 import { CONFIG } from '../src/shared/buckets.ts';
 import { needKey } from '../src/shared/keys.ts';
-import { boundBucket, USERS } from '../src/server/bus-config.ts';
+import { boundBucket, USERS } from '../src/server/commands/bus-config/config.ts';
 import type { ModuleSpec } from './helpers/archive.ts';
 import { withIsolatedMesh, type IsolatedMesh, type IsolatedNode } from './helpers/isolated-mesh.ts';
 import { checkIsolationDoc, ISOLATION_DOC, renderTable, type MatrixLine } from './helpers/isolation-doc.ts';

@@ -1,19 +1,19 @@
-// A module's run (src/client/modules.ts) and the handoff to the engine (handoff.ts), with fakes for
+// A module's run (src/client/schedule/modules.ts) and the handoff to the engine (client/handoff/handoff.ts), with fakes for
 // the engine, the reporter and the archive: a failure names the function, not a whole mesh.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { DependencyIndex } from '../src/client/dependencies.ts';
-import { EngineTimeout, EngineUnavailable, type EngineClient } from '../src/client/engine.ts';
-import { Handoff } from '../src/client/handoff.ts';
-import { Modules } from '../src/client/modules.ts';
-import type { ReportBody } from '../src/client/reporter.ts';
+import { DependencyIndex } from '../src/client/schedule/dependencies.ts';
+import { EngineTimeout, EngineUnavailable, type EngineClient } from '../src/client/handoff/fill-socket.ts';
+import { Handoff } from '../src/client/handoff/handoff.ts';
+import { Modules } from '../src/client/schedule/modules.ts';
+import type { ReportBody } from '../src/client/report/reporter.ts';
 import { ConfigValues, configDependency } from '../src/client/sources/config.ts';
 import { Sources } from '../src/client/sources/index.ts';
 import { placementSource } from '../src/client/sources/placement.ts';
-import { TemplateCache } from '../src/client/templates.ts';
+import { TemplateCache } from '../src/client/fill/templates.ts';
 import type { FillReply, FillRequest } from '../src/shared/fill-protocol.ts';
 import { memoryLogger } from '../src/shared/log.ts';
-import type { NeedEntry } from '../src/client/fill.ts';
+import type { NeedEntry } from '../src/client/fill/fill.ts';
 
 const enc = new TextEncoder();
 type Answer = (req: Omit<FillRequest, 'id' | 'op'>) => FillReply | Error;

@@ -7,7 +7,7 @@ import { connectBus, readAll } from '../src/shared/bus.ts';
 import { REGISTRY_BUCKET } from '../src/shared/buckets.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 import { REGISTRY } from '../src/shared/registry.ts';
-import { startSeat } from '../src/server/seat.ts';
+import { startSeat } from '../src/server/seat/seat.ts';
 import { startNats } from './helpers/nats.ts';
 
 async function revisions(kv: Awaited<ReturnType<Kvm['open']>>): Promise<Map<string, number>> {

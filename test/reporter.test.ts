@@ -1,11 +1,11 @@
-// Reports and needs (src/client/reporter.ts): what a report says, and that only what differs is
+// Reports and needs (src/client/report/reporter.ts): what a report says, and that only what differs is
 // written — against a fake bus that records every put, delete and publish.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { failedReport, filledReport, Reporter } from '../src/client/reporter.ts';
-import { groupNeeds, settleStoredNeeds } from '../src/client/stale-needs.ts';
+import { failedReport, filledReport, Reporter } from '../src/client/report/reporter.ts';
+import { groupNeeds, settleStoredNeeds } from '../src/client/report/stale-needs.ts';
 import { jsonBytes } from '../src/shared/bus.ts';
 import { needKey } from '../src/shared/keys.ts';
 import { PutRefusedError } from '../src/shared/kv-publisher.ts';

@@ -5,10 +5,10 @@ import * as assert from 'uvu/assert';
 import fc from 'fast-check';
 import { createLogger, memoryLogger } from '../src/shared/log.ts';
 import { MAX_CELL_BYTES, safeCell, safeJson, safeText } from '../src/shared/safe-text.ts';
-import { cell, formatTable } from '../src/server/query.ts';
-import { detailLines, fleetLines } from '../src/server/status-format.ts';
-import { describeDryRun, type DryRunSummary } from '../src/client/dry-run-output.ts';
-import { describeStanding } from '../src/client/once-book.ts';
+import { cell, formatTable } from '../src/server/commands/query.ts';
+import { detailLines, fleetLines } from '../src/server/commands/status/format.ts';
+import { describeDryRun, type DryRunSummary } from '../src/client/commands/dry-run/output.ts';
+import { describeStanding } from '../src/client/commands/once/book.ts';
 import { SEED } from './helpers/random.ts';
 
 const RUNS = Number(process.env['MESH_FUZZ_RUNS'] ?? 1000);

@@ -1,7 +1,7 @@
 // The settle/coalesce scheduler (DESIGN §10 --settle), driven by a fake clock: exact sequences, no sleeping.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { MAX_SETTLE_WINDOWS, Scheduler, type Timers } from '../src/client/scheduler.ts';
+import { MAX_SETTLE_WINDOWS, Scheduler, type Timers } from '../src/client/schedule/scheduler.ts';
 
 /** A fake clock: timers fire only when the test advances time. */
 function fakeClock() {

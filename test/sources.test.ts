@@ -2,10 +2,10 @@
 // dependency keys, and the index of which module named which value — pure, no bus.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { DependencyIndex } from '../src/client/dependencies.ts';
+import { DependencyIndex } from '../src/client/schedule/dependencies.ts';
 import { assemble, collectionDependency, collectionOf, NodeItems } from '../src/client/sources/collected.ts';
 import { configDependency, ConfigValues } from '../src/client/sources/config.ts';
-import { ItemWriter } from '../src/client/items.ts';
+import { ItemWriter } from '../src/client/report/items.ts';
 import { boundField, resolveBound } from '../src/client/sources/bound.ts';
 import { consumersOf } from '../src/client/sources/consumers.ts';
 import { MAX_VAULT_NAME_CHARS, parseVaultNotice } from '../src/client/sources/vault-notice.ts';

@@ -1,4 +1,4 @@
-// The verb's reads from a cursor (src/server/verb-read.ts): every page in key order from a key list
+// The verb's reads from a cursor (src/server/verb/read.ts): every page in key order from a key list
 // kept caught up with the stream, only a page's values fetched, against a real nats-server and a
 // seat user granted nothing but stream info, direct get and its own inbox.
 import { test } from 'uvu';
@@ -13,9 +13,9 @@ import { needKey } from '../src/shared/keys.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 import { PROVISIONING_VERB } from '../src/shared/subjects.ts';
 import type { VerbReply } from '../src/shared/schemas.ts';
-import { answerProvisioning, serveProvisioning } from '../src/server/verb.ts';
+import { answerProvisioning, serveProvisioning } from '../src/server/verb/serve.ts';
 import { compareKeys } from '../src/shared/keys.ts';
-import { firstAfter, LISTING_IDLE_MS, MAX_CATCH_UP, VerbReader } from '../src/server/verb-read.ts';
+import { firstAfter, LISTING_IDLE_MS, MAX_CATCH_UP, VerbReader } from '../src/server/verb/read.ts';
 import { startNats, type NatsServer } from './helpers/nats.ts';
 
 const SEAT_INBOX = '_INBOX_seat';

@@ -6,8 +6,8 @@ import * as assert from 'uvu/assert';
 import { PROVISIONING_VERB } from '../src/shared/subjects.ts';
 import { jsonBytes } from '../src/shared/bus.ts';
 import type { VerbReply } from '../src/shared/schemas.ts';
-import type { HealthEntry } from '../src/server/composer-health-book.ts';
-import { answerProvisioning, REPLY_HEADROOM } from '../src/server/verb.ts';
+import type { HealthEntry } from '../src/server/seat/health-book.ts';
+import { answerProvisioning, REPLY_HEADROOM } from '../src/server/verb/serve.ts';
 import { assignment, composition, startSeatFixture, type SeatFixture } from './helpers/seat.ts';
 import { waitFor } from './helpers/wait.ts';
 

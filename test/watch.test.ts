@@ -7,8 +7,8 @@ import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerInfo } from '@
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import { connectBus, ensureKv, watchBucket, watchKv, type WatchEvent } from '../src/shared/bus.ts';
 import { memoryLogger } from '../src/shared/log.ts';
-import { WATCH_HEARTBEAT_MS, WATCH_MISSED_HEARTBEATS } from '../src/shared/watch-keeper.ts';
-import { WatchState } from '../src/shared/watch-state.ts';
+import { WATCH_HEARTBEAT_MS, WATCH_MISSED_HEARTBEATS } from '../src/shared/watch/keeper.ts';
+import { WatchState } from '../src/shared/watch/state.ts';
 import { startNats, type NatsServer } from './helpers/nats.ts';
 import { waitFor } from './helpers/wait.ts';
 
@@ -32,15 +32,15 @@ test('the object consume() returns still has the private reset(), getConsumerOpt
           'pin @nats-io/* back to 3.4.0, or find the new way and re-prove "a value written while the watch is being created is seen".',
       );
     } finally {
-      // The keeper (src/shared/watch-keeper.ts) amends the private getConsumerOpts() (a short heartbeat)
+      // The keeper (src/shared/watch/keeper.ts) amends the private getConsumerOpts() (a short heartbeat)
       // and reads the private cursor (where a reset resumes).
       const internals = messages as unknown as { getConsumerOpts?: unknown; cursor?: { stream_seq?: unknown } };
-      assert.ok(typeof internals.getConsumerOpts === 'function', `@nats-io/jetstream ${jetstreamVersion()}: no private getConsumerOpts() any more; src/shared/watch-keeper.ts sets the watch's heartbeat through it`);
-      assert.ok(typeof internals.cursor?.stream_seq === 'number', `@nats-io/jetstream ${jetstreamVersion()}: no private cursor.stream_seq any more; src/shared/watch-keeper.ts re-reads a wiped stream through it`);
-      // consumer-remake.ts hedges the creates of a reset through the private consumer API.
+      assert.ok(typeof internals.getConsumerOpts === 'function', `@nats-io/jetstream ${jetstreamVersion()}: no private getConsumerOpts() any more; src/shared/watch/keeper.ts sets the watch's heartbeat through it`);
+      assert.ok(typeof internals.cursor?.stream_seq === 'number', `@nats-io/jetstream ${jetstreamVersion()}: no private cursor.stream_seq any more; src/shared/watch/keeper.ts re-reads a wiped stream through it`);
+      // shared/watch/remake.ts hedges the creates of a reset through the private consumer API.
       const remake = messages as unknown as { consumer?: { api?: { add?: unknown; delete?: unknown; timeout?: unknown } } };
       assert.ok(typeof remake.consumer?.api?.add === 'function' && typeof remake.consumer.api.delete === 'function' && typeof remake.consumer.api.timeout === 'number',
-        `@nats-io/jetstream ${jetstreamVersion()}: the consumer behind consume() has no private api.add/delete/timeout any more; src/shared/consumer-remake.ts hedges re-makes through them`);
+        `@nats-io/jetstream ${jetstreamVersion()}: the consumer behind consume() has no private api.add/delete/timeout any more; src/shared/watch/remake.ts hedges re-makes through them`);
       messages.stop();
     }
   } finally {

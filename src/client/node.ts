@@ -8,20 +8,20 @@ import { refuseBadBucket } from '../shared/bucket-bind.ts';
 import { kvBucket } from '../shared/bucket-spec.ts';
 import { KvPublisher } from '../shared/kv-publisher.ts';
 import type { Logger } from '../shared/log.ts';
-import { loadArchive, natsObjectFetcher, type ArchiveLimits } from './archive.ts';
+import { loadArchive, natsObjectFetcher, type ArchiveLimits } from './archive/load.ts';
 import { changedOf, everyKind, publishChanged, serveAsks } from './asks.ts';
-import { DependencyIndex } from './dependencies.ts';
-import type { EngineClient } from './engine.ts';
-import { Handoff } from './handoff.ts';
-import { ItemWriter } from './items.ts';
-import { Modules, type ModulesDeps } from './modules.ts';
-import { watchPlans } from './plan-watch.ts';
-import { watchRegistry } from './registry-watch.ts';
-import { Reporter, type KeyWriter, type ReportBody } from './reporter.ts';
-import { Scheduler } from './scheduler.ts';
+import { DependencyIndex } from './schedule/dependencies.ts';
+import type { EngineClient } from './handoff/fill-socket.ts';
+import { Handoff } from './handoff/handoff.ts';
+import { ItemWriter } from './report/items.ts';
+import { Modules, type ModulesDeps } from './schedule/modules.ts';
+import { watchPlans } from './sources/plans.ts';
+import { watchRegistry } from './sources/registry.ts';
+import { Reporter, type KeyWriter, type ReportBody } from './report/reporter.ts';
+import { Scheduler } from './schedule/scheduler.ts';
 import { startSources } from './sources/index.ts';
-import { readStoredNeeds, settleStoredNeeds, type StoredNeeds } from './stale-needs.ts';
-import { TemplateCache } from './templates.ts';
+import { readStoredNeeds, settleStoredNeeds, type StoredNeeds } from './report/stale-needs.ts';
+import { TemplateCache } from './fill/templates.ts';
 
 /** What a node's client needs to run. */
 export type NodeClientOptions = {
@@ -39,7 +39,7 @@ export type NodeClientOptions = {
   archiveDir?: string;
   /** The inbox prefix the connection was made with (`_INBOX_<node>`, DESIGN §11), for the acks of the reporter's puts. */
   inboxPrefix: string;
-  /** Hears each report a module's run writes, once written (--once judges the node by them, once.ts). */
+  /** Hears each report a module's run writes, once written (--once judges the node by them, client/commands/once/command.ts). */
   onReport?: (module: string, report: ReportBody) => void;
 };
 

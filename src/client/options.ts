@@ -8,8 +8,8 @@ import { describeFlags, parseFlags, type FlagSpec } from '../shared/flags.ts';
 import { INBOX_PREFIXES } from '../shared/inbox.ts';
 import { isName } from '../shared/keys.ts';
 import type { Parsed } from '../shared/result.ts';
-import { DEFAULT_ENGINE_TIMEOUT_MS } from './engine.ts';
-import type { LintOptions } from './lint-command.ts';
+import { DEFAULT_ENGINE_TIMEOUT_MS } from './handoff/fill-socket.ts';
+import type { LintOptions } from './commands/lint/command.ts';
 
 /** The settle window when --settle is not given, in ms. */
 export const DEFAULT_SETTLE_MS = 20;

@@ -3,12 +3,12 @@ import type { BusOptions } from '../shared/bus.ts';
 import { BUS_FLAGS, busOptionsFrom } from '../shared/bus-flags.ts';
 import { DEFAULT_ARCHIVES } from '../shared/buckets.ts';
 import { CONSUMERS_BESIDE_NODES, CONSUMERS_PER_NODE, DEFAULT_MESH_NODES } from '../shared/bucket-spec.ts';
-import type { InitRequest } from './init.ts';
+import type { InitRequest } from './commands/init.ts';
 import { VERB_WHATS } from '../shared/schemas.ts';
 import { describeFlags, parseFlags, type FlagSpec } from '../shared/flags.ts';
-import { DEFAULT_STATUS_LIMIT } from './status.ts';
+import { DEFAULT_STATUS_LIMIT } from './commands/status/command.ts';
 import { isName } from '../shared/keys.ts';
-import { loginCollision } from './bus-config.ts';
+import { loginCollision } from './commands/bus-config/config.ts';
 import type { Parsed } from '../shared/result.ts';
 
 const VERB_WHATS_LIST: readonly string[] = VERB_WHATS;

@@ -6,8 +6,8 @@ import { Kvm, type KV } from '@nats-io/kv';
 import { BucketRefusedError, bucketManager, ensureBucket, refuseBadBucket } from './bucket-bind.ts';
 import { DEFAULT_MESH_NODES, kvBucket, maxConsumersFor } from './bucket-spec.ts';
 import { retryWithBackoff, timerSleep, type Sleep } from './retry.ts';
-import { WatchState } from './watch-state.ts';
-import { keepWatch, type KeeperLog, type OrderedConsumerInternals, type WatchKeeper } from './watch-keeper.ts';
+import { WatchState } from './watch/state.ts';
+import { keepWatch, type KeeperLog, type OrderedConsumerInternals, type WatchKeeper } from './watch/keeper.ts';
 
 /** How to reach and authenticate to the bus. */
 export type BusOptions = {
@@ -102,11 +102,11 @@ export type Watch = {
  * test/watch.test.ts). So the first consumer delivers nothing (DeliverNew) and is at once replaced
  * through the library's own reset, which subscribes first and replays the filter from sequence 1:
  * every stored revision, then live changes. The seat's buckets keep one revision per key.
- * keepWatch (watch-keeper.ts) keeps the consumer alive: a 1 s heartbeat, re-made when its server
+ * keepWatch (shared/watch/keeper.ts) keeps the consumer alive: a 1 s heartbeat, re-made when its server
  * is lost (a reconnect, a server leaving the cluster) or it falls silent. A re-made consumer resumes
  * after the last stream sequence delivered; only a stream that came back holding less (a wiped
  * store) is read again from the start, and once that re-read has caught up every key delivered
- * before it and not again is delivered as deleted (watch-state.ts).
+ * before it and not again is delivered as deleted (shared/watch/state.ts).
  */
 export async function watchKv(
   nc: NatsConnection,

@@ -5,7 +5,7 @@ import { createInbox, headers, type NatsConnection } from '@nats-io/transport-no
 import { jsonBytes, openKv, watchKv } from '../../src/shared/bus.ts';
 import { APPLIED, COLLECT, CONFIG, NEEDS } from '../../src/shared/buckets.ts';
 import { collectKey, needKey } from '../../src/shared/keys.ts';
-import { INBOX_PREFIXES, USERS } from '../../src/server/bus-config.ts';
+import { INBOX_PREFIXES, USERS } from '../../src/server/commands/bus-config/config.ts';
 import { apiError, judgeRead, judgeWrite, PROBE_TIMEOUT_MS, refusal, SETTLE_MS, stored, type Observed, type Verdict } from './isolation-probe.ts';
 import { sleep } from './wait.ts';
 

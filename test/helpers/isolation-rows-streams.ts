@@ -7,7 +7,7 @@ import { jetstreamManager, type StreamConfig } from '@nats-io/jetstream';
 import { jsonBytes } from '../../src/shared/bus.ts';
 import { APPLIED, CONFIG, PLANS, REGISTRY_BUCKET } from '../../src/shared/buckets.ts';
 import { PROVISIONING_VERB, VAULT_CREDENTIAL, vaultCredentialOf } from '../../src/shared/subjects.ts';
-import { boundBucket, INBOX_PREFIXES, USERS } from '../../src/server/bus-config.ts';
+import { boundBucket, INBOX_PREFIXES, USERS } from '../../src/server/commands/bus-config/config.ts';
 import { A, B, client, CREDENTIAL, key, kvSubject, PROVIDER, pushConsumer, type MatrixContext, type Row } from './isolation-actions.ts';
 import { apiError, attempt, judgeRead, PROBE_TIMEOUT_MS, refusal, SETTLE_MS, type Observed } from './isolation-probe.ts';
 import { sleep } from './wait.ts';

@@ -6,8 +6,8 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { jsonBytes, openKv, watchKv } from '../../src/shared/bus.ts';
 import { APPLIED, COLLECT, CONFIG, DEFAULT_ARCHIVES, NEEDS, PLANS, REGISTRY_BUCKET } from '../../src/shared/buckets.ts';
 import { askSubject, PROVISIONING_VERB, VAULT_CREDENTIAL } from '../../src/shared/subjects.ts';
-import { boundBucket, INBOX_PREFIXES, USERS } from '../../src/server/bus-config.ts';
-import { directObjectReader } from '../../src/client/archive-direct.ts';
+import { boundBucket, INBOX_PREFIXES, USERS } from '../../src/server/commands/bus-config/config.ts';
+import { directObjectReader } from '../../src/client/archive/direct.ts';
 import {
   A, B, client, consumerRead, CREDENTIAL, foreignWrite, forgedReply, key, kvGet, kvSubject, LEVEL, MODULE, ownWrite, PROVIDER,
   pushConsumer, put, read, received, runner, watched, type Row,

@@ -9,7 +9,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { ensureKv, openKv } from '../../src/shared/bus.ts';
 import { APPLIED, ASSIGNMENTS, CONFIG, DEFAULT_ARCHIVES, MODULES, NEEDS, PLANS } from '../../src/shared/buckets.ts';
 import { memoryLogger } from '../../src/shared/log.ts';
-import { startSeat } from '../../src/server/seat.ts';
+import { startSeat } from '../../src/server/seat/seat.ts';
 import { ROOT } from './bundle.ts';
 import { collectStderr, spawnQuiet, stopProcess, type Spawn } from './spawn.ts';
 import { waitFor } from './wait.ts';

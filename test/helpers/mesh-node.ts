@@ -6,7 +6,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { connectBus } from '../../src/shared/bus.ts';
 import { INBOX_PREFIXES } from '../../src/shared/inbox.ts';
 import { memoryLogger } from '../../src/shared/log.ts';
-import { createEngineClient, type EngineClient } from '../../src/client/engine.ts';
+import { createEngineClient, type EngineClient } from '../../src/client/handoff/fill-socket.ts';
 import { startNodeClient, type NodeClient } from '../../src/client/node.ts';
 import { startEngine, type RunningEngine } from '../../src/engine/start.ts';
 import { ROOT, startBundle, type Running, type Runtime } from './bundle.ts';

@@ -5,7 +5,7 @@ import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jsonBytes, watchKv } from '../../src/shared/bus.ts';
 import { PLANS } from '../../src/shared/buckets.ts';
-import { composePlan } from '../../src/server/compose.ts';
+import { composePlan } from '../../src/server/seat/compose.ts';
 import { AssignmentSchema, CompositionSchema, decodeJson } from '../../src/shared/schemas.ts';
 import { assignment, composition } from './seat.ts';
 

@@ -5,8 +5,8 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { connectBus, ensureKv } from '../../src/shared/bus.ts';
 import { ASSIGNMENTS, MODULES, PLANS } from '../../src/shared/buckets.ts';
 import { memoryLogger } from '../../src/shared/log.ts';
-import type { PassSummary } from '../../src/server/composer.ts';
-import { startSeat, type Seat } from '../../src/server/seat.ts';
+import type { PassSummary } from '../../src/server/seat/composer.ts';
+import { startSeat, type Seat } from '../../src/server/seat/seat.ts';
 import { startNats, type NatsServer } from './nats.ts';
 
 /** A composition of `module` with one file and one secret, as the catalogue would publish it. */

@@ -1,0 +1,222 @@
+// Fetching an archive's bytes by its ref (DESIGN §4): obj://, file:/// and https://, each stopped
+// once it passes the archive limit.
+import { constants } from 'node:fs';
+import { open, realpath } from 'node:fs/promises';
+import { isAbsolute, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
+import { Objm, type ObjectStore } from '@nats-io/obj';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { refuseBadBucket } from '../../shared/bucket-bind.ts';
+import { objBucket } from '../../shared/bucket-spec.ts';
+import { fail, type Parsed } from '../../shared/result.ts';
+import { directObjectReader } from './direct.ts';
+
+/**
+ * Fetches bytes of an obj:// reference: (bucket, name) → bytes or null when absent.
+ * A fetcher may stop reading once it holds more than `maxBytes`; bytes longer than `maxBytes` are refused.
+ */
+export type ObjectFetcher = (bucket: string, name: string, maxBytes?: number) => Promise<Uint8Array | null>;
+
+/** How long an https fetch may take, body included. */
+export const HTTPS_TIMEOUT_MS = 30_000;
+
+/** Where an archive's bytes are, as its ref says. */
+export type Source =
+  | { scheme: 'obj'; bucket: string; name: string }
+  | { scheme: 'file'; path: string }
+  | { scheme: 'https'; url: string };
+
+const OBJ_REF = /^obj:\/\/([-\w]+)\/(.+)$/s;
+
+/** Reads a ref: `obj://<bucket>/<name>`, `file:///abs/path` or `https://…`. */
+export function parseRef(ref: string): Parsed<Source> {
+  if (ref.startsWith('obj://')) {
+    const match = OBJ_REF.exec(ref);
+    if (!match) return fail(`an obj ref is obj://<bucket>/<name>, the bucket of letters, digits, - and _`);
+    return { ok: true, value: { scheme: 'obj', bucket: match[1]!, name: match[2]! } };
+  }
+  if (ref.startsWith('file:')) return parseFileRef(ref);
+  if (ref.startsWith('https://')) {
+    if (!URL.canParse(ref)) return fail('not a valid https URL');
+    return { ok: true, value: { scheme: 'https', url: new URL(ref).href } };
+  }
+  return fail('unsupported ref scheme: wants obj://, file:/// or https://');
+}
+
+function parseFileRef(ref: string): Parsed<Source> {
+  const usage = 'a file ref is file:///absolute/path';
+  // Without the `//` the URL parser would still make `file:x.tar` into `/x.tar`.
+  if (!ref.startsWith('file://')) return fail(usage);
+  try {
+    return { ok: true, value: { scheme: 'file', path: fileURLToPath(ref) } };
+  } catch (err) {
+    return fail(`${usage}: ${describeError(err)}`);
+  }
+}
+
+/**
+ * Fetches the bytes of a source, refusing more than `maxBytes`. A `file://` source is read only
+ * under `archiveDir` (DESIGN §11): without one every `file://` ref is refused.
+ */
+export async function fetchSource(source: Source, fetchObject: ObjectFetcher, maxBytes: number, archiveDir?: string): Promise<Parsed<Uint8Array>> {
+  switch (source.scheme) {
+    case 'obj':
+      return fetchFromObjectStore(source.bucket, source.name, fetchObject, maxBytes);
+    case 'file':
+      return readUnderArchiveDir(source.path, archiveDir, maxBytes);
+    case 'https':
+      return fetchHttps(source.url, maxBytes, HTTPS_TIMEOUT_MS);
+  }
+}
+
+async function fetchFromObjectStore(bucket: string, name: string, fetchObject: ObjectFetcher, maxBytes: number): Promise<Parsed<Uint8Array>> {
+  try {
+    const bytes = await fetchObject(bucket, name, maxBytes);
+    if (bytes === null) return fail(`no object ${JSON.stringify(name)} in bucket ${bucket}`);
+    return withinLimit(bytes, maxBytes);
+  } catch (err) {
+    return fail(`object store fetch failed: ${describeError(err)}`);
+  }
+}
+
+/** Fetches a URL (any scheme fetch takes: tests use http) within a size limit and a timeout. */
+export async function fetchHttps(url: string, maxBytes: number, timeoutMs: number): Promise<Parsed<Uint8Array>> {
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+    if (!response.ok) {
+      await response.body?.cancel();
+      return fail(`HTTP ${response.status} ${response.statusText}`.trim());
+    }
+    const declared = response.headers.get('content-length');
+    if (declared !== null && Number(declared) > maxBytes) {
+      await response.body?.cancel();
+      return fail(`declares ${declared} bytes, past the archive limit of ${maxBytes} bytes`);
+    }
+    if (!response.body) return { ok: true, value: new Uint8Array(0) };
+    return withinLimit(await collectWithin(response.body, maxBytes), maxBytes);
+  } catch (err) {
+    if ((err as Error).name === 'TimeoutError') return fail(`no complete answer within ${timeoutMs} ms`);
+    return fail(`fetch failed: ${describeError(err)}`);
+  }
+}
+
+/** A path that is there but is no regular file (a FIFO, a device, a directory, a socket). */
+export class NotARegularFile extends Error {
+  override name = 'NotARegularFile';
+}
+
+/**
+ * Reads a regular file within a limit; throws the file system's error (ENOENT when absent) or
+ * NotARegularFile. Opened non-blocking and without following a last link, so a FIFO or device
+ * put in its place never holds one of Node's file threads.
+ */
+export async function readFileWithin(path: string, maxBytes: number): Promise<Uint8Array> {
+  const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW | constants.O_NOCTTY);
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) throw new NotARegularFile(`${path} is not a regular file`);
+    return await collectWithin(handle.createReadStream({ autoClose: false }), maxBytes);
+  } finally {
+    await handle.close();
+  }
+}
+
+async function readUnderArchiveDir(path: string, archiveDir: string | undefined, maxBytes: number): Promise<Parsed<Uint8Array>> {
+  if (archiveDir === undefined) return fail('file:// refs are refused: this client has no --archive-dir');
+  try {
+    const dir = await realpath(archiveDir);
+    // Links are resolved before the check: a link under the directory that leads out is out.
+    const real = await realpath(resolve(path));
+    const rel = relative(dir, real);
+    if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) return fail(`${path} is not under the archive directory ${archiveDir}`);
+    return withinLimit(await readFileWithin(real, maxBytes), maxBytes);
+  } catch (err) {
+    if (err instanceof NotARegularFile) return fail(`${path} is not a regular file`);
+    return fail(`cannot read: ${describeError(err)}`);
+  }
+}
+
+/** Collects chunks, and stops reading once more than `maxBytes` came: a longer result is past the limit. */
+export async function collectWithin(chunks: AsyncIterable<Uint8Array>, maxBytes: number): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  let total = 0;
+  for await (const chunk of chunks) {
+    parts.push(chunk);
+    total += chunk.length;
+    if (total > maxBytes) break;
+  }
+  return concat(parts, total);
+}
+
+/** Makes an ObjectFetcher on the NATS object store of a connection. */
+export function natsObjectFetcher(nc: NatsConnection): ObjectFetcher {
+  const objm = new Objm(nc);
+  const stores = new Map<string, Promise<ObjectStore>>();
+  // Opened unchecked: a node's client may read a bucket without the right to ask for its stream info.
+  const open = (bucket: string) => {
+    let store = stores.get(bucket);
+    if (!store) {
+      store = objm.open(bucket, false);
+      stores.set(bucket, store);
+      store.catch(() => stores.delete(bucket));
+    }
+    return store;
+  };
+  const direct = directObjectReader(nc);
+  // DESIGN §3: a store holding more than its own subject is never read; checked once a process.
+  const checked = new Map<string, Promise<void>>();
+  const check = (bucket: string) => {
+    let done = checked.get(bucket);
+    if (!done) {
+      done = refuseBadBucket(nc, objBucket(bucket));
+      checked.set(bucket, done);
+      done.catch(() => checked.delete(bucket));
+    }
+    return done;
+  };
+  return async (bucket, name, maxBytes = Number.POSITIVE_INFINITY) => {
+    await check(bucket);
+    const read = await direct(bucket, name, maxBytes);
+    if (read !== undefined) return read;
+    let result;
+    try {
+      result = await (await open(bucket)).get(name);
+    } catch (err) {
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return null;
+      throw err;
+    }
+    if (result === null) return null;
+    // Settled whatever happens, so a failed read leaves no unhandled rejection behind.
+    const failure = result.error.catch((err: unknown) => err);
+    const bytes = await collectWithin(result.data, maxBytes);
+    if (bytes.length > maxBytes) return bytes;
+    const error = await failure;
+    if (error) throw error;
+    return bytes;
+  };
+}
+
+/** An error's message with its cause (fetch puts the reason there). */
+export function describeError(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = err.cause instanceof Error ? `: ${err.cause.message}` : '';
+  return `${err.message}${cause}`;
+}
+
+function withinLimit(bytes: Uint8Array, maxBytes: number): Parsed<Uint8Array> {
+  if (bytes.length > maxBytes) return fail(`larger than the archive limit of ${maxBytes} bytes`);
+  return { ok: true, value: bytes };
+}
+
+function concat(parts: Uint8Array[], total: number): Uint8Array {
+  if (parts.length === 1) return parts[0]!;
+  const out = new Uint8Array(total);
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
+}
+

@@ -1,0 +1,108 @@
+// --once (issue 14): the node's client run until every module is applied, failed, or still waits
+// when the time is up — for first boot, image builds and a module's CI. Needs, items and reports
+// are written as always; the exit code and one line per module not applied say how it went.
+import type { NatsConnection } from '@nats-io/transport-node';
+import { connectBus, type BusOptions } from '../../../shared/bus.ts';
+import type { Logger } from '../../../shared/log.ts';
+import { createEngineClient } from '../../handoff/fill-socket.ts';
+import { startNodeClient } from '../../node.ts';
+import { allSettled, describeStanding, engineTellingBook, ReportBook, type Standing } from './book.ts';
+
+/** How a one-shot run ended: every module settled, the time ran out, or a signal came. */
+export type OneShotEnd = 'settled' | 'timeout' | 'signalled';
+
+/** What --once needs: the run flags, and where it writes. */
+export type OnceOptions = {
+  node: string;
+  bus: BusOptions;
+  socket: string;
+  cache: string;
+  settleMs: number;
+  engineTimeoutMs: number;
+  archiveDir?: string;
+  /** How long to wait for every module to settle, start and bus included, in ms. */
+  timeoutMs: number;
+  log: Logger;
+  /** Resolves on SIGTERM or SIGINT. */
+  signalled: Promise<void>;
+  /** A line for stdout. */
+  out: (line: string) => void;
+  /** A line for stderr. */
+  err: (line: string) => void;
+};
+
+/** A promise of the end that is not `settled` (the time ran out, or a signal), and its timer's stop. */
+export function oneShotLimit(timeoutMs: number, signalled: Promise<void>): { reached: Promise<'timeout' | 'signalled'>; clear(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
+  return { reached: Promise.race([timeout, signalled.then(() => 'signalled' as const)]), clear: () => clearTimeout(timer) };
+}
+
+/** Connects to the bus unless the limit comes first (a connection made after it is closed). */
+export async function connectWithin(bus: BusOptions, limit: Promise<'timeout' | 'signalled'>): Promise<NatsConnection | 'timeout' | 'signalled'> {
+  const connecting = connectBus(bus);
+  const first = await Promise.race([connecting, limit]);
+  if (typeof first === 'string') void connecting.then((nc) => nc.close(), () => undefined);
+  return first;
+}
+
+/** What a one-shot run watches: fills and their writes, and the modules planned. */
+export type OneShotSubject = { idle(): Promise<void>; modules(): string[] };
+
+/**
+ * Waits until every module's fills and writes are done and each is applied or failed — a module
+ * waiting for a value keeps the run waiting, woken by each report — or until the limit.
+ */
+export async function awaitSettled(subject: OneShotSubject, book: ReportBook, limit: Promise<'timeout' | 'signalled'>): Promise<OneShotEnd> {
+  for (;;) {
+    const next = book.changed();
+    const idle = await Promise.race([subject.idle().then(() => 'idle' as const), limit]);
+    if (idle !== 'idle') return idle;
+    if (allSettled(subject.modules().map((m) => book.standing(m)))) return 'settled';
+    const woken = await Promise.race([next.then(() => 'report' as const), limit]);
+    if (woken !== 'report') return woken;
+  }
+}
+
+/** Runs --once; returns the exit code: 0 when every module is applied (or the node has none), 1 otherwise; 0 on a signal. */
+export async function runOnce(o: OnceOptions): Promise<number> {
+  const limit = oneShotLimit(o.timeoutMs, o.signalled);
+  try {
+    const nc = await connectWithin(o.bus, limit.reached);
+    if (nc === 'signalled') return 0;
+    if (nc === 'timeout') return o.err(`${o.node}: the bus at ${o.bus.servers.join(',')} was not reached within ${o.timeoutMs / 1000} s`), 1;
+    const book = new ReportBook();
+    const engine = engineTellingBook(createEngineClient({ socketPath: o.socket, log: o.log, timeoutMs: o.engineTimeoutMs }), book);
+    const starting = startNodeClient({
+      nc, node: o.node, engine, log: o.log, inboxPrefix: o.bus.inboxPrefix ?? '_INBOX', cacheDir: o.cache, settleMs: o.settleMs,
+      ...(o.archiveDir ? { archiveDir: o.archiveDir } : {}),
+      onReport: (m, body) => book.record(m, body),
+    });
+    const client = await Promise.race([starting, limit.reached]);
+    let end: OneShotEnd = typeof client === 'string' ? client : 'settled';
+    if (typeof client !== 'string') end = await awaitSettled(client, book, limit.reached);
+    const standings = typeof client === 'string' ? [] : client.modules().map((m) => book.standing(m));
+    // What is still in flight at the end is given up, so the stop does not wait for the engine's timeout.
+    if (end !== 'settled') engine.close();
+    if (typeof client !== 'string') await client.stop();
+    else void starting.then((c) => c.stop(), () => undefined);
+    engine.close();
+    await nc.drain();
+    return judge(o, end, typeof client === 'string', standings);
+  } finally {
+    limit.clear();
+  }
+}
+
+/** Says how the run went and gives the exit code. */
+function judge(o: Pick<OnceOptions, 'node' | 'timeoutMs' | 'out' | 'err' | 'log'>, end: OneShotEnd, unstarted: boolean, standings: readonly Standing[]): number {
+  if (end === 'signalled') return o.log.notice('--once interrupted by a signal'), 0;
+  if (unstarted) return o.err(`${o.node}: the node's plans were not read within ${o.timeoutMs / 1000} s`), 1;
+  if (standings.length === 0) return o.out(`${o.node}: no plans for this node; nothing to fill`), 0;
+  const notApplied = standings.filter((s) => s.state !== 'applied');
+  if (notApplied.length === 0) return o.out(`${o.node}: ${standings.length} module(s) applied`), 0;
+  for (const s of notApplied) o.err(describeStanding(s));
+  const after = end === 'timeout' ? ` after ${o.timeoutMs / 1000} s` : '';
+  o.err(`${o.node}: ${notApplied.length} of ${standings.length} module(s) not applied${after}`);
+  return 1;
+}

@@ -1,0 +1,165 @@
+// Fills one module's templates from the values at hand (DESIGN §7 points 2, 4, 5 and §8, §9), file by file.
+import { contentDigest, type FillContent, type FillFile } from '../../shared/fill-protocol.ts';
+import type { Parsed } from '../../shared/result.ts';
+import type { Plan } from '../../shared/schemas.ts';
+import type { Lookup, Wanted } from '../sources/source.ts';
+import { itemTarget, missingTemplate, refusals, twoItems, type UsedTemplate } from './check.ts';
+import { renderTemplate, type TemplateSet } from './templates.ts';
+
+export { prepareTemplates, type Template, type TemplateSet } from './templates.ts';
+
+/** Finds the value of a placeholder for the plan's module (the value sources, handed in). */
+export type LookupFn = (plan: Plan, wanted: Wanted) => Lookup;
+
+/** One value the module waits for and the files that wait on it. */
+export type Waiting = { kind: string; name: string; files: string[] };
+/** One placeholder the module names, the files naming it, and whether its value is there. */
+export type NeedEntry = { kind: string; name: string; files: string[]; met: boolean };
+
+/** One item a module contributes: its collection and filled content (DESIGN §7 point 6). */
+export type FilledItem = { collection: string; content: string };
+
+/**
+ * The outcome of filling a module: the files whose values are all there, its items (only when
+ * nothing of the module waits), what waits, what it needs, and notes on values a source left out.
+ */
+export type FillOutcome = { files: FillFile[]; items: FilledItem[]; waiting: Waiting[]; needs: NeedEntry[]; notes: string[] };
+
+const CHANGE_WEIGHT = { none: 0, reload: 1, restart: 2 } as const;
+
+/** What one template fills: a file at `label` (its path), or an item (`label` is `item <collection>`). */
+type Target = UsedTemplate & { label: string; decl: object; file?: Plan['files'][number]; collection?: string };
+
+/** The label an item's placeholders carry in needs and waits, where a file's carry its path. */
+export function itemLabel(collection: string): string {
+  return `item ${collection}`;
+}
+
+/**
+ * What a module's last fill rendered, per target: the template and declaration it used, the values
+ * it read and what came out. A target whose template, declaration and values are all the same is
+ * not rendered or hashed again (DESIGN §10: no avoidable work between a change and the engine).
+ */
+export class FillMemo {
+  readonly #byLabel = new Map<string, { template: object; decl: object; values: string[]; out: FillFile | FilledItem }>();
+
+  /** What the target rendered last time, when nothing it reads has changed since. */
+  reuse(label: string, template: object, decl: object, values: readonly string[]): FillFile | FilledItem | undefined {
+    const last = this.#byLabel.get(label);
+    if (!last || last.template !== template || last.decl !== decl || last.values.length !== values.length) return undefined;
+    for (let i = 0; i < values.length; i++) if (last.values[i] !== values[i]) return undefined;
+    return last.out;
+  }
+
+  /** Keeps what a target rendered. */
+  keep(label: string, template: object, decl: object, values: string[], out: FillFile | FilledItem): void {
+    this.#byLabel.set(label, { template, decl, values, out });
+  }
+}
+
+/** Fills every file of `plan` whose values are all there, and its items; a failure anywhere fails the module with the reason. */
+export function fillModule(plan: Plan, templates: TemplateSet, lookup: LookupFn, memo = new FillMemo()): Parsed<FillOutcome> {
+  const targets = targetsOf(plan, templates);
+  if (!targets.ok) return targets;
+  const refused = refusals(plan, targets.value);
+  if (refused) return { ok: false, reason: refused };
+
+  const needs = new Map<string, NeedEntry>();
+  const waiting = new Map<string, Waiting>();
+  const notes: string[] = [];
+  const files: FillFile[] = [];
+  const items: FilledItem[] = [];
+  for (const target of targets.value) {
+    const values: string[] = [];
+    let waits = false;
+    for (const [i, p] of target.template.placeholders.entries()) {
+      const found: Lookup = p.kind === 'secret' ? { state: 'value', text: '' } : lookup(plan, p);
+      if (found.state === 'failed') return { ok: false, reason: `template ${target.name} line ${p.line}: \${${p.kind}:${p.name}}: ${found.reason}` };
+      const need = note(needs, `${p.kind}:${p.name}`, () => ({ kind: p.kind, name: p.name, files: [], met: true }), target.label);
+      if (found.state === 'waiting') {
+        need.met = false;
+        note(waiting, `${p.kind}:${p.name}`, () => ({ kind: p.kind, name: p.name, files: [] }), target.label);
+        waits = true;
+      } else {
+        values[i] = found.text;
+        for (const n of found.notes ?? []) if (!notes.includes(n)) notes.push(n);
+      }
+    }
+    if (waits) continue;
+    const { decl } = target;
+    let out = memo.reuse(target.label, target.template, decl, values);
+    if (!out) {
+      const content = renderTemplate(target.template, (i) => values[i]!);
+      // A file holding consumers' credentials is only ever handed 0600 (DESIGN §7 point 8).
+      const holdsCredentials = target.template.placeholders.some((p) => p.kind === 'consumers');
+      out = target.file
+        ? fillFile(target.label, content, holdsCredentials ? { ...target.file, fileMode: '0600' } : target.file)
+        : { collection: target.collection!, content: content as string };
+      memo.keep(target.label, target.template, decl, values, out);
+    }
+    if ('path' in out) files.push(out);
+    else items.push(out);
+  }
+
+  const change = strongestChange(plan);
+  for (const secret of plan.secrets) {
+    if (secret.path === undefined) continue;
+    // A secret's own file is the one secret part: the engine fills it, the client never sees it.
+    note(needs, `secret:${secret.name}`, () => ({ kind: 'secret', name: secret.name, files: [], met: true }), secret.path);
+    files.push(fillFile(secret.path, [{ secret: secret.name }], { mode: 'owned', change, fileMode: '0600' }));
+  }
+  // An item is recorded only when nothing of the module waits (DESIGN §7 point 6).
+  const complete = waiting.size === 0;
+  return { ok: true, value: { files, items: complete ? items : [], waiting: [...waiting.values()], needs: [...needs.values()], notes } };
+}
+
+/** The templates the plan's files and items use, in plan order; a missing one or an item collection named twice fails. */
+function targetsOf(plan: Plan, templates: TemplateSet): Parsed<Target[]> {
+  const targets: Target[] = [];
+  for (const file of plan.files) {
+    const template = templates.get(file.template);
+    if (!template) return { ok: false, reason: missingTemplate(file.template, file.path) };
+    targets.push({ name: file.template, template, item: false, label: file.path, decl: file, file });
+  }
+  const collections = new Set<string>();
+  for (const item of plan.items) {
+    const template = templates.get(item.template);
+    if (!template) return { ok: false, reason: missingTemplate(item.template, itemTarget(item.collection)) };
+    if (collections.has(item.collection)) return { ok: false, reason: twoItems(item.collection) };
+    collections.add(item.collection);
+    targets.push({ name: item.template, template, item: true, label: itemLabel(item.collection), decl: item, collection: item.collection });
+  }
+  return { ok: true, value: targets };
+}
+
+/** Every value placeholder (not secrets) of the templates the plan's files and items use, each once. */
+export function placeholdersOf(plan: Plan, templates: TemplateSet): Wanted[] {
+  const seen = new Map<string, Wanted>();
+  for (const { template: name } of [...plan.files, ...plan.items]) {
+    for (const p of templates.get(name)?.placeholders ?? []) {
+      if (p.kind !== 'secret' && !seen.has(`${p.kind}:${p.name}`)) seen.set(`${p.kind}:${p.name}`, { kind: p.kind, name: p.name });
+    }
+  }
+  return [...seen.values()];
+}
+
+function note<T extends { files: string[] }>(map: Map<string, T>, key: string, make: () => T, path: string): T {
+  const entry = map.get(key) ?? map.set(key, make()).get(key)!;
+  if (!entry.files.includes(path)) entry.files.push(path);
+  return entry;
+}
+
+function fillFile(path: string, content: FillContent, decl: Pick<FillFile, 'mode' | 'change'> & Partial<FillFile>): FillFile {
+  const file: FillFile = { path, content, digest: contentDigest(content), mode: decl.mode, change: decl.change };
+  if (decl.owner !== undefined) file.owner = decl.owner;
+  if (decl.fileMode !== undefined) file.fileMode = decl.fileMode;
+  if (decl.comment !== undefined) file.comment = decl.comment;
+  return file;
+}
+
+/** The strongest way any of the module's files is taken: a secret's file changes the program as they do. */
+function strongestChange(plan: Plan): FillFile['change'] {
+  let best: FillFile['change'] = 'none';
+  for (const f of plan.files) if (CHANGE_WEIGHT[f.change] > CHANGE_WEIGHT[best]) best = f.change;
+  return best;
+}

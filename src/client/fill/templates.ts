@@ -1,0 +1,102 @@
+// Templates (DESIGN §7.2, §8, §9): each archive's templates decoded, scanned and compiled once per
+// digest, and rendered into the content the engine is handed, secrets as parts of its structure.
+import type { FillContent } from '../../shared/fill-protocol.ts';
+import type { Parsed } from '../../shared/result.ts';
+import { MAX_TEMPLATE_BYTES } from '../../shared/limits.ts';
+import { CompiledRun, scanPlaceholders, type Placeholder, type ValueOf } from '../../shared/placeholders.ts';
+
+/**
+ * A template compiled once: its placeholders, and the runs of text between its secret
+ * placeholders, each a compiled renderer of the other placeholders.
+ */
+export type Template = {
+  /** Every placeholder, in order. */
+  placeholders: Placeholder[];
+  /** The text before the first secret, between secrets, and after the last. */
+  runs: CompiledRun[];
+  /** The secret names between the runs: `secrets[i]` comes after `runs[i]`. */
+  secrets: string[];
+};
+/** A module's templates by archive name. */
+export type TemplateSet = Map<string, Template>;
+
+// Every byte is kept, a leading byte-order mark too (TextDecoder drops it unless told not to).
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** Decodes, scans and compiles every template of an archive; one that is too large or not UTF-8 fails with its name. */
+export function prepareTemplates(files: Map<string, Uint8Array>): Parsed<TemplateSet> {
+  const set: TemplateSet = new Map();
+  for (const [name, bytes] of files) {
+    if (bytes.length > MAX_TEMPLATE_BYTES) {
+      return { ok: false, reason: `template ${name} is ${bytes.length} bytes, past the limit of ${MAX_TEMPLATE_BYTES} bytes` };
+    }
+    let text: string;
+    try {
+      text = UTF8.decode(bytes);
+    } catch {
+      return { ok: false, reason: `template ${name} is not UTF-8` };
+    }
+    set.set(name, compileTemplate(text));
+  }
+  return { ok: true, value: set };
+}
+
+/** Compiles one template: a run of text for each stretch between `${secret:…}` placeholders. */
+export function compileTemplate(text: string): Template {
+  const { literals, placeholders } = scanPlaceholders(text);
+  const runs: CompiledRun[] = [];
+  const secrets: string[] = [];
+  let first = 0;
+  placeholders.forEach((p, i) => {
+    if (p.kind !== 'secret') return;
+    runs.push(new CompiledRun(literals.slice(first, i + 1), first));
+    secrets.push(p.name);
+    first = i + 1;
+  });
+  runs.push(new CompiledRun(literals.slice(first), first));
+  return { placeholders, runs, secrets };
+}
+
+/**
+ * Renders a template for the engine: text when it names no secret, else literal strings and
+ * `{secret}` parts. `valueOf` gives each non-secret placeholder's value by its index; a value is
+ * data and lands in a string part whatever its characters.
+ */
+export function renderTemplate(template: Template, valueOf: ValueOf): FillContent {
+  if (template.secrets.length === 0) return template.runs[0]!.render(valueOf);
+  const parts: Exclude<FillContent, string> = [];
+  template.runs.forEach((run, i) => {
+    const text = run.render(valueOf);
+    if (text !== '') parts.push(text);
+    const secret = template.secrets[i];
+    if (secret !== undefined) parts.push({ secret });
+  });
+  return parts;
+}
+
+/** Loads an archive's files by ref and digest (the archive module, handed in). */
+export type LoadFiles = (ref: string, digest: string) => Promise<Parsed<Map<string, Uint8Array>>>;
+
+/** Templates by digest; a failed load is not kept, so the next fill tries again. */
+export class TemplateCache {
+  readonly #byDigest = new Map<string, Promise<Parsed<TemplateSet>>>();
+
+  constructor(private readonly load: LoadFiles) {}
+
+  /** The templates of the archive `digest`, loaded once however many modules ask together. */
+  get(ref: string, digest: string): Promise<Parsed<TemplateSet>> {
+    const known = this.#byDigest.get(digest);
+    if (known) return known;
+    const loading = this.load(ref, digest).then((files) => (files.ok ? prepareTemplates(files.value) : files));
+    this.#byDigest.set(digest, loading);
+    void loading.then((result) => {
+      if (!result.ok && this.#byDigest.get(digest) === loading) this.#byDigest.delete(digest);
+    });
+    return loading;
+  }
+
+  /** Drops every archive no plan names any more. */
+  retain(digests: Set<string>): void {
+    for (const digest of this.#byDigest.keys()) if (!digests.has(digest)) this.#byDigest.delete(digest);
+  }
+}

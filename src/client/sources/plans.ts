@@ -1,0 +1,45 @@
+// The node's plan watch (DESIGN §7 point 1), shared by the client and --dry-run: each plan event goes
+// to the modules, and what a plan event changes for the node as a whole is done once per turn — a
+// thousand plans arriving together at start are one pass over them, not a thousand.
+import type { NatsConnection } from '@nats-io/transport-node';
+import { watchBucket, type Watch } from '../../shared/bus.ts';
+import { PLANS } from '../../shared/buckets.ts';
+import { parseNodeModuleKey } from '../../shared/keys.ts';
+import type { Logger } from '../../shared/log.ts';
+import type { Modules } from '../schedule/modules.ts';
+import type { Sources } from './index.ts';
+import type { TemplateCache } from '../fill/templates.ts';
+
+/**
+ * Watches `<node>.*` of the plans: a plan's new value is handed to `modules`; when the module needs
+ * a run, `onPlan(module)` is called. Templates no plan names are dropped and the sources told the
+ * node's plans, once per turn.
+ */
+export function watchPlans(
+  nc: NatsConnection,
+  node: string,
+  deps: { modules: Modules; templates: TemplateCache; sources: Pick<Sources, 'plansChanged'> },
+  log: Logger,
+  onPlan: (module: string) => void,
+): Watch {
+  const { modules, templates, sources } = deps;
+  let pass: NodeJS.Immediate | undefined;
+  const watch = watchBucket(nc, PLANS, `${node}.*`, (e) => {
+    const key = parseNodeModuleKey(e.key);
+    if (!key.ok) return log.warn(`${PLANS} ${e.key}: key out of shape: ${key.reason}`);
+    if (!modules.setPlan(key.value.module, e.value)) return;
+    pass ??= setImmediate(() => {
+      pass = undefined;
+      templates.retain(modules.digests());
+      sources.plansChanged(modules.plans());
+    });
+    onPlan(key.value.module);
+  }, log);
+  return {
+    caughtUp: watch.caughtUp,
+    stop() {
+      if (pass) clearImmediate(pass);
+      watch.stop();
+    },
+  };
+}

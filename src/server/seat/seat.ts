@@ -1,0 +1,87 @@
+// Wires the seat: its buckets, the registry, the verb, and the composer fed by watches.
+import { HEALTH_SUBJECT } from '../../shared/subjects.ts';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { bindWhenThere, ensureBucket, refuseBadBucket } from '../../shared/bucket-bind.ts';
+import { DEFAULT_MESH_NODES, kvBucket, maxConsumersFor, objBucket } from '../../shared/bucket-spec.ts';
+import { ensureKv, jsonBytes, watchBucket } from '../../shared/bus.ts';
+import { ASSIGNMENTS, MODULES, PLANS, REGISTRY_BUCKET, SEAT_BUCKETS } from '../../shared/buckets.ts';
+import type { Logger } from '../../shared/log.ts';
+import { Composer, type PassSummary } from './composer.ts';
+import { KvPublisher } from '../../shared/kv-publisher.ts';
+import { REGISTRY_INTERVAL_MS, syncRegistry } from './registry-sync.ts';
+import { serveProvisioning } from '../verb/serve.ts';
+
+/** What the seat needs to run. */
+export type SeatOptions = {
+  nc: NatsConnection;
+  log: Logger;
+  /** The object-store bucket holding module archives. */
+  archives: string;
+  /** Copies each created bucket keeps. */
+  replicas: number;
+  /** Called after each pass (tests, logs). */
+  onPass?: (summary: PassSummary) => void;
+  /** The inbox prefix `nc` was made with, for the acks of plan writes (default `_INBOX`). */
+  inboxPrefix?: string;
+};
+
+/** A running seat. */
+export type Seat = { composer: Composer; stop(): Promise<void> };
+
+/**
+ * Starts the seat; resolves once its buckets are bound and the registry is written. A bucket that is
+ * missing and not the seat's to create (a bus with isolation, before `init`) is waited for; one that
+ * holds more than its bucket rejects (DESIGN §3: the seat refuses to run on it).
+ */
+export async function startSeat(opts: SeatOptions): Promise<Seat> {
+  const { nc, log } = opts;
+  const warn = (line: string) => log.warn(line);
+  const bind = async () => {
+    // The inputs it watches are checked too (a missing one is waited for by its watch).
+    await Promise.all([ASSIGNMENTS, MODULES].map((b) => refuseBadBucket(nc, kvBucket(b), warn)));
+    const kvs = new Map(await Promise.all(SEAT_BUCKETS.map(async (b) => [b, await ensureKv(nc, b, opts.replicas, warn)] as const)));
+    await ensureBucket(nc, objBucket(opts.archives), { replicas: opts.replicas, maxConsumers: maxConsumersFor(DEFAULT_MESH_NODES) }, warn);
+    return kvs;
+  };
+  const kvs = await bindWhenThere(bind, log, () => nc.isClosed());
+  if (!kvs) throw new Error('the connection closed before the seat\'s buckets were there');
+
+  const registry = kvs.get(REGISTRY_BUCKET)!;
+  await syncRegistry(nc, registry, log);
+  const timer = setInterval(() => {
+    syncRegistry(nc, registry, log).catch((err) => log.error(`registry: ${(err as Error).message}`));
+  }, REGISTRY_INTERVAL_MS);
+
+  const plans = kvs.get(PLANS)!;
+  const publisher = new KvPublisher(nc, PLANS, opts.inboxPrefix === undefined ? {} : { inboxPrefix: opts.inboxPrefix });
+  const composer = new Composer(
+    {
+      putPlan: (key, value) => publisher.put(key, value),
+      deletePlan: (key) => plans.delete(key),
+      health: (line) => nc.publish(HEALTH_SUBJECT, jsonBytes(line)),
+    },
+    log,
+    opts.onPass,
+  );
+  const verb = serveProvisioning(nc, log, undefined, composer.healthBook);
+  // The subscription reaches the server before the seat says it is ready: a request right after is answered.
+  await nc.flush();
+
+  const watches = ([['plans', PLANS], ['assignments', ASSIGNMENTS], ['modules', MODULES]] as const).map(([input, bucket]) => {
+    const watch = watchBucket(nc, bucket, '>', (e) => composer.update(input, e.key, e.value, e.revision), log);
+    void watch.caughtUp.then(() => composer.loaded(input));
+    return watch;
+  });
+
+  return {
+    composer,
+    async stop() {
+      clearInterval(timer);
+      await verb.stop();
+      for (const w of watches) w.stop();
+      composer.close();
+      await composer.idle();
+      publisher.close();
+    },
+  };
+}

@@ -1,0 +1,159 @@
+// The read-only verb `mesh-provisioner.provisioning` (DESIGN §6): answered only to an inbox, at most
+// MAX_CONCURRENT_REQUESTS at once, a seat bucket read from the cursor in key order (server/verb/read.ts),
+// checked key by key and cut into a page while reading, so that no reply exceeds the max payload.
+import { keyDisagreement } from '../../shared/keys.ts';
+import { PROVISIONING_VERB } from '../../shared/subjects.ts';
+import type { Msg, NatsConnection } from '@nats-io/transport-node';
+import { jsonBytes } from '../../shared/bus.ts';
+import { isInboxSubject } from '../../shared/inbox.ts';
+import { MAX_JSON_DEPTH, parseBoundedJson } from '../../shared/limits.ts';
+import type { Logger } from '../../shared/log.ts';
+import { validate, type VerbReply, type VerbRequest } from '../../shared/schemas.ts';
+import { answerHealth, type HealthSource } from './health.ts';
+import { Page, REPLY_HEADROOM, type Row } from './page.ts';
+import { parseVerbRequest, SHAPES, watchFilter, type BucketWhat, type Shape } from './request.ts';
+import { BucketReadError, readerOf, type VerbReader } from './read.ts';
+
+export { compareKeys } from '../../shared/keys.ts';
+export { REPLY_HEADROOM } from './page.ts';
+
+/** The max payload assumed when the connection has not said its own (the nats-server default). */
+export const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
+/** Requests answered at once at most; one past that is answered BUSY at once (DESIGN §11). */
+export const MAX_CONCURRENT_REQUESTS = 16;
+/** The `{error}` of a request past MAX_CONCURRENT_REQUESTS. */
+export const BUSY = 'busy';
+/** The levels a reply wraps around a stored value (`{entries: [{value}]}`): a reader allows this much more depth. */
+export const REPLY_NESTING = 3;
+
+/**
+ * Serves mesh-provisioner.provisioning until stopped; `reader` is the connection's own unless a test
+ * hands one in; `health` is the seat's memory of held and failed plans (without it, `health` is refused).
+ */
+export function serveProvisioning(nc: NatsConnection, log: Logger, reader: VerbReader = readerOf(nc), health?: HealthSource): { stop(): Promise<void> } {
+  const sub = nc.subscribe(PROVISIONING_VERB);
+  const inFlight = new InFlight(log);
+  const receive = (msg: Msg): void => {
+    // A reply published with the seat's rights to a subject the asker chose would be a write the
+    // asker is not granted ($KV.…, $JS.…): only an inbox is answered (DESIGN §11).
+    if (!msg.reply || !isInboxSubject(msg.reply)) {
+      log.debug(`provisioning: ignored a request with reply subject ${JSON.stringify((msg.reply ?? '').slice(0, 200))}`);
+      return;
+    }
+    const request = parseVerbRequest(msg.data);
+    if (!request.ok) return respond(msg, { error: request.reason }, log);
+    const admitted = inFlight.admit(() => answerRequest(reader, health, request.value, maxPayloadOf(nc))
+      .catch((err: unknown) => ({ error: `internal: ${(err as Error).message}` }))
+      .then((reply) => respond(msg, reply, log)));
+    if (!admitted) respond(msg, { error: BUSY }, log);
+  };
+  const loop = (async () => {
+    for await (const msg of sub) {
+      // One request that throws must not end the subscription for all the others.
+      try {
+        receive(msg);
+      } catch (err) {
+        log.error(`provisioning: ${(err as Error).message}`);
+      }
+    }
+  })().catch((err: unknown) => log.error(`provisioning: subscription ended: ${(err as Error).message}`));
+  log.info(`provisioning: serving ${PROVISIONING_VERB}`);
+  return {
+    async stop() {
+      if (!sub.isClosed()) sub.unsubscribe();
+      await loop;
+      await inFlight.settled();
+    },
+  };
+}
+
+/** The requests being answered, at most MAX_CONCURRENT_REQUESTS, and how many were shed meanwhile. */
+class InFlight {
+  readonly #running = new Set<Promise<void>>();
+  #shed = 0;
+
+  constructor(private readonly log: Logger) {}
+
+  /** Starts `work` and says true when a slot is free; says false (the request is shed) when none is. */
+  admit(work: () => Promise<void>): boolean {
+    if (this.#running.size >= MAX_CONCURRENT_REQUESTS) {
+      if (this.#shed++ === 0) this.log.warn(`provisioning: ${this.#running.size} requests in flight; answering ${BUSY} until one ends`);
+      return false;
+    }
+    const running: Promise<void> = work().finally(() => {
+      this.#running.delete(running);
+      if (this.#running.size > 0 || this.#shed === 0) return;
+      this.log.notice(`provisioning: answered ${this.#shed} requests ${BUSY}`);
+      this.#shed = 0;
+    });
+    this.#running.add(running);
+    return true;
+  }
+
+  /** Resolves once every request started has been answered. */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.#running]);
+  }
+}
+
+function maxPayloadOf(nc: NatsConnection): number {
+  return nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD;
+}
+
+function respond(msg: Msg, reply: VerbReply | { error: string }, log: Logger): void {
+  if ('error' in reply && reply.error !== BUSY) log.info(`provisioning: answered {error}: ${reply.error.slice(0, 500)}`);
+  try {
+    msg.respond(jsonBytes(reply));
+  } catch (err) {
+    log.warn(`provisioning: could not answer: ${(err as Error).message}`);
+  }
+}
+
+/** Answers one request body (exported for tests): `{error}` for a bad one, else the page asked for. */
+export async function answerProvisioning(
+  nc: NatsConnection,
+  body: Uint8Array,
+  maxPayload: number,
+  reader: VerbReader = readerOf(nc),
+  health?: HealthSource,
+): Promise<VerbReply | { error: string }> {
+  const request = parseVerbRequest(body);
+  if (!request.ok) return { error: request.reason };
+  return answerRequest(reader, health, request.value, maxPayload);
+}
+
+async function answerRequest(reader: VerbReader, health: HealthSource | undefined, request: VerbRequest, maxPayload: number): Promise<VerbReply | { error: string }> {
+  if (request.what === 'health') return health ? answerHealth(health, request, maxPayload) : { error: 'what: health is not kept by this server' };
+  return answerBucket(reader, { ...request, what: request.what }, maxPayload);
+}
+
+async function answerBucket(reader: VerbReader, request: VerbRequest & { what: BucketWhat }, maxPayload: number): Promise<VerbReply | { error: string }> {
+  const { what, limit, after } = request;
+  const shape = SHAPES[what];
+  const filter = watchFilter(request);
+  if (!filter.ok) return { error: filter.reason };
+  const page = new Page(what, limit ?? Infinity, maxPayload - REPLY_HEADROOM);
+  try {
+    read: for await (const run of reader.entries(shape.bucket, filter.value, after, maxPayload, () => page.room())) {
+      for (const { key, data } of run) if (!page.add(classify(shape, key, data, maxPayload))) break read;
+    }
+    return page.reply;
+  } catch (err) {
+    if (err instanceof BucketReadError) return { error: `reading ${shape.bucket}: ${err.message}` };
+    return { error: `internal: ${(err as Error).message}` };
+  }
+}
+
+/** An entry, or out of shape when the key, the value, or their agreement fails. */
+function classify(shape: Shape, key: string, data: Uint8Array, maxBytes: number): Row {
+  const parsedKey = shape.parseKey(key);
+  if (!parsedKey.ok) return { key, reason: `key: ${parsedKey.reason}` };
+  // At most MAX_JSON_DEPTH, so that the reply around it stays within what `query` reads (+ REPLY_NESTING).
+  const parsed = parseBoundedJson(data, { maxBytes, maxDepth: MAX_JSON_DEPTH });
+  if (!parsed.ok) return { key, reason: `value: ${parsed.reason}` };
+  const value = parsed.value;
+  const checked = validate(shape.schema, value);
+  if (!checked.ok) return { key, reason: `value: ${checked.reason}` };
+  const disagreement = typeof parsedKey.value === 'object' && parsedKey.value !== null ? keyDisagreement(parsedKey.value, value as Record<string, unknown>) : undefined;
+  return disagreement ? { key, reason: `value: ${disagreement}` } : { key, value };
+}
