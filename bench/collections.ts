@@ -8,7 +8,8 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { packTar } from 'modern-tar';
-import { connectBus, watchKv } from '../src/shared/bus.ts';
+import { connectBus } from '../src/shared/bus.ts';
+import { watchKv } from '../src/shared/watch/watch.ts';
 import { APPLIED, CONFIG } from '../src/shared/buckets.ts';
 import { fakeEngine, latencyRow, now, numberArg, startBenchMesh, waitUntil } from './lib.ts';
 

@@ -4,7 +4,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { watchKv, type Watch } from '../src/shared/bus.ts';
+import type { Watch } from '../src/shared/watch/types.ts';
+import { watchKv } from '../src/shared/watch/watch.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 

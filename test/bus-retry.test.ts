@@ -1,27 +1,39 @@
-// Waiting for a bucket (src/shared/retry.ts, waitForWatch in src/shared/bus.ts): the waits, the lines and
-// stopping, with the sleep and the watch handed in, so no time passes and no server runs.
+// Waiting for a bucket (src/shared/backoff.ts, src/shared/retry.ts, waitForWatch in src/shared/watch/bucket.ts): the waits, the lines and
+// stopping, with the timer and the watch handed in, so no time passes and no server runs.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { MAX_WATCH_RETRY_MS, waitForWatch, type Watch } from '../src/shared/bus.ts';
-import { FIRST_RETRY_MS, retryWithBackoff, type Sleep } from '../src/shared/retry.ts';
+import { MAX_WATCH_RETRY_MS, waitForWatch } from '../src/shared/watch/bucket.ts';
+import type { Watch } from '../src/shared/watch/types.ts';
+import { Backoff, backoffWait } from '../src/shared/backoff.ts';
+import { FIRST_RETRY_MS, retryWithBackoff } from '../src/shared/retry.ts';
+import type { Timer } from '../src/shared/timer.ts';
+import { NatsInternalsError } from '../src/shared/watch/internals.ts';
 
 const NO_RESPONDERS = 'waiting for bucket b (>): no responders: the bucket is missing or not granted to this account';
 
-/** A sleep that resolves at once, recording each wait. */
-function instantSleep(): { sleep: Sleep; waits: number[] } {
+/** A timer whose waits end at once, recording each wait. */
+function instantTimer(): { timer: Timer; waits: number[] } {
   const waits: number[] = [];
-  return { waits, sleep: async (ms) => void waits.push(ms) };
+  return {
+    waits,
+    timer: (fn, ms) => {
+      waits.push(ms);
+      fn();
+      return { cancel: () => {} };
+    },
+  };
 }
 
-/** A sleep the test ends: `asked` resolves with the wait when the loop starts sleeping, `wake()` ends that sleep. */
-function heldSleep(): { sleep: Sleep; asked(): Promise<number>; wake(): void } {
+/** A timer the test ends: `asked` resolves with the wait when the loop starts waiting, `wake()` ends that wait. */
+function heldTimer(): { timer: Timer; asked(): Promise<number>; wake(): void } {
   let onAsk: ((ms: number) => void) | undefined;
   let wake = () => {};
   return {
-    sleep: (ms) => new Promise((resolve) => {
-      wake = resolve;
+    timer: (fn, ms) => {
+      wake = fn;
       onAsk?.(ms);
-    }),
+      return { cancel: () => {} };
+    },
     asked: () => new Promise((resolve) => (onAsk = resolve)),
     wake: () => wake(),
   };
@@ -49,8 +61,21 @@ function lineLog(): { notice(l: string): void; debug(l: string): void; lines: st
 
 const noResponders = () => new Error('jetstream is not enabled');
 
+test('the one backoff doubles from its first wait, stays at its longest, and starts over on progress', () => {
+  const waits = (b: Backoff, n: number) => Array.from({ length: n }, () => b.failed());
+  assert.equal(waits(new Backoff({ firstMs: 250, maxMs: 5000 }), 8), [250, 500, 1000, 2000, 4000, 5000, 5000, 5000]);
+  assert.equal(waits(new Backoff({ firstMs: 1000, maxMs: 30_000 }), 7), [1000, 2000, 4000, 8000, 16_000, 30_000, 30_000]);
+  const b = new Backoff({ firstMs: 250, maxMs: 30_000 });
+  assert.equal(waits(b, 3), [250, 500, 1000]);
+  assert.is(b.failures, 3);
+  b.reset();
+  assert.equal(waits(b, 2), [250, 500]);
+  assert.is(backoffWait({ firstMs: 250, maxMs: 30_000 }, 1), 250);
+  assert.is(backoffWait({ firstMs: 250, maxMs: 30_000 }, 5000), 30_000, 'a long outage stays at the longest wait');
+});
+
 test('the waits between failed tries double from 250 ms and stay at 5000 ms', async () => {
-  const { sleep, waits } = instantSleep();
+  const { timer, waits } = instantTimer();
   let tries = 0;
   const value = await retryWithBackoff({
     attempt: async () => {
@@ -58,7 +83,7 @@ test('the waits between failed tries double from 250 ms and stay at 5000 ms', as
       return 'done';
     },
     onFailure: () => true,
-    sleep,
+    timer,
     stopped: () => false,
     maxMs: MAX_WATCH_RETRY_MS,
   });
@@ -70,7 +95,7 @@ test('the waits between failed tries double from 250 ms and stay at 5000 ms', as
 });
 
 test('each failure is heard with the wait that follows it, and a success after none waits not at all', async () => {
-  const { sleep, waits } = instantSleep();
+  const { timer, waits } = instantTimer();
   const heard: [string, number][] = [];
   let tries = 0;
   await retryWithBackoff({
@@ -78,17 +103,17 @@ test('each failure is heard with the wait that follows it, and a success after n
       if (++tries <= 3) throw new Error(`try ${tries}`);
     },
     onFailure: (err, ms) => heard.push([(err as Error).message, ms]) > 0,
-    sleep,
+    timer,
     stopped: () => false,
     maxMs: 400,
   });
   assert.equal(heard, [['try 1', 250], ['try 2', 400], ['try 3', 400]]);
-  assert.is(await retryWithBackoff({ attempt: async () => 7, onFailure: () => true, sleep, stopped: () => false, maxMs: 400 }), 7);
+  assert.is(await retryWithBackoff({ attempt: async () => 7, onFailure: () => true, timer, stopped: () => false, maxMs: 400 }), 7);
   assert.is(waits.length, 3);
 });
 
 test('a failure the listener gives up on ends the loop without a wait', async () => {
-  const { sleep, waits } = instantSleep();
+  const { timer, waits } = instantTimer();
   let tries = 0;
   const value = await retryWithBackoff({
     attempt: async () => {
@@ -96,7 +121,7 @@ test('a failure the listener gives up on ends the loop without a wait', async ()
       throw new Error('closed');
     },
     onFailure: () => false,
-    sleep,
+    timer,
     stopped: () => false,
     maxMs: 400,
   });
@@ -106,7 +131,7 @@ test('a failure the listener gives up on ends the loop without a wait', async ()
 });
 
 test('a loop stopped while it waits tries no more once the wait ends', async () => {
-  const held = heldSleep();
+  const held = heldTimer();
   let stopped = false;
   let tries = 0;
   const asked = held.asked();
@@ -116,7 +141,7 @@ test('a loop stopped while it waits tries no more once the wait ends', async () 
       throw new Error('missing');
     },
     onFailure: () => true,
-    sleep: held.sleep,
+    timer: held.timer,
     stopped: () => stopped,
     maxMs: 400,
   });
@@ -128,11 +153,11 @@ test('a loop stopped while it waits tries no more once the wait ends', async () 
 });
 
 test('a missing bucket is said once at notice, its repeats at debug, a new reason at notice again, then that it is there', async () => {
-  const { sleep, waits } = instantSleep();
+  const { timer, waits } = instantTimer();
   const log = lineLog();
   const quoted = (name: string) => new Error(`consumer "${name}" not found`);
   const opens = openAfter([noResponders(), noResponders(), noResponders(), quoted('a1'), quoted('b2'), noResponders()]);
-  const watch = waitForWatch('bucket b (>)', log, { open: opens.open, closed: () => false, sleep });
+  const watch = waitForWatch('bucket b (>)', log, { open: opens.open, closed: () => false, timer });
   await watch.caughtUp;
   assert.is(opens.tries(), 7);
   assert.equal(waits, [250, 500, 1000, 2000, 4000, 5000]);
@@ -149,19 +174,19 @@ test('a missing bucket is said once at notice, its repeats at debug, a new reaso
 });
 
 test('a bucket there at the first try is watched without a line', async () => {
-  const { sleep, waits } = instantSleep();
+  const { timer, waits } = instantTimer();
   const log = lineLog();
-  await waitForWatch('bucket b (>)', log, { open: openAfter([]).open, closed: () => false, sleep }).caughtUp;
+  await waitForWatch('bucket b (>)', log, { open: openAfter([]).open, closed: () => false, timer }).caughtUp;
   assert.equal(log.lines, []);
   assert.equal(waits, []);
 });
 
 test('stop() while waiting for the bucket ends the wait: no more tries, caughtUp resolves', async () => {
-  const held = heldSleep();
+  const held = heldTimer();
   const log = lineLog();
   const opens = openAfter([noResponders(), noResponders()]);
   const asked = held.asked();
-  const watch = waitForWatch('bucket b (>)', log, { open: opens.open, closed: () => false, sleep: held.sleep });
+  const watch = waitForWatch('bucket b (>)', log, { open: opens.open, closed: () => false, timer: held.timer });
   assert.is(await asked, 250);
   watch.stop();
   held.wake();
@@ -171,9 +196,9 @@ test('stop() while waiting for the bucket ends the wait: no more tries, caughtUp
 });
 
 test('stop() after the bucket is watched stops the watch; a watch opened after stop() is stopped at once', async () => {
-  const { sleep } = instantSleep();
+  const { timer } = instantTimer();
   const opens = openAfter([noResponders()]);
-  const watch = waitForWatch('bucket b (>)', lineLog(), { open: opens.open, closed: () => false, sleep });
+  const watch = waitForWatch('bucket b (>)', lineLog(), { open: opens.open, closed: () => false, timer });
   await watch.caughtUp;
   watch.stop();
   assert.is(opens.stops(), 1);
@@ -184,7 +209,7 @@ test('stop() after the bucket is watched stops the watch; a watch opened after s
   const late = waitForWatch('bucket b (>)', lineLog(), {
     open: () => new Promise<Watch>((resolve) => (release = () => resolve(inner))),
     closed: () => false,
-    sleep,
+    timer,
   });
   late.stop();
   release();
@@ -193,10 +218,22 @@ test('stop() after the bucket is watched stops the watch; a watch opened after s
 });
 
 test('a closed connection ends the wait without a line', async () => {
-  const { sleep, waits } = instantSleep();
+  const { timer, waits } = instantTimer();
   const log = lineLog();
   const opens = openAfter([noResponders(), noResponders()]);
-  await waitForWatch('bucket b (>)', log, { open: opens.open, closed: () => true, sleep }).caughtUp;
+  await waitForWatch('bucket b (>)', log, { open: opens.open, closed: () => true, timer }).caughtUp;
+  assert.is(opens.tries(), 1);
+  assert.equal(waits, []);
+  assert.equal(log.lines, []);
+});
+
+test('a nats.js without the private parts the watch relies on is not waited out: one try, no wait, caughtUp rejects with the error', async () => {
+  const { timer, waits } = instantTimer();
+  const log = lineLog();
+  const changed = new NatsInternalsError('the installed nats.js is not the one the watch was proven on');
+  const opens = openAfter([changed, noResponders()]);
+  const watch = waitForWatch('bucket b (>)', log, { open: opens.open, closed: () => false, timer });
+  await watch.caughtUp.then(() => assert.unreachable('caught up'), (err: unknown) => assert.is(err, changed));
   assert.is(opens.tries(), 1);
   assert.equal(waits, []);
   assert.equal(log.lines, []);

@@ -6,7 +6,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Composer, type ComposerSink, type InputName, type PassSummary } from '../src/server/seat/composer.ts';
 import { PlanWriter, type WriteOutcome } from '../src/server/seat/plan-writer.ts';
-import type { Timer } from '../src/server/seat/write-retry.ts';
+import type { Timer } from '../src/shared/timer.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 import type { Health, Plan } from '../src/shared/schemas.ts';
 

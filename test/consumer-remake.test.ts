@@ -1,25 +1,37 @@
 // How a watch's consumer is made again while the bus fails over (src/shared/watch/remake.ts),
-// against a fake consumer API whose creates the test answers, refuses or leaves unanswered.
+// against a fake of nats.js's private consumer API (src/shared/watch/internals.ts) whose creates the
+// test answers, refuses or leaves unanswered, on a fake clock: exact times, no sleeping.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { ConsumerConfig, ConsumerInfo } from '@nats-io/jetstream';
-import { hastenRemakes, REMAKE_HEDGE_MS, REMAKE_IN_FLIGHT, REMAKE_TIMEOUT_MS, type ConsumerApi } from '../src/shared/watch/remake.ts';
-import { sleep } from './helpers/wait.ts';
+import type { ConsumerConfig, ConsumerInfo, ConsumerMessages } from '@nats-io/jetstream';
+import { orderedConsumer } from '../src/shared/watch/internals.ts';
+import { hastenRemakes, REMAKE_HEDGE_MS, REMAKE_IN_FLIGHT, REMAKE_TIMEOUT_MS } from '../src/shared/watch/remake.ts';
+import { fakeClock, flush } from './helpers/clock.ts';
+
+/** The private consumer API as nats.js's reset calls it (`this.timeout` its request timeout). */
+type ConsumerApi = {
+  timeout: number;
+  add(stream: string, config: ConsumerConfig): Promise<ConsumerInfo>;
+  delete(stream: string, name: string): Promise<boolean>;
+};
 
 type Create = { name: string; deliver: string; timeout: number; at: number; made(): void; lost(): void; refused(why: string): void };
 
-/** A consumer API whose creates wait for the test; deletes recorded. */
+/**
+ * An ordered consumer's private parts whose creates wait for the test; deletes recorded. `internals`
+ * is the object nats.js's reset goes through, `consumer` what the watch holds of it.
+ */
 function fakeApi() {
+  const clock = fakeClock();
   const creates: Create[] = [];
   const deleted: string[] = [];
-  const began = Date.now();
   const api = {
     timeout: 5000,
     add(this: ConsumerApi, _stream: string, config: ConsumerConfig) {
       const timeout = this.timeout;
       return new Promise<ConsumerInfo>((resolve, reject) => {
         creates.push({
-          name: config.name!, deliver: config.deliver_subject!, timeout, at: Date.now() - began,
+          name: config.name!, deliver: config.deliver_subject!, timeout, at: clock.now(),
           made: () => resolve({ name: config.name!, config } as unknown as ConsumerInfo),
           lost: () => reject(new Error('timeout')),
           refused: (why) => reject(new Error(why)),
@@ -31,8 +43,9 @@ function fakeApi() {
       return true;
     },
   };
-  const internals = { consumer: { api: api as unknown as ConsumerApi } };
-  return { creates, deleted, internals };
+  const internals = { reset() {}, getConsumerOpts: () => ({}), cursor: { stream_seq: 0, deliver_seq: 0 }, consumer: { api: api as unknown as ConsumerApi } };
+  const consumer = orderedConsumer(internals as unknown as ConsumerMessages);
+  return { clock, creates, deleted, internals, consumer };
 }
 
 const config = (serial: number): ConsumerConfig => ({ name: `oc_${serial}`, deliver_subject: `_INBOX.d.${serial}` } as ConsumerConfig);
@@ -40,56 +53,58 @@ const config = (serial: number): ConsumerConfig => ({ name: `oc_${serial}`, deli
 test('an unanswered create is hedged: another under its own name every 300 ms, at most three at once, the first made wins and a late one is deleted', async () => {
   const f = fakeApi();
   const lines: string[] = [];
-  hastenRemakes(f.internals, 'watch w', { debug: (l) => lines.push(l) });
+  hastenRemakes(f.consumer, 'watch w', { debug: (l) => lines.push(l) }, f.clock);
   const made = f.internals.consumer.api.add('KV_x', config(2));
-  await sleep(REMAKE_HEDGE_MS * REMAKE_IN_FLIGHT + 200);
+  await f.clock.advance(REMAKE_HEDGE_MS * REMAKE_IN_FLIGHT + 200);
   assert.equal(f.creates.map((c) => c.name), ['oc_2', 'oc_2_1', 'oc_2_2'], 'three in flight, no more');
   assert.ok(f.creates.every((c) => c.deliver === '_INBOX.d.2' && c.timeout === REMAKE_TIMEOUT_MS));
-  assert.ok(f.creates[1]!.at >= REMAKE_HEDGE_MS - 20 && f.creates[2]!.at >= 2 * REMAKE_HEDGE_MS - 20, JSON.stringify(f.creates.map((c) => c.at)));
+  assert.equal(f.creates.map((c) => c.at), [0, REMAKE_HEDGE_MS, 2 * REMAKE_HEDGE_MS]);
   // The first was placed on a server that is gone: its loss sends another at once.
   f.creates[0]!.lost();
-  await sleep(10);
+  await flush();
   assert.is(f.creates.length, 4);
-  assert.match(lines.join('\n'), /watch w: a create of its consumer went unanswered/);
+  assert.is(f.creates[3]!.at, REMAKE_HEDGE_MS * REMAKE_IN_FLIGHT + 200);
+  assert.equal(lines, [`watch w: a create of its consumer went unanswered (${REMAKE_HEDGE_MS * REMAKE_IN_FLIGHT + 200} ms into the re-make); sending another`]);
   f.creates[2]!.made();
   assert.is((await made).name, 'oc_2_2');
   f.creates[1]!.made();
-  await sleep(10);
+  await flush();
   assert.equal(f.deleted, ['oc_2_1'], 'a second success is deleted');
-  await sleep(REMAKE_HEDGE_MS + 50);
+  await f.clock.advance(REMAKE_HEDGE_MS + 50);
   assert.is(f.creates.length, 4, 'no create after one was made');
+  assert.equal(f.clock.pending(), [], 'no hedge left armed');
 });
 
 test('a create answered at once sends no hedge', async () => {
   const f = fakeApi();
-  hastenRemakes(f.internals, 'watch w');
+  hastenRemakes(f.consumer, 'watch w', undefined, f.clock);
   const made = f.internals.consumer.api.add('KV_x', config(2));
   f.creates[0]!.made();
   assert.is((await made).name, 'oc_2');
-  await sleep(REMAKE_HEDGE_MS + 50);
+  await f.clock.advance(REMAKE_HEDGE_MS + 50);
   assert.is(f.creates.length, 1);
 });
 
 test('an answered refusal goes to nats.js at once, which waits before its next reset', async () => {
   const f = fakeApi();
-  hastenRemakes(f.internals, 'watch w');
+  hastenRemakes(f.consumer, 'watch w', undefined, f.clock);
   const made = f.internals.consumer.api.add('KV_x', config(2));
   f.creates[0]!.refused('stream not found');
   await made.then(() => assert.unreachable('made'), (err: Error) => assert.is(err.message, 'stream not found'));
-  await sleep(REMAKE_HEDGE_MS + 50);
+  await f.clock.advance(REMAKE_HEDGE_MS + 50);
   assert.is(f.creates.length, 1);
 });
 
 test('a re-make replaced by a later reset never settles, sends nothing more, and its consumer is deleted if made', async () => {
   const f = fakeApi();
-  hastenRemakes(f.internals, 'watch w');
+  hastenRemakes(f.consumer, 'watch w', undefined, f.clock);
   let settled = false;
   void f.internals.consumer.api.add('KV_x', config(2)).finally(() => (settled = true));
   const newer = f.internals.consumer.api.add('KV_x', config(3));
   f.creates[0]!.made();
   f.creates[1]!.made();
   assert.is((await newer).name, 'oc_3');
-  await sleep(REMAKE_HEDGE_MS + 50);
+  await f.clock.advance(REMAKE_HEDGE_MS + 50);
   assert.not.ok(settled);
   assert.equal(f.deleted, ['oc_2']);
   assert.equal(f.creates.map((c) => c.name), ['oc_2', 'oc_3']);
@@ -97,10 +112,10 @@ test('a re-make replaced by a later reset never settles, sends nothing more, and
 
 test('a stopped watch sends no more creates', async () => {
   const f = fakeApi();
-  const remakes = hastenRemakes(f.internals, 'watch w');
+  const remakes = hastenRemakes(f.consumer, 'watch w', undefined, f.clock);
   void f.internals.consumer.api.add('KV_x', config(2));
   remakes.stop();
-  await sleep(REMAKE_HEDGE_MS * 2);
+  await f.clock.advance(REMAKE_HEDGE_MS * 2);
   assert.is(f.creates.length, 1);
 });
 

@@ -4,7 +4,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { jsonBytes } from '../src/shared/bus.ts';
+import { jsonBytes } from '../src/shared/bytes.ts';
 import { askSubject, changedSubject } from '../src/shared/subjects.ts';
 import { connectBus } from '../src/shared/bus.ts';
 import { asker, AskError } from '../src/sdk/ask.ts';

@@ -5,7 +5,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
-import { ensureKv, jsonBytes } from '../src/shared/bus.ts';
+import { ensureKv } from '../src/shared/bus.ts';
+import { jsonBytes } from '../src/shared/bytes.ts';
 import { boundKey } from '../src/shared/keys.ts';
 import { ensureBuilt } from './helpers/bundle.ts';
 import { withMesh } from './helpers/mesh.ts';

@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert';
 import { join } from 'node:path';
 import { Kvm, type KV } from '@nats-io/kv';
 import { jetstream } from '@nats-io/jetstream';
-import { jsonBytes } from '../src/shared/bus.ts';
+import { jsonBytes } from '../src/shared/bytes.ts';
 import { COLLECT } from '../src/shared/buckets.ts';
 import { PROVISIONING_VERB } from '../src/shared/subjects.ts';
 import type { VerbReply } from '../src/shared/schemas.ts';

@@ -9,7 +9,7 @@ import pg from 'pg';
 import { postgresAdapter, type PostgresAdapter } from '../examples/postgres-provider/adapter.ts';
 import { runProvider, type ProviderHandle } from '../src/sdk/provider.ts';
 import { memoryLogger } from '../src/shared/log.ts';
-import { readAll } from '../src/shared/bus.ts';
+import { readAll } from '../src/shared/watch/read-all.ts';
 import { startMesh, type Mesh } from './helpers/mesh.ts';
 import { startPostgres, type Postgres } from './helpers/postgres.ts';
 import { startVault, type Vault } from './helpers/vault.ts';

@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createEngineClient, type EngineClient } from '../src/client/handoff/fill-socket.ts';
-import { jsonBytes } from '../src/shared/bus.ts';
+import { jsonBytes } from '../src/shared/bytes.ts';
 import { contentDigest, type FillContent, type FillFile, type FillReply } from '../src/shared/fill-protocol.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 import { PROVISIONING_VERB } from '../src/shared/subjects.ts';

@@ -6,7 +6,7 @@ import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { failedReport, filledReport, Reporter } from '../src/client/report/reporter.ts';
 import { groupNeeds, settleStoredNeeds } from '../src/client/report/stale-needs.ts';
-import { jsonBytes } from '../src/shared/bus.ts';
+import { jsonBytes } from '../src/shared/bytes.ts';
 import { needKey } from '../src/shared/keys.ts';
 import { PutRefusedError } from '../src/shared/kv-publisher.ts';
 import { memoryLogger } from '../src/shared/log.ts';

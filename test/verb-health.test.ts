@@ -4,7 +4,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { PROVISIONING_VERB } from '../src/shared/subjects.ts';
-import { jsonBytes } from '../src/shared/bus.ts';
+import { jsonBytes } from '../src/shared/bytes.ts';
 import type { VerbReply } from '../src/shared/schemas.ts';
 import type { HealthEntry } from '../src/server/seat/health-book.ts';
 import { answerProvisioning, REPLY_HEADROOM } from '../src/server/verb/serve.ts';

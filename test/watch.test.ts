@@ -1,18 +1,22 @@
-// The shared watch (src/shared/bus.ts): nothing lost while it is created, caught-up signalled, recovered after a restart.
+// The shared watch (src/shared/watch/): nothing lost while it is created, caught-up signalled, recovered after a restart.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { cpSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerInfo } from '@nats-io/jetstream';
+import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerInfo, type ConsumerMessages } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
-import { connectBus, ensureKv, watchBucket, watchKv, type WatchEvent } from '../src/shared/bus.ts';
+import { connectBus, ensureKv } from '../src/shared/bus.ts';
+import { watchBucket } from '../src/shared/watch/bucket.ts';
+import { checkInternals, missingInternals, NatsInternalsError, PINNED_NATS_JS } from '../src/shared/watch/internals.ts';
+import type { WatchEvent } from '../src/shared/watch/types.ts';
+import { watchKv } from '../src/shared/watch/watch.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 import { WATCH_HEARTBEAT_MS, WATCH_MISSED_HEARTBEATS } from '../src/shared/watch/keeper.ts';
 import { WatchState } from '../src/shared/watch/state.ts';
 import { startNats, type NatsServer } from './helpers/nats.ts';
 import { waitFor } from './helpers/wait.ts';
 
-test('the object consume() returns still has the private reset(), getConsumerOpts() and cursor the watch relies on (a nats.js upgrade must re-prove the workaround)', async () => {
+test('the object consume() returns has the private parts the watch relies on, as every program checks on its first watch (a nats.js upgrade must re-prove them)', async () => {
   const server = await startNats();
   const nc = await connectBus({ servers: [server.url], name: 'test' });
   try {
@@ -24,23 +28,17 @@ test('the object consume() returns still has the private reset(), getConsumerOpt
     });
     const messages = await consumer.consume({ callback: () => {} });
     try {
-      const version = jetstreamVersion();
-      assert.ok(
-        typeof (messages as unknown as { reset?: unknown }).reset === 'function',
-        `@nats-io/jetstream ${version}: the object consume() returns has no reset() method any more. watchKv in ` +
-          'src/shared/bus.ts calls that private method (proven on the pinned 3.4.0) to replace its first consumer; ' +
-          'pin @nats-io/* back to 3.4.0, or find the new way and re-prove "a value written while the watch is being created is seen".',
-      );
+      try {
+        checkInternals(messages);
+      } catch (err) {
+        assert.unreachable(`@nats-io/jetstream ${jetstreamVersion()} is installed: ${(err as Error).message}`);
+      }
+      // The same object without one of them is refused with a line naming the part, the pinned version and what to do.
+      const changed = Object.create(messages, { reset: { value: undefined } }) as ConsumerMessages;
+      assert.equal(missingInternals(changed), ['reset()']);
+      assert.throws(() => checkInternals(changed), (err: Error) => err instanceof NatsInternalsError &&
+        err.message.includes('has no reset()') && err.message.includes(`@nats-io/* ${PINNED_NATS_JS}`) && !err.message.includes('\n'));
     } finally {
-      // The keeper (src/shared/watch/keeper.ts) amends the private getConsumerOpts() (a short heartbeat)
-      // and reads the private cursor (where a reset resumes).
-      const internals = messages as unknown as { getConsumerOpts?: unknown; cursor?: { stream_seq?: unknown } };
-      assert.ok(typeof internals.getConsumerOpts === 'function', `@nats-io/jetstream ${jetstreamVersion()}: no private getConsumerOpts() any more; src/shared/watch/keeper.ts sets the watch's heartbeat through it`);
-      assert.ok(typeof internals.cursor?.stream_seq === 'number', `@nats-io/jetstream ${jetstreamVersion()}: no private cursor.stream_seq any more; src/shared/watch/keeper.ts re-reads a wiped stream through it`);
-      // shared/watch/remake.ts hedges the creates of a reset through the private consumer API.
-      const remake = messages as unknown as { consumer?: { api?: { add?: unknown; delete?: unknown; timeout?: unknown } } };
-      assert.ok(typeof remake.consumer?.api?.add === 'function' && typeof remake.consumer.api.delete === 'function' && typeof remake.consumer.api.timeout === 'number',
-        `@nats-io/jetstream ${jetstreamVersion()}: the consumer behind consume() has no private api.add/delete/timeout any more; src/shared/watch/remake.ts hedges re-makes through them`);
       messages.stop();
     }
   } finally {

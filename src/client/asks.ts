@@ -3,7 +3,7 @@
 // askable value changes — never the value itself.
 import type { NatsConnection } from '@nats-io/transport-node';
 import * as v from 'valibot';
-import { jsonBytes } from '../shared/bus.ts';
+import { jsonBytes } from '../shared/bytes.ts';
 import { isInboxSubject } from '../shared/inbox.ts';
 import type { Logger } from '../shared/log.ts';
 import { PLACEMENT_KINDS } from '../shared/registry.ts';

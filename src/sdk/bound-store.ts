@@ -3,7 +3,9 @@
 // differ. Nothing here looks at credentials: what is handed to `put` was screened before.
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { ensureKv, jsonBytes, readAll, sameBytes } from '../shared/bus.ts';
+import { ensureKv } from '../shared/bus.ts';
+import { jsonBytes, sameBytes } from '../shared/bytes.ts';
+import { readAll } from '../shared/watch/read-all.ts';
 import { boundBucket, parseBoundKey } from '../shared/keys.ts';
 import { BoundEntrySchema, decodeJson } from '../shared/schemas.ts';
 import type { BoundValue, Served } from './types.ts';

@@ -2,12 +2,13 @@
 // consumer in step on a bounded work queue — a failing or hung consumer waits for its own retry
 // (capped backoff) while the others are served. Driven by change: the file's directory watch, a
 // retry per failing consumer and an optional re-check; never a blind poll.
+import { Backoff, backoffWait } from '../shared/backoff.ts';
 import { AdapterCalls } from './adapter-calls.ts';
 import { BoundStore } from './bound-store.ts';
 import { ConsumerSync } from './consumer-sync.ts';
 import { watchFile, type FileWatch, type Want } from './consumers-file.ts';
 import type { ProviderLog, ResolvedOptions } from './provider-options.ts';
-import { backoffMs, Retries } from './retries.ts';
+import { Retries } from './retries.ts';
 import { WantedList } from './wanted-list.ts';
 import { WorkQueue } from './work-queue.ts';
 
@@ -36,7 +37,8 @@ export class Reconciler {
   /** Whether reads are running; `#refreshDone` resolves when they end. */
   #refreshing = false;
   #refreshDone: Promise<void> = Promise.resolve();
-  #refreshFailures = 0;
+  /** Reads failed in a row, and the wait before the next. */
+  readonly #readBackoff: Backoff;
   #refreshRetrying = false;
   #stopped = false;
   #watch: FileWatch | undefined;
@@ -46,6 +48,7 @@ export class Reconciler {
     this.#o = opts;
     this.#wanted = new WantedList(opts.consumersFile, opts.provision, (level, line) => this.#say(level, line));
     this.#calls = new AdapterCalls(opts.callTimeoutMs, (key) => this.#settled(key));
+    this.#readBackoff = new Backoff(opts.retry);
     this.#retries = new Retries(opts.retry, (key) => {
       if (!this.#stopped) this.#queue.add(key, false);
     });
@@ -90,7 +93,7 @@ export class Reconciler {
   #armWatch(failures: number): void {
     const again = (err: unknown, failed: number) => {
       this.#watch?.close();
-      const wait = backoffMs(this.#o.retry, failed);
+      const wait = backoffWait(this.#o.retry, failed);
       this.#say('error', `cannot watch ${this.#o.consumersFile}: ${errorText(err)}; trying again in ${wait} ms`);
       this.#later(wait, () => this.#armWatch(failed));
     };
@@ -119,7 +122,7 @@ export class Reconciler {
       this.#refresh = { file: false, all: false };
       try {
         await this.#read(asked);
-        this.#refreshFailures = 0;
+        this.#readBackoff.reset();
       } catch (err) {
         this.#readFailed(err);
       }
@@ -144,7 +147,7 @@ export class Reconciler {
   }
 
   #readFailed(err: unknown): void {
-    const wait = backoffMs(this.#o.retry, ++this.#refreshFailures);
+    const wait = this.#readBackoff.failed();
     this.#say('error', `reconcile of ${this.#o.provision} failed: ${this.#screen(errorText(err))}; trying again in ${wait} ms`);
     if (this.#refreshRetrying) return;
     this.#refreshRetrying = true;

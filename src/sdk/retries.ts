@@ -1,27 +1,23 @@
 // A failing consumer's retries (DESIGN §1): each consumer waits for its own next try, the wait
-// doubling from the first to the most, and a consumer whose wants changed is tried at once.
+// doubling from the first to the most (shared/backoff.ts), and a consumer whose wants changed is tried at once.
+import { Backoff, type BackoffLimits } from '../shared/backoff.ts';
+import { unrefTimer, type Timer } from '../shared/timer.ts';
 
-/** The backoff after a failure: the first wait and the most, in ms. */
-export type Backoff = { firstMs: number; maxMs: number };
-
-/** A failed consumer waiting for its next try. */
-type Retry = { failures: number; fingerprint: string | undefined; due: boolean; timer: NodeJS.Timeout };
-
-/** The wait after `failures` failures in a row. */
-export function backoffMs(backoff: Backoff, failures: number): number {
-  return Math.min(backoff.firstMs * 2 ** (failures - 1), backoff.maxMs);
-}
+/** A failed consumer waiting for its next try: its failures in a row while it asks for `fingerprint`. */
+type Retry = { backoff: Backoff; fingerprint: string | undefined; due: boolean; waiting?: { cancel(): void } };
 
 /** The retries of one helper, by consumer key. */
 export class Retries {
-  readonly #backoff: Backoff;
+  readonly #limits: BackoffLimits;
   readonly #due: (key: string) => void;
+  readonly #timer: Timer;
   readonly #byKey = new Map<string, Retry>();
 
-  /** `due` hears a consumer's wait end. */
-  constructor(backoff: Backoff, due: (key: string) => void) {
-    this.#backoff = backoff;
+  /** `due` hears a consumer's wait end; `timer` waits (tests hand in their own). */
+  constructor(limits: BackoffLimits, due: (key: string) => void, timer: Timer = unrefTimer) {
+    this.#limits = limits;
     this.#due = due;
+    this.#timer = timer;
   }
 
   /** Whether the consumer may be worked on now: no failure waits, its wait ended, or it asks for something else now. */
@@ -33,27 +29,28 @@ export class Retries {
   /** Counts a failure of the consumer (asking for `fingerprint`) and arms its next try; returns the count and the wait. */
   failed(key: string, fingerprint: string | undefined): { failures: number; waitMs: number } {
     const last = this.#byKey.get(key);
-    if (last) clearTimeout(last.timer);
-    const failures = (last && last.fingerprint === fingerprint ? last.failures : 0) + 1;
-    const waitMs = backoffMs(this.#backoff, failures);
-    const retry: Retry = { failures, fingerprint, due: false, timer: setTimeout(() => {
+    last?.waiting?.cancel();
+    // Asking for something else is progress: its backoff starts over.
+    const backoff = last && last.fingerprint === fingerprint ? last.backoff : new Backoff(this.#limits);
+    const waitMs = backoff.failed();
+    const retry: Retry = { backoff, fingerprint, due: false };
+    retry.waiting = this.#timer(() => {
       retry.due = true;
       this.#due(key);
-    }, waitMs).unref() };
+    }, waitMs);
     this.#byKey.set(key, retry);
-    return { failures, waitMs };
+    return { failures: backoff.failures, waitMs };
   }
 
   /** Forgets the consumer's failures: it was brought in step. */
   succeeded(key: string): void {
-    const retry = this.#byKey.get(key);
-    if (retry) clearTimeout(retry.timer);
+    this.#byKey.get(key)?.waiting?.cancel();
     this.#byKey.delete(key);
   }
 
   /** Disarms every retry (the helper stops). */
   clear(): void {
-    for (const retry of this.#byKey.values()) clearTimeout(retry.timer);
+    for (const retry of this.#byKey.values()) retry.waiting?.cancel();
     this.#byKey.clear();
   }
 }

@@ -3,7 +3,7 @@
 // bus without isolation) — on a bus with isolation only `init`, run with the admin login, creates.
 import type { NatsConnection } from '@nats-io/transport-node';
 import { JetStreamApiCodes, JetStreamApiError, jetstreamManager, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
-import { retryWithBackoff, timerSleep } from './retry.ts';
+import { retryWithBackoff } from './retry.ts';
 import { bucketProblems, bucketWarnings, describeProblems, streamConfigOf, streamOf, type BucketSize, type BucketSpec } from './bucket-spec.ts';
 
 /** A bucket whose stream holds more than its bucket: no program uses it. */
@@ -101,7 +101,6 @@ export async function bindWhenThere<T>(bind: () => Promise<T>, log: { notice(lin
   let said = '';
   const bound = await retryWithBackoff({
     attempt: bind,
-    sleep: timerSleep,
     stopped,
     maxMs: MISSING_BUCKET_RETRY_MS,
     onFailure: (err) => {

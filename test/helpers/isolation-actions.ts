@@ -2,7 +2,9 @@
 // `na` is the attacker's, `nb` the other node, whose keys must stay as they are), the actions a
 // real connection makes, and the builders of the common kinds of row.
 import { createInbox, headers, type NatsConnection } from '@nats-io/transport-node';
-import { jsonBytes, openKv, watchKv } from '../../src/shared/bus.ts';
+import { openKv } from '../../src/shared/bus.ts';
+import { jsonBytes } from '../../src/shared/bytes.ts';
+import { watchKv } from '../../src/shared/watch/watch.ts';
 import { APPLIED, COLLECT, CONFIG, NEEDS } from '../../src/shared/buckets.ts';
 import { collectKey, needKey } from '../../src/shared/keys.ts';
 import { INBOX_PREFIXES, USERS } from '../../src/server/commands/bus-config/config.ts';

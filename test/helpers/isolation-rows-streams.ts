@@ -4,7 +4,7 @@
 // inbox prefixes give a node nothing of theirs.
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager, type StreamConfig } from '@nats-io/jetstream';
-import { jsonBytes } from '../../src/shared/bus.ts';
+import { jsonBytes } from '../../src/shared/bytes.ts';
 import { APPLIED, CONFIG, PLANS, REGISTRY_BUCKET } from '../../src/shared/buckets.ts';
 import { PROVISIONING_VERB, VAULT_CREDENTIAL, vaultCredentialOf } from '../../src/shared/subjects.ts';
 import { boundBucket, INBOX_PREFIXES, USERS } from '../../src/server/commands/bus-config/config.ts';

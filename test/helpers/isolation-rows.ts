@@ -3,7 +3,9 @@
 // come of it, and how to see what did.
 import { Empty } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { jsonBytes, openKv, watchKv } from '../../src/shared/bus.ts';
+import { openKv } from '../../src/shared/bus.ts';
+import { jsonBytes } from '../../src/shared/bytes.ts';
+import { watchKv } from '../../src/shared/watch/watch.ts';
 import { APPLIED, COLLECT, CONFIG, DEFAULT_ARCHIVES, NEEDS, PLANS, REGISTRY_BUCKET } from '../../src/shared/buckets.ts';
 import { askSubject, PROVISIONING_VERB, VAULT_CREDENTIAL } from '../../src/shared/subjects.ts';
 import { boundBucket, INBOX_PREFIXES, USERS } from '../../src/server/commands/bus-config/config.ts';

@@ -3,7 +3,8 @@
 // the bus holds it, kept by a watch (each key's revision and bytes).
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { jsonBytes, watchKv } from '../../src/shared/bus.ts';
+import { jsonBytes } from '../../src/shared/bytes.ts';
+import { watchKv } from '../../src/shared/watch/watch.ts';
 import { PLANS } from '../../src/shared/buckets.ts';
 import { composePlan } from '../../src/server/seat/compose.ts';
 import { AssignmentSchema, CompositionSchema, decodeJson } from '../../src/shared/schemas.ts';

@@ -7,7 +7,8 @@
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { jsonBytes, openKv } from '../../src/shared/bus.ts';
+import { openKv } from '../../src/shared/bus.ts';
+import { jsonBytes } from '../../src/shared/bytes.ts';
 import { PLANS } from '../../src/shared/buckets.ts';
 import { isInboxSubject } from '../../src/shared/inbox.ts';
 import { VAULT_CHANGED, VAULT_CREDENTIAL } from '../../src/shared/subjects.ts';

@@ -1,7 +1,7 @@
 // Recording a module's items in `mesh-provisioner_collect` (DESIGN §7 point 6): only what differs
 // from what the bucket holds, items the plan no longer has deleted, a removed module's all.
 import type { KV } from '@nats-io/kv';
-import { jsonBytes } from '../../shared/bus.ts';
+import { jsonBytes } from '../../shared/bytes.ts';
 import { COLLECT } from '../../shared/buckets.ts';
 import { collectKey } from '../../shared/keys.ts';
 import type { Logger } from '../../shared/log.ts';

@@ -3,21 +3,13 @@
 // bucket has no leader) is tried again in the background, the wait doubling, until one try lands or
 // a newer write of the same key replaces it. Nothing else would write it again: a report is written
 // only when the module's state changes, and its next fill may be hours away.
+import { Backoff, type BackoffLimits } from '../../shared/backoff.ts';
+import { unrefTimer, type Timer } from '../../shared/timer.ts';
 
 /** The wait before a failed write's first retry. */
 export const FIRST_KEY_RETRY_MS = 250;
 /** The longest wait between tries: a few seconds, as a failover takes 5–20 s. */
 export const MAX_KEY_RETRY_MS = 5000;
-
-/** Runs `fn` once after `ms`; the handle cancels it. */
-export type RetryTimer = (fn: () => void, ms: number) => { cancel(): void };
-
-/** The real timer, unref'd: the bus connection keeps a running client alive, a stopped one need not wait. */
-export const unrefRetryTimer: RetryTimer = (fn, ms) => {
-  const t = setTimeout(fn, ms);
-  t.unref();
-  return { cancel: () => clearTimeout(t) };
-};
 
 /** How KeyRetry waits. */
 export type KeyRetryOptions = {
@@ -25,28 +17,27 @@ export type KeyRetryOptions = {
   firstMs?: number;
   /** The longest wait (MAX_KEY_RETRY_MS). */
   maxMs?: number;
-  /** The timer (unrefRetryTimer); tests hand in their own. */
-  timer?: RetryTimer;
+  /** The timer (unrefTimer); tests hand in their own. */
+  timer?: Timer;
 };
 
 /** Where KeyRetry says a failure (once per write), the retries (debug) and a late landing. */
 export type KeyRetryLog = { warn(line: string): void; notice(line: string): void; debug(line: string): void };
 
-type Current = { generation: number; waiting?: { cancel(): void } };
+/** The write of a key being tried: a newer one replaces it, and its backoff starts over. */
+type Current = { generation: number; backoff: Backoff; waiting?: { cancel(): void } };
 
 /** Writes keys, each failed write tried again until it lands or the key is written anew. */
 export class KeyRetry {
   readonly #current = new Map<string, Current>();
-  readonly #first: number;
-  readonly #max: number;
-  readonly #timer: RetryTimer;
+  readonly #limits: BackoffLimits;
+  readonly #timer: Timer;
   #generation = 0;
   #closed = false;
 
   constructor(private readonly log: KeyRetryLog, opts: KeyRetryOptions = {}) {
-    this.#first = opts.firstMs ?? FIRST_KEY_RETRY_MS;
-    this.#max = opts.maxMs ?? MAX_KEY_RETRY_MS;
-    this.#timer = opts.timer ?? unrefRetryTimer;
+    this.#limits = { firstMs: opts.firstMs ?? FIRST_KEY_RETRY_MS, maxMs: opts.maxMs ?? MAX_KEY_RETRY_MS };
+    this.#timer = opts.timer ?? unrefTimer;
   }
 
   /**
@@ -55,7 +46,7 @@ export class KeyRetry {
    */
   async write(key: string, write: () => Promise<unknown>): Promise<boolean> {
     this.#current.get(key)?.waiting?.cancel();
-    const mine: Current = { generation: ++this.#generation };
+    const mine: Current = { generation: ++this.#generation, backoff: new Backoff(this.#limits) };
     this.#current.set(key, mine);
     try {
       await write();
@@ -63,8 +54,9 @@ export class KeyRetry {
       return true;
     } catch (err) {
       if (this.#current.get(key) !== mine) return false;
-      this.log.warn(`${key}: ${(err as Error).message}; trying again in ${this.#first} ms`);
-      this.#later(key, mine, write, this.#first, 2);
+      const wait = mine.backoff.failed();
+      this.log.warn(`${key}: ${(err as Error).message}; trying again in ${wait} ms`);
+      this.#later(key, mine, write, wait);
       return false;
     }
   }
@@ -81,8 +73,10 @@ export class KeyRetry {
     this.#current.clear();
   }
 
-  #later(key: string, mine: Current, write: () => Promise<unknown>, wait: number, attempt: number): void {
+  #later(key: string, mine: Current, write: () => Promise<unknown>, wait: number): void {
     if (this.#closed) return;
+    // The first try and each failure since: this one is the next.
+    const attempt = mine.backoff.failures + 1;
     mine.waiting = this.#timer(() => {
       mine.waiting = undefined;
       if (this.#current.get(key) !== mine || this.#closed) return;
@@ -94,9 +88,9 @@ export class KeyRetry {
         },
         (err: unknown) => {
           if (this.#current.get(key) !== mine) return;
-          const next = Math.min(wait * 2, this.#max);
+          const next = mine.backoff.failed();
           this.log.debug(`${key}: try ${attempt}: ${(err as Error).message}; trying again in ${next} ms`);
-          this.#later(key, mine, write, next, attempt + 1);
+          this.#later(key, mine, write, next);
         },
       );
     }, wait);

@@ -2,7 +2,7 @@
 import { appliedSubject } from '../../shared/subjects.ts';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { APPLIED, NEEDS } from '../../shared/buckets.ts';
-import { jsonBytes, sameBytes } from '../../shared/bus.ts';
+import { jsonBytes, sameBytes } from '../../shared/bytes.ts';
 import { needKey, nodeModuleKey } from '../../shared/keys.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { Need, Report } from '../../shared/schemas.ts';

@@ -3,7 +3,7 @@
 // removed as a deleted plan is (needs, `removed`, report), the others handed to the reporter so
 // each module's first fill deletes the needs it no longer names.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { readAll } from '../../shared/bus.ts';
+import { readAll } from '../../shared/watch/read-all.ts';
 import { NEEDS } from '../../shared/buckets.ts';
 import { parseNeedKey } from '../../shared/keys.ts';
 import type { Logger } from '../../shared/log.ts';

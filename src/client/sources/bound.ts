@@ -2,7 +2,8 @@
 // this node's consumers, from `<provider>_bound`, one filtered watch of `<node>.>` per provider a
 // plan of this node names, started and stopped as plans come and go.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { watchBucket, type Watch } from '../../shared/bus.ts';
+import { watchBucket } from '../../shared/watch/bucket.ts';
+import type { Watch } from '../../shared/watch/types.ts';
 import { boundBucket, boundKey, parseBoundKey } from '../../shared/keys.ts';
 import type { Logger } from '../../shared/log.ts';
 import { BoundEntrySchema, decodeJson, type BoundEntry, type Plan } from '../../shared/schemas.ts';

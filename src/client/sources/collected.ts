@@ -3,7 +3,8 @@
 // a collector's `${collected:<collection>}` (or `${shell:…}`, `${environment:…}`,
 // `${contribution:…}` for the collection of the same full name) reads them all.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { watchBucket, type Watch } from '../../shared/bus.ts';
+import { watchBucket } from '../../shared/watch/bucket.ts';
+import type { Watch } from '../../shared/watch/types.ts';
 import { COLLECT } from '../../shared/buckets.ts';
 import { compareKeys, keyDisagreement, parseCollectKey } from '../../shared/keys.ts';
 import type { Logger } from '../../shared/log.ts';

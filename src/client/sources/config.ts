@@ -1,7 +1,8 @@
 // Config values (`${config:<key>}`): mesh-config's resolved values for this node, one filtered
 // watch of `<node>.>` in `mesh-config_resolved`, kept by module then key.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { watchBucket, type Watch } from '../../shared/bus.ts';
+import { watchBucket } from '../../shared/watch/bucket.ts';
+import type { Watch } from '../../shared/watch/types.ts';
 import { CONFIG } from '../../shared/buckets.ts';
 import { configKey, parseConfigKey } from '../../shared/keys.ts';
 import type { Logger } from '../../shared/log.ts';

@@ -3,7 +3,8 @@
 // plans bucket, opened while a plan of this node provides something), each with the credential the
 // vault hands for the pair. Credentials live in memory for the fill only: never logged or stored.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { watchBucket, type Watch } from '../../shared/bus.ts';
+import { watchBucket } from '../../shared/watch/bucket.ts';
+import type { Watch } from '../../shared/watch/types.ts';
 import { PLANS } from '../../shared/buckets.ts';
 import { compareKeys, parseNodeModuleKey } from '../../shared/keys.ts';
 import { pairVault } from '../../shared/vault-names.ts';

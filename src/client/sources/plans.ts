@@ -2,7 +2,8 @@
 // to the modules, and what a plan event changes for the node as a whole is done once per turn — a
 // thousand plans arriving together at start are one pass over them, not a thousand.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { watchBucket, type Watch } from '../../shared/bus.ts';
+import { watchBucket } from '../../shared/watch/bucket.ts';
+import type { Watch } from '../../shared/watch/types.ts';
 import { PLANS } from '../../shared/buckets.ts';
 import { parseNodeModuleKey } from '../../shared/keys.ts';
 import type { Logger } from '../../shared/log.ts';

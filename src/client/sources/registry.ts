@@ -3,7 +3,8 @@
 // names another place.
 import type { NatsConnection } from '@nats-io/transport-node';
 import * as v from 'valibot';
-import { watchBucket, type Watch } from '../../shared/bus.ts';
+import { watchBucket } from '../../shared/watch/bucket.ts';
+import type { Watch } from '../../shared/watch/types.ts';
 import { CONFIG, REGISTRY_BUCKET } from '../../shared/buckets.ts';
 import type { Logger } from '../../shared/log.ts';
 import { decodeJson } from '../../shared/schemas.ts';

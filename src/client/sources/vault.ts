@@ -3,10 +3,12 @@
 // left out (said once, by name); one it could not be asked for is asked again with a capped backoff.
 import type { NatsConnection } from '@nats-io/transport-node';
 import * as v from 'valibot';
-import { jsonBytes } from '../../shared/bus.ts';
+import { Backoff, type BackoffLimits } from '../../shared/backoff.ts';
+import { jsonBytes } from '../../shared/bytes.ts';
 import type { Logger } from '../../shared/log.ts';
 import { decodeJson } from '../../shared/schemas.ts';
 import { VAULT_CREDENTIAL } from '../../shared/subjects.ts';
+import { unrefTimer, type Timer } from '../../shared/timer.ts';
 import { parseVaultName } from '../../shared/vault-names.ts';
 
 /** What the client holds of one credential. */
@@ -15,20 +17,22 @@ export type Credential = { state: 'pending' } | { state: 'value'; value: string 
 /** How long the vault has to answer one ask. */
 export const VAULT_TIMEOUT_MS = 5000;
 /** The first and the longest wait before asking again after the vault could not be reached. */
-export const VAULT_RETRY_MS = { first: 1000, max: 30_000 } as const;
+export const VAULT_RETRY_MS: BackoffLimits = { firstMs: 1000, maxMs: 30_000 };
 
 const ReplySchema = v.union([v.object({ value: v.string() }), v.object({ error: v.string() })]);
 
 /** The credentials the client asked for, by vault name; `onSettled` is told when one comes or changes. */
 export class VaultCredentials {
   readonly #known = new Map<string, Credential>();
-  readonly #retries = new Map<string, { timer: NodeJS.Timeout; waitMs: number }>();
+  /** The next ask of each credential the vault could not be asked for. */
+  readonly #retries = new Map<string, { cancel(): void }>();
   #stopped = false;
 
   constructor(
     private readonly nc: NatsConnection,
     private readonly log: Logger,
     private readonly onSettled: (vault: string) => void,
+    private readonly timer: Timer = unrefTimer,
   ) {}
 
   /**
@@ -48,7 +52,7 @@ export class VaultCredentials {
       return refused;
     }
     this.#known.set(vault, { state: 'pending' });
-    void this.#ask(vault, VAULT_RETRY_MS.first);
+    void this.#ask(vault, new Backoff(VAULT_RETRY_MS));
     return { state: 'pending' };
   }
 
@@ -56,19 +60,19 @@ export class VaultCredentials {
   changed(vault: string): void {
     if (!this.#known.has(vault)) return;
     this.log.info(`vault: ${vault} changed; asking again`);
-    void this.#ask(vault, VAULT_RETRY_MS.first);
+    void this.#ask(vault, new Backoff(VAULT_RETRY_MS));
   }
 
   /** Stops every retry. */
   stop(): void {
     this.#stopped = true;
-    for (const { timer } of this.#retries.values()) clearTimeout(timer);
+    for (const retry of this.#retries.values()) retry.cancel();
     this.#retries.clear();
   }
 
-  async #ask(vault: string, waitMs: number): Promise<void> {
-    const retry = this.#retries.get(vault);
-    if (retry) clearTimeout(retry.timer);
+  /** Asks for `vault`; `backoff` spaces the asks while the vault cannot be reached (a new one starts over). */
+  async #ask(vault: string, backoff: Backoff): Promise<void> {
+    this.#retries.get(vault)?.cancel();
     this.#retries.delete(vault);
     let answer: Credential;
     try {
@@ -81,8 +85,7 @@ export class VaultCredentials {
       // Not reached (no responders, a timeout): the consumer is left out until the vault answers.
       const reason = `the vault did not answer (${(err as Error).message})`;
       this.#settle(vault, { state: 'refused', reason });
-      const timer = setTimeout(() => void this.#ask(vault, Math.min(waitMs * 2, VAULT_RETRY_MS.max)), waitMs).unref();
-      this.#retries.set(vault, { timer, waitMs });
+      this.#retries.set(vault, this.timer(() => void this.#ask(vault, backoff), backoff.failed()));
       return;
     }
     if (!this.#stopped) this.#settle(vault, answer);

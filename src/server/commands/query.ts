@@ -1,7 +1,7 @@
 // `mesh-provisioner query <what>`: asks the seat's verb page by page, then prints a table or one JSON object.
 import { PROVISIONING_VERB } from '../../shared/subjects.ts';
 import { RequestError, TimeoutError, type NatsConnection } from '@nats-io/transport-node';
-import { jsonBytes } from '../../shared/bus.ts';
+import { jsonBytes } from '../../shared/bytes.ts';
 import { MAX_JSON_DEPTH, parseBoundedJson } from '../../shared/limits.ts';
 import { safeCell, safeJson, safeText } from '../../shared/safe-text.ts';
 import type { VerbReply } from '../../shared/schemas.ts';

@@ -2,7 +2,8 @@
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { REGISTRY_BUCKET } from '../../shared/buckets.ts';
-import { jsonBytes, readAll, sameBytes } from '../../shared/bus.ts';
+import { jsonBytes, sameBytes } from '../../shared/bytes.ts';
+import { readAll } from '../../shared/watch/read-all.ts';
 import type { Logger } from '../../shared/log.ts';
 import { REGISTRY, type RegistryEntry } from '../../shared/registry.ts';
 import { registryKey } from '../../shared/keys.ts';

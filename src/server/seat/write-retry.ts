@@ -1,21 +1,13 @@
 // Plan writes that failed, tried again (DESIGN §4): a put or delete the bus refused or lost (the server
 // killed with it in flight, its JetStream not back yet) asks one more pass after a wait that doubles
 // while writes keep failing, rather than waiting for the next input change, which may never come.
+import { Backoff } from '../../shared/backoff.ts';
+import { unrefTimer, type Timer } from '../../shared/timer.ts';
 
 /** The first wait before failed writes are tried again. */
 export const FIRST_WRITE_RETRY_MS = 250;
 /** The longest wait between tries of writes that keep failing. */
 export const MAX_WRITE_RETRY_MS = 30_000;
-
-/** Runs `fn` once after `ms`; the handle cancels it. */
-export type Timer = (fn: () => void, ms: number) => { cancel(): void };
-
-/** The real timer, unref'd: the bus connection keeps a running seat alive, a stopped one need not wait. */
-export const unrefTimer: Timer = (fn, ms) => {
-  const t = setTimeout(fn, ms);
-  t.unref();
-  return { cancel: () => clearTimeout(t) };
-};
 
 /** How WriteRetry waits. */
 export type WriteRetryOptions = {
@@ -29,19 +21,15 @@ export type WriteRetryOptions = {
 
 /** At most one retry waiting at a time; its wait doubles with each pass that still fails. */
 export class WriteRetry {
-  readonly #first: number;
-  readonly #max: number;
+  readonly #backoff: Backoff;
   readonly #timer: Timer;
-  #wait: number;
   #waiting: { cancel(): void } | undefined;
   #closed = false;
 
   /** `retry` is called when a wait ends: it asks the pass that tries the failed writes again. */
   constructor(private readonly retry: () => void, opts: WriteRetryOptions = {}) {
-    this.#first = opts.firstMs ?? FIRST_WRITE_RETRY_MS;
-    this.#max = opts.maxMs ?? MAX_WRITE_RETRY_MS;
+    this.#backoff = new Backoff({ firstMs: opts.firstMs ?? FIRST_WRITE_RETRY_MS, maxMs: opts.maxMs ?? MAX_WRITE_RETRY_MS });
     this.#timer = opts.timer ?? unrefTimer;
-    this.#wait = this.#first;
   }
 
   /**
@@ -50,12 +38,11 @@ export class WriteRetry {
    */
   afterPass(failedWrites: number): number | undefined {
     if (failedWrites === 0) {
-      this.#wait = this.#first;
+      this.#backoff.reset();
       return undefined;
     }
     if (this.#waiting || this.#closed) return undefined;
-    const wait = this.#wait;
-    this.#wait = Math.min(wait * 2, this.#max);
+    const wait = this.#backoff.failed();
     this.#waiting = this.#timer(() => {
       this.#waiting = undefined;
       if (!this.#closed) this.retry();

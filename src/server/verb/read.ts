@@ -2,7 +2,7 @@
 // kept caught up with the stream, then only a page's values fetched, by direct get, pipelined in a
 // bounded window. Stream order is write order, so key order needs the key list; values never do.
 import { createInbox, Empty, type Msg, type NatsConnection } from '@nats-io/transport-node';
-import { jsonBytes } from '../../shared/bus.ts';
+import { jsonBytes } from '../../shared/bytes.ts';
 import { compareKeys } from '../../shared/keys.ts';
 
 /** Direct gets one page has in flight at once, at most. */

@@ -4,7 +4,7 @@
 import { keyDisagreement } from '../../shared/keys.ts';
 import { PROVISIONING_VERB } from '../../shared/subjects.ts';
 import type { Msg, NatsConnection } from '@nats-io/transport-node';
-import { jsonBytes } from '../../shared/bus.ts';
+import { jsonBytes } from '../../shared/bytes.ts';
 import { isInboxSubject } from '../../shared/inbox.ts';
 import { MAX_JSON_DEPTH, parseBoundedJson } from '../../shared/limits.ts';
 import type { Logger } from '../../shared/log.ts';

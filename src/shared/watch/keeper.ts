@@ -4,9 +4,10 @@
 // left the cluster) and is not heard from; each re-make tried again soon while the bus fails over
 // (shared/watch/remake.ts); and the stream read again from the start when it came back holding less than
 // the watch saw (a server restarted on a wiped store).
-import { nanos, type NatsConnection } from '@nats-io/transport-node';
-import type { ConsumerConfig, ConsumerInfo } from '@nats-io/jetstream';
-import { hastenRemakes, type RemakeInternals, type RemakeLog, type Remakes } from './remake.ts';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { ConsumerInfo } from '@nats-io/jetstream';
+import type { OrderedConsumer } from './internals.ts';
+import { hastenRemakes, type RemakeLog, type Remakes } from './remake.ts';
 
 /**
  * The idle heartbeat of a watch's consumer. nats.js makes every ordered push consumer with 30 s and
@@ -24,18 +25,6 @@ export const WATCH_MISSED_HEARTBEATS = 2;
 
 /** How long a consumer that may have gone has to be heard from before it is made again. */
 export const WATCH_SUSPECT_MS = WATCH_HEARTBEAT_MS + 500;
-
-/**
- * The private parts of the object nats.js 3.4.0's `consume()` returns for an ordered push consumer
- * that the keeper relies on: `reset()` makes a new consumer from after the last stream sequence
- * delivered (`cursor.stream_seq`), with the config `getConsumerOpts()` builds (a fixed 30 s
- * heartbeat), through the consumer API and failure count of RemakeInternals.
- */
-export type OrderedConsumerInternals = RemakeInternals & {
-  reset(): void;
-  getConsumerOpts(): ConsumerConfig;
-  cursor: { stream_seq: number; deliver_seq: number };
-};
 
 /** What a watch tells its keeper. */
 export type WatchKeeper = {
@@ -58,19 +47,18 @@ export type WatchKeeper = {
 export type KeeperLog = RemakeLog & { warn(line: string): void };
 
 /**
- * Keeps the consumer behind `internals` alive: every consumer it is re-made as has a
+ * Keeps `consumer` alive: every consumer it is re-made as has a
  * WATCH_HEARTBEAT_MS heartbeat; it is re-made after WATCH_MISSED_HEARTBEATS silent periods, when a
  * heartbeat says the server delivered what the watch never got, at once on a reconnect when it lived
  * on the server `nc` lost, and after WATCH_SUSPECT_MS without a word when it may have gone.
  * `what` names the watch in log lines.
  */
-export function keepWatch(nc: NatsConnection, internals: OrderedConsumerInternals, what: string, log?: KeeperLog): WatchKeeper {
-  // nats.js takes no heartbeat option for an ordered push consumer: it writes 30 s into the config of
-  // every consumer a reset makes, so the config is amended here (the first one is replaced at once).
-  const consumerOpts = internals.getConsumerOpts.bind(internals);
-  internals.getConsumerOpts = () => ({ ...consumerOpts(), idle_heartbeat: nanos(WATCH_HEARTBEAT_MS) });
-  const remakes = hastenRemakes(internals, what, log);
-  return new ConsumerKeeper(nc, internals, remakes, what, log);
+export function keepWatch(nc: NatsConnection, consumer: OrderedConsumer, what: string, log?: KeeperLog): WatchKeeper {
+  // nats.js writes 30 s into the config of every consumer a reset makes; the first one, made with
+  // it, is replaced at once.
+  consumer.setIdleHeartbeat(WATCH_HEARTBEAT_MS);
+  const remakes = hastenRemakes(consumer, what, log);
+  return new ConsumerKeeper(nc, consumer, remakes, what, log);
 }
 
 class ConsumerKeeper implements WatchKeeper {
@@ -94,7 +82,7 @@ class ConsumerKeeper implements WatchKeeper {
 
   constructor(
     private readonly nc: NatsConnection,
-    private readonly internals: OrderedConsumerInternals,
+    private readonly consumer: OrderedConsumer,
     private readonly remakes: Remakes,
     private readonly what: string,
     private readonly log?: KeeperLog,
@@ -116,8 +104,8 @@ class ConsumerKeeper implements WatchKeeper {
     this.heard();
     // The server delivered a message the watch never got (sent while its interest moved to another
     // server): nothing else would say so until the next change.
-    if (this.#remaking || lastConsumerSequence <= this.internals.cursor.deliver_seq) return;
-    this.#remake(`the server delivered up to ${lastConsumerSequence}, the watch got ${this.internals.cursor.deliver_seq}`);
+    if (this.#remaking || lastConsumerSequence <= this.consumer.deliveredSeq()) return;
+    this.#remake(`the server delivered up to ${lastConsumerSequence}, the watch got ${this.consumer.deliveredSeq()}`);
   }
 
   recreated(info: ConsumerInfo): boolean {
@@ -128,7 +116,7 @@ class ConsumerKeeper implements WatchKeeper {
     // last sequence never goes back, so this stream is not the one the watch read.
     if (info.delivered.stream_seq >= (info.config.opt_start_seq ?? 1) - 1) return false;
     this.log?.warn(`${this.what}: the stream holds less than the watch saw (made again on a wiped store?); reading it again from the start`);
-    this.internals.cursor.stream_seq = 0;
+    this.consumer.rewind();
     this.#remake();
     return true;
   }
@@ -147,7 +135,7 @@ class ConsumerKeeper implements WatchKeeper {
     clearTimeout(this.#suspect);
     this.#suspect = undefined;
     this.#remaking = true;
-    this.internals.reset();
+    this.consumer.reset();
   }
 
   #tick(): void {

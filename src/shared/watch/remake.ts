@@ -6,6 +6,8 @@
 // came back up to 10 s after the bus did. Here creates are hedged: while none has answered, another
 // goes every REMAKE_HEDGE_MS, each under its own name, so one placed on a live server wins.
 import type { ConsumerConfig, ConsumerInfo } from '@nats-io/jetstream';
+import { unrefTimer, type Timer } from '../timer.ts';
+import type { OrderedConsumer } from './internals.ts';
 
 /** How long one create waits for the bus's answer before it counts as lost. */
 export const REMAKE_TIMEOUT_MS = 1000;
@@ -23,74 +25,63 @@ export const REMAKE_HEDGE_MS = 300;
 /** At most this many creates of one re-make in flight. */
 export const REMAKE_IN_FLIGHT = 3;
 
-/** The private consumer API nats.js 3.4.0's ordered push consumer creates its replacements through. */
-export type ConsumerApi = {
-  add(stream: string, config: ConsumerConfig): Promise<ConsumerInfo>;
-  delete(stream: string, name: string): Promise<boolean>;
-  /** The request timeout its calls use, in ms (read as `this.timeout`). */
-  timeout: number;
-};
-
-/** The private part of the consume() object the re-make relies on: the consumer whose API `reset()` creates through. */
-export type RemakeInternals = { consumer: { api: ConsumerApi } };
-
 /** Where the re-make says what it does: lost creates at debug. */
 export type RemakeLog = { debug?(line: string): void };
 
 /** A hastened re-make, stopped with its watch. */
 export type Remakes = { stop(): void };
 
+/** What a re-make waits with: the timer of its hedges and the clock of its debug lines (tests hand in their own). */
+export type RemakeTime = { timer: Timer; now(): number };
+
+const REAL_TIME: RemakeTime = { timer: unrefTimer, now: Date.now };
+
 /**
- * Hedges the creates behind `internals`'s resets: each waits REMAKE_TIMEOUT_MS; while none has
+ * Hedges the creates behind `consumer`'s resets: each waits REMAKE_TIMEOUT_MS; while none has
  * answered, another (the same consumer under the name `<name>_<n>`, on the same deliver subject)
  * is sent every REMAKE_HEDGE_MS, at most REMAKE_IN_FLIGHT at once, until one is made. An answered
  * refusal (the stream gone, not granted) goes to nats.js, which waits longer before its next reset.
  * A create a later reset replaced is dropped, so the watch never ends on an older consumer.
  */
-export function hastenRemakes(internals: RemakeInternals, what: string, log?: RemakeLog): Remakes {
-  const api = internals.consumer.api;
+export function hastenRemakes(consumer: Pick<OrderedConsumer, 'interceptCreates'>, what: string, log?: RemakeLog, time: RemakeTime = REAL_TIME): Remakes {
   let latest = 0;
   let stopped = false;
-  const hastened: ConsumerApi = Object.create(api, {
-    timeout: { value: REMAKE_TIMEOUT_MS },
-    add: { value: (stream: string, config: ConsumerConfig) => hedge(stream, config, ++latest) },
-  }) as ConsumerApi;
-  internals.consumer.api = hastened;
+  const calls = consumer.interceptCreates(REMAKE_TIMEOUT_MS, (stream, config) => hedge(stream, config, ++latest));
 
   const current = (mine: number) => !stopped && mine === latest;
-  const drop = (stream: string, info: ConsumerInfo) => void hastened.delete(stream, info.name).catch(() => {});
+  const drop = (stream: string, info: ConsumerInfo) => void calls.delete(stream, info.name).catch(() => {});
 
   // A replaced re-make never settles: settled, nats.js would take its consumer or make yet another.
   const hedge = (stream: string, config: ConsumerConfig, mine: number) => new Promise<ConsumerInfo>((resolve, reject) => {
-    const began = Date.now();
+    const began = time.now();
     let made = false;
     let inFlight = 0;
     let sent = 0;
-    let timer: NodeJS.Timeout | undefined;
+    let timer: { cancel(): void } | undefined;
     const send = () => {
-      clearTimeout(timer);
+      timer?.cancel();
       if (made || !current(mine)) return;
       const name = sent === 0 ? config.name : `${config.name}_${sent}`;
       sent++;
       inFlight++;
-      api.add.call(hastened, stream, { ...config, ...(name ? { name } : {}) }).then((info) => {
+      calls.add(stream, { ...config, ...(name ? { name } : {}) }).then((info) => {
         inFlight--;
         if (made || !current(mine)) return drop(stream, info);
         made = true;
-        clearTimeout(timer);
+        timer?.cancel();
         resolve(info);
       }, (err: Error) => {
         inFlight--;
         if (made || !current(mine)) return;
         if (!/timeout/i.test(err.message)) {
-          clearTimeout(timer);
+          timer?.cancel();
           made = true;
           return reject(err);
         }
-        log?.debug?.(`${what}: a create of its consumer went unanswered (${Date.now() - began} ms into the re-make); sending another`);
+        log?.debug?.(`${what}: a create of its consumer went unanswered (${time.now() - began} ms into the re-make); sending another`);
         if (inFlight < REMAKE_IN_FLIGHT) send();
       });
-      if (inFlight < REMAKE_IN_FLIGHT) timer = setTimeout(send, REMAKE_HEDGE_MS).unref();
+      if (inFlight < REMAKE_IN_FLIGHT) timer = time.timer(send, REMAKE_HEDGE_MS);
     };
     send();
   });

@@ -2,7 +2,7 @@
 // caught up with what was stored, and the keys it holds, so that a re-read from the start of a stream
 // that came back holding less (a wiped store) can say what is gone, as an informer that re-lists
 // emits a delete for every object the new list lacks.
-import type { WatchEvent } from '../bus.ts';
+import type { WatchEvent } from './types.ts';
 
 /**
  * Delivers a watch's events and keeps the keys delivered and not deleted since (one string per live

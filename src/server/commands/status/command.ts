@@ -2,7 +2,7 @@
 // detail. Reports come from the verb page by page (server/commands/query.ts), each page folded into one summary per
 // node and then dropped; held modules come from the catalogue's compositions, read once, read-only.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { watchKv } from '../../../shared/bus.ts';
+import { watchKv } from '../../../shared/watch/watch.ts';
 import { MODULES } from '../../../shared/buckets.ts';
 import { safeJson } from '../../../shared/safe-text.ts';
 import { DEFAULT_QUERY_TIMEOUT_MS, forEachPage, type QueryFailure } from '../query.ts';

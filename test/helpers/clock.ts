@@ -1,0 +1,38 @@
+// A clock for tests of what waits through a Timer (src/shared/timer.ts): time moves only when the
+// test advances it, so a test asserts the exact waits and their order without sleeping.
+import type { Timer } from '../../src/shared/timer.ts';
+
+/** Lets every promise callback and immediate queued so far run. */
+export const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** A fake clock: a Timer whose waits run only when `advance` reaches them, and the time it says now. */
+export function fakeClock() {
+  let now = 0;
+  let seq = 0;
+  const waits = new Map<number, { at: number; fn: () => void }>();
+  const timer: Timer = (fn, ms) => {
+    const id = ++seq;
+    waits.set(id, { at: now + ms, fn });
+    return { cancel: () => void waits.delete(id) };
+  };
+  return {
+    timer,
+    now: () => now,
+    /** The waits still armed, as ms from now, in the order they were asked. */
+    pending: () => [...waits.values()].map((w) => w.at - now),
+    /** Moves time `ms` on, running each wait that comes due in turn and what it set off. */
+    async advance(ms: number): Promise<void> {
+      const until = now + ms;
+      for (;;) {
+        const next = [...waits.entries()].sort((a, b) => a[1].at - b[1].at)[0];
+        if (!next || next[1].at > until) break;
+        waits.delete(next[0]);
+        now = next[1].at;
+        next[1].fn();
+        await flush();
+      }
+      now = until;
+      await flush();
+    },
+  };
+}
