@@ -4,8 +4,9 @@ import { readFileSync } from 'node:fs';
 import { BUS_FLAGS, busOptionsFrom } from '../../src/shared/bus-flags.ts';
 import { connectBus } from '../../src/shared/bus.ts';
 import { runMain, untilSignalled } from '../../src/shared/entry.ts';
-import { describeFlags, parseFlags, type FlagTable } from '../../src/shared/flags.ts';
+import { describeFlags, openCommand, type FlagTable } from '../../src/shared/flags.ts';
 import { createLogger, underSystemd } from '../../src/shared/log.ts';
+import { VERSION } from '../../src/shared/version.ts';
 import { DEFAULT_CALL_TIMEOUT_MS, DEFAULT_CONCURRENCY, runProvider } from '../../src/sdk/provider.ts';
 import { postgresAdapter, type PostgresAdapterOptions } from './adapter.ts';
 
@@ -33,10 +34,14 @@ const FLAGS = [
 ] as const satisfies FlagTable;
 
 async function main(): Promise<number> {
-  const parsed = parseFlags(process.argv.slice(2), process.env, FLAGS);
-  if (!parsed.ok) return fail(parsed.reason);
-  const { values: f, help } = parsed.value;
-  if (help) return void process.stdout.write(`postgres-provider [flags]\n${describeFlags(FLAGS)}\n`), 0;
+  const opened = openCommand(process.argv.slice(2), process.env, FLAGS, () => `postgres-provider [flags]\n${describeFlags(FLAGS)}`);
+  if ('answered' in opened) {
+    const { answered } = opened;
+    if (!answered.ok) return fail(answered.reason);
+    const text = answered.value.command === 'help' ? answered.value.text : `postgres-provider ${VERSION}`;
+    return void process.stdout.write(`${text}\n`), 0;
+  }
+  const { values: f } = opened;
   const consumersFile = f.consumers;
   if (!consumersFile) return fail('--consumers is required');
   const bus = busOptionsFrom(f, 'postgres-provider');
