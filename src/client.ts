@@ -9,7 +9,7 @@ import { createEngineClient } from './client/handoff/fill-socket.ts';
 import { runLint } from './client/commands/lint/command.ts';
 import { startNodeClient } from './client/node.ts';
 import { runOnce } from './client/commands/once/command.ts';
-import { parseClientOptions } from './client/options.ts';
+import { parseClientOptions } from './client/command-line.ts';
 
 // Every line a command prints may quote bus or archive text: printed as safe text (DESIGN §3).
 const out = (line: string) => printLine(process.stdout, line);

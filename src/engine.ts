@@ -1,7 +1,7 @@
 // The reference node-engine (DESIGN §9): flags, signals, and nothing else; the engine itself is src/engine/.
 import { printLine } from './shared/entry.ts';
 import { createLogger, underSystemd } from './shared/log.ts';
-import { engineUsage, parseEngineOptions } from './engine/options.ts';
+import { parseEngineOptions } from './engine/options.ts';
 import { startEngine } from './engine/start.ts';
 import { VERSION } from './shared/version.ts';
 
@@ -10,11 +10,11 @@ if (!command.ok) {
   printLine(process.stderr, `engine: ${command.reason}`);
   process.exit(2);
 }
-if (command.value.run === 'help') {
-  process.stdout.write(engineUsage() + '\n');
+if (command.value.command === 'help') {
+  process.stdout.write(command.value.text + '\n');
   process.exit(0);
 }
-if (command.value.run === 'version') {
+if (command.value.command === 'version') {
   process.stdout.write(`mesh-provisioner engine ${VERSION}\n`);
   process.exit(0);
 }

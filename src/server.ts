@@ -7,7 +7,7 @@ import { notifySystemd } from './shared/notify.ts';
 import { VERSION } from './shared/version.ts';
 import { runBusConfig } from './server/commands/bus-config/command.ts';
 import { runInit } from './server/commands/init.ts';
-import { parseServerOptions } from './server/options.ts';
+import { parseServerOptions } from './server/command-line.ts';
 import { runQuery } from './server/commands/query.ts';
 import { startSeat } from './server/seat/seat.ts';
 import { runStatus } from './server/commands/status/command.ts';

@@ -4,7 +4,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
 import { DEFAULT_ENGINE_TIMEOUT_MS } from '../src/client/handoff/fill-socket.ts';
-import { clientHelp, parseClientOptions, type ClientOptions } from '../src/client/options.ts';
+import { clientHelp, parseClientOptions } from '../src/client/command-line.ts';
+import type { ClientOptions } from '../src/client/options.ts';
 import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle } from './helpers/bundle.ts';
 
 test.after(() => cleanupBundles());

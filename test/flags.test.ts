@@ -3,18 +3,18 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { describeFlags, parseFlags, type FlagSpec, type FlagValues } from '../src/shared/flags.ts';
+import { describeFlags, openCommand, parseFlags, unexpectedArgument, type FlagTable, type FlagValues } from '../src/shared/flags.ts';
 
-const SPECS: readonly FlagSpec[] = [
+const SPECS = [
   { name: 'name', env: 'T_NAME', type: 'string', arg: 'NAME', help: 'a name' },
   { name: 'urls', env: 'T_URLS', type: 'list', arg: 'URL[,URL…]', help: 'some URLs' },
   { name: 'count', env: 'T_COUNT', type: 'int', arg: 'N', help: 'a count' },
   { name: 'debug', env: 'T_DEBUG', type: 'bool', help: 'log debug lines' },
   { name: 'tls-ca', type: 'string', arg: 'FILE', help: 'no environment variable' },
-];
+] as const satisfies FlagTable;
 
-/** What a row expects: the parsed flags (absent parts: empty, false), or the reason. */
-type Expected = { values?: FlagValues['values']; positional?: string[]; help?: boolean; version?: boolean } | { reason: string };
+/** What a row expects: the parsed flags (absent parts: empty, false), the flags argv set (absent: those of `values`), or the reason. */
+type Expected = { values?: FlagValues<typeof SPECS>; onCommandLine?: string[]; positional?: string[]; help?: boolean; version?: boolean } | { reason: string };
 type Row = [what: string, argv: string[], env: NodeJS.ProcessEnv, expected: Expected];
 
 const ROWS: Row[] = [
@@ -24,13 +24,14 @@ const ROWS: Row[] = [
   ['a value after = may start with --', ['--name=--odd'], {}, { values: { name: '--odd' } }],
   ['a value may start with one dash', ['--name', '-'], {}, { values: { name: '-' } }],
   ['an empty value is no value: the default applies', ['--name='], { T_NAME: 'env' }, { values: {} }],
+  ['a flag and a variable: only the flag is on the command line', ['--count', '2'], { T_NAME: 'env' }, { values: { name: 'env', count: 2 }, onCommandLine: ['count'] }],
   ['the last of a repeated flag wins', ['--name', 'a', '--name=b'], {}, { values: { name: 'b' } }],
   ['a dashed flag name', ['--tls-ca', '/ca.pem'], {}, { values: { 'tls-ca': '/ca.pem' } }],
-  ['the environment is read when the flag is absent', [], { T_NAME: 'env', T_COUNT: '3' }, { values: { name: 'env', count: 3 } }],
+  ['the environment is read when the flag is absent', [], { T_NAME: 'env', T_COUNT: '3' }, { values: { name: 'env', count: 3 }, onCommandLine: [] }],
   ['the flag wins over the environment', ['--name', 'flag'], { T_NAME: 'env' }, { values: { name: 'flag' } }],
   ['an empty environment variable is absent', [], { T_NAME: '' }, { values: {} }],
   ['a list is split on commas and trimmed', ['--urls', 'a:1, b:2'], {}, { values: { urls: ['a:1', 'b:2'] } }],
-  ['a list from the environment', [], { T_URLS: 'a:1,b:2' }, { values: { urls: ['a:1', 'b:2'] } }],
+  ['a list from the environment', [], { T_URLS: 'a:1,b:2' }, { values: { urls: ['a:1', 'b:2'] }, onCommandLine: [] }],
   ['a list flag given again adds to it', ['--urls', 'a:1', '--urls', 'b:2,c:3'], {}, { values: { urls: ['a:1', 'b:2', 'c:3'] } }],
   ['a list with an empty item names the flag', ['--urls', 'a,,b'], {}, { reason: '--urls has an empty item in "a,,b"' }],
   ['a list with an empty item names the variable', [], { T_URLS: 'a,' }, { reason: 'T_URLS has an empty item in "a,"' }],
@@ -44,11 +45,11 @@ const ROWS: Row[] = [
   ['a bool flag', ['--debug'], {}, { values: { debug: true } }],
   ['a bool with a value', ['--debug=yes'], {}, { reason: '--debug takes no value' }],
   ['a bool flag does not take the next word', ['--debug', 'yes'], {}, { values: { debug: true }, positional: ['yes'] }],
-  ['a bool from the environment: 1', [], { T_DEBUG: '1' }, { values: { debug: true } }],
-  ['a bool from the environment: TRUE', [], { T_DEBUG: 'TRUE' }, { values: { debug: true } }],
-  ['a bool from the environment: yes', [], { T_DEBUG: 'yes' }, { values: { debug: true } }],
-  ['a bool from the environment: 0', [], { T_DEBUG: '0' }, { values: { debug: false } }],
-  ['a bool from the environment: no', [], { T_DEBUG: 'no' }, { values: { debug: false } }],
+  ['a bool from the environment: 1', [], { T_DEBUG: '1' }, { values: { debug: true }, onCommandLine: [] }],
+  ['a bool from the environment: TRUE', [], { T_DEBUG: 'TRUE' }, { values: { debug: true }, onCommandLine: [] }],
+  ['a bool from the environment: yes', [], { T_DEBUG: 'yes' }, { values: { debug: true }, onCommandLine: [] }],
+  ['a bool from the environment: 0', [], { T_DEBUG: '0' }, { values: { debug: false }, onCommandLine: [] }],
+  ['a bool from the environment: no', [], { T_DEBUG: 'no' }, { values: { debug: false }, onCommandLine: [] }],
   ['an unknown flag', ['--bogus'], {}, { reason: 'unknown flag --bogus (see --help)' }],
   ['an unknown flag with a value', ['--bogus=1'], {}, { reason: 'unknown flag --bogus (see --help)' }],
   ['an unknown short flag', ['-x'], {}, { reason: 'unknown flag -x (see --help)' }],
@@ -78,6 +79,7 @@ for (const [what, argv, env, expected] of ROWS) {
     if (!parsed.ok) return;
     assert.equal(parsed.value, {
       values: expected.values ?? {},
+      onCommandLine: new Set(expected.onCommandLine ?? Object.keys(expected.values ?? {})),
       positional: expected.positional ?? [],
       help: expected.help ?? false,
       version: expected.version ?? false,
@@ -113,6 +115,32 @@ test('describeFlags gives one line per flag with its value name and environment 
   assert.match(lines[2]!, /^ {2}--count N +a count \[env T_COUNT\]$/);
   assert.match(lines[3]!, /^ {2}--debug +log debug lines \[env T_DEBUG\]$/);
   assert.match(lines[4]!, /^ {2}--tls-ca FILE +no environment variable$/);
+});
+
+test('openCommand answers a bad flag, then --help, then --version, before the command judges anything', () => {
+  const help = () => 'the help';
+  assert.equal(openCommand(['--help', '--bogus'], {}, SPECS, help), { answered: { ok: false, reason: 'unknown flag --bogus (see --help)' } });
+  assert.equal(openCommand(['--version', '-h', 'extra'], {}, SPECS, help), { answered: { ok: true, value: { command: 'help', text: 'the help' } } });
+  assert.equal(openCommand(['--version', 'extra'], {}, SPECS, help), { answered: { ok: true, value: { command: 'version' } } });
+  assert.equal(openCommand(['--count', '2', 'extra'], { T_NAME: 'env' }, SPECS, help), {
+    values: { name: 'env', count: 2 },
+    onCommandLine: new Set(['count']),
+    positional: ['extra'],
+  });
+  assert.equal(unexpectedArgument('extra'), { ok: false, reason: 'unexpected argument "extra" (see --help)' });
+});
+
+test('the values are typed by the table: each name with its flag type, no other name', () => {
+  const parsed = parseFlags(['--count', '2', '--urls', 'a,b', '--debug'], {}, SPECS);
+  if (!parsed.ok) throw new Error(parsed.reason);
+  const { values } = parsed.value;
+  const typed: { count?: number; urls?: string[]; debug?: boolean; name?: string } = values;
+  assert.equal(typed, { count: 2, urls: ['a', 'b'], debug: true });
+  // @ts-expect-error a name the table does not hold is no value of it
+  assert.is(values.bogus, undefined);
+  // @ts-expect-error an int flag is a number, not a string
+  const asText: string | undefined = values.count;
+  assert.is(asText, 2);
 });
 
 test.run();

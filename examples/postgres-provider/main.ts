@@ -4,8 +4,9 @@ import { readFileSync } from 'node:fs';
 import { BUS_FLAGS, busOptionsFrom } from '../../src/shared/bus-flags.ts';
 import { connectBus } from '../../src/shared/bus.ts';
 import { runMain, untilSignalled } from '../../src/shared/entry.ts';
-import { describeFlags, parseFlags, type FlagSpec } from '../../src/shared/flags.ts';
+import { describeFlags, openCommand, type FlagTable } from '../../src/shared/flags.ts';
 import { createLogger, underSystemd } from '../../src/shared/log.ts';
+import { VERSION } from '../../src/shared/version.ts';
 import { DEFAULT_CALL_TIMEOUT_MS, DEFAULT_CONCURRENCY, runProvider } from '../../src/sdk/provider.ts';
 import { postgresAdapter, type PostgresAdapterOptions } from './adapter.ts';
 
@@ -15,7 +16,7 @@ export const DEFAULT_PROVIDER = 'postgres';
 export const DEFAULT_PROVISION = 'database';
 
 /** The provider's flags; the administrator's password comes from a file or PGPASSWORD, never argv. */
-const FLAGS: readonly FlagSpec[] = [
+const FLAGS = [
   { name: 'consumers', env: 'MESH_CONSUMERS_FILE', type: 'string', arg: 'FILE', help: 'the filled ${consumers:<provision>} file (required)' },
   { name: 'provider', env: 'MESH_PROVIDER', type: 'string', arg: 'NAME', help: `provider name (default ${DEFAULT_PROVIDER})` },
   { name: 'provision', env: 'MESH_PROVISION', type: 'string', arg: 'NAME', help: `provision served (default ${DEFAULT_PROVISION})` },
@@ -30,42 +31,46 @@ const FLAGS: readonly FlagSpec[] = [
   { name: 'connect-host', env: 'MESH_PG_CONNECT_HOST', type: 'string', arg: 'HOST', help: 'host served to consumers (default --pg-host)' },
   { name: 'debug', env: 'MESH_DEBUG', type: 'bool', help: 'log debug lines' },
   ...BUS_FLAGS,
-];
+] as const satisfies FlagTable;
 
 async function main(): Promise<number> {
-  const parsed = parseFlags(process.argv.slice(2), process.env, FLAGS);
-  if (!parsed.ok) return fail(parsed.reason);
-  const { values: f, help } = parsed.value;
-  if (help) return void process.stdout.write(`postgres-provider [flags]\n${describeFlags(FLAGS)}\n`), 0;
-  const consumersFile = f['consumers'] as string | undefined;
+  const opened = openCommand(process.argv.slice(2), process.env, FLAGS, () => `postgres-provider [flags]\n${describeFlags(FLAGS)}`);
+  if ('answered' in opened) {
+    const { answered } = opened;
+    if (!answered.ok) return fail(answered.reason);
+    const text = answered.value.command === 'help' ? answered.value.text : `postgres-provider ${VERSION}`;
+    return void process.stdout.write(`${text}\n`), 0;
+  }
+  const { values: f } = opened;
+  const consumersFile = f.consumers;
   if (!consumersFile) return fail('--consumers is required');
   const bus = busOptionsFrom(f, 'postgres-provider');
   if (!bus.ok) return fail(bus.reason);
-  const passwordFile = f['pg-password-file'] as string | undefined;
+  const passwordFile = f['pg-password-file'];
   const password = passwordFile ? readFileSync(passwordFile, 'utf8').trimEnd() : process.env['PGPASSWORD'];
   if (password === undefined) return fail('no administrator password: give --pg-password-file or PGPASSWORD');
-  const connectHost = f['connect-host'] as string | undefined;
-  const concurrency = (f['concurrency'] as number | undefined) ?? DEFAULT_CONCURRENCY;
-  const callTimeoutMs = (f['call-timeout-ms'] as number | undefined) ?? DEFAULT_CALL_TIMEOUT_MS;
+  const connectHost = f['connect-host'];
+  const concurrency = f.concurrency ?? DEFAULT_CONCURRENCY;
+  const callTimeoutMs = f['call-timeout-ms'] ?? DEFAULT_CALL_TIMEOUT_MS;
   if (concurrency < 1 || callTimeoutMs < 1) return fail('--concurrency and --call-timeout-ms must be at least 1');
   const pgOptions: PostgresAdapterOptions = {
-    host: (f['pg-host'] as string | undefined) ?? '127.0.0.1',
-    port: (f['pg-port'] as number | undefined) ?? 5432,
-    user: (f['pg-user'] as string | undefined) ?? 'postgres',
+    host: f['pg-host'] ?? '127.0.0.1',
+    port: f['pg-port'] ?? 5432,
+    user: f['pg-user'] ?? 'postgres',
     password,
-    database: (f['pg-database'] as string | undefined) ?? 'postgres',
+    database: f['pg-database'] ?? 'postgres',
     poolSize: concurrency,
     ...(connectHost ? { connectHost } : {}),
   };
-  const recheckMs = f['recheck-ms'] as number | undefined;
+  const recheckMs = f['recheck-ms'];
 
   const log = createLogger({ prefix: underSystemd(), least: f['debug'] ? 'debug' : 'info' });
   const signalled = untilSignalled();
   const nc = await Promise.race([connectBus(bus.value), signalled.then(() => undefined)]);
   if (!nc) return 0;
   const adapter = postgresAdapter(pgOptions);
-  const provider = (f['provider'] as string | undefined) ?? DEFAULT_PROVIDER;
-  const provision = (f['provision'] as string | undefined) ?? DEFAULT_PROVISION;
+  const provider = f.provider ?? DEFAULT_PROVIDER;
+  const provision = f.provision ?? DEFAULT_PROVISION;
   log.info(`postgres-provider: ${provider}/${provision} on ${pgOptions.host}:${pgOptions.port}, consumers from ${consumersFile}`);
   const running = runProvider({ nc, provider, provision, consumersFile, adapter, log, concurrency, callTimeoutMs, ...(recheckMs !== undefined ? { recheckMs } : {}) });
   await signalled;

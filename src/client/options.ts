@@ -1,15 +1,10 @@
-// The node client's flags (DESIGN §10): parsed once, validated, defaults named.
+// What the node client can be asked (DESIGN §10): its run, --once and --dry-run, and lint, with the
+// defaults its flags fall back on. The commands import their option types from here; the command
+// line that fills them is command-line.ts.
 import { homedir } from 'node:os';
-import { isAbsolute, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { BusOptions } from '../shared/bus.ts';
-import { BUS_FLAGS, busOptionsFrom } from '../shared/bus-flags.ts';
-import { DEFAULT_FILL_SOCKET } from '../shared/fill-protocol.ts';
-import { describeFlags, parseFlags, type FlagSpec } from '../shared/flags.ts';
-import { INBOX_PREFIXES } from '../shared/inbox.ts';
-import { isName } from '../shared/keys.ts';
-import type { Parsed } from '../shared/result.ts';
-import { DEFAULT_ENGINE_TIMEOUT_MS } from './handoff/fill-socket.ts';
-import type { LintOptions } from './commands/lint/command.ts';
+import type { Asked } from '../shared/flags.ts';
 
 /** The settle window when --settle is not given, in ms. */
 export const DEFAULT_SETTLE_MS = 20;
@@ -22,162 +17,43 @@ export function defaultCacheDir(env: NodeJS.ProcessEnv): string {
   return env['CACHE_DIRECTORY'] ?? join(homedir(), '.cache', 'mesh-provisioner');
 }
 
-const FLAGS: readonly FlagSpec[] = [
-  { name: 'node', env: 'MESH_NODE', type: 'string', arg: 'NAME', help: 'this node’s name (required)' },
-  ...BUS_FLAGS,
-  { name: 'socket', env: 'MESH_FILL_SOCKET', type: 'string', arg: 'PATH', help: `the engine’s fill socket (default ${DEFAULT_FILL_SOCKET})` },
-  { name: 'cache', env: 'MESH_CACHE_DIR', type: 'string', arg: 'DIR', help: 'where archives are kept by digest (default $CACHE_DIRECTORY or ~/.cache/mesh-provisioner)' },
-  { name: 'settle', env: 'MESH_SETTLE_MS', type: 'int', arg: 'MS', help: `wait for more changes before filling (default ${DEFAULT_SETTLE_MS})` },
-  { name: 'engine-timeout', env: 'MESH_ENGINE_TIMEOUT', type: 'string', arg: 'S', help: `give up a fill the engine has not answered after S seconds (default ${DEFAULT_ENGINE_TIMEOUT_MS / 1000})` },
-  { name: 'archive-dir', env: 'MESH_ARCHIVE_DIR', type: 'string', arg: 'DIR', help: 'read file:// archive refs only under this absolute path (default none: file:// refused)' },
-  { name: 'once', env: 'MESH_ONCE', type: 'bool', help: 'fill every module once and exit: 0 when all are applied, 1 when any failed or still waits after --timeout' },
-  { name: 'dry-run', env: 'MESH_DRY_RUN', type: 'string', arg: 'DIR', help: 'render every module into DIR (a new or empty dir) as it would be handed, with DIR/mesh-dry-run.json; never touches the engine or writes to the bus; implies --once' },
-  { name: 'timeout', env: 'MESH_TIMEOUT', type: 'string', arg: 'S', help: `with --once or --dry-run: give up after S seconds (default ${DEFAULT_ONCE_TIMEOUT_MS / 1000})` },
-  { name: 'debug', env: 'MESH_DEBUG', type: 'bool', help: 'log debug lines' },
-];
+/** What the client runs with: as a daemon, --once, or --dry-run. */
+export type RunOptions = {
+  command: 'run';
+  /** This node's name. */
+  node: string;
+  /** How to reach the bus. */
+  bus: BusOptions;
+  /** The engine's fill socket. */
+  socket: string;
+  /** Where archives are kept by digest. */
+  cache: string;
+  /** The settle window, in ms. */
+  settleMs: number;
+  /** How long a fill may go unanswered by the engine, in ms. */
+  engineTimeoutMs: number;
+  /** The only directory file:// archive refs are read under; absent: file:// refused. */
+  archiveDir?: string;
+  /** Whether debug lines are logged. */
+  debug: boolean;
+  /** Fill every module once and exit (--once, also set by --dry-run). */
+  once: boolean;
+  /** Render into this absolute dir instead of handing to the engine or writing to the bus (--dry-run). */
+  dryRun?: string;
+  /** How long --once waits for every module to settle, in ms. */
+  timeoutMs: number;
+};
 
-const LINT_FLAGS: readonly FlagSpec[] = [
-  { name: 'plan', type: 'string', arg: 'FILE', help: 'a plan (JSON, DESIGN §4) to check the templates against' },
-  { name: 'json', type: 'bool', help: 'print one JSON object instead of lines' },
-];
+/** What `lint` was asked. */
+export type LintOptions = {
+  command: 'lint';
+  /** The archive, directory or template file. */
+  input: string;
+  /** A plan (DESIGN §4) to check the templates against. */
+  plan?: string;
+  /** Print one JSON object instead of lines. */
+  json: boolean;
+};
 
 /** What the client was asked to do. */
-export type ClientOptions =
-  | { command: 'help'; text: string }
-  | { command: 'version' }
-  | LintOptions
-  | {
-    command: 'run';
-    /** This node's name. */
-    node: string;
-    /** How to reach the bus. */
-    bus: BusOptions;
-    /** The engine's fill socket. */
-    socket: string;
-    /** Where archives are kept by digest. */
-    cache: string;
-    /** The settle window, in ms. */
-    settleMs: number;
-    /** How long a fill may go unanswered by the engine, in ms. */
-    engineTimeoutMs: number;
-    /** The only directory file:// archive refs are read under; absent: file:// refused. */
-    archiveDir?: string;
-    /** Whether debug lines are logged. */
-    debug: boolean;
-    /** Fill every module once and exit (--once, also set by --dry-run). */
-    once: boolean;
-    /** Render into this absolute dir instead of handing to the engine or writing to the bus (--dry-run). */
-    dryRun?: string;
-    /** How long --once waits for every module to settle, in ms. */
-    timeoutMs: number;
-  };
-
-/** The text of --help. */
-export function clientHelp(): string {
-  return [
-    'node-provisioner — fills this node’s module templates from the bus and hands them to the engine.',
-    '',
-    'usage: node dist/client.js --node NAME [flags]',
-    '       node dist/client.js --node NAME --once [--timeout S] [flags]',
-    '       node dist/client.js --node NAME --dry-run DIR [--timeout S] [flags]',
-    '       node dist/client.js lint ARCHIVE|DIR|FILE [--plan FILE] [--json]',
-    '',
-    'flags:',
-    describeFlags(FLAGS),
-    '',
-    '--once reads the plans, then runs until every module is applied or failed (a module waiting for a',
-    'value keeps it running until --timeout); it writes needs, items and reports as usual and prints one',
-    'line per module not applied, to stderr. SIGTERM ends it with 0, as it ends the daemon.',
-    '--dry-run DIR writes each file at DIR + its path, secrets as the text ${secret:<name>}, and a summary;',
-    'it never connects to the engine (so --socket is refused with it) and never writes to the bus.',
-    '',
-    'lint checks a module\'s templates without a bus or an engine: every placeholder with its line, then',
-    'unknown kinds, names past the limits, files not UTF-8, $${ escapes, and with --plan the secrets, items',
-    'and templates the plan names. Exit 1 on anything that would fail the module, 2 when it cannot read.',
-    'lint flags:',
-    describeFlags(LINT_FLAGS),
-    '',
-    'SIGTERM drains and exits 0. Logs go to stderr, with sd-daemon prefixes under systemd.',
-  ].join('\n');
-}
-
-/** Parses argv and env; a reason names the flag and what is wrong. */
-export function parseClientOptions(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ClientOptions> {
-  if (argv[0] === 'lint') return parseLint(argv.slice(1), env);
-  const parsed = parseFlags(argv, env, FLAGS);
-  if (!parsed.ok) return parsed;
-  const { values, positional, help, version } = parsed.value;
-  if (help) return { ok: true, value: { command: 'help', text: clientHelp() } };
-  if (version) return { ok: true, value: { command: 'version' } };
-  if (positional.length > 0) return { ok: false, reason: `unexpected argument "${positional[0]}" (see --help)` };
-  const node = values['node'] as string | undefined;
-  if (!node) return { ok: false, reason: '--node is required (or MESH_NODE)' };
-  if (!isName(node)) return { ok: false, reason: `--node: "${node}" is not a valid node name` };
-  const bus = busOptionsFrom(values, `node-provisioner ${node}`, INBOX_PREFIXES.node(node));
-  if (!bus.ok) return bus;
-  const engineTimeoutMs = parseSeconds('--engine-timeout', values['engine-timeout'] as string | undefined, DEFAULT_ENGINE_TIMEOUT_MS);
-  if (!engineTimeoutMs.ok) return engineTimeoutMs;
-  const timeoutMs = parseSeconds('--timeout', values['timeout'] as string | undefined, DEFAULT_ONCE_TIMEOUT_MS);
-  if (!timeoutMs.ok) return timeoutMs;
-  const oneShot = parseOneShot(argv, values);
-  if (!oneShot.ok) return oneShot;
-  const archiveDir = values['archive-dir'] as string | undefined;
-  if (archiveDir !== undefined && !isAbsolute(archiveDir)) return { ok: false, reason: `--archive-dir: "${archiveDir}" is not an absolute path` };
-  return {
-    ok: true,
-    value: {
-      command: 'run',
-      node,
-      bus: bus.value,
-      socket: (values['socket'] as string | undefined) ?? DEFAULT_FILL_SOCKET,
-      cache: (values['cache'] as string | undefined) ?? defaultCacheDir(env),
-      settleMs: (values['settle'] as number | undefined) ?? DEFAULT_SETTLE_MS,
-      engineTimeoutMs: engineTimeoutMs.value,
-      ...(archiveDir !== undefined ? { archiveDir } : {}),
-      debug: values['debug'] === true,
-      ...oneShot.value,
-      timeoutMs: timeoutMs.value,
-    },
-  };
-}
-
-/**
- * --once and --dry-run. Only what the command line says is judged a contradiction: a unit's
- * environment may carry MESH_FILL_SOCKET or MESH_TIMEOUT for every run.
- */
-function parseOneShot(argv: readonly string[], values: Record<string, unknown>): Parsed<{ once: boolean; dryRun?: string }> {
-  const given = parseFlags(argv, {}, FLAGS);
-  const onCommandLine = (flag: string) => given.ok && given.value.values[flag] !== undefined;
-  const dryRun = values['dry-run'] as string | undefined;
-  const once = values['once'] === true || dryRun !== undefined;
-  if (dryRun !== undefined && onCommandLine('socket')) return { ok: false, reason: '--dry-run never connects to the engine: leave out --socket' };
-  if (!once && onCommandLine('timeout')) return { ok: false, reason: '--timeout goes with --once or --dry-run' };
-  if (dryRun === undefined) return { ok: true, value: { once } };
-  const dir = resolve(dryRun);
-  if (dir === '/') return { ok: false, reason: '--dry-run: "/" would put the files where the engine writes them; give a dir of their own' };
-  return { ok: true, value: { once, dryRun: dir } };
-}
-
-/** `lint ARCHIVE|DIR|FILE [--plan FILE] [--json]`. */
-function parseLint(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ClientOptions> {
-  const parsed = parseFlags(argv, env, LINT_FLAGS);
-  if (!parsed.ok) return parsed;
-  const { values, positional, help, version } = parsed.value;
-  if (help) return { ok: true, value: { command: 'help', text: clientHelp() } };
-  if (version) return { ok: true, value: { command: 'version' } };
-  const [input, extra] = positional;
-  if (input === undefined) return { ok: false, reason: 'lint needs an archive, a directory or a template file (see --help)' };
-  if (extra !== undefined) return { ok: false, reason: `unexpected argument "${extra}" (see --help)` };
-  const plan = values['plan'] as string | undefined;
-  return { ok: true, value: { command: 'lint', input, ...(plan !== undefined ? { plan } : {}), json: values['json'] === true } };
-}
-
-// Seconds, fractions allowed (a test engine may be given 0.5), above zero and below what a timer holds.
-function parseSeconds(flag: string, given: string | undefined, defaultMs: number): Parsed<number> {
-  if (given === undefined) return { ok: true, value: defaultMs };
-  const seconds = /^\d+(\.\d+)?$/.test(given) ? Number(given) : NaN;
-  if (!(seconds > 0) || seconds > MAX_ENGINE_TIMEOUT_S) {
-    return { ok: false, reason: `${flag} must be a number of seconds above 0 and at most ${MAX_ENGINE_TIMEOUT_S}, got "${given}"` };
-  }
-  return { ok: true, value: Math.max(1, Math.round(seconds * 1000)) };
-}
+export type ClientOptions = Asked | RunOptions | LintOptions;

@@ -1,6 +1,6 @@
 // The reference engine's flags (DESIGN §9, §10): one Options type and the parser that rejects what is wrong.
-import { describeFlags, parseFlags, type FlagSpec } from '../shared/flags.ts';
-import type { Parsed } from '../shared/result.ts';
+import { describeFlags, openCommand, unexpectedArgument, type Asked, type FlagTable } from '../shared/flags.ts';
+import { ok, type Parsed } from '../shared/result.ts';
 import { DEFAULT_FILL_SOCKET } from '../shared/fill-protocol.ts';
 
 /** What the reference engine is told to do. */
@@ -23,20 +23,20 @@ export type EngineOptions = {
 };
 
 /** What the command line asks for: run, or print help or the version. */
-export type EngineCommand = { run: 'help' } | { run: 'version' } | { run: 'engine'; options: EngineOptions };
+export type EngineCommand = Asked | { command: 'engine'; options: EngineOptions };
 
 /** The engine's flags. */
-export const ENGINE_FLAGS: readonly FlagSpec[] = [
+export const ENGINE_FLAGS = [
   { name: 'socket', env: 'MESH_FILL_SOCKET', type: 'string', arg: 'PATH', help: `the fill socket (default ${DEFAULT_FILL_SOCKET})` },
   { name: 'root', env: 'MESH_ENGINE_ROOT', type: 'string', arg: 'DIR', help: 'refuse every path outside this directory (required)' },
   { name: 'secrets', env: 'MESH_ENGINE_SECRETS', type: 'string', arg: 'DIR', help: 'read secret <vault name> from DIR/<vault name>' },
   { name: 'journal', env: 'MESH_ENGINE_JOURNAL', type: 'string', arg: 'FILE', help: 'append one line per restart or reload' },
   { name: 'declare', env: 'MESH_ENGINE_DECLARE', type: 'string', arg: 'FILE', help: 'a JSON list of the paths that may be written; a written path it stops naming is removed' },
   { name: 'state', env: 'MESH_ENGINE_STATE', type: 'string', arg: 'FILE', help: 'where the files written per module are recorded, with --declare (default <journal>.files.json)' },
-];
+] as const satisfies FlagTable;
 
 /** The text --help prints. */
-export function engineUsage(): string {
+function engineUsage(): string {
   return [
     'usage: node dist/engine.js --root DIR [--socket PATH] [--secrets DIR] [--journal FILE] [--declare FILE] [--state FILE]',
     '',
@@ -48,21 +48,19 @@ export function engineUsage(): string {
 
 /** Parses argv (without node and script) and env; a reason names the flag that is wrong. */
 export function parseEngineOptions(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<EngineCommand> {
-  const parsed = parseFlags(argv, env, ENGINE_FLAGS);
-  if (!parsed.ok) return parsed;
-  const { values, positional, help, version } = parsed.value;
-  if (help) return { ok: true, value: { run: 'help' } };
-  if (version) return { ok: true, value: { run: 'version' } };
-  if (positional.length > 0) return { ok: false, reason: `unexpected argument "${positional[0]}" (see --help)` };
-  const root = values['root'] as string | undefined;
-  if (!root) return { ok: false, reason: '--root is required (see --help)' };
+  const opened = openCommand(argv, env, ENGINE_FLAGS, engineUsage);
+  if ('answered' in opened) return opened.answered;
+  const { values, positional } = opened;
+  const [extra] = positional;
+  if (extra !== undefined) return unexpectedArgument(extra);
+  if (!values.root) return { ok: false, reason: '--root is required (see --help)' };
   const options: EngineOptions = {
-    socketPath: (values['socket'] as string | undefined) ?? DEFAULT_FILL_SOCKET,
-    root,
-    secretsDir: values['secrets'] as string | undefined,
-    journalFile: values['journal'] as string | undefined,
-    declareFile: values['declare'] as string | undefined,
-    stateFile: values['state'] as string | undefined,
+    socketPath: values.socket ?? DEFAULT_FILL_SOCKET,
+    root: values.root,
+    secretsDir: values.secrets,
+    journalFile: values.journal,
+    declareFile: values.declare,
+    stateFile: values.state,
   };
-  return { ok: true, value: { run: 'engine', options } };
+  return ok({ command: 'engine', options });
 }

@@ -1,14 +1,14 @@
 // The flags every program uses to reach the bus (DESIGN §10), shared by server and client.
 import { existsSync } from 'node:fs';
 import type { BusOptions } from './bus.ts';
-import type { FlagSpec, FlagValues } from './flags.ts';
+import type { FlagTable, FlagValues } from './flags.ts';
 import type { Parsed } from './result.ts';
 
 /** The bus URL used when none is given. */
 export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';
 
 /** Flags for reaching and authenticating to the bus. */
-export const BUS_FLAGS: readonly FlagSpec[] = [
+export const BUS_FLAGS = [
   { name: 'nats', env: 'MESH_NATS_URL', type: 'list', arg: 'URL[,URL…]', help: `every server of the cluster (default ${DEFAULT_NATS_URL})` },
   { name: 'creds', env: 'MESH_NATS_CREDS', type: 'string', arg: 'FILE', help: 'NATS credentials file' },
   { name: 'nkey', env: 'MESH_NATS_NKEY', type: 'string', arg: 'FILE', help: 'file holding an nkey user seed (bus-config writes one per user)' },
@@ -16,20 +16,15 @@ export const BUS_FLAGS: readonly FlagSpec[] = [
   { name: 'password', env: 'MESH_NATS_PASSWORD', type: 'string', arg: 'TEXT', help: 'password' },
   { name: 'token', env: 'MESH_NATS_TOKEN', type: 'string', arg: 'TEXT', help: 'authentication token' },
   { name: 'tls-ca', env: 'MESH_NATS_CA', type: 'string', arg: 'FILE', help: 'CA file to verify the servers' },
-];
+] as const satisfies FlagTable;
 
 /** Turns parsed flags into bus options, rejecting contradictions by flag name. */
-export function busOptionsFrom(flags: FlagValues['values'], name: string, inboxPrefix?: string): Parsed<BusOptions> {
-  const servers = (flags['nats'] as string[] | undefined) ?? [DEFAULT_NATS_URL];
+export function busOptionsFrom(flags: FlagValues<typeof BUS_FLAGS>, name: string, inboxPrefix?: string): Parsed<BusOptions> {
+  const servers = flags.nats ?? [DEFAULT_NATS_URL];
   for (const url of servers) {
     if (!/^(nats|tls|wss?):\/\/[^\s]+$|^[^\s:/]+:\d+$/.test(url)) return { ok: false, reason: `--nats: "${url}" is not a nats:// URL or host:port` };
   }
-  const creds = flags['creds'] as string | undefined;
-  const nkey = flags['nkey'] as string | undefined;
-  const user = flags['user'] as string | undefined;
-  const pass = flags['password'] as string | undefined;
-  const token = flags['token'] as string | undefined;
-  const tlsCa = flags['tls-ca'] as string | undefined;
+  const { creds, nkey, user, password: pass, token, 'tls-ca': tlsCa } = flags;
   const ways = [creds && '--creds', nkey && '--nkey', user && '--user', token && '--token'].filter(Boolean);
   if (ways.length > 1) return { ok: false, reason: `${ways.join(' and ')} contradict: give one way to authenticate` };
   if (pass && !user) return { ok: false, reason: '--password needs --user' };

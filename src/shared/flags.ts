@@ -1,27 +1,47 @@
-// The flag table every program reads (DESIGN §10): node:util parseArgs splits argv; this file adds the
-// environment fallbacks, the conversions, and the one-line reasons that name the flag.
+// The flag tables every program reads (DESIGN §10): node:util parseArgs splits argv; this file adds the
+// environment fallbacks, the conversions, and the one-line reasons that name the flag. A program
+// declares its table `as const`, and that one table types the parsed values, prints --help with
+// each flag's variable, and opens every subcommand the same way (refusal, --help, --version).
 import { parseArgs } from 'node:util';
 import { fail, ok, type Parsed } from './result.ts';
 
-/** How one flag is read. */
+/** How one flag is read; a table of them is declared `as const` so each name and type reach the parsed values. */
 export type FlagSpec = {
   /** The flag without its dashes. */
-  name: string;
+  readonly name: string;
   /** The environment variable read when the flag is absent. */
-  env?: string;
+  readonly env?: string;
   /** `string`, a comma-separated `list` (the flag may be repeated), a non-negative `int`, or a valueless `bool`. */
-  type: 'string' | 'list' | 'int' | 'bool';
+  readonly type: 'string' | 'list' | 'int' | 'bool';
   /** The value's name in --help. */
-  arg?: string;
+  readonly arg?: string;
   /** One line for --help. */
-  help: string;
+  readonly help: string;
 };
 
-/** Parsed flags by name, and the words that were not flags. */
-export type FlagValues = {
-  values: Record<string, string | string[] | number | boolean | undefined>;
+/** A program's or a subcommand's flags, in the order --help lists them. */
+export type FlagTable = readonly FlagSpec[];
+
+/** What each kind of flag parses to. */
+type ValueOfType = { string: string; list: string[]; int: number; bool: boolean };
+
+/** A table's flag names. */
+export type FlagName<T extends FlagTable> = T[number]['name'];
+
+/** Parsed values by flag name, each of its flag's type; absent when neither given nor set in the environment. */
+export type FlagValues<T extends FlagTable> = { readonly [S in T[number] as S['name']]?: ValueOfType[S['type']] };
+
+/** Parsed flags by name, the flags the command line itself set, and the words that were not flags. */
+export type ParsedFlags<T extends FlagTable> = {
+  /** Each flag's value, from argv or else its variable. */
+  values: FlagValues<T>;
+  /** The flags whose value came from argv, not from the environment (a unit's environment may set any). */
+  onCommandLine: ReadonlySet<FlagName<T>>;
+  /** The words that are not flags, in order. */
   positional: string[];
+  /** Whether --help or -h was given. */
   help: boolean;
+  /** Whether --version was given. */
   version: boolean;
 };
 
@@ -32,13 +52,13 @@ type OptionToken = { kind: 'option'; name: string; rawName: string; value?: stri
 const BUILTIN = { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' } } as const;
 
 /**
- * Parses argv (without node and script) and env against the specs; the first bad flag is a reason.
+ * Parses argv (without node and script) and env against the table; the first bad flag is a reason.
  * parseArgs runs without `strict` and its tokens are checked here, because strict mode refuses
  * `--settle -1` as ambiguous (the flag's own rule should say what is wrong with -1) and names the
  * flag only inside its English message; the checks are strict mode's otherwise.
  */
-export function parseFlags(argv: readonly string[], env: NodeJS.ProcessEnv, specs: readonly FlagSpec[]): Parsed<FlagValues> {
-  const options = { ...Object.fromEntries(specs.map((s) => [s.name, { type: s.type === 'bool' ? 'boolean' : 'string' } as const])), ...BUILTIN };
+export function parseFlags<const T extends FlagTable>(argv: readonly string[], env: NodeJS.ProcessEnv, table: T): Parsed<ParsedFlags<T>> {
+  const options = { ...Object.fromEntries(table.map((s) => [s.name, { type: s.type === 'bool' ? 'boolean' : 'string' } as const])), ...BUILTIN };
   const { tokens } = parseArgs({ args: [...argv], options, strict: false, allowPositionals: true, tokens: true });
   const given = new Map<string, string | true>();
   const positional: string[] = [];
@@ -47,32 +67,60 @@ export function parseFlags(argv: readonly string[], env: NodeJS.ProcessEnv, spec
   for (const token of tokens) {
     if (token.kind === 'positional') positional.push(token.value);
     if (token.kind !== 'option') continue;
-    const problem = tokenProblem(token as OptionToken, specs);
+    const problem = tokenProblem(token, table);
     if (problem !== undefined) return fail(problem);
     if (token.name === 'help') help = true;
     else if (token.name === 'version') version = true;
     else {
       // A list flag given again adds to it: `--node a --node b` is `--node a,b`.
       const before = given.get(token.name);
-      const isList = specs.find((s) => s.name === token.name)?.type === 'list';
+      const isList = table.find((s) => s.name === token.name)?.type === 'list';
       given.set(token.name, isList && typeof before === 'string' ? `${before},${token.value}` : (token.value ?? true));
     }
   }
-  const values: FlagValues['values'] = {};
-  for (const spec of specs) {
+  const values: Record<string, ValueOfType[FlagSpec['type']]> = {};
+  const onCommandLine = new Set<FlagName<T>>();
+  for (const spec of table) {
     const raw = given.get(spec.name) ?? (spec.env ? env[spec.env] : undefined);
     if (raw === undefined || raw === '') continue;
     const value = convert(spec, raw, given.has(spec.name) ? `--${spec.name}` : `${spec.env}`);
     if (!value.ok) return value;
     values[spec.name] = value.value;
+    if (given.has(spec.name)) onCommandLine.add(spec.name);
   }
-  return ok({ values, positional, help, version });
+  // The loop above set each flag by its spec's name and type: the shape FlagValues<T> states.
+  return ok({ values: values as FlagValues<T>, onCommandLine, positional, help, version });
+}
+
+/** What a program answers before reading its flags any further: its --help text, or its version. */
+export type Asked = { command: 'help'; text: string } | { command: 'version' };
+
+/** A command line opened: answered already (a refusal, --help or --version), or the flags to go on with. */
+export type Opening<T extends FlagTable> = { answered: Parsed<Asked> } | Omit<ParsedFlags<T>, 'help' | 'version'>;
+
+/**
+ * The opening of every program and subcommand: parses argv and env against the table, then answers
+ * a bad flag with its reason, --help with `help()`, and --version, in that order; anything else is
+ * the command's to judge.
+ */
+export function openCommand<const T extends FlagTable>(argv: readonly string[], env: NodeJS.ProcessEnv, table: T, help: () => string): Opening<T> {
+  const parsed = parseFlags(argv, env, table);
+  if (!parsed.ok) return { answered: parsed };
+  const { help: helpAsked, version, ...flags } = parsed.value;
+  if (helpAsked) return { answered: ok({ command: 'help', text: help() }) };
+  if (version) return { answered: ok({ command: 'version' }) };
+  return flags;
+}
+
+/** The refusal of a word a command does not take. */
+export function unexpectedArgument(word: string): { ok: false; reason: string } {
+  return fail(`unexpected argument "${word}" (see --help)`);
 }
 
 /** What strict mode would throw for a token, worded as this project always has (tests match it). */
-function tokenProblem(token: OptionToken, specs: readonly FlagSpec[]): string | undefined {
+function tokenProblem(token: OptionToken, table: FlagTable): string | undefined {
   const flag = token.rawName;
-  const spec = specs.find((s) => s.name === token.name);
+  const spec = table.find((s) => s.name === token.name);
   // ERR_PARSE_ARGS_UNKNOWN_OPTION
   if (!spec && !Object.hasOwn(BUILTIN, token.name)) return `unknown flag ${flag} (see --help)`;
   // ERR_PARSE_ARGS_INVALID_OPTION_VALUE, a value given to a boolean
@@ -83,24 +131,24 @@ function tokenProblem(token: OptionToken, specs: readonly FlagSpec[]): string | 
   return undefined;
 }
 
-function convert(spec: FlagSpec, given: string | true, source: string): Parsed<string | string[] | number | boolean> {
-  if (spec.type === 'bool') return ok(given === true || /^(1|true|yes)$/i.test(given));
-  const text = given as string;
+function convert(spec: FlagSpec, given: string | true, source: string): Parsed<ValueOfType[FlagSpec['type']]> {
+  // Only a bool flag is given without a value (tokenProblem refuses any other).
+  if (given === true || spec.type === 'bool') return ok(given === true || /^(1|true|yes)$/i.test(given));
   if (spec.type === 'int') {
-    if (!/^\d+$/.test(text)) return fail(`${source} must be a non-negative integer, got "${text}"`);
-    return ok(Number(text));
+    if (!/^\d+$/.test(given)) return fail(`${source} must be a non-negative integer, got "${given}"`);
+    return ok(Number(given));
   }
   if (spec.type === 'list') {
-    const items = text.split(',').map((s) => s.trim());
-    if (items.some((s) => s === '')) return fail(`${source} has an empty item in "${text}"`);
+    const items = given.split(',').map((s) => s.trim());
+    if (items.some((s) => s === '')) return fail(`${source} has an empty item in "${given}"`);
     return ok(items);
   }
-  return ok(text);
+  return ok(given);
 }
 
-/** Formats the flags for --help. */
-export function describeFlags(specs: readonly FlagSpec[]): string {
-  const rows = specs.map((s) => {
+/** Formats the flags for --help, one line each with its value's name and its environment variable. */
+export function describeFlags(table: FlagTable): string {
+  const rows = table.map((s) => {
     const left = `  --${s.name}${s.type === 'bool' ? '' : ` ${s.arg ?? s.type.toUpperCase()}`}`;
     const env = s.env ? ` [env ${s.env}]` : '';
     return `${left.padEnd(28)} ${s.help}${env}`;

@@ -7,18 +7,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { bucketManager } from '../../shared/bucket-bind.ts';
 import { bucketProblems, KV_HARDENING, maxConsumersFor, streamConfigOf, streamOf, type BucketSize, type BucketSpec } from '../../shared/bucket-spec.ts';
 import { meshBuckets } from '../../shared/buckets.ts';
-
-/** What init is asked for. */
-export type InitRequest = {
-  /** Copies each bucket keeps. */
-  replicas: number;
-  /** The providers whose `<provider>_bound` buckets to create. */
-  providers: string[];
-  /** The nodes the mesh will have: each stream's `max_consumers` is made for that many. */
-  nodes: number;
-  /** The archives object store. */
-  archives: string;
-};
+import type { InitRequest } from '../options.ts';
 
 /** What init did with one bucket. */
 type Outcome = { line: string; failed: boolean };

@@ -6,27 +6,10 @@ import { MAX_JSON_DEPTH, parseBoundedJson } from '../../shared/limits.ts';
 import { safeCell, safeJson, safeText } from '../../shared/safe-text.ts';
 import type { VerbReply } from '../../shared/schemas.ts';
 import { compareKeys, DEFAULT_MAX_PAYLOAD, REPLY_NESTING } from '../verb/serve.ts';
+import type { QueryArgs } from '../options.ts';
 
 /** How long one page may take to come back. */
 export const DEFAULT_QUERY_TIMEOUT_MS = 5000;
-
-/** What `query` asks. */
-export type QueryArgs = {
-  /** registry, needs, applied, collect or health (the verb judges it). */
-  what: string;
-  /** Only this node's keys. */
-  node?: string;
-  /** Only this module's keys. */
-  module?: string;
-  /** Only this collection's items (collect). */
-  collection?: string;
-  /** Only this contributor's items (collect). */
-  contributor?: string;
-  /** Print one JSON object instead of a table. */
-  json: boolean;
-  /** Entries per page asked of the verb. */
-  limit?: number;
-};
 
 type Gathered = Pick<VerbReply, 'what' | 'entries' | 'outOfShape'>;
 /** Why asking the verb failed, with the exit code it gives: 2 for a request the seat refused, 1 otherwise. */

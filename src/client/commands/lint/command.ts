@@ -7,17 +7,7 @@ import { decodeJson, PlanSchema, type Plan } from '../../../shared/schemas.ts';
 import { describeError, readFileWithin } from '../../archive/fetch.ts';
 import { lintTemplates, type LintProblem, type LintReport } from './judge.ts';
 import { readLintInput, type LintInput } from './input.ts';
-
-/** What `lint` was asked. */
-export type LintOptions = {
-  command: 'lint';
-  /** The archive, directory or template file. */
-  input: string;
-  /** A plan (DESIGN §4) to check the templates against. */
-  plan?: string;
-  /** Print one JSON object instead of lines. */
-  json: boolean;
-};
+import type { LintOptions } from '../../options.ts';
 
 /** The JSON `lint --json` prints. */
 export type LintJson = LintReport & {

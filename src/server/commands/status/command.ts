@@ -8,21 +8,7 @@ import { safeJson } from '../../../shared/safe-text.ts';
 import { DEFAULT_QUERY_TIMEOUT_MS, forEachPage, type QueryFailure } from '../query.ts';
 import { detailLines, fleetLines, type FleetView, type NodeView } from './format.ts';
 import { Catalogue, detailOf, FleetSummary, ownershipOf, readReport, type ModuleDetail, type Ownership } from './summary.ts';
-
-/** Reports asked per page when --limit does not say: never one request for the whole fleet. */
-export const DEFAULT_STATUS_LIMIT = 1000;
-
-/** What `status` is asked. */
-export type StatusArgs = {
-  /** Only this node, in detail. */
-  node?: string;
-  /** Only this module of the node. */
-  module?: string;
-  /** Reports per page asked of the verb (DEFAULT_STATUS_LIMIT when absent). */
-  limit?: number;
-  /** Print one JSON object instead of tables. */
-  json: boolean;
-};
+import { DEFAULT_STATUS_LIMIT, type StatusArgs } from '../../options.ts';
 
 type Say = (line: string) => void;
 

@@ -1,0 +1,210 @@
+// The seat's command line (DESIGN §10): the flag tables, --help, and the parser that fills the
+// options of options.ts, rejecting what is wrong naming the flag.
+import { BUS_FLAGS, busOptionsFrom } from '../shared/bus-flags.ts';
+import { DEFAULT_ARCHIVES } from '../shared/buckets.ts';
+import { CONSUMERS_BESIDE_NODES, CONSUMERS_PER_NODE, DEFAULT_MESH_NODES } from '../shared/bucket-spec.ts';
+import { describeFlags, openCommand, unexpectedArgument, type FlagTable } from '../shared/flags.ts';
+import { isName } from '../shared/keys.ts';
+import { ok, type Parsed } from '../shared/result.ts';
+import { VERB_WHATS } from '../shared/schemas.ts';
+import { loginCollision } from './commands/bus-config/config.ts';
+import {
+  DEFAULT_CREDENTIALS_DIR, DEFAULT_LISTEN, DEFAULT_REPLICAS, DEFAULT_STATUS_LIMIT, DEFAULT_STORE_DIR, MAX_MESH_NODES, type ServerOptions,
+} from './options.ts';
+
+const ARCHIVES_FLAG = { name: 'archives', env: 'MESH_ARCHIVES_BUCKET', type: 'string', arg: 'BUCKET', help: `object-store bucket of module archives (default ${DEFAULT_ARCHIVES})` } as const;
+
+const SERVE_FLAGS = [
+  ...BUS_FLAGS,
+  ARCHIVES_FLAG,
+  { name: 'replicas', env: 'MESH_REPLICAS', type: 'int', arg: 'N', help: `copies each created bucket keeps, 1–5 (default ${DEFAULT_REPLICAS})` },
+  { name: 'debug', env: 'MESH_DEBUG', type: 'bool', help: 'log debug lines' },
+] as const satisfies FlagTable;
+
+// The subcommands that reach the bus list only their own flags in --help, after the seat's.
+const QUERY_OWN_FLAGS = [
+  { name: 'node', type: 'string', arg: 'NAME', help: 'only this node' },
+  { name: 'module', type: 'string', arg: 'NAME', help: 'only this module' },
+  { name: 'collection', type: 'string', arg: 'NAME', help: 'only this collection (collect)' },
+  { name: 'contributor', type: 'string', arg: 'NAME', help: 'only this contributor (collect)' },
+  { name: 'limit', type: 'int', arg: 'N', help: 'entries per request (default: as many as fit)' },
+  { name: 'json', type: 'bool', help: 'print JSON instead of a table' },
+] as const satisfies FlagTable;
+
+const STATUS_OWN_FLAGS = [
+  { name: 'limit', type: 'int', arg: 'N', help: `reports per request (default ${DEFAULT_STATUS_LIMIT})` },
+  { name: 'json', type: 'bool', help: 'print JSON instead of tables' },
+] as const satisfies FlagTable;
+
+const INIT_OWN_FLAGS = [
+  { name: 'replicas', env: 'MESH_REPLICAS', type: 'int', arg: 'N', help: `copies each bucket keeps, 1–5 (default ${DEFAULT_REPLICAS})` },
+  { name: 'provider', type: 'list', arg: 'NAME', help: 'a provider whose <NAME>_bound bucket to create (repeat)' },
+  { name: 'nodes', type: 'int', arg: 'N', help: `the nodes the mesh will have; each stream allows ${CONSUMERS_PER_NODE} consumers a node and ${CONSUMERS_BESIDE_NODES} more, fixed when it is created (default ${DEFAULT_MESH_NODES})` },
+  ARCHIVES_FLAG,
+] as const satisfies FlagTable;
+
+const BUS_CONFIG_FLAGS = [
+  { name: 'node', type: 'list', arg: 'NAME', help: 'a node of the mesh (repeat, or comma-separated)' },
+  { name: 'provider', type: 'list', arg: 'NAME', help: 'a provider whose <NAME>_bound bucket nodes read (repeat)' },
+  { name: 'credentials', env: 'MESH_CREDENTIALS_DIR', type: 'string', arg: 'DIR', help: `the users' nkey seeds, one <user>.nk each, mode 0600; missing ones are generated (default ${DEFAULT_CREDENTIALS_DIR})` },
+  { name: 'out', type: 'string', arg: 'FILE', help: 'write the configuration to FILE instead of stdout' },
+  { name: 'show-credentials', type: 'bool', help: "print each user's seed to stdout instead of the configuration" },
+  ARCHIVES_FLAG,
+  { name: 'listen', type: 'string', arg: 'HOST:PORT', help: `where nats-server listens (default ${DEFAULT_LISTEN})` },
+  { name: 'store-dir', type: 'string', arg: 'DIR', help: `JetStream's store directory (default ${DEFAULT_STORE_DIR})` },
+] as const satisfies FlagTable;
+
+/** The text of --help. */
+export function serverHelp(): string {
+  return [
+    'mesh-provisioner — the seat: keeps the registry, composes plans, answers mesh-provisioner.provisioning.',
+    '',
+    'usage: node dist/server.js [flags]',
+    '       node dist/server.js query <registry|needs|applied|collect|health> [flags]',
+    '       node dist/server.js status [<node> [<module>]] [flags]',
+    '       node dist/server.js bus-config --node NAME [--node NAME …] [--provider NAME …] [flags]',
+    '       node dist/server.js init [--replicas N] [--provider NAME …] [--nodes N] [flags]   (with the admin login)',
+    '',
+    'flags:',
+    describeFlags(SERVE_FLAGS),
+    '',
+    'query flags:',
+    describeFlags(QUERY_OWN_FLAGS),
+    '',
+    'status prints the fleet per node (applied, waiting, failed, the oldest waiting value, modules held unpublished),',
+    "or a node's modules in detail (each waited value and its owner, the last report, the files). status flags:",
+    describeFlags(STATUS_OWN_FLAGS),
+    '',
+    'bus-config prints the nats-server configuration of a mesh (DESIGN §11): the buckets in account MESH,',
+    'each node an account of its own importing exactly its subjects; users log in with nkeys.',
+    'bus-config flags:',
+    describeFlags(BUS_CONFIG_FLAGS),
+    '',
+    'init creates every bucket of the mesh (the seat\'s six, the inputs, the archives store, each provider\'s',
+    '<NAME>_bound) with exactly its own subject, hardened, and a bounded max_consumers; run it with the admin',
+    'login before the seat, and again when a provider is added. init flags:',
+    describeFlags(INIT_OWN_FLAGS),
+    '',
+    'SIGTERM drains and exits 0. Logs go to stderr, with sd-daemon prefixes under systemd.',
+  ].join('\n');
+}
+
+/** Parses argv and env; a reason names the flag and what is wrong. */
+export function parseServerOptions(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
+  const [command, ...rest] = argv;
+  if (command === 'bus-config') return parseBusConfig(rest, env);
+  if (command === 'status') return parseStatus(rest, env);
+  if (command === 'init') return parseInit(rest, env);
+  if (command === 'query') return parseQuery(rest, env);
+  return parseServe(argv, env);
+}
+
+function parseServe(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
+  const opened = openCommand(argv, env, SERVE_FLAGS, serverHelp);
+  if ('answered' in opened) return opened.answered;
+  const { values, positional: [extra] } = opened;
+  const bus = busOptionsFrom(values, 'mesh-provisioner');
+  if (!bus.ok) return bus;
+  if (extra !== undefined) return unexpectedArgument(extra);
+  const replicas = parseReplicas(values.replicas);
+  if (!replicas.ok) return replicas;
+  const archives = parseArchives(values.archives);
+  if (!archives.ok) return archives;
+  return ok({ command: 'serve', bus: bus.value, archives: archives.value, replicas: replicas.value, debug: values.debug === true });
+}
+
+function parseQuery(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
+  const opened = openCommand(argv, env, [...BUS_FLAGS, ...QUERY_OWN_FLAGS], serverHelp);
+  if ('answered' in opened) return opened.answered;
+  const { values, positional: [what, extra] } = opened;
+  const bus = busOptionsFrom(values, 'mesh-provisioner query');
+  if (!bus.ok) return bus;
+  const whats: readonly string[] = VERB_WHATS;
+  if (!what || !whats.includes(what)) return { ok: false, reason: `query needs one of ${whats.join(', ')}, got ${what ?? 'nothing'}` };
+  if (extra !== undefined) return unexpectedArgument(extra);
+  const { node, module, collection, contributor, limit, json } = values;
+  for (const [flag, name] of [['node', node], ['module', module], ['contributor', contributor]] as const) {
+    if (name !== undefined && !isName(name)) return { ok: false, reason: `--${flag}: "${name}" is not a valid name` };
+  }
+  if ((collection || contributor) && what !== 'collect') return { ok: false, reason: '--collection and --contributor go with query collect only' };
+  if (limit === 0) return { ok: false, reason: '--limit must be at least 1' };
+  return ok({
+    command: 'query', bus: bus.value, what,
+    ...(node === undefined ? {} : { node }), ...(module === undefined ? {} : { module }),
+    ...(collection === undefined ? {} : { collection }), ...(contributor === undefined ? {} : { contributor }),
+    ...(limit === undefined ? {} : { limit }), json: json === true,
+  });
+}
+
+function parseStatus(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
+  const opened = openCommand(argv, env, [...BUS_FLAGS, ...STATUS_OWN_FLAGS], serverHelp);
+  if ('answered' in opened) return opened.answered;
+  const { values, positional: [node, module, extra] } = opened;
+  const bus = busOptionsFrom(values, 'mesh-provisioner status');
+  if (!bus.ok) return bus;
+  if (extra !== undefined) return { ok: false, reason: `unexpected argument "${extra}" (status takes a node and a module at most)` };
+  for (const [what, name] of [['node', node], ['module', module]] as const) {
+    if (name !== undefined && !isName(name)) return { ok: false, reason: `status: ${what} "${name}" is not a valid name` };
+  }
+  const { limit } = values;
+  if (limit !== undefined && limit < 1) return { ok: false, reason: '--limit must be at least 1' };
+  return ok({
+    command: 'status', bus: bus.value, json: values.json === true,
+    ...(node === undefined ? {} : { node }), ...(module === undefined ? {} : { module }), ...(limit === undefined ? {} : { limit }),
+  });
+}
+
+function parseBusConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
+  const opened = openCommand(argv, env, BUS_CONFIG_FLAGS, serverHelp);
+  if ('answered' in opened) return opened.answered;
+  const { values, positional: [extra] } = opened;
+  if (extra !== undefined) return unexpectedArgument(extra);
+  const { node: nodes = [], provider: providers = [], out } = values;
+  if (nodes.length === 0) return { ok: false, reason: 'bus-config needs at least one --node' };
+  for (const [flag, names] of [['--node', nodes], ['--provider', providers]] as const) {
+    const bad = names.find((n) => !isName(n));
+    if (bad !== undefined) return { ok: false, reason: `${flag}: "${bad}" is not a valid name (a-z, 0-9 and -, at most 63)` };
+  }
+  const clash = loginCollision({ nodes, providers });
+  if (clash) return { ok: false, reason: `bus-config: ${clash}` };
+  const archives = parseArchives(values.archives);
+  if (!archives.ok) return archives;
+  const listen = values.listen ?? DEFAULT_LISTEN;
+  if (!/^[^\s:]+:\d{1,5}$/.test(listen)) return { ok: false, reason: `--listen: "${listen}" is not HOST:PORT` };
+  return ok({
+    command: 'bus-config', nodes, providers, archives: archives.value, listen,
+    credentials: values.credentials ?? DEFAULT_CREDENTIALS_DIR,
+    storeDir: values['store-dir'] ?? DEFAULT_STORE_DIR,
+    showCredentials: values['show-credentials'] === true,
+    ...(out ? { out } : {}),
+  });
+}
+
+function parseInit(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
+  const opened = openCommand(argv, env, [...BUS_FLAGS, ...INIT_OWN_FLAGS], serverHelp);
+  if ('answered' in opened) return opened.answered;
+  const { values, positional: [extra] } = opened;
+  if (extra !== undefined) return unexpectedArgument(extra);
+  const bus = busOptionsFrom(values, 'mesh-provisioner init');
+  if (!bus.ok) return bus;
+  const replicas = parseReplicas(values.replicas);
+  if (!replicas.ok) return replicas;
+  const nodes = values.nodes ?? DEFAULT_MESH_NODES;
+  if (nodes < 1 || nodes > MAX_MESH_NODES) return { ok: false, reason: `--nodes must be 1 to ${MAX_MESH_NODES}, got ${nodes}` };
+  const providers = values.provider ?? [];
+  const bad = providers.find((p) => !isName(p));
+  if (bad !== undefined) return { ok: false, reason: `--provider: "${bad}" is not a valid name (a-z, 0-9 and -, at most 63)` };
+  const archives = parseArchives(values.archives);
+  if (!archives.ok) return archives;
+  return ok({ command: 'init', bus: bus.value, replicas: replicas.value, nodes, providers, archives: archives.value });
+}
+
+function parseReplicas(given: number | undefined): Parsed<number> {
+  const replicas = given ?? DEFAULT_REPLICAS;
+  return replicas < 1 || replicas > 5 ? { ok: false, reason: `--replicas must be 1 to 5, got ${replicas}` } : ok(replicas);
+}
+
+function parseArchives(given: string | undefined): Parsed<string> {
+  const archives = given ?? DEFAULT_ARCHIVES;
+  return /^[A-Za-z0-9_-]+$/.test(archives) ? ok(archives) : { ok: false, reason: `--archives: "${archives}" is not a valid bucket name` };
+}
