@@ -78,10 +78,10 @@ test('the dependency index names exactly the modules whose last fill named a cha
   assert.equal([...index.modulesNaming(['config:api:a', 'config:web:b'])].sort(), ['api', 'web']);
   index.set('web', ['config:web:c']);
   assert.equal([...index.modulesNaming(['config:web:a'])], [], 'what a module no longer names does not fill it');
-  assert.ok(index.knows('web'));
+  assert.equal([...index.modulesNaming(['config:web:c'])], ['web']);
   index.forget('web');
-  assert.not.ok(index.knows('web'));
-  assert.equal([...index.modulesNaming(['config:web:c'])], []);
+  assert.equal([...index.modulesNaming(['config:web:c'])], [], 'a forgotten module is filled by no change');
+  assert.equal([...index.modulesNaming(['config:api:a'])], ['api'], 'the others are kept');
 });
 
 const item = (node: string, collection: string, contributor: string, content: string) =>
