@@ -101,8 +101,7 @@ export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClie
   const reporter = new Reporter(nc, node, keyWriter(nc, NEEDS, needsKv, opts.inboxPrefix), keyWriter(nc, APPLIED, appliedKv, opts.inboxPrefix), log);
   const modules = new Modules({
     node, templates, index,
-    lookup: (plan, wanted) => sources.lookup(plan, wanted),
-    dependency: (plan, wanted) => sources.dependency(plan, wanted),
+    sources,
     handoff: new Handoff(opts.engine, log),
     items: itemWriter,
     reporter: opts.onReport ? heardReporter(reporter, opts.onReport) : reporter,
@@ -139,7 +138,7 @@ export async function startNodeClient(opts: NodeClientOptions): Promise<NodeClie
     void storedNeeds.then(settleNeeds);
   }
   refillAll('start');
-  const asks = serveAsks(nc, node, { plan: (m) => modules.plan(m), lookup: (plan, wanted) => sources.lookup(plan, wanted) }, log);
+  const asks = serveAsks(nc, node, { plans: modules, sources }, log);
   // Ready means the bus knows the ask handler: an ask sent once this resolves finds it.
   await nc.flush();
   // Whatever a module asked before this client started may have changed while it was away.

@@ -107,8 +107,7 @@ export function collectedSource(nc: NatsConnection, node: string, log: Logger, o
   return {
     name: 'collected',
     items,
-    dependency: (_plan, wanted) => collectionDependency(collectionOf(wanted)),
-    lookup: (plan, wanted) => assemble(plan, items, wanted),
+    lookup: (plan, wanted) => ({ ...assemble(plan, items, wanted), dependency: collectionDependency(collectionOf(wanted)) }),
     caughtUp: watch.caughtUp,
     stop: () => watch.stop(),
   };

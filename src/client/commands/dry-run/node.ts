@@ -65,8 +65,7 @@ export async function startDryRunNode(opts: DryRunNodeOptions): Promise<DryRunNo
   };
   const modules = new Modules({
     node, templates, index, reporter, items,
-    lookup: (plan, wanted) => sources.lookup(plan, wanted),
-    dependency: (plan, wanted) => sources.dependency(plan, wanted),
+    sources,
     handoff: new Handoff(capturingEngine((m, files) => { for (const f of files) rendered(m).files.set(f.path, f); }), log),
   }, (m, err) => log.error(`${node}.${m}: ${(err as Error).stack ?? err}`));
   const scheduler = new Scheduler(opts.settleMs, (m, full) => modules.run(m, full), (m, err) => log.error(`${node}.${m}: ${(err as Error).stack ?? err}`));
