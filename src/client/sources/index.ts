@@ -74,17 +74,18 @@ export class Sources implements ValueLookup {
   }
 }
 
-/** Starts the sources of `node`; each says its changed dependencies to `onChange`. Also hands out the node's items as the collected source holds them. */
-export function startSources(nc: NatsConnection, node: string, log: Logger, onChange: OnChange): { sources: Sources; items: NodeItems } {
-  const collected = collectedSource(nc, node, log, onChange);
-  const sources = new Sources([
+/**
+ * Starts the sources of `node`; each says its changed dependencies to `onChange`. `items` is kept by
+ * the collected source's watch (made by the caller, so the items writer can read it too).
+ */
+export function startSources(nc: NatsConnection, node: string, items: NodeItems, log: Logger, onChange: OnChange): Sources {
+  return new Sources([
     placementSource(),
     configSource(nc, node, log, onChange),
-    collected,
+    collectedSource(nc, items, log, onChange),
     consumersSource(nc, node, log, onChange),
     boundSource(nc, node, log, onChange),
   ]);
-  return { sources, items: collected.items };
 }
 
 /** Every kind of the registry that the table does not map (a test keeps this empty). */
