@@ -72,7 +72,7 @@ test('lint errs on exactly the placeholders the fill refuses, in the fill’s wo
     const archive = files({ one, two });
     const prepared = prepareTemplates(archive);
     if (!prepared.ok) return;
-    const fill = fillModule(p, prepared.value, () => ({ state: 'value', text: 'v' }));
+    const fill = fillModule(p, prepared.value, { lookup: (_plan, w) => ({ state: 'value', text: 'v', dependency: `${w.kind}:web:${w.name}` }) });
     const linted = errors(lintTemplates(archive, p).problems).map((e) => `template ${e.template} line ${e.line}: ${e.message}`);
     if (fill.ok) assert.equal(linted, []);
     else if (linted.length <= 20) assert.is(linted.sort().join('; '), fill.reason.split('; ').sort().join('; '));

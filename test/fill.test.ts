@@ -1,8 +1,8 @@
 // Filling one module from the values at hand (DESIGN §7 points 2, 4, 5; §8), as pure data.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { FillMemo, fillModule, prepareTemplates, type LookupFn } from '../src/client/fill/fill.ts';
-import { Sources } from '../src/client/sources/index.ts';
+import { FillMemo, fillModule, prepareTemplates } from '../src/client/fill/fill.ts';
+import { Sources, type ValueLookup } from '../src/client/sources/index.ts';
 import { placementSource } from '../src/client/sources/placement.ts';
 import type { Plan } from '../src/shared/schemas.ts';
 
@@ -24,14 +24,13 @@ function plan(files: Plan['files'], secrets: Plan['secrets'] = []): Plan {
 }
 
 /** The sources as a node has them, config served from `values`. */
-const config = (values: Record<string, string>): LookupFn => {
-  const sources = new Sources([placementSource(), {
-    name: 'config',
-    dependency: (plan, wanted) => `config:${plan.module}:${wanted.name}`,
-    lookup: (_plan, wanted) => (Object.hasOwn(values, wanted.name) ? { state: 'value', text: values[wanted.name]! } : { state: 'waiting' }),
-  }]);
-  return (plan, wanted) => sources.lookup(plan, wanted);
-};
+const config = (values: Record<string, string>): ValueLookup => new Sources([placementSource(), {
+  name: 'config',
+  lookup: (plan, wanted) => ({
+    ...(Object.hasOwn(values, wanted.name) ? { state: 'value', text: values[wanted.name]! } as const : { state: 'waiting' } as const),
+    dependency: `config:${plan.module}:${wanted.name}`,
+  }),
+}]);
 
 test('placement and config are filled, secrets stay placeholders, foreign text is kept', () => {
   const out = fillModule(
@@ -89,15 +88,31 @@ test('a secret with a path is handed as that file alone, holding only its placeh
 
 test('an unknown kind, an unnamed secret, a failing value and a missing template each fail with the reason', () => {
   const p = plan([{ path: '/a', template: 'a', mode: 'owned', change: 'none' }]);
-  const fail = (text: string, resolve: LookupFn = config({})) => {
+  const fail = (text: string, resolve: ValueLookup = config({})) => {
     const out = fillModule(p, templates({ a: text }), resolve);
     return out.ok ? 'ok' : out.reason;
   };
   assert.is(fail('x\n${nope:y}'), 'template a line 2: ${nope:y}: unknown kind "nope" (write $${nope:y} to keep it as text)');
   assert.is(fail('${secret:y}'), 'template a line 1: ${secret:y}: secret "y" is not named by the plan');
-  assert.is(fail('${config:y}', () => ({ state: 'failed', reason: 'bad bytes' })), 'template a line 1: ${config:y}: bad bytes');
+  assert.is(fail('${config:y}', { lookup: () => ({ state: 'failed', reason: 'bad bytes', dependency: 'config:web:y' }) }), 'template a line 1: ${config:y}: bad bytes');
   const missing = fillModule(p, templates({ b: '' }), config({}));
   assert.is(missing.ok ? 'ok' : missing.reason, 'template a (for /a) is not in the archive');
+});
+
+test('a fill returns the dependency key of every value it read, each once and no secret; a failed fill, those read up to the value that failed it', () => {
+  const p = plan([{ path: '/a', template: 'a', mode: 'owned', change: 'none' }, { path: '/b', template: 'b', mode: 'owned', change: 'none' }], [{ name: 'k', vault: 'v' }]);
+  const asked: string[] = [];
+  const sources = config({ x: '1' });
+  const counting: ValueLookup = { lookup: (on, wanted) => (asked.push(`${wanted.kind}:${wanted.name}`), sources.lookup(on, wanted)) };
+  const out = fillModule(p, templates({ a: '${config:x} ${dir:config} ${secret:k} ${config:x}', b: '${config:later}' }), counting);
+  assert.ok(out.ok);
+  assert.equal(out.dependencies, ['config:web:x', 'placement:web:dir:config', 'config:web:later']);
+  assert.equal(asked, ['config:x', 'dir:config', 'config:x', 'config:later'], 'each placeholder looked up once, a secret never');
+  const failing: ValueLookup = {
+    lookup: (on, wanted) => (wanted.name === 'bad' ? { state: 'failed', reason: 'not UTF-8', dependency: 'config:web:bad' } : sources.lookup(on, wanted)),
+  };
+  const failed = fillModule(p, templates({ a: '${config:x} ${config:bad} ${config:after}', b: '' }), failing);
+  assert.equal(failed, { ok: false, reason: 'template a line 1: ${config:bad}: not UTF-8', dependencies: ['config:web:x', 'config:web:bad'] });
 });
 
 test('a template that is not UTF-8 is refused with its name', () => {
@@ -121,6 +136,7 @@ test('every placeholder no value can fill is listed at once, each unknown kind w
   const out = fillModule(p, templates({ a: 'c=${line:0:1}\n${config:ok}\n${sys:os.name}', b: '${aws:username} ${secret:nope}' }), config({ ok: '1' }));
   assert.equal(out, {
     ok: false,
+    dependencies: [],
     reason: 'template a line 1: ${line:0:1}: unknown kind "line" (write $${line:0:1} to keep it as text); '
       + 'template a line 3: ${sys:os.name}: unknown kind "sys" (write $${sys:os.name} to keep it as text); '
       + 'template b line 1: ${aws:username}: unknown kind "aws" (write $${aws:username} to keep it as text); '
@@ -159,9 +175,9 @@ test('items are filled like files and handed out only when nothing of the module
 test('an item naming a secret, or two items for one collection, fail the module with the reason', () => {
   const p = { ...plan([], [{ name: 'k', vault: 'v' }]), items: [{ collection: 'c', template: 'i' }] };
   const secret = fillModule(p, templates({ i: 'x ${secret:k}' }), config({}));
-  assert.equal(secret, { ok: false, reason: 'template i line 1: ${secret:k}: an item names a secret, but an item is kept in a bucket and no secret is' });
+  assert.equal(secret, { ok: false, reason: 'template i line 1: ${secret:k}: an item names a secret, but an item is kept in a bucket and no secret is', dependencies: [] });
   const twice = fillModule({ ...p, items: [{ collection: 'c', template: 'i' }, { collection: 'c', template: 'i' }] }, templates({ i: 'x' }), config({}));
-  assert.equal(twice, { ok: false, reason: 'two items for collection "c": a module contributes one item to a collection' });
+  assert.equal(twice, { ok: false, reason: 'two items for collection "c": a module contributes one item to a collection', dependencies: [] });
 });
 
 test('a file whose values did not change is not rendered or hashed again; one whose value changed is', () => {

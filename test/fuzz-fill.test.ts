@@ -4,7 +4,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { fillModule, type LookupFn } from '../src/client/fill/fill.ts';
+import { fillModule } from '../src/client/fill/fill.ts';
+import type { ValueLookup } from '../src/client/sources/source.ts';
 import { compileTemplate, prepareTemplates } from '../src/client/fill/templates.ts';
 import { fitReport } from '../src/client/report/fit.ts';
 import { contentDigest, contentText, type FillContent } from '../src/shared/fill-protocol.ts';
@@ -69,7 +70,7 @@ test('no value character ever yields a secret part or hides one the template nam
   ), { maxLength: 12 }).map((parts) => parts.join(''));
   check('values never become secrets', fc.tuple(template, hostileText, hostileText), ([text, a, b]) => {
     const compiled = compileTemplate(text);
-    const resolve: LookupFn = (_plan, wanted) => ({ state: 'value', text: wanted.name === 'a' ? a : b });
+    const resolve: ValueLookup = { lookup: (_plan, wanted) => ({ state: 'value', text: wanted.name === 'a' ? a : b, dependency: `config:web:${wanted.name}` }) };
     const prepared = prepareTemplates(new Map([['t', new TextEncoder().encode(text)]]));
     if (!prepared.ok) return; // lone surrogates in a generated template are not UTF-8 once encoded
     const out = fillModule(plan([{ path: '/f', template: 't', mode: 'owned', change: 'none' }], [{ name: 'k', vault: 'v/k' }, { name: 'j', vault: 'v/j' }]), prepared.value, resolve);

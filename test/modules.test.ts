@@ -36,13 +36,12 @@ function harness(templates: Record<string, string>, answer: Answer = written, re
   const removed: string[] = [];
   const items: [string, unknown][] = [];
   const config = new ConfigValues('n1');
-  const sources = new Sources([placementSource(), { name: 'config', dependency: (p, w) => configDependency(p.module, w.name), lookup: (p, w) => config.lookup(p.module, w.name) }]);
+  const sources = new Sources([placementSource(), { name: 'config', lookup: (p, w) => ({ ...config.lookup(p.module, w.name), dependency: configDependency(p.module, w.name) }) }]);
   const index = new DependencyIndex();
   const modules = new Modules({
     node: 'n1',
     templates: new TemplateCache(async () => ({ ok: true, value: new Map(Object.entries(templates).map(([k, v]) => [k, enc.encode(v)])) })),
-    lookup: (p, w) => sources.lookup(p, w),
-    dependency: (p, w) => sources.dependency(p, w),
+    sources,
     index,
     handoff: new Handoff(engine, memoryLogger()),
     items: { record: async (m, list) => void items.push([m, list]), removed: async (m) => void items.push([m, 'removed']) },
@@ -55,7 +54,7 @@ function harness(templates: Record<string, string>, answer: Answer = written, re
       removed: async (m) => void removed.push(m),
     },
   });
-  const setConfig = (key: string, value: string) => config.set('web', key, enc.encode(value));
+  const setConfig = (key: string, value: string | Uint8Array) => config.set('web', key, typeof value === 'string' ? enc.encode(value) : value);
   // A run and the writes it leaves behind, as the tests look at both.
   const run = async (module: string, full: boolean) => { await modules.run(module, full); await modules.settled(); };
   return { modules, run, requests, reports, needs, removed, items, index, setConfig, last: () => reports.at(-1)! };
@@ -117,9 +116,15 @@ test('a value that waits keeps its file back and the report says which; the inde
 
 test('a failed fill still records what the module names, so fixing the value fills it again', async () => {
   const h = harness({ t: '${config:bin}' });
+  h.setConfig('bin', new Uint8Array([0xc3, 0x28]));
   h.modules.setPlan('web', plan([{ path: '/t', template: 't' }]));
   await h.run('web', false);
+  assert.is(h.last().state, 'failed');
+  assert.match(h.last().reason!, /config:bin\}: mesh-config_resolved n1\.web\.bin: value is not UTF-8$/);
   assert.equal([...h.index.modulesNaming([configDependency('web', 'bin')])], ['web']);
+  h.setConfig('bin', 'fixed');
+  await h.run('web', false);
+  assert.is(h.last().state, 'applied');
 });
 
 test('the engine refusing, not confirming, or not reachable: waiting with the reason, or no report', async () => {

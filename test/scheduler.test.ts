@@ -95,16 +95,6 @@ test('settle 0 runs at once, modules apart from each other', async () => {
   assert.equal(r.runs.sort(), ['a', 'b!']);
 });
 
-test('a cancelled module does not run', async () => {
-  const clock = fakeClock();
-  const r = recorder();
-  const s = new Scheduler(20, r.run, () => {}, clock.timers, clock.now);
-  s.schedule('a');
-  s.cancel('a');
-  await clock.advance(100);
-  assert.equal(r.runs, []);
-});
-
 test('no more modules run at once than the concurrency allows, and the rest follow', async () => {
   const clock = fakeClock();
   let running = 0;

@@ -1,5 +1,5 @@
-// The client's value sources (src/client/sources/): the kind table, each source's lookup and
-// dependency keys, and the index of which module named which value — pure, no bus.
+// The client's value sources (src/client/sources/): the kind table, each source's lookup and the
+// dependency key it carries, and the index of which module named which value — pure, no bus.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { DependencyIndex } from '../src/client/schedule/dependencies.ts';
@@ -26,7 +26,7 @@ const plan: Plan = {
 function nodeSources(config = new ConfigValues('n1')): Sources {
   return new Sources([
     placementSource(),
-    { name: 'config', dependency: (p, w) => configDependency(p.module, w.name), lookup: (p, w) => config.lookup(p.module, w.name) },
+    { name: 'config', lookup: (p, w) => ({ ...config.lookup(p.module, w.name), dependency: configDependency(p.module, w.name) }) },
   ]);
 }
 
@@ -59,15 +59,21 @@ test('lookups, table by kind: placement from the plan (own keys only), config by
     ['nope', 'x', { state: 'failed', reason: 'unknown kind "nope"' }],
     ['constructor', 'x', { state: 'failed', reason: 'unknown kind "constructor"' }],
   ];
-  for (const [kind, name, expected] of rows) assert.equal(sources.lookup(plan, { kind, name }), expected, `${kind}:${name}`);
+  for (const [kind, name, expected] of rows) {
+    const { dependency, ...found } = sources.lookup(plan, { kind, name });
+    assert.equal(found, expected, `${kind}:${name}`);
+    assert.is(dependency, kind === 'config' ? `config:web:${name}` : kind === 'dir' || kind === 'port' || kind === 'machine' ? `placement:web:${kind}:${name}` : `${kind}:web:${name}`, `${kind}:${name}`);
+  }
 });
 
-test('dependency keys: one per value whatever names it, never shared across modules or sources', () => {
+test('a lookup carries its dependency key: one per value whatever names it, never shared across modules or sources', () => {
   const sources = nodeSources();
   const api = { ...plan, module: 'api' };
-  assert.is(sources.dependency(plan, { kind: 'config', name: 'db.host' }), 'config:web:db.host');
-  assert.is.not(sources.dependency(plan, { kind: 'config', name: 'x' }), sources.dependency(api, { kind: 'config', name: 'x' }));
-  assert.is.not(sources.dependency(plan, { kind: 'config', name: 'x' }), sources.dependency(plan, { kind: 'dir', name: 'x' }));
+  const key = (p: Plan, kind: string, name: string) => sources.lookup(p, { kind, name }).dependency;
+  assert.is(key(plan, 'config', 'db.host'), 'config:web:db.host');
+  assert.is.not(key(plan, 'config', 'x'), key(api, 'config', 'x'));
+  assert.is.not(key(plan, 'config', 'x'), key(plan, 'dir', 'x'));
+  assert.is(key(plan, 'shell', 'zsh:normal'), 'shell:web:zsh:normal', 'a kind with no source running is still known by a key of its own');
 });
 
 test('the dependency index names exactly the modules whose last fill named a changed value', () => {
@@ -78,10 +84,10 @@ test('the dependency index names exactly the modules whose last fill named a cha
   assert.equal([...index.modulesNaming(['config:api:a', 'config:web:b'])].sort(), ['api', 'web']);
   index.set('web', ['config:web:c']);
   assert.equal([...index.modulesNaming(['config:web:a'])], [], 'what a module no longer names does not fill it');
-  assert.ok(index.knows('web'));
+  assert.equal([...index.modulesNaming(['config:web:c'])], ['web']);
   index.forget('web');
-  assert.not.ok(index.knows('web'));
-  assert.equal([...index.modulesNaming(['config:web:c'])], []);
+  assert.equal([...index.modulesNaming(['config:web:c'])], [], 'a forgotten module is filled by no change');
+  assert.equal([...index.modulesNaming(['config:api:a'])], ['api'], 'the others are kept');
 });
 
 const item = (node: string, collection: string, contributor: string, content: string) =>

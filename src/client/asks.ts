@@ -9,7 +9,7 @@ import type { Logger } from '../shared/log.ts';
 import { PLACEMENT_KINDS } from '../shared/registry.ts';
 import { decodeJson, type Plan } from '../shared/schemas.ts';
 import { askSubject, changedSubject } from '../shared/subjects.ts';
-import type { Lookup, Wanted } from './sources/source.ts';
+import type { ValueLookup } from './sources/source.ts';
 
 /** The kinds a module may ask at run time: config, its bound values and its placement. */
 export const ASKABLE_KINDS: readonly string[] = ['config', 'bound', ...PLACEMENT_KINDS];
@@ -29,10 +29,12 @@ const AskRequestSchema = v.strictObject({
   key: v.pipe(v.string(), v.minLength(1, 'is empty'), v.maxLength(1024, 'is past 1024 characters')),
 });
 
-/** What the ask handler reads: the node's plans and the sources' lookup. */
+/** What the ask handler reads: the node's plans and its sources. */
 export type AskView = {
-  plan(module: string): Plan | undefined;
-  lookup(plan: Plan, wanted: Wanted): Lookup;
+  /** The node's modules: a module's valid plan, or undefined. */
+  plans: { plan(module: string): Plan | undefined };
+  /** The node's sources. */
+  sources: ValueLookup;
 };
 
 /** Answers one ask body; pure over the view, so tests and the bench can call it directly. */
@@ -42,9 +44,9 @@ export function answerAsk(body: Uint8Array, view: AskView): { value: string } | 
   const { module, kind, key } = ask.value;
   if (Object.hasOwn(NEVER, kind)) return { error: NEVER[kind]! };
   if (!ASKABLE_KINDS.includes(kind)) return { error: `kind "${kind}" cannot be asked (askable: ${ASKABLE_KINDS.join(', ')})` };
-  const plan = view.plan(module);
+  const plan = view.plans.plan(module);
   if (!plan) return { error: `module "${module}" is not assigned to this node` };
-  const found = view.lookup(plan, { kind, name: key });
+  const found = view.sources.lookup(plan, { kind, name: key });
   if (found.state === 'value') return { value: found.text };
   if (found.state === 'waiting') return { error: `${kind} "${key}" is not resolved for ${module}` };
   return { error: found.reason };

@@ -2,14 +2,11 @@
 import { contentDigest, type FillContent, type FillFile } from '../../shared/fill-protocol.ts';
 import type { Parsed } from '../../shared/result.ts';
 import type { Plan } from '../../shared/schemas.ts';
-import type { Lookup, Wanted } from '../sources/source.ts';
+import type { Lookup, ValueLookup } from '../sources/source.ts';
 import { itemTarget, missingTemplate, refusals, twoItems, type UsedTemplate } from './check.ts';
 import { renderTemplate, type TemplateSet } from './templates.ts';
 
 export { prepareTemplates, type Template, type TemplateSet } from './templates.ts';
-
-/** Finds the value of a placeholder for the plan's module (the value sources, handed in). */
-export type LookupFn = (plan: Plan, wanted: Wanted) => Lookup;
 
 /** One value the module waits for and the files that wait on it. */
 export type Waiting = { kind: string; name: string; files: string[] };
@@ -25,7 +22,16 @@ export type FilledItem = { collection: string; content: string };
  */
 export type FillOutcome = { files: FillFile[]; items: FilledItem[]; waiting: Waiting[]; needs: NeedEntry[]; notes: string[] };
 
+/**
+ * A fill's outcome (or why the module fails) and the dependency keys of every value it read, each
+ * once: a failed fill's too, so a change of the value that failed it fills the module again.
+ */
+export type Filled = Parsed<FillOutcome> & { dependencies: string[] };
+
 const CHANGE_WEIGHT = { none: 0, reload: 1, restart: 2 } as const;
+
+// A secret is no value of the client's: the engine fills it, and no change of the client's refills it.
+const SECRET_PART: Lookup = { state: 'value', text: '' };
 
 /** What one template fills: a file at `label` (its path), or an item (`label` is `item <collection>`). */
 type Target = UsedTemplate & { label: string; decl: object; file?: Plan['files'][number]; collection?: string };
@@ -57,12 +63,16 @@ export class FillMemo {
   }
 }
 
-/** Fills every file of `plan` whose values are all there, and its items; a failure anywhere fails the module with the reason. */
-export function fillModule(plan: Plan, templates: TemplateSet, lookup: LookupFn, memo = new FillMemo()): Parsed<FillOutcome> {
+/**
+ * Fills every file of `plan` whose values are all there, and its items, each value looked up once in
+ * `sources`; a failure anywhere fails the module with the reason.
+ */
+export function fillModule(plan: Plan, templates: TemplateSet, sources: ValueLookup, memo = new FillMemo()): Filled {
+  const dependencies = new Set<string>();
   const targets = targetsOf(plan, templates);
-  if (!targets.ok) return targets;
+  if (!targets.ok) return { ...targets, dependencies: [] };
   const refused = refusals(plan, targets.value);
-  if (refused) return { ok: false, reason: refused };
+  if (refused) return { ok: false, reason: refused, dependencies: [] };
 
   const needs = new Map<string, NeedEntry>();
   const waiting = new Map<string, Waiting>();
@@ -73,8 +83,13 @@ export function fillModule(plan: Plan, templates: TemplateSet, lookup: LookupFn,
     const values: string[] = [];
     let waits = false;
     for (const [i, p] of target.template.placeholders.entries()) {
-      const found: Lookup = p.kind === 'secret' ? { state: 'value', text: '' } : lookup(plan, p);
-      if (found.state === 'failed') return { ok: false, reason: `template ${target.name} line ${p.line}: \${${p.kind}:${p.name}}: ${found.reason}` };
+      let found: Lookup = SECRET_PART;
+      if (p.kind !== 'secret') {
+        const read = sources.lookup(plan, p);
+        dependencies.add(read.dependency);
+        found = read;
+      }
+      if (found.state === 'failed') return { ok: false, reason: `template ${target.name} line ${p.line}: \${${p.kind}:${p.name}}: ${found.reason}`, dependencies: [...dependencies] };
       const need = note(needs, `${p.kind}:${p.name}`, () => ({ kind: p.kind, name: p.name, files: [], met: true }), target.label);
       if (found.state === 'waiting') {
         need.met = false;
@@ -110,7 +125,7 @@ export function fillModule(plan: Plan, templates: TemplateSet, lookup: LookupFn,
   }
   // An item is recorded only when nothing of the module waits (DESIGN §7 point 6).
   const complete = waiting.size === 0;
-  return { ok: true, value: { files, items: complete ? items : [], waiting: [...waiting.values()], needs: [...needs.values()], notes } };
+  return { ok: true, value: { files, items: complete ? items : [], waiting: [...waiting.values()], needs: [...needs.values()], notes }, dependencies: [...dependencies] };
 }
 
 /** The templates the plan's files and items use, in plan order; a missing one or an item collection named twice fails. */
@@ -130,17 +145,6 @@ function targetsOf(plan: Plan, templates: TemplateSet): Parsed<Target[]> {
     targets.push({ name: item.template, template, item: true, label: itemLabel(item.collection), decl: item, collection: item.collection });
   }
   return { ok: true, value: targets };
-}
-
-/** Every value placeholder (not secrets) of the templates the plan's files and items use, each once. */
-export function placeholdersOf(plan: Plan, templates: TemplateSet): Wanted[] {
-  const seen = new Map<string, Wanted>();
-  for (const { template: name } of [...plan.files, ...plan.items]) {
-    for (const p of templates.get(name)?.placeholders ?? []) {
-      if (p.kind !== 'secret' && !seen.has(`${p.kind}:${p.name}`)) seen.set(`${p.kind}:${p.name}`, { kind: p.kind, name: p.name });
-    }
-  }
-  return [...seen.values()];
 }
 
 function note<T extends { files: string[] }>(map: Map<string, T>, key: string, make: () => T, path: string): T {

@@ -39,6 +39,15 @@ export class ItemWriter {
     await this.record(module, []);
   }
 
+  /** Deletes the items of each of `contributors` with no plan in `planned` (its plan went while this client was down). */
+  removeUnplanned(planned: ReadonlySet<string>, contributors: Iterable<string>): void {
+    for (const contributor of contributors) {
+      if (planned.has(contributor)) continue;
+      this.log.notice(`${COLLECT}: items of ${contributor}, which has no plan on ${this.node}, deleted`);
+      void this.removed(contributor);
+    }
+  }
+
   async #write(collection: string, module: string, op: () => Promise<unknown>): Promise<void> {
     try {
       await op();

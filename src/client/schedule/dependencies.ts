@@ -26,11 +26,6 @@ export class DependencyIndex {
     this.#byModule.delete(module);
   }
 
-  /** Whether the module has been filled since it was (re)planned. */
-  knows(module: string): boolean {
-    return this.#byModule.has(module);
-  }
-
   /** The modules whose last fill named any of `dependencies`. */
   modulesNaming(dependencies: readonly string[]): Set<string> {
     const out = new Set<string>();

@@ -3,11 +3,11 @@ import { PLANS } from '../../shared/buckets.ts';
 import { keyDisagreement, nodeModuleKey } from '../../shared/keys.ts';
 import { decodeJson, PlanSchema, type Plan } from '../../shared/schemas.ts';
 import type { DependencyIndex } from './dependencies.ts';
-import { FillMemo, fillModule, placeholdersOf, type LookupFn } from '../fill/fill.ts';
+import { FillMemo, fillModule } from '../fill/fill.ts';
 import type { Handoff } from '../handoff/handoff.ts';
 import type { ItemWriter } from '../report/items.ts';
 import { failedReport, filledReport, type Reporter, type ReportBody } from '../report/reporter.ts';
-import type { Wanted } from '../sources/source.ts';
+import type { ValueLookup } from '../sources/source.ts';
 import type { TemplateCache } from '../fill/templates.ts';
 
 /** What the client keeps of a module between runs; its values are read again from the sources. */
@@ -29,10 +29,8 @@ type WriteSlot = { running: Promise<void>; queue: { write: () => Promise<void>; 
 export type ModulesDeps = {
   node: string;
   templates: TemplateCache;
-  /** A placeholder's value for a plan (the sources). */
-  lookup: LookupFn;
-  /** A placeholder's dependency key for a plan (the sources). */
-  dependency: (plan: Plan, wanted: Wanted) => string;
+  /** A placeholder's value for a plan, with the dependency key it read (the node's sources). */
+  sources: ValueLookup;
   /** Which module named which value, kept current by every run. */
   index: DependencyIndex;
   handoff: Handoff;
@@ -117,11 +115,12 @@ export class Modules {
     if (this.#states.get(module) !== state || state.plan !== plan) return; // superseded: a newer run is scheduled
     if (!templates.ok) return this.#report(module, failedReport(plan.build, templates.reason));
 
-    // Recorded in the same turn as the values are read, so a change after this is seen by the index.
-    index.set(module, placeholdersOf(plan, templates.value).map((w) => this.deps.dependency(plan, w)));
-    const outcome = fillModule(plan, templates.value, this.deps.lookup, state.memo);
-    if (!outcome.ok) return this.#report(module, failedReport(plan.build, outcome.reason));
-    const { files, items, waiting, needs, notes } = outcome.value;
+    const filled = fillModule(plan, templates.value, this.deps.sources, state.memo);
+    // In the same turn as the values were read, so a change after this is seen by the index; a failed
+    // fill's keys too, so a change of the value that failed it fills the module again.
+    index.set(module, filled.dependencies);
+    if (!filled.ok) return this.#report(module, failedReport(plan.build, filled.reason));
+    const { files, items, waiting, needs, notes } = filled.value;
 
     const handed = await handoff.send(plan, files, full);
     const report = handed.kind === 'unreachable' ? undefined

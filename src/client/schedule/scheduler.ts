@@ -67,17 +67,6 @@ export class Scheduler {
     }
   }
 
-  /** Forgets a module: a pending fill is dropped (a fill already running finishes). */
-  cancel(module: string): void {
-    const slot = this.#slots.get(module);
-    if (!slot) return;
-    this.#clear(slot);
-    slot.timer = undefined;
-    slot.pending = false;
-    this.#queue.delete(module);
-    if (!slot.running) this.#slots.delete(module);
-  }
-
   /** Resolves when no module has a fill pending or running. */
   async idle(): Promise<void> {
     for (;;) {

@@ -7,7 +7,7 @@ import type { Watch } from '../../shared/watch/types.ts';
 import { boundBucket, boundKey, parseBoundKey } from '../../shared/keys.ts';
 import type { Logger } from '../../shared/log.ts';
 import { BoundEntrySchema, decodeJson, type BoundEntry, type Plan } from '../../shared/schemas.ts';
-import type { Lookup, OnChange, Source, Wanted } from './source.ts';
+import type { Found, Lookup, OnChange, Source, Wanted } from './source.ts';
 
 type Provision = Plan['provisions'][number];
 
@@ -65,22 +65,21 @@ export function boundSource(nc: NatsConnection, node: string, log: Logger, onCha
       onChange([boundDependency(key.value.module, bindingName(key.value))]);
     }, log);
   };
+  const boundLookup = (plan: Plan, { provision, field }: BoundRef): Lookup => {
+    const bucket = boundBucket(provision.provider);
+    const key = boundKey(node, plan.module, provision.provision, provision.local);
+    const entry = entries.get(bucket)?.get(key);
+    if (entry === undefined) return { state: 'waiting' };
+    if ('invalid' in entry) return { state: 'failed', reason: `${bucket} ${key}: the provider's entry is out of shape: ${entry.invalid}` };
+    return boundField(entry, field, `${bucket} ${key}`);
+  };
   return {
     name: 'bound',
-    dependency: (plan: Plan, wanted: Wanted) => {
+    lookup(plan: Plan, wanted: Wanted): Found {
+      // Resolved once: the binding it names is both the entry read and the key a change of it is known by.
       const ref = resolveBound(plan, wanted.name);
-      return boundDependency(plan.module, 'provision' in ref ? bindingName(ref.provision) : wanted.name);
-    },
-    lookup(plan, wanted) {
-      const ref = resolveBound(plan, wanted.name);
-      if (!('provision' in ref)) return { state: 'failed', reason: ref.reason };
-      const { provision, field } = ref;
-      const bucket = boundBucket(provision.provider);
-      const key = boundKey(node, plan.module, provision.provision, provision.local);
-      const entry = entries.get(bucket)?.get(key);
-      if (entry === undefined) return { state: 'waiting' };
-      if ('invalid' in entry) return { state: 'failed', reason: `${bucket} ${key}: the provider's entry is out of shape: ${entry.invalid}` };
-      return boundField(entry, field, `${bucket} ${key}`);
+      if (!('provision' in ref)) return { state: 'failed', reason: ref.reason, dependency: boundDependency(plan.module, wanted.name) };
+      return { ...boundLookup(plan, ref), dependency: boundDependency(plan.module, bindingName(ref.provision)) };
     },
     plansChanged(plans) {
       const wanted = new Set([...plans.values()].flatMap((p) => p.provisions.map((x) => boundBucket(x.provider))));

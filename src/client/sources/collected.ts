@@ -31,7 +31,8 @@ export function collectionDependency(collection: string): string {
 export class NodeItems {
   readonly #byCollection = new Map<string, Map<string, StoredItem>>();
 
-  constructor(private readonly node: string) {}
+  /** `node`: the node whose items these are. */
+  constructor(readonly node: string) {}
 
   /**
    * Takes a key's new value (null: deleted); returns the collection it changed, or undefined when
@@ -97,19 +98,16 @@ export function assemble(plan: Plan, items: NodeItems, wanted: Wanted): Lookup {
   return { state: 'value', text: parts.join(''), ...(notes.length > 0 ? { notes } : {}) };
 }
 
-/** Starts the collected source of `node`: one watch of its items, saying each changed collection. */
-export function collectedSource(nc: NatsConnection, node: string, log: Logger, onChange: OnChange): Source & { items: NodeItems } {
-  const items = new NodeItems(node);
-  const watch: Watch = watchBucket(nc, COLLECT, `${node}.>`, (e) => {
+/** Starts the collected source of `items`' node: one watch of its items, kept in `items`, saying each changed collection. */
+export function collectedSource(nc: NatsConnection, items: NodeItems, log: Logger, onChange: OnChange): Source {
+  const watch: Watch = watchBucket(nc, COLLECT, `${items.node}.>`, (e) => {
     const changed = items.set(e.key, e.value);
     if ('reason' in changed) return log.warn(`${COLLECT} ${e.key}: key out of shape: ${changed.reason}`);
     onChange([collectionDependency(changed.collection)]);
   }, log);
   return {
     name: 'collected',
-    items,
-    dependency: (_plan, wanted) => collectionDependency(collectionOf(wanted)),
-    lookup: (plan, wanted) => assemble(plan, items, wanted),
+    lookup: (plan, wanted) => ({ ...assemble(plan, items, wanted), dependency: collectionDependency(collectionOf(wanted)) }),
     caughtUp: watch.caughtUp,
     stop: () => watch.stop(),
   };

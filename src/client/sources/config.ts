@@ -54,8 +54,7 @@ export function configSource(nc: NatsConnection, node: string, log: Logger, onCh
   return {
     name: 'config',
     values,
-    dependency: (plan: Plan, wanted: Wanted) => configDependency(plan.module, wanted.name),
-    lookup: (plan, wanted) => values.lookup(plan.module, wanted.name),
+    lookup: (plan: Plan, wanted: Wanted) => ({ ...values.lookup(plan.module, wanted.name), dependency: configDependency(plan.module, wanted.name) }),
     caughtUp: watch.caughtUp,
     stop: () => watch.stop(),
   };

@@ -13,7 +13,7 @@ import { decodeJson, PlanSchema, type Plan } from '../../shared/schemas.ts';
 import { VAULT_CHANGED } from '../../shared/subjects.ts';
 import { VaultCredentials } from './vault.ts';
 import { vaultNoticeReader } from './vault-notice.ts';
-import type { OnChange, Source, Wanted } from './source.ts';
+import type { Found, Lookup, OnChange, Source, Wanted } from './source.ts';
 
 /** One consumer of a provision, as the plans say it (the credential is the vault's). */
 type Consumer = { consumer: string; module: string; local: string | null; vault: string; value: Record<string, unknown> };
@@ -63,6 +63,19 @@ export function consumersSource(nc: NatsConnection, node: string, log: Logger, o
       if (!err) readNotice(msg.data);
     },
   });
+  const lookupConsumers = (plan: Plan, wanted: Wanted): Lookup => {
+    if (!plan.provides.some((p) => p.provision === wanted.name)) return { state: 'failed', reason: `the plan does not provide "${wanted.name}"` };
+    if (!caught) return { state: 'waiting' };
+    const entries = [];
+    let pending = false;
+    for (const c of consumersOf(plans, node, plan.module, wanted.name)) {
+      const credential = credentials.get(c.vault);
+      if (credential.state === 'pending') pending = true;
+      if (credential.state !== 'value') continue;
+      entries.push({ consumer: c.consumer, module: c.module, local: c.local, credential: credential.value, value: c.value });
+    }
+    return pending ? { state: 'waiting' } : { state: 'value', text: JSON.stringify(entries) };
+  };
   const open = () => watchBucket(nc, PLANS, '>', (e) => {
     const key = parseNodeModuleKey(e.key);
     if (!key.ok) return;
@@ -80,19 +93,8 @@ export function consumersSource(nc: NatsConnection, node: string, log: Logger, o
 
   return {
     name: 'consumers',
-    dependency: (plan: Plan, wanted: Wanted) => consumersDependency(plan.module, wanted.name),
-    lookup(plan, wanted) {
-      if (!plan.provides.some((p) => p.provision === wanted.name)) return { state: 'failed', reason: `the plan does not provide "${wanted.name}"` };
-      if (!caught) return { state: 'waiting' };
-      const entries = [];
-      let pending = false;
-      for (const c of consumersOf(plans, node, plan.module, wanted.name)) {
-        const credential = credentials.get(c.vault);
-        if (credential.state === 'pending') pending = true;
-        if (credential.state !== 'value') continue;
-        entries.push({ consumer: c.consumer, module: c.module, local: c.local, credential: credential.value, value: c.value });
-      }
-      return pending ? { state: 'waiting' } : { state: 'value', text: JSON.stringify(entries) };
+    lookup(plan: Plan, wanted: Wanted): Found {
+      return { ...lookupConsumers(plan, wanted), dependency: consumersDependency(plan.module, wanted.name) };
     },
     plansChanged(own) {
       const provides = [...own.values()].some((p) => p.provides.length > 0);

@@ -8,9 +8,9 @@ import { collectedSource, type NodeItems } from './collected.ts';
 import { configSource } from './config.ts';
 import { consumersSource } from './consumers.ts';
 import { placementSource } from './placement.ts';
-import type { Lookup, OnChange, Source, Wanted } from './source.ts';
+import type { Found, OnChange, Source, ValueLookup, Wanted } from './source.ts';
 
-export type { Lookup, OnChange, Source, Wanted } from './source.ts';
+export type { Found, Lookup, OnChange, Source, ValueLookup, Wanted } from './source.ts';
 
 /** The name under which secrets are listed: the engine fills them from the request's secret parts, never a source. */
 export const ENGINE = 'engine';
@@ -33,7 +33,7 @@ export const SOURCE_OF_KIND: Readonly<Record<string, string>> = {
 };
 
 /** The sources of one node, looked up through the kind table. */
-export class Sources {
+export class Sources implements ValueLookup {
   readonly #byName: Map<string, Source>;
 
   constructor(sources: readonly Source[]) {
@@ -46,20 +46,16 @@ export class Sources {
     return name === undefined || name === ENGINE ? undefined : this.#byName.get(name);
   }
 
-  /** The dependency key of a placeholder of the plan's module (see Source.dependency). */
-  dependency(plan: Plan, wanted: Wanted): string {
-    return this.sourceOf(wanted.kind)?.dependency(plan, wanted) ?? `${wanted.kind}:${plan.module}:${wanted.name}`;
-  }
-
-  /** The value of a placeholder of the plan's module. */
-  lookup(plan: Plan, wanted: Wanted): Lookup {
+  /** The value of a placeholder of the plan's module, with its dependency key (see Found). */
+  lookup(plan: Plan, wanted: Wanted): Found {
     const source = this.sourceOf(wanted.kind);
     if (source) return source.lookup(plan, wanted);
-    if (wanted.kind === 'secret') return { state: 'failed', reason: 'a secret is filled by the engine, never by the client' };
+    const dependency = `${wanted.kind}:${plan.module}:${wanted.name}`;
+    if (wanted.kind === 'secret') return { state: 'failed', reason: 'a secret is filled by the engine, never by the client', dependency };
     const name = Object.hasOwn(SOURCE_OF_KIND, wanted.kind) ? SOURCE_OF_KIND[wanted.kind] : undefined;
     // A kind the table names but whose source is not running fails clearly rather than waiting for ever.
-    if (name !== undefined) return { state: 'failed', reason: `this client has no ${name} source to fill ${wanted.kind} values` };
-    return { state: 'failed', reason: `unknown kind "${wanted.kind}"` };
+    if (name !== undefined) return { state: 'failed', reason: `this client has no ${name} source to fill ${wanted.kind} values`, dependency };
+    return { state: 'failed', reason: `unknown kind "${wanted.kind}"`, dependency };
   }
 
   /** Hands every source the node's current plans. */
@@ -78,17 +74,18 @@ export class Sources {
   }
 }
 
-/** Starts the sources of `node`; each says its changed dependencies to `onChange`. Also hands out the node's items as the collected source holds them. */
-export function startSources(nc: NatsConnection, node: string, log: Logger, onChange: OnChange): { sources: Sources; items: NodeItems } {
-  const collected = collectedSource(nc, node, log, onChange);
-  const sources = new Sources([
+/**
+ * Starts the sources of `node`; each says its changed dependencies to `onChange`. `items` is kept by
+ * the collected source's watch (made by the caller, so the items writer can read it too).
+ */
+export function startSources(nc: NatsConnection, node: string, items: NodeItems, log: Logger, onChange: OnChange): Sources {
+  return new Sources([
     placementSource(),
     configSource(nc, node, log, onChange),
-    collected,
+    collectedSource(nc, items, log, onChange),
     consumersSource(nc, node, log, onChange),
     boundSource(nc, node, log, onChange),
   ]);
-  return { sources, items: collected.items };
 }
 
 /** Every kind of the registry that the table does not map (a test keeps this empty). */

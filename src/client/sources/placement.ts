@@ -2,19 +2,19 @@
 // change of them is a change of the plan, which fills the module again; no watch of their own.
 import type { Plan } from '../../shared/schemas.ts';
 import { isPlacementKind } from '../../shared/registry.ts';
-import type { Source, Wanted } from './source.ts';
+import type { Found, Source, Wanted } from './source.ts';
 
 /** The source of the placement kinds. */
 export function placementSource(): Source {
   return {
     name: 'placement',
-    dependency: (plan: Plan, wanted: Wanted) => `placement:${plan.module}:${wanted.kind}:${wanted.name}`,
-    lookup(plan, wanted) {
-      if (!isPlacementKind(wanted.kind)) return { state: 'failed', reason: `"${wanted.kind}" is not a placement kind` };
+    lookup(plan: Plan, wanted: Wanted): Found {
+      const dependency = `placement:${plan.module}:${wanted.kind}:${wanted.name}`;
+      if (!isPlacementKind(wanted.kind)) return { state: 'failed', reason: `"${wanted.kind}" is not a placement kind`, dependency };
       const values = plan.placement[wanted.kind];
       // Only the plan's own keys: `${dir:__proto__}` names nothing.
       const value = values && Object.hasOwn(values, wanted.name) ? values[wanted.name] : undefined;
-      return value === undefined ? { state: 'waiting' } : { state: 'value', text: String(value) };
+      return value === undefined ? { state: 'waiting', dependency } : { state: 'value', text: String(value), dependency };
     },
   };
 }

@@ -1,5 +1,5 @@
-// What every owner of values (a source) offers the client: which dependency a placeholder is, its
-// value for a plan, and the watches that keep those values current (DESIGN §7 point 3).
+// What every owner of values (a source) offers the client: a placeholder's value for a plan, with
+// the dependency key it read, and the watches that keep those values current (DESIGN §7 point 3).
 import type { Plan } from '../../shared/schemas.ts';
 
 /** A placeholder as a source sees it: its kind and name. */
@@ -11,24 +11,33 @@ export type Wanted = { kind: string; name: string };
  */
 export type Lookup = { state: 'value'; text: string; notes?: string[] } | { state: 'waiting' } | { state: 'failed'; reason: string };
 
+/** A lookup's answer: the value, the wait or the failure, together with the dependency key it read. */
+export type Found = Lookup & {
+  /**
+   * The one key a placeholder's value is known by, whatever kind or spelling named it (a
+   * collection's full name for `${shell:zsh:normal}` and `${collected:shell:zsh:normal}` alike),
+   * prefixed by the source's name so keys of different sources never meet; a change of it fills
+   * the modules that read it again.
+   */
+  dependency: string;
+};
+
+/** Finds a placeholder's value for the plan's module: the node's sources, or a test's table. */
+export type ValueLookup = {
+  /** The value of the placeholder for the plan's module as held now, with its dependency key. */
+  lookup(plan: Plan, wanted: Wanted): Found;
+};
+
 /**
- * Tells the client which dependencies changed, by the keys `dependency` gives, so that exactly
- * the modules whose last fill named one of them are filled again.
+ * Tells the client which dependencies changed, by the keys lookups carry, so that exactly the
+ * modules whose last fill read one of them are filled again.
  */
 export type OnChange = (dependencies: readonly string[]) => void;
 
 /** One owner of values (config, placement, collections, bound entries, consumers…). */
-export type Source = {
+export type Source = ValueLookup & {
   /** The source's name, as the kind table names it. */
   readonly name: string;
-  /**
-   * The one key a placeholder's value is known by, whatever kind or spelling named it (a
-   * collection's full name for `${shell:zsh:normal}` and `${collected:shell:zsh:normal}` alike),
-   * prefixed by the source's name so keys of different sources never meet.
-   */
-  dependency(plan: Plan, wanted: Wanted): string;
-  /** The value of the placeholder for the plan's module, as the source holds it now. */
-  lookup(plan: Plan, wanted: Wanted): Lookup;
   /** The node's plans changed: start the watches they need and stop those no plan needs any more. */
   plansChanged?(plans: ReadonlyMap<string, Plan>): void;
   /** Resolves once the source's watches delivered what was stored when they began. */

@@ -3,7 +3,8 @@
 // module rendered completely, 1 when one waits or failed.
 import type { BusOptions } from '../../../shared/bus.ts';
 import type { Logger } from '../../../shared/log.ts';
-import { startDryRunNode } from './node.ts';
+import { startClient } from '../../node.ts';
+import { DryRunCapture } from './capture.ts';
 import { describeDryRun, prepareDryRunDir, writeDryRun } from './output.ts';
 import { ReportBook } from '../once/book.ts';
 import { awaitSettled, connectWithin, oneShotLimit, type OneShotEnd } from '../once/command.ts';
@@ -35,11 +36,13 @@ export async function runDryRun(o: DryRunOptions): Promise<number> {
     if (nc === 'signalled') return 0;
     if (nc === 'timeout') return o.err(`${o.node}: the bus at ${o.bus.servers.join(',')} was not reached within ${o.timeoutMs / 1000} s`), 1;
     const book = new ReportBook();
-    const starting = startDryRunNode({ nc, node: o.node, log: o.log, cacheDir: o.cache, settleMs: o.settleMs, book, ...(o.archiveDir ? { archiveDir: o.archiveDir } : {}) });
+    const capture = new DryRunCapture(book);
+    const run = { nc, node: o.node, log: o.log, cacheDir: o.cache, settleMs: o.settleMs, ...(o.archiveDir ? { archiveDir: o.archiveDir } : {}) };
+    const starting = startClient(run, async () => capture.sinks());
     const dry = await Promise.race([starting, limit.reached]);
     const end: OneShotEnd = typeof dry === 'string' ? dry : await awaitSettled(dry, book, limit.reached);
     if (typeof dry === 'string') void starting.then((d) => d.stop(), () => undefined);
-    const entries = typeof dry === 'string' ? [] : dry.modules().map((m) => ({ standing: book.standing(m), rendered: dry.rendered(m) }));
+    const entries = typeof dry === 'string' ? [] : dry.modules().map((m) => ({ standing: book.standing(m), rendered: capture.rendered(m) }));
     if (typeof dry !== 'string') await dry.stop();
     await nc.close();
     if (end === 'signalled') return o.log.notice('--dry-run interrupted by a signal; nothing written'), 0;

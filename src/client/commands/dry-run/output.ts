@@ -7,7 +7,7 @@ import { contentDigest, contentText, DEFAULT_FILE_MODE, secretNamesOf, type Fill
 import { fail, ok, type Parsed } from '../../../shared/result.ts';
 import { safeJson, safeText } from '../../../shared/safe-text.ts';
 import { describeError } from '../../archive/fetch.ts';
-import type { Rendered } from './node.ts';
+import type { Rendered } from './capture.ts';
 import type { Waiting } from '../../fill/fill.ts';
 import { describeStanding, type Standing } from '../once/book.ts';
 

@@ -5,7 +5,8 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { connectBus, type BusOptions } from '../../../shared/bus.ts';
 import type { Logger } from '../../../shared/log.ts';
 import { createEngineClient } from '../../handoff/fill-socket.ts';
-import { startNodeClient } from '../../node.ts';
+import { startClient } from '../../node.ts';
+import { busSinks } from '../../sinks.ts';
 import { allSettled, describeStanding, engineTellingBook, ReportBook, type Standing } from './book.ts';
 
 /** How a one-shot run ended: every module settled, the time ran out, or a signal came. */
@@ -73,11 +74,9 @@ export async function runOnce(o: OnceOptions): Promise<number> {
     if (nc === 'timeout') return o.err(`${o.node}: the bus at ${o.bus.servers.join(',')} was not reached within ${o.timeoutMs / 1000} s`), 1;
     const book = new ReportBook();
     const engine = engineTellingBook(createEngineClient({ socketPath: o.socket, log: o.log, timeoutMs: o.engineTimeoutMs }), book);
-    const starting = startNodeClient({
-      nc, node: o.node, engine, log: o.log, inboxPrefix: o.bus.inboxPrefix ?? '_INBOX', cacheDir: o.cache, settleMs: o.settleMs,
-      ...(o.archiveDir ? { archiveDir: o.archiveDir } : {}),
-      onReport: (m, body) => book.record(m, body),
-    });
+    const run = { nc, node: o.node, log: o.log, cacheDir: o.cache, settleMs: o.settleMs, ...(o.archiveDir ? { archiveDir: o.archiveDir } : {}) };
+    // The client's own sinks on the bus, its engine and reports also told to the book.
+    const starting = startClient(run, busSinks({ ...run, engine, inboxPrefix: o.bus.inboxPrefix ?? '_INBOX', onReport: (m, body) => book.record(m, body) }));
     const client = await Promise.race([starting, limit.reached]);
     let end: OneShotEnd = typeof client === 'string' ? client : 'settled';
     if (typeof client !== 'string') end = await awaitSettled(client, book, limit.reached);
