@@ -3,7 +3,8 @@
 // the sinks (client/sinks.ts) — the bus's for the client and --once, a capture for --dry-run — so
 // every path runs the same stages.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { watchConnection, type Watch } from '../shared/bus.ts';
+import { watchConnection } from '../shared/bus.ts';
+import type { Watch } from '../shared/watch/types.ts';
 import { APPLIED, COLLECT, CONFIG, NEEDS, PLANS, REGISTRY_BUCKET } from '../shared/buckets.ts';
 import { refuseBadBucket } from '../shared/bucket-bind.ts';
 import { kvBucket } from '../shared/bucket-spec.ts';
