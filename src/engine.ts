@@ -4,6 +4,7 @@ import { createLogger, underSystemd } from './shared/log.ts';
 import { parseEngineOptions } from './engine/options.ts';
 import { startEngine } from './engine/start.ts';
 import { VERSION } from './shared/version.ts';
+import { errorText } from './shared/errors.ts';
 
 const command = parseEngineOptions(process.argv.slice(2), process.env);
 if (!command.ok) {
@@ -35,6 +36,6 @@ try {
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
 } catch (err) {
-  log.error(`engine cannot start: ${(err as Error).message}`);
+  log.error(`engine cannot start: ${errorText(err)}`);
   process.exit(1);
 }

@@ -1,6 +1,7 @@
 // Waiting for a bucket (src/shared/backoff.ts, src/shared/retry.ts, waitForWatch in src/shared/watch/bucket.ts): the waits, the lines and
 // stopping, with the timer and the watch handed in, so no time passes and no server runs.
 import { test } from 'uvu';
+import { errors } from '@nats-io/transport-node';
 import * as assert from 'uvu/assert';
 import { MAX_WATCH_RETRY_MS, waitForWatch } from '../src/shared/watch/bucket.ts';
 import type { Watch } from '../src/shared/watch/types.ts';
@@ -59,7 +60,8 @@ function lineLog(): { notice(l: string): void; debug(l: string): void; lines: st
   return { lines, notice: (l) => void lines.push(`notice ${l}`), debug: (l) => void lines.push(`debug ${l}`) };
 }
 
-const noResponders = () => new Error('jetstream is not enabled');
+// What nats.js's JetStream client throws across accounts when nothing is granted: no responders, as a cause.
+const noResponders = () => new errors.RequestError('no responders', { cause: new errors.NoRespondersError('$JS.API.CONSUMER.CREATE.KV_b') });
 
 test('the one backoff doubles from its first wait, stays at its longest, and starts over on progress', () => {
   const waits = (b: Backoff, n: number) => Array.from({ length: n }, () => b.failed());

@@ -2,6 +2,7 @@
 // against a fake of nats.js's private consumer API (src/shared/watch/internals.ts) whose creates the
 // test answers, refuses or leaves unanswered, on a fake clock: exact times, no sleeping.
 import { test } from 'uvu';
+import { errors } from '@nats-io/transport-node';
 import * as assert from 'uvu/assert';
 import type { ConsumerConfig, ConsumerInfo, ConsumerMessages } from '@nats-io/jetstream';
 import { orderedConsumer } from '../src/shared/watch/internals.ts';
@@ -33,7 +34,7 @@ function fakeApi() {
         creates.push({
           name: config.name!, deliver: config.deliver_subject!, timeout, at: clock.now(),
           made: () => resolve({ name: config.name!, config } as unknown as ConsumerInfo),
-          lost: () => reject(new Error('timeout')),
+          lost: () => reject(new errors.TimeoutError()),
           refused: (why) => reject(new Error(why)),
         });
       });

@@ -10,6 +10,7 @@ import { PLACEMENT_KINDS } from '../shared/registry.ts';
 import { decodeJson, type Plan } from '../shared/schemas.ts';
 import { askSubject, changedSubject } from '../shared/subjects.ts';
 import type { ValueLookup } from './sources/source.ts';
+import { errorText } from '../shared/errors.ts';
 
 /** The kinds a module may ask at run time: config, its bound values and its placement. */
 export const ASKABLE_KINDS: readonly string[] = ['config', 'bound', ...PLACEMENT_KINDS];
@@ -67,7 +68,7 @@ export function serveAsks(nc: NatsConnection, node: string, view: AskView, log: 
       try {
         msg.respond(sub.getPending() > MAX_PENDING_ASKS ? busy : jsonBytes(answerAsk(msg.data, view)));
       } catch (e) {
-        log.warn(`asks: could not answer: ${(e as Error).message}`);
+        log.warn(`asks: could not answer: ${errorText(e)}`);
       }
     },
   });

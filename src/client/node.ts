@@ -23,6 +23,7 @@ import { NodeItems } from './sources/collected.ts';
 import { startSources, type Sources } from './sources/index.ts';
 import { watchPlans } from './sources/plans.ts';
 import { watchRegistry } from './sources/registry.ts';
+import { errorText } from '../shared/errors.ts';
 
 /** What a node's client needs to run, whatever its sinks. */
 export type ClientOptions = {
@@ -45,7 +46,7 @@ export type ClientOptions = {
 export type NodeClientOptions = ClientOptions & {
   /** The client's end of the engine's fill socket. */
   engine: EngineClient;
-  /** The inbox prefix the connection was made with (`_INBOX_<node>`, DESIGN §11), for the acks of the reporter's puts. */
+  /** The inbox prefix the connection was made with (`_INBOX_node_<node>`, DESIGN §11), for the acks of the reporter's puts. */
   inboxPrefix: string;
 };
 
@@ -149,8 +150,8 @@ function buildStages(opts: ClientOptions, sinks: ClientSinks, items: NodeItems):
     if (notices.length > 0) setImmediate(() => asks?.changed(notices));
   });
   const modules = new Modules({ node, templates, index, sources, handoff: new Handoff(sinks.engine, log), items: sinks.items, reporter: sinks.reporter },
-    (m, err) => log.error(`${node}.${m}: writing needs, items or report: ${(err as Error).stack ?? err}`));
-  const scheduler = new Scheduler(opts.settleMs, (m, full) => modules.run(m, full), (m, err) => log.error(`${node}.${m}: ${(err as Error).stack ?? err}`));
+    (m, err) => log.error(`${node}.${m}: writing needs, items or report: ${errorText(err, { stack: true })}`));
+  const scheduler = new Scheduler(opts.settleMs, (m, full) => modules.run(m, full), (m, err) => log.error(`${node}.${m}: ${errorText(err, { stack: true })}`));
   const plans = watchPlans(nc, node, { modules, templates, sources }, log, (module) => {
     if (!started) return;
     scheduler.schedule(module);

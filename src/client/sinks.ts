@@ -58,7 +58,7 @@ export type BusSinkOptions = {
   log: Logger;
   /** The client's end of the engine's fill socket. */
   engine: EngineClient;
-  /** The inbox prefix the connection was made with (`_INBOX_<node>`, DESIGN §11), for the acks of the reporter's puts. */
+  /** The inbox prefix the connection was made with (`_INBOX_node_<node>`, DESIGN §11), for the acks of the reporter's puts. */
   inboxPrefix: string;
   /** Hears each report a module's run writes, once written (--once judges the node by them, client/commands/once/command.ts). */
   onReport?: (module: string, report: ReportBody) => void;

@@ -11,6 +11,7 @@ import { resolveInsideRoot } from './paths.ts';
 import type { WrittenFile } from './record.ts';
 import { fillSecrets, type SecretSource } from './secrets.ts';
 import { exists, readOnDisk, writeAtomic, type OnDisk } from './writer.ts';
+import { errorText } from '../shared/errors.ts';
 
 /** What applying a request needs from the engine. */
 export type ApplyContext = {
@@ -52,7 +53,7 @@ export async function applyFill(req: FillRequest, ctx: ApplyContext): Promise<Fi
     try {
       await ctx.journal(program, req.module);
     } catch (err) {
-      ctx.log.error(`fill ${req.module}: journal of ${program} failed: ${(err as Error).message}`);
+      ctx.log.error(`fill ${req.module}: journal of ${program} failed: ${errorText(err)}`);
     }
   }
   return results;
@@ -77,7 +78,7 @@ async function applyFile(file: FillFile, req: FillRequest, ctx: ApplyContext): P
     if (file.mode === 'managed') return writeManaged(write, file, req.module);
     return writeOwned(write, file);
   } catch (err) {
-    return refuse(`write failed: ${(err as Error).message}`);
+    return refuse(`write failed: ${errorText(err)}`);
   }
 }
 

@@ -3,6 +3,7 @@ import { FillRequestSchema, type FillReply, type FillRequest, type FillResult } 
 import { parseBoundedJson } from '../shared/limits.ts';
 import { validate } from '../shared/schemas.ts';
 import { MAX_REQUEST_LINE_BYTES } from './socket.ts';
+import { errorText } from '../shared/errors.ts';
 
 /** Applies a valid request and returns each file's result. */
 export type Applier = (req: FillRequest) => Promise<FillResult[]>;
@@ -17,7 +18,7 @@ export async function handleLine(line: string, apply: Applier): Promise<FillRepl
   try {
     return { id: req.value.id, ok: true, files: await apply(req.value) };
   } catch (err) {
-    return { id, ok: false, error: `apply failed: ${describeThrown(err)}` };
+    return { id, ok: false, error: `apply failed: ${errorText(err)}` };
   }
 }
 
@@ -28,11 +29,3 @@ function requestId(raw: unknown): number | null {
   return typeof id === 'number' && Number.isFinite(id) ? id : null;
 }
 
-// Whatever an applier throws is said, even a value with no message or no way to print itself.
-function describeThrown(err: unknown): string {
-  try {
-    return err instanceof Error ? err.message : String(err);
-  } catch {
-    return 'an unprintable error';
-  }
-}

@@ -2,6 +2,7 @@
 // directory the first time a run of the engine is asked to write there.
 import type { Logger } from '../shared/log.ts';
 import { removeTempFiles } from './writer.ts';
+import { errorText } from '../shared/errors.ts';
 
 /** Sweeps a directory of the temp files a cut-short write left there, at most once per engine run. */
 export type TempSweeper = (dir: string) => Promise<void>;
@@ -21,7 +22,7 @@ export function createTempSweeper(log: Logger): TempSweeper {
       const removed = await removeTempFiles(dir);
       if (removed.length > 0) log.notice(`${dir}: removed ${removed.length} temp file(s) a write cut short left: ${removed.join(', ')}`);
     } catch (err) {
-      log.warn(`${dir}: could not sweep temp files a write cut short may have left: ${(err as Error).message}`);
+      log.warn(`${dir}: could not sweep temp files a write cut short may have left: ${errorText(err)}`);
     }
   };
 }

@@ -6,6 +6,7 @@ import { NAME_PATTERN } from '../shared/keys.ts';
 import type { Logger } from '../shared/log.ts';
 import { decodeJson, FILE_MODES } from '../shared/schemas.ts';
 import { writeAtomic } from './writer.ts';
+import { errorText } from '../shared/errors.ts';
 
 /** The permission bits of the state file: it names paths, which are nobody else's business. */
 const STATE_FILE_MODE = 0o600;
@@ -90,7 +91,7 @@ export class WrittenRecord {
       await writeAtomic(this.file, Buffer.from(JSON.stringify({ files: this.list() }) + '\n'), STATE_FILE_MODE);
     } catch (err) {
       this.#dirty = true;
-      this.log.error(`state ${this.file} not saved: ${(err as Error).message}`);
+      this.log.error(`state ${this.file} not saved: ${errorText(err)}`);
     }
   }
 }

@@ -9,6 +9,7 @@ import { cutBlock } from './managed.ts';
 import { resolveInsideRoot } from './paths.ts';
 import type { WrittenFile, WrittenRecord } from './record.ts';
 import { readOnDisk, writeAtomic } from './writer.ts';
+import { errorText } from '../shared/errors.ts';
 
 /** What a removal needs from the engine. */
 export type RemovalContext = {
@@ -34,7 +35,7 @@ export async function removeUndeclared(declared: Declared, ctx: RemovalContext):
     try {
       done = await removeOne(entry, ctx);
     } catch (err) {
-      ctx.log.warn(`${entry.path} of ${entry.module} is no longer declared but could not be removed: ${(err as Error).message}`);
+      ctx.log.warn(`${entry.path} of ${entry.module} is no longer declared but could not be removed: ${errorText(err)}`);
       continue;
     }
     ctx.record.forget(entry);
@@ -42,7 +43,7 @@ export async function removeUndeclared(declared: Declared, ctx: RemovalContext):
     try {
       await ctx.journal(done, entry.module, entry.path);
     } catch (err) {
-      ctx.log.error(`journal of ${done} ${entry.module} ${entry.path} failed: ${(err as Error).message}`);
+      ctx.log.error(`journal of ${done} ${entry.module} ${entry.path} failed: ${errorText(err)}`);
     }
   }
   await ctx.record.flush();

@@ -14,6 +14,7 @@ import { defaultStateFile, WrittenRecord } from './record.ts';
 import { removeUndeclared } from './removal.ts';
 import { directorySecrets } from './secrets.ts';
 import { claimSocketPath, serveLines, touchSocket } from './socket.ts';
+import { errorText } from '../shared/errors.ts';
 
 /** A burst of secret writes gives one knock. */
 const SECRETS_SETTLE_MS = 50;
@@ -165,7 +166,7 @@ function watchSecrets(dir: string, onChange: () => void, log: Logger): () => voi
       watcher.close();
     };
   } catch (err) {
-    log.warn(`cannot watch ${dir} (${(err as Error).message}): a new secret is picked up on the next fill only`);
+    log.warn(`cannot watch ${dir} (${errorText(err)}): a new secret is picked up on the next fill only`);
     return () => {};
   }
 }

@@ -8,6 +8,7 @@ import { jsonBytes } from '../shared/bytes.ts';
 import { INBOX_PREFIXES } from '../shared/inbox.ts';
 import { decodeJson } from '../shared/schemas.ts';
 import { askSubject, changedSubject } from '../shared/subjects.ts';
+import { errorText } from '../shared/errors.ts';
 
 /** An ask the client answered with `{error}`, or could not be made. */
 export class AskError extends Error {
@@ -56,7 +57,7 @@ export function asker(opts: AskerOptions): Asker {
     try {
       data = (await nc.request(askSubject(node), jsonBytes({ module, kind, key }), { timeout })).data;
     } catch (err) {
-      throw new AskError(`asking ${kind} "${key}" of node ${node}: ${(err as Error).message}`, { cause: err });
+      throw new AskError(`asking ${kind} "${key}" of node ${node}: ${errorText(err)}`, { cause: err });
     }
     const reply = decodeJson(AskReplySchema, data, { maxBytes: MAX_ASK_REPLY_BYTES, maxDepth: MAX_REPLY_DEPTH });
     if (!reply.ok) throw new AskError(`the client answered out of shape: ${reply.reason.startsWith('not JSON') ? 'not JSON' : reply.reason}`);

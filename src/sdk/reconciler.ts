@@ -11,6 +11,7 @@ import type { ProviderLog, ResolvedOptions } from './provider-options.ts';
 import { Retries } from './retries.ts';
 import { WantedList } from './wanted-list.ts';
 import { WorkQueue } from './work-queue.ts';
+import { errorText } from '../shared/errors.ts';
 
 /** The line written in place of one that would hold a consumer's credential. */
 export const WITHHELD_LINE = 'provider helper: a line was withheld: it held a consumer\'s credential';
@@ -20,7 +21,6 @@ const WITHHELD_MESSAGE = '(its message is withheld: it holds a consumer\'s crede
 /** What the next read must do: read the file, and whether to visit every consumer. */
 type Refresh = { file: boolean; all: boolean };
 
-const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /** One helper's loop; see the file's comment. */
 export class Reconciler {

@@ -2,9 +2,10 @@
 // its bucket (bucket-spec.ts); a missing one is created only where the login may create streams (a
 // bus without isolation) — on a bus with isolation only `init`, run with the admin login, creates.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { JetStreamApiCodes, JetStreamApiError, jetstreamManager, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
+import { JetStreamApiError, jetstreamManager, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
 import { retryWithBackoff } from './retry.ts';
 import { bucketProblems, bucketWarnings, describeProblems, streamConfigOf, streamOf, type BucketSize, type BucketSpec } from './bucket-spec.ts';
+import { errorText, isPermissionViolation, isStreamNotFound } from './errors.ts';
 
 /** A bucket whose stream holds more than its bucket: no program uses it. */
 export class BucketRefusedError extends Error {
@@ -43,9 +44,9 @@ export async function inspectBucket(jsm: JetStreamManager, spec: BucketSpec): Pr
   try {
     config = (await jsm.streams.info(streamOf(spec))).config;
   } catch (err) {
-    if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return { state: 'missing' };
+    if (isStreamNotFound(err)) return { state: 'missing' };
     if (err instanceof JetStreamApiError) throw err;
-    return { state: 'unchecked', reason: (err as Error).message };
+    return { state: 'unchecked', reason: errorText(err) };
   }
   const problems = bucketProblems(spec, config);
   if (problems.length > 0) throw new BucketRefusedError(describeProblems(spec, problems));
@@ -78,7 +79,7 @@ export async function ensureBucket(nc: NatsConnection, spec: BucketSpec, size: B
   } catch (err) {
     // Made at the same time by another program: check what it made.
     if (err instanceof JetStreamApiError && err.code === STREAM_NAME_IN_USE) return ensureBucket(nc, spec, size, warn);
-    if (/permissions violation/i.test((err as Error).message)) {
+    if (isPermissionViolation(err)) {
       throw new BucketMissingError(`bucket ${spec.name} is missing and this login may not create it: run \`server.js init\` with the admin login`, { cause: err });
     }
     throw err;

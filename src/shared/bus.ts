@@ -22,7 +22,7 @@ export type BusOptions = {
   token?: string;
   /** A CA file to verify the servers' TLS certificates. */
   tlsCa?: string;
-  /** The inbox prefix, `_INBOX_<node>` for a node's client (DESIGN §11). */
+  /** The inbox prefix, `_INBOX_node_<node>` for a node's client (DESIGN §11). */
   inboxPrefix?: string;
   /** The connection's name, seen by the server's monitoring. */
   name: string;
@@ -80,12 +80,3 @@ export async function ensureKv(nc: NatsConnection, bucket: string, replicas: num
   return openKv(nc, bucket);
 }
 
-/**
- * Says a bus error the way an operator can act on it. Across accounts a call that is not granted
- * comes back as no responders, which nats.js words "jetstream is not enabled"; quoted names
- * (a consumer's random name) are left out so that one reason reads the same on every retry.
- */
-export function describeBusError(err: Error): string {
-  if (/jetstream is not enabled|no responders|503/i.test(err.message)) return 'no responders: the bucket is missing or not granted to this account';
-  return err.message.replace(/"[^"]*"/g, '"…"');
-}

@@ -1,5 +1,6 @@
 // What both entries share: waiting for SIGTERM or SIGINT, printing a line, and ending the process with a code.
 import { safeText } from './safe-text.ts';
+import { errorText } from './errors.ts';
 
 /** Resolves on the first SIGTERM or SIGINT; install it first, so a signal during start-up is a clean stop too. */
 export function untilSignalled(): Promise<void> {
@@ -18,7 +19,7 @@ export function runMain(program: string, main: () => Promise<number>): void {
       setTimeout(() => process.exit(code), 2000).unref();
     },
     (err) => {
-      printLine(process.stderr, `${program}: ${(err as Error).message}`);
+      printLine(process.stderr, `${program}: ${errorText(err)}`);
       process.exit(1);
     },
   );

@@ -6,6 +6,7 @@
 import { createInbox, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import type { Parsed } from '../shared/result.ts';
 import { parseBoundedJson } from './limits.ts';
+import { errorText } from './errors.ts';
 
 /** How long a put waits for the bus's ack, as nats.js's JetStream publish waits by default. */
 export const DEFAULT_ACK_TIMEOUT_MS = 5000;
@@ -60,7 +61,7 @@ export class KvPublisher {
         this.nc.publish(`$KV.${this.bucket}.${key}`, value, { reply: `${this.#inbox}.${id}` });
       } catch (err) {
         this.#pending.delete(id);
-        return reject(new PutRefusedError(key, `not sent: ${(err as Error).message}`, { cause: err }));
+        return reject(new PutRefusedError(key, `not sent: ${errorText(err)}`, { cause: err }));
       }
       this.#sweeper ??= setInterval(() => this.#sweep(), Math.max(1, Math.floor(this.#timeoutMs / 4))).unref();
     });

@@ -1,6 +1,7 @@
 // Limits on what is read (DESIGN §3): every check is linear and runs before anything recursive or
 // quadratic sees the input, so one hostile value fails its own key and nothing else.
 import type { Parsed } from './result.ts';
+import { errorText } from './errors.ts';
 
 /** Deepest nesting of arrays and objects a JSON value may have. */
 export const MAX_JSON_DEPTH = 64;
@@ -73,7 +74,7 @@ export function parseBoundedJson(data: Uint8Array | string, limits: JsonLimits):
   try {
     return { ok: true, value: JSON.parse(typeof data === 'string' ? data : Buffer.from(data.buffer, data.byteOffset, data.length).toString('utf8')) };
   } catch (err) {
-    return { ok: false, reason: `not JSON: ${(err as Error).message}` };
+    return { ok: false, reason: `not JSON: ${errorText(err)}` };
   }
 }
 

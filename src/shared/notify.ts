@@ -3,6 +3,7 @@
 // module or an unstable API, so a child sends it, which is why the units say NotifyAccess=all.
 import { spawn } from 'node:child_process';
 import type { Logger } from './log.ts';
+import { errorText } from './errors.ts';
 
 /** The program that sends a notification on $NOTIFY_SOCKET and waits until systemd has read it. */
 export const NOTIFY_COMMAND = 'systemd-notify';
@@ -29,7 +30,7 @@ export function sendNotification(assignment: string, log: Logger, env: NodeJS.Pr
     try {
       child = spawn(NOTIFY_COMMAND, [assignment], { env, stdio: ['ignore', 'ignore', 'pipe'] });
     } catch (err) {
-      return finish(`${NOTIFY_COMMAND}: ${(err as Error).message}`);
+      return finish(`${NOTIFY_COMMAND}: ${errorText(err)}`);
     }
     child.stderr!.setEncoding('utf8').on('data', (d: string) => (said += d));
     // A spawn that fails (no systemd-notify on PATH) says so by 'error'; 'close' may follow it.

@@ -4,13 +4,13 @@ import { constants } from 'node:fs';
 import { open, realpath } from 'node:fs/promises';
 import { isAbsolute, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { refuseBadBucket } from '../../shared/bucket-bind.ts';
 import { objBucket } from '../../shared/bucket-spec.ts';
 import { fail, type Parsed } from '../../shared/result.ts';
 import { directObjectReader } from './direct.ts';
+import { errorText, isStreamNotFound, isTimeout } from '../../shared/errors.ts';
 
 /**
  * Fetches bytes of an obj:// reference: (bucket, name) → bytes or null when absent.
@@ -51,7 +51,7 @@ function parseFileRef(ref: string): Parsed<Source> {
   try {
     return { ok: true, value: { scheme: 'file', path: fileURLToPath(ref) } };
   } catch (err) {
-    return fail(`${usage}: ${describeError(err)}`);
+    return fail(`${usage}: ${errorText(err, { cause: true })}`);
   }
 }
 
@@ -76,7 +76,7 @@ async function fetchFromObjectStore(bucket: string, name: string, fetchObject: O
     if (bytes === null) return fail(`no object ${JSON.stringify(name)} in bucket ${bucket}`);
     return withinLimit(bytes, maxBytes);
   } catch (err) {
-    return fail(`object store fetch failed: ${describeError(err)}`);
+    return fail(`object store fetch failed: ${errorText(err, { cause: true })}`);
   }
 }
 
@@ -96,8 +96,8 @@ export async function fetchHttps(url: string, maxBytes: number, timeoutMs: numbe
     if (!response.body) return { ok: true, value: new Uint8Array(0) };
     return withinLimit(await collectWithin(response.body, maxBytes), maxBytes);
   } catch (err) {
-    if ((err as Error).name === 'TimeoutError') return fail(`no complete answer within ${timeoutMs} ms`);
-    return fail(`fetch failed: ${describeError(err)}`);
+    if (isTimeout(err)) return fail(`no complete answer within ${timeoutMs} ms`);
+    return fail(`fetch failed: ${errorText(err, { cause: true })}`);
   }
 }
 
@@ -133,7 +133,7 @@ async function readUnderArchiveDir(path: string, archiveDir: string | undefined,
     return withinLimit(await readFileWithin(real, maxBytes), maxBytes);
   } catch (err) {
     if (err instanceof NotARegularFile) return fail(`${path} is not a regular file`);
-    return fail(`cannot read: ${describeError(err)}`);
+    return fail(`cannot read: ${errorText(err, { cause: true })}`);
   }
 }
 
@@ -183,7 +183,7 @@ export function natsObjectFetcher(nc: NatsConnection): ObjectFetcher {
     try {
       result = await (await open(bucket)).get(name);
     } catch (err) {
-      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return null;
+      if (isStreamNotFound(err)) return null;
       throw err;
     }
     if (result === null) return null;
@@ -197,12 +197,6 @@ export function natsObjectFetcher(nc: NatsConnection): ObjectFetcher {
   };
 }
 
-/** An error's message with its cause (fetch puts the reason there). */
-export function describeError(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  const cause = err.cause instanceof Error ? `: ${err.cause.message}` : '';
-  return `${err.message}${cause}`;
-}
 
 function withinLimit(bytes: Uint8Array, maxBytes: number): Parsed<Uint8Array> {
   if (bytes.length > maxBytes) return fail(`larger than the archive limit of ${maxBytes} bytes`);

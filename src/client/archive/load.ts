@@ -5,9 +5,10 @@ import { mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { fail, type Parsed } from '../../shared/result.ts';
 import type { Logger } from '../../shared/log.ts';
-import { describeError, fetchSource, parseRef, readFileWithin, type ObjectFetcher } from './fetch.ts';
+import { fetchSource, parseRef, readFileWithin, type ObjectFetcher } from './fetch.ts';
 import { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from './limits.ts';
 import { unpackArchive } from './untar.ts';
+import { errorText } from '../../shared/errors.ts';
 
 export { natsObjectFetcher, type ObjectFetcher } from './fetch.ts';
 export { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from './limits.ts';
@@ -73,7 +74,7 @@ async function readCached(
   try {
     bytes = await readFileWithin(path, maxBytes);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') log?.warn(`archive ${ref}: cache ${path} unreadable, fetching again: ${describeError(err)}`);
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') log?.warn(`archive ${ref}: cache ${path} unreadable, fetching again: ${errorText(err, { cause: true })}`);
     return undefined;
   }
   // Same bytes as any fetch by this digest would give, so the limit refuses them here just the same.
@@ -84,7 +85,7 @@ async function readCached(
     return { ok: true, value: bytes };
   }
   log?.warn(`archive ${ref}: cache ${path} holds sha256:${got}, not sha256:${hex}; deleting it and fetching again`);
-  await rm(path, { force: true }).catch((err: unknown) => log?.warn(`archive ${ref}: cannot delete ${path}: ${describeError(err)}`));
+  await rm(path, { force: true }).catch((err: unknown) => log?.warn(`archive ${ref}: cannot delete ${path}: ${errorText(err, { cause: true })}`));
   return undefined;
 }
 
@@ -122,7 +123,7 @@ async function writeCacheNow(ref: string, dir: string, path: string, bytes: Uint
   } catch (err) {
     // Whatever failed (a rename into a dir removed meanwhile), the dir is made again next time.
     madeDirs.delete(dir);
-    log?.warn(`archive ${ref}: not cached at ${path}: ${describeError(err)}`);
+    log?.warn(`archive ${ref}: not cached at ${path}: ${errorText(err, { cause: true })}`);
     await rm(temp, { force: true }).catch(() => undefined);
   }
 }

@@ -4,6 +4,7 @@ import { gunzip } from 'node:zlib';
 import { unpackTar, type TarHeader } from 'modern-tar';
 import { fail, type Parsed } from '../../shared/result.ts';
 import type { ArchiveLimits } from './limits.ts';
+import { errorText } from '../../shared/errors.ts';
 
 // The tar stream around the files' bytes: per entry a header, a pax header with a one-block body
 // and padding; at the end the zero blocks and the record padding tar writes.
@@ -76,7 +77,7 @@ async function untar(tar: Uint8Array, limits: ArchiveLimits): Promise<Parsed<Map
     });
   } catch (err) {
     if (err instanceof Refusal) return fail(err.message);
-    return fail(`not a valid tar: ${(err as Error).message}`);
+    return fail(`not a valid tar: ${errorText(err)}`);
   }
   const files = new Map<string, Uint8Array>();
   // A name written twice keeps its last bytes, as tar extracts it.

@@ -6,6 +6,7 @@ import type { Logger } from '../../shared/log.ts';
 import { FILL_OP, judgeReplyLine, type FillReply, type FillRequest } from '../../shared/fill-protocol.ts';
 import { MAX_ENGINE_LINE_BYTES } from '../../shared/limits.ts';
 import { LineReader } from '../../shared/ndjson.ts';
+import { errorText } from '../../shared/errors.ts';
 
 /** How often the socket path is stat'ed for a knock when the caller does not say. */
 export const DEFAULT_KNOCK_POLL_MS = 150;
@@ -83,7 +84,7 @@ export function createEngineClient(opts: EngineClientOptions): EngineClient {
       try {
         fn();
       } catch (err) {
-        log.error(`engine ${socketPath}: knock handler failed: ${(err as Error).message}`);
+        log.error(`engine ${socketPath}: knock handler failed: ${errorText(err)}`);
       }
     }
   });

@@ -7,6 +7,7 @@ import { collectKey } from '../../shared/keys.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { CollectItem } from '../../shared/schemas.ts';
 import type { FilledItem } from '../fill/fill.ts';
+import { errorText } from '../../shared/errors.ts';
 
 /** What the bucket holds of one contributor: collection → content (undefined: an item out of shape). */
 export type StoredItems = (contributor: string) => Map<string, string | undefined>;
@@ -52,7 +53,7 @@ export class ItemWriter {
     try {
       await op();
     } catch (err) {
-      this.log.error(`${COLLECT} ${collectKey(this.node, collection, module)}: ${(err as Error).message}`);
+      this.log.error(`${COLLECT} ${collectKey(this.node, collection, module)}: ${errorText(err)}`);
     }
   }
 }

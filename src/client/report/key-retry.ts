@@ -5,6 +5,7 @@
 // only when the module's state changes, and its next fill may be hours away.
 import { Backoff, type BackoffLimits } from '../../shared/backoff.ts';
 import { unrefTimer, type Timer } from '../../shared/timer.ts';
+import { errorText } from '../../shared/errors.ts';
 
 /** The wait before a failed write's first retry. */
 export const FIRST_KEY_RETRY_MS = 250;
@@ -55,7 +56,7 @@ export class KeyRetry {
     } catch (err) {
       if (this.#current.get(key) !== mine) return false;
       const wait = mine.backoff.failed();
-      this.log.warn(`${key}: ${(err as Error).message}; trying again in ${wait} ms`);
+      this.log.warn(`${key}: ${errorText(err)}; trying again in ${wait} ms`);
       this.#later(key, mine, write, wait);
       return false;
     }
@@ -89,7 +90,7 @@ export class KeyRetry {
         (err: unknown) => {
           if (this.#current.get(key) !== mine) return;
           const next = mine.backoff.failed();
-          this.log.debug(`${key}: try ${attempt}: ${(err as Error).message}; trying again in ${next} ms`);
+          this.log.debug(`${key}: try ${attempt}: ${errorText(err)}; trying again in ${next} ms`);
           this.#later(key, mine, write, next);
         },
       );

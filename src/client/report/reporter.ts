@@ -10,6 +10,7 @@ import type { NeedEntry, Waiting } from '../fill/fill.ts';
 import type { FileResult } from '../handoff/handoff.ts';
 import { KeyRetry, type KeyRetryOptions } from './key-retry.ts';
 import { fitReport, MAX_CUT_FIELD_CHARS } from './fit.ts';
+import { errorText } from '../../shared/errors.ts';
 
 /** The max payload assumed when the connection has not said its own (the nats-server default). */
 export const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
@@ -128,7 +129,7 @@ export class Reporter {
     try {
       this.nc.publish(appliedSubject(this.node, module), bytes);
     } catch (err) {
-      this.log.error(`${appliedSubject(this.node, module)}: ${(err as Error).message}`);
+      this.log.error(`${appliedSubject(this.node, module)}: ${errorText(err)}`);
     }
   }
 

@@ -8,6 +8,7 @@ import { NEEDS } from '../../shared/buckets.ts';
 import { parseNeedKey } from '../../shared/keys.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { Reporter } from './reporter.ts';
+import { errorText } from '../../shared/errors.ts';
 
 /** A node's stored needs by module: key → bytes. */
 export type StoredNeeds = Map<string, Map<string, Uint8Array>>;
@@ -42,7 +43,7 @@ export async function readStoredNeeds(nc: NatsConnection, node: string, log: Log
     for (const { key, reason } of outOfShape) log.warn(`${NEEDS} ${key}: key out of shape: ${reason}; left alone`);
     return byModule;
   } catch (err) {
-    log.warn(`${NEEDS}: could not read ${node}'s needs, so those left from before this start stay: ${(err as Error).message}`);
+    log.warn(`${NEEDS}: could not read ${node}'s needs, so those left from before this start stay: ${errorText(err)}`);
     return undefined;
   }
 }

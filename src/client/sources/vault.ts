@@ -10,6 +10,7 @@ import { decodeJson } from '../../shared/schemas.ts';
 import { VAULT_CREDENTIAL } from '../../shared/subjects.ts';
 import { unrefTimer, type Timer } from '../../shared/timer.ts';
 import { parseVaultName } from '../../shared/vault-names.ts';
+import { errorText } from '../../shared/errors.ts';
 
 /** What the client holds of one credential. */
 export type Credential = { state: 'pending' } | { state: 'value'; value: string } | { state: 'refused'; reason: string };
@@ -83,7 +84,7 @@ export class VaultCredentials {
     } catch (err) {
       if (this.#stopped) return;
       // Not reached (no responders, a timeout): the consumer is left out until the vault answers.
-      const reason = `the vault did not answer (${(err as Error).message})`;
+      const reason = `the vault did not answer (${errorText(err)})`;
       this.#settle(vault, { state: 'refused', reason });
       this.#retries.set(vault, this.timer(() => void this.#ask(vault, backoff), backoff.failed()));
       return;

@@ -2,12 +2,13 @@
 // subject, the hardening and a bounded `max_consumers`, run with the admin login — on a bus with
 // isolation no other login may create, update, delete or purge a stream. Run again when a provider
 // is added: what is there is checked, hardened where an update can, and never changed otherwise.
-import { JetStreamApiCodes, JetStreamApiError, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
+import type { JetStreamManager, StreamConfig } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { bucketManager } from '../../shared/bucket-bind.ts';
 import { bucketProblems, KV_HARDENING, maxConsumersFor, streamConfigOf, streamOf, type BucketSize, type BucketSpec } from '../../shared/bucket-spec.ts';
 import { meshBuckets } from '../../shared/buckets.ts';
 import type { InitRequest } from '../options.ts';
+import { errorText, isPermissionViolation, isStreamNotFound } from '../../shared/errors.ts';
 
 /** What init did with one bucket. */
 type Outcome = { line: string; failed: boolean };
@@ -19,11 +20,16 @@ export async function runInit(nc: NatsConnection, req: InitRequest, say: (line: 
   const buckets = meshBuckets(req.providers, req.archives);
   let failed = 0;
   for (const spec of buckets) {
-    const outcome = await initBucket(jsm, spec, size).catch((err: Error): Outcome => ({ line: `bucket ${spec.name}: ${err.message}`, failed: true }));
-    // Any other login is refused at the first call: said once, not once a bucket.
-    if (/permissions violation/i.test(outcome.line)) {
-      say(`init needs the admin login (its seed, admin.nk, as --nkey): this login may not ${/Subscription/.test(outcome.line) ? 'hear the replies of' : 'make'} the JetStream calls init makes (${outcome.line})`);
-      return 1;
+    let outcome: Outcome;
+    try {
+      outcome = await initBucket(jsm, spec, size);
+    } catch (err) {
+      // Any other login is refused at the first call: said once, not once a bucket.
+      if (isPermissionViolation(err)) {
+        say(`init needs the admin login (its seed, admin.nk, as --nkey): this login may not make the JetStream calls init makes (bucket ${spec.name}: ${errorText(err)})`);
+        return 1;
+      }
+      outcome = { line: `bucket ${spec.name}: ${errorText(err)}`, failed: true };
     }
     say(outcome.line);
     if (outcome.failed) failed += 1;
@@ -43,7 +49,7 @@ async function initBucket(jsm: JetStreamManager, spec: BucketSpec, size: BucketS
   try {
     config = (await jsm.streams.info(stream)).config;
   } catch (err) {
-    if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw err;
+    if (!isStreamNotFound(err)) throw err;
     await jsm.streams.add(streamConfigOf(spec, size));
     return { line: `created bucket ${spec.name} (stream ${stream}): ${size.replicas} replica(s), at most ${size.maxConsumers} consumers`, failed: false };
   }

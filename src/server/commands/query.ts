@@ -1,12 +1,13 @@
 // `mesh-provisioner query <what>`: asks the seat's verb page by page, then prints a table or one JSON object.
 import { PROVISIONING_VERB } from '../../shared/subjects.ts';
-import { RequestError, TimeoutError, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { jsonBytes } from '../../shared/bytes.ts';
 import { MAX_JSON_DEPTH, parseBoundedJson } from '../../shared/limits.ts';
 import { safeCell, safeJson, safeText } from '../../shared/safe-text.ts';
 import type { VerbReply } from '../../shared/schemas.ts';
 import { compareKeys, DEFAULT_MAX_PAYLOAD, REPLY_NESTING } from '../verb/serve.ts';
 import type { QueryArgs } from '../options.ts';
+import { errorText, isNoResponders, isTimeout } from '../../shared/errors.ts';
 
 /** How long one page may take to come back. */
 export const DEFAULT_QUERY_TIMEOUT_MS = 5000;
@@ -47,7 +48,7 @@ export async function forEachPage(nc: NatsConnection, request: Readonly<Record<s
       const body = jsonBytes(after === undefined ? request : { ...request, after });
       data = (await nc.request(PROVISIONING_VERB, body, { timeout: DEFAULT_QUERY_TIMEOUT_MS })).data;
     } catch (err) {
-      return { code: 1, message: describeFailure(err) };
+      return { code: 1, message: verbFailure(err) };
     }
     const reply = readReply(data, nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD);
     if ('code' in reply) return reply;
@@ -74,12 +75,11 @@ function readReply(data: Uint8Array, maxBytes: number): VerbReply | QueryFailure
   return r as VerbReply;
 }
 
-function describeFailure(err: unknown): string {
-  if (err instanceof RequestError && err.isNoResponders()) {
-    return `query: nothing answers ${PROVISIONING_VERB} (is mesh-provisioner running?)`;
-  }
-  if (err instanceof TimeoutError) return `query: ${PROVISIONING_VERB} did not answer within ${DEFAULT_QUERY_TIMEOUT_MS} ms`;
-  return `query: asking ${PROVISIONING_VERB} failed: ${(err as Error).message}`;
+/** What a failed ask of the verb means for whoever ran the command. */
+function verbFailure(err: unknown): string {
+  if (isNoResponders(err)) return `query: nothing answers ${PROVISIONING_VERB} (is mesh-provisioner running?)`;
+  if (isTimeout(err)) return `query: ${PROVISIONING_VERB} did not answer within ${DEFAULT_QUERY_TIMEOUT_MS} ms`;
+  return `query: asking ${PROVISIONING_VERB} failed: ${errorText(err)}`;
 }
 
 type Columns = { heads: string[]; cells(key: string, value: Record<string, unknown>): string[] };

@@ -4,6 +4,7 @@ import type { Parsed } from '../../shared/result.ts';
 import { renderPlaceholders } from '../../shared/placeholders.ts';
 import { isPlacementKind } from '../../shared/registry.ts';
 import { pathProblem, type Assignment, type Composition, type Placement, type Plan, type PlanSecret } from '../../shared/schemas.ts';
+import { errorText } from '../../shared/errors.ts';
 
 /**
  * Resolves every `${dir|access|port|seat|machine:…}` of a path from the placement; the result must
@@ -21,7 +22,7 @@ export function resolvePath(path: string, placement: Placement): Parsed<string> 
       return String(value);
     });
   } catch (err) {
-    return { ok: false, reason: (err as Error).message };
+    return { ok: false, reason: errorText(err) };
   }
   const problem = pathProblem(resolved);
   if (problem !== undefined) return { ok: false, reason: `resolves to ${JSON.stringify(resolved.slice(0, 300))}, which ${problem}` };

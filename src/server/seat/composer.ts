@@ -6,13 +6,14 @@ import { MAX_PLAN_BYTES } from '../../shared/limits.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { Health } from '../../shared/schemas.ts';
 import { composePlan } from './compose.ts';
-import { clip, ComposerHealth, describe, HELD_PASSES_BEFORE_HEALTH, heldReason, subjectOf } from './health.ts';
+import { clip, ComposerHealth, HELD_PASSES_BEFORE_HEALTH, heldReason, subjectOf } from './health.ts';
 import { HealthBook } from './health-book.ts';
 import { ComposerInputs, isUsable, readAssignment, readModule, type KnownComposition } from './inputs.ts';
 import { digestOf } from './digest.ts';
 import { PassWrites } from './pass-writes.ts';
 import { DEFAULT_WRITES_IN_FLIGHT, PlanWriter, type PlanStore } from './plan-writer.ts';
 import { WriteRetry, type WriteRetryOptions } from './write-retry.ts';
+import { errorText } from '../../shared/errors.ts';
 
 export { HELD_PASSES_BEFORE_HEALTH };
 
@@ -89,7 +90,7 @@ export class Composer {
   ) {
     this.#health = new ComposerHealth((line) => this.sink.health(line), log);
     this.#book = new HealthBook(options.now);
-    this.#writer = new PlanWriter(sink, options.writesInFlight ?? DEFAULT_WRITES_IN_FLIGHT, (err) => log.error(`mesh-provisioner_plans: recording a write: ${describe(err)}`));
+    this.#writer = new PlanWriter(sink, options.writesInFlight ?? DEFAULT_WRITES_IN_FLIGHT, (err) => log.error(`mesh-provisioner_plans: recording a write: ${errorText(err, { name: true })}`));
     this.#retry = new WriteRetry(() => {
       // A pass asked by an input change meanwhile may have written them already.
       if (this.#dirty.size + this.#orphans.size > 0) this.#request();
@@ -141,7 +142,7 @@ export class Composer {
           await this.#pass();
         } catch (err) {
           // Per-key work is guarded below; this is the last net, so a pass never kills the seat.
-          this.log.error(`pass ${this.#passes} ended early: ${describe(err)}`);
+          this.log.error(`pass ${this.#passes} ended early: ${errorText(err, { name: true })}`);
         }
       }
     })().finally(() => (this.#running = undefined));
@@ -191,7 +192,7 @@ export class Composer {
     try {
       this.onPass(summary);
     } catch (err) {
-      this.log.error(`pass ${summary.pass}: onPass: ${describe(err)}`);
+      this.log.error(`pass ${summary.pass}: onPass: ${errorText(err, { name: true })}`);
     }
   }
 
@@ -279,7 +280,7 @@ export class Composer {
       if (this.#writing.get(key) === digest) this.#writing.delete(key);
       if (outcome.ok) return void this.#inputs.recordPlan(key, digest, outcome.revision);
       // A write the bus refused is tried again by the next pass (an input change's, or the retry's); the others go on.
-      this.log.error(`mesh-provisioner_plans ${key}: ${put ? 'put' : 'delete'} failed: ${describe(outcome.error)}`);
+      this.log.error(`mesh-provisioner_plans ${key}: ${put ? 'put' : 'delete'} failed: ${errorText(outcome.error, { name: true })}`);
       (put ? this.#dirty : this.#orphans).add(key);
       this.#writesFailed++;
     });
@@ -291,7 +292,7 @@ export class Composer {
     try {
       if (value) digest = digestOf(value);
     } catch (err) {
-      this.log.error(`mesh-provisioner_plans ${clip(key)}: unreadable: ${describe(err)}`);
+      this.log.error(`mesh-provisioner_plans ${clip(key)}: unreadable: ${errorText(err, { name: true })}`);
       digest = '';
     }
     if (!this.#inputs.recordPlan(key, digest, revision)) return;
@@ -325,7 +326,7 @@ export class Composer {
 
   #internalError(summary: PassSummary, key: string, err: unknown): void {
     // Said once per reason: the bytes that led to it are not to be trusted even for a digest.
-    const reason = `mesh-controller_assignments ${clip(key)}: internal error: ${describe(err)}`;
+    const reason = `mesh-controller_assignments ${clip(key)}: internal error: ${errorText(err, { name: true })}`;
     this.#fail(summary, key, digestOf(reason), { ...subjectOf(key), build: '', reason });
   }
 

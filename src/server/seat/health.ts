@@ -4,6 +4,7 @@ import { parseNodeModuleKey } from '../../shared/keys.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { Health } from '../../shared/schemas.ts';
 import type { KnownComposition } from './inputs.ts';
+import { errorText } from '../../shared/errors.ts';
 
 /** A module held for more passes in a row than this is said on `provisioner_health`. */
 export const HELD_PASSES_BEFORE_HEALTH = 2;
@@ -51,7 +52,7 @@ export class ComposerHealth {
     try {
       this.publish(line);
     } catch (err) {
-      this.log.error(`provisioner_health: could not say "${line.reason}": ${describe(err)}`);
+      this.log.error(`provisioner_health: could not say "${line.reason}": ${errorText(err, { name: true })}`);
     }
   }
 }
@@ -72,7 +73,3 @@ export function clip(key: string): string {
   return key.length <= 300 ? key : `${key.slice(0, 300)}…`;
 }
 
-/** Whatever was thrown, as one line. */
-export function describe(err: unknown): string {
-  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-}

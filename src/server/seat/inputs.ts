@@ -4,8 +4,8 @@
 import { keyDisagreement, parseModuleKey, parseNodeModuleKey } from '../../shared/keys.ts';
 import type { Parsed } from '../../shared/result.ts';
 import { AssignmentSchema, CompositionSchema, decodeJson, type Assignment, type Composition } from '../../shared/schemas.ts';
-import { describe } from './health.ts';
 import { digestOf } from './digest.ts';
+import { errorText } from '../../shared/errors.ts';
 
 /** A composition as decoded (or the reason it is refused), with the digest of its bytes. */
 export type KnownComposition = { parsed: Parsed<Composition>; digest: string };
@@ -45,7 +45,7 @@ export function readModule(key: string, bytes: Uint8Array): ReadModule {
     if (parsed.ok && parsed.value.module !== key) parsed = { ok: false, reason: `field "module" names ${parsed.value.module}` };
     digest = digestOf(bytes);
   } catch (err) {
-    parsed = { ok: false, reason: `internal error: ${describe(err)}` };
+    parsed = { ok: false, reason: `internal error: ${errorText(err, { name: true })}` };
     digest = digestOf(parsed.reason);
   }
   const refused = !id.ok ? `key out of shape: ${id.reason}` : !parsed.ok ? parsed.reason : undefined;

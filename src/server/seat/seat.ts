@@ -12,6 +12,7 @@ import { Composer, type PassSummary } from './composer.ts';
 import { KvPublisher } from '../../shared/kv-publisher.ts';
 import { REGISTRY_INTERVAL_MS, syncRegistry } from './registry-sync.ts';
 import { serveProvisioning } from '../verb/serve.ts';
+import { errorText } from '../../shared/errors.ts';
 
 /** What the seat needs to run. */
 export type SeatOptions = {
@@ -51,7 +52,7 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
   const registry = kvs.get(REGISTRY_BUCKET)!;
   await syncRegistry(nc, registry, log);
   const timer = setInterval(() => {
-    syncRegistry(nc, registry, log).catch((err) => log.error(`registry: ${(err as Error).message}`));
+    syncRegistry(nc, registry, log).catch((err) => log.error(`registry: ${errorText(err)}`));
   }, REGISTRY_INTERVAL_MS);
 
   const plans = kvs.get(PLANS)!;

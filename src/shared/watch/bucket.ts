@@ -3,7 +3,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { BucketRefusedError, refuseBadBucket } from '../bucket-bind.ts';
 import { kvBucket } from '../bucket-spec.ts';
-import { describeBusError } from '../bus.ts';
+import { describeBusError } from '../errors.ts';
 import { retryWithBackoff } from '../retry.ts';
 import type { Timer } from '../timer.ts';
 import { NatsInternalsError } from './internals.ts';
@@ -67,7 +67,7 @@ export function waitForWatch(what: string, log: { notice(line: string): void; de
         // A bucket not created yet, or no responders under a node's grants, looks the same: wait,
         // saying it once per reason and the retries only at debug.
         const refused = err instanceof BucketRefusedError;
-        const line = `waiting for ${what}: ${refused ? err.message : describeBusError(err instanceof Error ? err : new Error(String(err)))}`;
+        const line = `waiting for ${what}: ${refused ? err.message : describeBusError(err)}`;
         if (line !== said) (refused && log.error ? log.error : log.notice)(line);
         else log.debug(`${line} (retrying)`);
         said = line;

@@ -8,6 +8,7 @@
 import type { ConsumerConfig, ConsumerInfo } from '@nats-io/jetstream';
 import { unrefTimer, type Timer } from '../timer.ts';
 import type { OrderedConsumer } from './internals.ts';
+import { isTimeout } from '../errors.ts';
 
 /** How long one create waits for the bus's answer before it counts as lost. */
 export const REMAKE_TIMEOUT_MS = 1000;
@@ -73,7 +74,7 @@ export function hastenRemakes(consumer: Pick<OrderedConsumer, 'interceptCreates'
       }, (err: Error) => {
         inFlight--;
         if (made || !current(mine)) return;
-        if (!/timeout/i.test(err.message)) {
+        if (!isTimeout(err)) {
           timer?.cancel();
           made = true;
           return reject(err);

@@ -6,10 +6,10 @@ import { dirname, join } from 'node:path';
 import { contentDigest, contentText, DEFAULT_FILE_MODE, secretNamesOf, type FillFile } from '../../../shared/fill-protocol.ts';
 import { fail, ok, type Parsed } from '../../../shared/result.ts';
 import { safeJson, safeText } from '../../../shared/safe-text.ts';
-import { describeError } from '../../archive/fetch.ts';
 import type { Rendered } from './capture.ts';
 import type { Waiting } from '../../fill/fill.ts';
 import { describeStanding, type Standing } from '../once/book.ts';
+import { errorText } from '../../../shared/errors.ts';
 
 /** The summary's name in DIR; a module file at `/mesh-dry-run.json` goes beside it as another would. */
 export const DRY_RUN_SUMMARY = 'mesh-dry-run.json';
@@ -47,7 +47,7 @@ export async function prepareDryRunDir(dir: string): Promise<Parsed<void>> {
     const present = await readdir(dir);
     return present.length === 0 ? ok(undefined) : fail(`--dry-run: ${dir} is not empty; give a new or empty dir`);
   } catch (err) {
-    return fail(`--dry-run: cannot use ${dir}: ${describeError(err)}`);
+    return fail(`--dry-run: cannot use ${dir}: ${errorText(err, { cause: true })}`);
   }
 }
 
@@ -87,7 +87,7 @@ async function writeOne(dir: string, module: string, file: FillFile, taken: Set<
     taken.add(written);
     return { ...listed, written };
   } catch (err) {
-    return { ...listed, error: describeError(err) };
+    return { ...listed, error: errorText(err, { cause: true }) };
   }
 }
 

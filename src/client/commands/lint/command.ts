@@ -4,10 +4,11 @@ import { createHash } from 'node:crypto';
 import { MAX_PLAN_BYTES } from '../../../shared/limits.ts';
 import { safeJson, safeText } from '../../../shared/safe-text.ts';
 import { decodeJson, PlanSchema, type Plan } from '../../../shared/schemas.ts';
-import { describeError, readFileWithin } from '../../archive/fetch.ts';
+import { readFileWithin } from '../../archive/fetch.ts';
 import { lintTemplates, type LintProblem, type LintReport } from './judge.ts';
 import { readLintInput, type LintInput } from './input.ts';
 import type { LintOptions } from '../../options.ts';
+import { errorText } from '../../../shared/errors.ts';
 
 /** The JSON `lint --json` prints. */
 export type LintJson = LintReport & {
@@ -68,7 +69,7 @@ async function readPlan(path: string): Promise<{ ok: true; value: Plan } | { ok:
   try {
     bytes = await readFileWithin(path, MAX_PLAN_BYTES);
   } catch (e) {
-    return { usage: `--plan: cannot read ${path}: ${describeError(e)}` };
+    return { usage: `--plan: cannot read ${path}: ${errorText(e, { cause: true })}` };
   }
   return decodeJson(PlanSchema, bytes);
 }

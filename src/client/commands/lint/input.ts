@@ -3,9 +3,10 @@
 import { lstat, readdir, realpath, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { fail, ok, type Parsed } from '../../../shared/result.ts';
-import { describeError, readFileWithin } from '../../archive/fetch.ts';
+import { readFileWithin } from '../../archive/fetch.ts';
 import { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from '../../archive/limits.ts';
 import { checkEntries, unpackArchive, type EntryHeader } from '../../archive/untar.ts';
+import { errorText } from '../../../shared/errors.ts';
 
 /** What `lint` was given, read. */
 export type LintInput = {
@@ -37,7 +38,7 @@ export async function readLintInput(path: string, limits: ArchiveLimits = DEFAUL
     const files = await unpackArchive(bytes, limits);
     return ok({ kind: 'archive', files: files.ok ? files.value : new Map(), ...(files.ok ? {} : { refused: files.reason }), bytes, skipped: [] });
   } catch (err) {
-    return fail(`cannot read ${path}: ${describeError(err)}`);
+    return fail(`cannot read ${path}: ${errorText(err, { cause: true })}`);
   }
 }
 

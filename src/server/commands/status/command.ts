@@ -9,6 +9,7 @@ import { DEFAULT_QUERY_TIMEOUT_MS, forEachPage, type QueryFailure } from '../que
 import { detailLines, fleetLines, type FleetView, type NodeView } from './format.ts';
 import { Catalogue, detailOf, FleetSummary, ownershipOf, readReport, type ModuleDetail, type Ownership } from './summary.ts';
 import { DEFAULT_STATUS_LIMIT, type StatusArgs } from '../../options.ts';
+import { errorText } from '../../../shared/errors.ts';
 
 type Say = (line: string) => void;
 
@@ -83,7 +84,7 @@ async function readCatalogue(nc: NatsConnection, err: Say): Promise<Catalogue | 
     }
     return catalogue;
   } catch (e) {
-    err(`status: cannot read ${MODULES} (${(e as Error).message}); held modules unknown`);
+    err(`status: cannot read ${MODULES} (${errorText(e)}); held modules unknown`);
     return undefined;
   } finally {
     clearTimeout(timer);
