@@ -12,7 +12,8 @@ import { validate, type VerbReply, type VerbRequest } from '../../shared/schemas
 import { answerHealth, type HealthSource } from './health.ts';
 import { Page, REPLY_HEADROOM, type Row } from './page.ts';
 import { parseVerbRequest, SHAPES, watchFilter, type BucketWhat, type Shape } from './request.ts';
-import { BucketReadError, readerOf, type VerbReader } from './read.ts';
+import { BucketReadError } from './direct-get.ts';
+import { readerOf, type VerbReader } from './read.ts';
 
 export { compareKeys } from '../../shared/keys.ts';
 export { REPLY_HEADROOM } from './page.ts';
@@ -27,8 +28,9 @@ export const BUSY = 'busy';
 export const REPLY_NESTING = 3;
 
 /**
- * Serves mesh-provisioner.provisioning until stopped; `reader` is the connection's own unless a test
- * hands one in; `health` is the seat's memory of held and failed plans (without it, `health` is refused).
+ * Serves mesh-provisioner.provisioning until stopped; `reader` is the connection's own, made with its
+ * inbox prefix (`readerOf(nc, inboxPrefix)`; the default reader assumes `_INBOX`); `health` is the
+ * seat's memory of held and failed plans (without it, `health` is refused).
  */
 export function serveProvisioning(nc: NatsConnection, log: Logger, reader: VerbReader = readerOf(nc), health?: HealthSource): { stop(): Promise<void> } {
   const sub = nc.subscribe(PROVISIONING_VERB);
