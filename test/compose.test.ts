@@ -2,8 +2,6 @@
 import { HEALTH_SUBJECT } from '../src/shared/subjects.ts';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { Kvm } from '@nats-io/kv';
-import { jetstream } from '@nats-io/jetstream';
 import { ASSIGNMENTS, MODULES, PLANS } from '../src/shared/buckets.ts';
 import { connectBus, ensureKv, watchKv } from '../src/shared/bus.ts';
 import { memoryLogger } from '../src/shared/log.ts';
@@ -185,7 +183,6 @@ test('input buckets missing at start are waited for, then composed from', async 
   try {
     await waitFor('the seat saying it waits for the assignments bucket', () => f.log.lines.some((l) => l.includes(`waiting for bucket ${ASSIGNMENTS}`)));
     assert.equal(f.passes, [], 'no pass before the inputs exist');
-    const kvm = new Kvm(jetstream(f.nc));
     const modules = await ensureKv(f.nc, MODULES, 1);
     const assignments = await ensureKv(f.nc, ASSIGNMENTS, 1);
     await f.put(modules, 'web', composition('web', '1'));
