@@ -14,7 +14,7 @@ import type { Health, VerbReply } from '../src/shared/schemas.ts';
 import { cleanupBundles, copyBundleAlone, ensureBuilt, startBundle, type Running } from './helpers/bundle.ts';
 import { startNats, type NatsServer } from './helpers/nats.ts';
 import { assignment, composition, compositionWithValues, nestedJson } from './helpers/seat.ts';
-import { sleep, waitFor } from './helpers/wait.ts';
+import { waitFor } from './helpers/wait.ts';
 
 type Reply = Partial<VerbReply> & { error?: string };
 
@@ -82,7 +82,9 @@ test('#1 a request with a reply subject in the plans, catalogue or assignments b
   const buckets = [PLANS, MODULES, ASSIGNMENTS];
   targets.forEach(([, key], i) => nc.publish(PROVISIONING_VERB, jsonBytes({}), { reply: `$KV.${buckets[i]}.${key}` }));
   assert.is((await ask({})).what, 'registry', 'the seat still answers an inbox');
-  await sleep(500);
+  // A later change through the seat, its plan written: an answer to those requests, read before the
+  // one just answered, would have been written before it.
+  await passedOver('after-injected');
   for (const [kv, key] of targets) assert.is(await kv.get(key), null, `${key} written`);
   assert.ok(alive());
 });
@@ -98,7 +100,9 @@ test('#4 a composition and an assignment nested 5,000 levels deep are said with 
   assert.match(nested.reason, /mesh-controller_assignments n1\.nested: nested deeper than 64 levels/);
   await put(modules, 'after-deep', composition('after-deep', '2'));
   await waitFor('a later pass', async () => (await planOf('n1.after-deep'))?.['build'] === '2');
-  await sleep(1000);
+  // A request answered after the later pass, from the memory the deep inputs' failures are kept in.
+  const said = await ask({ what: 'health', node: 'n1' });
+  assert.ok(said.entries?.some((e) => e.key === 'n1.deep'), `health: ${JSON.stringify(said).slice(0, 500)}`);
   assert.ok(alive(), `the seat exited:\n${seat.stderr()}`);
   assert.is(await planOf('n1.deep'), null);
 });

@@ -2,7 +2,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parsePlaceholders, renderPlaceholders, type Placeholder } from '../src/shared/placeholders.ts';
-import { SEED, seeded } from './helpers/random.ts';
+import fc from 'fast-check';
+import { SEED } from './helpers/random.ts';
 
 /** A resolver from `kind:name` to value that fails the test on any placeholder it was not given. */
 function resolveFrom(values: Record<string, string>): (p: Placeholder) => string {
@@ -229,64 +230,67 @@ test('a text without placeholders never calls the resolver and comes back unchan
   }
 });
 
-// Properties over random texts, from a seeded PRNG so any failure replays.
+// Properties over random texts (fast-check, seeded by MESH_TEST_SEED, MESH_FUZZ_RUNS cases each), so
+// any failure replays and shrinks to a short text.
+const RUNS = Number(process.env['MESH_FUZZ_RUNS'] ?? 5000);
 
 // Heavy in `$ { } :`, kind letters and digits, with whole fragments so placeholders, escapes and
-// near-misses are common rather than one in a million.
+// near-misses are common rather than one in a million; up to 39 pieces, any length as likely (size
+// 'max': fast-check's default keeps arrays short, and the texts would hold few placeholders).
 const PIECES = [
   '$', '$', '$', '{', '{', '}', '}', ':', ':', 'a', 'b', 'z', 'k', 'A', 'Z', '0', '9', '-', '-', '.', '_',
   '\n', '\r\n', '\r', '\t', ' ', 'é', '😀', '${', '${', '$${', '${a:', '${db-1:', '}', '${config:x}', '${A:b}',
 ];
+const text = fc.array(fc.constantFrom(...PIECES), { maxLength: 39, size: 'max' }).map((pieces) => pieces.join(''));
 
-function randomText(next: () => number): string {
-  const length = Math.floor(next() * 40);
-  let text = '';
-  for (let i = 0; i < length; i++) text += PIECES[Math.floor(next() * PIECES.length)]!;
-  return text;
+/** Checks `predicate` over RUNS texts of `arb`, with this run's seed. */
+function check(arb: fc.Arbitrary<string>, predicate: (text: string) => void): void {
+  fc.assert(fc.property(arb, predicate), { numRuns: RUNS, seed: SEED });
 }
-
-const SAMPLES = Array.from({ length: 5000 }, ((r) => () => randomText(r.next))(seeded(SEED)));
 
 test('rendering each placeholder as its own text reproduces the input with each $${ turned into ${', () => {
   let placeholders = 0;
   let escapes = 0;
-  for (const text of SAMPLES) {
-    placeholders += parsePlaceholders(text).length;
-    if (text.includes('$${')) escapes += 1;
-    assert.is(renderPlaceholders(text, original), text.replaceAll('$${', '${'), JSON.stringify(text));
-  }
-  // The corpus must exercise what it claims to, or the property proves nothing.
-  assert.ok(placeholders > 1000, `only ${placeholders} placeholders in the samples`);
-  assert.ok(escapes > 1000, `only ${escapes} samples with an escape`);
+  check(text, (t) => {
+    assert.is(renderPlaceholders(t, original), t.replaceAll('$${', '${'), JSON.stringify(t));
+    placeholders += parsePlaceholders(t).length;
+    if (t.includes('$${')) escapes += 1;
+  });
+  // The texts must exercise what they claim to, or the property proves nothing.
+  assert.ok(placeholders > RUNS / 5, `only ${placeholders} placeholders in ${RUNS} texts`);
+  assert.ok(escapes > RUNS / 5, `only ${escapes} of ${RUNS} texts with an escape`);
 });
 
 test('a text without $${ renders to itself when each placeholder is written back', () => {
-  const plain = SAMPLES.filter((text) => !text.includes('$${'));
-  assert.ok(plain.length > 1000, `only ${plain.length} samples without an escape`);
-  for (const text of plain) assert.is(renderPlaceholders(text, original), text, JSON.stringify(text));
+  let placeholders = 0;
+  check(text.filter((t) => !t.includes('$${')), (t) => {
+    assert.is(renderPlaceholders(t, original), t, JSON.stringify(t));
+    placeholders += parsePlaceholders(t).length;
+  });
+  assert.ok(placeholders > RUNS / 5, `only ${placeholders} placeholders in ${RUNS} texts without an escape`);
 });
 
 test('parsePlaceholders never throws and each line and column points at the placeholder text', () => {
-  for (const text of SAMPLES) {
-    const lines = text.split('\n');
-    for (const p of parsePlaceholders(text)) {
+  check(text, (t) => {
+    const lines = t.split('\n');
+    for (const p of parsePlaceholders(t)) {
       const rest = [...lines[p.line - 1]!].slice(p.column - 1).join('');
-      assert.ok(rest.startsWith('$' + `{${p.kind}:${p.name}}`), `${JSON.stringify(p)} in ${JSON.stringify(text)}`);
+      assert.ok(rest.startsWith('$' + `{${p.kind}:${p.name}}`), `${JSON.stringify(p)} in ${JSON.stringify(t)}`);
       assert.match(p.kind, /^[a-z][a-z0-9-]*$/);
       assert.match(p.name, /^[^\s{}$\-=+?][^\s{}$]*$/);
     }
-  }
+  });
 });
 
 test('rendering calls the resolver exactly for the placeholders parsing finds, in the same order', () => {
-  for (const text of SAMPLES) {
+  check(text, (t) => {
     const seen: Placeholder[] = [];
-    renderPlaceholders(text, (p) => {
+    renderPlaceholders(t, (p) => {
       seen.push(p);
       return '';
     });
-    assert.equal(seen, parsePlaceholders(text), JSON.stringify(text));
-  }
+    assert.equal(seen, parsePlaceholders(t), JSON.stringify(t));
+  });
 });
 
 test.run();

@@ -14,7 +14,8 @@ import { WITHHELD_REFUSAL, WITHHELD_SERVED } from '../src/sdk/consumer-sync.ts';
 import { deriveLogin, MAX_LOGIN_BYTES } from '../src/sdk/logins.ts';
 import { runProvider, type Adapter } from '../src/sdk/index.ts';
 import { consumer, fakeAdapter, startProviderBus, stopProviderBus, world } from './helpers/provider-world.ts';
-import { SEED, seeded } from './helpers/random.ts';
+import fc from 'fast-check';
+import { SEED } from './helpers/random.ts';
 import { waitFor } from './helpers/wait.ts';
 
 const LOGIN = /^[a-z][a-z0-9_]*$/;
@@ -43,21 +44,23 @@ test('a lossy, long, reserved or digit-first form gets a hash of the exact ident
   assert.is.not(deriveLogin({ node: 'b-c', module: 'a', local: null }), deriveLogin({ node: 'b', module: 'a', local: 'c' }));
 });
 
-test('logins are identifiers, at most 63 bytes, and distinct for distinct identities (seeded)', () => {
-  const r = seeded(SEED);
+test('logins are identifiers, at most 63 bytes, and distinct for distinct identities (fast-check)', () => {
   const names = ['a', 'b', 'a-b', 'ab', '1', 'a1', 'pg', 'current', 'user', 'x'.repeat(40), 'n'.repeat(63)];
   const locals = [null, 'a', 'b', 'A', 'a-b', 'a_b', 'a.b', 'a:b', 'é', '', 'l'.repeat(200)];
-  const seen = new Map<string, string>();
-  for (let i = 0; i < 20_000; i++) {
-    const id = { node: r.pick(names), module: r.pick(names), local: r.pick(locals) };
-    const identity = JSON.stringify(id);
-    const login = deriveLogin(id);
-    assert.ok(LOGIN.test(login) && Buffer.byteLength(login) <= MAX_LOGIN_BYTES, `seed ${SEED}: ${identity} → ${login}`);
-    assert.is(deriveLogin({ ...id }), login, 'the same identity gives the same login');
-    const other = seen.get(login);
-    assert.ok(other === undefined || other === identity, `seed ${SEED}: ${identity} and ${other} both → ${login}`);
-    seen.set(login, identity);
-  }
+  const identities = names.flatMap((node) => names.flatMap((module) => locals.map((local) => ({ node, module, local }))));
+  // Any set of the identities those make, so a collision shrinks to the two identities that meet.
+  fc.assert(fc.property(fc.subarray(identities, { minLength: 1 }), (ids) => {
+    const seen = new Map<string, string>();
+    for (const id of ids) {
+      const identity = JSON.stringify(id);
+      const login = deriveLogin(id);
+      assert.ok(LOGIN.test(login) && Buffer.byteLength(login) <= MAX_LOGIN_BYTES, `${identity} → ${login}`);
+      assert.is(deriveLogin({ ...id }), login, 'the same identity gives the same login');
+      const other = seen.get(login);
+      assert.ok(other === undefined, `${identity} and ${other} both → ${login}`);
+      seen.set(login, identity);
+    }
+  }), { numRuns: Number(process.env['MESH_FUZZ_RUNS'] ?? 30), seed: SEED });
 });
 
 test('the consumers file: absent, good, and malformed with a reason that never quotes its text', async () => {

@@ -1,8 +1,31 @@
-// Runs every test/*.test.ts suite in its own process and closes with one line: N passed, N failed.
+// Runs the test/*.test.ts suites (or those whose file name holds an argument), each in its own
+// process, and closes with one line: N passed, N failed. Each suite makes its own ports and
+// directories, so several run at once: MESH_TEST_JOBS at a time, by default one per two cores (on
+// two cores one at a time, as `npm test` always ran). A suite that measures time or load runs
+// alone. A suite's output is printed whole when it ends, never mixed with another's.
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
+
+/**
+ * Suites run with nothing of this run beside them: those that assert a duration or measure load (a
+ * busy neighbour would fail them or skew the figures they print), and one that rebuilds dist/.
+ */
+const ALONE = [
+  /^faults-/, // kills, restarts and partitions servers against time budgets
+  /^consumer-remake\./, // hedged creates timed to REMAKE_HEDGE_MS
+  /^demo\./, // a change reaches the engine within 1 s
+  /^e2e-bindings\./, // prints the time a bound entry takes to be filled in
+  /^e2e-postgres\./, // prints rotation latencies (p50, max)
+  /^engine-socket\./, // timeouts of 290 ms told apart from their neighbours
+  /^hostile-seat\./, // a burst of 5,000 requests: answered within 5 s, RSS growth bounded
+  /^postgres-adapter\./, // a cancelled create stops within its grace + 500 ms
+  /^provider-calls\./, // 10 creates of 100 ms on 3 slots within 900 ms
+  /^release\./, // `npm run release` rebuilds dist/, which the other suites run and copy
+  /^watch\./, // a watch resumes within its missed heartbeats after a reconnect
+];
 
 const here = dirname(fileURLToPath(import.meta.url));
 const only = process.argv.slice(2);
@@ -11,33 +34,89 @@ const suites = readdirSync(here)
   .filter((f) => only.length === 0 || only.some((o) => f.includes(o)))
   .sort();
 
+const cores = availableParallelism();
+const jobs = poolSize(process.env['MESH_TEST_JOBS'], cores);
+const startedAt = Date.now();
+const results = new Map();
+
+if (jobs === 1) {
+  // One at a time, in name order, output as it comes: what a run on two cores always was.
+  for (const suite of suites) record(suite, await runSuite(suite, true));
+} else {
+  // The suites that must be alone first, one by one, while the machine is otherwise idle; then the pool.
+  const alone = suites.filter((s) => ALONE.some((re) => re.test(s)));
+  for (const suite of alone) record(suite, await runSuite(suite, true));
+  const pooled = suites.filter((s) => !alone.includes(s));
+  let next = 0;
+  const worker = async () => {
+    while (next < pooled.length) {
+      const suite = pooled[next++];
+      record(suite, await runSuite(suite, false));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(jobs, pooled.length) }, worker));
+}
+
 let passed = 0;
 let failed = 0;
-const broken = [];
 for (const suite of suites) {
-  const started = Date.now();
-  const out = await new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(here, suite)], {
-      env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let text = '';
-    child.stdout.on('data', (d) => { text += d; process.stdout.write(d); });
-    child.on('exit', (code) => resolve({ text, code }));
-  });
-  const total = Number(/Total:\s+(\d+)/.exec(out.text)?.[1] ?? NaN);
-  const ok = Number(/Passed:\s+(\d+)/.exec(out.text)?.[1] ?? NaN);
-  const skipped = Number(/Skipped:\s+(\d+)/.exec(out.text)?.[1] ?? 0);
-  if (Number.isNaN(total) || Number.isNaN(ok)) {
-    failed += 1;
-    broken.push(`${suite}: no uvu summary (exit ${out.code})`);
-  } else {
-    passed += ok;
-    failed += total - ok - skipped;
-    if (out.code !== 0 || total - ok - skipped > 0) broken.push(`${suite}: ${total - ok - skipped} failed (exit ${out.code})`);
-  }
-  console.log(`# ${suite}: ${Math.round((Date.now() - started) / 100) / 10}s`);
+  const { counted, broken } = results.get(suite);
+  passed += counted.passed;
+  failed += counted.failed;
+  if (broken) console.log(`# FAILED ${suite}: ${broken}`);
 }
-for (const line of broken) console.log(`# FAILED ${line}`);
+const wall = Math.round((Date.now() - startedAt) / 100) / 10;
+console.log(`# ${suites.length} suites in ${wall}s wall time, ${jobs} at a time on ${cores} cores (MESH_TEST_JOBS)`);
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed > 0 ? 1 : 0);
+
+/** The pool's size: MESH_TEST_JOBS when set, else one per two cores, at least one. */
+function poolSize(asked, cores) {
+  if (asked === undefined || asked === '') return Math.max(1, Math.floor(cores / 2));
+  const n = Number(asked);
+  if (Number.isInteger(n) && n >= 1) return n;
+  console.error(`test/run.mjs: MESH_TEST_JOBS is ${JSON.stringify(asked)}, not a whole number of at least 1`);
+  process.exit(2);
+}
+
+/**
+ * Runs one suite in its own process. `live` passes its output through as it comes; otherwise it is
+ * held, in the order its chunks came on stdout and stderr, and written out whole when it ends.
+ */
+function runSuite(suite, live) {
+  const started = Date.now();
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(here, suite)], {
+      env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', live ? 'inherit' : 'pipe'],
+    });
+    let text = '';
+    const held = [];
+    child.stdout.on('data', (d) => {
+      text += d;
+      if (live) process.stdout.write(d);
+      else held.push([process.stdout, d]);
+    });
+    child.stderr?.on('data', (d) => held.push([process.stderr, d]));
+    // 'close', not 'exit': the streams are read to their end before the summary is looked for.
+    child.on('close', (code, signal) => {
+      for (const [stream, d] of held) stream.write(d);
+      console.log(`# ${suite}: ${Math.round((Date.now() - started) / 100) / 10}s`);
+      resolve({ text, code: code ?? signal });
+    });
+  });
+}
+
+/** Counts a suite's tests from its uvu summary, and says why it failed when it did. */
+function record(suite, { text, code }) {
+  const total = Number(/Total:\s+(\d+)/.exec(text)?.[1] ?? NaN);
+  const ok = Number(/Passed:\s+(\d+)/.exec(text)?.[1] ?? NaN);
+  const skipped = Number(/Skipped:\s+(\d+)/.exec(text)?.[1] ?? 0);
+  if (Number.isNaN(total) || Number.isNaN(ok)) {
+    results.set(suite, { counted: { passed: 0, failed: 1 }, broken: `no uvu summary (exit ${code})` });
+    return;
+  }
+  const failed = total - ok - skipped;
+  const broken = code !== 0 || failed > 0 ? `${failed} failed (exit ${code})` : undefined;
+  results.set(suite, { counted: { passed: ok, failed }, broken });
+}

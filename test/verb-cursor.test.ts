@@ -1,6 +1,6 @@
-// The verb's reads from a cursor (src/server/verb/read.ts): every page in key order from a key list
-// kept caught up with the stream, only a page's values fetched, against a real nats-server and a
-// seat user granted nothing but stream info, direct get and its own inbox.
+// The verb's reads from a cursor (src/server/verb/read.ts, key-index.ts, value-fetch.ts): every page
+// in key order from a key list kept caught up with the stream, only a page's values fetched, against
+// a real nats-server and a seat user granted nothing but stream info, direct get and its own inbox.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
@@ -16,7 +16,8 @@ import { PROVISIONING_VERB } from '../src/shared/subjects.ts';
 import type { VerbReply } from '../src/shared/schemas.ts';
 import { answerProvisioning, serveProvisioning } from '../src/server/verb/serve.ts';
 import { compareKeys } from '../src/shared/keys.ts';
-import { firstAfter, LISTING_IDLE_MS, MAX_CATCH_UP, VerbReader } from '../src/server/verb/read.ts';
+import { VerbReader } from '../src/server/verb/read.ts';
+import { firstAfter, LISTING_IDLE_MS, MAX_CATCH_UP } from '../src/server/verb/key-index.ts';
 import { startNats, type NatsServer } from './helpers/nats.ts';
 
 const SEAT_INBOX = '_INBOX_seat';
@@ -69,7 +70,7 @@ function shuffled<T>(items: T[]): T[] {
 /** A reader counting its listings and its value fetches. */
 function countingReader(now?: () => number) {
   const counts = { listed: 0, fetched: 0 };
-  const reader = new VerbReader(seat, { now, onList: () => void counts.listed++, onFetch: () => void counts.fetched++ });
+  const reader = new VerbReader(seat, { inboxPrefix: SEAT_INBOX, now, onList: () => void counts.listed++, onFetch: () => void counts.fetched++ });
   return { reader, counts };
 }
 

@@ -25,8 +25,6 @@ export const SecretPartSchema = v.strictObject({
   /** A name of the request's `secrets`. */
   secret: secretName,
 });
-/** A part of a file's content that the engine fills with a secret's value. */
-export type SecretPart = v.InferOutput<typeof SecretPartSchema>;
 
 /**
  * A file's content (DESIGN §9): text taken byte for byte, or, when the file names a secret, a list

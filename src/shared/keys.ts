@@ -120,12 +120,7 @@ export function parseNodeModuleKey(key: string): Parsed<NodeModuleKey> {
   return bad ? fail(bad) : { ok: true, value: { node, module } };
 }
 
-/** Builds a module key of `mesh-catalog_modules`. */
-export function moduleKey(module: string): string {
-  return module;
-}
-
-/** Parses a module key of `mesh-catalog_modules`. */
+/** Parses a module key of `mesh-catalog_modules`: the module's name itself, so there is nothing to build. */
 export function parseModuleKey(key: string): Parsed<string> {
   const bad = checkName('module', key);
   return bad ? fail(bad) : { ok: true, value: key };

@@ -101,8 +101,6 @@ export const FileSchema = v.object({
   /** The comment leader of a `managed` file's BEGIN/END lines. */
   comment: v.optional(text),
 });
-/** A file a module's templates fill. */
-export type FileDecl = v.InferOutput<typeof FileSchema>;
 
 /** A module's own secret. */
 export const SecretSchema = v.object({ name: segmentName, path: v.optional(text) });
@@ -292,9 +290,6 @@ export type VerbReply = {
   outOfShape: { key: string; reason: string }[];
   next?: string;
 };
-
-/** A request of `prov.ask.<node>`. */
-export const AskSchema = v.object({ module: name, kind: text, key: text });
 
 /** A line on `provisioner_health`. */
 export type Health = { module: string; node?: string; build: string; reason: string; passes: number };

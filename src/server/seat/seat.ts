@@ -11,6 +11,7 @@ import type { Logger } from '../../shared/log.ts';
 import { Composer, type PassSummary } from './composer.ts';
 import { KvPublisher } from '../../shared/kv-publisher.ts';
 import { REGISTRY_INTERVAL_MS, syncRegistry } from './registry-sync.ts';
+import { readerOf } from '../verb/read.ts';
 import { serveProvisioning } from '../verb/serve.ts';
 import { errorText } from '../../shared/errors.ts';
 
@@ -24,7 +25,7 @@ export type SeatOptions = {
   replicas: number;
   /** Called after each pass (tests, logs). */
   onPass?: (summary: PassSummary) => void;
-  /** The inbox prefix `nc` was made with, for the acks of plan writes (default `_INBOX`). */
+  /** The inbox prefix `nc` was made with, for the acks of plan writes and the verb's reads (default `_INBOX`). */
   inboxPrefix?: string;
 };
 
@@ -66,7 +67,7 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
     log,
     opts.onPass,
   );
-  const verb = serveProvisioning(nc, log, undefined, composer.healthBook);
+  const verb = serveProvisioning(nc, log, readerOf(nc, opts.inboxPrefix), composer.healthBook);
   // The subscription reaches the server before the seat says it is ready: a request right after is answered.
   await nc.flush();
 

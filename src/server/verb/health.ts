@@ -1,6 +1,6 @@
 // The verb's `what: "health"` (DESIGN §6): answered from the seat's memory, in the same envelope and
 // paging as a bucket's entries — keys in order, `after` and `limit`, `next` when more remain.
-import { firstAfter } from './read.ts';
+import { firstAfter } from './key-index.ts';
 import type { VerbReply, VerbRequest } from '../../shared/schemas.ts';
 import { Page, REPLY_HEADROOM } from './page.ts';
 

@@ -12,7 +12,9 @@ import { validate, type VerbReply, type VerbRequest } from '../../shared/schemas
 import { answerHealth, type HealthSource } from './health.ts';
 import { Page, REPLY_HEADROOM, type Row } from './page.ts';
 import { parseVerbRequest, SHAPES, watchFilter, type BucketWhat, type Shape } from './request.ts';
-import { BucketReadError, readerOf, type VerbReader } from './read.ts';
+import { BucketReadError } from './direct-get.ts';
+import { readerOf, type VerbReader } from './read.ts';
+import { errorText } from '../../shared/errors.ts';
 
 export { compareKeys } from '../../shared/keys.ts';
 export { REPLY_HEADROOM } from './page.ts';
@@ -27,8 +29,9 @@ export const BUSY = 'busy';
 export const REPLY_NESTING = 3;
 
 /**
- * Serves mesh-provisioner.provisioning until stopped; `reader` is the connection's own unless a test
- * hands one in; `health` is the seat's memory of held and failed plans (without it, `health` is refused).
+ * Serves mesh-provisioner.provisioning until stopped; `reader` is the connection's own, made with its
+ * inbox prefix (`readerOf(nc, inboxPrefix)`; the default reader assumes `_INBOX`); `health` is the
+ * seat's memory of held and failed plans (without it, `health` is refused).
  */
 export function serveProvisioning(nc: NatsConnection, log: Logger, reader: VerbReader = readerOf(nc), health?: HealthSource): { stop(): Promise<void> } {
   const sub = nc.subscribe(PROVISIONING_VERB);
@@ -43,7 +46,7 @@ export function serveProvisioning(nc: NatsConnection, log: Logger, reader: VerbR
     const request = parseVerbRequest(msg.data);
     if (!request.ok) return respond(msg, { error: request.reason }, log);
     const admitted = inFlight.admit(() => answerRequest(reader, health, request.value, maxPayloadOf(nc))
-      .catch((err: unknown) => ({ error: `internal: ${(err as Error).message}` }))
+      .catch((err: unknown) => ({ error: `internal: ${errorText(err)}` }))
       .then((reply) => respond(msg, reply, log)));
     if (!admitted) respond(msg, { error: BUSY }, log);
   };
@@ -53,10 +56,10 @@ export function serveProvisioning(nc: NatsConnection, log: Logger, reader: VerbR
       try {
         receive(msg);
       } catch (err) {
-        log.error(`provisioning: ${(err as Error).message}`);
+        log.error(`provisioning: ${errorText(err)}`);
       }
     }
-  })().catch((err: unknown) => log.error(`provisioning: subscription ended: ${(err as Error).message}`));
+  })().catch((err: unknown) => log.error(`provisioning: subscription ended: ${errorText(err)}`));
   log.info(`provisioning: serving ${PROVISIONING_VERB}`);
   return {
     async stop() {
@@ -105,7 +108,7 @@ function respond(msg: Msg, reply: VerbReply | { error: string }, log: Logger): v
   try {
     msg.respond(jsonBytes(reply));
   } catch (err) {
-    log.warn(`provisioning: could not answer: ${(err as Error).message}`);
+    log.warn(`provisioning: could not answer: ${errorText(err)}`);
   }
 }
 
@@ -140,7 +143,7 @@ async function answerBucket(reader: VerbReader, request: VerbRequest & { what: B
     return page.reply;
   } catch (err) {
     if (err instanceof BucketReadError) return { error: `reading ${shape.bucket}: ${err.message}` };
-    return { error: `internal: ${(err as Error).message}` };
+    return { error: `internal: ${errorText(err)}` };
   }
 }
 

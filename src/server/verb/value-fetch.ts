@@ -1,0 +1,78 @@
+// A page's values (DESIGN §6): direct gets of the keys a page may take, pipelined in a bounded
+// window on one inbox of the connection, answered back in key order whatever order they arrive in.
+import { createInbox, type Msg, type NatsConnection } from '@nats-io/transport-node';
+import { jsonBytes } from '../../shared/bytes.ts';
+import { BucketReadError, directGetSubject, keyPrefix, READ_TIMEOUT_MS, storedValue } from './direct-get.ts';
+
+/** Direct gets one page has in flight at once, at most. */
+export const MAX_IN_FLIGHT = 1024;
+/** Bytes of values a page may have in flight or waiting, judged by the largest value it has seen. */
+export const PREFETCH_BYTES = 2 * 1024 * 1024;
+
+/** A key and its stored value. */
+export type Stored = { key: string; data: Uint8Array };
+
+/** How one page's values are fetched. */
+export type FetchOptions = {
+  /** The inbox prefix the connection was made with: the answers come to an inbox under it. */
+  inboxPrefix: string;
+  /** The connection's max payload: the size assumed of a value before the first is seen. */
+  maxPayload: number;
+  /** How many more values the caller might take: fetched that far ahead and no further. */
+  room: () => number;
+  /** Called once per value asked of the server. */
+  onFetch?: (bucket: string, key: string) => void;
+};
+
+/**
+ * Yields the values of keys[from…] that have one, in order, a run of those arrived at a time:
+ * direct gets `last_by_subj` on an inbox under `inboxPrefix`, at most MAX_IN_FLIGHT and
+ * PREFETCH_BYTES (by the largest value seen, assumed max payload before the first) ahead of the
+ * next one read, and no further than `room()` asks.
+ */
+export async function* fetchValues(nc: NatsConnection, bucket: string, keys: readonly string[], from: number, opts: FetchOptions): AsyncGenerator<Stored[]> {
+  const inbox = createInbox(opts.inboxPrefix);
+  const arrived = new Map<number, Msg>();
+  let wake: ((err?: Error) => void) | undefined;
+  let heard = Date.now();
+  const sub = nc.subscribe(`${inbox}.*`, {
+    callback: (err, msg) => {
+      if (!err) arrived.set(Number(msg.subject.slice(inbox.length + 1)), msg);
+      heard = Date.now();
+      wake?.(err ?? undefined);
+    },
+  });
+  // One timer for the page rather than one per value: a read that hears nothing for READ_TIMEOUT_MS fails.
+  const watchdog = setInterval(() => {
+    if (Date.now() - heard > READ_TIMEOUT_MS) wake?.(new BucketReadError(`no answer to a direct get within ${READ_TIMEOUT_MS} ms`));
+  }, READ_TIMEOUT_MS / 5);
+  let issued = from;
+  let largest = 0;
+  try {
+    for (let next = from; next < keys.length;) {
+      const byBytes = Math.max(1, Math.floor(PREFETCH_BYTES / (largest || opts.maxPayload)));
+      const ahead = Math.min(MAX_IN_FLIGHT, byBytes, Math.max(1, opts.room()));
+      for (; issued < keys.length && issued < next + ahead; issued++) {
+        // The subject in the body, not the request subject: a long key cannot make a line the server refuses.
+        nc.publish(directGetSubject(bucket), jsonBytes({ last_by_subj: keyPrefix(bucket) + keys[issued] }), { reply: `${inbox}.${issued}` });
+        opts.onFetch?.(bucket, keys[issued]!);
+      }
+      if (!arrived.has(next)) {
+        heard = Date.now();
+        await new Promise<void>((resolve, reject) => (wake = (err) => (err ? reject(err) : arrived.has(next) && resolve())));
+        wake = undefined;
+      }
+      const run: Stored[] = [];
+      for (let msg = arrived.get(next); msg; msg = arrived.get(++next)) {
+        arrived.delete(next);
+        largest = Math.max(largest, msg.data.length);
+        const data = storedValue(msg);
+        if (data) run.push({ key: keys[next]!, data });
+      }
+      if (run.length > 0) yield run;
+    }
+  } finally {
+    clearInterval(watchdog);
+    sub.unsubscribe();
+  }
+}
