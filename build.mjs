@@ -10,16 +10,20 @@ const banner = "import { createRequire } from 'node:module'; const require = cre
 // Each bundle dist/<name>.js and its source: the programs' thin entries, and the SDK a provider module imports.
 const ENTRIES = { server: 'src/server.ts', client: 'src/client.ts', engine: 'src/engine.ts', sdk: 'src/sdk/index.ts' };
 
-await Promise.all(Object.entries(ENTRIES).map(([name, entry]) => build({
-  entryPoints: [entry],
-  outfile: `dist/${name}.js`,
-  bundle: true,
-  format: 'esm',
-  platform: 'node',
-  target: 'node20',
-  minify: !process.env.MESH_NO_MINIFY,
-  sourcemap: true,
-  banner: { js: banner },
-  define: { __VERSION__: JSON.stringify(pkg.version) },
-  logLevel: 'warning',
-})));
+await Promise.all(
+  Object.entries(ENTRIES).map(([name, entry]) =>
+    build({
+      entryPoints: [entry],
+      outfile: `dist/${name}.js`,
+      bundle: true,
+      format: 'esm',
+      platform: 'node',
+      target: 'node20',
+      minify: !process.env.MESH_NO_MINIFY,
+      sourcemap: true,
+      banner: { js: banner },
+      define: { __VERSION__: JSON.stringify(pkg.version) },
+      logLevel: 'warning',
+    }),
+  ),
+);

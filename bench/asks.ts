@@ -54,11 +54,16 @@ async function main(): Promise<void> {
     const body = new TextEncoder().encode('level ${config:level}\n');
     const tar = await packTar([{ header: { name: 't', size: body.length, type: 'file' }, body }]);
     await store.putBlob({ name: 'asked.tar' }, tar);
-    await kv.modules.put('asked', JSON.stringify({
-      module: 'asked', build: '1', published: true,
-      archive: { ref: 'obj://mesh-catalog_archives/asked.tar', digest: 'sha256:' + createHash('sha256').update(tar).digest('hex') },
-      provisioning: { files: [{ path: '/srv/asked/t', template: 't' }] },
-    }));
+    await kv.modules.put(
+      'asked',
+      JSON.stringify({
+        module: 'asked',
+        build: '1',
+        published: true,
+        archive: { ref: 'obj://mesh-catalog_archives/asked.tar', digest: 'sha256:' + createHash('sha256').update(tar).digest('hex') },
+        provisioning: { files: [{ path: '/srv/asked/t', template: 't' }] },
+      }),
+    );
     await kv.config.put(`${NODE}.asked.level`, 'info');
     await kv.assignments.put(`${NODE}.asked`, JSON.stringify({ node: NODE, module: 'asked', placement: {} }));
     const socket = join(mesh.dir, 'ask.sock');
@@ -80,10 +85,16 @@ async function main(): Promise<void> {
     const echoLat = await latencies(nc, ECHO, ask, SAMPLES);
     const askLat = await latencies(nc, askSubject(NODE), ask, SAMPLES);
     await nc.close();
-    const p99 = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 99);
+    const p99 = (xs: number[]) =>
+      percentile(
+        [...xs].sort((a, b) => a - b),
+        99,
+      );
     console.log(`asks: ${ASKS} with ${WINDOW} in flight, then ${SAMPLES} one at a time`);
     console.log(`  floor: echo responder                  ${Math.round(echoRate).toLocaleString('en')} req/s`);
-    console.log(`  client: prov.ask answered              ${Math.round(askRate).toLocaleString('en')} asks/s   (${(echoRate / askRate).toFixed(2)}x the floor's time per request)`);
+    console.log(
+      `  client: prov.ask answered              ${Math.round(askRate).toLocaleString('en')} asks/s   (${(echoRate / askRate).toFixed(2)}x the floor's time per request)`,
+    );
     console.log(latencyRow('  floor: echo round trip', echoLat));
     console.log(latencyRow('  client: ask round trip', askLat));
     console.log(`  ratio client/floor p99 ${(p99(askLat) / p99(echoLat)).toFixed(2)}x`);

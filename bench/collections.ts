@@ -19,10 +19,12 @@ const NODE = 'coll';
 const COLLECTION = 'shell:zsh:normal';
 
 async function archive(store: Awaited<ReturnType<typeof startBenchMesh>>['store'], name: string, templates: Record<string, string>) {
-  const tar = await packTar(Object.entries(templates).map(([file, text]) => {
-    const body = new TextEncoder().encode(text);
-    return { header: { name: file, size: body.length, type: 'file' as const }, body };
-  }));
+  const tar = await packTar(
+    Object.entries(templates).map(([file, text]) => {
+      const body = new TextEncoder().encode(text);
+      return { header: { name: file, size: body.length, type: 'file' as const }, body };
+    }),
+  );
   await store.putBlob({ name }, tar);
   return { ref: `obj://mesh-catalog_archives/${name}`, digest: 'sha256:' + createHash('sha256').update(tar).digest('hex') };
 }
@@ -32,18 +34,33 @@ async function main(): Promise<void> {
   try {
     const { kv, store, kvm } = mesh;
     const itemArchive = await archive(store, 'item.tar', { 'item.zsh': 'alias ${config:name}=${config:v}\n' });
-    const collectorArchive = await archive(store, 'collector.tar', { 'zshrc': '# assembled\n${collected:shell:zsh:normal}' });
+    const collectorArchive = await archive(store, 'collector.tar', { zshrc: '# assembled\n${collected:shell:zsh:normal}' });
     const names = Array.from({ length: CONTRIBUTORS }, (_, i) => `c${String(i).padStart(4, '0')}`);
     for (const name of names) {
-      await kv.modules.put(name, JSON.stringify({ module: name, build: '1', published: true, archive: itemArchive, provisioning: { items: [{ collection: COLLECTION, template: 'item.zsh' }] } }));
+      await kv.modules.put(
+        name,
+        JSON.stringify({
+          module: name,
+          build: '1',
+          published: true,
+          archive: itemArchive,
+          provisioning: { items: [{ collection: COLLECTION, template: 'item.zsh' }] },
+        }),
+      );
       await kv.config.put(`${NODE}.${name}.name`, name);
       await kv.config.put(`${NODE}.${name}.v`, 'v0');
       await kv.assignments.put(`${NODE}.${name}`, JSON.stringify({ node: NODE, module: name, placement: {} }));
     }
-    await kv.modules.put('rc', JSON.stringify({
-      module: 'rc', build: '1', published: true, archive: collectorArchive,
-      provisioning: { files: [{ path: '/etc/zsh/zshrc', template: 'zshrc', change: 'reload' }], collections: [{ name: COLLECTION, comment: '#' }] },
-    }));
+    await kv.modules.put(
+      'rc',
+      JSON.stringify({
+        module: 'rc',
+        build: '1',
+        published: true,
+        archive: collectorArchive,
+        provisioning: { files: [{ path: '/etc/zsh/zshrc', template: 'zshrc', change: 'reload' }], collections: [{ name: COLLECTION, comment: '#' }] },
+      }),
+    );
     await kv.assignments.put(`${NODE}.rc`, JSON.stringify({ node: NODE, module: 'rc', placement: {} }));
 
     let collectorRequests = 0;
@@ -55,7 +72,11 @@ async function main(): Promise<void> {
       const t = now();
       const content = req.files[0]?.content;
       if (typeof content !== 'string') return;
-      for (const [needle, resolve] of waiters) if (content.includes(needle)) { waiters.delete(needle); resolve(t); }
+      for (const [needle, resolve] of waiters)
+        if (content.includes(needle)) {
+          waiters.delete(needle);
+          resolve(t);
+        }
     });
     const started = now();
     const client = mesh.startClient(NODE, socket);
@@ -63,7 +84,9 @@ async function main(): Promise<void> {
     const lastContributor = names.at(-1)!;
     const full = `alias ${lastContributor}=v0\n`;
     await new Promise<void>((resolve) => waiters.set(full, () => resolve()));
-    console.log(`collection of ${CONTRIBUTORS} contributors on one node: client start → collector file with every item ${((now() - started) / 1000).toFixed(2)} s`);
+    console.log(
+      `collection of ${CONTRIBUTORS} contributors on one node: client start → collector file with every item ${((now() - started) / 1000).toFixed(2)} s`,
+    );
     await waitUntil('rc applied', async () => (await applied.get(`${NODE}.rc`))?.json<{ state: string }>().state === 'applied', 60_000);
 
     const floorNc = await connectBus({ servers: [mesh.url], name: 'bench-floor' });
@@ -97,7 +120,9 @@ async function main(): Promise<void> {
     console.log(`one item changed → collector file at the engine, over ${CHANGES} changes (client --settle 0)`);
     console.log(latencyRow('  floor: KV put → watcher', floor));
     console.log(latencyRow('  client: config put → collector file', fill));
-    console.log(`  engine requests for the collector per change: ${((collectorRequests - before) / CHANGES).toFixed(2)} (${collectorRequests - before} for ${CHANGES})`);
+    console.log(
+      `  engine requests for the collector per change: ${((collectorRequests - before) / CHANGES).toFixed(2)} (${collectorRequests - before} for ${CHANGES})`,
+    );
   } finally {
     await mesh.close();
   }

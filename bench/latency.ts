@@ -32,13 +32,17 @@ async function main(): Promise<void> {
   const mesh = await startBenchMesh();
   const { nc, kvm, kv, store, dir } = mesh;
   try {
-
     // 1. Latency: one module, one value changed CHANGES times, one at a time.
     const socket = join(dir, 'latency.sock');
     const waiters = new Map<string, (t: number) => void>();
     const engine = await fakeEngine(socket, (req) => {
       const t = now();
-      for (const f of req.files) for (const [needle, resolve] of waiters) if (typeof f.content === 'string' && f.content.includes(needle)) { waiters.delete(needle); resolve(t); }
+      for (const f of req.files)
+        for (const [needle, resolve] of waiters)
+          if (typeof f.content === 'string' && f.content.includes(needle)) {
+            waiters.delete(needle);
+            resolve(t);
+          }
     });
     await publish(kv, store, 'lat', 'bench');
     const client = mesh.startClient('bench', socket);
@@ -77,7 +81,9 @@ async function main(): Promise<void> {
     console.log(`latency over ${CHANGES} changes (client --settle 0)`);
     console.log(row('  floor: KV put → watcher', floor));
     console.log(row('  client: KV put → engine has file', fill));
-    console.log(`  ratio client/floor              p50 ${(percentile(fill, 50) / percentile(floor, 50)).toFixed(2)}x   p99 ${(percentile(fill, 99) / percentile(floor, 99)).toFixed(2)}x`);
+    console.log(
+      `  ratio client/floor              p50 ${(percentile(fill, 50) / percentile(floor, 50)).toFixed(2)}x   p99 ${(percentile(fill, 99) / percentile(floor, 99)).toFixed(2)}x`,
+    );
     console.log(`  client peak RSS with one module  ${oneModuleRss.toFixed(0)} MiB (node, the bundle and the connection: the floor of the row below)`);
 
     // 2. Scale: MODULES_N modules of three files each, from client start to every report applied.
@@ -112,15 +118,22 @@ async function main(): Promise<void> {
     console.log(`scale: ${MODULES_N} modules × 3 files (${files} files to the engine)`);
     console.log(`  client start → all applied       ${(took / 1000).toFixed(2)} s   peak RSS ${rss.toFixed(0)} MiB`);
     // On a 2-core machine the three share the CPU: what each used bounds the time above.
-    console.log(`  CPU used meanwhile               client ${clientCpu.toFixed(2)} s, nats-server ${(cpuSeconds(mesh.natsPid) - busCpu).toFixed(2)} s, this bench (fake engine, report watch) ${((benchUsed.user + benchUsed.system) / 1e6).toFixed(2)} s`);
+    console.log(
+      `  CPU used meanwhile               client ${clientCpu.toFixed(2)} s, nats-server ${(cpuSeconds(mesh.natsPid) - busCpu).toFixed(2)} s, this bench (fake engine, report watch) ${((benchUsed.user + benchUsed.system) / 1e6).toFixed(2)} s`,
+    );
 
     // 3. Bundle start: `node dist/client.js` (and deno) to its first line that needed the bus's answer.
     console.log('bundle start: process spawned → first line after the bus answered (median of 7)');
-    for (const [name, argv] of [['node', [process.execPath]], ['deno', [DENO, 'run', '-A']]] as const) {
+    for (const [name, argv] of [
+      ['node', [process.execPath]],
+      ['deno', [DENO, 'run', '-A']],
+    ] as const) {
       const times: number[] = [];
       for (let i = 0; i < 8; i++) times.push(await firstBusLine([...argv], mesh.url, join(dir, `start-cache-${i}`)));
       const sorted = times.slice(1).sort((a, b) => a - b); // the first run warms deno's own cache
-      console.log(`  ${name.padEnd(6)} p50 ${sorted[3]!.toFixed(0)} ms   (bare \`${name}\` with an empty script: ${(await bareStart([...argv])).toFixed(0)} ms)`);
+      console.log(
+        `  ${name.padEnd(6)} p50 ${sorted[3]!.toFixed(0)} ms   (bare \`${name}\` with an empty script: ${(await bareStart([...argv])).toFixed(0)} ms)`,
+      );
     }
   } finally {
     await mesh.close();
@@ -130,7 +143,11 @@ async function main(): Promise<void> {
 /** Milliseconds from spawning the client to its line saying a bucket's state (the bus answered). */
 async function firstBusLine(argv: string[], url: string, cache: string): Promise<number> {
   const started = now();
-  const child = spawn(argv[0]!, [...argv.slice(1), join(ROOT, 'dist/client.js'), '--node', 'nobody', '--nats', url, '--socket', join(cache, 'sock'), '--cache', cache], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    argv[0]!,
+    [...argv.slice(1), join(ROOT, 'dist/client.js'), '--node', 'nobody', '--nats', url, '--socket', join(cache, 'sock'), '--cache', cache],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   const at = await new Promise<number>((resolve, reject) => {
     const seen = (d: Buffer) => (/bucket|client ready/.test(d.toString()) ? resolve(now()) : undefined);
     child.stdout!.on('data', seen);

@@ -122,18 +122,29 @@ export async function startBenchMesh(opts: BenchMeshOptions = {}): Promise<Bench
   const kvm = new Kvm(jetstream(nc));
   const kv = { modules: await ensureKv(nc, MODULES, 1), assignments: await ensureKv(nc, ASSIGNMENTS, 1), config: await ensureKv(nc, CONFIG, 1) };
   let store: ObjectStore | undefined;
-  await waitUntil('the seat', async () => {
-    try {
-      store = await new Objm(jetstream(nc)).open('mesh-catalog_archives');
-      await store.status();
-      await kvm.open(APPLIED).then((b) => b.status());
-      return true;
-    } catch {
-      return false;
-    }
-  }, 20_000);
+  await waitUntil(
+    'the seat',
+    async () => {
+      try {
+        store = await new Objm(jetstream(nc)).open('mesh-catalog_archives');
+        await store.status();
+        await kvm.open(APPLIED).then((b) => b.status());
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    20_000,
+  );
   return {
-    url: nats.url, natsPid: nats.pid()!, seatPid: children[0]!.pid!, nc, dir, kvm, kv, store: store!,
+    url: nats.url,
+    natsPid: nats.pid()!,
+    seatPid: children[0]!.pid!,
+    nc,
+    dir,
+    kvm,
+    kv,
+    store: store!,
     startClient(node, socket, stderr) {
       // MESH_BENCH_PROF=DIR writes a CPU profile of each client into DIR (a profile, not a guess).
       const prof = process.env['MESH_BENCH_PROF'] ? ['--cpu-prof', '--cpu-prof-dir', process.env['MESH_BENCH_PROF']] : [];
@@ -141,9 +152,13 @@ export async function startBenchMesh(opts: BenchMeshOptions = {}): Promise<Bench
       const bundle = process.env['MESH_BENCH_CLIENT'] ?? join(ROOT, 'dist/client.js');
       // MESH_BENCH_NODE_FLAGS='--flag …' runs the client with node flags (a memory setting, say).
       const flags = (process.env['MESH_BENCH_NODE_FLAGS'] ?? '').split(' ').filter((f) => f !== '');
-      const child = spawn(process.execPath, [...flags, ...prof, bundle, '--node', node, '--nats', nats.url, '--socket', socket, '--cache', join(dir, `cache-${node}`), '--settle', '0'], {
-        stdio: ['ignore', 'ignore', stderr ?? 'ignore'],
-      });
+      const child = spawn(
+        process.execPath,
+        [...flags, ...prof, bundle, '--node', node, '--nats', nats.url, '--socket', socket, '--cache', join(dir, `cache-${node}`), '--settle', '0'],
+        {
+          stdio: ['ignore', 'ignore', stderr ?? 'ignore'],
+        },
+      );
       children.push(child);
       return child;
     },

@@ -36,14 +36,15 @@ export function startSeatProcess(url: string, nodeArgs: string[] = [], bundle = 
   return {
     child,
     stderr: () => text,
-    saying: (pattern, clock) => new Promise((resolve) => {
-      const l = (chunk: string) => {
-        if (!pattern.test(chunk)) return;
-        listeners.delete(l);
-        resolve(clock());
-      };
-      listeners.add(l);
-    }),
+    saying: (pattern, clock) =>
+      new Promise((resolve) => {
+        const l = (chunk: string) => {
+          if (!pattern.test(chunk)) return;
+          listeners.delete(l);
+          resolve(clock());
+        };
+        listeners.add(l);
+      }),
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       await exited;

@@ -38,7 +38,9 @@ const moduleName = (j: number) => `m${j}`;
 /** A composition of three files, a secret with a path and a provision's credential. */
 function composition(module: string, build: string) {
   return {
-    module, build, published: true,
+    module,
+    build,
+    published: true,
     archive: { ref: `obj://mesh-catalog_archives/${module}-${build}.tar`, digest: 'sha256:' + 'a'.repeat(64) },
     provisioning: {
       files: ['a', 'b', 'c'].map((t) => ({ path: `\${dir:config}/${t}.conf`, template: `${t}.conf`, owner: module, mode: 'owned', change: 'restart' })),
@@ -53,13 +55,22 @@ function assignment(node: string, module: string, config = `/etc/${module}/${nod
 }
 
 function report(node: string, module: string) {
-  return { node, module, build: '1', state: 'applied', files: [{ path: `/etc/${module}/a.conf`, action: 'written', digest: 'sha256:' + 'b'.repeat(64) }], waiting: [], at: new Date().toISOString() };
+  return {
+    node,
+    module,
+    build: '1',
+    state: 'applied',
+    files: [{ path: `/etc/${module}/a.conf`, action: 'written', digest: 'sha256:' + 'b'.repeat(64) }],
+    waiting: [],
+    at: new Date().toISOString(),
+  };
 }
 
 function* everyAssignment(): Generator<[string, Uint8Array]> {
-  for (let i = 0; i < NODES; i++) for (let j = 0; j < MODULES_PER_NODE; j++) {
-    yield [`${nodeName(i)}.${moduleName(j)}`, jsonBytes(assignment(nodeName(i), moduleName(j)))];
-  }
+  for (let i = 0; i < NODES; i++)
+    for (let j = 0; j < MODULES_PER_NODE; j++) {
+      yield [`${nodeName(i)}.${moduleName(j)}`, jsonBytes(assignment(nodeName(i), moduleName(j)))];
+    }
 }
 
 type Row = { what: string; goal: string; figure: string; floor: string };
@@ -88,7 +99,12 @@ async function measureFloor(nc: NatsConnection, kvm: Kvm): Promise<Floor> {
   const bulk = async (n: number, prefix: string) => {
     const before = watch.puts();
     const started = now();
-    await putPipelined(publisher, (function* () { for (let i = 0; i < n; i++) yield [`${prefix}.${i}`, payload] as [string, Uint8Array]; })());
+    await putPipelined(
+      publisher,
+      (function* () {
+        for (let i = 0; i < n; i++) yield [`${prefix}.${i}`, payload] as [string, Uint8Array];
+      })(),
+    );
     while (watch.puts() - before < n) await new Promise((r) => setTimeout(r, 2));
     return watch.lastAt() - started;
   };
@@ -103,7 +119,15 @@ async function measureFloor(nc: NatsConnection, kvm: Kvm): Promise<Floor> {
   }
   watch.stop();
   publisher.close();
-  return { all, module, putP50: percentile(put.sort((a, b) => a - b), 50), planBytes: payload.length };
+  return {
+    all,
+    module,
+    putP50: percentile(
+      put.sort((a, b) => a - b),
+      50,
+    ),
+    planBytes: payload.length,
+  };
 }
 
 /** Loads the compositions and TOTAL assignments (pipelined) before the seat starts; the seat's buckets made as it makes them, so they can be watched first. */
@@ -131,9 +155,16 @@ async function measureCold(url: string, plans: CountingWatch, floor: Floor, rows
   void plans.keysReached(TOTAL).then((at) => (lastPlan = at));
   await until(`${TOTAL} plans`, () => lastPlan > 0, 600_000, seat);
   const cold = lastPlan - started;
-  notes.push(`from cold: seat ready after ${((await ready) - started).toFixed(0)} ms, first plan after ${((await firstPlan) - started).toFixed(0)} ms, last after ${cold.toFixed(0)} ms`);
+  notes.push(
+    `from cold: seat ready after ${((await ready) - started).toFixed(0)} ms, first plan after ${((await firstPlan) - started).toFixed(0)} ms, last after ${cold.toFixed(0)} ms`,
+  );
   await untilQuiet(plans, now, QUIET_MS);
-  rows.push({ what: `seat from cold, ${TOTAL} assignments → every plan written`, goal: '≤ 5 s', figure: `${(cold / 1000).toFixed(2)} s (${plans.puts()} writes)`, floor: `${(floor.all / 1000).toFixed(2)} s: ${TOTAL} pipelined puts of ${floor.planBytes} B → watcher` });
+  rows.push({
+    what: `seat from cold, ${TOTAL} assignments → every plan written`,
+    goal: '≤ 5 s',
+    figure: `${(cold / 1000).toFixed(2)} s (${plans.puts()} writes)`,
+    floor: `${(floor.all / 1000).toFixed(2)} s: ${TOTAL} pipelined puts of ${floor.planBytes} B → watcher`,
+  });
   return seat;
 }
 
@@ -162,7 +193,8 @@ async function measureChanges(run: Run, floor: Floor, writes: number, rows: Row[
   }
   latency.sort((a, b) => a - b);
   rows.push({
-    what: `one assignment changed at ${TOTAL} → its plan written`, goal: 'p50 ≤ 20 ms',
+    what: `one assignment changed at ${TOTAL} → its plan written`,
+    goal: 'p50 ≤ 20 ms',
     figure: `p50 ${fmt(percentile(latency, 50))} ms, p99 ${fmt(percentile(latency, 99))}, max ${fmt(latency.at(-1)!)} (${CHANGES} changes)`,
     floor: `p50 ${fmt(floor.putP50)} ms: KV put → watcher`,
   });
@@ -184,20 +216,28 @@ async function measureComposition(run: Run, floor: Floor, rows: Row[]): Promise<
   const started = now();
   await run.modules.put(target, jsonBytes(composition(target, '2')));
   await until(`${NODES} plans of ${target} rewritten`, () => rewritten.size >= NODES, 300_000, run.seat);
-  rows.push({ what: `one composition changed → its ${NODES} plans rewritten`, goal: '≤ 2 s', figure: `${((last - started) / 1000).toFixed(2)} s`, floor: `${(floor.module / 1000).toFixed(2)} s: ${NODES} pipelined puts → watcher` });
+  rows.push({
+    what: `one composition changed → its ${NODES} plans rewritten`,
+    goal: '≤ 2 s',
+    figure: `${((last - started) / 1000).toFixed(2)} s`,
+    floor: `${(floor.module / 1000).toFixed(2)} s: ${NODES} pipelined puts → watcher`,
+  });
   await untilQuiet(run.plans, now, QUIET_MS);
 }
 
 /** 5. REPORTS reports put directly, then paged through with {what: applied, after} until no next. */
 async function measureVerb(run: Run, rows: Row[]): Promise<void> {
   const publisher = new KvPublisher(run.nc, APPLIED);
-  await putPipelined(publisher, (function* () {
-    for (let i = 0; i < REPORTS; i++) {
-      const node = nodeName(Math.floor(i / MODULES_PER_NODE));
-      const module = moduleName(i % MODULES_PER_NODE);
-      yield [`${node}.${module}`, jsonBytes(report(node, module))] as [string, Uint8Array];
-    }
-  })());
+  await putPipelined(
+    publisher,
+    (function* () {
+      for (let i = 0; i < REPORTS; i++) {
+        const node = nodeName(Math.floor(i / MODULES_PER_NODE));
+        const module = moduleName(i % MODULES_PER_NODE);
+        yield [`${node}.${module}`, jsonBytes(report(node, module))] as [string, Uint8Array];
+      }
+    })(),
+  );
   publisher.close();
   const started = now();
   let after: string | undefined;
@@ -211,7 +251,12 @@ async function measureVerb(run: Run, rows: Row[]): Promise<void> {
     entries += reply.entries.length;
     after = reply.next;
   } while (after !== undefined);
-  rows.push({ what: `verb: page through ${REPORTS} reports end to end`, goal: '≤ 1 s', figure: `${((now() - started) / 1000).toFixed(2)} s (${pages} pages, ${entries} entries)`, floor: '' });
+  rows.push({
+    what: `verb: page through ${REPORTS} reports end to end`,
+    goal: '≤ 1 s',
+    figure: `${((now() - started) / 1000).toFixed(2)} s (${pages} pages, ${entries} entries)`,
+    floor: '',
+  });
 }
 
 async function main(): Promise<void> {
@@ -232,7 +277,12 @@ async function main(): Promise<void> {
     await measureChanges(run, floor, writes, rows);
     await measureComposition(run, floor, rows);
     const rss = peakRssMiB(seat.child.pid!);
-    rows.push({ what: `seat peak RSS at ${TOTAL} assignments`, goal: '≤ 200 MB', figure: `${rss.toFixed(0)} MiB (${(rss * 1.048576).toFixed(0)} MB) VmHWM`, floor: '' });
+    rows.push({
+      what: `seat peak RSS at ${TOTAL} assignments`,
+      goal: '≤ 200 MB',
+      figure: `${rss.toFixed(0)} MiB (${(rss * 1.048576).toFixed(0)} MB) VmHWM`,
+      floor: '',
+    });
     await measureVerb(run, rows);
     notes.push(`seat VmHWM after the verb walk: ${peakRssMiB(seat.child.pid!).toFixed(0)} MiB`);
     plans.stop();

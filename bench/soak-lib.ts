@@ -74,7 +74,11 @@ export type WriterOptions = {
 
 /** Starts a writer putting `valueOf(seq)` at `rate` per second, cycling over the keys. */
 export function startWriter(opts: WriterOptions): Writer {
-  let issued = 0, acked = 0, failed = 0, cursor = 0, stopped = false;
+  let issued = 0,
+    acked = 0,
+    failed = 0,
+    cursor = 0,
+    stopped = false;
   const busy = new Set<string>();
   const lastAcked = new Map<string, number>();
   const uncertain = new Map<string, number>();
@@ -82,13 +86,19 @@ export function startWriter(opts: WriterOptions): Writer {
     const seq = ++issued;
     busy.add(key);
     opts.onPut(key, seq, now());
-    opts.config.put(`${opts.node}.${key}`, valueOf(seq)).then(() => {
-      acked++;
-      if (seq > (lastAcked.get(key) ?? INITIAL_SEQ)) lastAcked.set(key, seq);
-    }, () => {
-      failed++;
-      uncertain.set(key, seq);
-    }).finally(() => busy.delete(key));
+    opts.config
+      .put(`${opts.node}.${key}`, valueOf(seq))
+      .then(
+        () => {
+          acked++;
+          if (seq > (lastAcked.get(key) ?? INITIAL_SEQ)) lastAcked.set(key, seq);
+        },
+        () => {
+          failed++;
+          uncertain.set(key, seq);
+        },
+      )
+      .finally(() => busy.delete(key));
   };
   const nextFree = (): string | undefined => {
     for (let tries = 0; tries < opts.keys.length; tries++) {
@@ -167,13 +177,21 @@ export async function busCounts(nc: NatsConnection, monitor: string): Promise<Bu
       const filter = ci.config.filter_subject ?? ci.config.filter_subjects?.join(',') ?? '>';
       const owner = ci.config.deliver_subject?.split('.')[0] ?? 'pull';
       if (ci.config.deliver_subject && !ci.push_bound) unbound++;
-      described.set(ci.name, `${stream} ${filter} → ${owner} (created ${ci.created.slice(11, 19)}${ci.config.deliver_subject && !ci.push_bound ? ', unbound' : ''})`);
+      described.set(
+        ci.name,
+        `${stream} ${filter} → ${owner} (created ${ci.created.slice(11, 19)}${ci.config.deliver_subject && !ci.push_bound ? ', unbound' : ''})`,
+      );
     }
   }
-  const connz = await (await fetch(`${monitor}/connz`)).json() as { num_connections: number; connections: { name?: string; subscriptions: number }[] };
+  const connz = (await (await fetch(`${monitor}/connz`)).json()) as { num_connections: number; connections: { name?: string; subscriptions: number }[] };
   const subsByConnection = Object.fromEntries(connz.connections.map((c) => [c.name ?? '?', c.subscriptions]));
   return {
-    consumers: described.size, unbound, byStream, described, connections: connz.num_connections, subsByConnection,
+    consumers: described.size,
+    unbound,
+    byStream,
+    described,
+    connections: connz.num_connections,
+    subsByConnection,
     subscriptions: Object.values(subsByConnection).reduce((x, y) => x + y, 0),
   };
 }

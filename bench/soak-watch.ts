@@ -51,7 +51,8 @@ const LINE = /^(k\d) = v(\d+)$/gm;
 export function watchFiles(modules: readonly SoakModule[], pending: PendingPuts, origin: number): DiskWatch {
   const arrivals: Arrival[] = [];
   const seenSeq = new Map<string, number>();
-  let seen = 0, lastChange = now();
+  let seen = 0,
+    lastChange = now();
   const read = (m: SoakModule) => {
     let text: string;
     try {
@@ -61,7 +62,8 @@ export function watchFiles(modules: readonly SoakModule[], pending: PendingPuts,
     }
     const t = now();
     for (const [, k, s] of text.matchAll(LINE)) {
-      const key = `${m.name}.${k}`, seq = Number(s);
+      const key = `${m.name}.${k}`,
+        seq = Number(s);
       if (seq <= (seenSeq.get(key) ?? INITIAL_SEQ)) continue;
       seenSeq.set(key, seq);
       seen++;
@@ -154,4 +156,3 @@ export function splitProxy(listen: string, engine: string, putAt: (seq: number) 
 }
 
 const LINE_IN_JSON = /(k\d) = v(\d+)\\n/g;
-

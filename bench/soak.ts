@@ -21,10 +21,29 @@ import { APPLIED } from '../src/shared/buckets.ts';
 import { freePort } from '../test/helpers/nats.ts';
 import { cpuSeconds, now, numberArg, openFds, publishBenchModule, ROOT, rssMiB, startBenchMesh, waitUntil, type BenchMesh } from './lib.ts';
 import {
-  busCounts, expectedText, INITIAL_SEQ, soakModules, soakTemplate, startWriter, valueOf, type BusCounts, type SoakModule, type Writer,
+  busCounts,
+  expectedText,
+  INITIAL_SEQ,
+  soakModules,
+  soakTemplate,
+  startWriter,
+  valueOf,
+  type BusCounts,
+  type SoakModule,
+  type Writer,
 } from './soak-lib.ts';
 import {
-  clock, figuresOf, mib, printResults, printTrend, printVerdicts, SAMPLE_MS, type Mismatch, type Outcome, type Sample, type Watched,
+  clock,
+  figuresOf,
+  mib,
+  printResults,
+  printTrend,
+  printVerdicts,
+  SAMPLE_MS,
+  type Mismatch,
+  type Outcome,
+  type Sample,
+  type Watched,
 } from './soak-report.ts';
 import { PendingPuts, splitProxy, watchFiles, watchFloor, type Arrival, type DiskWatch, type SplitTimes } from './soak-watch.ts';
 
@@ -52,9 +71,13 @@ function startEngine(dir: string): { child: ChildProcess; root: string; socket: 
   mkdirSync(paths.secrets, { recursive: true });
   // MESH_BENCH_PROF=DIR profiles the engine too, as bench/lib.ts does the client.
   const prof = process.env['MESH_BENCH_PROF'] ? ['--cpu-prof', '--cpu-prof-dir', process.env['MESH_BENCH_PROF']] : [];
-  const child = spawn(process.execPath, [...prof, join(ROOT, 'dist/engine.js'), '--socket', paths.socket, '--root', paths.root, '--secrets', paths.secrets, '--journal', paths.journal], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [...prof, join(ROOT, 'dist/engine.js'), '--socket', paths.socket, '--root', paths.root, '--secrets', paths.secrets, '--journal', paths.journal],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   return { child, root: paths.root, socket: paths.socket };
 }
 
@@ -75,12 +98,16 @@ function keepProblems(child: ChildProcess): string[] {
 
 async function publishAll(mesh: BenchMesh, modules: readonly SoakModule[]): Promise<void> {
   for (let i = 0; i < modules.length; i += PUBLISH_BATCH) {
-    await Promise.all(modules.slice(i, i + PUBLISH_BATCH).map((m) => publishBenchModule(mesh, m.name, NODE, {
-      templates: { [m.file]: soakTemplate(m) },
-      dir: '${dir:config}',
-      config: Object.fromEntries(m.keys.map((k) => [k, valueOf(INITIAL_SEQ)])),
-      placement: { dir: { config: m.dir } },
-    })));
+    await Promise.all(
+      modules.slice(i, i + PUBLISH_BATCH).map((m) =>
+        publishBenchModule(mesh, m.name, NODE, {
+          templates: { [m.file]: soakTemplate(m) },
+          dir: '${dir:config}',
+          config: Object.fromEntries(m.keys.map((k) => [k, valueOf(INITIAL_SEQ)])),
+          placement: { dir: { config: m.dir } },
+        }),
+      ),
+    );
   }
 }
 
@@ -99,11 +126,14 @@ function mismatches(modules: readonly SoakModule[], accepts: (m: SoakModule, tex
 function finalAccepts(writer: Writer): (m: SoakModule, text: string) => boolean {
   return (m, text) => {
     const onDisk = new Map([...text.matchAll(/^(k\d) = v(\d+)$/gm)].map(([, k, seq]) => [k!, Number(seq)]));
-    return text === expectedText(m, (k) => {
-      const acked = writer.lastAcked.get(`${m.name}.${k}`) ?? INITIAL_SEQ;
-      const failed = writer.uncertain.get(`${m.name}.${k}`);
-      return failed !== undefined && failed > acked && onDisk.get(k) === failed ? failed : acked;
-    });
+    return (
+      text ===
+      expectedText(m, (k) => {
+        const acked = writer.lastAcked.get(`${m.name}.${k}`) ?? INITIAL_SEQ;
+        const failed = writer.uncertain.get(`${m.name}.${k}`);
+        return failed !== undefined && failed > acked && onDisk.get(k) === failed ? failed : acked;
+      })
+    );
   };
 }
 
@@ -149,7 +179,13 @@ function writeDump(o: Outcome): void {
   const dump = process.env['MESH_SOAK_DUMP'];
   if (!dump) return;
   const kinds = { disk: o.arrivals, floor: o.floor, request: o.split?.request ?? [], reply: o.split?.reply ?? [] };
-  writeFileSync(dump, 'kind,at_ms,lag_ms\n' + Object.entries(kinds).flatMap(([kind, xs]) => xs.map((a) => `${kind},${a.at.toFixed(1)},${a.lagMs.toFixed(2)}\n`)).join(''));
+  writeFileSync(
+    dump,
+    'kind,at_ms,lag_ms\n' +
+      Object.entries(kinds)
+        .flatMap(([kind, xs]) => xs.map((a) => `${kind},${a.at.toFixed(1)},${a.lagMs.toFixed(2)}\n`))
+        .join(''),
+  );
 }
 
 async function main(): Promise<void> {
@@ -160,8 +196,12 @@ async function main(): Promise<void> {
   try {
     const modules = soakModules(MODULES_N, engine.root);
     const keys = modules.flatMap((m) => m.keys.map((k) => `${m.name}.${k}`));
-    console.log(`soak: ${MODULES_N} modules (${keys.length} config keys) on one node, ${RATE} changes/s for ${MINUTES} min, at most ${IN_FLIGHT} puts in flight`);
-    console.log(`  client --settle 0, the reference engine writing under a temp root${SPLIT ? ', a timing proxy between them' : ''}; a shared 2-core machine: figures are noisy`);
+    console.log(
+      `soak: ${MODULES_N} modules (${keys.length} config keys) on one node, ${RATE} changes/s for ${MINUTES} min, at most ${IN_FLIGHT} puts in flight`,
+    );
+    console.log(
+      `  client --settle 0, the reference engine writing under a temp root${SPLIT ? ', a timing proxy between them' : ''}; a shared 2-core machine: figures are noisy`,
+    );
     await waitUntil('the engine socket', () => existsSync(engine.socket), 20_000);
     await publishAll(mesh, modules);
     const split = await startSplit(mesh.dir, engine.socket);
@@ -202,7 +242,10 @@ function startSampler(pids: Watched, origin: number, writer: Writer, disk: DiskW
   const timer = setInterval(() => {
     const s = take();
     samples.push(s);
-    void count().then((bus) => (s.bus = bus), () => undefined);
+    void count().then(
+      (bus) => (s.bus = bus),
+      () => undefined,
+    );
     process.stderr.write(`soak ${clock(s.t)}: acked ${s.acked}, on disk ${s.seen}, client RSS ${mib(s.rss.client)}, fds ${s.fds.client}\n`);
   }, SAMPLE_MS);
   return {
@@ -226,7 +269,12 @@ function cpuMeter(pids: Watched): () => Record<string, number> {
 }
 
 async function run(
-  mesh: BenchMesh, modules: SoakModule[], keys: string[], pids: Watched, monitor: string, logs: Outcome['logs'],
+  mesh: BenchMesh,
+  modules: SoakModule[],
+  keys: string[],
+  pids: Watched,
+  monitor: string,
+  logs: Outcome['logs'],
   split: { times: SplitTimes; puts: Map<number, number> } | undefined,
 ): Promise<Outcome> {
   const floorNc = await connectBus({ servers: [mesh.url], name: 'bench-floor' });
@@ -239,11 +287,18 @@ async function run(
   const disk = watchFiles(modules, pending, origin);
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
-  const writer = startWriter({ config: mesh.kv.config, node: NODE, keys, rate: RATE, maxInFlight: IN_FLIGHT, onPut: (key, seq, at) => {
-    pending.put(key, seq, at);
-    floor.put(seq, at);
-    split?.puts.set(seq, at);
-  } });
+  const writer = startWriter({
+    config: mesh.kv.config,
+    node: NODE,
+    keys,
+    rate: RATE,
+    maxInFlight: IN_FLIGHT,
+    onPut: (key, seq, at) => {
+      pending.put(key, seq, at);
+      floor.put(seq, at);
+      split?.puts.set(seq, at);
+    },
+  });
   const sampler = startSampler(pids, origin, writer, disk, () => busCounts(mesh.nc, monitor), busStart);
   await new Promise((r) => setTimeout(r, MINUTES * 60_000));
   writer.stop();
@@ -261,10 +316,21 @@ async function run(
   return {
     target: { rate: RATE, modules: MODULES_N },
     ...(split ? { split: { request: shift(split.times.toRequest, origin), reply: shift(split.times.toReply, origin) } } : {}),
-    samples: sampler.samples, arrivals: disk.arrivals, floor: floor.arrivals, windowMs: WINDOW_MS,
-    bus: { start: busStart, end: busEnd }, fds: { start: sampler.samples[0]!.fds.client, end: openFds(pids.client) },
-    writer, writerMs: last.t, seen: disk.seen(), settleMs, wrong: mismatches(modules, finalAccepts(writer)),
-    applied: await appliedCount(mesh, modules), cpu: used, loopP99: loop.percentile(99) / 1e6, logs,
+    samples: sampler.samples,
+    arrivals: disk.arrivals,
+    floor: floor.arrivals,
+    windowMs: WINDOW_MS,
+    bus: { start: busStart, end: busEnd },
+    fds: { start: sampler.samples[0]!.fds.client, end: openFds(pids.client) },
+    writer,
+    writerMs: last.t,
+    seen: disk.seen(),
+    settleMs,
+    wrong: mismatches(modules, finalAccepts(writer)),
+    applied: await appliedCount(mesh, modules),
+    cpu: used,
+    loopP99: loop.percentile(99) / 1e6,
+    logs,
   };
 }
 

@@ -66,7 +66,13 @@ function say(line: string): void {
 
 /** Prints a block of text indented under the last step line. */
 function show(text: string): void {
-  process.stdout.write(text.replace(/\n$/, '').split('\n').map((l) => `    ${l}`).join('\n') + '\n');
+  process.stdout.write(
+    text
+      .replace(/\n$/, '')
+      .split('\n')
+      .map((l) => `    ${l}`)
+      .join('\n') + '\n',
+  );
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -122,19 +128,21 @@ function startChild(name: string, cmd: string, args: string[], worth: (line: str
   };
   for (const stream of [child.stdout!, child.stderr!]) {
     let partial = '';
-    stream.setEncoding('utf8').on('data', (chunk: string) => {
-      const lines = (partial + chunk).split('\n');
-      partial = lines.pop() ?? '';
-      lines.forEach(keep);
-    }).on('end', () => partial && keep(partial));
+    stream
+      .setEncoding('utf8')
+      .on('data', (chunk: string) => {
+        const lines = (partial + chunk).split('\n');
+        partial = lines.pop() ?? '';
+        lines.forEach(keep);
+      })
+      .on('end', () => partial && keep(partial));
   }
   children.push(entry);
   return entry;
 }
 
 /** The mesh helpers' spawn: a child of the demo's own, nats-server echoing only its warnings and errors. */
-const spawnChild: Spawn = (name, cmd, args) =>
-  startChild(name, cmd, args, name === 'nats-server' ? (line) => /\[(WRN|ERR|FTL)\]/.test(line) : undefined).child;
+const spawnChild: Spawn = (name, cmd, args) => startChild(name, cmd, args, name === 'nats-server' ? (line) => /\[(WRN|ERR|FTL)\]/.test(line) : undefined).child;
 
 /** The demo's child called `name`. */
 function childNamed(name: string): Child {
@@ -161,7 +169,10 @@ async function stopChild(entry: Child): Promise<void> {
 /** Stops everything the demo started (newest first), removes the temp dir and exits with `code`. */
 function shutdown(code: number): Promise<void> {
   stopping ??= (async () => {
-    for (const stop of bindingsToStop.splice(0).reverse()) await Promise.resolve().then(stop).catch(() => {});
+    for (const stop of bindingsToStop.splice(0).reverse())
+      await Promise.resolve()
+        .then(stop)
+        .catch(() => {});
     await nc?.close().catch(() => {});
     for (const entry of [...children].reverse()) await stopChild(entry);
     if (tempDir) {
@@ -175,7 +186,10 @@ function shutdown(code: number): Promise<void> {
 
 /** A failure with text to show below its one-line reason (a report, a file). */
 class DemoError extends Error {
-  constructor(message: string, readonly detail?: string) {
+  constructor(
+    message: string,
+    readonly detail?: string,
+  ) {
     super(message);
   }
 }
@@ -211,7 +225,9 @@ function checkPrerequisites(): void {
   const nats = onPath('nats-server');
   if (!nats) {
     say('nats-server is not on PATH. Install it:');
-    show('Debian/Ubuntu:  sudo apt-get install -y nats-server\nelsewhere:      a release from https://github.com/nats-io/nats-server/releases (https://nats.io)');
+    show(
+      'Debian/Ubuntu:  sudo apt-get install -y nats-server\nelsewhere:      a release from https://github.com/nats-io/nats-server/releases (https://nats.io)',
+    );
     process.exit(1);
   }
   const missing = ['server', 'client', 'engine'].filter((b) => !existsSync(join(ROOT, 'dist', `${b}.js`)));
@@ -257,8 +273,11 @@ function seed(user: string): string {
 /** Step 3: the seat (started as the tests start it), the engine (with the module's secret) and the node client. */
 async function startServices(url: string, dir: string): Promise<{ paths: Paths; seat: RunningSeat }> {
   const paths: Paths = {
-    socket: join(dir, 'fill.sock'), root: join(dir, 'root'), secrets: join(dir, 'secrets'),
-    journal: join(dir, 'journal.log'), cache: join(dir, 'cache'),
+    socket: join(dir, 'fill.sock'),
+    root: join(dir, 'root'),
+    secrets: join(dir, 'secrets'),
+    journal: join(dir, 'journal.log'),
+    cache: join(dir, 'cache'),
   };
   mkdirSync(paths.root);
   mkdirSync(join(paths.secrets, 'module', MODULE), { recursive: true });
@@ -270,19 +289,45 @@ async function startServices(url: string, dir: string): Promise<{ paths: Paths; 
   say(`3. made every bucket as admin: node dist/server.js ${init.join(' ').replace(url, '…').replace(seed(USERS.admin), '…/admin.nk')}`);
   const seat = startSeatProcess(url, { spawn: spawnChild, login: { nkey: seed(USERS.seat) } });
   say(`   started the seat (pid ${seat.pid})`);
-  const engine = startChild('engine', process.execPath, [join(ROOT, 'dist/engine.js'),
-    '--socket', paths.socket, '--root', paths.root, '--secrets', paths.secrets, '--journal', paths.journal]);
-  await waitUntil(START_TIMEOUT_MS, () => existsSync(paths.socket), () => `the engine did not create ${paths.socket}`);
+  const engine = startChild('engine', process.execPath, [
+    join(ROOT, 'dist/engine.js'),
+    '--socket',
+    paths.socket,
+    '--root',
+    paths.root,
+    '--secrets',
+    paths.secrets,
+    '--journal',
+    paths.journal,
+  ]);
+  await waitUntil(
+    START_TIMEOUT_MS,
+    () => existsSync(paths.socket),
+    () => `the engine did not create ${paths.socket}`,
+  );
   say(`   started the engine (pid ${engine.child.pid}) on ${paths.socket}, secret module/${MODULE}/api-key in ${paths.secrets}`);
-  const client = startChild('client', process.execPath, [join(ROOT, 'dist/client.js'),
-    '--node', NODE, '--nats', url, '--nkey', seed(USERS.client(NODE)), '--socket', paths.socket, '--cache', paths.cache]);
+  const client = startChild('client', process.execPath, [
+    join(ROOT, 'dist/client.js'),
+    '--node',
+    NODE,
+    '--nats',
+    url,
+    '--nkey',
+    seed(USERS.client(NODE)),
+    '--socket',
+    paths.socket,
+    '--cache',
+    paths.cache,
+  ]);
   say(`   started the client of node "${NODE}" (pid ${client.child.pid})`);
   return { paths, seat };
 }
 
 /** The sample templates, in name order. */
 function sampleTemplates(): Templates {
-  const names = readdirSync(SAMPLE_DIR).filter((n) => statSync(join(SAMPLE_DIR, n)).isFile()).sort();
+  const names = readdirSync(SAMPLE_DIR)
+    .filter((n) => statSync(join(SAMPLE_DIR, n)).isFile())
+    .sort();
   return Object.fromEntries(names.map((name) => [name, new Uint8Array(readFileSync(join(SAMPLE_DIR, name)))]));
 }
 
@@ -307,11 +352,20 @@ async function publish(url: string, root: string, seat: RunningSeat): Promise<{ 
   say(`4. published the archive ${ref} (${Object.keys(templates).join(', ')}; ${tar.length} bytes, ${digest.slice(0, 19)}…)`);
   say(`   composition of "${MODULE}" in ${MODULES}`);
   for (const [key, value] of Object.entries(CONFIG)) await kv.config.put(`${NODE}.${MODULE}.${key}`, value);
-  say(`   config ${Object.entries(CONFIG).map(([k, v]) => `${k}=${v}`).join(', ')} in ${CONFIG_BUCKET}`);
+  say(
+    `   config ${Object.entries(CONFIG)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(', ')} in ${CONFIG_BUCKET}`,
+  );
   const configDir = join(root, 'etc', MODULE);
-  await kv.assignments.put(`${NODE}.${MODULE}`, JSON.stringify({
-    node: NODE, module: MODULE, placement: { dir: { config: configDir }, port: { http: 8080 } },
-  }));
+  await kv.assignments.put(
+    `${NODE}.${MODULE}`,
+    JSON.stringify({
+      node: NODE,
+      module: MODULE,
+      placement: { dir: { config: configDir }, port: { http: 8080 } },
+    }),
+  );
   say(`   assigned "${MODULE}" to node "${NODE}" (config dir ${configDir}, port http 8080)`);
   return { kv, applied, configDir, archives };
 }
@@ -324,14 +378,20 @@ function journalLines(file: string): string[] {
 /** Step 5: the client's report says applied; the files and the journal show it. */
 async function awaitApplied(applied: KV, paths: Paths, configDir: string): Promise<void> {
   let last: Report | undefined;
-  const report = await waitUntil(APPLY_TIMEOUT_MS, async () => {
-    const entry = await applied.get(`${NODE}.${MODULE}`);
-    last = entry?.operation === 'PUT' ? (entry.json() as Report) : undefined;
-    if (last?.state === 'failed') throw new DemoError(`the client reported ${NODE}.${MODULE} failed: ${last.reason}`, JSON.stringify(last, null, 2));
-    return last?.state === 'applied' ? last : undefined;
-  }, () => new DemoError(
-    `no applied report for ${NODE}.${MODULE} within ${APPLY_TIMEOUT_MS} ms (last: ${last ? `${last.state}${last.reason ? `, ${last.reason}` : ''}` : 'no report'})`,
-    `last report: ${JSON.stringify(last ?? null, null, 2)}`));
+  const report = await waitUntil(
+    APPLY_TIMEOUT_MS,
+    async () => {
+      const entry = await applied.get(`${NODE}.${MODULE}`);
+      last = entry?.operation === 'PUT' ? (entry.json() as Report) : undefined;
+      if (last?.state === 'failed') throw new DemoError(`the client reported ${NODE}.${MODULE} failed: ${last.reason}`, JSON.stringify(last, null, 2));
+      return last?.state === 'applied' ? last : undefined;
+    },
+    () =>
+      new DemoError(
+        `no applied report for ${NODE}.${MODULE} within ${APPLY_TIMEOUT_MS} ms (last: ${last ? `${last.state}${last.reason ? `, ${last.reason}` : ''}` : 'no report'})`,
+        `last report: ${JSON.stringify(last ?? null, null, 2)}`,
+      ),
+  );
   say(`5. ${APPLIED} ${NODE}.${MODULE} says state "${report.state}"`);
   for (const name of ['web.conf', 'web.env']) {
     const path = join(configDir, name);
@@ -354,13 +414,20 @@ async function timeChange(kv: InputBuckets, paths: Paths, configDir: string): Pr
   say(`6. changing ${NODE}.${MODULE}.workers from ${CONFIG.workers} to ${NEW_WORKERS}`);
   const started = performance.now();
   await kv.config.put(`${NODE}.${MODULE}.workers`, NEW_WORKERS);
-  await waitUntil(CHANGE_TIMEOUT_MS, () => readFileSync(conf, 'utf8').includes(wanted) && restarts().length > before,
-    () => new DemoError(`within ${CHANGE_TIMEOUT_MS} ms ${conf} did not show "${wanted}" with a new restart in the journal`,
-      `file:\n${readFileSync(conf, 'utf8')}journal:\n${journalLines(paths.journal).join('\n')}`), 1);
+  await waitUntil(
+    CHANGE_TIMEOUT_MS,
+    () => readFileSync(conf, 'utf8').includes(wanted) && restarts().length > before,
+    () =>
+      new DemoError(
+        `within ${CHANGE_TIMEOUT_MS} ms ${conf} did not show "${wanted}" with a new restart in the journal`,
+        `file:\n${readFileSync(conf, 'utf8')}journal:\n${journalLines(paths.journal).join('\n')}`,
+      ),
+    1,
+  );
   const ms = Math.round(performance.now() - started);
   say(`   ${conf} now:`);
   show(readFileSync(conf, 'utf8'));
-  say('   the journal\'s new line:');
+  say("   the journal's new line:");
   show(restarts().slice(before).join('\n'));
   say(`   the change went from the bus to the file and a restart of ${MODULE} within ${ms} ms`);
 }
@@ -389,10 +456,14 @@ async function showCollection(kv: InputBuckets, archives: ObjectStore, root: str
     await kv.assignments.put(`${NODE}.${module}`, JSON.stringify({ node: NODE, module, placement }));
   }
   say(`7. collections: "git" and "tools" each contribute an item to ${ZSH}; "zsh" collects it into ${zshrc}`);
-  const text = await waitUntil(APPLY_TIMEOUT_MS, () => {
-    const now = existsSync(zshrc) ? readFileSync(zshrc, 'utf8') : '';
-    return now.includes('# git\n') && now.includes('# tools\n') ? now : undefined;
-  }, () => `within ${APPLY_TIMEOUT_MS} ms ${zshrc} did not hold the items of git and tools`);
+  const text = await waitUntil(
+    APPLY_TIMEOUT_MS,
+    () => {
+      const now = existsSync(zshrc) ? readFileSync(zshrc, 'utf8') : '';
+      return now.includes('# git\n') && now.includes('# tools\n') ? now : undefined;
+    },
+    () => `within ${APPLY_TIMEOUT_MS} ms ${zshrc} did not hold the items of git and tools`,
+  );
   say(`   ${zshrc}, assembled from the items in byte order of their modules' names:`);
   show(text);
 }
@@ -428,7 +499,10 @@ async function showBindings(kv: InputBuckets, archives: ObjectStore, paths: Path
     provisioning: { files: [{ path: '${dir:config}/consumers.json', template: 'consumers.json' }], provides: [{ provision: 'database' }] },
   });
   await publishModule(kv.modules, target, 'app', {
-    templates: { 'db.env': 'PGHOST=${bound:database:host}\nPGPORT=${bound:database:port}\nPGDATABASE=${bound:database:database}\nPGUSER=${bound:database:user}\nPGPASSWORD=${secret:db-password}\n' },
+    templates: {
+      'db.env':
+        'PGHOST=${bound:database:host}\nPGPORT=${bound:database:port}\nPGDATABASE=${bound:database:database}\nPGUSER=${bound:database:user}\nPGPASSWORD=${secret:db-password}\n',
+    },
     provisioning: {
       files: [{ path: '${dir:config}/db.env', template: 'db.env', change: 'restart', fileMode: '0600' }],
       provisions: [{ provider: 'postgres', provision: 'database', name: 'db-password', values: { name: 'appdb' } }],
@@ -436,7 +510,12 @@ async function showBindings(kv: InputBuckets, archives: ObjectStore, paths: Path
   });
   const adapter = postgresAdapter({ host: db.host, port: db.port, user: db.adminUser, password: db.adminPassword });
   bindingsToStop.push(() => adapter.close());
-  const providerNc = await connectBus({ servers: [busUrl], name: 'mesh-demo provider', nkey: seed(USERS.provider('postgres')), inboxPrefix: INBOX_PREFIXES.provider('postgres') });
+  const providerNc = await connectBus({
+    servers: [busUrl],
+    name: 'mesh-demo provider',
+    nkey: seed(USERS.provider('postgres')),
+    inboxPrefix: INBOX_PREFIXES.provider('postgres'),
+  });
   bindingsToStop.push(() => providerNc.close());
   const provider = runProvider({ nc: providerNc, provider: 'postgres', provision: 'database', adapter, consumersFile: join(providerDir, 'consumers.json') });
   bindingsToStop.push(() => provider.stop());
@@ -445,12 +524,26 @@ async function showBindings(kv: InputBuckets, archives: ObjectStore, paths: Path
   await kv.assignments.put(`${NODE}.app`, JSON.stringify({ node: NODE, module: 'app', placement: { dir: { config: join(paths.root, 'etc', 'app') } } }));
   say('   published "postgres" (provides database) and "app" (requires database, its password the secret db-password); assigned both');
   const envFile = join(paths.root, 'etc', 'app', 'db.env');
-  const text = await waitUntil(APPLY_TIMEOUT_MS, () => (existsSync(envFile) ? readFileSync(envFile, 'utf8') : undefined),
-    () => `within ${APPLY_TIMEOUT_MS} ms ${envFile} was not written`);
+  const text = await waitUntil(
+    APPLY_TIMEOUT_MS,
+    () => (existsSync(envFile) ? readFileSync(envFile, 'utf8') : undefined),
+    () => `within ${APPLY_TIMEOUT_MS} ms ${envFile} was not written`,
+  );
   say(`   ${envFile}, filled from what the provider served (${Math.round(performance.now() - started)} ms after the assignment):`);
   show(text.replace(/^PGPASSWORD=.*$/m, 'PGPASSWORD=… (the credential, filled by the engine from the vault)'));
-  const env = Object.fromEntries(text.trim().split('\n').map((l) => l.split('=', 2) as [string, string]));
-  const client = new pg.Client({ host: env['PGHOST'], port: Number(env['PGPORT']), database: env['PGDATABASE'], user: env['PGUSER'], password: env['PGPASSWORD'] });
+  const env = Object.fromEntries(
+    text
+      .trim()
+      .split('\n')
+      .map((l) => l.split('=', 2) as [string, string]),
+  );
+  const client = new pg.Client({
+    host: env['PGHOST'],
+    port: Number(env['PGPORT']),
+    database: env['PGDATABASE'],
+    user: env['PGUSER'],
+    password: env['PGPASSWORD'],
+  });
   await client.connect();
   const who = await client.query('select current_user, current_database()');
   await client.end();

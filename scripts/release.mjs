@@ -46,7 +46,8 @@ function releaseFiles() {
   for (const file of readdirSync(join(ROOT, 'deploy', 'systemd')).sort()) {
     files.push([`deploy/systemd/${file}`, readFileSync(join(ROOT, 'deploy', 'systemd', file))]);
   }
-  const header = `# An example: bus-config ${EXAMPLE_NODES.map((n) => `--node ${n}`).join(' ')}, its seeds thrown away.\n` +
+  const header =
+    `# An example: bus-config ${EXAMPLE_NODES.map((n) => `--node ${n}`).join(' ')}, its seeds thrown away.\n` +
     '# Generate your own: node server.js bus-config --node … --credentials /etc/mesh/credentials --out /etc/nats/nats.conf\n';
   files.push(['deploy/nats.conf.example', Buffer.from(header + exampleBusConfig())]);
   return files;

@@ -17,10 +17,10 @@ const err = (line: string) => printLine(process.stderr, `node-provisioner: ${lin
 
 async function main(): Promise<number> {
   const parsed = parseClientOptions(process.argv.slice(2), process.env);
-  if (!parsed.ok) return err(parsed.reason), 2;
+  if (!parsed.ok) return (err(parsed.reason), 2);
   const opts = parsed.value;
-  if (opts.command === 'help') return void process.stdout.write(opts.text + '\n'), 0;
-  if (opts.command === 'version') return void process.stdout.write(`node-provisioner ${VERSION}\n`), 0;
+  if (opts.command === 'help') return (void process.stdout.write(opts.text + '\n'), 0);
+  if (opts.command === 'version') return (void process.stdout.write(`node-provisioner ${VERSION}\n`), 0);
   if (opts.command === 'lint') return runLint(opts, out, err);
 
   const log = createLogger({ prefix: underSystemd(), least: opts.debug ? 'debug' : 'info' });
@@ -38,7 +38,16 @@ async function main(): Promise<number> {
   if (!nc) return 0;
   const engine = createEngineClient({ socketPath: opts.socket, log, timeoutMs: opts.engineTimeoutMs });
   const client = await Promise.race([
-    startNodeClient({ nc, node: opts.node, engine, log, inboxPrefix: opts.bus.inboxPrefix ?? '_INBOX', cacheDir: opts.cache, settleMs: opts.settleMs, ...(opts.archiveDir ? { archiveDir: opts.archiveDir } : {}) }),
+    startNodeClient({
+      nc,
+      node: opts.node,
+      engine,
+      log,
+      inboxPrefix: opts.bus.inboxPrefix ?? '_INBOX',
+      cacheDir: opts.cache,
+      settleMs: opts.settleMs,
+      ...(opts.archiveDir ? { archiveDir: opts.archiveDir } : {}),
+    }),
     signalled.then(() => undefined),
   ]);
   if (client) {

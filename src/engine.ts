@@ -28,10 +28,13 @@ try {
     if (stopping) return;
     stopping = true;
     log.info(`${signal}: stopping`);
-    engine.close().then(() => process.exit(0), (err: Error) => {
-      log.error(`stopping failed: ${err.message}`);
-      process.exit(1);
-    });
+    engine.close().then(
+      () => process.exit(0),
+      (err: Error) => {
+        log.error(`stopping failed: ${err.message}`);
+        process.exit(1);
+      },
+    );
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));

@@ -18,10 +18,10 @@ const err = (line: string) => printLine(process.stderr, `mesh-provisioner: ${lin
 
 async function main(): Promise<number> {
   const parsed = parseServerOptions(process.argv.slice(2), process.env);
-  if (!parsed.ok) return err(parsed.reason), 2;
+  if (!parsed.ok) return (err(parsed.reason), 2);
   const opts = parsed.value;
-  if (opts.command === 'help') return void process.stdout.write(opts.text + '\n'), 0;
-  if (opts.command === 'version') return void process.stdout.write(`mesh-provisioner ${VERSION}\n`), 0;
+  if (opts.command === 'help') return (void process.stdout.write(opts.text + '\n'), 0);
+  if (opts.command === 'version') return (void process.stdout.write(`mesh-provisioner ${VERSION}\n`), 0);
   if (opts.command === 'bus-config') return runBusConfig(opts, (text) => process.stdout.write(text), err);
   if (opts.command === 'init') {
     const nc = await connectBus({ ...opts.bus, inboxPrefix: INBOX_PREFIXES.admin }, true).catch((err: Error) => {
@@ -56,7 +56,10 @@ async function main(): Promise<number> {
   const nc = await Promise.race([connectBus(bus), signalled.then(() => undefined)]);
   if (!nc) return 0;
   watchConnection(nc, log);
-  const seat = await Promise.race([startSeat({ nc, log, archives: opts.archives, replicas: opts.replicas, inboxPrefix: INBOX_PREFIXES.seat }), signalled.then(() => undefined)]);
+  const seat = await Promise.race([
+    startSeat({ nc, log, archives: opts.archives, replicas: opts.replicas, inboxPrefix: INBOX_PREFIXES.seat }),
+    signalled.then(() => undefined),
+  ]);
   if (seat) {
     log.info('seat ready');
     notifySystemd(log, signalled);

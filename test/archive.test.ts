@@ -16,7 +16,14 @@ import { Objm } from '@nats-io/obj';
 import { connect } from '@nats-io/transport-node';
 import type { Parsed } from '../src/shared/result.ts';
 import { memoryLogger } from '../src/shared/log.ts';
-import { cacheWritesSettled, DEFAULT_ARCHIVE_LIMITS, loadArchive, natsObjectFetcher, type ArchiveLimits, type ObjectFetcher } from '../src/client/archive/load.ts';
+import {
+  cacheWritesSettled,
+  DEFAULT_ARCHIVE_LIMITS,
+  loadArchive,
+  natsObjectFetcher,
+  type ArchiveLimits,
+  type ObjectFetcher,
+} from '../src/client/archive/load.ts';
 import { fetchHttps } from '../src/client/archive/fetch.ts';
 import { startNats } from './helpers/nats.ts';
 
@@ -186,9 +193,7 @@ test('the NATS fetcher answers null for a missing object or bucket and stops rea
     assert.is(await fetcher('no-such-bucket', 'big'), null);
     const partial = await fetcher('mesh-catalog_archives', 'big', 1000);
     assert.ok(partial !== null && partial.length > 1000 && partial.length < big.length, `read ${partial?.length} bytes`);
-    const reason = reasonOf(
-      await loadArchive('obj://mesh-catalog_archives/absent', digestOf(big), { cacheDir: tempDir(), fetchObject: fetcher }),
-    );
+    const reason = reasonOf(await loadArchive('obj://mesh-catalog_archives/absent', digestOf(big), { cacheDir: tempDir(), fetchObject: fetcher }));
     assert.is(reason, 'archive obj://mesh-catalog_archives/absent: no object "absent" in bucket mesh-catalog_archives');
   } finally {
     await nc.close();
@@ -231,7 +236,10 @@ test('a corrupted cache file is detected, said, deleted and fetched again', asyn
   await cacheWritesSettled();
   assert.is(calls.length, 2);
   assert.equal(Buffer.compare(readFileSync(cached), gz), 0);
-  assert.ok(log.lines.some((line) => line.includes(' warn ') && line.includes(cached) && line.includes('fetching again')), log.lines.join('\n'));
+  assert.ok(
+    log.lines.some((line) => line.includes(' warn ') && line.includes(cached) && line.includes('fetching again')),
+    log.lines.join('\n'),
+  );
 });
 
 test('a cache dir removed after a write is made again by the next write, which caches the archive', async () => {
@@ -247,7 +255,10 @@ test('a cache dir removed after a write is made again by the next write, which c
   await cacheWritesSettled();
   assert.is(calls.length, 2);
   assert.equal(Buffer.compare(readFileSync(cached), gz), 0);
-  assert.not.ok(log.lines.some((line) => line.includes(' warn ')), log.lines.join('\n'));
+  assert.not.ok(
+    log.lines.some((line) => line.includes(' warn ')),
+    log.lines.join('\n'),
+  );
 });
 
 test('an entry with a ".." segment or an absolute name refuses the whole archive, naming the entry', async () => {

@@ -24,11 +24,20 @@ test('a key/value bucket made as init makes it has no problem; each thing more i
   assert.equal(bucketProblems(spec, KV_EXACT), []);
   const texts = (config: Partial<StreamConfig>) => bucketProblems(spec, config).map((p) => `${p.fixable ? 'fixable' : 'refused'}: ${p.text}`);
   assert.equal(texts({ ...KV_EXACT, subjects: ['$KV.b.>', '_R_.>'] }), ['refused: holds "_R_.>" besides its own subject $KV.b.>']);
-  assert.equal(texts({ ...KV_EXACT, subjects: ['_R_.>'] }), ['refused: holds "_R_.>" besides its own subject $KV.b.>', 'refused: does not hold its own subject $KV.b.>']);
+  assert.equal(texts({ ...KV_EXACT, subjects: ['_R_.>'] }), [
+    'refused: holds "_R_.>" besides its own subject $KV.b.>',
+    'refused: does not hold its own subject $KV.b.>',
+  ]);
   assert.equal(texts({ ...KV_EXACT, sources: [{ name: 'other' }] }), ['refused: sources "other"']);
-  assert.equal(texts({ ...KV_EXACT, subjects: [], mirror: { name: 'other' } }), ['refused: does not hold its own subject $KV.b.>', 'refused: mirrors stream "other"']);
+  assert.equal(texts({ ...KV_EXACT, subjects: [], mirror: { name: 'other' } }), [
+    'refused: does not hold its own subject $KV.b.>',
+    'refused: mirrors stream "other"',
+  ]);
   assert.equal(texts({ ...KV_EXACT, republish: { src: '>', dest: 'out.>' } }), ['refused: republishes ">" to "out.>"']);
-  assert.equal(texts({ ...KV_EXACT, deny_purge: false, allow_rollup_hdrs: true }), ['fixable: has allow_rollup_hdrs true (wants false)', 'fixable: has deny_purge false (wants true)']);
+  assert.equal(texts({ ...KV_EXACT, deny_purge: false, allow_rollup_hdrs: true }), [
+    'fixable: has allow_rollup_hdrs true (wants false)',
+    'fixable: has deny_purge false (wants true)',
+  ]);
 });
 
 test('an archives store holds its own subject, whole or as the library splits it, and nothing else', () => {
@@ -36,7 +45,10 @@ test('an archives store holds its own subject, whole or as the library splits it
   assert.is(ownSubject(spec), '$O.arch.>');
   assert.equal(bucketProblems(spec, { subjects: ['$O.arch.>'] }), []);
   assert.equal(bucketProblems(spec, { subjects: ['$O.arch.C.>', '$O.arch.M.>'] }), []);
-  assert.equal(bucketProblems(spec, { subjects: ['$O.arch.>', '$O.other.>'] }).map((p) => p.text), ['holds "$O.other.>" besides its own subject $O.arch.>']);
+  assert.equal(
+    bucketProblems(spec, { subjects: ['$O.arch.>', '$O.other.>'] }).map((p) => p.text),
+    ['holds "$O.other.>" besides its own subject $O.arch.>'],
+  );
 });
 
 test('the bound on consumers grows with the nodes', () => {
@@ -47,7 +59,14 @@ test('the bound on consumers grows with the nodes', () => {
 async function openBus(): Promise<{ nats: NatsServer; nc: NatsConnection; close(): Promise<void> }> {
   const nats = await startNats();
   const nc = await connectBus({ servers: [nats.url], name: 'test' });
-  return { nats, nc, async close() { await nc.close(); await nats.cleanup(); } };
+  return {
+    nats,
+    nc,
+    async close() {
+      await nc.close();
+      await nats.cleanup();
+    },
+  };
 }
 
 /** Runs `node dist/server.js init` against `url` with `args`. */
@@ -100,7 +119,9 @@ test('init refuses a bucket that holds a second subject, naming it, hardens one 
 test('the seat bundle exits 1 on a registry bucket that holds `_R_.>` too, naming the bucket and the subject', async () => {
   const bus = await openBus();
   try {
-    await (await jetstreamManager(bus.nc)).streams.add({ ...streamConfigOf(kvBucket(REGISTRY_BUCKET), { replicas: 1, maxConsumers: 50 }), subjects: [`$KV.${REGISTRY_BUCKET}.>`, '_R_.>'] });
+    await (
+      await jetstreamManager(bus.nc)
+    ).streams.add({ ...streamConfigOf(kvBucket(REGISTRY_BUCKET), { replicas: 1, maxConsumers: 50 }), subjects: [`$KV.${REGISTRY_BUCKET}.>`, '_R_.>'] });
     const run = await runBundle('node', ROOT, 'dist/server', ['--nats', bus.nats.url], {}, 20_000);
     assert.is(run.code, 1, run.stderr);
     assert.match(run.stderr, /bucket mesh-provisioner_registry \(stream KV_mesh-provisioner_registry\) holds "_R_\.>" besides its own subject/);
@@ -115,7 +136,11 @@ test('the client bundle exits 1 on a plans bucket that mirrors another stream, n
   try {
     const jsm = await jetstreamManager(bus.nc);
     await jsm.streams.add({ name: 'elsewhere', subjects: ['elsewhere.>'] });
-    await jsm.streams.add({ ...streamConfigOf(kvBucket(PLANS), { replicas: 1, maxConsumers: 50 }), subjects: [`$KV.${PLANS}.>`], sources: [{ name: 'elsewhere' }] });
+    await jsm.streams.add({
+      ...streamConfigOf(kvBucket(PLANS), { replicas: 1, maxConsumers: 50 }),
+      subjects: [`$KV.${PLANS}.>`],
+      sources: [{ name: 'elsewhere' }],
+    });
     ensureBuilt('client');
     const run = await runBundle('node', ROOT, 'dist/client', ['--node', 'n1', '--nats', bus.nats.url, '--socket', '/nonexistent/fill.sock'], {}, 20_000);
     assert.is(run.code, 1, run.stderr);
@@ -128,12 +153,22 @@ test('the client bundle exits 1 on a plans bucket that mirrors another stream, n
 test('a provider does not serve from a bound bucket that holds more than its subject, and says why', async () => {
   const bus = await openBus();
   try {
-    await (await jetstreamManager(bus.nc)).streams.add({ ...streamConfigOf(kvBucket('pg_bound'), { replicas: 1, maxConsumers: 50 }), subjects: ['$KV.pg_bound.>', '_R_.>'] });
+    await (
+      await jetstreamManager(bus.nc)
+    ).streams.add({ ...streamConfigOf(kvBucket('pg_bound'), { replicas: 1, maxConsumers: 50 }), subjects: ['$KV.pg_bound.>', '_R_.>'] });
     const lines: string[] = [];
     const log = { info: (l: string) => lines.push(l), warn: (l: string) => lines.push(l), error: (l: string) => lines.push(l) };
     let created = 0;
     const adapter = { create: async () => ((created += 1), { user: 'u', values: {} }), remove: async () => {} };
-    const handle = runProvider({ nc: bus.nc, provider: 'pg', provision: 'database', consumersFile: '/nonexistent/consumers.json', adapter, log, retry: { firstMs: 50, maxMs: 100 } });
+    const handle = runProvider({
+      nc: bus.nc,
+      provider: 'pg',
+      provision: 'database',
+      consumersFile: '/nonexistent/consumers.json',
+      adapter,
+      log,
+      retry: { firstMs: 50, maxMs: 100 },
+    });
     await waitFor('the refusal said', () => lines.some((l) => /pg_bound.*holds "_R_\.>"/.test(l)));
     await handle.stop();
     assert.is(created, 0);
@@ -156,21 +191,32 @@ test('on the generated bus, the seat bundle waits for init, saying to run it, an
     assert.is(asSeat.code, 1);
     assert.match(asSeat.stdout, /^init needs the admin login \(its seed, admin\.nk, as --nkey\)/);
     assert.is(asSeat.stdout.trim().split('\n').length, 1, 'said once, not once a bucket');
-    assert.equal(bus.violations().filter((l) => !/STREAM\.CREATE|_INBOX_admin/.test(l)), [], 'the seat tried nothing but creating what was missing');
+    assert.equal(
+      bus.violations().filter((l) => !/STREAM\.CREATE|_INBOX_admin/.test(l)),
+      [],
+      'the seat tried nothing but creating what was missing',
+    );
   } finally {
     await bus.close();
     cleanupBundles();
   }
 });
 
-test('a node\'s client on the generated bus exits 1 on a plans bucket holding its inbox as well', async () => {
+test("a node's client on the generated bus exits 1 on a plans bucket holding its inbox as well", async () => {
   const m = await startIsolatedMesh({ nodes: ['na', 'nb'] });
   try {
     const jsm = await jetstreamManager(m.admin);
     const plans = (await jsm.streams.info(`KV_${PLANS}`)).config;
     await jsm.streams.update(`KV_${PLANS}`, { ...plans, subjects: [...plans.subjects, '_INBOX_node_nb.>'] });
     ensureBuilt('client');
-    const run = await runBundle('node', ROOT, 'dist/client', ['--node', 'na', '--nats', m.nats.url, '--nkey', m.nkey(USERS.client('na')), '--socket', '/nonexistent/fill.sock'], {}, 20_000);
+    const run = await runBundle(
+      'node',
+      ROOT,
+      'dist/client',
+      ['--node', 'na', '--nats', m.nats.url, '--nkey', m.nkey(USERS.client('na')), '--socket', '/nonexistent/fill.sock'],
+      {},
+      20_000,
+    );
     assert.is(run.code, 1, run.stderr);
     assert.match(run.stderr, /bucket mesh-provisioner_plans \(stream KV_mesh-provisioner_plans\) holds "_INBOX_node_nb\.>" besides its own subject/);
   } finally {

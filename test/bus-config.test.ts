@@ -8,7 +8,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { nkeys } from '@nats-io/transport-node';
 import { connectBus } from '../src/shared/bus.ts';
-import { INBOX_PREFIXES, inboxPrefixesOf, loginCollision, nodeImports, renderBusConfig, seatPublish, usersOf } from '../src/server/commands/bus-config/config.ts';
+import {
+  INBOX_PREFIXES,
+  inboxPrefixesOf,
+  loginCollision,
+  nodeImports,
+  renderBusConfig,
+  seatPublish,
+  usersOf,
+} from '../src/server/commands/bus-config/config.ts';
 import { loadOrCreateLogins, publicKeyOf } from '../src/server/commands/bus-config/credentials.ts';
 import { ensureBuilt, ROOT } from './helpers/bundle.ts';
 import { freePort } from './helpers/nats.ts';
@@ -37,7 +45,10 @@ test('the same mesh gives the same bytes, whatever the order and repeats of the 
   assert.not.match(b.stderr, /generated/, 'the second run reads the seeds the first wrote');
   const c = busConfig(['--node', 'na', '--node', 'nb', '--node', 'nc', '--provider', 'postgres', '--credentials', creds]);
   const added = c.stdout.split('\n').filter((l) => !a.stdout.split('\n').includes(l));
-  assert.ok(added.length > 0 && added.every((l) => /nc|\]|\}|users:|imports:|exports:|^\s*$/.test(l)), `adding a node changes only its own lines:\n${added.join('\n')}`);
+  assert.ok(
+    added.length > 0 && added.every((l) => /nc|\]|\}|users:|imports:|exports:|^\s*$/.test(l)),
+    `adding a node changes only its own lines:\n${added.join('\n')}`,
+  );
 });
 
 test('seeds are files of mode 0600 in a 0700 directory, never on stdout unless asked', () => {
@@ -90,7 +101,20 @@ test('--out writes the file whole; nats-server accepts the configuration and a u
   const dir = temp();
   const port = await freePort();
   const conf = join(dir, 'nats.conf');
-  const run = busConfig(['--node', 'na', '--provider', 'postgres', '--credentials', join(dir, 'creds'), '--out', conf, '--listen', `127.0.0.1:${port}`, '--store-dir', join(dir, 'js')]);
+  const run = busConfig([
+    '--node',
+    'na',
+    '--provider',
+    'postgres',
+    '--credentials',
+    join(dir, 'creds'),
+    '--out',
+    conf,
+    '--listen',
+    `127.0.0.1:${port}`,
+    '--store-dir',
+    join(dir, 'js'),
+  ]);
   assert.is(run.status, 0, run.stderr);
   assert.is(run.stdout, '');
   assert.equal(readdirSync(dir).sort(), ['creds', 'nats.conf']);
@@ -99,16 +123,24 @@ test('--out writes the file whole; nats-server accepts the configuration and a u
 
   const nats = spawn('nats-server', ['-c', conf], { stdio: 'ignore' });
   try {
-    const nc = await connectBus({ servers: [`nats://127.0.0.1:${port}`], name: 'login', nkey: join(dir, 'creds', 'provisioner.na.nk'), inboxPrefix: INBOX_PREFIXES.node('na') }, true)
-      .catch(async () => {
-        await new Promise((r) => setTimeout(r, 500));
-        return connectBus({ servers: [`nats://127.0.0.1:${port}`], name: 'login', nkey: join(dir, 'creds', 'provisioner.na.nk'), inboxPrefix: INBOX_PREFIXES.node('na') }, true);
-      });
+    const nc = await connectBus(
+      { servers: [`nats://127.0.0.1:${port}`], name: 'login', nkey: join(dir, 'creds', 'provisioner.na.nk'), inboxPrefix: INBOX_PREFIXES.node('na') },
+      true,
+    ).catch(async () => {
+      await new Promise((r) => setTimeout(r, 500));
+      return connectBus(
+        { servers: [`nats://127.0.0.1:${port}`], name: 'login', nkey: join(dir, 'creds', 'provisioner.na.nk'), inboxPrefix: INBOX_PREFIXES.node('na') },
+        true,
+      );
+    });
     assert.ok(nc.info?.server_id, 'logged in with the seed');
     await nc.close();
     const wrong = join(dir, 'wrong.nk');
     writeFileSync(wrong, new TextDecoder().decode(nkeys.createUser().getSeed()) + '\n', { mode: 0o600 });
-    const refused = await connectBus({ servers: [`nats://127.0.0.1:${port}`], name: 'nobody', nkey: wrong }, true).then(() => 'connected', (e: Error) => e.message);
+    const refused = await connectBus({ servers: [`nats://127.0.0.1:${port}`], name: 'nobody', nkey: wrong }, true).then(
+      () => 'connected',
+      (e: Error) => e.message,
+    );
     assert.match(refused, /authorization|auth/i, `an unknown key is refused: ${refused}`);
   } finally {
     nats.kill('SIGKILL');
@@ -120,7 +152,14 @@ test('the configuration is a pure function of the mesh: every user listed, every
   assert.equal(users, ['admin', 'provisioner', 'vault', 'provider.pg', 'provisioner.na', 'runner.na', 'provisioner.nb', 'runner.nb']);
   const logins = loadOrCreateLogins(join(temp(), 'c'), users);
   if (!logins.ok) throw new Error(logins.reason);
-  const text = renderBusConfig({ nodes: ['na', 'nb'], providers: ['pg'], archives: 'arch', listen: '127.0.0.1:1', storeDir: '/x', publicKeys: new Map(logins.value.logins.map((l) => [l.user, l.publicKey])) });
+  const text = renderBusConfig({
+    nodes: ['na', 'nb'],
+    providers: ['pg'],
+    archives: 'arch',
+    listen: '127.0.0.1:1',
+    storeDir: '/x',
+    publicKeys: new Map(logins.value.logins.map((l) => [l.user, l.publicKey])),
+  });
   const na = nodeImports('na', ['pg'], 'arch').map((g) => g.subject);
   // Shared by design: every plan, the registry, the archives, the vault's verb, flow control, the API's presence.
   const shared = /mesh-provisioner_plans|mesh-provisioner_registry|OBJ_arch|^mesh-vault|^\$JS\.FC\.|^\$JS\.API\.INFO$/;
@@ -135,20 +174,36 @@ test('the seat may delete the consumers its watches replace and ask its own verb
   for (const b of ['mesh-provisioner_plans', 'mesh-controller_assignments', 'mesh-catalog_modules']) {
     assert.ok(seat.includes(`$JS.API.CONSUMER.DELETE.KV_${b}.*`), `the seat deletes its replaced consumers on ${b}`);
   }
-  assert.not.ok(seat.some((s) => s.startsWith('$JS.API.CONSUMER.DELETE.KV_mesh-config_resolved')), 'none of mesh-config_resolved, which it never watches');
+  assert.not.ok(
+    seat.some((s) => s.startsWith('$JS.API.CONSUMER.DELETE.KV_mesh-config_resolved')),
+    'none of mesh-config_resolved, which it never watches',
+  );
   assert.ok(seat.includes('mesh-provisioner.provisioning'), '`query` with the seat’s login asks its verb');
-  assert.not.ok(nodeImports('na', ['pg'], 'arch').some((g) => g.subject.includes('CONSUMER.DELETE')), 'a node deletes no consumer');
+  assert.not.ok(
+    nodeImports('na', ['pg'], 'arch').some((g) => g.subject.includes('CONSUMER.DELETE')),
+    'a node deletes no consumer',
+  );
 });
 
 test('no login but admin may create, update, delete or purge a stream; a node asks the vault under its own name', () => {
-  const text = renderBusConfig({ nodes: ['na'], providers: ['pg'], archives: 'arch', listen: '127.0.0.1:1', storeDir: '/x', publicKeys: new Map(usersOf({ nodes: ['na'], providers: ['pg'] }).map((u) => [u, `U${u}`])) });
+  const text = renderBusConfig({
+    nodes: ['na'],
+    providers: ['pg'],
+    archives: 'arch',
+    listen: '127.0.0.1:1',
+    storeDir: '/x',
+    publicKeys: new Map(usersOf({ nodes: ['na'], providers: ['pg'] }).map((u) => [u, `U${u}`])),
+  });
   for (const api of ['CREATE', 'UPDATE', 'DELETE', 'PURGE']) assert.not.ok(text.includes(`$JS.API.STREAM.${api}`), `no grant of STREAM.${api}`);
-  assert.ok(text.includes('{ service: { account: MESH, subject: "mesh-vault.credential.na" }, to: "mesh-vault.credential" }'), 'na asks on mesh-vault.credential; the vault hears mesh-vault.credential.na');
-  assert.ok(text.includes('{ service: "mesh-vault.credential.na", accounts: ["provisioner.na"] }'), 'only na imports na\'s name');
+  assert.ok(
+    text.includes('{ service: { account: MESH, subject: "mesh-vault.credential.na" }, to: "mesh-vault.credential" }'),
+    'na asks on mesh-vault.credential; the vault hears mesh-vault.credential.na',
+  );
+  assert.ok(text.includes('{ service: "mesh-vault.credential.na", accounts: ["provisioner.na"] }'), "only na imports na's name");
   assert.not.ok(/\{ service: "mesh-vault\.credential" \}/.test(text), 'the bare verb is not exported');
 });
 
-test('node names that were other logins\' inbox prefixes get inboxes of their own; a clash of logins is refused naming both', () => {
+test("node names that were other logins' inbox prefixes get inboxes of their own; a clash of logins is refused naming both", () => {
   const nodes = ['provisioner', 'vault', 'provider-pg', 'seat', 'admin', 'node-x', 'runner-x'];
   const prefixes = inboxPrefixesOf({ nodes, providers: ['pg', 'x'] });
   assert.is(new Set(prefixes.values()).size, prefixes.size, `every login its own prefix: ${[...prefixes.values()].join(' ')}`);
@@ -158,7 +213,10 @@ test('node names that were other logins\' inbox prefixes get inboxes of their ow
   const run = busConfig(['--node', nodes.join(','), '--provider', 'pg', '--credentials', join(temp(), 'c')]);
   assert.is(run.status, 0, run.stderr);
   // A name the grammar lets through cannot clash; one that could (upper case, as an older check let in) is refused.
-  assert.match(loginCollision({ nodes: ['na', 'NA'], providers: [] }) ?? '', /login provisioner\.na and login provisioner\.NA would share the user name "provisioner\.NA"|would share/);
+  assert.match(
+    loginCollision({ nodes: ['na', 'NA'], providers: [] }) ?? '',
+    /login provisioner\.na and login provisioner\.NA would share the user name "provisioner\.NA"|would share/,
+  );
 });
 
 test.run();

@@ -109,7 +109,11 @@ test('each failure is heard with the wait that follows it, and a success after n
     stopped: () => false,
     maxMs: 400,
   });
-  assert.equal(heard, [['try 1', 250], ['try 2', 400], ['try 3', 400]]);
+  assert.equal(heard, [
+    ['try 1', 250],
+    ['try 2', 400],
+    ['try 3', 400],
+  ]);
   assert.is(await retryWithBackoff({ attempt: async () => 7, onFailure: () => true, timer, stopped: () => false, maxMs: 400 }), 7);
   assert.is(waits.length, 3);
 });
@@ -235,7 +239,10 @@ test('a nats.js without the private parts the watch relies on is not waited out:
   const changed = new NatsInternalsError('the installed nats.js is not the one the watch was proven on');
   const opens = openAfter([changed, noResponders()]);
   const watch = waitForWatch('bucket b (>)', log, { open: opens.open, closed: () => false, timer });
-  await watch.caughtUp.then(() => assert.unreachable('caught up'), (err: unknown) => assert.is(err, changed));
+  await watch.caughtUp.then(
+    () => assert.unreachable('caught up'),
+    (err: unknown) => assert.is(err, changed),
+  );
   assert.is(opens.tries(), 1);
   assert.equal(waits, []);
   assert.equal(log.lines, []);

@@ -37,8 +37,18 @@ const files = (record: Record<string, string | Uint8Array>) => new Map(Object.en
 
 function plan(over: Partial<Plan> = {}): Plan {
   return {
-    node: 'n1', module: 'web', build: '1', archive: { ref: 'obj://a/web.tar', digest: `sha256:${'0'.repeat(64)}` },
-    files: [], placement: { port: { http: 8080 } }, secrets: [], provisions: [], provides: [], items: [], collections: [], ...over,
+    node: 'n1',
+    module: 'web',
+    build: '1',
+    archive: { ref: 'obj://a/web.tar', digest: `sha256:${'0'.repeat(64)}` },
+    files: [],
+    placement: { port: { http: 8080 } },
+    secrets: [],
+    provisions: [],
+    provides: [],
+    items: [],
+    collections: [],
+    ...over,
   };
 }
 
@@ -47,7 +57,16 @@ const at = (p: LintProblem) => `${p.template}:${p.line}: ${p.message}`;
 
 test('every placeholder is listed with its line and column; an escape is an info line, never a placeholder', () => {
   const report = lintTemplates(files({ 'a.conf': 'x ${port:http}\n\ny=$${config:kept} ${config:db.host}\n' }));
-  assert.equal(report.templates, [{ name: 'a.conf', use: 'file', placeholders: [{ line: 1, column: 3, kind: 'port', name: 'http' }, { line: 3, column: 19, kind: 'config', name: 'db.host' }] }]);
+  assert.equal(report.templates, [
+    {
+      name: 'a.conf',
+      use: 'file',
+      placeholders: [
+        { line: 1, column: 3, kind: 'port', name: 'http' },
+        { line: 3, column: 19, kind: 'config', name: 'db.host' },
+      ],
+    },
+  ]);
   assert.equal(report.problems, [{ severity: 'info', template: 'a.conf', line: 3, message: '$${ is an escape: it comes out as the text ${' }]);
 });
 
@@ -59,24 +78,29 @@ test('an unknown kind is an error with the fill’s own words and the escape tha
 test('lint errs on exactly the placeholders the fill refuses, in the fill’s words (one source of truth)', () => {
   const piece = fc.oneof(
     fc.constantFrom('text ', '\n', '$', '$${', '${HOME}', '${x:-d}'),
-    fc.tuple(fc.constantFrom('config', 'secret', 'line', 'k8s-thing', 'port'), fc.constantFrom('a', 'api-key', 'b.c', 'x'.repeat(300))).map(([k, n]) => `\${${k}:${n}}`),
+    fc
+      .tuple(fc.constantFrom('config', 'secret', 'line', 'k8s-thing', 'port'), fc.constantFrom('a', 'api-key', 'b.c', 'x'.repeat(300)))
+      .map(([k, n]) => `\${${k}:${n}}`),
   );
   const template = fc.array(piece, { maxLength: 12 }).map((parts) => parts.join(''));
-  fc.assert(fc.property(template, template, fc.boolean(), (one, two, asItem) => {
-    const p = plan({
-      files: [{ path: '/etc/one', template: 'one', mode: 'owned', change: 'none' }],
-      secrets: [{ name: 'api-key', vault: 'module/web/api-key' }],
-      placement: { port: { a: 1, 'api-key': 2, 'b.c': 3, ['x'.repeat(300)]: 4 } },
-      items: asItem ? [{ collection: 'c', template: 'two' }] : [],
-    });
-    const archive = files({ one, two });
-    const prepared = prepareTemplates(archive);
-    if (!prepared.ok) return;
-    const fill = fillModule(p, prepared.value, { lookup: (_plan, w) => ({ state: 'value', text: 'v', dependency: `${w.kind}:web:${w.name}` }) });
-    const linted = errors(lintTemplates(archive, p).problems).map((e) => `template ${e.template} line ${e.line}: ${e.message}`);
-    if (fill.ok) assert.equal(linted, []);
-    else if (linted.length <= 20) assert.is(linted.sort().join('; '), fill.reason.split('; ').sort().join('; '));
-  }), { numRuns: 300 });
+  fc.assert(
+    fc.property(template, template, fc.boolean(), (one, two, asItem) => {
+      const p = plan({
+        files: [{ path: '/etc/one', template: 'one', mode: 'owned', change: 'none' }],
+        secrets: [{ name: 'api-key', vault: 'module/web/api-key' }],
+        placement: { port: { a: 1, 'api-key': 2, 'b.c': 3, ['x'.repeat(300)]: 4 } },
+        items: asItem ? [{ collection: 'c', template: 'two' }] : [],
+      });
+      const archive = files({ one, two });
+      const prepared = prepareTemplates(archive);
+      if (!prepared.ok) return;
+      const fill = fillModule(p, prepared.value, { lookup: (_plan, w) => ({ state: 'value', text: 'v', dependency: `${w.kind}:web:${w.name}` }) });
+      const linted = errors(lintTemplates(archive, p).problems).map((e) => `template ${e.template} line ${e.line}: ${e.message}`);
+      if (fill.ok) assert.equal(linted, []);
+      else if (linted.length <= 20) assert.is(linted.sort().join('; '), fill.reason.split('; ').sort().join('; '));
+    }),
+    { numRuns: 300 },
+  );
 });
 
 test('secrets: without a plan each is a note; with one, a secret it does not name and a secret or consumers in an item are errors', () => {
@@ -84,56 +108,94 @@ test('secrets: without a plan each is a note; with one, a secret it does not nam
   const bare = lintTemplates(archive);
   assert.equal(errors(bare.problems), []);
   assert.equal(bare.problems.filter((p) => /the plan must name secret/.test(p.message)).length, 3);
-  const withPlan = lintTemplates(archive, plan({
-    files: [{ path: '/etc/web.conf', template: 'web.conf', mode: 'owned', change: 'none' }],
-    secrets: [{ name: 'api-key', vault: 'module/web/api-key' }],
-    provides: [{ provision: 'db' }],
-    items: [{ collection: 'shell:zsh:normal', template: 'web.zsh' }],
-  }));
+  const withPlan = lintTemplates(
+    archive,
+    plan({
+      files: [{ path: '/etc/web.conf', template: 'web.conf', mode: 'owned', change: 'none' }],
+      secrets: [{ name: 'api-key', vault: 'module/web/api-key' }],
+      provides: [{ provision: 'db' }],
+      items: [{ collection: 'shell:zsh:normal', template: 'web.zsh' }],
+    }),
+  );
   assert.equal(errors(withPlan.problems).map(at), [
     'web.conf:2: ${secret:other}: secret "other" is not named by the plan',
     'web.zsh:1: ${secret:api-key}: an item names a secret, but an item is kept in a bucket and no secret is',
-    'web.zsh:1: ${consumers:db}: an item names consumers\' credentials, but an item is kept in a bucket and no credential is',
+    "web.zsh:1: ${consumers:db}: an item names consumers' credentials, but an item is kept in a bucket and no credential is",
   ]);
 });
 
 test('with a plan: a missing template, an undeclared collection, an unknown binding, a provision not provided are errors; a missing placement a warning', () => {
-  const report = lintTemplates(files({ 'a.conf': 'p=${port:admin}\nc=${collected:env}\nb=${bound:db:user}\nx=${consumers:pg}\n', 'spare.conf': '${nope:x}\n' }), plan({
-    files: [{ path: '/etc/a', template: 'a.conf', mode: 'owned', change: 'none' }, { path: '/etc/b', template: 'gone.conf', mode: 'owned', change: 'none' }],
-  }));
-  assert.equal(errors(report.problems).map((p) => p.message), [
-    '${collected:env}: collection "env" is not in the plan\'s collections',
-    '${bound:db:user}: the plan has no provision matching "db:user" (wanted <provision>[.<local>]:<key>)',
-    '${consumers:pg}: the plan does not provide "pg"',
-    'template gone.conf (for /etc/b) is not in the archive',
-  ]);
+  const report = lintTemplates(
+    files({ 'a.conf': 'p=${port:admin}\nc=${collected:env}\nb=${bound:db:user}\nx=${consumers:pg}\n', 'spare.conf': '${nope:x}\n' }),
+    plan({
+      files: [
+        { path: '/etc/a', template: 'a.conf', mode: 'owned', change: 'none' },
+        { path: '/etc/b', template: 'gone.conf', mode: 'owned', change: 'none' },
+      ],
+    }),
+  );
+  assert.equal(
+    errors(report.problems).map((p) => p.message),
+    [
+      '${collected:env}: collection "env" is not in the plan\'s collections',
+      '${bound:db:user}: the plan has no provision matching "db:user" (wanted <provision>[.<local>]:<key>)',
+      '${consumers:pg}: the plan does not provide "pg"',
+      'template gone.conf (for /etc/b) is not in the archive',
+    ],
+  );
   const warnings = report.problems.filter((p) => p.severity === 'warning').map(at);
   assert.ok(warnings.includes('a.conf:1: ${port:admin}: the plan\'s placement has no port "admin": the file would wait for it'), warnings.join('\n'));
   // A template the plan does not use fails nothing: its unknown kind is a warning.
-  assert.ok(warnings.some((w) => w.startsWith('spare.conf:1: ${nope:x}: unknown kind')), warnings.join('\n'));
+  assert.ok(
+    warnings.some((w) => w.startsWith('spare.conf:1: ${nope:x}: unknown kind')),
+    warnings.join('\n'),
+  );
 });
 
 test('a file that is not UTF-8 is an error giving the offset of its first bad byte; a name past 255 bytes is an error', () => {
   const report = lintTemplates(files({ 'bad.bin': new Uint8Array([0x61, 0x0a, 0xc3, 0xa9, 0xed, 0xa0, 0x80]), 'long.conf': `\${config:${'n'.repeat(256)}}` }));
-  assert.equal(errors(report.problems).map((p) => p.message), [
-    'template bad.bin is not UTF-8 (first invalid byte at offset 4)',
-    `\${config:${'n'.repeat(60)}…(256 bytes)}: its name is 256 bytes, past the limit of 255`,
-  ]);
+  assert.equal(
+    errors(report.problems).map((p) => p.message),
+    [
+      'template bad.bin is not UTF-8 (first invalid byte at offset 4)',
+      `\${config:${'n'.repeat(60)}…(256 bytes)}: its name is 256 bytes, past the limit of 255`,
+    ],
+  );
 });
 
 test('firstInvalidUtf8 agrees with the fatal decoder, and the bytes before the offset decode', () => {
   const strict = new TextDecoder('utf-8', { fatal: true });
-  const valid = (b: Uint8Array) => { try { strict.decode(b); return true; } catch { return false; } };
+  const valid = (b: Uint8Array) => {
+    try {
+      strict.decode(b);
+      return true;
+    } catch {
+      return false;
+    }
+  };
   // Sequences at UTF-8's edges: overlong leads, surrogates (ED A0), past U+10FFFF (F4 90), cut short, stray continuations.
   const lead = fc.constantFrom(0x61, 0x80, 0xc0, 0xc1, 0xc2, 0xdf, 0xe0, 0xe1, 0xed, 0xef, 0xf0, 0xf3, 0xf4, 0xf5, 0xff);
   const continuation = fc.constantFrom(0x61, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf);
-  const edges = fc.array(fc.tuple(lead, fc.array(continuation, { maxLength: 3 })).map(([l, c]) => [l, ...c]), { maxLength: 4 }).map((chars) => new Uint8Array(chars.flat()));
-  const bytes = fc.oneof(fc.uint8Array({ maxLength: 24 }), edges, fc.string({ unit: 'binary' }).map((s) => enc.encode(s)), fc.tuple(fc.string(), fc.uint8Array({ maxLength: 3 }), fc.string()).map(([a, b, c]) => new Uint8Array([...enc.encode(a), ...b, ...enc.encode(c)])));
-  fc.assert(fc.property(bytes, (b) => {
-    const offset = firstInvalidUtf8(b);
-    assert.is(offset === undefined, valid(b));
-    if (offset !== undefined) assert.ok(valid(b.subarray(0, offset)));
-  }), { numRuns: 2000 });
+  const edges = fc
+    .array(
+      fc.tuple(lead, fc.array(continuation, { maxLength: 3 })).map(([l, c]) => [l, ...c]),
+      { maxLength: 4 },
+    )
+    .map((chars) => new Uint8Array(chars.flat()));
+  const bytes = fc.oneof(
+    fc.uint8Array({ maxLength: 24 }),
+    edges,
+    fc.string({ unit: 'binary' }).map((s) => enc.encode(s)),
+    fc.tuple(fc.string(), fc.uint8Array({ maxLength: 3 }), fc.string()).map(([a, b, c]) => new Uint8Array([...enc.encode(a), ...b, ...enc.encode(c)])),
+  );
+  fc.assert(
+    fc.property(bytes, (b) => {
+      const offset = firstInvalidUtf8(b);
+      assert.is(offset === undefined, valid(b));
+      if (offset !== undefined) assert.ok(valid(b.subarray(0, offset)));
+    }),
+    { numRuns: 2000 },
+  );
 });
 
 test('a directory is judged as its archive would be unpacked: a link or too many entries refused in the unpacker’s words', async () => {
@@ -191,7 +253,15 @@ test('the bundle: --plan is validated as a plan; one that does not validate is a
   const bundle = copyBundleAlone('client');
   const dir = tempDir();
   writeFileSync(join(dir, 'web.tar'), await packTemplates({ 'web.conf': 'k=${secret:api-key}\n' }));
-  writeFileSync(join(dir, 'plan.json'), JSON.stringify({ ...plan({ files: [{ path: '/etc/web.conf', template: 'web.conf', mode: 'owned', change: 'none' }], secrets: [{ name: 'api-key', vault: 'module/web/api-key' }] }) }));
+  writeFileSync(
+    join(dir, 'plan.json'),
+    JSON.stringify({
+      ...plan({
+        files: [{ path: '/etc/web.conf', template: 'web.conf', mode: 'owned', change: 'none' }],
+        secrets: [{ name: 'api-key', vault: 'module/web/api-key' }],
+      }),
+    }),
+  );
   writeFileSync(join(dir, 'bad-plan.json'), JSON.stringify({ ...plan(), files: [{ path: 'relative', template: 'web.conf' }] }));
   const ok = await runBundle('node', bundle, 'client', ['lint', join(dir, 'web.tar'), '--plan', join(dir, 'plan.json')]);
   assert.is(ok.code, 0, ok.stdout);

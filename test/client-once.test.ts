@@ -73,8 +73,14 @@ test('--once exits 1 after --timeout naming the module and the value it still wa
 
 test('--once exits 1 at once for a module that fails, with the reason, while the others are applied', () =>
   withMesh(async (m) => {
-    await place(m, 'n1', 'good', { templates: { 'good.conf': 'port ${port:http}\n' }, provisioning: { files: [{ path: '${dir:config}/good.conf', template: 'good.conf' }] } });
-    await place(m, 'n1', 'bad', { templates: { 'bad.conf': 'x ${nope:thing}\n' }, provisioning: { files: [{ path: '${dir:config}/bad.conf', template: 'bad.conf' }] } });
+    await place(m, 'n1', 'good', {
+      templates: { 'good.conf': 'port ${port:http}\n' },
+      provisioning: { files: [{ path: '${dir:config}/good.conf', template: 'good.conf' }] },
+    });
+    await place(m, 'n1', 'bad', {
+      templates: { 'bad.conf': 'x ${nope:thing}\n' },
+      provisioning: { files: [{ path: '${dir:config}/bad.conf', template: 'bad.conf' }] },
+    });
     const run = await once(m, ['--timeout', '30']);
     assert.is(run.code, 1, run.stderr);
     assert.ok(run.ms < 8000, `a failure waits for nothing, yet it took ${run.ms} ms`);

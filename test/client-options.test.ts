@@ -59,7 +59,8 @@ test('--once and --timeout: off and 60 s by default, from the flags or MESH_ONCE
   assert.equal([run([]).once, run([]).timeoutMs, run([]).dryRun], [false, 60_000, undefined]);
   assert.equal([run(['--once']).once, run(['--once', '--timeout', '5']).timeoutMs, run(['--once', '--timeout=0.5']).timeoutMs], [true, 5_000, 500]);
   assert.equal([run([], { MESH_ONCE: '1', MESH_TIMEOUT: '7' }).once, run([], { MESH_ONCE: '1', MESH_TIMEOUT: '7' }).timeoutMs], [true, 7_000]);
-  for (const bad of ['0', '-1', 'soon', '9999999999']) assert.match(refusal(['--once', '--timeout', bad]), /^--timeout must be a number of seconds above 0/, bad);
+  for (const bad of ['0', '-1', 'soon', '9999999999'])
+    assert.match(refusal(['--once', '--timeout', bad]), /^--timeout must be a number of seconds above 0/, bad);
   // Only the command line is judged: a unit's environment may carry MESH_TIMEOUT for every run.
   assert.is(refusal(['--timeout', '5']), '--timeout goes with --once or --dry-run');
   assert.is(run([], { MESH_TIMEOUT: '5' }).once, false);
@@ -79,7 +80,10 @@ test('--dry-run takes a dir (made absolute), implies --once, and refuses --socke
 
 test('lint takes one archive, dir or file, --plan FILE and --json, and needs no --node', () => {
   assert.equal(parseClientOptions(['lint', 'web.tar.gz'], {}), { ok: true, value: { command: 'lint', input: 'web.tar.gz', json: false } });
-  assert.equal(parseClientOptions(['lint', 'dir', '--plan', 'p.json', '--json'], { MESH_NODE: 'n1' }), { ok: true, value: { command: 'lint', input: 'dir', plan: 'p.json', json: true } });
+  assert.equal(parseClientOptions(['lint', 'dir', '--plan', 'p.json', '--json'], { MESH_NODE: 'n1' }), {
+    ok: true,
+    value: { command: 'lint', input: 'dir', plan: 'p.json', json: true },
+  });
   assert.equal(parseClientOptions(['lint'], {}), { ok: false, reason: 'lint needs an archive, a directory or a template file (see --help)' });
   assert.equal(parseClientOptions(['lint', 'a', 'b'], {}), { ok: false, reason: 'unexpected argument "b" (see --help)' });
   assert.equal(parseClientOptions(['lint', 'a', '--node', 'n1'], {}), { ok: false, reason: 'unknown flag --node (see --help)' });
@@ -89,7 +93,18 @@ test('lint takes one archive, dir or file, --plan FILE and --json, and needs no 
 
 test('--help shows --once, --timeout, --dry-run and lint', () => {
   const help = clientHelp();
-  for (const text of ['--once', 'MESH_ONCE', '--timeout S', 'MESH_TIMEOUT', 'default 60', '--dry-run DIR', 'MESH_DRY_RUN', '--socket is refused', 'lint ARCHIVE|DIR|FILE [--plan FILE] [--json]', '--plan FILE']) {
+  for (const text of [
+    '--once',
+    'MESH_ONCE',
+    '--timeout S',
+    'MESH_TIMEOUT',
+    'default 60',
+    '--dry-run DIR',
+    'MESH_DRY_RUN',
+    '--socket is refused',
+    'lint ARCHIVE|DIR|FILE [--plan FILE] [--json]',
+    '--plan FILE',
+  ]) {
     assert.ok(help.includes(text), text);
   }
 });

@@ -30,53 +30,136 @@ type PlanRow = [what: string, assignment: Assignment, composition: Composition, 
 type ReasonRow = [what: string, assignment: Assignment, composition: Composition, reason: string];
 
 const PLANS: PlanRow[] = [
-  ['a file path takes its dir from the placement', webAssignment(), webComposition({ files: [file('${dir:config}/web.conf')] }),
-    (p) => p.files.map((f) => f.path), ['/etc/web/web.conf']],
-  ['a file path takes several placement kinds', webAssignment(), webComposition({ files: [file('${dir:data}/run/${port:http}.sock')] }),
-    (p) => p.files.map((f) => f.path), ['/var/web/run/8080.sock']],
-  ['a file keeps its other fields, defaults filled', webAssignment(), webComposition({ files: [{ ...file('${dir:config}/web.conf'), change: 'restart' }] }),
-    (p) => p.files[0], { path: '/etc/web/web.conf', template: 'web.conf', mode: 'owned', change: 'restart' }],
-  ['a secret path takes its dir from the placement', webAssignment(), webComposition({ secrets: [{ name: 'tls-key', path: '${dir:config}/tls.key' }] }),
-    (p) => p.secrets, [{ name: 'tls-key', vault: 'module/web/tls-key', path: '/etc/web/tls.key' }]],
-  ['a module’s own secret is vaulted under module/<module>/<name>', webAssignment(), webComposition({ secrets: [{ name: 'api-key' }] }),
-    (p) => p.secrets, [{ name: 'api-key', vault: 'module/web/api-key' }]],
-  ['a provision’s credential is vaulted under the consumer’s node and module', webAssignment(), webComposition({ provisions: [pg({ node: 'db1', name: 'db-password' })] }),
-    (p) => p.secrets, [{ name: 'db-password', vault: 'pair/postgres/database/n1/web' }]],
-  ['a provision’s credential with local ends in its local', webAssignment(), webComposition({ provisions: [pg({ local: 'main', name: 'db-password' })] }),
-    (p) => p.secrets, [{ name: 'db-password', vault: 'pair/postgres/database/n1/web/main' }]],
-  ['a provision without a name gives no secret', webAssignment(), webComposition({ provisions: [pg()] }),
-    (p) => p.secrets, []],
-  ['own secrets come before credentials', webAssignment(), webComposition({ secrets: [{ name: 'api-key' }], provisions: [pg({ name: 'db' })] }),
-    (p) => p.secrets.map((s) => s.name), ['api-key', 'db']],
-  ['a provision without a node is the assignment’s node', webAssignment(), webComposition({ provisions: [pg()] }),
-    (p) => p.provisions.map((x) => x.node), ['n1']],
-  ['a provision with a node keeps it', webAssignment(), webComposition({ provisions: [pg({ node: 'db1' })] }),
-    (p) => p.provisions.map((x) => x.node), ['db1']],
-  ['the plan carries the node, module, build, archive and placement', webAssignment(), webComposition({}),
-    (p) => [p.node, p.module, p.build, p.archive, p.placement], ['n1', 'web', '1', ARCHIVE, { dir: { config: '/etc/web', data: '/var/web' }, port: { http: 8080 } }]],
+  [
+    'a file path takes its dir from the placement',
+    webAssignment(),
+    webComposition({ files: [file('${dir:config}/web.conf')] }),
+    (p) => p.files.map((f) => f.path),
+    ['/etc/web/web.conf'],
+  ],
+  [
+    'a file path takes several placement kinds',
+    webAssignment(),
+    webComposition({ files: [file('${dir:data}/run/${port:http}.sock')] }),
+    (p) => p.files.map((f) => f.path),
+    ['/var/web/run/8080.sock'],
+  ],
+  [
+    'a file keeps its other fields, defaults filled',
+    webAssignment(),
+    webComposition({ files: [{ ...file('${dir:config}/web.conf'), change: 'restart' }] }),
+    (p) => p.files[0],
+    { path: '/etc/web/web.conf', template: 'web.conf', mode: 'owned', change: 'restart' },
+  ],
+  [
+    'a secret path takes its dir from the placement',
+    webAssignment(),
+    webComposition({ secrets: [{ name: 'tls-key', path: '${dir:config}/tls.key' }] }),
+    (p) => p.secrets,
+    [{ name: 'tls-key', vault: 'module/web/tls-key', path: '/etc/web/tls.key' }],
+  ],
+  [
+    'a module’s own secret is vaulted under module/<module>/<name>',
+    webAssignment(),
+    webComposition({ secrets: [{ name: 'api-key' }] }),
+    (p) => p.secrets,
+    [{ name: 'api-key', vault: 'module/web/api-key' }],
+  ],
+  [
+    'a provision’s credential is vaulted under the consumer’s node and module',
+    webAssignment(),
+    webComposition({ provisions: [pg({ node: 'db1', name: 'db-password' })] }),
+    (p) => p.secrets,
+    [{ name: 'db-password', vault: 'pair/postgres/database/n1/web' }],
+  ],
+  [
+    'a provision’s credential with local ends in its local',
+    webAssignment(),
+    webComposition({ provisions: [pg({ local: 'main', name: 'db-password' })] }),
+    (p) => p.secrets,
+    [{ name: 'db-password', vault: 'pair/postgres/database/n1/web/main' }],
+  ],
+  ['a provision without a name gives no secret', webAssignment(), webComposition({ provisions: [pg()] }), (p) => p.secrets, []],
+  [
+    'own secrets come before credentials',
+    webAssignment(),
+    webComposition({ secrets: [{ name: 'api-key' }], provisions: [pg({ name: 'db' })] }),
+    (p) => p.secrets.map((s) => s.name),
+    ['api-key', 'db'],
+  ],
+  [
+    'a provision without a node is the assignment’s node',
+    webAssignment(),
+    webComposition({ provisions: [pg()] }),
+    (p) => p.provisions.map((x) => x.node),
+    ['n1'],
+  ],
+  ['a provision with a node keeps it', webAssignment(), webComposition({ provisions: [pg({ node: 'db1' })] }), (p) => p.provisions.map((x) => x.node), ['db1']],
+  [
+    'the plan carries the node, module, build, archive and placement',
+    webAssignment(),
+    webComposition({}),
+    (p) => [p.node, p.module, p.build, p.archive, p.placement],
+    ['n1', 'web', '1', ARCHIVE, { dir: { config: '/etc/web', data: '/var/web' }, port: { http: 8080 } }],
+  ],
 ];
 
 const REASONS: ReasonRow[] = [
-  ['a file path naming a dir the placement lacks', webAssignment(), webComposition({ files: [file('${dir:nope}/web.conf')] }),
-    'file web.conf: path "${dir:nope}/web.conf": ${dir:nope} is not in the assignment\'s placement'],
-  ['a file path naming a kind that is not placement', webAssignment(), webComposition({ files: [file('${config:x}/web.conf')] }),
-    'file web.conf: path "${config:x}/web.conf": ${config:x} is not a placement kind'],
-  ['a file path with .. after placement', webAssignment(), webComposition({ files: [file('${dir:config}/../shadow')] }),
-    'file web.conf: path "${dir:config}/../shadow": resolves to "/etc/web/../shadow", which holds a . or .. segment'],
-  ['a placement value that brings the ..', webAssignment({ dir: { config: '/etc/../root' } }), webComposition({ files: [file('${dir:config}/web.conf')] }),
-    'file web.conf: path "${dir:config}/web.conf": resolves to "/etc/../root/web.conf", which holds a . or .. segment'],
-  ['a relative placement', webAssignment({ dir: { config: 'etc/web' } }), webComposition({ files: [file('${dir:config}/web.conf')] }),
-    'file web.conf: path "${dir:config}/web.conf": resolves to "etc/web/web.conf", which is not absolute'],
-  ['a secret path naming a dir the placement lacks', webAssignment(), webComposition({ secrets: [{ name: 'tls-key', path: '${dir:tls}/key' }] }),
-    'secret tls-key: path "${dir:tls}/key": ${dir:tls} is not in the assignment\'s placement'],
-  ['a placement key inherited from Object is not in the placement', webAssignment(), webComposition({ files: [file('${dir:toString}/web.conf')] }),
-    'file web.conf: path "${dir:toString}/web.conf": ${dir:toString} is not in the assignment\'s placement'],
-  ['a secret named twice by the module', webAssignment(), webComposition({ secrets: [{ name: 'db' }, { name: 'db' }] }),
-    'secret "db" is named twice'],
-  ['a secret named by the module and by a provision', webAssignment(), webComposition({ secrets: [{ name: 'db' }], provisions: [pg({ name: 'db' })] }),
-    'secret "db" is named twice'],
-  ['a composition without an archive', webAssignment(), webComposition({ files: [file('${dir:config}/web.conf')] }, { archive: undefined }),
-    'composition of web build 1 has no archive'],
+  [
+    'a file path naming a dir the placement lacks',
+    webAssignment(),
+    webComposition({ files: [file('${dir:nope}/web.conf')] }),
+    'file web.conf: path "${dir:nope}/web.conf": ${dir:nope} is not in the assignment\'s placement',
+  ],
+  [
+    'a file path naming a kind that is not placement',
+    webAssignment(),
+    webComposition({ files: [file('${config:x}/web.conf')] }),
+    'file web.conf: path "${config:x}/web.conf": ${config:x} is not a placement kind',
+  ],
+  [
+    'a file path with .. after placement',
+    webAssignment(),
+    webComposition({ files: [file('${dir:config}/../shadow')] }),
+    'file web.conf: path "${dir:config}/../shadow": resolves to "/etc/web/../shadow", which holds a . or .. segment',
+  ],
+  [
+    'a placement value that brings the ..',
+    webAssignment({ dir: { config: '/etc/../root' } }),
+    webComposition({ files: [file('${dir:config}/web.conf')] }),
+    'file web.conf: path "${dir:config}/web.conf": resolves to "/etc/../root/web.conf", which holds a . or .. segment',
+  ],
+  [
+    'a relative placement',
+    webAssignment({ dir: { config: 'etc/web' } }),
+    webComposition({ files: [file('${dir:config}/web.conf')] }),
+    'file web.conf: path "${dir:config}/web.conf": resolves to "etc/web/web.conf", which is not absolute',
+  ],
+  [
+    'a secret path naming a dir the placement lacks',
+    webAssignment(),
+    webComposition({ secrets: [{ name: 'tls-key', path: '${dir:tls}/key' }] }),
+    'secret tls-key: path "${dir:tls}/key": ${dir:tls} is not in the assignment\'s placement',
+  ],
+  [
+    'a placement key inherited from Object is not in the placement',
+    webAssignment(),
+    webComposition({ files: [file('${dir:toString}/web.conf')] }),
+    'file web.conf: path "${dir:toString}/web.conf": ${dir:toString} is not in the assignment\'s placement',
+  ],
+  ['a secret named twice by the module', webAssignment(), webComposition({ secrets: [{ name: 'db' }, { name: 'db' }] }), 'secret "db" is named twice'],
+  [
+    'a secret named by the module and by a provision',
+    webAssignment(),
+    webComposition({ secrets: [{ name: 'db' }], provisions: [pg({ name: 'db' })] }),
+    'secret "db" is named twice',
+  ],
+  [
+    'a composition without an archive',
+    webAssignment(),
+    webComposition({ files: [file('${dir:config}/web.conf')] }, { archive: undefined }),
+    'composition of web build 1 has no archive',
+  ],
 ];
 
 for (const [what, assignment, composition, pick, want] of PLANS) {
@@ -125,7 +208,11 @@ function inMemory() {
 }
 
 const composition = (module: string, build = '1', published = true) => ({
-  module, build, published, archive: ARCHIVE, provisioning: { files: [file('${dir:config}/' + module + '.conf', module + '.conf')] },
+  module,
+  build,
+  published,
+  archive: ARCHIVE,
+  provisioning: { files: [file('${dir:config}/' + module + '.conf', module + '.conf')] },
 });
 const assignment = (node: string, module: string, config = `/etc/${module}`) => ({ node, module, placement: { dir: { config } } });
 
@@ -142,7 +229,10 @@ test('Composer: no pass runs until all three inputs are loaded, then one compose
   await composer.idle();
   assert.is(passes.length, 1);
   assert.equal(passes[0]!.written, ['n1.web']);
-  assert.equal(sink.puts.map(([k, p]) => [k, p.files[0]!.path]), [['n1.web', '/etc/web/web.conf']]);
+  assert.equal(
+    sink.puts.map(([k, p]) => [k, p.files[0]!.path]),
+    [['n1.web', '/etc/web/web.conf']],
+  );
 });
 
 test('Composer: a plan is written once and not again while what it is made of is unchanged', async () => {
@@ -161,7 +251,13 @@ test('Composer: a plan is written once and not again while what it is made of is
   feed('modules', 'web', composition('web', '2'));
   await composer.idle();
   assert.equal(passes[2]!.written, ['n1.web']);
-  assert.equal(sink.puts.map(([k, p]) => [k, p.build]), [['n1.web', '1'], ['n1.web', '2']]);
+  assert.equal(
+    sink.puts.map(([k, p]) => [k, p.build]),
+    [
+      ['n1.web', '1'],
+      ['n1.web', '2'],
+    ],
+  );
 });
 
 test('Composer: a plan whose assignment is gone is retired, and so is a stored plan no assignment names', async () => {
@@ -198,7 +294,11 @@ test(`Composer: a held module keeps its stored plan and is said on health once h
   assert.equal(sink.lines, [], `not said after ${HELD_PASSES_BEFORE_HEALTH} passes`);
   await anotherPass();
   assert.is(passes.filter((p) => p.held.includes('n1.web')).length, HELD_PASSES_BEFORE_HEALTH + 1);
-  assert.equal(sink.puts.filter(([k]) => k === 'n1.web').map(([, p]) => p.build), ['1'], 'the stored plan stays');
+  assert.equal(
+    sink.puts.filter(([k]) => k === 'n1.web').map(([, p]) => p.build),
+    ['1'],
+    'the stored plan stays',
+  );
   assert.not.ok(sink.deletes.includes('n1.web'));
   assert.equal(sink.lines, [{ module: 'web', build: '2', reason: 'held: composition not published', passes: HELD_PASSES_BEFORE_HEALTH + 1 }]);
 });
@@ -223,7 +323,10 @@ test('Composer: a bad assignment is said once per distinct value, and again when
   feed('assignments', 'n1.bad', { node: 'n1', placement: {} });
   await composer.idle();
   assert.is(said().length, 2, 'the same value written again is not said again');
-  assert.ok(sink.puts.some(([k, p]) => k === 'n1.web' && p.files[0]!.path === '/srv/web/web.conf'), 'the good key composed throughout');
+  assert.ok(
+    sink.puts.some(([k, p]) => k === 'n1.web' && p.files[0]!.path === '/srv/web/web.conf'),
+    'the good key composed throughout',
+  );
 });
 
 test.run();

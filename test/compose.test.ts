@@ -22,17 +22,25 @@ async function plan(f: SeatFixture, key: string): Promise<(Plan & { revision: nu
 
 function healthLines(f: SeatFixture): Health[] {
   const lines: Health[] = [];
-  f.nc.subscribe(HEALTH_SUBJECT, { callback: (_e, m) => { lines.push(m.json() as Health); } });
+  f.nc.subscribe(HEALTH_SUBJECT, {
+    callback: (_e, m) => {
+      lines.push(m.json() as Health);
+    },
+  });
   return lines;
 }
 
 test('a plan appears for each assignment, placement resolved in paths and secrets given vault names', async () => {
   const f = await startSeatFixture();
   try {
-    await f.put(f.modules, 'web', composition('web', '2026.11.29-3', {
-      secrets: [{ name: 'api-key' }, { name: 'tls-key', path: '${dir:config}/tls.key' }],
-      provisions: [{ provider: 'postgres', provision: 'database', node: 'db1', local: 'main', name: 'db-password', values: { name: 'web' } }],
-    }));
+    await f.put(
+      f.modules,
+      'web',
+      composition('web', '2026.11.29-3', {
+        secrets: [{ name: 'api-key' }, { name: 'tls-key', path: '${dir:config}/tls.key' }],
+        provisions: [{ provider: 'postgres', provision: 'database', node: 'db1', local: 'main', name: 'db-password', values: { name: 'web' } }],
+      }),
+    );
     await f.put(f.assignments, 'n1.web', assignment('n1', 'web', '/etc/web'));
     await f.put(f.assignments, 'n2.web', assignment('n2', 'web', '/srv/web'));
     const p1 = await waitFor('plan n1.web', () => plan(f, 'n1.web'));
@@ -135,7 +143,10 @@ test('an assignment that does not validate is said with its key and reason, and 
     assert.match(bad.reason, /mesh-controller_assignments n1\.bad: field "module"/);
     const junk = await waitFor('health for n1.junk', () => lines.find((l) => l.reason.includes('n1.junk')));
     assert.match(junk.reason, /not JSON/);
-    assert.ok(f.log.lines.some((l) => l.includes('n1.bad')), 'logged too');
+    assert.ok(
+      f.log.lines.some((l) => l.includes('n1.bad')),
+      'logged too',
+    );
   } finally {
     await f.close();
   }
@@ -210,15 +221,22 @@ test('a stored plan out of shape is left alone, and an operator’s stray plan o
   }
 });
 
-
 test('a path is normal and absolute only without . or .. segments, //, a trailing /, NUL or a line break', () => {
   for (const good of ['/etc/web/web.conf', '/a', '/etc/web/.hidden', '/etc/web/..conf', '/srv/a b/c', '/etc/wéb/ü']) {
     assert.ok(isNormalAbsolutePath(good), good);
   }
   const bad: [string, RegExp][] = [
-    ['etc/web.conf', /not absolute/], ['', /not absolute/], ['/etc/../shadow', /\.\. segment/], ['/etc/./web', /\. or \.\. segment/],
-    ['/etc/web/..', /segment/], ['/etc//web', /holds \/\//], ['/etc/web/', /ends with \//], ['/', /ends with \//],
-    ['/etc/web\0.conf', /NUL/], ['/etc/web\n.conf', /line break/], ['/' + 'a'.repeat(5000), /5001 bytes, past the limit of 4096/],
+    ['etc/web.conf', /not absolute/],
+    ['', /not absolute/],
+    ['/etc/../shadow', /\.\. segment/],
+    ['/etc/./web', /\. or \.\. segment/],
+    ['/etc/web/..', /segment/],
+    ['/etc//web', /holds \/\//],
+    ['/etc/web/', /ends with \//],
+    ['/', /ends with \//],
+    ['/etc/web\0.conf', /NUL/],
+    ['/etc/web\n.conf', /line break/],
+    ['/' + 'a'.repeat(5000), /5001 bytes, past the limit of 4096/],
   ];
   for (const [path, reason] of bad) assert.match(pathProblem(path) ?? 'accepted', reason, JSON.stringify(path));
 });
@@ -227,7 +245,10 @@ test('a secret name, provision or local is 1 to 128 of A-Z a-z 0-9 _ -, a letter
   for (const good of ['api-key', 'db_main', 'A', '0', 'a'.repeat(128), 'x-_-y']) assert.is(segmentNameProblem(good), undefined, good);
   const bad = ['a}b', 'a b', '$x', '-x', '_x', '', 'a'.repeat(129), '../victim/api-key', 'a/b', 'a.b', '.', '..', 'db.main:password', 'ü', 'a:b'];
   for (const name of bad) assert.type(segmentNameProblem(name), 'string', name);
-  assert.match(segmentNameProblem('../victim/api-key')!, /^is "\.\.\/victim\/api-key", not a name of 1 to 128 of A-Z a-z 0-9 _ - starting with a letter or digit \(no \/, \. or \.\.\)$/);
+  assert.match(
+    segmentNameProblem('../victim/api-key')!,
+    /^is "\.\.\/victim\/api-key", not a name of 1 to 128 of A-Z a-z 0-9 _ - starting with a letter or digit \(no \/, \. or \.\.\)$/,
+  );
   assert.ok(segmentNameProblem('x'.repeat(5000))!.length < 200, 'a long name is quoted cut short');
   assert.match(tokenProblem(':'.repeat(100))!, /300 bytes as a key token, past the limit of 255/);
   assert.match(tokenProblem('x'.repeat(4000))!, /4000 bytes, past the limit of 255/);
@@ -282,7 +303,10 @@ test('a file or secret path that is not normal once placed fails that plan with 
     await f.put(f.assignments, 'n1.api', assignment('n1', 'api', '/etc/api/'));
     await f.put(f.assignments, 'n1.db', assignment('n1', 'db', 'etc/db'));
     const web = await waitFor('health for web', () => lines.find((l) => l.module === 'web'));
-    assert.match(web.reason, /^plan n1\.web: file web\.conf: path "\$\{dir:config\}\/\.\.\/\.\.\/etc\/shadow": resolves to "\/etc\/web\/\.\.\/\.\.\/etc\/shadow", which holds a \. or \.\. segment/);
+    assert.match(
+      web.reason,
+      /^plan n1\.web: file web\.conf: path "\$\{dir:config\}\/\.\.\/\.\.\/etc\/shadow": resolves to "\/etc\/web\/\.\.\/\.\.\/etc\/shadow", which holds a \. or \.\. segment/,
+    );
     const api = await waitFor('health for api', () => lines.find((l) => l.module === 'api'));
     assert.match(api.reason, /secret tls-key: path .*resolves to "\/etc\/api\/\/tls\.key", which holds \/\//);
     const db = await waitFor('health for db', () => lines.find((l) => l.module === 'db'));
@@ -338,13 +362,19 @@ test('an exception in one key’s work is said with the key and the reason, and 
     },
   });
   const lines: Health[] = [];
-  const { written, log, composer } = await composeInMemory((c) => c.update('assignments', 'n1.bad', poisoned), (l) => lines.push(l));
+  const { written, log, composer } = await composeInMemory(
+    (c) => c.update('assignments', 'n1.bad', poisoned),
+    (l) => lines.push(l),
+  );
   assert.ok(written.has('n1.web'), 'the good key is composed');
   composer.update('modules', 'web', new TextEncoder().encode(JSON.stringify(composition('web', '2'))));
   await composer.idle();
   assert.is(JSON.parse(new TextDecoder().decode(written.get('n1.web'))).build, '2', 'a later pass composes too');
   assert.is(lines.filter((l) => l.module === 'bad').length, 1, 'said once');
-  assert.not.ok(log.lines.some((l) => l.includes('ended early')), log.lines.join('\n'));
+  assert.not.ok(
+    log.lines.some((l) => l.includes('ended early')),
+    log.lines.join('\n'),
+  );
   const line = lines.find((l) => l.module === 'bad');
   assert.ok(line, JSON.stringify(lines));
   assert.is(line!.node, 'n1');
@@ -353,20 +383,35 @@ test('an exception in one key’s work is said with the key and the reason, and 
 });
 
 test('a health line the bus refuses is logged and the pass goes on', async () => {
-  const { written, log } = await composeInMemory((c) => c.update('assignments', 'n1.junk', new TextEncoder().encode('not json')), () => {
-    throw new Error('connection closed');
-  });
+  const { written, log } = await composeInMemory(
+    (c) => c.update('assignments', 'n1.junk', new TextEncoder().encode('not json')),
+    () => {
+      throw new Error('connection closed');
+    },
+  );
   assert.ok(written.has('n1.web'));
-  assert.ok(log.lines.some((l) => /provisioner_health: could not say .*n1\.junk.*connection closed/.test(l)), log.lines.join('\n'));
+  assert.ok(
+    log.lines.some((l) => /provisioner_health: could not say .*n1\.junk.*connection closed/.test(l)),
+    log.lines.join('\n'),
+  );
 });
 
 test('a plan that would be past 1 MiB is refused with its size, and the others compose', async () => {
   const lines: Health[] = [];
-  const { written } = await composeInMemory((c) => {
-    const big = composition('big', '1', { provisions: [{ provider: 'postgres', provision: 'database', values: { pad: 'x'.repeat(600_000) } }] });
-    c.update('modules', 'big', new TextEncoder().encode(JSON.stringify(big)));
-    c.update('assignments', 'n1.big', new TextEncoder().encode(JSON.stringify({ ...assignment('n1', 'big'), placement: { dir: { config: '/etc/big' }, seat: { pad: 'y'.repeat(600_000) } } })));
-  }, (l) => lines.push(l));
+  const { written } = await composeInMemory(
+    (c) => {
+      const big = composition('big', '1', { provisions: [{ provider: 'postgres', provision: 'database', values: { pad: 'x'.repeat(600_000) } }] });
+      c.update('modules', 'big', new TextEncoder().encode(JSON.stringify(big)));
+      c.update(
+        'assignments',
+        'n1.big',
+        new TextEncoder().encode(
+          JSON.stringify({ ...assignment('n1', 'big'), placement: { dir: { config: '/etc/big' }, seat: { pad: 'y'.repeat(600_000) } } }),
+        ),
+      );
+    },
+    (l) => lines.push(l),
+  );
   assert.ok(written.has('n1.web'));
   assert.not.ok(written.has('n1.big'));
   const line = lines.find((l) => l.module === 'big');
@@ -428,7 +473,10 @@ test('a put to a bucket no stream holds is refused with the key and the reason',
   const nc = await connectBus({ servers: [server.url], name: 'test' });
   const publisher = new KvPublisher(nc, 'no-such-bucket');
   try {
-    const err = await publisher.put('n1.web', new Uint8Array([123, 125])).then(() => undefined, (e: unknown) => e);
+    const err = await publisher.put('n1.web', new Uint8Array([123, 125])).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     assert.instance(err, PutRefusedError);
     assert.match((err as Error).message, /^put of n1\.web: status 503: no stream listens/);
   } finally {
@@ -447,7 +495,10 @@ test('a put the bus does not answer within the timeout is refused, not left wait
     assert.type(await publisher.put('n1.web', new Uint8Array([123, 125])), 'number');
     await server.stop();
     const started = Date.now();
-    const err = await publisher.put('n2.web', new Uint8Array([123, 125])).then(() => undefined, (e: unknown) => e);
+    const err = await publisher.put('n2.web', new Uint8Array([123, 125])).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     assert.match(String((err as Error)?.message), /^put of n2\.web: no ack within 300 ms$/);
     assert.ok(Date.now() - started < 2000, `refused after ${Date.now() - started} ms`);
   } finally {
@@ -464,7 +515,10 @@ test('a publish ack is read as its sequence, a refusal as its reason, and one ou
   assert.equal(parsePublishAck(ack('{"stream":"KV_x"}')), { ok: false, reason: 'the ack names no sequence' });
   assert.equal(parsePublishAck(ack('nope')), { ok: false, reason: 'the ack is not JSON' });
   assert.equal(parsePublishAck(ack('{"seq":' + '['.repeat(100) + ']'.repeat(100) + '}')), { ok: false, reason: 'the ack is nested deeper than 64 levels' });
-  assert.equal(parsePublishAck(ack(`{"seq":1,"stream":"${'x'.repeat(70_000)}"}`)), { ok: false, reason: 'the ack is 70021 bytes, past the limit of 65536 bytes' });
+  assert.equal(parsePublishAck(ack(`{"seq":1,"stream":"${'x'.repeat(70_000)}"}`)), {
+    ok: false,
+    reason: 'the ack is 70021 bytes, past the limit of 65536 bytes',
+  });
   assert.equal(parsePublishAck(ack('null')), { ok: false, reason: 'the ack names no sequence' });
 });
 

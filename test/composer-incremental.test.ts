@@ -12,7 +12,10 @@ import type { Health, Plan } from '../src/shared/schemas.ts';
 
 const ARCHIVE = { ref: 'obj://mesh-catalog_archives/x.tar', digest: 'sha256:' + 'a'.repeat(64) };
 const composition = (module: string, build = '1', published = true) => ({
-  module, build, published, archive: ARCHIVE,
+  module,
+  build,
+  published,
+  archive: ARCHIVE,
   provisioning: { files: [{ path: '${dir:config}/' + module + '.conf', template: module + '.conf' }] },
 });
 const assignment = (node: string, module: string, config = `/etc/${module}`) => ({ node, module, placement: { dir: { config } } });
@@ -105,7 +108,10 @@ test('one assignment change composes only its key and writes exactly one plan', 
   const pass = passes.at(-1)!;
   assert.equal(pass.composed, ['n7.db']);
   assert.equal(pass.written, ['n7.db']);
-  assert.equal(sink.ended.slice(before).map((e) => [e.op, e.key, e.plan?.files[0]?.path]), [['put', 'n7.db', '/srv/db/db.conf']]);
+  assert.equal(
+    sink.ended.slice(before).map((e) => [e.op, e.key, e.plan?.files[0]?.path]),
+    [['put', 'n7.db', '/srv/db/db.conf']],
+  );
 });
 
 test('an assignment written again with the same value composes its key and writes nothing', async () => {
@@ -160,24 +166,30 @@ test('a key changed while its previous write is in flight ends with the newest p
   await sleep(5);
   releaseFirst();
   await composer.idle();
-  const writes = sink.ended.filter((e) => e.key === 'n1.web').slice(1).map((e) => e.plan!.files[0]!.path);
+  const writes = sink.ended
+    .filter((e) => e.key === 'n1.web')
+    .slice(1)
+    .map((e) => e.plan!.files[0]!.path);
   assert.equal(writes, ['/v1/web.conf', '/v3/web.conf'], 'the in-flight write ends first, then the newest value alone');
   assert.is(JSON.parse(new TextDecoder().decode(sink.store.get('n1.web'))).files[0].path, '/v3/web.conf');
 });
 
 test('the writer runs one key’s writes one after the other, in the order asked, whatever each takes', async () => {
   const events: string[] = [];
-  const writer = new PlanWriter({
-    async putPlan(key, value) {
-      const v = new TextDecoder().decode(value);
-      events.push(`start ${key} ${v}`);
-      await sleep(v === 'slow' ? 20 : 0);
-      events.push(`end ${key} ${v}`);
+  const writer = new PlanWriter(
+    {
+      async putPlan(key, value) {
+        const v = new TextDecoder().decode(value);
+        events.push(`start ${key} ${v}`);
+        await sleep(v === 'slow' ? 20 : 0);
+        events.push(`end ${key} ${v}`);
+      },
+      async deletePlan(key) {
+        events.push(`delete ${key}`);
+      },
     },
-    async deletePlan(key) {
-      events.push(`delete ${key}`);
-    },
-  }, 8);
+    8,
+  );
   const enc = (t: string) => new TextEncoder().encode(t);
   const write = (key: string, value: Uint8Array | null) => new Promise<WriteOutcome>((resolve) => writer.write(key, value, resolve));
   const outcomes = await Promise.all([write('k', enc('slow')), write('other', enc('fast')), write('k', enc('fast')), write('k', null)]);
@@ -214,7 +226,10 @@ test('a restart keeps the stored plan of a module with no composition and retire
   await composer.idle();
   assert.equal(passes[0]!.held, ['n1.web']);
   assert.equal(passes[0]!.retired, ['n1.gone']);
-  assert.equal(sink.ended.map((e) => [e.op, e.key]), [['delete', 'n1.gone']]);
+  assert.equal(
+    sink.ended.map((e) => [e.op, e.key]),
+    [['delete', 'n1.gone']],
+  );
 });
 
 test('a composition deleted holds its plans; an assignment deleted retires its plan alone', async () => {
@@ -227,7 +242,10 @@ test('a composition deleted holds its plans; an assignment deleted retires its p
   feed('assignments', 'n2.web', null);
   await composer.idle();
   assert.equal(passes.at(-1)!.retired, ['n2.web']);
-  assert.equal(sink.ended.slice(before).map((e) => [e.op, e.key]), [['delete', 'n2.web']]);
+  assert.equal(
+    sink.ended.slice(before).map((e) => [e.op, e.key]),
+    [['delete', 'n2.web']],
+  );
 });
 
 test('the echo of its own write composes nothing; a plan changed by someone else is put right at the next pass', async () => {
@@ -244,7 +262,10 @@ test('the echo of its own write composes nothing; a plan changed by someone else
   feed('assignments', 'n0.web', assignment('n0', 'web', '/srv/web'));
   await composer.idle();
   assert.equal(passes.at(-1)!.composed, ['n0.web', 'n5.cache']);
-  assert.equal(sink.ended.slice(before).map((e) => e.key), ['n0.web', 'n5.cache']);
+  assert.equal(
+    sink.ended.slice(before).map((e) => e.key),
+    ['n0.web', 'n5.cache'],
+  );
 });
 
 test('a write the store refuses is tried again at the next pass, and the others go on', async () => {
@@ -294,11 +315,17 @@ test('a write that fails is tried again with no input change, the wait doubling 
   await composer.idle();
 
   assert.equal(passes.at(-1)!.failed, ['n4.db']);
-  assert.equal(timers.map((t) => t.ms), [100]);
+  assert.equal(
+    timers.map((t) => t.ms),
+    [100],
+  );
   await fire();
   assert.equal([passes.at(-1)!.composed, passes.at(-1)!.failed, timers.map((t) => t.ms)], [['n4.db'], ['n4.db'], [200]]);
   await fire();
-  assert.equal(timers.map((t) => t.ms), [300]);
+  assert.equal(
+    timers.map((t) => t.ms),
+    [300],
+  );
   await fire();
   assert.equal(passes.at(-1)!.written, ['n4.db']);
   assert.equal(timers, [], 'no try waits once the write went');
@@ -306,13 +333,19 @@ test('a write that fails is tried again with no input change, the wait doubling 
   // Four passes, one from an input change: the unpublished module is held for one pass, not said.
   assert.is(passes.length, 4);
   assert.ok(passes.every((p) => p.held.includes('n0.draft')));
-  assert.equal(sink.lines.filter((l) => l.reason.startsWith('held')), []);
+  assert.equal(
+    sink.lines.filter((l) => l.reason.startsWith('held')),
+    [],
+  );
 
   // The wait starts again from the first after a pass whose writes all went.
   refusals = 1;
   feed('assignments', 'n4.db', assignment('n4', 'db', '/srv/db'));
   await composer.idle();
-  assert.equal(timers.map((t) => t.ms), [100]);
+  assert.equal(
+    timers.map((t) => t.ms),
+    [100],
+  );
   composer.close();
   assert.equal(timers, [], 'closing drops the try waiting');
 });

@@ -32,7 +32,10 @@ function fakeApi() {
       const timeout = this.timeout;
       return new Promise<ConsumerInfo>((resolve, reject) => {
         creates.push({
-          name: config.name!, deliver: config.deliver_subject!, timeout, at: clock.now(),
+          name: config.name!,
+          deliver: config.deliver_subject!,
+          timeout,
+          at: clock.now(),
           made: () => resolve({ name: config.name!, config } as unknown as ConsumerInfo),
           lost: () => reject(new errors.TimeoutError()),
           refused: (why) => reject(new Error(why)),
@@ -49,7 +52,7 @@ function fakeApi() {
   return { clock, creates, deleted, internals, consumer };
 }
 
-const config = (serial: number): ConsumerConfig => ({ name: `oc_${serial}`, deliver_subject: `_INBOX.d.${serial}` } as ConsumerConfig);
+const config = (serial: number): ConsumerConfig => ({ name: `oc_${serial}`, deliver_subject: `_INBOX.d.${serial}` }) as ConsumerConfig;
 
 test('an unanswered create is hedged: another under its own name every 300 ms, at most three at once, the first made wins and a late one is deleted', async () => {
   const f = fakeApi();
@@ -57,9 +60,16 @@ test('an unanswered create is hedged: another under its own name every 300 ms, a
   hastenRemakes(f.consumer, 'watch w', { debug: (l) => lines.push(l) }, f.clock);
   const made = f.internals.consumer.api.add('KV_x', config(2));
   await f.clock.advance(REMAKE_HEDGE_MS * REMAKE_IN_FLIGHT + 200);
-  assert.equal(f.creates.map((c) => c.name), ['oc_2', 'oc_2_1', 'oc_2_2'], 'three in flight, no more');
+  assert.equal(
+    f.creates.map((c) => c.name),
+    ['oc_2', 'oc_2_1', 'oc_2_2'],
+    'three in flight, no more',
+  );
   assert.ok(f.creates.every((c) => c.deliver === '_INBOX.d.2' && c.timeout === REMAKE_TIMEOUT_MS));
-  assert.equal(f.creates.map((c) => c.at), [0, REMAKE_HEDGE_MS, 2 * REMAKE_HEDGE_MS]);
+  assert.equal(
+    f.creates.map((c) => c.at),
+    [0, REMAKE_HEDGE_MS, 2 * REMAKE_HEDGE_MS],
+  );
   // The first was placed on a server that is gone: its loss sends another at once.
   f.creates[0]!.lost();
   await flush();
@@ -91,7 +101,10 @@ test('an answered refusal goes to nats.js at once, which waits before its next r
   hastenRemakes(f.consumer, 'watch w', undefined, f.clock);
   const made = f.internals.consumer.api.add('KV_x', config(2));
   f.creates[0]!.refused('stream not found');
-  await made.then(() => assert.unreachable('made'), (err: Error) => assert.is(err.message, 'stream not found'));
+  await made.then(
+    () => assert.unreachable('made'),
+    (err: Error) => assert.is(err.message, 'stream not found'),
+  );
   await f.clock.advance(REMAKE_HEDGE_MS + 50);
   assert.is(f.creates.length, 1);
 });
@@ -108,7 +121,10 @@ test('a re-make replaced by a later reset never settles, sends nothing more, and
   await f.clock.advance(REMAKE_HEDGE_MS + 50);
   assert.not.ok(settled);
   assert.equal(f.deleted, ['oc_2']);
-  assert.equal(f.creates.map((c) => c.name), ['oc_2', 'oc_3']);
+  assert.equal(
+    f.creates.map((c) => c.name),
+    ['oc_2', 'oc_3'],
+  );
 });
 
 test('a stopped watch sends no more creates', async () => {

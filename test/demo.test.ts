@@ -39,7 +39,10 @@ function runDemo(args: string[], env: NodeJS.ProcessEnv = {}, whenPrinted?: [Reg
     }
   });
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  const term = setTimeout(() => { timedOut = true; child.kill('SIGTERM'); }, RUN_LIMIT_MS);
+  const term = setTimeout(() => {
+    timedOut = true;
+    child.kill('SIGTERM');
+  }, RUN_LIMIT_MS);
   const kill = setTimeout(() => child.kill('SIGKILL'), RUN_LIMIT_MS + 10_000);
   return new Promise((resolve) => {
     child.once('close', (code, signal) => {
@@ -91,9 +94,16 @@ test('the demo fills the sample module, takes a config change within a second, a
   const out = run.stdout;
   // The first fill: config and placement values, the secret filled by the engine, foreign text and escapes as written.
   for (const line of [
-    'worker_processes 2;', 'listen 8080;', 'server_name demo.example.org;', 'return 200 "hello from demo.example.org\\n";',
-    'access_log ${HOME}/log/web-access.log;', 'add_header X-Served-By ${host};', 'MODE=production', 'API_KEY=demo-api-key-4f1c9a',
-  ]) assert.ok(out.includes(line), `stdout lacks ${JSON.stringify(line)}:\n${out}`);
+    'worker_processes 2;',
+    'listen 8080;',
+    'server_name demo.example.org;',
+    'return 200 "hello from demo.example.org\\n";',
+    'access_log ${HOME}/log/web-access.log;',
+    'add_header X-Served-By ${host};',
+    'MODE=production',
+    'API_KEY=demo-api-key-4f1c9a',
+  ])
+    assert.ok(out.includes(line), `stdout lacks ${JSON.stringify(line)}:\n${out}`);
   assert.match(out, /web\.env \(mode 0640\)/);
   assert.match(out, /"state": "applied"/);
   assert.match(out, /says state "applied"/);
@@ -104,7 +114,10 @@ test('the demo fills the sample module, takes a config change within a second, a
   assert.ok(within, `no "within <n> ms" line:\n${out}`);
   assert.ok(Number(within![1]) < 1000, `the change took ${within![1]} ms`);
   // The collection: both contributors' items, in name order, each under its comment line.
-  assert.ok(out.includes('    # git\n    alias gs="git status"\n    alias gl="git log --oneline -20"\n    # tools\n    alias ll="ls -la"\n'), `no assembled zshrc:\n${out}`);
+  assert.ok(
+    out.includes('    # git\n    alias gs="git status"\n    alias gl="git log --oneline -20"\n    # tools\n    alias ll="ls -la"\n'),
+    `no assembled zshrc:\n${out}`,
+  );
   // The bindings: PostgreSQL made the role and database the consumer connects with.
   assert.match(out, /connected to PostgreSQL with it: current_user app_demo, database appdb/);
   assert.not.match(out, /\$\{config:|\$\{port:|\$\{secret:|\$\{collected:|\$\{bound:/, 'a placeholder was left unfilled');

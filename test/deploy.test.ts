@@ -104,8 +104,10 @@ test('each unit is exposed no more than deploy/README.md records (+0.1), and les
 });
 
 test('the exposure check sees a unit stripped of its hardening', () => {
-  const bare = unitText('mesh-provisioner-client.service').split('\n')
-    .filter((line) => /^(\[|Description=|Type=|ExecStart=|EnvironmentFile=|WantedBy=)/.test(line)).join('\n');
+  const bare = unitText('mesh-provisioner-client.service')
+    .split('\n')
+    .filter((line) => /^(\[|Description=|Type=|ExecStart=|EnvironmentFile=|WantedBy=)/.test(line))
+    .join('\n');
   const score = exposureOf('mesh-provisioner-client.service', bare);
   assert.ok(score > recordedExposure().get('mesh-provisioner-client.service')! + EXPOSURE_SLACK, `stripped: ${score}`);
 });
@@ -115,9 +117,17 @@ test('each unit has the hardening and the restart policy of the deployment, and 
     const text = unitText(unit);
     const want: Record<string, string> = {
       ExecStart: `/usr/bin/node /opt/mesh-provisioner/${bundle}.js`,
-      ProtectSystem: 'strict', NoNewPrivileges: 'yes', CapabilityBoundingSet: '', AmbientCapabilities: '',
-      Restart: 'on-failure', StartLimitIntervalSec: '300', StartLimitBurst: '5', SystemCallArchitectures: 'native',
-      ...(bundle === 'engine' ? { RestrictAddressFamilies: 'AF_UNIX' } : { Type: 'notify', NotifyAccess: 'all', UMask: '0077', RestrictAddressFamilies: 'AF_UNIX AF_INET AF_INET6' }),
+      ProtectSystem: 'strict',
+      NoNewPrivileges: 'yes',
+      CapabilityBoundingSet: '',
+      AmbientCapabilities: '',
+      Restart: 'on-failure',
+      StartLimitIntervalSec: '300',
+      StartLimitBurst: '5',
+      SystemCallArchitectures: 'native',
+      ...(bundle === 'engine'
+        ? { RestrictAddressFamilies: 'AF_UNIX' }
+        : { Type: 'notify', NotifyAccess: 'all', UMask: '0077', RestrictAddressFamilies: 'AF_UNIX AF_INET AF_INET6' }),
     };
     for (const [key, value] of Object.entries(want)) assert.equal(settings(text, key), [value], `${unit} ${key}=`);
     assert.equal(settings(text, 'SystemCallFilter')[0], '@system-service', unit);
@@ -136,7 +146,8 @@ test('every variable a unit or its example env file sets is one its program read
     const fromUnit = settings(unitText(unit), 'Environment').map((a) => a.split('=')[0]!);
     const fromExample = env ? [...readFileSync(join(SYSTEMD_DIR, env), 'utf8').matchAll(/^#?(MESH_\w+)=/gm)].map((m) => m[1]!) : [];
     assert.ok(fromUnit.length + fromExample.length > 0, unit);
-    for (const name of [...fromUnit, ...fromExample]) assert.ok(read.has(name), `${unit}: ${name} is not a variable of ${bundle}.js (it reads ${[...read].join(', ')})`);
+    for (const name of [...fromUnit, ...fromExample])
+      assert.ok(read.has(name), `${unit}: ${name} is not a variable of ${bundle}.js (it reads ${[...read].join(', ')})`);
   }
   assert.match(readFileSync(join(SYSTEMD_DIR, 'client.env.example'), 'utf8'), /^MESH_NODE=\S+$/m);
 });
@@ -148,8 +159,12 @@ test('the sysusers file makes the groups and users the units name, and systemd-s
   const sysusers = (input: string) => spawnSync('systemd-sysusers', [`--root=${root}`, '-'], { input, encoding: 'utf8' });
   const made = sysusers(readFileSync(join(SYSTEMD_DIR, 'mesh-provisioner.sysusers'), 'utf8'));
   assert.is(made.status, 0, made.stderr);
-  const groups = readFileSync(join(root, 'etc', 'group'), 'utf8').split('\n').map((l) => l.split(':')[0]);
-  const users = readFileSync(join(root, 'etc', 'passwd'), 'utf8').split('\n').map((l) => l.split(':')[0]);
+  const groups = readFileSync(join(root, 'etc', 'group'), 'utf8')
+    .split('\n')
+    .map((l) => l.split(':')[0]);
+  const users = readFileSync(join(root, 'etc', 'passwd'), 'utf8')
+    .split('\n')
+    .map((l) => l.split(':')[0]);
   for (const { unit } of UNITS) {
     const text = unitText(unit);
     for (const group of [...settings(text, 'Group'), ...settings(text, 'SupplementaryGroups')]) assert.ok(groups.includes(group), `${unit}: group ${group}`);

@@ -56,7 +56,10 @@ test('ask returns a resolved config value exactly as held, and placement; after 
     await m.setConfig('n1', 'web', 'level', 'debug');
     await waitFor('the changed value', () => seen.includes('debug'));
     watching.stop();
-    assert.equal(seen.filter((v) => v instanceof AskError), []);
+    assert.equal(
+      seen.filter((v) => v instanceof AskError),
+      [],
+    );
   }));
 
 test('an unassigned module, an unresolved key, a secret, a consumers credential, an unaskable kind and a malformed request each get {error} with the reason', () =>
@@ -92,8 +95,16 @@ test('a client restart says prov.changed for every module; an ask with a reply s
     const again = m.startClientProcess();
     try {
       await again.waitForLog(/client ready/);
-      await waitFor('notices for both modules', () => notices.some((n) => n.startsWith('prov.changed.n1.web {"kind":"config"}')) && notices.some((n) => n.startsWith('prov.changed.n1.api {"kind":"config"}')));
-      assert.ok(notices.every((n) => !n.includes('info')), 'never a value');
+      await waitFor(
+        'notices for both modules',
+        () =>
+          notices.some((n) => n.startsWith('prov.changed.n1.web {"kind":"config"}')) &&
+          notices.some((n) => n.startsWith('prov.changed.n1.api {"kind":"config"}')),
+      );
+      assert.ok(
+        notices.every((n) => !n.includes('info')),
+        'never a value',
+      );
       m.nc.publish(askSubject('n1'), jsonBytes({ module: 'web', kind: 'config', key: 'level' }), { reply: '$KV.mesh-provisioner_applied.n1.forged' });
       assert.is(await asker({ nc: m.nc, node: 'n1', module: 'web' }).ask('config', 'level'), 'info', 'asks from an inbox are still answered');
       assert.is(await m.kv.applied.get('n1.forged'), null);
@@ -103,16 +114,25 @@ test('a client restart says prov.changed for every module; an ask with a reply s
     }
   }));
 
-test('the SDK reads a client\'s reply and prov.changed within limits: a reply nested deep or not JSON is an AskError saying so; notices of 2 MB, nested deep or not JSON ask nothing', async () => {
+test("the SDK reads a client's reply and prov.changed within limits: a reply nested deep or not JSON is an AskError saying so; notices of 2 MB, nested deep or not JSON ask nothing", async () => {
   const server = await startNats('max_payload: 4194304');
   const nc = await connectBus({ servers: [server.url], name: 'test' });
   try {
     // A stand-in for the node's client whose replies are set by the test; it counts the asks.
     let answer = '{"value":"v1"}';
     let asks = 0;
-    const sub = nc.subscribe(askSubject('n1'), { callback: (_e, msg) => { asks++; msg.respond(new TextEncoder().encode(answer)); } });
+    const sub = nc.subscribe(askSubject('n1'), {
+      callback: (_e, msg) => {
+        asks++;
+        msg.respond(new TextEncoder().encode(answer));
+      },
+    });
     const web = asker({ nc, node: 'n1', module: 'web' });
-    const failure = async () => web.ask('config', 'level').then(() => undefined, (err: unknown) => err);
+    const failure = async () =>
+      web.ask('config', 'level').then(
+        () => undefined,
+        (err: unknown) => err,
+      );
     answer = '{"value":' + '['.repeat(100) + ']'.repeat(100) + '}';
     const deep = await failure();
     assert.instance(deep, AskError);
@@ -132,7 +152,8 @@ test('the SDK reads a client\'s reply and prov.changed within limits: a reply ne
       jsonBytes({ kind: 'config', key: 'level', pad: 'x'.repeat(2 * 1024 * 1024) }),
       text('{"kind":"config","key":' + '['.repeat(100) + ']'.repeat(100) + '}'),
       text('{"kind":"config"'),
-    ]) nc.publish(changedSubject('n1', 'web'), data);
+    ])
+      nc.publish(changedSubject('n1', 'web'), data);
     answer = '{"value":"v2"}';
     nc.publish(changedSubject('n1', 'web'), jsonBytes({ kind: 'config', key: 'level' }));
     await waitFor('the changed value', () => seen.includes('v2'));

@@ -94,7 +94,13 @@ test('unbinding: the consumer unassigned leaves the consumers file empty; a cons
       });
       await m.assign('a', module);
     }
-    await waitFor('cli served, api left out', () => entries(m, consumersFile)?.map((e) => e.module).join() === 'cli,web');
+    await waitFor(
+      'cli served, api left out',
+      () =>
+        entries(m, consumersFile)
+          ?.map((e) => e.module)
+          .join() === 'cli,web',
+    );
     assert.ok(m.node('b').log.lines.some((l) => l.includes('pair/postgres/database/a/api left out: sealed elsewhere')));
     await m.unassign('a', 'web');
     await m.unassign('a', 'cli');
@@ -102,37 +108,43 @@ test('unbinding: the consumer unassigned leaves the consumers file empty; a cons
   }));
 
 test('mesh-vault.changed: notices of 2 MB, nested 100 deep, with a name not a string, or not JSON are ignored, the first said at warn; the client goes on and a valid notice still asks again', () =>
-  withBindings(async ({ m, vault, consumersFile }) => {
-    await waitFor('the consumers file', () => entries(m, consumersFile)?.[0]?.credential === 'cred-one');
-    // A value the vault holds and has not said: a notice that made the client ask would bring it in.
-    vault.set(PAIR, 'cred-unsaid');
-    const asked = vault.asked.length;
-    const text = (t: string) => new TextEncoder().encode(t);
-    const notices = [
-      jsonBytes({ name: PAIR, pad: 'x'.repeat(2 * 1024 * 1024) }),
-      text('{"name":' + '['.repeat(100) + ']'.repeat(100) + '}'),
-      jsonBytes({ name: 42 }),
-      text(`{"name":"${PAIR}"`),
-    ];
-    for (const data of notices) m.nc.publish(VAULT_CHANGED, data);
-    await m.nc.flush();
-    const provider = m.node('b').log.lines;
-    const said = () => provider.filter((l) => l.includes('mesh-vault.changed: a notice out of shape ignored'));
-    await waitFor('four notices said out of shape', () => said().length === 4);
-    assert.match(said()[0]!, / warn mesh-vault\.changed: a notice out of shape ignored \(2097\d+ bytes, past the limit of 4096 bytes\); any more are said at debug$/);
-    assert.match(said()[1]!, / debug .*\(nested deeper than 4 levels\); 2 so far$/);
-    assert.match(said()[2]!, / debug .*\(field "name" is not a string\); 3 so far$/);
-    assert.match(said()[3]!, / debug .*\(not JSON\); 4 so far$/);
-    assert.is(vault.asked.length, asked, 'no notice out of shape made the client ask the vault');
-    assert.is(entries(m, consumersFile)?.[0]?.credential, 'cred-one');
+  withBindings(
+    async ({ m, vault, consumersFile }) => {
+      await waitFor('the consumers file', () => entries(m, consumersFile)?.[0]?.credential === 'cred-one');
+      // A value the vault holds and has not said: a notice that made the client ask would bring it in.
+      vault.set(PAIR, 'cred-unsaid');
+      const asked = vault.asked.length;
+      const text = (t: string) => new TextEncoder().encode(t);
+      const notices = [
+        jsonBytes({ name: PAIR, pad: 'x'.repeat(2 * 1024 * 1024) }),
+        text('{"name":' + '['.repeat(100) + ']'.repeat(100) + '}'),
+        jsonBytes({ name: 42 }),
+        text(`{"name":"${PAIR}"`),
+      ];
+      for (const data of notices) m.nc.publish(VAULT_CHANGED, data);
+      await m.nc.flush();
+      const provider = m.node('b').log.lines;
+      const said = () => provider.filter((l) => l.includes('mesh-vault.changed: a notice out of shape ignored'));
+      await waitFor('four notices said out of shape', () => said().length === 4);
+      assert.match(
+        said()[0]!,
+        / warn mesh-vault\.changed: a notice out of shape ignored \(2097\d+ bytes, past the limit of 4096 bytes\); any more are said at debug$/,
+      );
+      assert.match(said()[1]!, / debug .*\(nested deeper than 4 levels\); 2 so far$/);
+      assert.match(said()[2]!, / debug .*\(field "name" is not a string\); 3 so far$/);
+      assert.match(said()[3]!, / debug .*\(not JSON\); 4 so far$/);
+      assert.is(vault.asked.length, asked, 'no notice out of shape made the client ask the vault');
+      assert.is(entries(m, consumersFile)?.[0]?.credential, 'cred-one');
 
-    await vault.rotate(PAIR, 'cred-two');
-    await waitFor('the rotated credential', () => entries(m, consumersFile)?.[0]?.credential === 'cred-two');
-    assert.ok(vault.asked.length > asked, 'a valid notice asks again');
-    await m.publish('after', { templates: { t: 'ok\n' }, provisioning: { files: [{ path: '${dir:config}/t', template: 't' }] } });
-    await m.assign('b', 'after');
-    await m.waitReport('b', 'after', (r) => r.state === 'applied');
-  }, { natsConfig: 'max_payload: 4194304' }));
+      await vault.rotate(PAIR, 'cred-two');
+      await waitFor('the rotated credential', () => entries(m, consumersFile)?.[0]?.credential === 'cred-two');
+      assert.ok(vault.asked.length > asked, 'a valid notice asks again');
+      await m.publish('after', { templates: { t: 'ok\n' }, provisioning: { files: [{ path: '${dir:config}/t', template: 't' }] } });
+      await m.assign('b', 'after');
+      await m.waitReport('b', 'after', (r) => r.state === 'applied');
+    },
+    { natsConfig: 'max_payload: 4194304' },
+  ));
 
 test('${consumers:…} in a module whose plan does not provide it fails; no credential is in any bucket, report, need or log line', () =>
   withBindings(async ({ m, vault, consumersFile }) => {
@@ -147,7 +159,14 @@ test('${consumers:…} in a module whose plan does not provide it fails; no cred
     await vault.rotate(PAIR, 'cred-rotated');
     await waitFor('the rotation', () => entries(m, consumersFile)?.[0]?.credential === 'cred-rotated');
     const seen: string[] = [];
-    for (const bucket of ['mesh-provisioner_plans', 'mesh-provisioner_needs', 'mesh-provisioner_applied', 'mesh-provisioner_collect', 'postgres_bound', 'mesh-config_resolved']) {
+    for (const bucket of [
+      'mesh-provisioner_plans',
+      'mesh-provisioner_needs',
+      'mesh-provisioner_applied',
+      'mesh-provisioner_collect',
+      'postgres_bound',
+      'mesh-config_resolved',
+    ]) {
       for (const value of (await readAll(m.nc, bucket)).values()) seen.push(new TextDecoder().decode(value));
     }
     const logs = [...m.log.lines, ...m.node('b').log.lines, ...m.engineLog.lines, ...m.node('b').engineLog.lines];
@@ -160,11 +179,22 @@ test('${consumers:…} in a module whose plan does not provide it fails; no cred
 /** A plan of node c planted straight in the plans bucket (its assignment kept, its composition missing, so the seat holds it), binding `postgres` on b. */
 async function plantConsumer(m: Mesh, module: string, local: string): Promise<void> {
   await m.kv.assignments.put(`c.${module}`, JSON.stringify({ node: 'c', module, placement: {} }));
-  await m.kv.plans.put(`c.${module}`, jsonBytes({
-    node: 'c', module, build: '1', archive: { ref: 'obj://mesh-catalog_archives/none.tar', digest: 'sha256:' + 'a'.repeat(64) },
-    files: [], placement: {}, secrets: [], provides: [], items: [], collections: [],
-    provisions: [{ provider: 'postgres', provision: 'database', node: 'b', local }],
-  }));
+  await m.kv.plans.put(
+    `c.${module}`,
+    jsonBytes({
+      node: 'c',
+      module,
+      build: '1',
+      archive: { ref: 'obj://mesh-catalog_archives/none.tar', digest: 'sha256:' + 'a'.repeat(64) },
+      files: [],
+      placement: {},
+      secrets: [],
+      provides: [],
+      items: [],
+      collections: [],
+      provisions: [{ provider: 'postgres', provision: 'database', node: 'b', local }],
+    }),
+  );
 }
 
 test('a planted plan of another node whose local climbs out of its vault name is never asked of the vault; a good one planted after it is served', () =>
@@ -174,8 +204,18 @@ test('a planted plan of another node whose local climbs out of its vault name is
     await plantConsumer(m, 'evil', '../../../../../module/victim/api-key');
     await plantConsumer(m, 'good', 'main');
     // The good plan is later in the stream than the evil one: once it is served, the evil one was read.
-    await waitFor('the good consumer served', () => entries(m, consumersFile)?.map((e) => e.module).join() === 'web,good');
-    assert.equal(vault.asked.filter((name) => name.split('/').some((s) => s === '..' || s === '.' || s === '')), [], 'a name out of its grammar was asked');
+    await waitFor(
+      'the good consumer served',
+      () =>
+        entries(m, consumersFile)
+          ?.map((e) => e.module)
+          .join() === 'web,good',
+    );
+    assert.equal(
+      vault.asked.filter((name) => name.split('/').some((s) => s === '..' || s === '.' || s === '')),
+      [],
+      'a name out of its grammar was asked',
+    );
     assert.ok(vault.asked.includes('pair/postgres/database/c/good/main'));
     assert.not.ok(entries(m, consumersFile)!.some((e) => e.module === 'evil'));
   }));

@@ -18,44 +18,69 @@ const SERVED = { as: 'c_a', user: 'c_a', values: { database: 'db', port: 5432 } 
 /** Each consumer module with the entry planted for it, and what its report must say (null: applied). */
 const CASES: { module: string; entry: unknown; reason: RegExp | null }[] = [
   { module: 'good', entry: SERVED, reason: null },
-  { module: 'both', entry: { ...SERVED, refused: 'not served' }, reason: /postgres_bound a\.both\.database: the provider's entry is out of shape: field "as" is not allowed beside "refused"/ },
-  { module: 'object', entry: { ...SERVED, values: { database: 'db', port: { number: 5432 } } }, reason: /postgres_bound a\.object\.database: .*field "values\.port" is neither a string nor a number/ },
-  { module: 'list', entry: { ...SERVED, values: { database: ['db'], port: 5432 } }, reason: /postgres_bound a\.list\.database: .*field "values\.database" is neither a string nor a number/ },
+  {
+    module: 'both',
+    entry: { ...SERVED, refused: 'not served' },
+    reason: /postgres_bound a\.both\.database: the provider's entry is out of shape: field "as" is not allowed beside "refused"/,
+  },
+  {
+    module: 'object',
+    entry: { ...SERVED, values: { database: 'db', port: { number: 5432 } } },
+    reason: /postgres_bound a\.object\.database: .*field "values\.port" is neither a string nor a number/,
+  },
+  {
+    module: 'list',
+    entry: { ...SERVED, values: { database: ['db'], port: 5432 } },
+    reason: /postgres_bound a\.list\.database: .*field "values\.database" is neither a string nor a number/,
+  },
   { module: 'extra', entry: { ...SERVED, password: 'p' }, reason: /postgres_bound a\.extra\.database: .*field "password" is not a field of a served entry/ },
-  { module: 'refusedextra', entry: { refused: 'no', values: SERVED.values }, reason: /postgres_bound a\.refusedextra\.database: .*field "values" is not allowed beside "refused"/ },
+  {
+    module: 'refusedextra',
+    entry: { refused: 'no', values: SERVED.values },
+    reason: /postgres_bound a\.refusedextra\.database: .*field "values" is not allowed beside "refused"/,
+  },
   { module: 'novalues', entry: { as: 'c_a', user: 'c_a' }, reason: /postgres_bound a\.novalues\.database: .*field "values" is missing/ },
   { module: 'refused', entry: { refused: 'database taken' }, reason: /postgres_bound a\.refused\.database: the provider refused: database taken/ },
 ];
 
 test('the client bundle uses only well-shaped bound entries; each other one fails its consumer naming bucket, key, field and what is wrong', () =>
-  withMesh(async (m) => {
-    const bound = await ensureKv(m.nc, 'postgres_bound', 1);
-    for (const { module, entry } of CASES) {
-      await m.publish(module, {
-        templates: { 'db.conf': 'database=${bound:database:database}\nport=${bound:database:port}\n' },
-        provisioning: {
-          files: [{ path: '${dir:config}/db.conf', template: 'db.conf' }],
-          provisions: [{ provider: 'postgres', provision: 'database', node: 'b' }],
-        },
-      });
-      await bound.put(boundKey('a', module, 'database'), jsonBytes(entry));
-      await m.assign('a', module);
-    }
-    const client = m.startClientProcess();
-    try {
-      for (const { module, reason } of CASES) {
-        const report = await m.waitReport('a', module, (r) => r.state === (reason ? 'failed' : 'applied'), 20_000).catch((err: Error) => {
-          throw new Error(`${module}: ${err.message}; client stderr: ${client.stderr().slice(-2000)}`);
+  withMesh(
+    async (m) => {
+      const bound = await ensureKv(m.nc, 'postgres_bound', 1);
+      for (const { module, entry } of CASES) {
+        await m.publish(module, {
+          templates: { 'db.conf': 'database=${bound:database:database}\nport=${bound:database:port}\n' },
+          provisioning: {
+            files: [{ path: '${dir:config}/db.conf', template: 'db.conf' }],
+            provisions: [{ provider: 'postgres', provision: 'database', node: 'b' }],
+          },
         });
-        if (reason) assert.match(report.reason ?? '', reason, module);
-        else assert.is(m.file(join(m.root, 'etc', module, 'db.conf')), 'database=db\nport=5432\n');
+        await bound.put(boundKey('a', module, 'database'), jsonBytes(entry));
+        await m.assign('a', module);
       }
-      assert.match(client.stderr(), /postgres_bound a\.both\.database: the provider's entry is out of shape: field "as" is not allowed beside "refused"/, 'the entry is said in the log too');
-      assert.is(m.file(join(m.root, 'etc', 'both', 'db.conf')), undefined, 'an entry holding refused was used as served');
-      assert.is(m.file(join(m.root, 'etc', 'object', 'db.conf')), undefined, 'an object value was written as JSON text');
-    } finally {
-      client.kill();
-    }
-  }, { node: 'a' }));
+      const client = m.startClientProcess();
+      try {
+        for (const { module, reason } of CASES) {
+          const report = await m
+            .waitReport('a', module, (r) => r.state === (reason ? 'failed' : 'applied'), 20_000)
+            .catch((err: Error) => {
+              throw new Error(`${module}: ${err.message}; client stderr: ${client.stderr().slice(-2000)}`);
+            });
+          if (reason) assert.match(report.reason ?? '', reason, module);
+          else assert.is(m.file(join(m.root, 'etc', module, 'db.conf')), 'database=db\nport=5432\n');
+        }
+        assert.match(
+          client.stderr(),
+          /postgres_bound a\.both\.database: the provider's entry is out of shape: field "as" is not allowed beside "refused"/,
+          'the entry is said in the log too',
+        );
+        assert.is(m.file(join(m.root, 'etc', 'both', 'db.conf')), undefined, 'an entry holding refused was used as served');
+        assert.is(m.file(join(m.root, 'etc', 'object', 'db.conf')), undefined, 'an object value was written as JSON text');
+      } finally {
+        client.kill();
+      }
+    },
+    { node: 'a' },
+  ));
 
 test.run();

@@ -68,7 +68,11 @@ test('the client takes every setting from the environment when no flag is given'
   const m = await startMesh();
   const dir = copyBundleAlone('client');
   const client = startBundle('node', dir, 'client', [], {
-    MESH_NODE: 'n1', MESH_NATS_URL: m.nats.url, MESH_FILL_SOCKET: m.socketPath, MESH_CACHE_DIR: m.cacheDir, MESH_SETTLE_MS: '0',
+    MESH_NODE: 'n1',
+    MESH_NATS_URL: m.nats.url,
+    MESH_FILL_SOCKET: m.socketPath,
+    MESH_CACHE_DIR: m.cacheDir,
+    MESH_SETTLE_MS: '0',
   });
   try {
     await m.publish('web', {

@@ -25,7 +25,11 @@ async function contributor(m: Mesh, name: string, alias = name): Promise<void> {
 }
 
 /** The collector: one file assembling the zsh collection, reloaded on change. */
-async function collector(m: Mesh, template = '# zshrc\n${collected:shell:zsh:normal}# end\n', collections: unknown[] = [{ name: ZSH, comment: '#' }]): Promise<string> {
+async function collector(
+  m: Mesh,
+  template = '# zshrc\n${collected:shell:zsh:normal}# end\n',
+  collections: unknown[] = [{ name: ZSH, comment: '#' }],
+): Promise<string> {
   await m.publish('rc', {
     templates: { zshrc: template },
     provisioning: { files: [{ path: '${dir:config}/zshrc', template: 'zshrc', change: 'reload' }], collections },
@@ -129,9 +133,13 @@ test('the verb reads items back by the collection’s name, and a restarted clie
     await m.startClient();
     await waitFor('both items', async () => (await collect.get('n1.shell=3Azsh=3Anormal.api'))?.operation === 'PUT');
     const reply = (await m.nc.request(PROVISIONING_VERB, jsonBytes({ what: 'collect', node: 'n1', collection: ZSH }), { timeout: 5000 })).json<VerbReply>();
-    assert.equal(reply.entries.map((e) => [e.key, (e.value as { collection: string }).collection]), [
-      ['n1.shell=3Azsh=3Anormal.api', ZSH], ['n1.shell=3Azsh=3Anormal.web', ZSH],
-    ]);
+    assert.equal(
+      reply.entries.map((e) => [e.key, (e.value as { collection: string }).collection]),
+      [
+        ['n1.shell=3Azsh=3Anormal.api', ZSH],
+        ['n1.shell=3Azsh=3Anormal.web', ZSH],
+      ],
+    );
     await m.stopClient();
     await m.unassign('n1', 'web');
     await waitFor('the plan retired', async () => (await m.kv.plans.get('n1.web'))?.operation !== 'PUT');

@@ -37,25 +37,28 @@ function engineFills(m: Mesh, module: string) {
 }
 
 test('a module is filled, written by the engine with its secret, and reported applied', () =>
-  withMesh(async (m) => {
-    // The secret is there before the engine watches the dir: a secret written later knocks, and the
-    // fill of that knock would report the files `unchanged` in place of the first fill's `written`.
-    m.secret('module/web/api-key', 's3cret\n');
-    await m.startEngine();
-    await m.publish('web', WEB);
-    await m.setConfig('n1', 'web', 'db.host', 'db.internal');
-    await m.setConfig('n1', 'web', 'mode', 'production');
-    await m.assign('n1', 'web');
-    await m.startClient();
-    const report = await m.waitReport('n1', 'web', (r) => r.state === 'applied');
-    assert.is(m.file(confPath(m, 'web', 'web.conf')), 'listen 8080\nhost db.internal\nkey s3cret\n# keep ${HOME} and ${config:x}\n');
-    assert.is(m.file(confPath(m, 'web', 'web.env')), 'MODE=production\n');
-    assert.equal(report.files.map((f) => f.action).sort(), ['written', 'written']);
-    assert.ok(report.files.every((f) => /^sha256:[0-9a-f]{64}$/.test(f.digest)));
-    assert.equal(m.journal().map(action), ['restart web']);
-    const need = await m.kv.needs.get('n1.web.config.db=2Ehost');
-    assert.equal(need?.json(), { node: 'n1', module: 'web', kind: 'config', name: 'db.host', files: [confPath(m, 'web', 'web.conf')], met: true });
-  }, { engine: false }));
+  withMesh(
+    async (m) => {
+      // The secret is there before the engine watches the dir: a secret written later knocks, and the
+      // fill of that knock would report the files `unchanged` in place of the first fill's `written`.
+      m.secret('module/web/api-key', 's3cret\n');
+      await m.startEngine();
+      await m.publish('web', WEB);
+      await m.setConfig('n1', 'web', 'db.host', 'db.internal');
+      await m.setConfig('n1', 'web', 'mode', 'production');
+      await m.assign('n1', 'web');
+      await m.startClient();
+      const report = await m.waitReport('n1', 'web', (r) => r.state === 'applied');
+      assert.is(m.file(confPath(m, 'web', 'web.conf')), 'listen 8080\nhost db.internal\nkey s3cret\n# keep ${HOME} and ${config:x}\n');
+      assert.is(m.file(confPath(m, 'web', 'web.env')), 'MODE=production\n');
+      assert.equal(report.files.map((f) => f.action).sort(), ['written', 'written']);
+      assert.ok(report.files.every((f) => /^sha256:[0-9a-f]{64}$/.test(f.digest)));
+      assert.equal(m.journal().map(action), ['restart web']);
+      const need = await m.kv.needs.get('n1.web.config.db=2Ehost');
+      assert.equal(need?.json(), { node: 'n1', module: 'web', kind: 'config', name: 'db.host', files: [confPath(m, 'web', 'web.conf')], met: true });
+    },
+    { engine: false },
+  ));
 
 test('five config keys changed together rewrite the file once and restart once', () =>
   withMesh(async (m) => {
@@ -94,7 +97,10 @@ test('a missing value gives waiting naming it, while the module’s other file i
     assert.equal(r.waiting, [{ kind: 'config', name: 'db.host', files: [confPath(m, 'web', 'web.conf')] }]);
     assert.is(m.file(confPath(m, 'web', 'web.env')), 'MODE=dev\n');
     assert.is(m.file(confPath(m, 'web', 'web.conf')), undefined);
-    assert.equal(r.files.map((f) => f.path), [confPath(m, 'web', 'web.env')]);
+    assert.equal(
+      r.files.map((f) => f.path),
+      [confPath(m, 'web', 'web.env')],
+    );
     const need = await m.kv.needs.get('n1.web.config.db=2Ehost');
     assert.is((need?.json() as { met: boolean }).met, false);
     await m.setConfig('n1', 'web', 'db.host', 'h');

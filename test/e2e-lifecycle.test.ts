@@ -51,7 +51,11 @@ test('an owned file edited on disk is put back after a knock', () =>
 test('an unassigned module reports removed, and its needs and report go', () =>
   withApplied(['web', 'db'], async (m) => {
     const seen: Report[] = [];
-    m.nc.subscribe('prov.applied.n1.web', { callback: (_e, msg) => { seen.push(msg.json() as Report); } });
+    m.nc.subscribe('prov.applied.n1.web', {
+      callback: (_e, msg) => {
+        seen.push(msg.json() as Report);
+      },
+    });
     assert.ok(await m.kv.needs.get('n1.web.config.level'));
     await m.unassign('n1', 'web');
     await waitFor('removed published', () => seen.some((r) => r.state === 'removed'));
@@ -89,9 +93,18 @@ test('after nats-server is stopped (SIGTERM) and restarted, the client resumes a
     await m.nats.stop();
     await m.nats.restart();
     await waitFor('the bus back', () => m.log.lines.some((l) => l.includes('bus back: filling 1 module(s) again')), 20_000);
-    await waitFor('a put through the restarted bus', async () => {
-      try { await m.setConfig('n1', 'web', 'level', 'after-restart'); return true; } catch { return false; }
-    }, 20_000);
+    await waitFor(
+      'a put through the restarted bus',
+      async () => {
+        try {
+          await m.setConfig('n1', 'web', 'level', 'after-restart');
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      20_000,
+    );
     await waitFor('the new value on disk', () => m.file(conf(m, 'web'))?.includes('level after-restart'), 40_000);
     await m.waitReport('n1', 'web', (r) => r.state === 'applied');
   }));
@@ -110,7 +123,10 @@ test('needs of a module whose plan went while its client was down are deleted wh
     await m.startClient();
     await waitFor('web’s needs deleted', async () => !(await holdsNeed(m, 'n1.web.config.level')) && !(await holdsNeed(m, 'n1.web.port.http')), 5000);
     assert.ok(await holdsNeed(m, 'n1.db.config.level'), 'a planned module keeps its needs');
-    assert.ok(m.log.lines.some((l) => l.includes('mesh-provisioner_needs: needs and report of web, which has no plan on n1, deleted')), m.log.lines.join('\n'));
+    assert.ok(
+      m.log.lines.some((l) => l.includes('mesh-provisioner_needs: needs and report of web, which has no plan on n1, deleted')),
+      m.log.lines.join('\n'),
+    );
   }));
 
 test('a need a plan’s new build no longer names is deleted by the module’s first fill after a restart', () =>
@@ -138,11 +154,15 @@ test('two hundred modules on one node all reach applied', async () => {
       await m.assign('n1', n);
     }
     await m.startClient();
-    await waitFor('200 applied', async () => {
-      let applied = 0;
-      for (const n of names) if ((await m.report('n1', n))?.state === 'applied') applied++;
-      return applied === 200;
-    }, 60_000);
+    await waitFor(
+      '200 applied',
+      async () => {
+        let applied = 0;
+        for (const n of names) if ((await m.report('n1', n))?.state === 'applied') applied++;
+        return applied === 200;
+      },
+      60_000,
+    );
     assert.is(m.file(join(m.root, 'etc', 'm199', 'm199.conf')), 'name shared\nport 8080\nlevel m199\n');
   } finally {
     await m.close();

@@ -18,7 +18,15 @@ import { waitFor } from './helpers/wait.ts';
 const PAIR = 'pair/postgres/database/a/web';
 const ROTATIONS = Number(process.env['MESH_ROTATIONS'] ?? 20);
 
-type World = { m: Mesh; db: Postgres; vault: Vault; provider: ProviderHandle; adapter: PostgresAdapter; providerLog: ReturnType<typeof memoryLogger>; dbConf: string };
+type World = {
+  m: Mesh;
+  db: Postgres;
+  vault: Vault;
+  provider: ProviderHandle;
+  adapter: PostgresAdapter;
+  providerLog: ReturnType<typeof memoryLogger>;
+  dbConf: string;
+};
 
 let db: Postgres;
 test.before(async () => {
@@ -43,7 +51,10 @@ async function withWorld(fn: (w: World) => Promise<void>): Promise<void> {
       provisioning: { files: [{ path: '${dir:config}/consumers.json', template: 'consumers.json' }], provides: [{ provision: 'database' }] },
     });
     await m.publish('web', {
-      templates: { 'db.conf': 'user=${bound:database:user}\ndatabase=${bound:database:database}\nhost=${bound:database:host}\nport=${bound:database:port}\npassword=${secret:db-password}\n' },
+      templates: {
+        'db.conf':
+          'user=${bound:database:user}\ndatabase=${bound:database:database}\nhost=${bound:database:host}\nport=${bound:database:port}\npassword=${secret:db-password}\n',
+      },
       provisioning: {
         files: [{ path: '${dir:config}/db.conf', template: 'db.conf', change: 'restart' }],
         provisions: [{ provider: 'postgres', provision: 'database', node: 'b', name: 'db-password', values: { name: 'webdb' } }],
@@ -54,8 +65,14 @@ async function withWorld(fn: (w: World) => Promise<void>): Promise<void> {
     await b.startClient();
     await m.startClient();
     provider = runProvider({
-      nc: m.nc, provider: 'postgres', provision: 'database', adapter, log: providerLog, recheckMs: 300,
-      consumersFile: join(b.root, 'etc', 'postgres', 'consumers.json'), retry: { firstMs: 100, maxMs: 1000 },
+      nc: m.nc,
+      provider: 'postgres',
+      provision: 'database',
+      adapter,
+      log: providerLog,
+      recheckMs: 300,
+      consumersFile: join(b.root, 'etc', 'postgres', 'consumers.json'),
+      retry: { firstMs: 100, maxMs: 1000 },
     });
     await fn({ m, db, vault, provider, adapter, providerLog, dbConf: join(m.root, 'etc', 'web', 'db.conf') });
   } finally {
@@ -68,7 +85,12 @@ async function withWorld(fn: (w: World) => Promise<void>): Promise<void> {
 
 /** The consumer's connection settings as its engine wrote them. */
 function settings(path: string): Record<string, string> {
-  return Object.fromEntries(readFileSync(path, 'utf8').trim().split('\n').map((l) => l.split('=', 2) as [string, string]));
+  return Object.fromEntries(
+    readFileSync(path, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => l.split('=', 2) as [string, string]),
+  );
 }
 
 /** Whether a login with these settings reaches the database (the error's code when not). */
@@ -128,9 +150,13 @@ test(`rotation fans out: after each of ${ROTATIONS} rotations the new password w
       times.push(Date.now() - started);
     }
     await waitFor('the consumer’s file holds the last credential', () => settings(dbConf)['password']?.startsWith(`rotated-${ROTATIONS - 1}-`)).catch((err) => {
-      throw new Error(`${(err as Error).message}; file: ${settings(dbConf)['password']}; client: ${m.log.lines.slice(-12).join(' | ')}; engine: ${m.engineLog.lines.slice(-12).join(' | ')}`);
+      throw new Error(
+        `${(err as Error).message}; file: ${settings(dbConf)['password']}; client: ${m.log.lines.slice(-12).join(' | ')}; engine: ${m.engineLog.lines.slice(-12).join(' | ')}`,
+      );
     });
-    console.log(`postgres: mesh-vault.changed → new password works and old fails: p50 ${median(times)} ms, max ${Math.max(...times)} ms over ${ROTATIONS} rotations`);
+    console.log(
+      `postgres: mesh-vault.changed → new password works and old fails: p50 ${median(times)} ms, max ${Math.max(...times)} ms over ${ROTATIONS} rotations`,
+    );
   }));
 
 test('unbinding drops the role and database; a refusal fails the consumer with the reason; drift is repaired', () =>
@@ -139,17 +165,27 @@ test('unbinding drops the role and database; a refusal fails the consumer with t
     await m.waitReport('a', 'web', (r) => r.state === 'applied', 20_000);
     // Drift: the role and its database dropped behind the provider's back. The provider may repair
     // the database between the two statements (then owned by the role again): drop both until it holds.
-    await waitFor('the role and database dropped by hand', async () => {
-      await admin('DROP DATABASE IF EXISTS webdb WITH (FORCE)');
-      return admin('DROP ROLE IF EXISTS web_a').then(() => true, (err: Error) => (/depend on it/.test(err.message) ? false : Promise.reject(err)));
-    }, 10_000);
+    await waitFor(
+      'the role and database dropped by hand',
+      async () => {
+        await admin('DROP DATABASE IF EXISTS webdb WITH (FORCE)');
+        return admin('DROP ROLE IF EXISTS web_a').then(
+          () => true,
+          (err: Error) => (/depend on it/.test(err.message) ? false : Promise.reject(err)),
+        );
+      },
+      10_000,
+    );
     await waitFor('the role made again', async () => (await admin("select 1 from pg_roles where rolname = 'web_a'")).rowCount === 1, 10_000);
     await waitFor('the database made again', async () => (await admin("select 1 from pg_database where datname = 'webdb'")).rowCount === 1, 10_000);
 
     vault.set('pair/postgres/database/a/bad', 'cred-bad');
     await m.publish('bad', {
       templates: { t: 'u=${bound:database:user}\n' },
-      provisioning: { files: [{ path: '${dir:config}/t', template: 't' }], provisions: [{ provider: 'postgres', provision: 'database', node: 'b', values: { name: 'x; drop' } }] },
+      provisioning: {
+        files: [{ path: '${dir:config}/t', template: 't' }],
+        provisions: [{ provider: 'postgres', provision: 'database', node: 'b', values: { name: 'x; drop' } }],
+      },
     });
     await m.assign('a', 'bad');
     const refused = await m.waitReport('a', 'bad', (r) => r.state === 'failed', 20_000);
@@ -168,7 +204,15 @@ test('no credential value is in any bucket or any log line after a run', () =>
     await vault.rotate(PAIR, 'second-credential-value');
     await waitFor('the rotation reached the consumer', () => settings(dbConf)['password'] === 'second-credential-value', 15_000);
     const values: string[] = [];
-    for (const bucket of ['mesh-provisioner_plans', 'mesh-provisioner_needs', 'mesh-provisioner_applied', 'mesh-provisioner_collect', 'postgres_bound', 'mesh-config_resolved', 'mesh-provisioner_registry']) {
+    for (const bucket of [
+      'mesh-provisioner_plans',
+      'mesh-provisioner_needs',
+      'mesh-provisioner_applied',
+      'mesh-provisioner_collect',
+      'postgres_bound',
+      'mesh-config_resolved',
+      'mesh-provisioner_registry',
+    ]) {
       for (const [key, value] of await readAll(m.nc, bucket)) values.push(key, new TextDecoder().decode(value));
     }
     const b = m.node('b');

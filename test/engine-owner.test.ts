@@ -22,7 +22,8 @@ function makeUser(): { name: string; remove(): void } {
     return { name: TEST_USER, remove: () => execFileSync('userdel', [TEST_USER], { stdio: 'pipe' }) };
   } catch (err) {
     // Left over from a run killed before its userdel: the user is there all the same.
-    if (findUser(readFileSync('/etc/passwd', 'utf8'), TEST_USER)) return { name: TEST_USER, remove: () => execFileSync('userdel', [TEST_USER], { stdio: 'pipe' }) };
+    if (findUser(readFileSync('/etc/passwd', 'utf8'), TEST_USER))
+      return { name: TEST_USER, remove: () => execFileSync('userdel', [TEST_USER], { stdio: 'pipe' }) };
     console.log(`# useradd unavailable (${(err as Error).message.split('\n')[0]}): using nobody`);
     return { name: 'nobody', remove: () => {} };
   }

@@ -60,7 +60,12 @@ function actions(reply: FillReply): string[] {
 
 /** The journal's lines without their times. */
 function journal(r: Rig): string[] {
-  return existsSync(r.journal) ? readFileSync(r.journal, 'utf8').split('\n').filter(Boolean).map((l) => l.split(' ').slice(1).join(' ')) : [];
+  return existsSync(r.journal)
+    ? readFileSync(r.journal, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.split(' ').slice(1).join(' '))
+    : [];
 }
 
 test('a path dropped from the declaration is removed, the path still declared stays, and the journal says so', async () => {
@@ -120,7 +125,10 @@ test('a declaration changed while the engine was down is acted on at start, from
     const [a, seed] = [join(r.root, 'a.conf'), join(r.root, 'seed.key')];
     r.declareNow({ web: [a, seed] });
     await r.start();
-    assert.equal(actions(await r.client.fill({ module: 'web', build: '1', files: [file(a, 'a\n'), file(seed, 'k\n', { mode: 'seed' })] })), ['written', 'written']);
+    assert.equal(actions(await r.client.fill({ module: 'web', build: '1', files: [file(a, 'a\n'), file(seed, 'k\n', { mode: 'seed' })] })), [
+      'written',
+      'written',
+    ]);
     await r.stop();
     r.declareNow({});
     await r.start();

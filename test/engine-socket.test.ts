@@ -42,7 +42,10 @@ async function fake(behave: Behaviour, clientOpts: { timeoutMs?: number; maxLine
   const conns: Conn[] = [];
   const log = memoryLogger();
   const f: Fake = {
-    socketPath, conns, behave, log,
+    socketPath,
+    conns,
+    behave,
+    log,
     client: undefined as unknown as EngineClient,
     close: async () => {
       f.client.close();
@@ -54,7 +57,9 @@ async function fake(behave: Behaviour, clientOpts: { timeoutMs?: number; maxLine
   const server: Server = createServer((socket) => {
     const conn: Conn = { socket, requests: [], closed: false };
     const index = conns.push(conn) - 1;
-    socket.on('close', () => { conn.closed = true; });
+    socket.on('close', () => {
+      conn.closed = true;
+    });
     socket.on('error', () => {});
     let buffered = '';
     socket.setEncoding('utf8');
@@ -84,7 +89,10 @@ function request(...paths: string[]) {
 
 function settled<T>(p: Promise<T>): Promise<{ value?: T; error?: unknown; ms: number }> {
   const started = Date.now();
-  return p.then((value) => ({ value, ms: Date.now() - started }), (error: unknown) => ({ error, ms: Date.now() - started }));
+  return p.then(
+    (value) => ({ value, ms: Date.now() - started }),
+    (error: unknown) => ({ error, ms: Date.now() - started }),
+  );
 }
 
 async function until(what: string, check: () => boolean, ms = 3000): Promise<void> {
@@ -100,7 +108,12 @@ function paths(reply: FillReply | undefined): string[] {
 }
 
 test('a silent engine gives EngineTimeout after the timeout, and the next request goes on a new connection and is answered', async () => {
-  const f = await fake((req, conn, index) => { if (index > 0) answerAll(req, conn, index); }, { timeoutMs: 300 });
+  const f = await fake(
+    (req, conn, index) => {
+      if (index > 0) answerAll(req, conn, index);
+    },
+    { timeoutMs: 300 },
+  );
   try {
     const first = await settled(f.client.fill(request('/etc/a.conf')));
     assert.instance(first.error, EngineTimeout);
@@ -134,19 +147,25 @@ test('a timeout drops the connection, and every other request in flight on it is
 });
 
 test('garbage lines and a reply for an unknown id are ignored, said once and counted, and the valid reply then resolves', async () => {
-  const f = await fake((req, conn) => {
-    conn.socket.write('not json at all\n\n{"half":\n[1,2,3]\n{"id":"7","ok":true}\n');
-    send(conn, { id: req.id + 1000, ok: true, files: [] });
-    send(conn, { id: null, ok: false, error: 'which one?' });
-    for (let i = 0; i < 12; i++) conn.socket.write('}}}garbage\n');
-    answerAll(req, conn, 0);
-  }, { timeoutMs: 2000 });
+  const f = await fake(
+    (req, conn) => {
+      conn.socket.write('not json at all\n\n{"half":\n[1,2,3]\n{"id":"7","ok":true}\n');
+      send(conn, { id: req.id + 1000, ok: true, files: [] });
+      send(conn, { id: null, ok: false, error: 'which one?' });
+      for (let i = 0; i < 12; i++) conn.socket.write('}}}garbage\n');
+      answerAll(req, conn, 0);
+    },
+    { timeoutMs: 2000 },
+  );
   try {
     const reply = await f.client.fill(request('/etc/a.conf'));
     assert.equal(paths(reply), ['/etc/a.conf']);
     const said = f.log.lines.filter((l) => /out of shape|no request in flight|lines ignored/.test(l));
     assert.is(said.filter((l) => /further such lines are counted/.test(l)).length, 1, said.join('\n'));
-    assert.ok(said.some((l) => /10 lines ignored on this connection/.test(l)), said.join('\n'));
+    assert.ok(
+      said.some((l) => /10 lines ignored on this connection/.test(l)),
+      said.join('\n'),
+    );
     assert.ok(said.length <= 3, said.join('\n'));
     assert.is(f.conns.length, 1);
   } finally {
@@ -155,7 +174,9 @@ test('garbage lines and a reply for an unknown id are ignored, said once and cou
 });
 
 test('a reply with a wrong id leaves the request to its timeout', async () => {
-  const f = await fake((req, conn) => send(conn, { id: req.id + 1, ok: true, files: req.files.map((x) => ({ path: x.path, action: 'written' })) }), { timeoutMs: 300 });
+  const f = await fake((req, conn) => send(conn, { id: req.id + 1, ok: true, files: req.files.map((x) => ({ path: x.path, action: 'written' })) }), {
+    timeoutMs: 300,
+  });
   try {
     const result = await settled(f.client.fill(request('/etc/a.conf')));
     assert.instance(result.error, EngineTimeout);
@@ -168,16 +189,19 @@ test('a reply line past the limit rejects the request with a protocol error nami
   // Large enough that a kept line stands out of the socket buffers this process holds for the fake engine.
   const limit = 4 * 1024 * 1024;
   let sent = 0;
-  const f = await fake((_req, conn) => {
-    const chunk = Buffer.alloc(64 * 1024, 0x61);
-    const pump = () => {
-      while (!conn.closed && sent < 20 * limit) {
-        sent += chunk.length;
-        if (!conn.socket.write(chunk)) return void conn.socket.once('drain', pump);
-      }
-    };
-    pump();
-  }, { timeoutMs: 10_000, maxLineBytes: limit });
+  const f = await fake(
+    (_req, conn) => {
+      const chunk = Buffer.alloc(64 * 1024, 0x61);
+      const pump = () => {
+        while (!conn.closed && sent < 20 * limit) {
+          sent += chunk.length;
+          if (!conn.socket.write(chunk)) return void conn.socket.once('drain', pump);
+        }
+      };
+      pump();
+    },
+    { timeoutMs: 10_000, maxLineBytes: limit },
+  );
   try {
     gc();
     const before = process.memoryUsage().arrayBuffers;
@@ -256,7 +280,7 @@ test('a reply naming a path it was not sent is a protocol error, and the other r
   }
 });
 
-test('an ok:false reply for the request resolves with the engine\'s error', async () => {
+test("an ok:false reply for the request resolves with the engine's error", async () => {
   const f = await fake((req, conn) => send(conn, { id: req.id, ok: false, error: 'disk full' }));
   try {
     assert.equal(await f.client.fill(request('/etc/a.conf')), { id: 1, ok: false, error: 'disk full' });
@@ -266,7 +290,9 @@ test('an ok:false reply for the request resolves with the engine\'s error', asyn
 });
 
 test('40 requests stuck on a connection are dropped by a knock, and a new request is answered on a fresh connection', async () => {
-  const f = await fake((req, conn, index) => { if (index > 0) answerAll(req, conn, index); });
+  const f = await fake((req, conn, index) => {
+    if (index > 0) answerAll(req, conn, index);
+  });
   try {
     // The creation knock is seen first: requests sent after it are not the ones a knock gives up.
     await new Promise((s) => setTimeout(s, 100));
@@ -278,7 +304,10 @@ test('40 requests stuck on a connection are dropped by a knock, and a new reques
     await knocked;
     const results = await Promise.all(stuck);
     for (const r of results) assert.instance(r.error, EngineUnavailable);
-    assert.ok(results.every((r) => r.ms < 5000), 'the stuck requests did not wait for their 30 s timeout');
+    assert.ok(
+      results.every((r) => r.ms < 5000),
+      'the stuck requests did not wait for their 30 s timeout',
+    );
     assert.equal(paths(await f.client.fill(request('/etc/new.conf'))), ['/etc/new.conf']);
     assert.is(f.conns.length, 2);
   } finally {
@@ -288,7 +317,9 @@ test('40 requests stuck on a connection are dropped by a knock, and a new reques
 
 test('a knock does not drop a connection whose requests were all sent after it', async () => {
   let hold: (() => void) | undefined;
-  const f = await fake((req, conn) => { hold = () => answerAll(req, conn, 0); });
+  const f = await fake((req, conn) => {
+    hold = () => answerAll(req, conn, 0);
+  });
   try {
     const pending = settled(f.client.fill(request('/etc/a.conf')));
     await until('the request at the engine', () => hold !== undefined);

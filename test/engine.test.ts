@@ -42,8 +42,13 @@ function rig(): Rig {
     client: undefined as unknown as EngineClient,
     async start(opts = {}) {
       r.engine = await startEngine({
-        socketPath: r.socketPath, root: r.root, secretsDir: r.secrets, journalFile: r.journal,
-        declareFile: opts.declare ? r.declare : undefined, log: memoryLogger(), declarePollMs: 30,
+        socketPath: r.socketPath,
+        root: r.root,
+        secretsDir: r.secrets,
+        journalFile: r.journal,
+        declareFile: opts.declare ? r.declare : undefined,
+        log: memoryLogger(),
+        declarePollMs: 30,
       });
     },
     async cleanup() {
@@ -79,7 +84,9 @@ function journalLines(r: Rig): string[] {
 
 function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<T>((_, reject) => { timer = setTimeout(() => reject(new Error(`timed out: ${what}`)), ms); });
+  const timeout = new Promise<T>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out: ${what}`)), ms);
+  });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
@@ -112,7 +119,10 @@ test('files that only reload give one reload line, and a change=none file gives 
       file(join(r.root, 'z.conf'), 'z\n', { change: 'reload' }),
     ];
     await r.client.fill({ module: 'proxy', build: 'b1', files });
-    assert.equal(journalLines(r).map((l) => l.split(' ').slice(1).join(' ')), ['reload proxy']);
+    assert.equal(
+      journalLines(r).map((l) => l.split(' ').slice(1).join(' ')),
+      ['reload proxy'],
+    );
     await r.client.fill({ module: 'proxy', build: 'b1', files: [file(join(r.root, 'y.conf'), 'y2\n')] });
     assert.is(journalLines(r).length, 1);
   } finally {
@@ -159,9 +169,12 @@ test('a managed block is appended after foreign lines, then replaced in place ke
     const path = join(r.root, 'etc/hosts');
     mkdirSync(dirname(path));
     writeFileSync(path, 'foreign 1\n; other BEGIN web\n');
-    const put = (content: string) => r.client.fill({
-      module: 'web', build: 'b1', files: [file(path, content, { mode: 'managed', comment: ';' })],
-    });
+    const put = (content: string) =>
+      r.client.fill({
+        module: 'web',
+        build: 'b1',
+        files: [file(path, content, { mode: 'managed', comment: ';' })],
+      });
     assert.equal(actions(await put('10.0.0.1 web')), ['written']);
     assert.is(readFileSync(path, 'utf8'), 'foreign 1\n; other BEGIN web\n; BEGIN web\n10.0.0.1 web\n; END web\n');
     const notUtf8 = Buffer.from([0x66, 0xff, 0xfe, 0x0a]);
@@ -200,7 +213,10 @@ test('a secret part is filled from the secrets directory by its vault name, its 
     const path = join(r.root, 'web.env');
     const content = ['KEY=', { secret: 'api-key' }, '\nAGAIN=', { secret: 'api-key' }, '\nHOME=${HOME}\nLIT=${secret:api-key} $${secret:api-key}\n'];
     const reply = await r.client.fill({
-      module: 'web', build: 'b1', files: [file(path, content)], secrets: { 'api-key': 'module/web/api-key' },
+      module: 'web',
+      build: 'b1',
+      files: [file(path, content)],
+      secrets: { 'api-key': 'module/web/api-key' },
     });
     assert.equal(actions(reply), ['written']);
     assert.is(readFileSync(path, 'utf8'), 'KEY=s3cr$&t\nAGAIN=s3cr$&t\nHOME=${HOME}\nLIT=${secret:api-key} $${secret:api-key}\n');
@@ -219,7 +235,10 @@ test('a string content holding ${secret:api-key} is written literally, and no se
     const path = join(r.root, 'web.env');
     const text = 'VALUE=${secret:api-key}\nSURROGATE=\uD800${secret:api-key}\uD800\n';
     const reply = await r.client.fill({
-      module: 'web', build: 'b1', files: [file(path, text)], secrets: { 'api-key': 'module/web/api-key' },
+      module: 'web',
+      build: 'b1',
+      files: [file(path, text)],
+      secrets: { 'api-key': 'module/web/api-key' },
     });
     assert.equal(actions(reply), ['written']);
     const written = readFileSync(path, 'utf8');
@@ -239,7 +258,9 @@ test('a secret part the request does not name, or the directory does not hold, r
   const r = await started();
   try {
     const reply = await r.client.fill({
-      module: 'web', build: 'b1', secrets: { gone: 'module/web/gone' },
+      module: 'web',
+      build: 'b1',
+      secrets: { gone: 'module/web/gone' },
       files: [
         file(join(r.root, 'a'), ['x=', { secret: 'unnamed' }]),
         file(join(r.root, 'b'), ['x=', { secret: 'gone' }]),
@@ -260,15 +281,18 @@ test('a secret part the request does not name, or the directory does not hold, r
   }
 });
 
-test('a managed file whose content holds its own BEGIN or END line, or another block\'s, is refused with the reason and the file kept', async () => {
+test("a managed file whose content holds its own BEGIN or END line, or another block's, is refused with the reason and the file kept", async () => {
   const r = await started();
   try {
     const path = join(r.root, 'etc/hosts');
     mkdirSync(dirname(path));
     writeFileSync(path, 'foreign\n# BEGIN web\nold\n# END web\n');
-    const put = (content: FillContent) => r.client.fill({
-      module: 'web', build: 'b1', files: [file(path, content, { mode: 'managed' })],
-    });
+    const put = (content: FillContent) =>
+      r.client.fill({
+        module: 'web',
+        build: 'b1',
+        files: [file(path, content, { mode: 'managed' })],
+      });
     for (const value of ['a\n# END web\nb\n', '# BEGIN web\n', 'x\n# END web\r\n', 'x\n# BEGIN db\n']) {
       const reply = await put(`host\n${value}`);
       assert.equal(actions(reply), ['refused'], JSON.stringify(value));
@@ -279,7 +303,9 @@ test('a managed file whose content holds its own BEGIN or END line, or another b
     mkdirSync(join(r.secrets, 'module/web'), { recursive: true });
     writeFileSync(join(r.secrets, 'module/web/tail'), 'web\n');
     const secret = await r.client.fill({
-      module: 'web', build: 'b1', secrets: { tail: 'module/web/tail' },
+      module: 'web',
+      build: 'b1',
+      secrets: { tail: 'module/web/tail' },
       files: [file(path, ['# END ', { secret: 'tail' }, '\n'], { mode: 'managed' })],
     });
     assert.equal(actions(secret), ['refused']);
@@ -297,11 +323,9 @@ test('a path outside the root is refused with the reason, whether plain, through
   try {
     symlinkSync(r.dir, join(r.root, 'escape'));
     const reply = await r.client.fill({
-      module: 'web', build: 'b1', files: [
-        file(join(r.dir, 'outside.conf'), 'x'),
-        file(join(r.root, '../dotdot.conf'), 'x'),
-        file(join(r.root, 'escape/linked.conf'), 'x'),
-      ],
+      module: 'web',
+      build: 'b1',
+      files: [file(join(r.dir, 'outside.conf'), 'x'), file(join(r.root, '../dotdot.conf'), 'x'), file(join(r.root, 'escape/linked.conf'), 'x')],
     });
     assert.equal(actions(reply), ['refused', 'refused', 'refused']);
     if (reply.ok) for (const f of reply.files) assert.match(f.reason!, /outside the root/);
@@ -380,7 +404,13 @@ test('a malformed line is answered ok:false, naming the field, and the engine ke
       replies.push(...lines);
     });
     raw.write('this is not json\n{"id":5,"op":"fill","module":"web","build":"b1","files":[{"path":"/x"}]}\n');
-    await within(2000, 'two replies', (async () => { while (replies.length < 2) await new Promise((s) => setTimeout(s, 10)); })());
+    await within(
+      2000,
+      'two replies',
+      (async () => {
+        while (replies.length < 2) await new Promise((s) => setTimeout(s, 10));
+      })(),
+    );
     raw.destroy();
     const [notJson, badShape] = replies.map((l) => JSON.parse(l));
     assert.equal({ id: notJson.id, ok: notJson.ok }, { id: null, ok: false });
@@ -396,8 +426,9 @@ test('a malformed line is answered ok:false, naming the field, and the engine ke
 test('forty requests pipelined on one connection are each answered, with their own files', async () => {
   const r = await started();
   try {
-    const replies = await Promise.all(Array.from({ length: 40 }, (_, i) =>
-      r.client.fill({ module: `m${i}`, build: 'b1', files: [file(join(r.root, `m${i}.conf`), `n=${i}\n`)] })));
+    const replies = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => r.client.fill({ module: `m${i}`, build: 'b1', files: [file(join(r.root, `m${i}.conf`), `n=${i}\n`)] })),
+    );
     replies.forEach((reply, i) => {
       assert.ok(reply.ok);
       if (reply.ok) assert.equal(reply.files, [{ path: join(r.root, `m${i}.conf`), action: 'written' }]);
@@ -412,7 +443,10 @@ test('the client rejects with EngineUnavailable while no engine listens, then fi
   const r = rig();
   try {
     const req = { module: 'web', build: 'b1', files: [file(join(r.root, 'a'), 'a')] };
-    const err = await r.client.fill(req).then(() => undefined, (e: unknown) => e);
+    const err = await r.client.fill(req).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     assert.instance(err, EngineUnavailable);
     const knocked = new Promise<void>((resolve) => r.client.onKnock(resolve));
     await r.start();
@@ -430,7 +464,10 @@ test('a request in flight when the engine drops the connection is rejected, and 
   await new Promise<void>((resolve) => mute.listen(r.socketPath, resolve));
   try {
     const req = { module: 'web', build: 'b1', files: [file(join(r.root, 'a'), 'a')] };
-    const err = await r.client.fill(req).then(() => undefined, (e: unknown) => e);
+    const err = await r.client.fill(req).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     assert.instance(err, EngineUnavailable);
     await new Promise<void>((resolve) => mute.close(() => resolve()));
     await r.start();
@@ -453,7 +490,10 @@ test('a stale socket left by a killed engine is replaced at start, and a live en
     await r.start();
     assert.equal(actions(await r.client.fill({ module: 'web', build: 'b1', files: [file(join(r.root, 'a'), 'a')] })), ['written']);
     const second = await startEngine({ socketPath: r.socketPath, root: r.root, log: memoryLogger() }).then(
-      async (engine) => { await engine.close(); return undefined; },
+      async (engine) => {
+        await engine.close();
+        return undefined;
+      },
       (err: Error) => err,
     );
     assert.match(String(second?.message), /in use/);
@@ -500,7 +540,13 @@ test('the bundle answers --help with 0, a bad flag with 2 in one line, and SIGTE
   try {
     const child = spawn(process.execPath, [bundle, '--root', r.root, '--socket', r.socketPath], { stdio: 'ignore' });
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    await within(5000, 'socket of the bundle', (async () => { while (!existsSync(r.socketPath)) await new Promise((s) => setTimeout(s, 20)); })());
+    await within(
+      5000,
+      'socket of the bundle',
+      (async () => {
+        while (!existsSync(r.socketPath)) await new Promise((s) => setTimeout(s, 20));
+      })(),
+    );
     assert.equal(actions(await r.client.fill({ module: 'web', build: 'b1', files: [file(join(r.root, 'a'), 'a')] })), ['written']);
     child.kill('SIGTERM');
     assert.is(await within(5000, 'exit on SIGTERM', exited), 0);
@@ -515,8 +561,12 @@ function run(cmd: string, args: string[]): Promise<{ code: number | null; stdout
     const child = spawn(cmd, args, { cwd: REPO });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => { stdout += d; });
-    child.stderr.on('data', (d) => { stderr += d; });
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
     child.on('exit', (code) => resolve({ code, stdout, stderr }));
   });
 }

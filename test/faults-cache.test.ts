@@ -79,7 +79,10 @@ function fetchedAgainAndRecached(m: Mesh, v1: Published): void {
   assert.is(m.moduleFile(MODULE), FILLED);
   assert.is(fetches(m, v1).length, 2, 'fetched again');
   assert.equal(readFileSync(cacheFile(m, v1)), Buffer.from(v1.tar), 'the cache holds the right bytes again');
-  assert.not.ok(m.log.lines.some((l) => / not cached at /.test(l)), 'every cache write succeeded');
+  assert.not.ok(
+    m.log.lines.some((l) => / not cached at /.test(l)),
+    'every cache write succeeded',
+  );
 }
 
 test('a cache file with bytes flipped into another valid template is refused, fetched again and rewritten', () =>
@@ -96,7 +99,10 @@ test('a cache file with bytes flipped into another valid template is refused, fe
       writeFileSync(cacheFile(m, v1), bytes);
     });
     fetchedAgainAndRecached(m, v1);
-    assert.ok(m.log.lines.some((l) => l.includes(`holds sha256:${flipped}, not ${v1.composition.archive.digest}; deleting it`)), 'the mismatch is said');
+    assert.ok(
+      m.log.lines.some((l) => l.includes(`holds sha256:${flipped}, not ${v1.composition.archive.digest}; deleting it`)),
+      'the mismatch is said',
+    );
   }));
 
 test('a cache file holding another valid archive is refused after a client restart, and the right one fetched', () =>
@@ -111,7 +117,10 @@ test('a cache file holding another valid archive is refused after a client resta
     await m.idle();
     await cacheWritesSettled();
     fetchedAgainAndRecached(m, v1);
-    assert.ok(m.log.lines.some((l) => l.includes(`holds ${archiveDigest(evil)}, not ${v1.composition.archive.digest}`)), 'the mismatch is said');
+    assert.ok(
+      m.log.lines.some((l) => l.includes(`holds ${archiveDigest(evil)}, not ${v1.composition.archive.digest}`)),
+      'the mismatch is said',
+    );
   }));
 
 test('the client process restarted over a cache file holding another valid archive fetches the right one', () =>
@@ -139,7 +148,10 @@ test('a truncated cache file is refused, fetched again and rewritten', () =>
     const v1 = await appliedAndCached(m);
     await awayAndBack(m, v1, () => truncateSync(cacheFile(m, v1), 700));
     fetchedAgainAndRecached(m, v1);
-    assert.ok(m.log.lines.some((l) => l.includes(`cache ${cacheFile(m, v1)} holds sha256:`)), 'the mismatch is said');
+    assert.ok(
+      m.log.lines.some((l) => l.includes(`cache ${cacheFile(m, v1)} holds sha256:`)),
+      'the mismatch is said',
+    );
   }));
 
 test('a removed cache file is fetched again and rewritten', () =>

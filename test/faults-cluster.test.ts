@@ -22,7 +22,15 @@ import { publishModule } from './helpers/archive.ts';
 import { cleanupBundles, ensureBuilt, type Running } from './helpers/bundle.ts';
 import { createInputBuckets, startSeatProcess, waitForSeat, type InputBuckets, type RunningSeat, type SeatBuckets } from './helpers/mesh-bus.ts';
 import { createMeshNode, placementUnder, type MeshNode } from './helpers/mesh-node.ts';
-import { serverOfConnection, startNatsCluster, streamLeader, waitForMetaLeader, waitForStreamReplicas, type ClusterServer, type NatsCluster } from './helpers/nats-cluster.ts';
+import {
+  serverOfConnection,
+  startNatsCluster,
+  streamLeader,
+  waitForMetaLeader,
+  waitForStreamReplicas,
+  type ClusterServer,
+  type NatsCluster,
+} from './helpers/nats-cluster.ts';
 import { waitFor } from './helpers/wait.ts';
 
 /**
@@ -111,7 +119,10 @@ test.before(async () => {
 });
 
 test.after(async () => {
-  for (const close of undo.splice(0).reverse()) await Promise.resolve().then(close).catch(() => {});
+  for (const close of undo.splice(0).reverse())
+    await Promise.resolve()
+      .then(close)
+      .catch(() => {});
   cleanupBundles();
 });
 
@@ -147,12 +158,15 @@ function firstSuccess(what: string, attempt: () => Promise<boolean>, ms = FAILOV
         clearInterval(timer);
         return reject(new Error(`${what}: not within ${ms} ms (last: ${last})`));
       }
-      attempt().then((ok) => {
-        if (!ok || done) return;
-        done = true;
-        clearInterval(timer);
-        resolve(Date.now());
-      }, (err: Error) => void (last = err.message));
+      attempt().then(
+        (ok) => {
+          if (!ok || done) return;
+          done = true;
+          clearInterval(timer);
+          resolve(Date.now());
+        },
+        (err: Error) => void (last = err.message),
+      );
     }, 100);
   });
 }
@@ -176,7 +190,9 @@ async function consumerUntilMade(nc: NatsConnection, stream: string): Promise<nu
   // Not checked at once: asking whether JetStream is there needs the meta leader this waits for.
   const jsm = await jetstreamManager(nc, { timeout: 1000, checkAPI: false });
   // A pull consumer nobody pulls from: the server deletes it 5 s after it was made.
-  return firstSuccess(`a consumer on ${stream}`, async () => Boolean(await jsm.consumers.add(stream, { ack_policy: AckPolicy.None, inactive_threshold: nanos(5000) })));
+  return firstSuccess(`a consumer on ${stream}`, async () =>
+    Boolean(await jsm.consumers.add(stream, { ack_policy: AckPolicy.None, inactive_threshold: nanos(5000) })),
+  );
 }
 
 /** The module's report as stored, or null. */
@@ -220,7 +236,12 @@ async function killAndFollow(what: string, pick: () => Promise<string>): Promise
     await victim.kill();
     // The controller assigns a module to a new node while the bus fails over: the seat must compose it.
     const other = `p${value}`;
-    const assigned = putUntilAcked(nc, ASSIGNMENTS, nodeModuleKey(other, MODULE), jsonBytes({ node: other, module: MODULE, placement: placementUnder('/srv', MODULE) }));
+    const assigned = putUntilAcked(
+      nc,
+      ASSIGNMENTS,
+      nodeModuleKey(other, MODULE),
+      jsonBytes({ node: other, module: MODULE, placement: placementUnder('/srv', MODULE) }),
+    );
     assigned.catch(() => {}); // awaited below, once the change is at the engine
     const made = consumerUntilMade(nc, `KV_${CONFIG}`);
     made.catch(() => {}); // awaited below, once the write is in
@@ -228,19 +249,30 @@ async function killAndFollow(what: string, pick: () => Promise<string>): Promise
     atEngine.catch(() => {}); // awaited below, once the write is in
     const ackedAt = await putUntilAcked(nc, CONFIG, `${NODE}.${MODULE}.v`, new TextEncoder().encode(v));
     const figures: Figures = { writesMs: ackedAt - killedAt, consumersMs: (await made) - killedAt, engineMs: (await atEngine) - killedAt };
-    if (process.env['MESH_TEST_VERBOSE']) console.log(`--- client since the kill:\n${mesh().client.stderr().slice(clientSaid)}\n--- seat since the kill:\n${mesh().seat.said().slice(seatSaid)}`);
-    console.log(`# ${what} (${victim.name}) killed: the bus took writes after ${seconds(figures.writesMs)} s and made consumers after ${seconds(figures.consumersMs)} s; ` +
-      `the change at the engine ${seconds(figures.engineMs - figures.writesMs)} s after the write was taken, ${seconds(figures.engineMs - failedOver(figures))} s after both`);
+    if (process.env['MESH_TEST_VERBOSE'])
+      console.log(`--- client since the kill:\n${mesh().client.stderr().slice(clientSaid)}\n--- seat since the kill:\n${mesh().seat.said().slice(seatSaid)}`);
+    console.log(
+      `# ${what} (${victim.name}) killed: the bus took writes after ${seconds(figures.writesMs)} s and made consumers after ${seconds(figures.consumersMs)} s; ` +
+        `the change at the engine ${seconds(figures.engineMs - figures.writesMs)} s after the write was taken, ${seconds(figures.engineMs - failedOver(figures))} s after both`,
+    );
 
     await assigned;
-    await waitFor(`the plan of ${other}.${MODULE}`, async () => (await kv.plans.get(nodeModuleKey(other, MODULE)).catch(() => null))?.operation === 'PUT', FAILOVER_MS).catch(explain);
+    await waitFor(
+      `the plan of ${other}.${MODULE}`,
+      async () => (await kv.plans.get(nodeModuleKey(other, MODULE)).catch(() => null))?.operation === 'PUT',
+      FAILOVER_MS,
+    ).catch(explain);
 
     // Nothing lost: the report ends applied with the last value's digest, and the need is there, met.
     const digest = contentDigest(expected);
-    await waitFor('the report applied with the last value’s digest', async () => {
-      const r = await storedReport().catch(() => null);
-      return r?.state === 'applied' && r.files.length === 1 && r.files[0]!.digest === digest;
-    }, FAILOVER_MS).catch(explain);
+    await waitFor(
+      'the report applied with the last value’s digest',
+      async () => {
+        const r = await storedReport().catch(() => null);
+        return r?.state === 'applied' && r.files.length === 1 && r.files[0]!.digest === digest;
+      },
+      FAILOVER_MS,
+    ).catch(explain);
     const need = await kv.needs.get(needKey(NODE, MODULE, 'config', 'v'));
     assert.ok(need?.operation === 'PUT', 'the need of config v is there');
     assert.is((need!.json() as { met: boolean }).met, true);
@@ -252,7 +284,10 @@ async function killAndFollow(what: string, pick: () => Promise<string>): Promise
 
 function assertWithinGoal(f: Figures): void {
   const after = f.engineMs - failedOver(f);
-  assert.ok(after <= GOAL_MS + MARGIN_MS, `the change reached the engine ${after} ms after the bus failed over (writes ${f.writesMs} ms, consumers ${f.consumersMs} ms after the kill; goal ${GOAL_MS} ms + ${MARGIN_MS} ms margin)`);
+  assert.ok(
+    after <= GOAL_MS + MARGIN_MS,
+    `the change reached the engine ${after} ms after the bus failed over (writes ${f.writesMs} ms, consumers ${f.consumersMs} ms after the kill; goal ${GOAL_MS} ms + ${MARGIN_MS} ms margin)`,
+  );
 }
 
 test('losing the server leading mesh-config_resolved: the change reaches the engine within 2 s of the bus failing over, and nothing is lost', async () => {
@@ -268,11 +303,13 @@ test('losing the server leading mesh-provisioner_applied: the report put that fo
 });
 
 test('losing the server the client is connected to: the client reconnects, re-makes its watches and takes the change in time', async () => {
-  assertWithinGoal(await killAndFollow('the client’s server', async () => {
-    const name = await serverOfConnection(mesh().cluster.servers, CLIENT_CONNECTION);
-    if (!name) throw new Error(`no server lists the connection ${CLIENT_CONNECTION}`);
-    return name;
-  }));
+  assertWithinGoal(
+    await killAndFollow('the client’s server', async () => {
+      const name = await serverOfConnection(mesh().cluster.servers, CLIENT_CONNECTION);
+      if (!name) throw new Error(`no server lists the connection ${CLIENT_CONNECTION}`);
+      return name;
+    }),
+  );
 });
 
 test.run();

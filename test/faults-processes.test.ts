@@ -86,7 +86,18 @@ test('the engine killed while writing a module’s files: no file half-written, 
     const dir = join(m.root, 'etc', 'big');
     const paths = BIG_FILES.map((f) => join(dir, f));
     const digestsOf = (value: string) => BIG_FILES.map(() => contentDigest(bigText(value)));
-    const appliedWith = (value: string) => m.waitReport('n1', 'big', (r) => r.state === 'applied' && sameList(r.files.map((f) => f.digest), digestsOf(value)), 30_000);
+    const appliedWith = (value: string) =>
+      m.waitReport(
+        'n1',
+        'big',
+        (r) =>
+          r.state === 'applied' &&
+          sameList(
+            r.files.map((f) => f.digest),
+            digestsOf(value),
+          ),
+        30_000,
+      );
     await appliedWith('old');
 
     let old = 'old';
@@ -102,7 +113,10 @@ test('the engine killed while writing a module’s files: no file half-written, 
       // Every file is whole: the old bytes, or the new bytes of one renamed before the kill; never a part.
       for (const path of paths) {
         const now = m.file(path);
-        assert.ok(now === bigText(old) || now === bigText(value), `${path} is neither the old nor the new file: ${now?.length} bytes, head ${JSON.stringify(now?.slice(0, 20))}`);
+        assert.ok(
+          now === bigText(old) || now === bigText(value),
+          `${path} is neither the old nor the new file: ${now?.length} bytes, head ${JSON.stringify(now?.slice(0, 20))}`,
+        );
       }
       const temps = tempFiles(dir);
       if (temps.length > 0) cut = { value, temps };
@@ -121,11 +135,16 @@ test('the engine killed while writing a module’s files: no file half-written, 
     const r = await appliedWith(cut.value);
     const appliedMs = Date.now() - restartedAt;
     for (const path of paths) assert.ok(m.file(path) === bigText(cut.value), `${path} holds the new bytes`);
-    assert.equal(r.files.map((f) => f.path), paths);
+    assert.equal(
+      r.files.map((f) => f.path),
+      paths,
+    );
     // The restarted engine swept what the killed one left, and left nothing of its own.
     assert.equal(tempFiles(dir), []);
     await said(engine, new RegExp(`${escapeRegExp(dir)}: removed ${cut.temps.length} temp file\\(s\\) a write cut short left`));
-    console.log(`# engine SIGKILL mid-write (${cut.temps.length} temp file(s) of ${BIG_FILES.length} × ${BIG_BYTES >> 20} MiB left): restarted engine → module applied with the new bytes in ${appliedMs} ms`);
+    console.log(
+      `# engine SIGKILL mid-write (${cut.temps.length} temp file(s) of ${BIG_FILES.length} × ${BIG_BYTES >> 20} MiB left): restarted engine → module applied with the new bytes in ${appliedMs} ms`,
+    );
   } finally {
     await m.close();
   }
@@ -170,17 +189,23 @@ test('the seat killed while writing its first pass’s plans and restarted: ever
       },
     });
     seat = startSeatProcess(nats.url);
-    await waitFor('the seat killed in its first pass', () => killed, 20_000).catch((e) => { throw new Error(`${(e as Error).message}; the seat said: ${seat?.said().slice(-2000)}`); });
+    await waitFor('the seat killed in its first pass', () => killed, 20_000).catch((e) => {
+      throw new Error(`${(e as Error).message}; the seat said: ${seat?.said().slice(-2000)}`);
+    });
     relay.unsubscribe();
     await seat.stop();
 
     // What the dead seat left: its writes the server had taken are stored; wait until none arrives.
-    const { plans } = mirror = await mirrorPlans(nc);
-    await waitFor('the plans bucket still for 300 ms', async () => {
-      const count = plans.size;
-      await sleep(300);
-      return plans.size === count;
-    }, 10_000);
+    const { plans } = (mirror = await mirrorPlans(nc));
+    await waitFor(
+      'the plans bucket still for 300 ms',
+      async () => {
+        const count = plans.size;
+        await sleep(300);
+        return plans.size === count;
+      },
+      10_000,
+    );
     const before = new Map(plans);
     assert.ok(before.size > 0 && before.size < assignments.size, `the seat died mid-pass: ${before.size} of ${assignments.size} plans written`);
 
@@ -197,8 +222,9 @@ test('the seat killed while writing its first pass’s plans and restarted: ever
     seat = startSeatProcess(nats.url);
     const wanted = expectedPlans(fleet);
     const wrong = () => [...wanted].filter(([key, bytes]) => !sameBytes(plans.get(key)?.bytes, bytes)).map(([key]) => key);
-    await waitFor('every assignment’s exact plan, and the gone one retired', () => wrong().length === 0 && !plans.has(gone), 30_000)
-      .catch((e) => { throw new Error(`${(e as Error).message}; ${wrong().length} wrong, e.g. ${wrong().slice(0, 3).join(', ')}; the seat said: ${seat?.said().slice(-2000)}`); });
+    await waitFor('every assignment’s exact plan, and the gone one retired', () => wrong().length === 0 && !plans.has(gone), 30_000).catch((e) => {
+      throw new Error(`${(e as Error).message}; ${wrong().length} wrong, e.g. ${wrong().slice(0, 3).join(', ')}; the seat said: ${seat?.said().slice(-2000)}`);
+    });
     const completeMs = Date.now() - restartedAt;
     // A moment more for a late rewrite to show.
     await sleep(500);
@@ -209,7 +235,9 @@ test('the seat killed while writing its first pass’s plans and restarted: ever
     assert.equal(rewritten, [], 'plans whose inputs did not change keep their revision');
     assert.ok(plans.get(changed)!.revision > before.get(changed)!.revision, 'the changed assignment’s plan is written again');
     assert.match(new TextDecoder().decode(plans.get(changed)!.bytes), /"\/srv\/moved\/m\d\.conf"/);
-    console.log(`# seat SIGKILL mid-pass: ${before.size} of ${assignments.size + 1} plans written before the kill; restart → every plan exact in ${completeMs} ms, ${before.size - 2} kept their revision`);
+    console.log(
+      `# seat SIGKILL mid-pass: ${before.size} of ${assignments.size + 1} plans written before the kill; restart → every plan exact in ${completeMs} ms, ${before.size - 2} kept their revision`,
+    );
   } finally {
     mirror?.stop();
     await seat?.stop();

@@ -110,8 +110,11 @@ test('nats-server killed with SIGKILL under 100 changes/s and restarted on its s
       await m.assign('n1', module);
     }
     const client = m.startClientProcess();
-    await waitFor('every module applied at its start value', () => MODULES.every((mod) => m.file(fileOf(m, mod)) === textOf(`${mod} start`)), 30_000)
-      .catch((e) => { throw new Error(`${(e as Error).message}; client said:\n${client.stderr().slice(-3000)}`); });
+    await waitFor('every module applied at its start value', () => MODULES.every((mod) => m.file(fileOf(m, mod)) === textOf(`${mod} start`)), 30_000).catch(
+      (e) => {
+        throw new Error(`${(e as Error).message}; client said:\n${client.stderr().slice(-3000)}`);
+      },
+    );
 
     // Its own JetStream context, so a put during the outage gives up within PUT_TIMEOUT_MS and goes again.
     const config = await new Kvm(jetstream(m.nc, { timeout: PUT_TIMEOUT_MS })).open(CONFIG);
@@ -138,7 +141,9 @@ test('nats-server killed with SIGKILL under 100 changes/s and restarted on its s
 
     const wrong = () => MODULES.filter((mod) => m.file(fileOf(m, mod)) !== textOf(writer.acked.get(mod)!));
     await waitFor('every file at its last acked value', () => wrong().length === 0, CONVERGE_MS).catch((e) => {
-      const sample = wrong().slice(0, 3).map((mod) => `${mod}: ${JSON.stringify(m.file(fileOf(m, mod)))} wanted ${JSON.stringify(textOf(writer.acked.get(mod)!))}`);
+      const sample = wrong()
+        .slice(0, 3)
+        .map((mod) => `${mod}: ${JSON.stringify(m.file(fileOf(m, mod)))} wanted ${JSON.stringify(textOf(writer.acked.get(mod)!))}`);
       throw new Error(`${(e as Error).message}; ${wrong().length} wrong, e.g. ${sample.join('; ')}; client said:\n${client.stderr().slice(-3000)}`);
     });
     const exactAt = Date.now();
@@ -152,9 +157,11 @@ test('nats-server killed with SIGKILL under 100 changes/s and restarted on its s
     assert.ok(client.child.exitCode === null && client.child.signalCode === null, 'the client process was never restarted');
     assert.match(client.stderr(), /bus back: filling 24 module\(s\) again/);
 
-    console.log(`# nats-server SIGKILL: ${writer.counts.acked} changes acked over ${MODULES.length} modules in ${writeSeconds.toFixed(1)} s, ` +
-      `${(DOWN_MS / 1000).toFixed(1)} s of it down; ${writer.counts.retried} puts tried again; restart → first ack ${(writer.firstAckAfter(restartedAt) ?? NaN) - restartedAt} ms; ` +
-      `last ack → every file exact ${exactAt - lastAckAt} ms, every report applied ${Date.now() - lastAckAt} ms`);
+    console.log(
+      `# nats-server SIGKILL: ${writer.counts.acked} changes acked over ${MODULES.length} modules in ${writeSeconds.toFixed(1)} s, ` +
+        `${(DOWN_MS / 1000).toFixed(1)} s of it down; ${writer.counts.retried} puts tried again; restart → first ack ${(writer.firstAckAfter(restartedAt) ?? NaN) - restartedAt} ms; ` +
+        `last ack → every file exact ${exactAt - lastAckAt} ms, every report applied ${Date.now() - lastAckAt} ms`,
+    );
   } finally {
     await m.close();
   }
@@ -194,10 +201,12 @@ test('nats-server killed with SIGKILL while the seat writes a pass and restarted
     const restartedAt = Date.now();
 
     // The test's own connection comes back too; its watch is made once JetStream answers.
-    const { plans } = mirror = await waitFor('a watch of the plans', () => mirrorPlans(nc).catch(() => undefined), 20_000);
+    const { plans } = (mirror = await waitFor('a watch of the plans', () => mirrorPlans(nc).catch(() => undefined), 20_000));
     const missing = () => [...wanted].filter(([key, bytes]) => !sameBytes(plans.get(key)?.bytes, bytes)).map(([key]) => key);
     await waitFor('every assignment’s exact plan', () => missing().length === 0, PLANS_MS).catch((e) => {
-      throw new Error(`${(e as Error).message}; ${missing().length} of ${wanted.size} missing or wrong, e.g. ${missing().slice(0, 3).join(', ')}; the seat said: ${seat?.said().slice(-1500)}`);
+      throw new Error(
+        `${(e as Error).message}; ${missing().length} of ${wanted.size} missing or wrong, e.g. ${missing().slice(0, 3).join(', ')}; the seat said: ${seat?.said().slice(-1500)}`,
+      );
     });
     const allMs = Date.now() - restartedAt;
     assert.is(plans.size, wanted.size);

@@ -16,21 +16,32 @@ function templates(files: Record<string, string>) {
 
 function plan(files: Plan['files'], secrets: Plan['secrets'] = []): Plan {
   return {
-    node: 'n1', module: 'web', build: '1',
+    node: 'n1',
+    module: 'web',
+    build: '1',
     archive: { ref: 'obj://b/x.tar', digest: 'sha256:' + 'a'.repeat(64) },
-    files, placement: { dir: { config: '/etc/web' }, port: { http: 8080 } },
-    secrets, provisions: [], provides: [], items: [], collections: [],
+    files,
+    placement: { dir: { config: '/etc/web' }, port: { http: 8080 } },
+    secrets,
+    provisions: [],
+    provides: [],
+    items: [],
+    collections: [],
   };
 }
 
 /** The sources as a node has them, config served from `values`. */
-const config = (values: Record<string, string>): ValueLookup => new Sources([placementSource(), {
-  name: 'config',
-  lookup: (plan, wanted) => ({
-    ...(Object.hasOwn(values, wanted.name) ? { state: 'value', text: values[wanted.name]! } as const : { state: 'waiting' } as const),
-    dependency: `config:${plan.module}:${wanted.name}`,
-  }),
-}]);
+const config = (values: Record<string, string>): ValueLookup =>
+  new Sources([
+    placementSource(),
+    {
+      name: 'config',
+      lookup: (plan, wanted) => ({
+        ...(Object.hasOwn(values, wanted.name) ? ({ state: 'value', text: values[wanted.name]! } as const) : ({ state: 'waiting' } as const)),
+        dependency: `config:${plan.module}:${wanted.name}`,
+      }),
+    },
+  ]);
 
 test('placement and config are filled, secrets stay placeholders, foreign text is kept', () => {
   const out = fillModule(
@@ -43,7 +54,10 @@ test('placement and config are filled, secrets stay placeholders, foreign text i
   assert.equal(out.value.files[0]!.content, ['port 8080 dir /etc/web host db key ', { secret: 'k' }, ' ${HOME}\n']);
   assert.equal(out.value.waiting, []);
   assert.ok(out.value.needs.every((n) => n.met));
-  assert.equal(out.value.needs.map((n) => `${n.kind}:${n.name}`), ['port:http', 'dir:config', 'config:h', 'secret:k']);
+  assert.equal(
+    out.value.needs.map((n) => `${n.kind}:${n.name}`),
+    ['port:http', 'dir:config', 'config:h', 'secret:k'],
+  );
 });
 
 test('a literal ${secret: from a template escape or a value reaches the engine as text, never as a secret part', () => {
@@ -67,9 +81,15 @@ test('a file with a value that waits is not filled; the others are, and the wait
   );
   assert.ok(out.ok);
   if (!out.ok) return;
-  assert.equal(out.value.files.map((f) => f.path), ['/a']);
+  assert.equal(
+    out.value.files.map((f) => f.path),
+    ['/a'],
+  );
   assert.equal(out.value.waiting, [{ kind: 'config', name: 'missing', files: ['/b'] }]);
-  assert.equal(out.value.needs.find((n) => n.name === 'missing'), { kind: 'config', name: 'missing', files: ['/b'], met: false });
+  assert.equal(
+    out.value.needs.find((n) => n.name === 'missing'),
+    { kind: 'config', name: 'missing', files: ['/b'], met: false },
+  );
 });
 
 test('a secret with a path is handed as that file alone, holding only its placeholder, mode 0600', () => {
@@ -94,13 +114,22 @@ test('an unknown kind, an unnamed secret, a failing value and a missing template
   };
   assert.is(fail('x\n${nope:y}'), 'template a line 2: ${nope:y}: unknown kind "nope" (write $${nope:y} to keep it as text)');
   assert.is(fail('${secret:y}'), 'template a line 1: ${secret:y}: secret "y" is not named by the plan');
-  assert.is(fail('${config:y}', { lookup: () => ({ state: 'failed', reason: 'bad bytes', dependency: 'config:web:y' }) }), 'template a line 1: ${config:y}: bad bytes');
+  assert.is(
+    fail('${config:y}', { lookup: () => ({ state: 'failed', reason: 'bad bytes', dependency: 'config:web:y' }) }),
+    'template a line 1: ${config:y}: bad bytes',
+  );
   const missing = fillModule(p, templates({ b: '' }), config({}));
   assert.is(missing.ok ? 'ok' : missing.reason, 'template a (for /a) is not in the archive');
 });
 
 test('a fill returns the dependency key of every value it read, each once and no secret; a failed fill, those read up to the value that failed it', () => {
-  const p = plan([{ path: '/a', template: 'a', mode: 'owned', change: 'none' }, { path: '/b', template: 'b', mode: 'owned', change: 'none' }], [{ name: 'k', vault: 'v' }]);
+  const p = plan(
+    [
+      { path: '/a', template: 'a', mode: 'owned', change: 'none' },
+      { path: '/b', template: 'b', mode: 'owned', change: 'none' },
+    ],
+    [{ name: 'k', vault: 'v' }],
+  );
   const asked: string[] = [];
   const sources = config({ x: '1' });
   const counting: ValueLookup = { lookup: (on, wanted) => (asked.push(`${wanted.kind}:${wanted.name}`), sources.lookup(on, wanted)) };
@@ -132,15 +161,19 @@ test('a placement value shaped like a secret, a lone surrogate or a trailing `$`
 });
 
 test('every placeholder no value can fill is listed at once, each unknown kind with the escape that keeps it as text', () => {
-  const p = plan([{ path: '/a', template: 'a', mode: 'owned', change: 'none' }, { path: '/b', template: 'b', mode: 'owned', change: 'none' }]);
+  const p = plan([
+    { path: '/a', template: 'a', mode: 'owned', change: 'none' },
+    { path: '/b', template: 'b', mode: 'owned', change: 'none' },
+  ]);
   const out = fillModule(p, templates({ a: 'c=${line:0:1}\n${config:ok}\n${sys:os.name}', b: '${aws:username} ${secret:nope}' }), config({ ok: '1' }));
   assert.equal(out, {
     ok: false,
     dependencies: [],
-    reason: 'template a line 1: ${line:0:1}: unknown kind "line" (write $${line:0:1} to keep it as text); '
-      + 'template a line 3: ${sys:os.name}: unknown kind "sys" (write $${sys:os.name} to keep it as text); '
-      + 'template b line 1: ${aws:username}: unknown kind "aws" (write $${aws:username} to keep it as text); '
-      + 'template b line 1: ${secret:nope}: secret "nope" is not named by the plan',
+    reason:
+      'template a line 1: ${line:0:1}: unknown kind "line" (write $${line:0:1} to keep it as text); ' +
+      'template a line 3: ${sys:os.name}: unknown kind "sys" (write $${sys:os.name} to keep it as text); ' +
+      'template b line 1: ${aws:username}: unknown kind "aws" (write $${aws:username} to keep it as text); ' +
+      'template b line 1: ${secret:nope}: secret "nope" is not named by the plan',
   });
 });
 
@@ -154,7 +187,11 @@ test('a placeholder name too long for a key fails the module with the limit, nev
 test('a leading byte-order mark of a template is kept, and a template past 16 MiB is refused with its size', () => {
   const bom = prepareTemplates(new Map([['t', new Uint8Array([0xef, 0xbb, 0xbf, 0x78])]]));
   assert.ok(bom.ok);
-  if (bom.ok) assert.is(bom.value.get('t')!.runs[0]!.render(() => ''), '\uFEFFx');
+  if (bom.ok)
+    assert.is(
+      bom.value.get('t')!.runs[0]!.render(() => ''),
+      '\uFEFFx',
+    );
   const big = prepareTemplates(new Map([['big', new Uint8Array(16 * 1024 * 1024 + 1)]]));
   assert.equal(big, { ok: false, reason: 'template big is 16777217 bytes, past the limit of 16777216 bytes' });
 });
@@ -175,13 +212,30 @@ test('items are filled like files and handed out only when nothing of the module
 test('an item naming a secret, or two items for one collection, fail the module with the reason', () => {
   const p = { ...plan([], [{ name: 'k', vault: 'v' }]), items: [{ collection: 'c', template: 'i' }] };
   const secret = fillModule(p, templates({ i: 'x ${secret:k}' }), config({}));
-  assert.equal(secret, { ok: false, reason: 'template i line 1: ${secret:k}: an item names a secret, but an item is kept in a bucket and no secret is', dependencies: [] });
-  const twice = fillModule({ ...p, items: [{ collection: 'c', template: 'i' }, { collection: 'c', template: 'i' }] }, templates({ i: 'x' }), config({}));
+  assert.equal(secret, {
+    ok: false,
+    reason: 'template i line 1: ${secret:k}: an item names a secret, but an item is kept in a bucket and no secret is',
+    dependencies: [],
+  });
+  const twice = fillModule(
+    {
+      ...p,
+      items: [
+        { collection: 'c', template: 'i' },
+        { collection: 'c', template: 'i' },
+      ],
+    },
+    templates({ i: 'x' }),
+    config({}),
+  );
   assert.equal(twice, { ok: false, reason: 'two items for collection "c": a module contributes one item to a collection', dependencies: [] });
 });
 
 test('a file whose values did not change is not rendered or hashed again; one whose value changed is', () => {
-  const p = plan([{ path: '/a', template: 'a', mode: 'owned', change: 'none' }, { path: '/b', template: 'b', mode: 'owned', change: 'none' }]);
+  const p = plan([
+    { path: '/a', template: 'a', mode: 'owned', change: 'none' },
+    { path: '/b', template: 'b', mode: 'owned', change: 'none' },
+  ]);
   const t = templates({ a: 'a=${config:a}', b: 'b=${config:b}' });
   const memo = new FillMemo();
   const first = fillModule(p, t, config({ a: '1', b: '1' }), memo);

@@ -24,7 +24,12 @@ const ROWS: Row[] = [
   ['a value after = may start with --', ['--name=--odd'], {}, { values: { name: '--odd' } }],
   ['a value may start with one dash', ['--name', '-'], {}, { values: { name: '-' } }],
   ['an empty value is no value: the default applies', ['--name='], { T_NAME: 'env' }, { values: {} }],
-  ['a flag and a variable: only the flag is on the command line', ['--count', '2'], { T_NAME: 'env' }, { values: { name: 'env', count: 2 }, onCommandLine: ['count'] }],
+  [
+    'a flag and a variable: only the flag is on the command line',
+    ['--count', '2'],
+    { T_NAME: 'env' },
+    { values: { name: 'env', count: 2 }, onCommandLine: ['count'] },
+  ],
   ['the last of a repeated flag wins', ['--name', 'a', '--name=b'], {}, { values: { name: 'b' } }],
   ['a dashed flag name', ['--tls-ca', '/ca.pem'], {}, { values: { 'tls-ca': '/ca.pem' } }],
   ['the environment is read when the flag is absent', [], { T_NAME: 'env', T_COUNT: '3' }, { values: { name: 'env', count: 3 }, onCommandLine: [] }],
@@ -63,7 +68,12 @@ const ROWS: Row[] = [
   ['-h', ['-h'], {}, { values: {}, help: true }],
   ['--version', ['--version'], {}, { values: {}, version: true }],
   ['--help with a value', ['--help=1'], {}, { reason: '--help takes no value' }],
-  ['words that are not flags are positional, in order, around flags', ['query', '--name', 'x', 'registry'], {}, { values: { name: 'x' }, positional: ['query', 'registry'] }],
+  [
+    'words that are not flags are positional, in order, around flags',
+    ['query', '--name', 'x', 'registry'],
+    {},
+    { values: { name: 'x' }, positional: ['query', 'registry'] },
+  ],
   ['a lone dash is positional', ['-'], {}, { values: {}, positional: ['-'] }],
   ['after -- every word is positional', ['--', '--name', 'x'], {}, { values: {}, positional: ['--name', 'x'] }],
 ];
@@ -89,23 +99,45 @@ for (const [what, argv, env, expected] of ROWS) {
 
 test('parseFlags never throws, and a refusal is one line naming a flag or a variable', () => {
   const word = fc.oneof(
-    fc.constantFrom('--name', '--urls', '--count', '--debug', '--tls-ca', '--help', '-h', '--version', '--', '-', '--bogus', '-x', '--__proto__', '--constructor'),
+    fc.constantFrom(
+      '--name',
+      '--urls',
+      '--count',
+      '--debug',
+      '--tls-ca',
+      '--help',
+      '-h',
+      '--version',
+      '--',
+      '-',
+      '--bogus',
+      '-x',
+      '--__proto__',
+      '--constructor',
+    ),
     fc.string(),
     fc.string().map((s) => `--${s}`),
     fc.string().map((s) => `--count=${s}`),
   );
-  fc.assert(fc.property(fc.array(word, { maxLength: 8 }), (argv) => {
-    const parsed = parseFlags(argv, {}, SPECS);
-    if (parsed.ok) return;
-    assert.not.ok(parsed.reason.includes('\n'), parsed.reason);
-    assert.match(parsed.reason, /^(unknown flag )?-/);
-  }));
+  fc.assert(
+    fc.property(fc.array(word, { maxLength: 8 }), (argv) => {
+      const parsed = parseFlags(argv, {}, SPECS);
+      if (parsed.ok) return;
+      assert.not.ok(parsed.reason.includes('\n'), parsed.reason);
+      assert.match(parsed.reason, /^(unknown flag )?-/);
+    }),
+  );
 });
 
 test('a value reads the same as the next word and after =, unless it starts with --', () => {
-  fc.assert(fc.property(fc.string().filter((s) => s !== '' && !s.startsWith('--')), (value) => {
-    assert.equal(parseFlags(['--name', value], {}, SPECS), parseFlags([`--name=${value}`], {}, SPECS));
-  }));
+  fc.assert(
+    fc.property(
+      fc.string().filter((s) => s !== '' && !s.startsWith('--')),
+      (value) => {
+        assert.equal(parseFlags(['--name', value], {}, SPECS), parseFlags([`--name=${value}`], {}, SPECS));
+      },
+    ),
+  );
 });
 
 test('describeFlags gives one line per flag with its value name and environment variable', () => {

@@ -35,10 +35,17 @@ const hostileText = fc.array(hostileChar, { maxLength: 60 }).map((parts) => part
 
 function plan(files: Plan['files'], secrets: Plan['secrets'] = []): Plan {
   return {
-    node: 'n1', module: 'web', build: '1',
+    node: 'n1',
+    module: 'web',
+    build: '1',
     archive: { ref: 'obj://b/x.tar', digest: 'sha256:' + 'a'.repeat(64) },
-    files, placement: { dir: { x: '/etc/web' } },
-    secrets, provisions: [], provides: [], items: [], collections: [],
+    files,
+    placement: { dir: { x: '/etc/web' } },
+    secrets,
+    provisions: [],
+    provides: [],
+    items: [],
+    collections: [],
   };
 }
 
@@ -48,7 +55,10 @@ test('scanning: every placeholder found is a real one, and each literal run plus
     assert.is(literals.length, placeholders.length + 1);
     const rebuilt = literals.map((l, i) => l + (i < placeholders.length ? `\${${placeholders[i]!.kind}:${placeholders[i]!.name}}` : '')).join('');
     // Escapes come out as `${`: the rebuilt text is the text with every escape resolved once.
-    assert.is(rebuilt, renderPlaceholders(text, (p) => `\${${p.kind}:${p.name}}`));
+    assert.is(
+      rebuilt,
+      renderPlaceholders(text, (p) => `\${${p.kind}:${p.name}}`),
+    );
     for (const p of placeholders) assert.match(`\${${p.kind}:${p.name}}`, /^\$\{[a-z][a-z0-9-]*:[^\s{}$\-=+?][^\s{}$]*\}$/);
   });
 });
@@ -64,20 +74,35 @@ test('render(parse) round trip: writing each placeholder back gives the text wit
 });
 
 test('no value character ever yields a secret part or hides one the template names', () => {
-  const template = fc.array(fc.oneof(
-    fc.constantFrom('${config:a}', '${config:b}', '${dir:x}', '${secret:k}', '${secret:j}', '$${secret:k}', 'text', '$', '\n'),
-    hostileText,
-  ), { maxLength: 12 }).map((parts) => parts.join(''));
+  const template = fc
+    .array(fc.oneof(fc.constantFrom('${config:a}', '${config:b}', '${dir:x}', '${secret:k}', '${secret:j}', '$${secret:k}', 'text', '$', '\n'), hostileText), {
+      maxLength: 12,
+    })
+    .map((parts) => parts.join(''));
   check('values never become secrets', fc.tuple(template, hostileText, hostileText), ([text, a, b]) => {
     const compiled = compileTemplate(text);
-    const resolve: ValueLookup = { lookup: (_plan, wanted) => ({ state: 'value', text: wanted.name === 'a' ? a : b, dependency: `config:web:${wanted.name}` }) };
+    const resolve: ValueLookup = {
+      lookup: (_plan, wanted) => ({ state: 'value', text: wanted.name === 'a' ? a : b, dependency: `config:web:${wanted.name}` }),
+    };
     const prepared = prepareTemplates(new Map([['t', new TextEncoder().encode(text)]]));
     if (!prepared.ok) return; // lone surrogates in a generated template are not UTF-8 once encoded
-    const out = fillModule(plan([{ path: '/f', template: 't', mode: 'owned', change: 'none' }], [{ name: 'k', vault: 'v/k' }, { name: 'j', vault: 'v/j' }]), prepared.value, resolve);
+    const out = fillModule(
+      plan(
+        [{ path: '/f', template: 't', mode: 'owned', change: 'none' }],
+        [
+          { name: 'k', vault: 'v/k' },
+          { name: 'j', vault: 'v/j' },
+        ],
+      ),
+      prepared.value,
+      resolve,
+    );
     if (!out.ok) return;
     const content: FillContent = out.value.files[0]!.content;
     const secretParts = typeof content === 'string' ? [] : content.filter((p) => typeof p !== 'string').map((p) => (p as { secret: string }).secret);
-    const named = scanPlaceholders(new TextDecoder().decode(new TextEncoder().encode(text))).placeholders.filter((p) => p.kind === 'secret').map((p) => p.name);
+    const named = scanPlaceholders(new TextDecoder().decode(new TextEncoder().encode(text)))
+      .placeholders.filter((p) => p.kind === 'secret')
+      .map((p) => p.name);
     assert.equal(secretParts, named);
     assert.is(compiled.secrets.length, compiled.runs.length - 1);
     assert.is(out.value.files[0]!.digest, contentDigest(content));
@@ -152,18 +177,26 @@ test('bounded JSON: depth is found without recursion, and too deep or too large 
 
 test('a report too large for the bus is cut to fit, saying what was cut, and a small one is untouched', () => {
   const report = (files: number, pathLength: number): Report => ({
-    node: 'n1', module: 'web', build: '1', state: 'waiting',
+    node: 'n1',
+    module: 'web',
+    build: '1',
+    state: 'waiting',
     files: Array.from({ length: files }, (_, i) => ({ path: `/${i}/` + 'p'.repeat(pathLength), action: 'written', digest: 'sha256:x' })),
     waiting: Array.from({ length: files }, (_, i) => ({ kind: 'config', name: `k${i}`, files: [`/${i}/` + 'p'.repeat(pathLength)] })),
     at: '2026-01-01T00:00:00Z',
   });
-  check('fitReport always fits', fc.tuple(fc.integer({ min: 0, max: 40 }), fc.integer({ min: 0, max: 5000 }), fc.integer({ min: 2000, max: 100_000 })), ([files, length, max]) => {
-    const r = report(files, length);
-    const fitted = fitReport(r, max);
-    assert.ok(Buffer.byteLength(JSON.stringify(fitted)) <= max);
-    if (Buffer.byteLength(JSON.stringify(r)) <= max) assert.is(fitted, r);
-    else assert.match(fitted.reason ?? '', /report cut to fit/);
-  }, 150);
+  check(
+    'fitReport always fits',
+    fc.tuple(fc.integer({ min: 0, max: 40 }), fc.integer({ min: 0, max: 5000 }), fc.integer({ min: 2000, max: 100_000 })),
+    ([files, length, max]) => {
+      const r = report(files, length);
+      const fitted = fitReport(r, max);
+      assert.ok(Buffer.byteLength(JSON.stringify(fitted)) <= max);
+      if (Buffer.byteLength(JSON.stringify(r)) <= max) assert.is(fitted, r);
+      else assert.match(fitted.reason ?? '', /report cut to fit/);
+    },
+    150,
+  );
   const cut = fitReport(report(3, 900_000), 1024 * 1024 - 1024);
   assert.match(cut.reason!, /report cut to fit 1047552 bytes: \d+ text\(s\) shortened to 1024 characters/);
   assert.is(cut.files.length, 3);

@@ -31,7 +31,14 @@ type FakeAnswer = (request: FakeRequest, write: (line: string) => void) => strin
 /** A fake engine on the mesh's socket: it keeps every connection and answers as told; `connections` counts those made. */
 async function fakeEngine(socketPath: string, answer: FakeAnswer): Promise<{ requests: number; connections: number; close(): void }> {
   const sockets: Socket[] = [];
-  const fake = { requests: 0, connections: 0, close: () => { server.close(); for (const s of sockets) s.destroy(); } };
+  const fake = {
+    requests: 0,
+    connections: 0,
+    close: () => {
+      server.close();
+      for (const s of sockets) s.destroy();
+    },
+  };
   const server = createServer((socket) => {
     sockets.push(socket);
     fake.connections++;
@@ -66,7 +73,9 @@ async function withBundles(fn: (h: Hostile) => Promise<void>, opts: { engine?: b
     await client.waitForLog(/start: filling/);
     await fn({ m, client });
   } catch (err) {
-    throw new Error(`${(err as Error).message}\nclient said:\n${client?.stderr().slice(-3000)}\nengine said:\n${engine?.stderr().slice(-1500) ?? '(no engine bundle)'}`);
+    throw new Error(
+      `${(err as Error).message}\nclient said:\n${client?.stderr().slice(-3000)}\nengine said:\n${engine?.stderr().slice(-1500) ?? '(no engine bundle)'}`,
+    );
   } finally {
     await m.close();
   }
@@ -78,7 +87,13 @@ function peakMiB(pid: number | undefined): number {
 }
 
 /** A module of one file `<module>.conf` from `template`, assigned to n1. */
-async function oneFile(m: Mesh, module: string, template: string | Uint8Array, extra: Record<string, unknown> = {}, placement?: Record<string, Record<string, string | number>>) {
+async function oneFile(
+  m: Mesh,
+  module: string,
+  template: string | Uint8Array,
+  extra: Record<string, unknown> = {},
+  placement?: Record<string, Record<string, string | number>>,
+) {
   await m.publish(module, {
     templates: { [`${module}.conf`]: template as string },
     provisioning: { files: [{ path: '${dir:config}/' + module + '.conf', template: `${module}.conf`, change: 'restart' }], ...extra },
@@ -89,12 +104,23 @@ async function oneFile(m: Mesh, module: string, template: string | Uint8Array, e
 /** Writes a plan straight into the plans bucket, as a compromised or buggy writer could; the assignment is kept and its composition absent, so the seat holds it. */
 async function plantPlan(m: Mesh, module: string, plan: Record<string, unknown>) {
   await m.kv.assignments.put(`n1.${module}`, JSON.stringify({ node: 'n1', module, placement: {} }));
-  await m.kv.plans.put(`n1.${module}`, jsonBytes({
-    node: 'n1', module, build: '1',
-    archive: { ref: 'obj://mesh-catalog_archives/none.tar', digest: 'sha256:' + 'a'.repeat(64) },
-    files: [], placement: {}, secrets: [], provisions: [], provides: [], items: [], collections: [],
-    ...plan,
-  }));
+  await m.kv.plans.put(
+    `n1.${module}`,
+    jsonBytes({
+      node: 'n1',
+      module,
+      build: '1',
+      archive: { ref: 'obj://mesh-catalog_archives/none.tar', digest: 'sha256:' + 'a'.repeat(64) },
+      files: [],
+      placement: {},
+      secrets: [],
+      provisions: [],
+      provides: [],
+      items: [],
+      collections: [],
+      ...plan,
+    }),
+  );
 }
 
 const failed = (r: Report) => r.state === 'failed';
@@ -114,10 +140,14 @@ test('#2 a placement value shaped like a secret stays text; a lone surrogate or 
 test('#3 file:// refs: outside --archive-dir refused without a digest of the file; FIFOs refused at once; other modules go on', () =>
   withBundles(async ({ m }) => {
     const digest = 'sha256:' + 'b'.repeat(64);
-    const fileRef = (module: string, ref: string) => writeComposition(m.kv.modules, {
-      module, build: '1', published: true, archive: { ref, digest },
-      provisioning: { files: [{ path: '${dir:config}/x.conf', template: 'x.conf' }] },
-    });
+    const fileRef = (module: string, ref: string) =>
+      writeComposition(m.kv.modules, {
+        module,
+        build: '1',
+        published: true,
+        archive: { ref, digest },
+        provisioning: { files: [{ path: '${dir:config}/x.conf', template: 'x.conf' }] },
+      });
     await fileRef('pw', 'file:///etc/passwd');
     await m.assign('n1', 'pw');
     const pw = await m.waitReport('n1', 'pw', failed);
@@ -204,93 +234,118 @@ test('#17 real files’ own ${word:…} syntax fails the module listing every on
   }));
 
 test('#5 forty modules stuck on an engine that keeps the connection silent: a knock of the recovered engine sends them all, and a new module too', () =>
-  withBundles(async ({ m }) => {
-    const silent = await fakeEngine(m.socketPath, () => undefined);
-    for (let i = 0; i < 40; i++) await oneFile(m, `s${i}`, `n ${i}\n`);
-    await waitFor('40 requests held by the silent engine', () => silent.requests >= 32);
-    // The engine comes back on a new socket at the same path (a knock); the old connections stay open and silent.
-    rmSync(m.socketPath);
-    const engine = m.startEngineProcess();
-    try {
-      await engine.waitForLog(/listening/);
-      await oneFile(m, 'fresh', 'new\n');
-      await m.waitReport('n1', 'fresh', (r) => r.state === 'applied', 10_000);
-      for (let i = 0; i < 40; i++) await m.waitReport('n1', `s${i}`, (r) => r.state === 'applied', 10_000);
-    } finally {
-      engine.kill();
-      silent.close();
-    }
-  }, { engine: false }));
+  withBundles(
+    async ({ m }) => {
+      const silent = await fakeEngine(m.socketPath, () => undefined);
+      for (let i = 0; i < 40; i++) await oneFile(m, `s${i}`, `n ${i}\n`);
+      await waitFor('40 requests held by the silent engine', () => silent.requests >= 32);
+      // The engine comes back on a new socket at the same path (a knock); the old connections stay open and silent.
+      rmSync(m.socketPath);
+      const engine = m.startEngineProcess();
+      try {
+        await engine.waitForLog(/listening/);
+        await oneFile(m, 'fresh', 'new\n');
+        await m.waitReport('n1', 'fresh', (r) => r.state === 'applied', 10_000);
+        for (let i = 0; i < 40; i++) await m.waitReport('n1', `s${i}`, (r) => r.state === 'applied', 10_000);
+      } finally {
+        engine.kill();
+        silent.close();
+      }
+    },
+    { engine: false },
+  ));
 
 test('#5 a silent engine is given up after --engine-timeout: the module waits with the reason', () =>
-  withBundles(async ({ m }) => {
-    const silent = await fakeEngine(m.socketPath, () => undefined);
-    try {
-      await oneFile(m, 'mute', 'x\n');
-      const r = await m.waitReport('n1', 'mute', (x) => x.state === 'waiting');
-      assert.match(r.reason!, /did not answer the fill of mute within 1000 ms; waiting for a knock/);
-      assert.equal(r.files.map((f) => f.action), ['pending']);
-    } finally {
-      silent.close();
-    }
-  }, { engine: false, clientArgs: ['--engine-timeout', '1'] }));
+  withBundles(
+    async ({ m }) => {
+      const silent = await fakeEngine(m.socketPath, () => undefined);
+      try {
+        await oneFile(m, 'mute', 'x\n');
+        const r = await m.waitReport('n1', 'mute', (x) => x.state === 'waiting');
+        assert.match(r.reason!, /did not answer the fill of mute within 1000 ms; waiting for a knock/);
+        assert.equal(
+          r.files.map((f) => f.action),
+          ['pending'],
+        );
+      } finally {
+        silent.close();
+      }
+    },
+    { engine: false, clientArgs: ['--engine-timeout', '1'] },
+  ));
 
 test('#11 an engine reply that confirms no file of one module: that module waits naming its file, the connection is kept, and a module in flight beside it is applied', () =>
-  withBundles(async ({ m, client }) => {
-    // web's request is held until nofiles' comes on the same connection; nofiles is answered with no
-    // file, then web's is answered in full: web was in flight when the engine left nofiles' file out.
-    const held: { req: FakeRequest; write: (line: string) => void }[] = [];
-    const answerFully = (req: FakeRequest) => JSON.stringify({ id: req.id, ok: true, files: req.files.map((f) => ({ path: f.path, action: 'written' })) }) + '\n';
-    const fake = await fakeEngine(m.socketPath, (req, write) => {
-      if (req.module === 'web') return void held.push({ req, write });
-      if (req.module !== 'nofiles') return answerFully(req);
-      write(JSON.stringify({ id: req.id, ok: true, files: [] }) + '\n');
-      for (const h of held.splice(0)) h.write(answerFully(h.req));
-      return undefined;
-    });
-    // The new socket is a knock, which sends every module again; seen before the modules exist, it
-    // cannot resend one of them in the middle of the test.
-    await client.waitForLog(/engine knocked/);
-    try {
-      await oneFile(m, 'web', 'w\n');
-      await waitFor('web in flight at the engine', () => held.length > 0);
-      await oneFile(m, 'nofiles', 'n\n');
-      await m.waitReport('n1', 'web', (r) => r.state === 'applied');
-      const nofiles = await m.waitReport('n1', 'nofiles', (r) => r.state === 'waiting');
-      assert.match(nofiles.reason!, /engine did not confirm \/\S*\/nofiles\.conf; waiting for a knock/);
-      assert.equal(nofiles.files.map((f) => f.action), ['pending']);
-      assert.is(fake.connections, 1, 'the connection was never dropped');
-      assert.not.match(client.stderr(), /protocol error|dropping the connection/);
-    } finally {
-      fake.close();
-    }
-  }, { engine: false }));
+  withBundles(
+    async ({ m, client }) => {
+      // web's request is held until nofiles' comes on the same connection; nofiles is answered with no
+      // file, then web's is answered in full: web was in flight when the engine left nofiles' file out.
+      const held: { req: FakeRequest; write: (line: string) => void }[] = [];
+      const answerFully = (req: FakeRequest) =>
+        JSON.stringify({ id: req.id, ok: true, files: req.files.map((f) => ({ path: f.path, action: 'written' })) }) + '\n';
+      const fake = await fakeEngine(m.socketPath, (req, write) => {
+        if (req.module === 'web') return void held.push({ req, write });
+        if (req.module !== 'nofiles') return answerFully(req);
+        write(JSON.stringify({ id: req.id, ok: true, files: [] }) + '\n');
+        for (const h of held.splice(0)) h.write(answerFully(h.req));
+        return undefined;
+      });
+      // The new socket is a knock, which sends every module again; seen before the modules exist, it
+      // cannot resend one of them in the middle of the test.
+      await client.waitForLog(/engine knocked/);
+      try {
+        await oneFile(m, 'web', 'w\n');
+        await waitFor('web in flight at the engine', () => held.length > 0);
+        await oneFile(m, 'nofiles', 'n\n');
+        await m.waitReport('n1', 'web', (r) => r.state === 'applied');
+        const nofiles = await m.waitReport('n1', 'nofiles', (r) => r.state === 'waiting');
+        assert.match(nofiles.reason!, /engine did not confirm \/\S*\/nofiles\.conf; waiting for a knock/);
+        assert.equal(
+          nofiles.files.map((f) => f.action),
+          ['pending'],
+        );
+        assert.is(fake.connections, 1, 'the connection was never dropped');
+        assert.not.match(client.stderr(), /protocol error|dropping the connection/);
+      } finally {
+        fake.close();
+      }
+    },
+    { engine: false },
+  ));
 
 test('#11 an engine reply naming a file it was not sent is a protocol error: the module waits with the reason', () =>
-  withBundles(async ({ m, client }) => {
-    const liar = await fakeEngine(m.socketPath, (req) => JSON.stringify({ id: req.id, ok: true, files: [{ path: '/etc/shadow', action: 'written' }] }) + '\n');
-    await client.waitForLog(/engine knocked/);
-    try {
-      await oneFile(m, 'liar', 'y\n');
-      assert.match((await m.waitReport('n1', 'liar', (r) => r.state === 'waiting')).reason!, /engine replied for "\/etc\/shadow", which it was not sent/);
-    } finally {
-      liar.close();
-    }
-  }, { engine: false }));
+  withBundles(
+    async ({ m, client }) => {
+      const liar = await fakeEngine(
+        m.socketPath,
+        (req) => JSON.stringify({ id: req.id, ok: true, files: [{ path: '/etc/shadow', action: 'written' }] }) + '\n',
+      );
+      await client.waitForLog(/engine knocked/);
+      try {
+        await oneFile(m, 'liar', 'y\n');
+        assert.match((await m.waitReport('n1', 'liar', (r) => r.state === 'waiting')).reason!, /engine replied for "\/etc\/shadow", which it was not sent/);
+      } finally {
+        liar.close();
+      }
+    },
+    { engine: false },
+  ));
 
 test('#10 a 100 MB reply line from the engine is cut off at the limit; the client stays small', () =>
-  withBundles(async ({ m, client }) => {
-    const huge = await fakeEngine(m.socketPath, () => 'x'.repeat(100 * 1024 * 1024) + '\n');
-    try {
-      await oneFile(m, 'flood', 'x\n');
-      const r = await m.waitReport('n1', 'flood', (x) => x.state === 'waiting', 20_000);
-      assert.match(r.reason!, /past the limit of 67108864 bytes|67108864/);
-      const peak = peakMiB(client.child.pid);
-      assert.ok(peak < 400, `client peak RSS ${peak.toFixed(0)} MiB`);
-      console.log(`hostile: 100 MB engine reply line → client peak RSS ${peak.toFixed(0)} MiB`);
-    } finally {
-      huge.close();
-    }
-  }, { engine: false }));
+  withBundles(
+    async ({ m, client }) => {
+      const huge = await fakeEngine(m.socketPath, () => 'x'.repeat(100 * 1024 * 1024) + '\n');
+      try {
+        await oneFile(m, 'flood', 'x\n');
+        const r = await m.waitReport('n1', 'flood', (x) => x.state === 'waiting', 20_000);
+        assert.match(r.reason!, /past the limit of 67108864 bytes|67108864/);
+        const peak = peakMiB(client.child.pid);
+        assert.ok(peak < 400, `client peak RSS ${peak.toFixed(0)} MiB`);
+        console.log(`hostile: 100 MB engine reply line → client peak RSS ${peak.toFixed(0)} MiB`);
+      } finally {
+        huge.close();
+      }
+    },
+    { engine: false },
+  ));
 
 test.run();

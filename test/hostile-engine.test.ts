@@ -31,7 +31,11 @@ async function rig(): Promise<Rig> {
   await engine.waitForLog(/engine listening on/);
   const client = createEngineClient({ socketPath, log: memoryLogger(), pollMs: 50, timeoutMs: 10_000 });
   return {
-    dir, root, socketPath, engine, client,
+    dir,
+    root,
+    socketPath,
+    engine,
+    client,
     async close() {
       client.close();
       engine.kill();
@@ -108,7 +112,9 @@ test('a 100 MB line closes its connection within bounded memory, and the engine 
     const pid = r.engine.child.pid!;
     const before = rssBytes(pid);
     let peak = before;
-    const sampler = setInterval(() => { peak = Math.max(peak, rssBytes(pid)); }, 20);
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, rssBytes(pid));
+    }, 20);
     const started = Date.now();
     const sent = await new Promise<number>((resolve) => {
       const raw = createConnection(r.socketPath);

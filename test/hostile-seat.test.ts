@@ -52,7 +52,9 @@ function alive(): boolean {
 
 /** The seat's resident memory, in MB, as the kernel counts it. */
 function rssMb(): number {
-  const line = readFileSync(`/proc/${seat.child.pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'))!;
+  const line = readFileSync(`/proc/${seat.child.pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmRSS:'))!;
   return Number(/(\d+)/.exec(line)![1]) / 1024;
 }
 
@@ -78,7 +80,11 @@ test.after(async () => {
 });
 
 test('#1 a request with a reply subject in the plans, catalogue or assignments bucket writes nothing there', async () => {
-  const targets: [KV, string][] = [[plans, 'n1.injected'], [modules, 'injected'], [assignments, 'n1.injected']];
+  const targets: [KV, string][] = [
+    [plans, 'n1.injected'],
+    [modules, 'injected'],
+    [assignments, 'n1.injected'],
+  ];
   const buckets = [PLANS, MODULES, ASSIGNMENTS];
   targets.forEach(([, key], i) => nc.publish(PROVISIONING_VERB, jsonBytes({}), { reply: `$KV.${buckets[i]}.${key}` }));
   assert.is((await ask({})).what, 'registry', 'the seat still answers an inbox');
@@ -102,7 +108,10 @@ test('#4 a composition and an assignment nested 5,000 levels deep are said with 
   await waitFor('a later pass', async () => (await planOf('n1.after-deep'))?.['build'] === '2');
   // A request answered after the later pass, from the memory the deep inputs' failures are kept in.
   const said = await ask({ what: 'health', node: 'n1' });
-  assert.ok(said.entries?.some((e) => e.key === 'n1.deep'), `health: ${JSON.stringify(said).slice(0, 500)}`);
+  assert.ok(
+    said.entries?.some((e) => e.key === 'n1.deep'),
+    `health: ${JSON.stringify(said).slice(0, 500)}`,
+  );
   assert.ok(alive(), `the seat exited:\n${seat.stderr()}`);
   assert.is(await planOf('n1.deep'), null);
 });
@@ -159,7 +168,9 @@ test('#8 a burst of 5,000 concurrent requests: some answered busy, memory stays 
   const replies = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
   const busy = replies.filter((r) => r.error === 'busy').length;
   const answered = replies.filter((r) => r.what === 'registry').length;
-  console.log(`hostile: burst of 5000: ${answered} answered, ${busy} busy, ${5000 - replies.length} lost; RSS ${before.toFixed(0)} → peak ${peak.toFixed(0)} MB`);
+  console.log(
+    `hostile: burst of 5000: ${answered} answered, ${busy} busy, ${5000 - replies.length} lost; RSS ${before.toFixed(0)} → peak ${peak.toFixed(0)} MB`,
+  );
   assert.ok(busy > 0, 'none answered busy');
   assert.is(busy + answered, 5000, `${5000 - busy - answered} not answered`);
   assert.ok(peak - before < 150, `RSS grew from ${before.toFixed(0)} to ${peak.toFixed(0)} MB`);

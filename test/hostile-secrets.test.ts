@@ -51,7 +51,8 @@ test.after(async () => {
 /** Every regular file under `dir` (links not followed) whose bytes hold the victim's secret. */
 function holdingSecret(dir: string): string[] {
   if (!existsSync(dir)) return [];
-  return readdirSync(dir, { recursive: true, encoding: 'utf8' }).map((name) => join(dir, name))
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .map((name) => join(dir, name))
     .filter((path) => lstatSync(path).isFile() && readFileSync(path, 'utf8').includes(SECRET));
 }
 
@@ -70,7 +71,10 @@ async function health(): Promise<Map<string, { state: string; reason: string }>>
 async function oneFile(module: string, template: string, provisioning: Record<string, unknown>, fileMode?: string): Promise<void> {
   await m.publish(module, {
     templates: { [`${module}.conf`]: template },
-    provisioning: { files: [{ path: '${dir:config}/' + module + '.conf', template: `${module}.conf`, change: 'restart', ...(fileMode ? { fileMode } : {}) }], ...provisioning },
+    provisioning: {
+      files: [{ path: '${dir:config}/' + module + '.conf', template: `${module}.conf`, change: 'restart', ...(fileMode ? { fileMode } : {}) }],
+      ...provisioning,
+    },
   });
   await m.assign('n1', module);
 }
@@ -105,7 +109,10 @@ test('a composition naming another module’s secret (a name, a name with a path
   await passedOver('after-evil');
   assert.equal(leaked(), [], 'a file of an evil module holds the victim’s secret');
   const said = await health();
-  const name = (field: string, value: string) => new RegExp(`^composition does not validate: field "provisioning\\.${field.replace(/\./g, '\\.')}" is ${JSON.stringify(value).replace(/[.]/g, '\\.')}, not a name`);
+  const name = (field: string, value: string) =>
+    new RegExp(
+      `^composition does not validate: field "provisioning\\.${field.replace(/\./g, '\\.')}" is ${JSON.stringify(value).replace(/[.]/g, '\\.')}, not a name`,
+    );
   assert.equal(said.get('n1.evil1')?.state, 'failed');
   assert.match(said.get('n1.evil1')!.reason, name('secrets.0.name', STOLEN));
   assert.match(said.get('n1.evil2')!.reason, name('secrets.0.name', STOLEN));
@@ -120,23 +127,46 @@ test('a composition naming another module’s secret (a name, a name with a path
 async function plantPlan(module: string, template: string, plan: Record<string, unknown>): Promise<void> {
   const published = await m.publish(`${module}-archive`, { templates: { [`${module}.conf`]: template }, provisioning: {} });
   await m.kv.assignments.put(`n1.${module}`, JSON.stringify({ node: 'n1', module, placement: {} }));
-  await m.kv.plans.put(`n1.${module}`, jsonBytes({
-    node: 'n1', module, build: '1', archive: published.composition.archive,
-    files: [{ path: join(m.root, 'etc', module, `${module}.conf`), template: `${module}.conf`, mode: 'owned', change: 'none' }],
-    placement: {}, secrets: [], provisions: [], provides: [], items: [], collections: [],
-    ...plan,
-  }));
+  await m.kv.plans.put(
+    `n1.${module}`,
+    jsonBytes({
+      node: 'n1',
+      module,
+      build: '1',
+      archive: published.composition.archive,
+      files: [{ path: join(m.root, 'etc', module, `${module}.conf`), template: `${module}.conf`, mode: 'owned', change: 'none' }],
+      placement: {},
+      secrets: [],
+      provisions: [],
+      provides: [],
+      items: [],
+      collections: [],
+      ...plan,
+    }),
+  );
 }
 
 test('a planted plan whose secret’s vault name is not its own module’s is refused by the client: failed naming the field; the engine never writes the secret', async () => {
   const cases: [string, Record<string, unknown>, RegExp][] = [
-    ['evil4', { secrets: [{ name: 'api-key', vault: 'module/victim/api-key' }] }, /field "secrets\.0\.vault" is "module\/victim\/api-key", which belongs to module victim, not evil4/],
-    ['evil5', { secrets: [{ name: 'api-key', vault: 'module/evil5/../victim/api-key' }] }, /field "secrets\.0\.vault" is "module\/evil5\/\.\.\/victim\/api-key", which has a "\.\." segment/],
+    [
+      'evil4',
+      { secrets: [{ name: 'api-key', vault: 'module/victim/api-key' }] },
+      /field "secrets\.0\.vault" is "module\/victim\/api-key", which belongs to module victim, not evil4/,
+    ],
+    [
+      'evil5',
+      { secrets: [{ name: 'api-key', vault: 'module/evil5/../victim/api-key' }] },
+      /field "secrets\.0\.vault" is "module\/evil5\/\.\.\/victim\/api-key", which has a "\.\." segment/,
+    ],
     ['evil6', { secrets: [{ name: 'api-key', vault: 'pair/postgres/database/n2/evil6' }] }, /field "secrets\.0\.vault" .*which belongs to node n2, not n1/],
-    ['evil7', {
-      secrets: [{ name: 'api-key', vault: `pair/postgres/database/n1/evil7/${CLIMB}` }],
-      provisions: [{ provider: 'postgres', provision: 'database', node: 'n1', local: CLIMB, name: 'api-key' }],
-    }, /field "provisions\.0\.local" is "\.\.\/\.\.\/.*", not a name/],
+    [
+      'evil7',
+      {
+        secrets: [{ name: 'api-key', vault: `pair/postgres/database/n1/evil7/${CLIMB}` }],
+        provisions: [{ provider: 'postgres', provision: 'database', node: 'n1', local: CLIMB, name: 'api-key' }],
+      },
+      /field "provisions\.0\.local" is "\.\.\/\.\.\/.*", not a name/,
+    ],
   ];
   for (const [module, plan] of cases) await plantPlan(module, 'k=${secret:api-key}\n', plan);
   for (const [module, , reason] of cases) assert.match((await m.waitReport('n1', module, failed)).reason!, reason, module);
@@ -202,15 +232,21 @@ test('a file holding a secret part and no fileMode is written 0600, a rewrite ke
   };
   mkdirSync(at(''), { recursive: true });
   writeFileSync(at('before.conf'), 'k=modes-secret\n', { mode: 0o644 });
-  assert.equal(await fill([
-    file(at('secret.conf'), ['k=', { secret: 'k' }, '\n']),
-    file(at('declared.conf'), ['k=', { secret: 'k' }, '\n'], { fileMode: '0640' }),
-    file(at('plain.conf'), 'no secret\n'),
-    file(at('managed.conf'), ['k=', { secret: 'k' }, '\n'], { mode: 'managed' }),
-    file(at('seed.conf'), ['k=', { secret: 'k' }, '\n'], { mode: 'seed' }),
-    file(at('before.conf'), ['k=', { secret: 'k' }, '\n']),
-  ]), ['written', 'written', 'written', 'written', 'written', 'written']);
-  assert.equal(['secret.conf', 'declared.conf', 'plain.conf', 'managed.conf', 'seed.conf', 'before.conf'].map(mode), [0o600, 0o640, 0o644, 0o600, 0o600, 0o600]);
+  assert.equal(
+    await fill([
+      file(at('secret.conf'), ['k=', { secret: 'k' }, '\n']),
+      file(at('declared.conf'), ['k=', { secret: 'k' }, '\n'], { fileMode: '0640' }),
+      file(at('plain.conf'), 'no secret\n'),
+      file(at('managed.conf'), ['k=', { secret: 'k' }, '\n'], { mode: 'managed' }),
+      file(at('seed.conf'), ['k=', { secret: 'k' }, '\n'], { mode: 'seed' }),
+      file(at('before.conf'), ['k=', { secret: 'k' }, '\n']),
+    ]),
+    ['written', 'written', 'written', 'written', 'written', 'written'],
+  );
+  assert.equal(
+    ['secret.conf', 'declared.conf', 'plain.conf', 'managed.conf', 'seed.conf', 'before.conf'].map(mode),
+    [0o600, 0o640, 0o644, 0o600, 0o600, 0o600],
+  );
   assert.is(readFileSync(at('secret.conf'), 'utf8'), 'k=modes-secret\n');
   assert.equal(await fill([file(at('secret.conf'), ['k2=', { secret: 'k' }, '\n'])]), ['written']);
   assert.is(mode('secret.conf'), 0o600, 'a rewrite keeps 0600');

@@ -45,8 +45,18 @@ function unsafeAt(output: string): string | undefined {
   for (const [at, c] of [...output].entries()) {
     const code = c.codePointAt(0)!;
     if (c === '\n') continue;
-    if (code <= 0x1f || (code >= 0x7f && code <= 0x9f) || code === 0x2028 || code === 0x2029 || code === 0x061c || code === 0x200e || code === 0x200f
-      || (code >= 0x202a && code <= 0x202e) || (code >= 0x2066 && code <= 0x2069) || code === 0xfffd) {
+    if (
+      code <= 0x1f ||
+      (code >= 0x7f && code <= 0x9f) ||
+      code === 0x2028 ||
+      code === 0x2029 ||
+      code === 0x061c ||
+      code === 0x200e ||
+      code === 0x200f ||
+      (code >= 0x202a && code <= 0x202e) ||
+      (code >= 0x2066 && code <= 0x2069) ||
+      code === 0xfffd
+    ) {
       return `U+${code.toString(16).padStart(4, '0')} at ${at} in ${JSON.stringify(output)}`;
     }
   }
@@ -68,10 +78,14 @@ function stringsOf(value: unknown): string[] {
 /** n1's report of web, every field an operator is shown holding `text`. */
 function report(text: string): Report {
   return {
-    node: 'n1', module: 'web', build: text, state: 'waiting',
+    node: 'n1',
+    module: 'web',
+    build: text,
+    state: 'waiting',
     files: [{ path: `/etc/web/${text}`, action: 'written', digest: DIGEST }],
     waiting: [{ kind: 'config', name: text, files: [`/etc/web/${text}`] }],
-    reason: text, at: new Date().toISOString(),
+    reason: text,
+    at: new Date().toISOString(),
   };
 }
 
@@ -106,11 +120,16 @@ test('status, status n1, status n1 web and query applied print a node’s hostil
       const json = await run([...args, '--json']);
       assertSafe(json.stdout, `${name} --json`);
       assert.is(json.stdout.split('\n').length, 2, `${name} --json: one line`);
-      assert.ok(stringsOf(JSON.parse(json.stdout)).some((text) => text.includes(HOSTILE)), `${name} --json holds the exact stored text: ${json.stdout}`);
+      assert.ok(
+        stringsOf(JSON.parse(json.stdout)).some((text) => text.includes(HOSTILE)),
+        `${name} --json holds the exact stored text: ${json.stdout}`,
+      );
     }
     const query = JSON.parse((await run(['query', 'applied', '--json'])).stdout) as { entries: { key: string; value: Report }[] };
     assert.equal(query.entries, [{ key: 'n1.web', value: hostile }]);
-    const detail = JSON.parse((await run(['status', 'n1', '--json'])).stdout) as { modules: { build: string; reason: string; files: { path: string }[]; waiting: { name: string }[] }[] };
+    const detail = JSON.parse((await run(['status', 'n1', '--json'])).stdout) as {
+      modules: { build: string; reason: string; files: { path: string }[]; waiting: { name: string }[] }[];
+    };
     const [web] = detail.modules;
     assert.equal([web?.build, web?.reason, web?.files[0]?.path, web?.waiting[0]?.name], [HOSTILE, HOSTILE, `/etc/web/${HOSTILE}`, HOSTILE]);
   }));
@@ -151,17 +170,40 @@ test('a provider’s {refused} text reaches the client bundle’s log and its --
     ensureBuilt('client');
     const bundle = copyBundleAlone('client');
     const dir = tempDir();
-    const once = await runBundle('node', bundle, 'client', [
-      '--node', 'n1', '--once', '--timeout', '20', '--nats', m.nats.url, '--nkey', m.nkey(USERS.client('n1')),
-      '--socket', join(dir, 'fill.sock'), '--cache', join(dir, 'cache'), '--archive-dir', m.archiveDir,
-    ], {}, 30_000);
+    const once = await runBundle(
+      'node',
+      bundle,
+      'client',
+      [
+        '--node',
+        'n1',
+        '--once',
+        '--timeout',
+        '20',
+        '--nats',
+        m.nats.url,
+        '--nkey',
+        m.nkey(USERS.client('n1')),
+        '--socket',
+        join(dir, 'fill.sock'),
+        '--cache',
+        join(dir, 'cache'),
+        '--archive-dir',
+        m.archiveDir,
+      ],
+      {},
+      30_000,
+    );
     assert.is(once.code, 1, once.stderr);
     assertSafe(once.stdout, '--once stdout');
     assertSafe(once.stderr, '--once stderr (the log and the lines)');
     const failedLog = once.stderr.split('\n').filter((line) => / error n1\.web: failed/.test(line));
     assert.is(failedLog.length, 1, once.stderr);
     assert.ok(failedLog[0]!.includes(`the provider refused: \\x1b]0;x\\x07${SHOWN}\\x0a<3>n1.web: applied`), failedLog[0]);
-    assert.ok(once.stderr.split('\n').some((line) => line.startsWith('node-provisioner: web: failed') && line.includes(SHOWN)), once.stderr);
+    assert.ok(
+      once.stderr.split('\n').some((line) => line.startsWith('node-provisioner: web: failed') && line.includes(SHOWN)),
+      once.stderr,
+    );
     const stored = await m.waitReport('n1', 'web', (r) => r.state === 'failed');
     assert.ok(stored.reason?.includes(refusal), 'the report keeps the exact text');
   }));

@@ -58,7 +58,16 @@ async function matrixContext(m: IsolatedMesh): Promise<MatrixContext> {
   for (const n of [A, B]) await m.assign(n, MODULE);
   for (const n of [A, B]) await startApplied(m, n, LEVEL(n));
   const actors = new Map<string, NatsConnection>([['admin', m.admin]]);
-  const users = [USERS.seat, USERS.vault, USERS.provider(PROVIDER), USERS.client(A), USERS.client(B), USERS.runner(A), USERS.runner(B), ...Object.values(NAMESAKES).map(USERS.client)];
+  const users = [
+    USERS.seat,
+    USERS.vault,
+    USERS.provider(PROVIDER),
+    USERS.client(A),
+    USERS.client(B),
+    USERS.runner(A),
+    USERS.runner(B),
+    ...Object.values(NAMESAKES).map(USERS.client),
+  ];
   for (const user of users) actors.set(user, await m.connect(user));
   return {
     admin: m.admin,
@@ -96,7 +105,10 @@ test('the isolation matrix: every action by a real connection comes out as expec
 
 /** The observed column of docs/isolation.md, by action. */
 function committedObserved(): Map<string, string> {
-  const rows = readFileSync(ISOLATION_DOC, 'utf8').split('\n').filter((l) => l.startsWith('| ')).map((l) => l.slice(2, -2).split(' | '));
+  const rows = readFileSync(ISOLATION_DOC, 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('| '))
+    .map((l) => l.slice(2, -2).split(' | '));
   return new Map(rows.map((cells) => [cells[1]!, cells[3]!]));
 }
 
@@ -133,7 +145,10 @@ test('with the seat’s bundle logged in as provisioner, a node fills a module f
     const query = await m.serverCommand(USERS.seat, ['query', 'applied', '--node', A, '--json']);
     assert.is(query.code, 0, query.stderr);
     const answer = JSON.parse(query.stdout) as { entries: { key: string; value: { state: string } }[] };
-    assert.equal(answer.entries.map((e) => [e.key, e.value.state]), [[`${A}.${MODULE}`, 'applied']]);
+    assert.equal(
+      answer.entries.map((e) => [e.key, e.value.state]),
+      [[`${A}.${MODULE}`, 'applied']],
+    );
 
     await na.idle();
     const said = [...na.log.lines, m.seatSaid()].join('\n');
@@ -155,11 +170,13 @@ test('after nats-server restarts, with its consumers kept and then lost, a node 
     };
     const first = await naConsumers();
     assert.is(first.length, 1, `one bound consumer of na's values: ${first}`);
-    const jetStreamBack = () => waitFor('JetStream back for admin', async () => (await m.kv.config.get(`${A}.${MODULE}.level`).catch(() => null)) !== null, RECOVERY_MS);
+    const jetStreamBack = () =>
+      waitFor('JetStream back for admin', async () => (await m.kv.config.get(`${A}.${MODULE}.level`).catch(() => null)) !== null, RECOVERY_MS);
     const follows = async (level: string, why: string) => {
       await m.kv.config.put(`${A}.${MODULE}.level`, level);
-      await waitFor(`the value put ${why} on disk`, () => na.moduleFile(MODULE) === expected(level), RECOVERY_MS)
-        .catch((err: Error) => { throw new Error(`${err.message}; na's log: ${na.log.lines.slice(-15).join(' | ')}`); });
+      await waitFor(`the value put ${why} on disk`, () => na.moduleFile(MODULE) === expected(level), RECOVERY_MS).catch((err: Error) => {
+        throw new Error(`${err.message}; na's log: ${na.log.lines.slice(-15).join(' | ')}`);
+      });
     };
 
     // nats-server 2.9.10 keeps the ephemeral consumers in its store: the watches resume on them.
@@ -182,7 +199,11 @@ test('after nats-server restarts, with its consumers kept and then lost, a node 
     assert.is(again.length, 1, `one bound consumer of na's values again: ${again}`);
     assert.is.not(again[0], first[0], 'created again');
     await m.assign(B, MODULE);
-    await waitFor('the seat’s plan of an assignment made after the loss', async () => (await m.kv.plans.get(`${B}.${MODULE}`))?.operation === 'PUT', RECOVERY_MS);
+    await waitFor(
+      'the seat’s plan of an assignment made after the loss',
+      async () => (await m.kv.plans.get(`${B}.${MODULE}`))?.operation === 'PUT',
+      RECOVERY_MS,
+    );
     await m.waitReport(A, MODULE, (r) => r.state === 'applied');
     assert.equal(m.violations(), [], 'nothing the seat or the client did was refused');
   }));

@@ -1,7 +1,21 @@
 // Key encoding (DESIGN §2) and every key shape (§3).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { boundKey, collectKey, configKey, decodeToken, encodeToken, needKey, nodeModuleKey, parseBoundKey, parseCollectKey, parseConfigKey, parseNeedKey, parseNodeModuleKey, parseRegistryKey } from '../src/shared/keys.ts';
+import {
+  boundKey,
+  collectKey,
+  configKey,
+  decodeToken,
+  encodeToken,
+  needKey,
+  nodeModuleKey,
+  parseBoundKey,
+  parseCollectKey,
+  parseConfigKey,
+  parseNeedKey,
+  parseNodeModuleKey,
+  parseRegistryKey,
+} from '../src/shared/keys.ts';
 import { isSegmentName, SEGMENT_NAME_PATTERN, segmentNameProblem } from '../src/shared/keys.ts';
 import { moduleSecretVault, pairVault, parseVaultName, vaultOwnerProblem } from '../src/shared/vault-names.ts';
 import fc from 'fast-check';
@@ -13,14 +27,19 @@ const RUNS = Number(process.env['MESH_FUZZ_RUNS'] ?? 500);
 
 const codePoint = (min: number, max: number) => fc.integer({ min, max }).map((c) => String.fromCodePoint(c));
 // Free text heavy in the characters a subject or a key treats apart, and in every UTF-8 length (no lone surrogate).
-const utf8Text = fc.array(fc.oneof(
-  codePoint(32, 126),
-  fc.constantFrom(':', '.', '=', ' ', '*', '>', '\t', '\n', '/', '-', '_'),
-  codePoint(0x80, 0x87e),
-  codePoint(0x800, 0xd7ff),
-  codePoint(0x10000, 0x10fffe),
-  fc.constantFrom('é', 'ß', '日本', '🙂', 'Ω'),
-), { minLength: 1, maxLength: 24, size: 'max' }).map((pieces) => pieces.join(''));
+const utf8Text = fc
+  .array(
+    fc.oneof(
+      codePoint(32, 126),
+      fc.constantFrom(':', '.', '=', ' ', '*', '>', '\t', '\n', '/', '-', '_'),
+      codePoint(0x80, 0x87e),
+      codePoint(0x800, 0xd7ff),
+      codePoint(0x10000, 0x10fffe),
+      fc.constantFrom('é', 'ß', '日本', '🙂', 'Ω'),
+    ),
+    { minLength: 1, maxLength: 24, size: 'max' },
+  )
+  .map((pieces) => pieces.join(''));
 
 test('the examples of the contract encode as written', () => {
   assert.is(encodeToken('shell:zsh:normal'), 'shell=3Azsh=3Anormal');
@@ -31,12 +50,15 @@ test('the examples of the contract encode as written', () => {
 });
 
 test('any UTF-8 text round-trips through a token that is a valid NATS key token', () => {
-  fc.assert(fc.property(utf8Text, (text) => {
-    const token = encodeToken(text);
-    assert.ok(TOKEN.test(token), `${JSON.stringify(text)} → ${token}`);
-    assert.not.ok(token.includes('.') || token.includes('*') || token.includes('>') || /\s/.test(token));
-    assert.equal(decodeToken(token), { ok: true, value: text }, JSON.stringify(text));
-  }), { numRuns: RUNS * 10, seed: SEED });
+  fc.assert(
+    fc.property(utf8Text, (text) => {
+      const token = encodeToken(text);
+      assert.ok(TOKEN.test(token), `${JSON.stringify(text)} → ${token}`);
+      assert.not.ok(token.includes('.') || token.includes('*') || token.includes('>') || /\s/.test(token));
+      assert.equal(decodeToken(token), { ok: true, value: text }, JSON.stringify(text));
+    }),
+    { numRuns: RUNS * 10, seed: SEED },
+  );
 });
 
 test('a token that is not an exact encoding is out of shape, never silently decoded', () => {
@@ -60,14 +82,17 @@ test('config keys keep the dots of the config key', () => {
 });
 
 test('needs and collect keys encode their free-text tokens and parse back; a bound key takes only names of the grammar', () => {
-  fc.assert(fc.property(utf8Text, (name) => {
-    const need = needKey('n1', 'web', 'config', name);
-    assert.equal(parseNeedKey(need), { ok: true, value: { node: 'n1', module: 'web', kind: 'config', name } });
-    const collect = collectKey('n1', name, 'zsh');
-    assert.equal(parseCollectKey(collect), { ok: true, value: { node: 'n1', collection: name, contributor: 'zsh' } });
-    // A provision or local out of the grammar (DESIGN §2) is no bound key, however it is encoded.
-    assert.is(parseBoundKey(boundKey('n1', 'web', name, 'main')).ok, /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/.test(name), name);
-  }), { numRuns: RUNS, seed: SEED + 1 });
+  fc.assert(
+    fc.property(utf8Text, (name) => {
+      const need = needKey('n1', 'web', 'config', name);
+      assert.equal(parseNeedKey(need), { ok: true, value: { node: 'n1', module: 'web', kind: 'config', name } });
+      const collect = collectKey('n1', name, 'zsh');
+      assert.equal(parseCollectKey(collect), { ok: true, value: { node: 'n1', collection: name, contributor: 'zsh' } });
+      // A provision or local out of the grammar (DESIGN §2) is no bound key, however it is encoded.
+      assert.is(parseBoundKey(boundKey('n1', 'web', name, 'main')).ok, /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/.test(name), name);
+    }),
+    { numRuns: RUNS, seed: SEED + 1 },
+  );
   assert.is(collectKey('n1', 'shell:zsh:normal', 'git'), 'n1.shell=3Azsh=3Anormal.git');
   assert.equal(parseBoundKey('n1.web.database'), { ok: true, value: { node: 'n1', module: 'web', provision: 'database' } });
   assert.equal(parseBoundKey('n1.web.database.main_2'), { ok: true, value: { node: 'n1', module: 'web', provision: 'database', local: 'main_2' } });
@@ -89,30 +114,45 @@ const segmentName = fc.stringMatching(SEGMENT_NAME_PATTERN);
 const SEGMENT_CLASS = /^[A-Za-z0-9_-]$/;
 
 test('the grammar of secret names, provisions and locals: every name of the class is accepted, nothing else (DESIGN §2)', () => {
-  fc.assert(fc.property(segmentName, (name) => {
-    assert.ok(isSegmentName(name), name);
-    assert.is(segmentNameProblem(name), undefined);
-    assert.is(encodeToken(name), name, 'a name of the grammar is its own key token');
-  }), { numRuns: RUNS * 4, seed: SEED });
+  fc.assert(
+    fc.property(segmentName, (name) => {
+      assert.ok(isSegmentName(name), name);
+      assert.is(segmentNameProblem(name), undefined);
+      assert.is(encodeToken(name), name, 'a name of the grammar is its own key token');
+    }),
+    { numRuns: RUNS * 4, seed: SEED },
+  );
   // A name of the class with a `/`, a `.`, or any character outside the class put anywhere in it.
-  const foreign = fc.oneof(fc.constantFrom('/', '.', '..', '../', ':', ' ', '\0', '\n', 'é', '=', '{'), fc.string({ minLength: 1, maxLength: 1, unit: 'binary' }).filter((c) => !SEGMENT_CLASS.test(c)));
-  fc.assert(fc.property(segmentName, foreign, fc.nat(), (name, bad, at) => {
-    const i = at % (name.length + 1);
-    const text = name.slice(0, i) + bad + name.slice(i);
-    assert.not.ok(isSegmentName(text), JSON.stringify(text));
-    assert.type(segmentNameProblem(text), 'string');
-  }), { numRuns: RUNS * 4, seed: SEED });
+  const foreign = fc.oneof(
+    fc.constantFrom('/', '.', '..', '../', ':', ' ', '\0', '\n', 'é', '=', '{'),
+    fc.string({ minLength: 1, maxLength: 1, unit: 'binary' }).filter((c) => !SEGMENT_CLASS.test(c)),
+  );
+  fc.assert(
+    fc.property(segmentName, foreign, fc.nat(), (name, bad, at) => {
+      const i = at % (name.length + 1);
+      const text = name.slice(0, i) + bad + name.slice(i);
+      assert.not.ok(isSegmentName(text), JSON.stringify(text));
+      assert.type(segmentNameProblem(text), 'string');
+    }),
+    { numRuns: RUNS * 4, seed: SEED },
+  );
   for (const bad of ['', '-a', '_a', 'a'.repeat(129), '.', '..', '../victim/api-key']) assert.not.ok(isSegmentName(bad), bad);
   for (const good of ['a', 'A', '9', 'a'.repeat(128), 'db-password', 'db_main']) assert.ok(isSegmentName(good), good);
 });
 
 test('a vault name parses back to its parts only when every segment is in its grammar; whose it is, is judged by its parts', () => {
-  fc.assert(fc.property(segmentName, segmentName, fc.option(segmentName, { nil: undefined }), (provision, name, local) => {
-    const pair = pairVault({ provider: 'postgres', provision, node: 'n1', module: 'web', ...(local === undefined ? {} : { local }) });
-    assert.equal(parseVaultName(pair), { ok: true, value: { kind: 'pair', provider: 'postgres', provision, node: 'n1', module: 'web', ...(local === undefined ? {} : { local }) } });
-    assert.equal(parseVaultName(moduleSecretVault('web', name)), { ok: true, value: { kind: 'module', module: 'web', name } });
-    assert.is(vaultOwnerProblem(pair, { module: 'web', node: 'n1' }), undefined);
-  }), { numRuns: RUNS, seed: SEED });
+  fc.assert(
+    fc.property(segmentName, segmentName, fc.option(segmentName, { nil: undefined }), (provision, name, local) => {
+      const pair = pairVault({ provider: 'postgres', provision, node: 'n1', module: 'web', ...(local === undefined ? {} : { local }) });
+      assert.equal(parseVaultName(pair), {
+        ok: true,
+        value: { kind: 'pair', provider: 'postgres', provision, node: 'n1', module: 'web', ...(local === undefined ? {} : { local }) },
+      });
+      assert.equal(parseVaultName(moduleSecretVault('web', name)), { ok: true, value: { kind: 'module', module: 'web', name } });
+      assert.is(vaultOwnerProblem(pair, { module: 'web', node: 'n1' }), undefined);
+    }),
+    { numRuns: RUNS, seed: SEED },
+  );
   const refused: [string, RegExp][] = [
     ['module/evil1/../victim/api-key', /^has a "\.\." segment$/],
     ['module/web/./api-key', /^has a "\." segment$/],

@@ -43,7 +43,14 @@ test('no file of src/ imports itself back through others', () => {
 
 test('src/shared/ imports nothing of src/ outside itself', () => {
   const shared = join(SRC, 'shared');
-  const out = files.filter((f) => f.startsWith(shared)).flatMap((f) => graph.get(f)!.filter((t) => !t.startsWith(shared)).map((t) => `${name(f)} → ${name(t)}`));
+  const out = files
+    .filter((f) => f.startsWith(shared))
+    .flatMap((f) =>
+      graph
+        .get(f)!
+        .filter((t) => !t.startsWith(shared))
+        .map((t) => `${name(f)} → ${name(t)}`),
+    );
   assert.equal(out, []);
 });
 

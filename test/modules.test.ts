@@ -36,7 +36,10 @@ function harness(templates: Record<string, string>, answer: Answer = written, re
   const removed: string[] = [];
   const items: [string, unknown][] = [];
   const config = new ConfigValues('n1');
-  const sources = new Sources([placementSource(), { name: 'config', lookup: (p, w) => ({ ...config.lookup(p.module, w.name), dependency: configDependency(p.module, w.name) }) }]);
+  const sources = new Sources([
+    placementSource(),
+    { name: 'config', lookup: (p, w) => ({ ...config.lookup(p.module, w.name), dependency: configDependency(p.module, w.name) }) },
+  ]);
   const index = new DependencyIndex();
   const modules = new Modules({
     node: 'n1',
@@ -56,7 +59,10 @@ function harness(templates: Record<string, string>, answer: Answer = written, re
   });
   const setConfig = (key: string, value: string | Uint8Array) => config.set('web', key, typeof value === 'string' ? enc.encode(value) : value);
   // A run and the writes it leaves behind, as the tests look at both.
-  const run = async (module: string, full: boolean) => { await modules.run(module, full); await modules.settled(); };
+  const run = async (module: string, full: boolean) => {
+    await modules.run(module, full);
+    await modules.settled();
+  };
   return { modules, run, requests, reports, needs, removed, items, index, setConfig, last: () => reports.at(-1)! };
 }
 
@@ -65,13 +71,22 @@ function written(req: Omit<FillRequest, 'id' | 'op'>): FillReply {
 }
 
 function plan(files: { path: string; template: string }[], extra: Record<string, unknown> = {}, module = 'web'): Uint8Array {
-  return enc.encode(JSON.stringify({
-    node: 'n1', module, build: 'b1',
-    archive: { ref: 'obj://b/web.tar', digest: 'sha256:' + 'a'.repeat(64) },
-    files: files.map((f) => ({ ...f, mode: 'owned', change: 'restart' })),
-    placement: { dir: { config: '/etc/web' } }, secrets: [], provisions: [], provides: [], items: [], collections: [],
-    ...extra,
-  }));
+  return enc.encode(
+    JSON.stringify({
+      node: 'n1',
+      module,
+      build: 'b1',
+      archive: { ref: 'obj://b/web.tar', digest: 'sha256:' + 'a'.repeat(64) },
+      files: files.map((f) => ({ ...f, mode: 'owned', change: 'restart' })),
+      placement: { dir: { config: '/etc/web' } },
+      secrets: [],
+      provisions: [],
+      provides: [],
+      items: [],
+      collections: [],
+      ...extra,
+    }),
+  );
 }
 
 test('a plan that does not validate, or names another module, fails with the key and the reason', async () => {
@@ -88,10 +103,19 @@ test('a plan that does not validate, or names another module, fails with the key
 test('a filled module is handed once; a run with nothing changed sends nothing; a full run sends every file', async () => {
   const h = harness({ t: 'dir ${dir:config} v ${config:v}\n' });
   h.setConfig('v', '1');
-  h.modules.setPlan('web', plan([{ path: '/etc/web/a.conf', template: 't' }, { path: '/etc/web/b.conf', template: 't' }]));
+  h.modules.setPlan(
+    'web',
+    plan([
+      { path: '/etc/web/a.conf', template: 't' },
+      { path: '/etc/web/b.conf', template: 't' },
+    ]),
+  );
   await h.run('web', false);
   assert.is(h.last().state, 'applied');
-  assert.equal(h.requests.map((r) => r.files.map((f) => f.content)), [['dir /etc/web v 1\n', 'dir /etc/web v 1\n']]);
+  assert.equal(
+    h.requests.map((r) => r.files.map((f) => f.content)),
+    [['dir /etc/web v 1\n', 'dir /etc/web v 1\n']],
+  );
   await h.run('web', false);
   assert.is(h.requests.length, 1, 'nothing changed, nothing sent');
   await h.run('web', true);
@@ -102,16 +126,29 @@ test('a filled module is handed once; a run with nothing changed sends nothing; 
 
 test('a value that waits keeps its file back and the report says which; the index knows it for the refill', async () => {
   const h = harness({ a: 'a', b: '${config:later}' });
-  h.modules.setPlan('web', plan([{ path: '/a', template: 'a' }, { path: '/b', template: 'b' }]));
+  h.modules.setPlan(
+    'web',
+    plan([
+      { path: '/a', template: 'a' },
+      { path: '/b', template: 'b' },
+    ]),
+  );
   await h.run('web', false);
   assert.equal(h.last().waiting, [{ kind: 'config', name: 'later', files: ['/b'] }]);
   assert.is(h.last().state, 'waiting');
-  assert.equal(h.requests[0]!.files.map((f) => f.path), ['/a']);
+  assert.equal(
+    h.requests[0]!.files.map((f) => f.path),
+    ['/a'],
+  );
   assert.equal([...h.index.modulesNaming([configDependency('web', 'later')])], ['web']);
   h.setConfig('later', 'now');
   await h.run('web', false);
   assert.is(h.last().state, 'applied');
-  assert.equal(h.requests[1]!.files.map((f) => f.path), ['/b'], 'only the file that changed');
+  assert.equal(
+    h.requests[1]!.files.map((f) => f.path),
+    ['/b'],
+    'only the file that changed',
+  );
 });
 
 test('a failed fill still records what the module names, so fixing the value fills it again', async () => {
@@ -128,7 +165,11 @@ test('a failed fill still records what the module names, so fixing the value fil
 });
 
 test('the engine refusing, not confirming, or not reachable: waiting with the reason, or no report', async () => {
-  const refusing = harness({ t: 'x' }, (req) => ({ id: 1, ok: true, files: req.files.map((f) => ({ path: f.path, action: 'refused' as const, reason: 'not declared' })) }));
+  const refusing = harness({ t: 'x' }, (req) => ({
+    id: 1,
+    ok: true,
+    files: req.files.map((f) => ({ path: f.path, action: 'refused' as const, reason: 'not declared' })),
+  }));
   refusing.modules.setPlan('web', plan([{ path: '/t', template: 't' }]));
   await refusing.run('web', false);
   assert.is(refusing.last().reason, 'engine refused /t (not declared); waiting for a knock');
@@ -139,7 +180,10 @@ test('the engine refusing, not confirming, or not reachable: waiting with the re
   await timing.run('web', false);
   assert.is(timing.last().state, 'waiting');
   assert.match(timing.last().reason!, /did not answer the fill of web within 30000 ms; waiting for a knock$/);
-  assert.equal(timing.last().files.map((f) => f.action), ['pending']);
+  assert.equal(
+    timing.last().files.map((f) => f.action),
+    ['pending'],
+  );
   silent = false;
   await timing.run('web', false);
   assert.is(timing.last().state, 'applied', 'what was not confirmed goes again');
@@ -157,15 +201,35 @@ test('the engine refusing, not confirming, or not reachable: waiting with the re
 
 test('a reply that leaves a file out: the module waits naming it, the confirmed file stands, and the next run sends the file left out', async () => {
   let leaveOut: string | undefined = '/b';
-  const h = harness({ t: 'x' }, (req) => ({ id: 1, ok: true, files: req.files.filter((f) => f.path !== leaveOut).map((f) => ({ path: f.path, action: 'written' as const })) }));
-  h.modules.setPlan('web', plan([{ path: '/a', template: 't' }, { path: '/b', template: 't' }]));
+  const h = harness({ t: 'x' }, (req) => ({
+    id: 1,
+    ok: true,
+    files: req.files.filter((f) => f.path !== leaveOut).map((f) => ({ path: f.path, action: 'written' as const })),
+  }));
+  h.modules.setPlan(
+    'web',
+    plan([
+      { path: '/a', template: 't' },
+      { path: '/b', template: 't' },
+    ]),
+  );
   await h.run('web', false);
   assert.is(h.last().state, 'waiting');
   assert.is(h.last().reason, 'engine did not confirm /b; waiting for a knock');
-  assert.equal(h.last().files.map((f) => [f.path, f.action]), [['/a', 'written'], ['/b', 'pending']]);
+  assert.equal(
+    h.last().files.map((f) => [f.path, f.action]),
+    [
+      ['/a', 'written'],
+      ['/b', 'pending'],
+    ],
+  );
   leaveOut = undefined;
   await h.run('web', false);
-  assert.equal(h.requests.map((r) => r.files.map((f) => f.path)), [['/a', '/b'], ['/b']], 'only the file left out goes again');
+  assert.equal(
+    h.requests.map((r) => r.files.map((f) => f.path)),
+    [['/a', '/b'], ['/b']],
+    'only the file left out goes again',
+  );
   assert.is(h.last().state, 'applied');
 });
 
@@ -201,7 +265,11 @@ test('a run ends when the engine answered; its report is written after, and only
   release();
   gate = Promise.resolve();
   await settled;
-  assert.equal(h.reports.map((r) => r.files[0]!.digest), [h.requests[0]!.files[0]!.digest, h.requests[3]!.files[0]!.digest], 'the first report, then only the last');
+  assert.equal(
+    h.reports.map((r) => r.files[0]!.digest),
+    [h.requests[0]!.files[0]!.digest, h.requests[3]!.files[0]!.digest],
+    'the first report, then only the last',
+  );
 
   // A removal is never folded away: the module's last fill, its removal and a new plan's fill all land, in order.
   let hold!: () => void;

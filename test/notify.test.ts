@@ -56,10 +56,14 @@ async function publishAndAssign(m: Mesh): Promise<void> {
     });
     await m.assign('n1', name);
   }
-  await waitFor('the seat’s plans of every module', async () => {
-    const entries = await Promise.all(MODULES.map((name) => m.kv.plans.get(`n1.${name}`)));
-    return entries.every((e) => e?.operation === 'PUT');
-  }, 15_000);
+  await waitFor(
+    'the seat’s plans of every module',
+    async () => {
+      const entries = await Promise.all(MODULES.map((name) => m.kv.plans.get(`n1.${name}`)));
+      return entries.every((e) => e?.operation === 'PUT');
+    },
+    15_000,
+  );
 }
 
 test('notifySystemd does nothing without NOTIFY_SOCKET', async () => {
@@ -90,7 +94,10 @@ test('a notification that fails, or no systemd-notify at all, is one warning nam
   const log = memoryLogger();
   await sendNotification('READY=1', log, { PATH: failing.path, NOTIFY_SOCKET: '/run/test/notify' });
   assert.is(log.lines.length, 1, log.lines.join('\n'));
-  assert.match(log.lines[0]!, /warn could not tell systemd READY=1 on \/run\/test\/notify: systemd-notify exited 1: Failed to notify init system: Connection refused/);
+  assert.match(
+    log.lines[0]!,
+    /warn could not tell systemd READY=1 on \/run\/test\/notify: systemd-notify exited 1: Failed to notify init system: Connection refused/,
+  );
   const none = memoryLogger();
   await sendNotification('READY=1', none, { PATH: tempDir(), NOTIFY_SOCKET: '/run/test/notify' });
   assert.is(none.lines.length, 1, none.lines.join('\n'));
@@ -133,7 +140,10 @@ test('the client bundle sends READY=1 only once the bus is back and every module
     client.child.kill('SIGTERM');
     await socket.waitFor('STOPPING=1', 10_000);
     assert.is((await client.exited).code, 0, client.stderr());
-    assert.equal(socket.received().map((n) => n.text), ['READY=1', 'STOPPING=1']);
+    assert.equal(
+      socket.received().map((n) => n.text),
+      ['READY=1', 'STOPPING=1'],
+    );
     assert.not.match(client.stderr(), /could not tell systemd/);
   } finally {
     client?.kill();
@@ -156,10 +166,19 @@ for (const runtime of ['node', 'deno'] as Runtime[]) {
       const seatReady = await socket.waitFor('READY=1', 30_000);
       assert.match(seatReady.mark[0]!, /seat ready/);
       // No engine: the client asks for no fill at all here, and is ready once it has read its plans.
-      const client = startBundle(runtime, DIST, 'client', ['--node', 'n1', '--nats', nats.url, '--socket', join(dir, 'fill.sock'), '--cache', join(dir, 'cache')], { NOTIFY_SOCKET: socket.address });
+      const client = startBundle(
+        runtime,
+        DIST,
+        'client',
+        ['--node', 'n1', '--nats', nats.url, '--socket', join(dir, 'fill.sock'), '--cache', join(dir, 'cache')],
+        { NOTIFY_SOCKET: socket.address },
+      );
       running.push(client);
       await waitFor('the client’s READY=1', () => socket.received().length === 2, 30_000);
-      assert.equal(socket.received().map((n) => n.text), ['READY=1', 'READY=1']);
+      assert.equal(
+        socket.received().map((n) => n.text),
+        ['READY=1', 'READY=1'],
+      );
       assert.match(socket.received()[1]!.mark[1]!, /client ready/);
       for (const r of running) r.child.kill('SIGTERM');
       for (const r of running) assert.is((await r.exited).code, 0, r.stderr());
@@ -183,7 +202,14 @@ test('a client whose NOTIFY_SOCKET leads nowhere warns once and keeps running', 
     await waitFor('alpha.conf at the engine', () => m.moduleFile('alpha') === 'name alpha\n', 15_000);
     client.child.kill('SIGTERM');
     assert.is((await client.exited).code, 0, client.stderr());
-    assert.is(client.stderr().split('\n').filter((l) => l.includes('could not tell systemd')).length, 2, client.stderr());
+    assert.is(
+      client
+        .stderr()
+        .split('\n')
+        .filter((l) => l.includes('could not tell systemd')).length,
+      2,
+      client.stderr(),
+    );
   } finally {
     client.kill();
     await m.close();

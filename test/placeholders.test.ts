@@ -18,36 +18,38 @@ function resolveFrom(values: Record<string, string>): (p: Placeholder) => string
 const original = (p: Placeholder): string => '$' + `{${p.kind}:${p.name}}`;
 
 test('a bash script keeps its shell expansions and fills only its placeholders', () => {
-  const input = [
-    '#!/usr/bin/env bash',
-    'set -euo pipefail',
-    '# Documented as $${config:db.host}, filled here as ${config:db.host}.',
-    'DB_HOST="${config:db.host}"',
-    'DB_PORT="${config:db.port}"',
-    'LOG_DIR="${LOG_DIR:-${HOME}/logs}"',
-    'args=("$@")',
-    'echo "got ${#args[@]} args, first ${1}, pid $$, price $$5, home $${HOME}"',
-    'for f in "${files[@]}"; do',
-    '\tprintf \'%s\\t%s\\n\' "$f" "${config:db.host}"',
-    'done',
-    'echo "${name:-anonymous} ${str:?unset} ${len:+set} ${v:=x} ${s: -1}"',
-    'echo cost $',
-  ].join('\n') + '\n';
-  const expected = [
-    '#!/usr/bin/env bash',
-    'set -euo pipefail',
-    '# Documented as ${config:db.host}, filled here as db.internal.',
-    'DB_HOST="db.internal"',
-    'DB_PORT="5432"',
-    'LOG_DIR="${LOG_DIR:-${HOME}/logs}"',
-    'args=("$@")',
-    'echo "got ${#args[@]} args, first ${1}, pid $$, price $$5, home ${HOME}"',
-    'for f in "${files[@]}"; do',
-    '\tprintf \'%s\\t%s\\n\' "$f" "db.internal"',
-    'done',
-    'echo "${name:-anonymous} ${str:?unset} ${len:+set} ${v:=x} ${s: -1}"',
-    'echo cost $',
-  ].join('\n') + '\n';
+  const input =
+    [
+      '#!/usr/bin/env bash',
+      'set -euo pipefail',
+      '# Documented as $${config:db.host}, filled here as ${config:db.host}.',
+      'DB_HOST="${config:db.host}"',
+      'DB_PORT="${config:db.port}"',
+      'LOG_DIR="${LOG_DIR:-${HOME}/logs}"',
+      'args=("$@")',
+      'echo "got ${#args[@]} args, first ${1}, pid $$, price $$5, home $${HOME}"',
+      'for f in "${files[@]}"; do',
+      '\tprintf \'%s\\t%s\\n\' "$f" "${config:db.host}"',
+      'done',
+      'echo "${name:-anonymous} ${str:?unset} ${len:+set} ${v:=x} ${s: -1}"',
+      'echo cost $',
+    ].join('\n') + '\n';
+  const expected =
+    [
+      '#!/usr/bin/env bash',
+      'set -euo pipefail',
+      '# Documented as ${config:db.host}, filled here as db.internal.',
+      'DB_HOST="db.internal"',
+      'DB_PORT="5432"',
+      'LOG_DIR="${LOG_DIR:-${HOME}/logs}"',
+      'args=("$@")',
+      'echo "got ${#args[@]} args, first ${1}, pid $$, price $$5, home ${HOME}"',
+      'for f in "${files[@]}"; do',
+      '\tprintf \'%s\\t%s\\n\' "$f" "db.internal"',
+      'done',
+      'echo "${name:-anonymous} ${str:?unset} ${len:+set} ${v:=x} ${s: -1}"',
+      'echo cost $',
+    ].join('\n') + '\n';
   const values = { 'config:db.host': 'db.internal', 'config:db.port': '5432' };
   assert.is(renderPlaceholders(input, resolveFrom(values)), expected);
   assert.equal(parsePlaceholders(input), [
@@ -59,36 +61,38 @@ test('a bash script keeps its shell expansions and fills only its placeholders',
 });
 
 test('an nginx config keeps its $variables and ${request_uri}-like text', () => {
-  const input = [
-    'server {',
-    '    listen 80;',
-    '    root ${dir:config}/www;',
-    '    location / {',
-    '        return 301 https://$host${request_uri};',
-    '    }',
-    '    location /api/ {',
-    '        proxy_pass http://127.0.0.1:${port:api}$request_uri;',
-    '        proxy_set_header Host $host;',
-    '    }',
-    "    log_format main '$remote_addr - ${remote_user} [$time_local] \"$request\"';",
-    '    include ${dir:config}/extra/*.conf;',
-    '}',
-  ].join('\n') + '\n';
-  const expected = [
-    'server {',
-    '    listen 80;',
-    '    root /etc/mesh/web/www;',
-    '    location / {',
-    '        return 301 https://$host${request_uri};',
-    '    }',
-    '    location /api/ {',
-    '        proxy_pass http://127.0.0.1:8081$request_uri;',
-    '        proxy_set_header Host $host;',
-    '    }',
-    "    log_format main '$remote_addr - ${remote_user} [$time_local] \"$request\"';",
-    '    include /etc/mesh/web/extra/*.conf;',
-    '}',
-  ].join('\n') + '\n';
+  const input =
+    [
+      'server {',
+      '    listen 80;',
+      '    root ${dir:config}/www;',
+      '    location / {',
+      '        return 301 https://$host${request_uri};',
+      '    }',
+      '    location /api/ {',
+      '        proxy_pass http://127.0.0.1:${port:api}$request_uri;',
+      '        proxy_set_header Host $host;',
+      '    }',
+      '    log_format main \'$remote_addr - ${remote_user} [$time_local] "$request"\';',
+      '    include ${dir:config}/extra/*.conf;',
+      '}',
+    ].join('\n') + '\n';
+  const expected =
+    [
+      'server {',
+      '    listen 80;',
+      '    root /etc/mesh/web/www;',
+      '    location / {',
+      '        return 301 https://$host${request_uri};',
+      '    }',
+      '    location /api/ {',
+      '        proxy_pass http://127.0.0.1:8081$request_uri;',
+      '        proxy_set_header Host $host;',
+      '    }',
+      '    log_format main \'$remote_addr - ${remote_user} [$time_local] "$request"\';',
+      '    include /etc/mesh/web/extra/*.conf;',
+      '}',
+    ].join('\n') + '\n';
   const values = { 'dir:config': '/etc/mesh/web', 'port:api': '8081' };
   assert.is(renderPlaceholders(input, resolveFrom(values)), expected);
   assert.equal(parsePlaceholders(input), [
@@ -225,7 +229,10 @@ test('an error thrown by the resolver propagates out of renderPlaceholders', () 
 
 test('a text without placeholders never calls the resolver and comes back unchanged', () => {
   for (const text of ['', '$', '$$', '}', '{', '${', '${}', 'plain\r\n\ttext é 😀', '${HOME}']) {
-    assert.is(renderPlaceholders(text, () => assert.unreachable('resolver called') as never), text);
+    assert.is(
+      renderPlaceholders(text, () => assert.unreachable('resolver called') as never),
+      text,
+    );
     assert.equal(parsePlaceholders(text), []);
   }
 });
@@ -238,8 +245,42 @@ const RUNS = Number(process.env['MESH_FUZZ_RUNS'] ?? 5000);
 // near-misses are common rather than one in a million; up to 39 pieces, any length as likely (size
 // 'max': fast-check's default keeps arrays short, and the texts would hold few placeholders).
 const PIECES = [
-  '$', '$', '$', '{', '{', '}', '}', ':', ':', 'a', 'b', 'z', 'k', 'A', 'Z', '0', '9', '-', '-', '.', '_',
-  '\n', '\r\n', '\r', '\t', ' ', 'é', '😀', '${', '${', '$${', '${a:', '${db-1:', '}', '${config:x}', '${A:b}',
+  '$',
+  '$',
+  '$',
+  '{',
+  '{',
+  '}',
+  '}',
+  ':',
+  ':',
+  'a',
+  'b',
+  'z',
+  'k',
+  'A',
+  'Z',
+  '0',
+  '9',
+  '-',
+  '-',
+  '.',
+  '_',
+  '\n',
+  '\r\n',
+  '\r',
+  '\t',
+  ' ',
+  'é',
+  '😀',
+  '${',
+  '${',
+  '$${',
+  '${a:',
+  '${db-1:',
+  '}',
+  '${config:x}',
+  '${A:b}',
 ];
 const text = fc.array(fc.constantFrom(...PIECES), { maxLength: 39, size: 'max' }).map((pieces) => pieces.join(''));
 
@@ -263,10 +304,13 @@ test('rendering each placeholder as its own text reproduces the input with each 
 
 test('a text without $${ renders to itself when each placeholder is written back', () => {
   let placeholders = 0;
-  check(text.filter((t) => !t.includes('$${')), (t) => {
-    assert.is(renderPlaceholders(t, original), t, JSON.stringify(t));
-    placeholders += parsePlaceholders(t).length;
-  });
+  check(
+    text.filter((t) => !t.includes('$${')),
+    (t) => {
+      assert.is(renderPlaceholders(t, original), t, JSON.stringify(t));
+      placeholders += parsePlaceholders(t).length;
+    },
+  );
   assert.ok(placeholders > RUNS / 5, `only ${placeholders} placeholders in ${RUNS} texts without an escape`);
 });
 

@@ -22,8 +22,14 @@ const handed: string[] = [];
 test.before(async () => {
   try {
     server = await startPostgres({ settings: { log_statement: "'all'", log_min_error_statement: "'error'" } });
-    adapter = postgresAdapter({ host: server.host, port: server.port, user: server.adminUser,
-      password: server.adminPassword, connectHost: CONNECT_HOST, connectTimeoutMs: 3000 });
+    adapter = postgresAdapter({
+      host: server.host,
+      port: server.port,
+      user: server.adminUser,
+      password: server.adminPassword,
+      connectHost: CONNECT_HOST,
+      connectTimeoutMs: 3000,
+    });
   } catch (e) {
     startError = e;
   }
@@ -75,7 +81,7 @@ async function withClient<T>(user: string, password: string, database: string, f
 /** `ok` when `user` logs in to `database` with `password`, else the SQLSTATE (28P01: wrong password). */
 async function login(user: string, password: string, database: string): Promise<string> {
   try {
-    return await withClient(user, password, database, async (c) => (await c.query('SELECT 1')).rowCount === 1 ? 'ok' : 'no row');
+    return await withClient(user, password, database, async (c) => ((await c.query('SELECT 1')).rowCount === 1 ? 'ok' : 'no row'));
   } catch (e) {
     return (e as { code?: string }).code ?? String(e);
   }
@@ -97,7 +103,10 @@ async function roleExists(role: string): Promise<boolean> {
 }
 
 async function refusal(p: Promise<unknown>): Promise<Refused> {
-  const err = await p.then(() => undefined, (e: unknown) => e);
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   assert.ok(err instanceof Refused, `expected Refused, got ${String(err)}`);
   return err;
 }
@@ -146,7 +155,7 @@ test('a role dropped by hand is seen by check and put back by create, its databa
   const a = pgAdapter();
   const g = grantFor('c_drift', { name: 'drift' });
   const served = await a.create(g);
-  await asAdmin('CREATE TABLE kept (v text); INSERT INTO kept VALUES (\'still here\')', [], 'drift');
+  await asAdmin("CREATE TABLE kept (v text); INSERT INTO kept VALUES ('still here')", [], 'drift');
   await asAdmin('ALTER DATABASE drift OWNER TO postgres');
   await asAdmin('DROP ROLE c_drift');
   assert.is(await a.check(g, served), false);
@@ -161,7 +170,7 @@ test('a password or login changed by hand is seen by check and put back by creat
   const a = pgAdapter();
   const g = grantFor('c_pw', { name: 'pw' });
   const served = await a.create(g);
-  await asAdmin('ALTER ROLE c_pw PASSWORD \'set-by-hand\'');
+  await asAdmin("ALTER ROLE c_pw PASSWORD 'set-by-hand'");
   assert.is(await a.check(g, served), false);
   await a.create(g);
   assert.is(await a.check(g, served), true);
@@ -183,7 +192,7 @@ test('a database dropped by hand is seen by check and made again by create', asy
   assert.is(await ownerOf('gone'), 'c_gone');
 });
 
-test('remove ends the role\'s sessions and drops its role and database; removing again is fine', async () => {
+test("remove ends the role's sessions and drops its role and database; removing again is fine", async () => {
   const a = pgAdapter();
   const g = grantFor('c_bye', { name: 'bye' });
   const neighbour = grantFor('c_stay', { name: 'stay' });
@@ -196,7 +205,10 @@ test('remove ends the role\'s sessions and drops its role and database; removing
   await a.remove('c_bye');
   assert.is(await roleExists('c_bye'), false);
   assert.is(await ownerOf('bye'), undefined);
-  const after = await session.query('SELECT 1').then(() => 'alive', () => 'ended');
+  const after = await session.query('SELECT 1').then(
+    () => 'alive',
+    () => 'ended',
+  );
   await session.end().catch(() => undefined);
   assert.is(after, 'ended');
   await a.remove('c_bye');
@@ -234,7 +246,7 @@ test('the administrator and superuser roles are refused: their passwords stay, a
   const a = pgAdapter();
   const s = pgServer();
   await refusal(a.create(grantFor(s.adminUser, { name: 'admin_db' })));
-  await asAdmin('CREATE ROLE c_root SUPERUSER LOGIN PASSWORD \'root-by-hand\'');
+  await asAdmin("CREATE ROLE c_root SUPERUSER LOGIN PASSWORD 'root-by-hand'");
   await refusal(a.create(grantFor('c_root', { name: 'root_db' })));
   assert.is(await login(s.adminUser, s.adminPassword, 'postgres'), 'ok');
   assert.is(await login('c_root', 'root-by-hand', 'postgres'), 'ok');
@@ -246,18 +258,21 @@ test('the administrator and superuser roles are refused: their passwords stay, a
   const g = grantFor('c_promoted', { name: 'promoted' });
   await a.create(g);
   await asAdmin('ALTER ROLE c_promoted SUPERUSER');
-  await a.remove('c_promoted').then(() => assert.unreachable('removed a superuser'), (e: Error) => assert.match(e.message, 'superuser'));
+  await a.remove('c_promoted').then(
+    () => assert.unreachable('removed a superuser'),
+    (e: Error) => assert.match(e.message, 'superuser'),
+  );
   assert.is(await roleExists('c_promoted'), true);
 });
 
 test('an existing role the adapter did not make is refused: its password, its database and the role itself are left as they are', async () => {
   const a = pgAdapter();
-  await asAdmin('CREATE ROLE c_theirs LOGIN PASSWORD \'theirs-by-hand\'');
+  await asAdmin("CREATE ROLE c_theirs LOGIN PASSWORD 'theirs-by-hand'");
   await asAdmin('CREATE DATABASE theirs_db OWNER c_theirs');
   const g = grantFor('c_theirs', { name: 'theirs_db' });
   const err = await refusal(a.create(g));
   assert.match(err.message, 'role "c_theirs" exists and was not made by this adapter');
-  assert.is(await login('c_theirs', 'theirs-by-hand', 'theirs_db'), 'ok', 'the role\'s password was changed');
+  assert.is(await login('c_theirs', 'theirs-by-hand', 'theirs_db'), 'ok', "the role's password was changed");
   assert.is(await login('c_theirs', g.credential, 'theirs_db'), '28P01');
   const other = grantFor('c_theirs', { name: 'other_db' });
   await refusal(a.create(other));
@@ -276,10 +291,10 @@ test('a role the adapter makes carries its mark; remove drops only the databases
   const a = pgAdapter();
   const g = grantFor('c_marked', { name: 'marked' });
   await a.create(g);
-  const mark = await asAdmin('SELECT shobj_description(oid, \'pg_authid\') AS mark FROM pg_roles WHERE rolname = \'c_marked\'');
+  const mark = await asAdmin("SELECT shobj_description(oid, 'pg_authid') AS mark FROM pg_roles WHERE rolname = 'c_marked'");
   assert.equal(mark.rows, [{ mark: markFor('c_marked') }]);
   await asAdmin('CREATE DATABASE handmade OWNER c_marked');
-  await asAdmin('CREATE TABLE kept (v text); INSERT INTO kept VALUES (\'data\')', [], 'handmade');
+  await asAdmin("CREATE TABLE kept (v text); INSERT INTO kept VALUES ('data')", [], 'handmade');
   await a.remove('c_marked');
   assert.is(await roleExists('c_marked'), false);
   assert.is(await ownerOf('marked'), undefined, 'the database the adapter made stayed');
@@ -300,16 +315,23 @@ test('an aborted create stops at once: the statement waiting on a lock is cancel
     await blocker.query('ALTER ROLE c_lock CONNECTION LIMIT 5');
     const controller = new AbortController();
     const second = grantFor('c_lock', { name: 'lock' });
-    const creating = a.create(second, controller.signal).then(() => 'created', (e: unknown) => e);
-    await waitFor('the create waiting on the lock', async () =>
-      (await asAdmin('SELECT 1 FROM pg_stat_activity WHERE wait_event_type = \'Lock\' AND query LIKE \'ALTER ROLE "c_lock"%\'')).rowCount === 1);
+    const creating = a.create(second, controller.signal).then(
+      () => 'created',
+      (e: unknown) => e,
+    );
+    await waitFor(
+      'the create waiting on the lock',
+      async () => (await asAdmin("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'ALTER ROLE \"c_lock\"%'")).rowCount === 1,
+    );
     const aborted = Date.now();
     controller.abort(new Error('given up'));
     const outcome = await Promise.race([creating, sleep(CANCEL_GRACE_MS + 2000).then(() => 'still running')]);
     assert.ok(Date.now() - aborted < CANCEL_GRACE_MS + 500, `the create took ${Date.now() - aborted} ms to stop`);
     assert.ok(outcome instanceof Error, `the create ended ${String(outcome)}`);
-    await waitFor('no statement of the create left in the server', async () =>
-      (await asAdmin('SELECT 1 FROM pg_stat_activity WHERE query LIKE \'ALTER ROLE "c_lock"%\' AND pid <> $1', [blockerPid])).rowCount === 0);
+    await waitFor(
+      'no statement of the create left in the server',
+      async () => (await asAdmin('SELECT 1 FROM pg_stat_activity WHERE query LIKE \'ALTER ROLE "c_lock"%\' AND pid <> $1', [blockerPid])).rowCount === 0,
+    );
     await blocker.query('COMMIT');
     assert.is(await login('c_lock', first.credential, 'lock'), 'ok', 'the cancelled ALTER ROLE ran after all');
     assert.is(await login('c_lock', second.credential, 'lock'), '28P01');
@@ -320,7 +342,7 @@ test('an aborted create stops at once: the statement waiting on a lock is cancel
   }
 });
 
-test('no credential the adapter set reaches the server\'s statement log', async () => {
+test("no credential the adapter set reaches the server's statement log", async () => {
   const log = readFileSync(pgServer().logPath, 'utf8');
   assert.match(log, /statement: ALTER ROLE "c_rot" WITH LOGIN PASSWORD 'SCRAM-SHA-256\$4096:/, 'statements are logged');
   assert.ok(handed.length > 10);

@@ -55,25 +55,84 @@ test.after(async () => {
 
 /** Characters SASLprep maps, normalizes, prohibits or judges by direction, beside plain ones. */
 const ALPHABET = [
-  'a', 'Z', '7', ' ', '-', 'é', 'e\u0301', 'a\u0308', 'ß', 'İ', 'ǅ', 'ΐ', 'Σ', 'ς', 'ﬁ', 'ﬂ', 'Ａ', 'ｚ', '１', '²', '½', '①', '\u212a', '\u2126', '\u212b',
-  '\u00a0', '\u3000', '\u2003', '\u200b', '\u00ad', '\u200d', '\ufe0f', '\u180b', 'ᄀ', 'ᅡ', '가', '豈', '\u{2f868}', '日', '😀',
-  'א', 'ב', 'ا', '٣', '\u0080', '\u009f', '\ue000', '\ufffd', '\u2ff0', '\u0340', '\u200e', '\u202e', '\u{e0001}', '\ufdd0', '\u0001', '\u007f',
+  'a',
+  'Z',
+  '7',
+  ' ',
+  '-',
+  'é',
+  'e\u0301',
+  'a\u0308',
+  'ß',
+  'İ',
+  'ǅ',
+  'ΐ',
+  'Σ',
+  'ς',
+  'ﬁ',
+  'ﬂ',
+  'Ａ',
+  'ｚ',
+  '１',
+  '²',
+  '½',
+  '①',
+  '\u212a',
+  '\u2126',
+  '\u212b',
+  '\u00a0',
+  '\u3000',
+  '\u2003',
+  '\u200b',
+  '\u00ad',
+  '\u200d',
+  '\ufe0f',
+  '\u180b',
+  'ᄀ',
+  'ᅡ',
+  '가',
+  '豈',
+  '\u{2f868}',
+  '日',
+  '😀',
+  'א',
+  'ב',
+  'ا',
+  '٣',
+  '\u0080',
+  '\u009f',
+  '\ue000',
+  '\ufffd',
+  '\u2ff0',
+  '\u0340',
+  '\u200e',
+  '\u202e',
+  '\u{e0001}',
+  '\ufdd0',
+  '\u0001',
+  '\u007f',
 ];
 
 test('the verifier computed here is the one PostgreSQL computes from the same password, SASLprep and its raw-bytes fallback included (property)', async () => {
   const probe = admin!;
   let prepared = 0;
   let raw = 0;
-  await fc.assert(fc.asyncProperty(fc.array(fc.constantFrom(...ALPHABET), { minLength: 1, maxLength: 12 }).map((parts) => parts.join('')), async (password) => {
-    await probe.query(`ALTER ROLE c_probe PASSWORD ${pg.escapeLiteral(password)}`);
-    const stored = (await probe.query<{ secret: string }>("SELECT rolpassword AS secret FROM pg_authid WHERE rolname = 'c_probe'")).rows[0]!.secret;
-    const [, iterations, salt] = /^SCRAM-SHA-256\$(\d+):([^$]+)\$/.exec(stored) ?? [];
-    assert.ok(iterations && salt, `not a SCRAM secret: ${stored.slice(0, 20)}`);
-    const ours = await scramVerifier(password, Buffer.from(salt, 'base64'), Number(iterations));
-    assert.is(ours, stored, `the verifiers differ for ${JSON.stringify(password)} (SASLprep ${JSON.stringify(saslprep(password))})`);
-    if (saslprep(password).ok) prepared += 1;
-    else raw += 1;
-  }), { seed: SEED, numRuns: RUNS });
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(fc.constantFrom(...ALPHABET), { minLength: 1, maxLength: 12 }).map((parts) => parts.join('')),
+      async (password) => {
+        await probe.query(`ALTER ROLE c_probe PASSWORD ${pg.escapeLiteral(password)}`);
+        const stored = (await probe.query<{ secret: string }>("SELECT rolpassword AS secret FROM pg_authid WHERE rolname = 'c_probe'")).rows[0]!.secret;
+        const [, iterations, salt] = /^SCRAM-SHA-256\$(\d+):([^$]+)\$/.exec(stored) ?? [];
+        assert.ok(iterations && salt, `not a SCRAM secret: ${stored.slice(0, 20)}`);
+        const ours = await scramVerifier(password, Buffer.from(salt, 'base64'), Number(iterations));
+        assert.is(ours, stored, `the verifiers differ for ${JSON.stringify(password)} (SASLprep ${JSON.stringify(saslprep(password))})`);
+        if (saslprep(password).ok) prepared += 1;
+        else raw += 1;
+      },
+    ),
+    { seed: SEED, numRuns: RUNS },
+  );
   assert.ok(prepared > RUNS / 10 && raw > RUNS / 10, `both paths exercised: ${prepared} prepared, ${raw} raw`);
 });
 
@@ -101,8 +160,12 @@ function psqlLogin(user: string, password: string, database: string): Promise<st
   const env = { ...envWithoutMesh(), PGPASSWORD: password, PGCONNECT_TIMEOUT: '5' };
   for (const k of ['PGHOST', 'PGPORT', 'PGUSER', 'PGDATABASE', 'PGPASSFILE', 'PGSERVICE']) delete (env as NodeJS.ProcessEnv)[k];
   return new Promise((resolve) => {
-    execFile(psql, ['-h', s.host, '-p', String(s.port), '-U', user, '-d', database, '-w', '-X', '-A', '-t', '-c', 'SELECT current_user'], { env, timeout: 10_000 },
-      (err, stdout, stderr) => resolve(err ? `failed: ${stderr.trim()}` : stdout.trim()));
+    execFile(
+      psql,
+      ['-h', s.host, '-p', String(s.port), '-U', user, '-d', database, '-w', '-X', '-A', '-t', '-c', 'SELECT current_user'],
+      { env, timeout: 10_000 },
+      (err, stdout, stderr) => resolve(err ? `failed: ${stderr.trim()}` : stdout.trim()),
+    );
   });
 }
 
@@ -127,7 +190,10 @@ test('a credential no verifier serves every client with (a NUL, a lone surrogate
     ['c_mixed', 'ｆｕｌｌ\u0080width-prohibited', /fails SASLprep.*drivers that only map and normalize/],
   ];
   for (const [as, credential, reason] of refused) {
-    const err = await a.create(grantFor(as, credential)).then(() => undefined, (e: unknown) => e);
+    const err = await a.create(grantFor(as, credential)).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     assert.ok(err instanceof Refused, `${as}: expected Refused, got ${String(err)}`);
     assert.match(err.message, reason, as);
     assert.not.ok(err.message.includes(credential.slice(0, 8)), `${as}: the reason quotes the credential`);
@@ -135,13 +201,13 @@ test('a credential no verifier serves every client with (a NUL, a lone surrogate
   }
 });
 
-test('the SASLprep tables are what the generator makes from Python\'s stringprep (Unicode 3.2)', () => {
+test("the SASLprep tables are what the generator makes from Python's stringprep (Unicode 3.2)", () => {
   const dir = join(ROOT, 'examples', 'postgres-provider');
   const generated = execFileSync('python3', [join(dir, 'saslprep-tables.py')], { encoding: 'utf8' });
   assert.ok(generated === readFileSync(join(dir, 'saslprep-tables.ts'), 'utf8'), 'saslprep-tables.ts differs from `python3 saslprep-tables.py`');
 });
 
-test('no credential the adapter set, ASCII or not, reaches the server\'s log, where every statement is', async () => {
+test("no credential the adapter set, ASCII or not, reaches the server's log, where every statement is", async () => {
   const a = adapter!;
   for (let i = 0; i < 5; i++) {
     const credential = randomBytes(18).toString('base64url');

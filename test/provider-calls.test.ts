@@ -23,7 +23,10 @@ function gate() {
 /** Rejects naming `what` when `p` has not settled within `ms`. */
 function within<T>(what: string, p: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  return Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not return within ${ms} ms`)), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not return within ${ms} ms`)), ms))),
+  ]).finally(() => clearTimeout(timer));
 }
 
 test('a create that never settles is given up on after its timeout with its signal aborted, while every other consumer is served; it is not called again until it settles', async () => {
@@ -51,10 +54,16 @@ test('a create that never settles is given up on after its timeout with its sign
     for (const m of others) await waitFor(`${m} served beside the stuck one`, () => w.bound(`n1.${m}.database`), 5000);
     const servedIn = Date.now() - begun;
     assert.ok(servedIn < 2000, `the others took ${servedIn} ms`);
-    await waitFor('the stuck call given up on', () => w.log.lines.some((l) => l.includes('n1/stuck: serving failed (try 1): the create of n1/stuck did not settle within 300 ms')));
+    await waitFor('the stuck call given up on', () =>
+      w.log.lines.some((l) => l.includes('n1/stuck: serving failed (try 1): the create of n1/stuck did not settle within 300 ms')),
+    );
     assert.ok(signals[0]?.aborted && signals[0].reason instanceof CallTimedOut, 'the signal of the call given up on was not aborted');
     // Absence over time: several retry periods (50–100 ms) pass and a change of the file visits it again.
-    w.write([consumer('n1', 'stuck', null, 'cred-stuck-001'), ...others.map((m) => consumer('n1', m, null, `cred-${m}-0001`)), consumer('n1', 'late', null, 'cred-late-0001')]);
+    w.write([
+      consumer('n1', 'stuck', null, 'cred-stuck-001'),
+      ...others.map((m) => consumer('n1', m, null, `cred-${m}-0001`)),
+      consumer('n1', 'late', null, 'cred-late-0001'),
+    ]);
     await waitFor('late served', () => w.bound('n1.late.database'));
     await sleep(400);
     assert.is(starts.length, 1, 'a second create ran beside the one still running');
@@ -69,7 +78,7 @@ test('a create that never settles is given up on after its timeout with its sign
   }
 });
 
-test('stop() returns within its bound with calls hanging, each call\'s signal aborted', async () => {
+test("stop() returns within its bound with calls hanging, each call's signal aborted", async () => {
   const w = await world();
   const signals: AbortSignal[] = [];
   const never: Adapter = {
@@ -83,7 +92,10 @@ test('stop() returns within its bound with calls hanging, each call\'s signal ab
   await within('stop()', h.stop(), 2000);
   const took = Date.now() - begun;
   assert.ok(took < 1000, `stop() took ${took} ms`);
-  assert.ok(signals.every((s) => s.aborted && s.reason instanceof CallStopped), 'a signal was not aborted by stop()');
+  assert.ok(
+    signals.every((s) => s.aborted && s.reason instanceof CallStopped),
+    'a signal was not aborted by stop()',
+  );
   assert.is(signals.length, 2, 'a call started after stop()');
   await w.done();
 });

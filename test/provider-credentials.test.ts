@@ -27,30 +27,56 @@ const ENCODERS: Record<string, (before: string, credential: string, after: strin
   base64: (b, c, a) => Buffer.from(b + c + a).toString('base64'),
   base64url: (b, c, a) => Buffer.from(b + c + a).toString('base64url'),
   hex: (b, c, a) => Buffer.from(b + c + a).toString('hex'),
-  hexUpper: (b, c, a) => Buffer.from(b + c + a).toString('hex').toUpperCase(),
+  hexUpper: (b, c, a) =>
+    Buffer.from(b + c + a)
+      .toString('hex')
+      .toUpperCase(),
 };
 
 /** Credentials of 8 bytes or more, of characters every encoder above escapes or folds in its own way. */
-const credentialArb = fc.string({
-  unit: fc.oneof(fc.constantFrom('a', 'Z', '9', '"', '\\', '/', ' ', '%', '+', '=', '~', '*', 'é', 'ß', 'Σ', 'İ', 'ﬁ', '日', '😀', '\n'), fc.string({ unit: 'binary', minLength: 1, maxLength: 1 })),
-  minLength: 1, maxLength: 40,
-}).filter((c) => Buffer.byteLength(c) >= MIN_CREDENTIAL_BYTES);
+const credentialArb = fc
+  .string({
+    unit: fc.oneof(
+      fc.constantFrom('a', 'Z', '9', '"', '\\', '/', ' ', '%', '+', '=', '~', '*', 'é', 'ß', 'Σ', 'İ', 'ﬁ', '日', '😀', '\n'),
+      fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }),
+    ),
+    minLength: 1,
+    maxLength: 40,
+  })
+  .filter((c) => Buffer.byteLength(c) >= MIN_CREDENTIAL_BYTES);
 
 test('a credential of 8 bytes or more is found in a text however it is written, at every offset of a longer base64 text (property)', () => {
-  fc.assert(fc.property(credentialArb, fc.string({ maxLength: 12 }), fc.string({ maxLength: 12 }), fc.constantFrom(...Object.keys(ENCODERS)), (credential, before, after, how) => {
-    const matcher = new CredentialMatcher([credential]);
-    const text = ENCODERS[how]!(before, credential, after);
-    assert.ok(matcher.holds(text), `${how}: ${JSON.stringify(credential)} not found in ${JSON.stringify(text)}`);
-  }), { seed: SEED, numRuns: RUNS });
+  fc.assert(
+    fc.property(
+      credentialArb,
+      fc.string({ maxLength: 12 }),
+      fc.string({ maxLength: 12 }),
+      fc.constantFrom(...Object.keys(ENCODERS)),
+      (credential, before, after, how) => {
+        const matcher = new CredentialMatcher([credential]);
+        const text = ENCODERS[how]!(before, credential, after);
+        assert.ok(matcher.holds(text), `${how}: ${JSON.stringify(credential)} not found in ${JSON.stringify(text)}`);
+      },
+    ),
+    { seed: SEED, numRuns: RUNS },
+  );
 });
 
-test('the helper\'s own lines and ordinary values hold no vault-made credential (property)', () => {
-  const lines = ['n1/web: served as web_n1', 'prov_bound: 3 bound entries of database at start', 'n2/api/ro: withdrawn (api_n2_ro removed, its bound entry deleted)',
-    'postgres://db1.mesh.test:5432/webdb', 'consumers file /run/postgres/consumers.json is absent: no consumers'];
-  fc.assert(fc.property(fc.uint8Array({ minLength: 32, maxLength: 32 }), (bytes) => {
-    const matcher = new CredentialMatcher([Buffer.from(bytes).toString('base64url')]);
-    for (const line of lines) assert.not.ok(matcher.holds(line), line);
-  }), { seed: SEED, numRuns: RUNS });
+test("the helper's own lines and ordinary values hold no vault-made credential (property)", () => {
+  const lines = [
+    'n1/web: served as web_n1',
+    'prov_bound: 3 bound entries of database at start',
+    'n2/api/ro: withdrawn (api_n2_ro removed, its bound entry deleted)',
+    'postgres://db1.mesh.test:5432/webdb',
+    'consumers file /run/postgres/consumers.json is absent: no consumers',
+  ];
+  fc.assert(
+    fc.property(fc.uint8Array({ minLength: 32, maxLength: 32 }), (bytes) => {
+      const matcher = new CredentialMatcher([Buffer.from(bytes).toString('base64url')]);
+      for (const line of lines) assert.not.ok(matcher.holds(line), line);
+    }),
+    { seed: SEED, numRuns: RUNS },
+  );
 });
 
 test('a credential shorter than 8 bytes is not looked for (it would be in every line)', () => {
@@ -110,8 +136,14 @@ test('refusals and errors quoting the credential JSON-quoted, upper-cased, base6
       assert.equal(await waitFor(`${module} refused`, () => w.bound(`n1.${module}.database`)), { refused: WITHHELD_REFUSAL }, module);
     }
     assert.ok(await waitFor('flaky served after its failure', () => w.bound('n1.flaky.database')));
-    assert.ok(w.log.lines.some((l) => l.includes('n1/flaky: serving failed (try 1): (its message is withheld')), w.log.lines.join('\n'));
-    assert.ok(w.log.lines.some((l) => l.includes(`n1/json: refused: ${WITHHELD_REFUSAL}`)), 'the refusal is said, naming the consumer');
+    assert.ok(
+      w.log.lines.some((l) => l.includes('n1/flaky: serving failed (try 1): (its message is withheld')),
+      w.log.lines.join('\n'),
+    );
+    assert.ok(
+      w.log.lines.some((l) => l.includes(`n1/json: refused: ${WITHHELD_REFUSAL}`)),
+      'the refusal is said, naming the consumer',
+    );
   } finally {
     await w.done(); // scans every line and bucket value for every credential and every planted text
   }
@@ -148,7 +180,11 @@ test('served values holding the credential URL-encoded (either case), base64 or 
     for (const module of Object.keys(leaks)) {
       assert.equal(await waitFor(`${module} refused`, () => w.bound(`n1.${module}.database`)), { refused: WITHHELD_SERVED }, module);
     }
-    assert.equal(await waitFor('web served', () => w.bound('n1.web.database')), { as: 'web_n1', user: 'web_n1', values: { host: 'db1', port: 5432, database: 'web' } });
+    assert.equal(await waitFor('web served', () => w.bound('n1.web.database')), {
+      as: 'web_n1',
+      user: 'web_n1',
+      values: { host: 'db1', port: 5432, database: 'web' },
+    });
   } finally {
     await w.done();
   }
@@ -165,7 +201,10 @@ test('a credential shorter than 8 bytes is refused without reaching the adapter,
     await waitFor('web served', () => w.bound('n1.web.database'));
     assert.is(fake.count('create', 'tiny_n1') + fake.count('create', 'seven_n1'), 0, 'a short credential was handed to the adapter');
     await waitFor('the served line, whole', () => w.log.lines.some((l) => l.endsWith('n1/web: served as web_n1')));
-    assert.ok(w.log.lines.some((l) => l.endsWith(`n1/tiny: refused: ${SHORT_CREDENTIAL_REFUSAL}`)), w.log.lines.join('\n'));
+    assert.ok(
+      w.log.lines.some((l) => l.endsWith(`n1/tiny: refused: ${SHORT_CREDENTIAL_REFUSAL}`)),
+      w.log.lines.join('\n'),
+    );
   } finally {
     await w.done();
   }

@@ -49,18 +49,21 @@ test('logins are identifiers, at most 63 bytes, and distinct for distinct identi
   const locals = [null, 'a', 'b', 'A', 'a-b', 'a_b', 'a.b', 'a:b', 'é', '', 'l'.repeat(200)];
   const identities = names.flatMap((node) => names.flatMap((module) => locals.map((local) => ({ node, module, local }))));
   // Any set of the identities those make, so a collision shrinks to the two identities that meet.
-  fc.assert(fc.property(fc.subarray(identities, { minLength: 1 }), (ids) => {
-    const seen = new Map<string, string>();
-    for (const id of ids) {
-      const identity = JSON.stringify(id);
-      const login = deriveLogin(id);
-      assert.ok(LOGIN.test(login) && Buffer.byteLength(login) <= MAX_LOGIN_BYTES, `${identity} → ${login}`);
-      assert.is(deriveLogin({ ...id }), login, 'the same identity gives the same login');
-      const other = seen.get(login);
-      assert.ok(other === undefined, `${identity} and ${other} both → ${login}`);
-      seen.set(login, identity);
-    }
-  }), { numRuns: Number(process.env['MESH_FUZZ_RUNS'] ?? 30), seed: SEED });
+  fc.assert(
+    fc.property(fc.subarray(identities, { minLength: 1 }), (ids) => {
+      const seen = new Map<string, string>();
+      for (const id of ids) {
+        const identity = JSON.stringify(id);
+        const login = deriveLogin(id);
+        assert.ok(LOGIN.test(login) && Buffer.byteLength(login) <= MAX_LOGIN_BYTES, `${identity} → ${login}`);
+        assert.is(deriveLogin({ ...id }), login, 'the same identity gives the same login');
+        const other = seen.get(login);
+        assert.ok(other === undefined, `${identity} and ${other} both → ${login}`);
+        seen.set(login, identity);
+      }
+    }),
+    { numRuns: Number(process.env['MESH_FUZZ_RUNS'] ?? 30), seed: SEED },
+  );
 });
 
 test('the consumers file: absent, good, and malformed with a reason that never quotes its text', async () => {
@@ -96,7 +99,8 @@ test('the consumers file: absent, good, and malformed with a reason that never q
 });
 
 test('a provision or a consumer’s local out of the grammar of DESIGN §2 is refused before anything is served', async () => {
-  const refused = () => runProvider({ nc: undefined as never, provider: 'postgres', provision: 'pg:db.main', consumersFile: '/nonexistent', adapter: {} as never });
+  const refused = () =>
+    runProvider({ nc: undefined as never, provider: 'postgres', provision: 'pg:db.main', consumersFile: '/nonexistent', adapter: {} as never });
   assert.throws(refused, (err: Error) => err instanceof TypeError && /^provision is "pg:db\.main", not a name of 1 to 128/.test(err.message));
   const dir = mkdtempSync(join(tmpdir(), 'consumers-'));
   try {
@@ -126,7 +130,11 @@ test('a new consumer is created with its credential and values, and {as, user, v
     const key = boundKey('n1', 'web', 'pg_db-main');
     assert.is(key, 'n1.web.pg_db-main');
     assert.equal(await waitFor('web bound', () => w.bound(key)), { as: 'web_n1', user: 'web_n1', values: { host: 'db1', port: 5432, database: 'web' } });
-    assert.equal(await waitFor('api bound', () => w.bound('n2.api.pg_db-main.ro')), { as: 'api_n2_ro', user: 'api_n2_ro', values: { host: 'db1', port: 5432, database: 'api' } });
+    assert.equal(await waitFor('api bound', () => w.bound('n2.api.pg_db-main.ro')), {
+      as: 'api_n2_ro',
+      user: 'api_n2_ro',
+      values: { host: 'db1', port: 5432, database: 'api' },
+    });
     const create = fake.calls.find((c) => c.op === 'create' && c.as === 'web_n1');
     assert.equal([create?.credential, create?.values], ['cred-web-1', { name: 'web' }]);
     const status = await (await openKv(nc, w.bucket)).status();
@@ -185,7 +193,11 @@ test('a refused consumer is published {refused} while another consumer of the sa
     w.write([consumer('n1', 'bad', null, 'cred-bad-1'), consumer('n1', 'web', null, 'cred-web-1')]);
     const h = w.start(fake.adapter);
     assert.equal(await waitFor('bad refused', () => w.bound('n1.bad.database')), { refused: 'database name "bad" is taken' });
-    assert.equal(await waitFor('web served', () => w.bound('n1.web.database')), { as: 'web_n1', user: 'web_n1', values: { host: 'db1', port: 5432, database: 'web' } });
+    assert.equal(await waitFor('web served', () => w.bound('n1.web.database')), {
+      as: 'web_n1',
+      user: 'web_n1',
+      values: { host: 'db1', port: 5432, database: 'web' },
+    });
     w.write([consumer('n1', 'bad', null, 'cred-bad-1'), consumer('n1', 'web', null, 'cred-web-1'), consumer('n1', 'api', null, 'cred-api-1')]);
     await waitFor('api served', () => w.bound('n1.api.database'));
     await h.reconciled();
@@ -216,8 +228,11 @@ test('a transient failure is retried for that consumer alone with a growing back
     assert.ok(tries[1]! - tries[0]! >= 290, `first wait ${tries[1]! - tries[0]!} ms`);
     assert.ok(tries[2]! - tries[1]! >= 590, `second wait ${tries[2]! - tries[1]!} ms: the backoff doubles`);
     assert.is(fake.count('create', 'api_n1'), 1, 'api was created again');
-    assert.is(fake.count('check', 'api_n1'), 1, 'web\'s retries re-checked api (only the change of the file should)');
-    assert.ok(w.log.lines.some((l) => l.includes('n1/web') && l.includes('serving failed') && l.includes('its message is withheld')), 'the failure is said, its message withheld');
+    assert.is(fake.count('check', 'api_n1'), 1, "web's retries re-checked api (only the change of the file should)");
+    assert.ok(
+      w.log.lines.some((l) => l.includes('n1/web') && l.includes('serving failed') && l.includes('its message is withheld')),
+      'the failure is said, its message withheld',
+    );
   } finally {
     await w.done();
   }
@@ -272,7 +287,11 @@ test('a malformed file keeps the last good state: nothing removed or created, an
     w.write(JSON.stringify([{ consumer: 'n1', module: 'web', local: null, credential: 'cred-web-1' }]));
     await waitFor('the missing field said', () => w.log.lines.some((l) => l.includes('"0.value" is missing')));
     await h.reconciled();
-    assert.equal(fake.calls.slice(before).filter((c) => c.op !== 'check'), [], 'a malformed file changed what is served');
+    assert.equal(
+      fake.calls.slice(before).filter((c) => c.op !== 'check'),
+      [],
+      'a malformed file changed what is served',
+    );
     assert.ok(await w.bound('n1.web.database'));
     assert.ok(await w.bound('n1.api.database'));
     w.write([consumer('n1', 'api', null, 'cred-api-1')]);
@@ -289,7 +308,10 @@ test('a restart removes a consumer dropped while the helper was down, and re-che
     w.write([consumer('n1', 'web', null, 'cred-web-1'), consumer('n1', 'api', null, 'cred-api-1'), consumer('n1', 'bad', null, 'cred-bad-1')]);
     first.refuse.set('bad_n1', 'no');
     const h1 = w.start(first.adapter);
-    await waitFor('all three published', async () => (await w.bound('n1.web.database')) && (await w.bound('n1.api.database')) && (await w.bound('n1.bad.database')));
+    await waitFor(
+      'all three published',
+      async () => (await w.bound('n1.web.database')) && (await w.bound('n1.api.database')) && (await w.bound('n1.bad.database')),
+    );
     await h1.stop();
     w.write([consumer('n1', 'api', null, 'cred-api-1')]);
     const second = fakeAdapter();
@@ -338,14 +360,20 @@ test('an entry read back at start that is out of shape (refused beside served fi
     const second = fakeAdapter();
     const h2 = w.start(second.adapter);
     await waitFor('web served again', async () => JSON.stringify(await w.bound('n1.web.database')) === JSON.stringify(served));
-    await waitFor('api served again', async () => (await w.bound('n1.api.database')) as { values?: { host?: unknown } } | null)
-      .then((entry) => assert.is(entry.values?.host, 'db1'));
+    await waitFor('api served again', async () => (await w.bound('n1.api.database')) as { values?: { host?: unknown } } | null).then((entry) =>
+      assert.is(entry.values?.host, 'db1'),
+    );
     await h2.reconciled();
     assert.is(second.count('create', 'web_n1'), 1, 'the entry holding refused was taken as served');
     assert.is(second.count('check', 'web_n1'), 0);
     assert.is(second.count('create', 'api_n1'), 1, 'the entry with an object value was taken as served');
-    assert.ok(w.log.lines.some((l) => l.includes(`${w.bucket} n1.web.database: out of shape (field "as" is not allowed beside "refused"); serving it again`)), w.log.lines.join('\n'));
-    assert.ok(w.log.lines.some((l) => l.includes(`${w.bucket} n1.api.database: out of shape (field "values.host" is neither a string nor a number); serving it again`)));
+    assert.ok(
+      w.log.lines.some((l) => l.includes(`${w.bucket} n1.web.database: out of shape (field "as" is not allowed beside "refused"); serving it again`)),
+      w.log.lines.join('\n'),
+    );
+    assert.ok(
+      w.log.lines.some((l) => l.includes(`${w.bucket} n1.api.database: out of shape (field "values.host" is neither a string nor a number); serving it again`)),
+    );
   } finally {
     await w.done();
   }
@@ -357,7 +385,15 @@ test('a consumers file whose directory is not there yet is watched once it is', 
   const later = join(w.file, '..', 'later');
   const file = join(later, 'consumers.json');
   try {
-    const h = runProvider({ nc, provider: w.provider, provision: w.provision, consumersFile: file, adapter: fake.adapter, log: w.log, retry: { firstMs: 50, maxMs: 100 } });
+    const h = runProvider({
+      nc,
+      provider: w.provider,
+      provision: w.provision,
+      consumersFile: file,
+      adapter: fake.adapter,
+      log: w.log,
+      retry: { firstMs: 50, maxMs: 100 },
+    });
     try {
       await waitFor('the failed watch said', () => w.log.lines.some((l) => l.includes(`cannot watch ${file}`)));
       mkdirSync(later);
@@ -393,7 +429,10 @@ test('no credential reaches a log line or a bound value, even from an adapter er
     assert.equal(await waitFor('bad refused', () => w.bound('n1.bad.database')), { refused: WITHHELD_REFUSAL });
     assert.equal(await waitFor('api refused', () => w.bound('n1.api.database')), { refused: WITHHELD_SERVED });
     await waitFor('web served after its failure', () => w.bound('n1.web.database'));
-    assert.ok(w.log.lines.some((l) => l.includes('its message is withheld')), 'the screen was exercised');
+    assert.ok(
+      w.log.lines.some((l) => l.includes('its message is withheld')),
+      'the screen was exercised',
+    );
   } finally {
     await w.done(); // scans every log line and bucket value for every credential written
   }

@@ -33,7 +33,9 @@ test('the seat writes every kind at start; a second start writes nothing; a stal
     const all = await readAll(nc, REGISTRY_BUCKET);
     assert.equal([...all.keys()].sort(), Object.keys(REGISTRY).sort());
     assert.equal(JSON.parse(new TextDecoder().decode(all.get('config'))), {
-      owner: 'mesh-config', bucket: 'mesh-config_resolved', key: '<node>.<module>.<key>',
+      owner: 'mesh-config',
+      bucket: 'mesh-config_resolved',
+      key: '<node>.<module>.<key>',
     });
     assert.equal(JSON.parse(new TextDecoder().decode(all.get('dir'))).field, 'placement.dir');
     const first = await revisions(kv);

@@ -17,10 +17,19 @@ const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as
 const TOP = `mesh-provisioner-${VERSION}`;
 /** Every file a node needs, inside TOP/. */
 const EXPECTED = [
-  'README.md', 'client.js', 'engine.js', 'sdk.js', 'server.js',
-  'deploy/README.md', 'deploy/nats.conf.example',
-  'deploy/systemd/client.env.example', 'deploy/systemd/mesh-engine.service', 'deploy/systemd/mesh-provisioner-client.service',
-  'deploy/systemd/mesh-provisioner.service', 'deploy/systemd/mesh-provisioner.sysusers', 'deploy/systemd/server.env.example',
+  'README.md',
+  'client.js',
+  'engine.js',
+  'sdk.js',
+  'server.js',
+  'deploy/README.md',
+  'deploy/nats.conf.example',
+  'deploy/systemd/client.env.example',
+  'deploy/systemd/mesh-engine.service',
+  'deploy/systemd/mesh-provisioner-client.service',
+  'deploy/systemd/mesh-provisioner.service',
+  'deploy/systemd/mesh-provisioner.sysusers',
+  'deploy/systemd/server.env.example',
 ];
 /** An nkey seed of any kind: `S`, a type letter, base32 (public keys start U, A, N, O…; `CONSUMER` is not one). */
 const SEED = /\bS[UANOCPX][A-Z2-7]{50,}/;
@@ -90,7 +99,8 @@ test('the leak checks find a real seed and this machine’s paths, and pass CONS
 
 test('the example bus configuration is one nats-server accepts, for node-1 and node-2, by public keys', () => {
   const conf = files.get(`${TOP}/deploy/nats.conf.example`)!.toString('utf8');
-  for (const user of ['provisioner', 'provisioner.node-1', 'provisioner.node-2', 'runner.node-1', 'runner.node-2']) assert.match(conf, new RegExp(`# ${user.replace('.', '\\.')}[:\\n]`), user);
+  for (const user of ['provisioner', 'provisioner.node-1', 'provisioner.node-2', 'runner.node-1', 'runner.node-2'])
+    assert.match(conf, new RegExp(`# ${user.replace('.', '\\.')}[:\\n]`), user);
   assert.ok((conf.match(/nkey: "U[A-Z2-7]{55}"/g) ?? []).length >= 5, conf);
   const checked = spawnSync('nats-server', ['-t', '-c', join(unpacked, 'deploy', 'nats.conf.example')], { encoding: 'utf8' });
   assert.is(checked.status, 0, checked.stderr);
@@ -119,7 +129,16 @@ test('unpacked alone, the seat, the engine and a client run a node against a rea
     const engine = startBundle('node', unpacked, 'engine', ['--socket', join(work, 'fill.sock'), '--root', join(work, 'root')]);
     running.push(engine);
     await engine.waitForLog(/engine listening on/);
-    const client = startBundle('node', unpacked, 'client', ['--node', 'node-1', '--nats', nats.url, '--socket', join(work, 'fill.sock'), '--cache', join(work, 'cache')]);
+    const client = startBundle('node', unpacked, 'client', [
+      '--node',
+      'node-1',
+      '--nats',
+      nats.url,
+      '--socket',
+      join(work, 'fill.sock'),
+      '--cache',
+      join(work, 'cache'),
+    ]);
     running.push(client);
     // Its first line says where it goes; the next ones are what it found on the bus.
     await client.waitForLog(/node-provisioner \S+ for node node-1, bus nats:\/\/127\.0\.0\.1:\d+/);

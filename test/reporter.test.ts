@@ -36,10 +36,16 @@ test('filledReport: applied only when nothing waits and every file is confirmed'
 /** A reporter on a fake bus: every KV operation and publish recorded in order. */
 function fakeBus() {
   const ops: string[] = [];
-  const kv = (bucket: string) => ({
-    put: async (key: string, value: Uint8Array) => { ops.push(`put ${bucket} ${key} ${new TextDecoder().decode(value)}`); return 1; },
-    delete: async (key: string) => { ops.push(`delete ${bucket} ${key}`); },
-  }) as unknown as KV;
+  const kv = (bucket: string) =>
+    ({
+      put: async (key: string, value: Uint8Array) => {
+        ops.push(`put ${bucket} ${key} ${new TextDecoder().decode(value)}`);
+        return 1;
+      },
+      delete: async (key: string) => {
+        ops.push(`delete ${bucket} ${key}`);
+      },
+    }) as unknown as KV;
   const nc = { info: { max_payload: 1024 * 1024 }, publish: (subject: string) => ops.push(`publish ${subject}`) } as unknown as NatsConnection;
   const reporter = new Reporter(nc, 'n1', kv('needs'), kv('applied'), memoryLogger(), () => new Date('2026-01-01T00:00:00Z'));
   return { ops, reporter };
@@ -49,7 +55,10 @@ test('a report is written and published only when it differs from the last, the 
   const { ops, reporter } = fakeBus();
   await reporter.report('web', filledReport('b', [done], []));
   await reporter.report('web', filledReport('b', [done], []));
-  assert.equal(ops.filter((o) => o.startsWith('publish')), ['publish prov.applied.n1.web']);
+  assert.equal(
+    ops.filter((o) => o.startsWith('publish')),
+    ['publish prov.applied.n1.web'],
+  );
   assert.equal(ops.filter((o) => o.startsWith('put applied')).length, 1);
   await reporter.report('web', filledReport('b', [done], [wait]));
   assert.equal(ops.filter((o) => o.startsWith('publish')).length, 2);
@@ -57,75 +66,123 @@ test('a report is written and published only when it differs from the last, the 
 
 test('needs: only those that differ are put, those no longer named deleted; removal takes them all', async () => {
   const { ops, reporter } = fakeBus();
-  await reporter.needs('web', [{ kind: 'config', name: 'a', files: ['/f'], met: true }, { kind: 'config', name: 'b:c', files: ['/f'], met: false }]);
+  await reporter.needs('web', [
+    { kind: 'config', name: 'a', files: ['/f'], met: true },
+    { kind: 'config', name: 'b:c', files: ['/f'], met: false },
+  ]);
   await reporter.needs('web', [{ kind: 'config', name: 'a', files: ['/f'], met: true }]);
-  assert.equal(ops.map((o) => o.split(' ').slice(0, 3).join(' ')), ['put needs n1.web.config.a', 'put needs n1.web.config.b=3Ac', 'delete needs n1.web.config.b=3Ac']);
+  assert.equal(
+    ops.map((o) => o.split(' ').slice(0, 3).join(' ')),
+    ['put needs n1.web.config.a', 'put needs n1.web.config.b=3Ac', 'delete needs n1.web.config.b=3Ac'],
+  );
   ops.length = 0;
   await reporter.removed('web', 'b');
-  assert.equal(ops.map((o) => o.split(' ').slice(0, 3).join(' ')), ['delete needs n1.web.config.a', 'publish prov.applied.n1.web', 'put applied n1.web', 'delete applied n1.web']);
+  assert.equal(
+    ops.map((o) => o.split(' ').slice(0, 3).join(' ')),
+    ['delete needs n1.web.config.a', 'publish prov.applied.n1.web', 'put applied n1.web', 'delete applied n1.web'],
+  );
 });
 
 /** The bytes the reporter writes for a need of n1's module `web`. */
-const needBytes = (kind: string, name: string, files: string[] = ['/f'], met = true) =>
-  jsonBytes({ node: 'n1', module: 'web', kind, name, files, met });
+const needBytes = (kind: string, name: string, files: string[] = ['/f'], met = true) => jsonBytes({ node: 'n1', module: 'web', kind, name, files, met });
 
 test('needs known from before a restart: the first fill puts only what differs and deletes what it no longer names', async () => {
   const { ops, reporter } = fakeBus();
-  reporter.known('web', new Map([
-    [needKey('n1', 'web', 'config', 'a'), needBytes('config', 'a')],
-    [needKey('n1', 'web', 'config', 'b'), needBytes('config', 'b')],
-    [needKey('n1', 'web', 'config', 'gone:old'), needBytes('config', 'gone:old')],
-  ]));
-  await reporter.needs('web', [{ kind: 'config', name: 'a', files: ['/f'], met: true }, { kind: 'config', name: 'b', files: ['/f'], met: false }]);
-  assert.equal(ops.map((o) => o.split(' ').slice(0, 3).join(' ')), ['put needs n1.web.config.b', 'delete needs n1.web.config.gone=3Aold']);
+  reporter.known(
+    'web',
+    new Map([
+      [needKey('n1', 'web', 'config', 'a'), needBytes('config', 'a')],
+      [needKey('n1', 'web', 'config', 'b'), needBytes('config', 'b')],
+      [needKey('n1', 'web', 'config', 'gone:old'), needBytes('config', 'gone:old')],
+    ]),
+  );
+  await reporter.needs('web', [
+    { kind: 'config', name: 'a', files: ['/f'], met: true },
+    { kind: 'config', name: 'b', files: ['/f'], met: false },
+  ]);
+  assert.equal(
+    ops.map((o) => o.split(' ').slice(0, 3).join(' ')),
+    ['put needs n1.web.config.b', 'delete needs n1.web.config.gone=3Aold'],
+  );
 });
 
 test('needs known from before a restart do not override what the client wrote since it started', async () => {
   const { ops, reporter } = fakeBus();
   await reporter.needs('web', [{ kind: 'config', name: 'a', files: ['/new'], met: true }]);
-  reporter.known('web', new Map([[needKey('n1', 'web', 'config', 'a'), needBytes('config', 'a', ['/old'])], [needKey('n1', 'web', 'port', 'http'), needBytes('port', 'http')]]));
+  reporter.known(
+    'web',
+    new Map([
+      [needKey('n1', 'web', 'config', 'a'), needBytes('config', 'a', ['/old'])],
+      [needKey('n1', 'web', 'port', 'http'), needBytes('port', 'http')],
+    ]),
+  );
   ops.length = 0;
   await reporter.needs('web', [{ kind: 'config', name: 'a', files: ['/new'], met: true }]);
-  assert.equal(ops.map((o) => o.split(' ').slice(0, 3).join(' ')), ['delete needs n1.web.port.http']);
+  assert.equal(
+    ops.map((o) => o.split(' ').slice(0, 3).join(' ')),
+    ['delete needs n1.web.port.http'],
+  );
 });
 
 test('stored needs are grouped by the module their key names; a key out of shape is kept apart with its reason', () => {
-  const grouped = groupNeeds('n1', new Map([
-    [needKey('n1', 'web', 'config', 'a.b'), needBytes('config', 'a.b')],
-    [needKey('n1', 'db', 'port', 'pg'), needBytes('port', 'pg')],
-    [needKey('n1', 'web', 'port', 'http'), needBytes('port', 'http')],
-    ['n1.web.config', new Uint8Array()],
-    ['n1.web.Config.x', new Uint8Array()],
-  ]));
-  assert.equal([...grouped.byModule].map(([m, keys]) => [m, [...keys.keys()]]), [
-    ['web', ['n1.web.config.a=2Eb', 'n1.web.port.http']],
-    ['db', ['n1.db.port.pg']],
-  ]);
-  assert.equal(grouped.outOfShape.map((o) => o.key), ['n1.web.config', 'n1.web.Config.x']);
+  const grouped = groupNeeds(
+    'n1',
+    new Map([
+      [needKey('n1', 'web', 'config', 'a.b'), needBytes('config', 'a.b')],
+      [needKey('n1', 'db', 'port', 'pg'), needBytes('port', 'pg')],
+      [needKey('n1', 'web', 'port', 'http'), needBytes('port', 'http')],
+      ['n1.web.config', new Uint8Array()],
+      ['n1.web.Config.x', new Uint8Array()],
+    ]),
+  );
+  assert.equal(
+    [...grouped.byModule].map(([m, keys]) => [m, [...keys.keys()]]),
+    [
+      ['web', ['n1.web.config.a=2Eb', 'n1.web.port.http']],
+      ['db', ['n1.db.port.pg']],
+    ],
+  );
+  assert.equal(
+    grouped.outOfShape.map((o) => o.key),
+    ['n1.web.config', 'n1.web.Config.x'],
+  );
   assert.ok(grouped.outOfShape.every((o) => o.reason.length > 0));
 });
 
 test('at start a module with no plan is removed: its stored needs deleted, removed published, its report deleted, one notice; a planned one keeps its needs for its fill', async () => {
   const { ops, reporter } = fakeBus();
   const log = memoryLogger();
-  const stored = groupNeeds('n1', new Map([
-    [needKey('n1', 'web', 'config', 'a'), needBytes('config', 'a')],
-    [needKey('n1', 'old', 'config', 'a'), needBytes('config', 'a')],
-    [needKey('n1', 'old', 'port', 'http'), needBytes('port', 'http')],
-  ])).byModule;
+  const stored = groupNeeds(
+    'n1',
+    new Map([
+      [needKey('n1', 'web', 'config', 'a'), needBytes('config', 'a')],
+      [needKey('n1', 'old', 'config', 'a'), needBytes('config', 'a')],
+      [needKey('n1', 'old', 'port', 'http'), needBytes('port', 'http')],
+    ]),
+  ).byModule;
   const removals: Promise<void>[] = [];
   settleStoredNeeds(stored, new Set(['web']), reporter, (m) => void removals.push(reporter.removed(m, '')), 'n1', log);
   await Promise.all(removals);
-  assert.equal(ops.map((o) => o.split(' ').slice(0, 3).join(' ')), [
-    'delete needs n1.old.config.a', 'delete needs n1.old.port.http',
-    'publish prov.applied.n1.old', 'put applied n1.old', 'delete applied n1.old',
-  ]);
-  const removed = ops.find((o) => o.startsWith('put applied n1.old'))!.split(' ').slice(3).join(' ');
+  assert.equal(
+    ops.map((o) => o.split(' ').slice(0, 3).join(' ')),
+    ['delete needs n1.old.config.a', 'delete needs n1.old.port.http', 'publish prov.applied.n1.old', 'put applied n1.old', 'delete applied n1.old'],
+  );
+  const removed = ops
+    .find((o) => o.startsWith('put applied n1.old'))!
+    .split(' ')
+    .slice(3)
+    .join(' ');
   assert.equal(JSON.parse(removed), { node: 'n1', module: 'old', build: '', state: 'removed', files: [], waiting: [], at: '2026-01-01T00:00:00.000Z' });
-  assert.equal(log.lines.filter((l) => l.includes('notice')).map((l) => l.replace(/^\S+ /, '')), ['notice mesh-provisioner_needs: needs and report of old, which has no plan on n1, deleted']);
+  assert.equal(
+    log.lines.filter((l) => l.includes('notice')).map((l) => l.replace(/^\S+ /, '')),
+    ['notice mesh-provisioner_needs: needs and report of old, which has no plan on n1, deleted'],
+  );
   ops.length = 0;
   await reporter.needs('web', []);
-  assert.equal(ops.map((o) => o.split(' ').slice(0, 3).join(' ')), ['delete needs n1.web.config.a']);
+  assert.equal(
+    ops.map((o) => o.split(' ').slice(0, 3).join(' ')),
+    ['delete needs n1.web.config.a'],
+  );
 });
 
 /** A timer a test runs by hand: each wait asked, and the next one run on demand. */
@@ -154,21 +211,22 @@ function handTimer() {
 function failingBus(down: (op: string) => boolean) {
   const ops: string[] = [];
   const stored = new Map<string, string>();
-  const kv = (bucket: string) => ({
-    put: async (key: string, value: Uint8Array) => {
-      const op = `put ${bucket} ${key}`;
-      ops.push(op);
-      if (down(op)) throw new PutRefusedError(key, 'no ack within 5000 ms');
-      stored.set(`${bucket} ${key}`, new TextDecoder().decode(value));
-      return 1;
-    },
-    delete: async (key: string) => {
-      const op = `delete ${bucket} ${key}`;
-      ops.push(op);
-      if (down(op)) throw new Error('timeout');
-      stored.delete(`${bucket} ${key}`);
-    },
-  }) as unknown as KV;
+  const kv = (bucket: string) =>
+    ({
+      put: async (key: string, value: Uint8Array) => {
+        const op = `put ${bucket} ${key}`;
+        ops.push(op);
+        if (down(op)) throw new PutRefusedError(key, 'no ack within 5000 ms');
+        stored.set(`${bucket} ${key}`, new TextDecoder().decode(value));
+        return 1;
+      },
+      delete: async (key: string) => {
+        const op = `delete ${bucket} ${key}`;
+        ops.push(op);
+        if (down(op)) throw new Error('timeout');
+        stored.delete(`${bucket} ${key}`);
+      },
+    }) as unknown as KV;
   const nc = { info: { max_payload: 1024 * 1024 }, publish: () => {} } as unknown as NatsConnection;
   const hand = handTimer();
   const log = memoryLogger();
@@ -191,8 +249,14 @@ test('a report put the bus does not acknowledge is tried again, the wait doublin
   assert.equal(bus.ops, ['put applied n1.web', 'put applied n1.web', 'put applied n1.web', 'put applied n1.web']);
   assert.is((JSON.parse(bus.stored.get('applied n1.web')!) as { state: string }).state, 'applied');
   assert.is(bus.reporter.retrying, 0);
-  assert.ok(bus.log.lines.some((l) => /warn mesh-provisioner_applied n1\.web: put of n1\.web: no ack within 5000 ms; trying again in 250 ms/.test(l)), bus.log.lines.join('\n'));
-  assert.ok(bus.log.lines.some((l) => /notice mesh-provisioner_applied n1\.web: written on try 4/.test(l)), bus.log.lines.join('\n'));
+  assert.ok(
+    bus.log.lines.some((l) => /warn mesh-provisioner_applied n1\.web: put of n1\.web: no ack within 5000 ms; trying again in 250 ms/.test(l)),
+    bus.log.lines.join('\n'),
+  );
+  assert.ok(
+    bus.log.lines.some((l) => /notice mesh-provisioner_applied n1\.web: written on try 4/.test(l)),
+    bus.log.lines.join('\n'),
+  );
 });
 
 test('a newer report replaces one still being tried again: the older is never written after it', async () => {
@@ -213,7 +277,7 @@ test('a newer report replaces one still being tried again: the older is never wr
 
 test('needs the bus refused, a put and a delete, are tried again until they land; removal then deletes them', async () => {
   let down = false;
-  const bus = failingBus((op) => op.startsWith('put needs') || op.startsWith('delete needs') ? down : false);
+  const bus = failingBus((op) => (op.startsWith('put needs') || op.startsWith('delete needs') ? down : false));
   await bus.reporter.needs('web', [{ kind: 'config', name: 'a', files: ['/f'], met: true }]);
   down = true;
   await bus.reporter.needs('web', [{ kind: 'config', name: 'b', files: ['/f'], met: false }]);
@@ -222,7 +286,10 @@ test('needs the bus refused, a put and a delete, are tried again until they land
   down = false;
   while (await bus.hand.runNext());
   assert.is(bus.reporter.retrying, 0);
-  assert.equal([...bus.stored.keys()].filter((k) => k.startsWith('needs')), ['needs n1.web.config.b']);
+  assert.equal(
+    [...bus.stored.keys()].filter((k) => k.startsWith('needs')),
+    ['needs n1.web.config.b'],
+  );
   await bus.reporter.removed('web', 'b');
   assert.equal([...bus.stored.keys()], []);
 });

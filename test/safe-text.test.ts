@@ -23,10 +23,18 @@ function check<T>(name: string, arb: fc.Arbitrary<T>, predicate: (value: T) => b
 
 /** Whether a code point may never be shown raw, said independently of the module's regular expressions. */
 function unsafeCodePoint(code: number): boolean {
-  return code <= 0x1f || (code >= 0x7f && code <= 0x9f) // C0, DEL, C1
-    || code === 0x2028 || code === 0x2029 // line and paragraph separators
-    || code === 0x061c || code === 0x200e || code === 0x200f || (code >= 0x202a && code <= 0x202e) || (code >= 0x2066 && code <= 0x2069) // Bidi_Control
-    || (code >= 0xd800 && code <= 0xdfff); // a surrogate standing alone (a pair iterates as one code point)
+  return (
+    code <= 0x1f ||
+    (code >= 0x7f && code <= 0x9f) || // C0, DEL, C1
+    code === 0x2028 ||
+    code === 0x2029 || // line and paragraph separators
+    code === 0x061c ||
+    code === 0x200e ||
+    code === 0x200f ||
+    (code >= 0x202a && code <= 0x202e) ||
+    (code >= 0x2066 && code <= 0x2069) || // Bidi_Control
+    (code >= 0xd800 && code <= 0xdfff)
+  ); // a surrogate standing alone (a pair iterates as one code point)
 }
 
 /** The first unsafe code point of `text`, as U+XXXX, or undefined. */
@@ -40,7 +48,30 @@ function firstUnsafe(text: string): string | undefined {
 
 // Every character that matters, often: the controls of the attack, DEL, C1 (U+009B is CSI), the
 // separators, the bidi controls, lone surrogates, a backslash and escape-like text, and any code unit.
-const UNSAFE_SAMPLES = ['\x1b', '\r', '\n', '\x07', '\t', '\0', '\x7f', '\x80', '\x85', '\x9b', '\x9f', '\u2028', '\u2029', '\u202a', '\u202e', '\u2066', '\u2069', '\u061c', '\u200e', '\u200f', '\ud800', '\udfff'];
+const UNSAFE_SAMPLES = [
+  '\x1b',
+  '\r',
+  '\n',
+  '\x07',
+  '\t',
+  '\0',
+  '\x7f',
+  '\x80',
+  '\x85',
+  '\x9b',
+  '\x9f',
+  '\u2028',
+  '\u2029',
+  '\u202a',
+  '\u202e',
+  '\u2066',
+  '\u2069',
+  '\u061c',
+  '\u200e',
+  '\u200f',
+  '\ud800',
+  '\udfff',
+];
 const piece = fc.oneof(
   fc.constantFrom(...UNSAFE_SAMPLES, '\\', '\\x1b', '\\u2028', 'x', '1b', 'é', '€', '😀', '\ud83d\ude00', ' ', '…'),
   fc.string({ unit: 'binary', maxLength: 3 }),
@@ -72,7 +103,11 @@ test('safeText applied twice is safeText applied once, so a line escaped by a pr
 });
 
 test('text without a backslash is read back exactly from its safe form: inputs differing only in control bytes stay distinguishable', () => {
-  check('reversible without a backslash', hostileText.map((t) => t.replaceAll('\\', '')), (text) => unescape(safeText(text)) === text);
+  check(
+    'reversible without a backslash',
+    hostileText.map((t) => t.replaceAll('\\', '')),
+    (text) => unescape(safeText(text)) === text,
+  );
   const differing = fc.tuple(hostileText, control, control, hostileText).filter(([, a, b]) => a !== b);
   check('one control byte apart', differing, ([head, a, b, tail]) => safeText(head + a + tail) !== safeText(head + b + tail));
 });
@@ -89,13 +124,24 @@ test('each control is written as a visible escape: \\x1b for ESC, \\x0a for a ne
 
 test('a cell is safe text cut past 4 KiB of UTF-8 at a code point, with … appended; a shorter one is the whole safe text', () => {
   const wide = fc.array(fc.constantFrom('a', 'é', '€', '😀', '\x1b', '\ud800', '\u202e'), { minLength: 900, maxLength: 4200 }).map((parts) => parts.join(''));
-  check('cell bound', fc.oneof(hostileText, wide), (text) => {
-    const shown = safeCell(text);
-    const whole = safeText(text);
-    if (utf8Bytes(whole) <= MAX_CELL_BYTES) return shown === whole;
-    const kept = shown.slice(0, -1);
-    return shown.endsWith('…') && whole.startsWith(kept) && utf8Bytes(kept) <= MAX_CELL_BYTES && utf8Bytes(kept) > MAX_CELL_BYTES - 4 && firstUnsafe(shown) === undefined;
-  }, 300);
+  check(
+    'cell bound',
+    fc.oneof(hostileText, wide),
+    (text) => {
+      const shown = safeCell(text);
+      const whole = safeText(text);
+      if (utf8Bytes(whole) <= MAX_CELL_BYTES) return shown === whole;
+      const kept = shown.slice(0, -1);
+      return (
+        shown.endsWith('…') &&
+        whole.startsWith(kept) &&
+        utf8Bytes(kept) <= MAX_CELL_BYTES &&
+        utf8Bytes(kept) > MAX_CELL_BYTES - 4 &&
+        firstUnsafe(shown) === undefined
+      );
+    },
+    300,
+  );
   assert.is(safeCell('x'.repeat(MAX_CELL_BYTES)), 'x'.repeat(MAX_CELL_BYTES));
   assert.is(safeCell('x'.repeat(MAX_CELL_BYTES + 1)), `${'x'.repeat(MAX_CELL_BYTES)}…`);
   // A pair is never split: 4,095 bytes of x, then a 4-byte emoji that does not fit.
@@ -104,11 +150,16 @@ test('a cell is safe text cut past 4 KiB of UTF-8 at a code point, with … appe
 
 test('safeJson parses back to exactly the value and holds no unsafe code point, not even DEL, C1 or U+2028 that JSON.stringify leaves raw', () => {
   const value = fc.jsonValue({ stringUnit: fc.oneof(fc.constantFrom(...UNSAFE_SAMPLES), fc.string({ unit: 'binary', maxLength: 1 })), maxDepth: 4 });
-  check('json round trip', value, (v) => {
-    const text = safeJson(v);
-    assert.equal(JSON.parse(text), JSON.parse(JSON.stringify(v)));
-    return firstUnsafe(text) === undefined;
-  }, 500);
+  check(
+    'json round trip',
+    value,
+    (v) => {
+      const text = safeJson(v);
+      assert.equal(JSON.parse(text), JSON.parse(JSON.stringify(v)));
+      return firstUnsafe(text) === undefined;
+    },
+    500,
+  );
   assert.is(safeJson({ r: '\x1b\x7f\x9b\u2028' }), '{"r":"\\u001b\\u007f\\u009b\\u2028"}');
   assert.is(JSON.parse(safeJson({ r: 'x' }, 2)).r, 'x');
 });
@@ -129,14 +180,26 @@ test('status tables, a node’s detail and the out-of-shape list print hostile r
   const view = (text: string) => ({
     fleet: fleetLines({
       nodes: [{ node: 'n1', applied: 0, waiting: 1, failed: 0, oldestWaiting: { module: 'web', kind: 'config', name: text, at: '', seconds: 5 }, held: [] }],
-      held: [{ module: 'web', build: text, reason: text }], outOfShape: [{ key: text, reason: text }], outOfShapeCount: 1,
+      held: [{ module: 'web', build: text, reason: text }],
+      outOfShape: [{ key: text, reason: text }],
+      outOfShapeCount: 1,
     }),
     detail: detailLines({
       node: 'n1',
-      modules: [{
-        node: 'n1', module: 'web', state: 'waiting', build: text, at: text, seconds: 5, reason: text, held: { module: 'web', build: text, reason: text },
-        waiting: [{ kind: 'config', name: text, owner: text, where: text, files: [text] }], files: [{ path: text, action: text, digest: text, reason: text }],
-      }],
+      modules: [
+        {
+          node: 'n1',
+          module: 'web',
+          state: 'waiting',
+          build: text,
+          at: text,
+          seconds: 5,
+          reason: text,
+          held: { module: 'web', build: text, reason: text },
+          waiting: [{ kind: 'config', name: text, owner: text, where: text, files: [text] }],
+          files: [{ path: text, action: text, digest: text, reason: text }],
+        },
+      ],
       outOfShape: [{ key: text, reason: text }],
     }),
   });
@@ -146,24 +209,52 @@ test('status tables, a node’s detail and the out-of-shape list print hostile r
     assert.is(hostile[form].length, plain[form].length, form);
     for (const line of hostile[form]) assert.is(firstUnsafe(line), undefined, line);
   }
-  assert.ok(hostile.detail.some((line) => line.includes('reason: \\x1b[2J\\x1b]0;owned\\x07')), 'the reason shown, escaped');
+  assert.ok(
+    hostile.detail.some((line) => line.includes('reason: \\x1b[2J\\x1b]0;owned\\x07')),
+    'the reason shown, escaped',
+  );
 });
 
 test('a table pads safe text, whoever built its cells; a cell of any JSON is one line, cut past 4 KiB', () => {
-  assert.equal(formatTable(['A', 'B'], [['\x1b', 'x'], ['yyyyy', 'z']]), ['A      B', '\\x1b   x', 'yyyyy  z']);
+  assert.equal(
+    formatTable(
+      ['A', 'B'],
+      [
+        ['\x1b', 'x'],
+        ['yyyyy', 'z'],
+      ],
+    ),
+    ['A      B', '\\x1b   x', 'yyyyy  z'],
+  );
   assert.is(cell({ a: '\n\x9b' }), '{"a":"\\n\\x9b"}');
   assert.is(cell('y'.repeat(5000)), `${'y'.repeat(MAX_CELL_BYTES)}…`);
 });
 
 test('--once’s lines and --dry-run’s summary show a hostile reason, path and build escaped, one line each', () => {
-  const standing = describeStanding({ module: 'web', state: 'failed', waiting: [{ kind: 'config', name: HOSTILE, files: [HOSTILE] }], files: [], reason: HOSTILE });
+  const standing = describeStanding({
+    module: 'web',
+    state: 'failed',
+    waiting: [{ kind: 'config', name: HOSTILE, files: [HOSTILE] }],
+    files: [],
+    reason: HOSTILE,
+  });
   assert.is(firstUnsafe(standing), undefined, standing);
   const summary: DryRunSummary = {
-    node: 'n1', dir: '/tmp/d', complete: false, timedOut: false,
-    modules: [{
-      module: 'web', build: HOSTILE, state: 'failed', reason: HOSTILE, waiting: [], items: [],
-      files: [{ path: `/etc/${HOSTILE}`, mode: 'owned', change: 'none', digest: `sha256:${'0'.repeat(64)}`, secrets: [HOSTILE], written: HOSTILE }],
-    }],
+    node: 'n1',
+    dir: '/tmp/d',
+    complete: false,
+    timedOut: false,
+    modules: [
+      {
+        module: 'web',
+        build: HOSTILE,
+        state: 'failed',
+        reason: HOSTILE,
+        waiting: [],
+        items: [],
+        files: [{ path: `/etc/${HOSTILE}`, mode: 'owned', change: 'none', digest: `sha256:${'0'.repeat(64)}`, secrets: [HOSTILE], written: HOSTILE }],
+      },
+    ],
   };
   const lines = describeDryRun(summary);
   assert.is(lines.length, 4);

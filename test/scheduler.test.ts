@@ -38,8 +38,14 @@ function recorder() {
   let hold = false;
   return {
     runs,
-    hold() { hold = true; },
-    release() { hold = false; release?.(); release = undefined; },
+    hold() {
+      hold = true;
+    },
+    release() {
+      hold = false;
+      release?.();
+      release = undefined;
+    },
     run: async (module: string, full: boolean) => {
       runs.push(`${module}${full ? '!' : ''}`);
       if (hold) await new Promise<void>((r) => (release = r));
@@ -51,7 +57,10 @@ test('a burst of changes within the settle window gives one run', async () => {
   const clock = fakeClock();
   const r = recorder();
   const s = new Scheduler(20, r.run, () => {}, clock.timers, clock.now);
-  for (let i = 0; i < 5; i++) { s.schedule('web'); await clock.advance(5); }
+  for (let i = 0; i < 5; i++) {
+    s.schedule('web');
+    await clock.advance(5);
+  }
   assert.equal(r.runs, []);
   await clock.advance(20);
   assert.equal(r.runs, ['web']);
@@ -61,7 +70,10 @@ test('a steady stream is cut after the longest settle', async () => {
   const clock = fakeClock();
   const r = recorder();
   const s = new Scheduler(20, r.run, () => {}, clock.timers, clock.now);
-  for (let i = 0; i < MAX_SETTLE_WINDOWS * 4; i++) { s.schedule('web'); await clock.advance(10); }
+  for (let i = 0; i < MAX_SETTLE_WINDOWS * 4; i++) {
+    s.schedule('web');
+    await clock.advance(10);
+  }
   assert.ok(r.runs.length >= 1, 'ran during the stream');
   assert.ok(r.runs.length <= 4, `ran ${r.runs.length} times`);
 });
@@ -101,13 +113,20 @@ test('no more modules run at once than the concurrency allows, and the rest foll
   let most = 0;
   const done: string[] = [];
   const releases: (() => void)[] = [];
-  const s = new Scheduler(0, async (m) => {
-    running++;
-    most = Math.max(most, running);
-    await new Promise<void>((r) => releases.push(r));
-    running--;
-    done.push(m);
-  }, () => {}, clock.timers, clock.now, 2);
+  const s = new Scheduler(
+    0,
+    async (m) => {
+      running++;
+      most = Math.max(most, running);
+      await new Promise<void>((r) => releases.push(r));
+      running--;
+      done.push(m);
+    },
+    () => {},
+    clock.timers,
+    clock.now,
+    2,
+  );
   for (const m of ['a', 'b', 'c', 'd', 'e']) s.schedule(m);
   await clock.advance(0);
   assert.is(running, 2);
@@ -124,7 +143,16 @@ test('a run that throws is reported and does not stop the module', async () => {
   const clock = fakeClock();
   const errors: string[] = [];
   let calls = 0;
-  const s = new Scheduler(0, async () => { calls++; throw new Error('boom'); }, (m, e) => errors.push(`${m}: ${(e as Error).message}`), clock.timers, clock.now);
+  const s = new Scheduler(
+    0,
+    async () => {
+      calls++;
+      throw new Error('boom');
+    },
+    (m, e) => errors.push(`${m}: ${(e as Error).message}`),
+    clock.timers,
+    clock.now,
+  );
   s.schedule('a');
   await clock.advance(0);
   await flush();
@@ -145,7 +173,12 @@ test('with --settle 0 a change starts on the next turn, not on a clamped 1 ms ti
     clearImmediate: (h) => void (queued[(h as number) - 1] = () => {}),
   };
   const runs: string[] = [];
-  const scheduler = new Scheduler(0, async (m) => void runs.push(m), () => {}, timers);
+  const scheduler = new Scheduler(
+    0,
+    async (m) => void runs.push(m),
+    () => {},
+    timers,
+  );
   for (let i = 0; i < 5; i++) scheduler.schedule('web');
   assert.equal(runs, [], 'nothing runs within the turn that scheduled it');
   for (const fn of queued.splice(0)) fn();

@@ -9,7 +9,17 @@ import { Kvm, type KV } from '@nats-io/kv';
 import { ASSIGNMENTS, MODULES, NEEDS, PLANS, REGISTRY_BUCKET } from '../src/shared/buckets.ts';
 import { INBOX_PREFIXES } from '../src/shared/inbox.ts';
 import { needKey } from '../src/shared/keys.ts';
-import { cleanupBundles, copyBundleAlone, ensureBuilt, hasNodeModulesAbove, ROOT, runBundle, startBundle, type Running, type Runtime } from './helpers/bundle.ts';
+import {
+  cleanupBundles,
+  copyBundleAlone,
+  ensureBuilt,
+  hasNodeModulesAbove,
+  ROOT,
+  runBundle,
+  startBundle,
+  type Running,
+  type Runtime,
+} from './helpers/bundle.ts';
 import { startNats, type NatsServer } from './helpers/nats.ts';
 import { assignment, composition } from './helpers/seat.ts';
 import { waitFor } from './helpers/wait.ts';
@@ -90,7 +100,10 @@ async function composesAPlan(runtime: Runtime): Promise<void> {
     const plans = await waitFor('the plans bucket', () => opened(kvm, PLANS));
     const plan = await waitFor('the plan n1.web', () => valueOf(plans, 'n1.web'));
     assert.is(plan['build'], '7');
-    assert.equal((plan['files'] as { path: string }[]).map((f) => f.path), ['/srv/web/etc/web.conf']);
+    assert.equal(
+      (plan['files'] as { path: string }[]).map((f) => f.path),
+      ['/srv/web/etc/web.conf'],
+    );
     assert.equal(plan['secrets'], [{ name: 'api-key', vault: 'module/web/api-key' }]);
     // The seat's watch delivers to its own inbox (DESIGN §11: its user subscribes only `_INBOX_seat.>`).
     const delivers = await deliverSubjects(nc, `KV_${ASSIGNMENTS}`);
@@ -220,7 +233,10 @@ test('query needs --json prints one JSON object whose entries hold what the need
   assert.is(run.code, 0, run.stderr + run.stdout);
   const reply = JSON.parse(run.stdout) as { what: string; entries: { key: string; value: { name: string } }[] };
   assert.is(reply.what, 'needs');
-  assert.equal(reply.entries.map((e) => [e.key, e.value.name]), [[key, 'db.host']]);
+  assert.equal(
+    reply.entries.map((e) => [e.key, e.value.name]),
+    [[key, 'db.host']],
+  );
 });
 
 test('query health lists an assignment whose module has no composition as held, as JSON and as a table', async () => {
@@ -228,14 +244,21 @@ test('query health lists an assignment whose module has no composition as held, 
   const assignments = await ensureKv(nc, ASSIGNMENTS, 1);
   await ensureKv(nc, MODULES, 1);
   await assignments.put('n1.ghost', JSON.stringify(assignment('n1', 'ghost')));
-  const reply = await waitFor('n1.ghost in query health', async () => {
-    const run = await server(['query', 'health', '--json', '--nats', url]);
-    assert.is(run.code, 0, run.stderr + run.stdout);
-    const parsed = JSON.parse(run.stdout) as { what: string; entries: { key: string; value: Record<string, unknown> }[]; outOfShape: unknown[] };
-    return parsed.entries.length > 0 ? parsed : undefined;
-  }, 15_000);
+  const reply = await waitFor(
+    'n1.ghost in query health',
+    async () => {
+      const run = await server(['query', 'health', '--json', '--nats', url]);
+      assert.is(run.code, 0, run.stderr + run.stdout);
+      const parsed = JSON.parse(run.stdout) as { what: string; entries: { key: string; value: Record<string, unknown> }[]; outOfShape: unknown[] };
+      return parsed.entries.length > 0 ? parsed : undefined;
+    },
+    15_000,
+  );
   assert.is(reply.what, 'health');
-  assert.equal(reply.entries.map((e) => [e.key, e.value['state'], e.value['reason']]), [['n1.ghost', 'held', 'composition missing']]);
+  assert.equal(
+    reply.entries.map((e) => [e.key, e.value['state'], e.value['reason']]),
+    [['n1.ghost', 'held', 'composition missing']],
+  );
   const table = await server(['query', 'health', '--nats', url]);
   const rows = linesOf(table.stdout).map((l) => l.split(/\s+/));
   assert.equal(rows[0], ['NODE', 'MODULE', 'STATE', 'BUILD', 'SINCE', 'PASSES', 'REASON']);

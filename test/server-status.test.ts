@@ -99,7 +99,11 @@ test('status prints one row per node with exact applied, waiting and failed coun
   const run = await status([]);
   assert.is(run.code, 0, run.stderr + run.stdout);
   const rows = fleetRows(run.stdout);
-  assert.equal(rows.map((r) => [r['NODE'], Number(r['APPLIED']), Number(r['WAITING']), Number(r['FAILED'])]), EXPECTED.map((e) => [e.node, e.applied, e.waiting, e.failed]), run.stdout);
+  assert.equal(
+    rows.map((r) => [r['NODE'], Number(r['APPLIED']), Number(r['WAITING']), Number(r['FAILED'])]),
+    EXPECTED.map((e) => [e.node, e.applied, e.waiting, e.failed]),
+    run.stdout,
+  );
   for (const e of EXPECTED) {
     const row = rows.find((r) => r['NODE'] === e.node)!;
     if (e.oldest) assert.ok(row['OLDEST WAITING']!.startsWith(e.oldest), `${e.node}: ${row['OLDEST WAITING']}`);
@@ -114,13 +118,32 @@ test('status prints one row per node with exact applied, waiting and failed coun
 test('status --json parses to the same counts, oldest waiting values and held modules as the table', async () => {
   const [table, json] = await Promise.all([status([]), status(['--json'])]);
   assert.is(json.code, 0, json.stderr);
-  const view = JSON.parse(json.stdout) as { nodes: { node: string; applied: number; waiting: number; failed: number; held: string[]; oldestWaiting?: { module: string; kind: string; name: string; seconds: number } }[]; held: { module: string; reason: string }[] };
+  const view = JSON.parse(json.stdout) as {
+    nodes: {
+      node: string;
+      applied: number;
+      waiting: number;
+      failed: number;
+      held: string[];
+      oldestWaiting?: { module: string; kind: string; name: string; seconds: number };
+    }[];
+    held: { module: string; reason: string }[];
+  };
   const rows = fleetRows(table.stdout);
-  assert.equal(view.nodes.map((n) => [n.node, String(n.applied), String(n.waiting), String(n.failed), n.held.join(',')]), rows.map((r) => [r['NODE'], r['APPLIED'], r['WAITING'], r['FAILED'], r['HELD']]));
+  assert.equal(
+    view.nodes.map((n) => [n.node, String(n.applied), String(n.waiting), String(n.failed), n.held.join(',')]),
+    rows.map((r) => [r['NODE'], r['APPLIED'], r['WAITING'], r['FAILED'], r['HELD']]),
+  );
   const n2 = view.nodes.find((n) => n.node === 'n2')!;
   assert.equal([n2.oldestWaiting?.module, n2.oldestWaiting?.kind, n2.oldestWaiting?.name], ['api', 'bound', 'database.main:user']);
   assert.ok(Math.abs(n2.oldestWaiting!.seconds - 30 * 60) < 120, String(n2.oldestWaiting!.seconds));
-  assert.equal(view.held.map((h) => [h.module, h.reason]), [['batch', 'composition not published'], ['legacy', 'composition missing']]);
+  assert.equal(
+    view.held.map((h) => [h.module, h.reason]),
+    [
+      ['batch', 'composition not published'],
+      ['legacy', 'composition missing'],
+    ],
+  );
 });
 
 test('status with --limit 3 pages through the verb (3 requests for 8 reports) and its counts are still exact', async () => {
@@ -130,12 +153,19 @@ test('status with --limit 3 pages through the verb (3 requests for 8 reports) an
   try {
     const [whole, paged] = [await status(['--json']), await status(['--json', '--limit', '3'])];
     assert.is(paged.code, 0, paged.stderr);
-    const counts = (stdout: string) => (JSON.parse(stdout).nodes as Record<string, unknown>[]).map(({ node, applied, waiting, failed, held }) => ({ node, applied, waiting, failed, held }));
-    assert.equal(counts(paged.stdout), EXPECTED.map(({ node, applied, waiting, failed, held }) => ({ node, applied, waiting, failed, held })));
+    const counts = (stdout: string) =>
+      (JSON.parse(stdout).nodes as Record<string, unknown>[]).map(({ node, applied, waiting, failed, held }) => ({ node, applied, waiting, failed, held }));
+    assert.equal(
+      counts(paged.stdout),
+      EXPECTED.map(({ node, applied, waiting, failed, held }) => ({ node, applied, waiting, failed, held })),
+    );
     assert.equal(counts(paged.stdout), counts(whole.stdout));
     const pages = asked.filter((r) => r['what'] === 'applied' && r['limit'] === 3);
     assert.is(pages.length, 3, JSON.stringify(asked));
-    assert.equal(pages.map((r) => r['after']), [undefined, 'n1.web', 'n3.batch']);
+    assert.equal(
+      pages.map((r) => r['after']),
+      [undefined, 'n1.web', 'n3.batch'],
+    );
   } finally {
     sub.unsubscribe();
   }
@@ -158,16 +188,31 @@ test('status n1 web lists the waited value with the domain that owns it, the las
 test('status n1 --json gives every module of the node with state, reason, owners and files; a held module says so', async () => {
   const run = await status(['n1', '--json']);
   assert.is(run.code, 0, run.stderr);
-  const view = JSON.parse(run.stdout) as { modules: { module: string; state: string; reason?: string; waiting: { owner: string; where: string }[]; files: { action: string }[] }[] };
-  assert.equal(view.modules.map((m) => [m.module, m.state]), [['api', 'applied'], ['cron', 'failed'], ['web', 'waiting']]);
+  const view = JSON.parse(run.stdout) as {
+    modules: { module: string; state: string; reason?: string; waiting: { owner: string; where: string }[]; files: { action: string }[] }[];
+  };
+  assert.equal(
+    view.modules.map((m) => [m.module, m.state]),
+    [
+      ['api', 'applied'],
+      ['cron', 'failed'],
+      ['web', 'waiting'],
+    ],
+  );
   assert.match(view.modules[1]!.reason!, /unknown kind/);
-  assert.equal(view.modules[2]!.waiting.map((w) => [w.owner, w.where]), [['mesh-config', 'mesh-config_resolved']]);
+  assert.equal(
+    view.modules[2]!.waiting.map((w) => [w.owner, w.where]),
+    [['mesh-config', 'mesh-config_resolved']],
+  );
   const n3 = await status(['n3', 'batch']);
   assert.match(n3.stdout, /held by the seat: composition not published \(build 3\)/);
 });
 
 test('status with three positional arguments or a bad node name exits 2 with one line naming it', async () => {
-  for (const [args, word] of [[['n1', 'web', 'extra'], 'extra'], [['N_1'], 'N_1']] as const) {
+  for (const [args, word] of [
+    [['n1', 'web', 'extra'], 'extra'],
+    [['N_1'], 'N_1'],
+  ] as const) {
     const run = await runBundle('node', dir, 'server', ['status', ...args]);
     assert.is(run.code, 2, run.stderr);
     assert.is(run.stderr.trim().split('\n').length, 1, run.stderr);
@@ -189,7 +234,10 @@ test('a node summary keeps the oldest waiting report across pages and counts a r
   assert.equal([n1.waiting, n1.oldestWaiting?.module, n1.oldestWaiting?.name, n1.oldestWaiting?.seconds], [3, 'api', 'b', 3000]);
   assert.equal(n1.held, ['api', 'db']);
   assert.is(summary.outOfShapeCount, 1);
-  assert.equal(summary.held()?.map((h) => h.module), ['api', 'db']);
+  assert.equal(
+    summary.held()?.map((h) => h.module),
+    ['api', 'db'],
+  );
 });
 
 test('ages read as seconds, minutes, hours or days', () => {

@@ -17,10 +17,17 @@ import { KNOWN_KINDS } from '../src/shared/registry.ts';
 import { BoundEntrySchema, decodeJson, type Plan } from '../src/shared/schemas.ts';
 
 const plan: Plan = {
-  node: 'n1', module: 'web', build: '1',
+  node: 'n1',
+  module: 'web',
+  build: '1',
   archive: { ref: 'obj://b/x.tar', digest: 'sha256:' + 'a'.repeat(64) },
-  files: [], placement: { dir: { config: '/etc/web' }, port: { http: 8080 } },
-  secrets: [], provisions: [], provides: [], items: [], collections: [],
+  files: [],
+  placement: { dir: { config: '/etc/web' }, port: { http: 8080 } },
+  secrets: [],
+  provisions: [],
+  provides: [],
+  items: [],
+  collections: [],
 };
 
 function nodeSources(config = new ConfigValues('n1')): Sources {
@@ -62,7 +69,15 @@ test('lookups, table by kind: placement from the plan (own keys only), config by
   for (const [kind, name, expected] of rows) {
     const { dependency, ...found } = sources.lookup(plan, { kind, name });
     assert.equal(found, expected, `${kind}:${name}`);
-    assert.is(dependency, kind === 'config' ? `config:web:${name}` : kind === 'dir' || kind === 'port' || kind === 'machine' ? `placement:web:${kind}:${name}` : `${kind}:web:${name}`, `${kind}:${name}`);
+    assert.is(
+      dependency,
+      kind === 'config'
+        ? `config:web:${name}`
+        : kind === 'dir' || kind === 'port' || kind === 'machine'
+          ? `placement:web:${kind}:${name}`
+          : `${kind}:web:${name}`,
+      `${kind}:${name}`,
+    );
   }
 });
 
@@ -96,36 +111,71 @@ const item = (node: string, collection: string, contributor: string, content: st
 test('collections: every kind naming one collection reads the same items, in byte order of contributors, each under its comment line', () => {
   const items = new NodeItems('n1');
   const zsh = 'shell:zsh:normal';
-  for (const [contributor, content] of [['web', 'alias w=web'], ['api', 'alias a=api\n'], ['Zed', ''], ['db', 'x']] as const) {
-    assert.equal(items.set(collectKey('n1', zsh, contributor === 'Zed' ? 'zed' : contributor), item('n1', zsh, contributor === 'Zed' ? 'zed' : contributor, content)), { collection: zsh });
+  for (const [contributor, content] of [
+    ['web', 'alias w=web'],
+    ['api', 'alias a=api\n'],
+    ['Zed', ''],
+    ['db', 'x'],
+  ] as const) {
+    assert.equal(
+      items.set(collectKey('n1', zsh, contributor === 'Zed' ? 'zed' : contributor), item('n1', zsh, contributor === 'Zed' ? 'zed' : contributor, content)),
+      { collection: zsh },
+    );
   }
   items.set(collectKey('n1', zsh, 'bad'), new TextEncoder().encode('{"node":"n1"}'));
   items.set(collectKey('n1', zsh, 'liar'), item('n1', zsh, 'other', 'x'));
   assert.equal(items.set(collectKey('n2', zsh, 'web'), item('n2', zsh, 'web', 'x')), { reason: 'names node n2' });
   const collector = { ...plan, collections: [{ name: zsh, comment: '#' }] };
   const expected = '# api\nalias a=api\n# db\nx\n# web\nalias w=web\n# zed\n';
-  for (const wanted of [{ kind: 'collected', name: zsh }, { kind: 'shell', name: 'zsh:normal' }]) {
+  for (const wanted of [
+    { kind: 'collected', name: zsh },
+    { kind: 'shell', name: 'zsh:normal' },
+  ]) {
     const got = assemble(collector, items, wanted);
     assert.is(got.state === 'value' && got.text, expected, JSON.stringify(wanted));
-    assert.equal(got.state === 'value' && got.notes?.map((n) => n.replace(/:.*/, '')), ['mesh-provisioner_collect n1.shell=3Azsh=3Anormal.bad left out', 'mesh-provisioner_collect n1.shell=3Azsh=3Anormal.liar left out']);
+    assert.equal(got.state === 'value' && got.notes?.map((n) => n.replace(/:.*/, '')), [
+      'mesh-provisioner_collect n1.shell=3Azsh=3Anormal.bad left out',
+      'mesh-provisioner_collect n1.shell=3Azsh=3Anormal.liar left out',
+    ]);
   }
   assert.is(collectionOf({ kind: 'environment', name: 'posix' }), 'environment:posix');
   assert.is(collectionDependency(collectionOf({ kind: 'shell', name: 'zsh:normal' })), collectionDependency(collectionOf({ kind: 'collected', name: zsh })));
-  assert.equal(assemble(collector, items, { kind: 'environment', name: 'posix' }), { state: 'failed', reason: 'collection "environment:posix" is not in the plan\'s collections' });
-  assert.equal(assemble({ ...plan, collections: [{ name: 'environment:posix', comment: '//' }] }, items, { kind: 'environment', name: 'posix' }), { state: 'value', text: '' });
+  assert.equal(assemble(collector, items, { kind: 'environment', name: 'posix' }), {
+    state: 'failed',
+    reason: 'collection "environment:posix" is not in the plan\'s collections',
+  });
+  assert.equal(assemble({ ...plan, collections: [{ name: 'environment:posix', comment: '//' }] }, items, { kind: 'environment', name: 'posix' }), {
+    state: 'value',
+    text: '',
+  });
   items.set(collectKey('n1', zsh, 'web'), null);
   assert.not.ok((assemble(collector, items, { kind: 'collected', name: zsh }) as { text: string }).text.includes('web'));
 });
 
 test('items are written only where they differ from the bucket, and those the module no longer has are deleted', async () => {
   const ops: string[] = [];
-  const stored = new Map<string, string | undefined>([['a', 'same'], ['b', 'old'], ['gone', 'x'], ['broken', undefined]]);
+  const stored = new Map<string, string | undefined>([
+    ['a', 'same'],
+    ['b', 'old'],
+    ['gone', 'x'],
+    ['broken', undefined],
+  ]);
   const kv = {
-    put: async (key: string) => { ops.push(`put ${key}`); return 1; },
-    delete: async (key: string) => { ops.push(`delete ${key}`); },
+    put: async (key: string) => {
+      ops.push(`put ${key}`);
+      return 1;
+    },
+    delete: async (key: string) => {
+      ops.push(`delete ${key}`);
+    },
   };
   const writer = new ItemWriter('n1', kv, () => stored, memoryLogger());
-  await writer.record('web', [{ collection: 'a', content: 'same' }, { collection: 'b', content: 'new' }, { collection: 'broken', content: 'fixed' }, { collection: 'c', content: 'first' }]);
+  await writer.record('web', [
+    { collection: 'a', content: 'same' },
+    { collection: 'b', content: 'new' },
+    { collection: 'broken', content: 'fixed' },
+    { collection: 'c', content: 'first' },
+  ]);
   assert.equal(ops, ['put n1.b.web', 'put n1.broken.web', 'put n1.c.web', 'delete n1.gone.web']);
 });
 
@@ -142,7 +192,12 @@ test('bound names resolve against the plan’s own provisions, locals and dotted
   for (const [name, binding, field] of rows) {
     const ref = resolveBound(consumer, name);
     if (binding === null) assert.ok('reason' in ref, name);
-    else assert.equal('provision' in ref ? [ref.provision.local ? `${ref.provision.provision}.${ref.provision.local}` : ref.provision.provision, ref.field] : ref, [binding, field], name);
+    else
+      assert.equal(
+        'provision' in ref ? [ref.provision.local ? `${ref.provision.provision}.${ref.provision.local}` : ref.provision.provision, ref.field] : ref,
+        [binding, field],
+        name,
+      );
   }
   const entry = { as: 'web_a', user: 'web_u', values: { host: 'db1', port: 5432, ratio: 0.5 } };
   assert.equal(boundField(entry, 'as', 'w'), { state: 'value', text: 'web_a' });
@@ -176,8 +231,17 @@ test('a bound entry is {as, user, values} of strings and numbers, or {refused} a
 });
 
 test('consumers of a provision: every plan bound to this provider on this node, in key byte order, then provision order', () => {
-  const consumer = (node: string, module: string, provisions: Plan['provisions']): [string, Plan] => [`${node}.${module}`, { ...plan, node, module, provisions }];
-  const x = (provider: string, provision: string, node: string, local?: string, values?: Record<string, unknown>) => ({ provider, provision, node, ...(local ? { local } : {}), ...(values ? { values } : {}) });
+  const consumer = (node: string, module: string, provisions: Plan['provisions']): [string, Plan] => [
+    `${node}.${module}`,
+    { ...plan, node, module, provisions },
+  ];
+  const x = (provider: string, provision: string, node: string, local?: string, values?: Record<string, unknown>) => ({
+    provider,
+    provision,
+    node,
+    ...(local ? { local } : {}),
+    ...(values ? { values } : {}),
+  });
   const plans = new Map<string, Plan>([
     consumer('b', 'web', [x('postgres', 'database', 'b', 'main', { name: 'w' }), x('postgres', 'database', 'b', 'audit')]),
     consumer('a', 'api', [x('postgres', 'database', 'b')]),
@@ -200,8 +264,15 @@ test('a mesh-vault.changed notice is read within limits: a vault name of either 
   }
   const refused: [string, string][] = [
     [JSON.stringify({ name: longest + 'x' }), `field "name" is longer than ${MAX_VAULT_NAME_CHARS} characters`],
-    ...['pair/postgres/database/a', 'pair/postgres/../a/web', 'pair/Postgres/database/a/web', 'pair/postgres/database/a/web/main/x', 'module/web/a.b', 'secret/x', ''].map((name): [string, string] =>
-      [JSON.stringify({ name }), 'field "name" is not a vault name']),
+    ...[
+      'pair/postgres/database/a',
+      'pair/postgres/../a/web',
+      'pair/Postgres/database/a/web',
+      'pair/postgres/database/a/web/main/x',
+      'module/web/a.b',
+      'secret/x',
+      '',
+    ].map((name): [string, string] => [JSON.stringify({ name }), 'field "name" is not a vault name']),
     ['{"name":42}', 'field "name" is not a string'],
     ['{}', 'field "name" is missing'],
     ['"pair/postgres/database/a/web"', 'value is not an object'],

@@ -42,19 +42,28 @@ const kv: Record<string, KV> = {};
 /** Every key written to the applied bucket and not deleted. */
 const written = new Set<string>();
 
-const report = (node: string, module: string, build = 'b1') =>
-  ({ node, module, build, state: 'applied', files: [{ path: `/etc/${module}.conf`, action: 'written', digest: 'sha256:x' }], waiting: [], at: '2026-01-01T00:00:00Z' });
+const report = (node: string, module: string, build = 'b1') => ({
+  node,
+  module,
+  build,
+  state: 'applied',
+  files: [{ path: `/etc/${module}.conf`, action: 'written', digest: 'sha256:x' }],
+  waiting: [],
+  at: '2026-01-01T00:00:00Z',
+});
 const nodeName = (n: number) => `n${String(n).padStart(2, '0')}`;
 const moduleName = (m: number) => `m${String(m).padStart(4, '0')}`;
 
 async function putReports(keys: string[]): Promise<void> {
   const js = jetstream(admin);
   for (let i = 0; i < keys.length; i += 500) {
-    await Promise.all(keys.slice(i, i + 500).map((key) => {
-      const [node, module] = key.split('.') as [string, string];
-      written.add(key);
-      return js.publish(`$KV.${APPLIED}.${key}`, jsonBytes(report(node, module)));
-    }));
+    await Promise.all(
+      keys.slice(i, i + 500).map((key) => {
+        const [node, module] = key.split('.') as [string, string];
+        written.add(key);
+        return js.publish(`$KV.${APPLIED}.${key}`, jsonBytes(report(node, module)));
+      }),
+    );
   }
 }
 
@@ -81,7 +90,11 @@ async function page(reader: VerbReader, request: object): Promise<VerbReply> {
 }
 
 /** Walks every page of `request`, calling `between` after each page (1-based) and the fetches it made. */
-async function walk(reader: VerbReader, request: object, between?: (pages: number, reply: VerbReply) => Promise<void>): Promise<{ keys: string[]; pages: number }> {
+async function walk(
+  reader: VerbReader,
+  request: object,
+  between?: (pages: number, reply: VerbReply) => Promise<void>,
+): Promise<{ keys: string[]; pages: number }> {
   const keys: string[] = [];
   let after: string | undefined;
   let pages = 0;
@@ -118,9 +131,12 @@ test.after(async () => {
 
 test('compareKeys orders any two strings as the bytes of their UTF-8 do', () => {
   const text = fc.string({ unit: 'binary', maxLength: 12 });
-  fc.assert(fc.property(text, text, (a, b) => {
-    assert.is(Math.sign(compareKeys(a, b)), Math.sign(Buffer.compare(Buffer.from(a), Buffer.from(b))), `${JSON.stringify(a)} ${JSON.stringify(b)}`);
-  }), { numRuns: 5000 });
+  fc.assert(
+    fc.property(text, text, (a, b) => {
+      assert.is(Math.sign(compareKeys(a, b)), Math.sign(Buffer.compare(Buffer.from(a), Buffer.from(b))), `${JSON.stringify(a)} ${JSON.stringify(b)}`);
+    }),
+    { numRuns: 5000 },
+  );
   assert.ok(compareKeys('\u{1F642}', '\uFFFD') > 0, 'a code point past U+FFFF sorts after U+FFFD, as in UTF-8');
 });
 
@@ -147,7 +163,10 @@ test(`walking ${NODES * MODULES} reports 100 a page gives every key once in byte
   assert.is(counts.listed, 1);
   const whole = await page(countingReader().reader, { what: 'applied' });
   assert.is(whole.next, undefined);
-  assert.equal(whole.entries.map((e) => e.key), keys);
+  assert.equal(
+    whole.entries.map((e) => e.key),
+    keys,
+  );
   assert.equal(whole.entries[0]!.value, report('n00', 'm0000'));
 });
 
@@ -176,7 +195,10 @@ test('a write or delete during the walk behind the cursor does not repeat or der
   assert.not.ok(keys.includes(behind), 'the key written behind is not gone back for');
   assert.not.ok(keys.includes(deletedAhead), 'the key deleted ahead vanishes');
   assert.ok(keys.includes(cursor), 'the cursor key was read before it was deleted');
-  assert.equal(keys, sortedKeys([...written, cursor]).filter((k) => k !== behind));
+  assert.equal(
+    keys,
+    sortedKeys([...written, cursor]).filter((k) => k !== behind),
+  );
   assert.is(counts.listed, 1, 'the changes were caught up, not listed again');
   assert.equal(await walk(countingReader().reader, { what: 'applied', limit: 500 }).then((w) => w.keys), sortedKeys(written), 'a fresh walk sees the deletes');
 });
@@ -188,7 +210,10 @@ test('narrowing by node pages that node alone, in order', async () => {
   assert.is(keys.length, MODULES);
   assert.is(pages, Math.ceil(MODULES / 10));
   const web = await walk(reader, { what: 'applied', module: moduleName(9), limit: 7 });
-  assert.equal(web.keys, sortedKeys(written).filter((k) => k.endsWith(`.${moduleName(9)}`)));
+  assert.equal(
+    web.keys,
+    sortedKeys(written).filter((k) => k.endsWith(`.${moduleName(9)}`)),
+  );
 });
 
 test('pages come the same through the served verb, each under max payload', async () => {
@@ -214,10 +239,13 @@ test('pages come the same through the served verb, each under max payload', asyn
 test(`a key list is caught up change by change, listed again past ${MAX_CATCH_UP} changes, and dropped after ${LISTING_IDLE_MS} ms unused`, async () => {
   let clock = 1_000_000;
   const { reader, counts } = countingReader(() => clock);
-  const needs = (count: number, from: number) => Promise.all(Array.from({ length: count }, (_, i) => {
-    const name = `x${from + i}`;
-    return kv[NEEDS]!.put(needKey('n01', 'web', 'config', name), jsonBytes({ node: 'n01', module: 'web', kind: 'config', name, files: [], met: true }));
-  }));
+  const needs = (count: number, from: number) =>
+    Promise.all(
+      Array.from({ length: count }, (_, i) => {
+        const name = `x${from + i}`;
+        return kv[NEEDS]!.put(needKey('n01', 'web', 'config', name), jsonBytes({ node: 'n01', module: 'web', kind: 'config', name, files: [], met: true }));
+      }),
+    );
   await needs(3, 0);
   const first = await page(reader, { what: 'needs' });
   assert.is(first.entries.length, 3);

@@ -53,7 +53,10 @@ test('held, unpublished: the entry names the build and says since when; since st
     await f.put(f.modules, 'web', { ...composition('web', '7'), published: false });
     await f.put(f.assignments, 'n1.web', assignment('n1', 'web'));
     const first = await entryOf(f, 'n1.web');
-    assert.equal({ ...first, since: '', passes: 0 }, { node: 'n1', module: 'web', build: '7', state: 'held', reason: 'composition not published', since: '', passes: 0 });
+    assert.equal(
+      { ...first, since: '', passes: 0 },
+      { node: 'n1', module: 'web', build: '7', state: 'held', reason: 'composition not published', since: '', passes: 0 },
+    );
     assert.ok(Math.abs(Date.parse(first.since) - Date.now()) < 10_000, first.since);
     assert.is(new Date(first.since).toISOString(), first.since, 'since is ISO time');
     await anotherPass(f, 1);
@@ -81,13 +84,19 @@ test('failed, a name out of its grammar: the entry names the field and the name;
     await f.put(f.assignments, 'n1.evil1', assignment('n1', 'evil1'));
     const e = await entryOf(f, 'n1.evil1');
     assert.is(e.state, 'failed');
-    assert.match(e.reason, /^composition does not validate: field "provisioning\.secrets\.0\.name" is "\.\.\/victim\/api-key", not a name of 1 to 128 of A-Z a-z 0-9 _ -/);
+    assert.match(
+      e.reason,
+      /^composition does not validate: field "provisioning\.secrets\.0\.name" is "\.\.\/victim\/api-key", not a name of 1 to 128 of A-Z a-z 0-9 _ -/,
+    );
     assert.is(e.build, undefined);
     assert.not.ok(await hasPlan(f, 'n1.evil1'));
     await f.put(f.modules, 'evil1', composition('evil1', '2'));
     await waitFor('plan n1.evil1', () => hasPlan(f, 'n1.evil1'));
     await f.seat.composer.idle();
-    assert.not.ok((await ask(f, { what: 'health' })).entries?.some((x) => x.key === 'n1.evil1'), 'the entry went with the plan composed');
+    assert.not.ok(
+      (await ask(f, { what: 'health' })).entries?.some((x) => x.key === 'n1.evil1'),
+      'the entry went with the plan composed',
+    );
   }));
 
 test('failed, an unresolvable path: the entry names the file, the path and the build; a new reason starts since again', () =>
@@ -155,10 +164,16 @@ test('paging: entries in key order, limit and after as for the buckets, next unt
     }
     assert.equal(sizes, [10, 10, 6]);
     assert.equal(seen, keys);
-    assert.equal((await ask(f, { what: 'health', node: 'n03' })).entries!.map((e) => e.key), ['n03.ghost', 'n03.other']);
-    assert.equal((await ask(f, { what: 'health', module: 'other' })).entries!.map((e) => e.key), ['n03.other']);
+    assert.equal(
+      (await ask(f, { what: 'health', node: 'n03' })).entries!.map((e) => e.key),
+      ['n03.ghost', 'n03.other'],
+    );
+    assert.equal(
+      (await ask(f, { what: 'health', module: 'other' })).entries!.map((e) => e.key),
+      ['n03.other'],
+    );
     assert.match((await ask(f, { what: 'health', collection: 'x' })).error!, /^collection: only valid for what collect, not health$/);
-    const small = await answerProvisioning(f.nc, jsonBytes({ what: 'health' }), REPLY_HEADROOM + 600, undefined, f.seat.composer.healthBook) as VerbReply;
+    const small = (await answerProvisioning(f.nc, jsonBytes({ what: 'health' }), REPLY_HEADROOM + 600, undefined, f.seat.composer.healthBook)) as VerbReply;
     assert.ok(small.entries.length > 0 && small.entries.length < 26 && small.next === small.entries.at(-1)!.key, JSON.stringify(small));
     assert.ok(Buffer.byteLength(JSON.stringify(small)) <= 600, 'a page fits the payload');
   }));

@@ -25,12 +25,25 @@ let serving: { stop(): Promise<void> };
 const kv: Record<string, KV> = {};
 const log = memoryLogger();
 
-const need = (node: string, module: string, kind: string, name: string, met = true) =>
-  ({ node, module, kind, name, files: [`/etc/${module}/${module}.conf`], met });
-const report = (node: string, module: string, state = 'applied', extra: object = {}) =>
-  ({ node, module, build: 'b1', state, files: [{ path: `/etc/${module}.conf`, action: 'written', digest: 'sha256:x' }], waiting: [], at: '2026-01-01T00:00:00Z', ...extra });
-const item = (node: string, collection: string, contributor: string, content = `# ${contributor}\n`) =>
-  ({ node, collection, contributor, content });
+const need = (node: string, module: string, kind: string, name: string, met = true) => ({
+  node,
+  module,
+  kind,
+  name,
+  files: [`/etc/${module}/${module}.conf`],
+  met,
+});
+const report = (node: string, module: string, state = 'applied', extra: object = {}) => ({
+  node,
+  module,
+  build: 'b1',
+  state,
+  files: [{ path: `/etc/${module}.conf`, action: 'written', digest: 'sha256:x' }],
+  waiting: [],
+  at: '2026-01-01T00:00:00Z',
+  ...extra,
+});
+const item = (node: string, collection: string, contributor: string, content = `# ${contributor}\n`) => ({ node, collection, contributor, content });
 
 const ZSH = 'shell:zsh:normal';
 const POSIX = 'environment:posix';
@@ -135,9 +148,7 @@ test('collect narrows by node, by a collection with colons, and by contributor',
   const zsh = collectKey('n1', ZSH, 'web');
   assert.is(zsh, 'n1.shell=3Azsh=3Anormal.web');
   const all = await ask({ what: 'collect' });
-  assert.equal(keysOf(all), [
-    'n1.environment=3Aposix.web', 'n1.shell=3Azsh=3Anormal.api', zsh, 'n2.environment=3Aposix.db', 'n2.shell=3Azsh=3Anormal.web',
-  ]);
+  assert.equal(keysOf(all), ['n1.environment=3Aposix.web', 'n1.shell=3Azsh=3Anormal.api', zsh, 'n2.environment=3Aposix.db', 'n2.shell=3Azsh=3Anormal.web']);
   assert.equal(oddKeys(all), ['n1.bad=zz.web', 'n1.environment=3Aposix.api']);
   assert.match(all.outOfShape[0]!.reason, /collection token/);
   assert.match(all.outOfShape[1]!.reason, /field "node" is "n2" but the key says "n1"/);
@@ -181,20 +192,59 @@ test('bad requests are answered with an error naming the problem', async () => {
   }
 });
 
-test('an inbox is _INBOX.…, a role\'s _INBOX_<role>.… (a named role\'s name valid), or a mapped reply _R_.…, and nothing else', () => {
-  for (const inbox of ['_INBOX.abc', '_INBOX.abc.1', '_INBOX_node_n1.abc', '_INBOX_runner_web-1.x.y', '_INBOX_provider_pg.x', '_INBOX_seat.a', '_INBOX_admin.b', '_INBOX_vault.c', '_R_.aBc.dEf']) {
+test("an inbox is _INBOX.…, a role's _INBOX_<role>.… (a named role's name valid), or a mapped reply _R_.…, and nothing else", () => {
+  for (const inbox of [
+    '_INBOX.abc',
+    '_INBOX.abc.1',
+    '_INBOX_node_n1.abc',
+    '_INBOX_runner_web-1.x.y',
+    '_INBOX_provider_pg.x',
+    '_INBOX_seat.a',
+    '_INBOX_admin.b',
+    '_INBOX_vault.c',
+    '_R_.aBc.dEf',
+  ]) {
     assert.ok(isInboxSubject(inbox), inbox);
   }
   for (const other of [
-    '$JS.API.STREAM.DELETE.KV_x', '$KV.mesh-provisioner_plans.n1.injected', '$O.archives.C.x', 'prov.applied.n1.web', '_INBOX', '_INBOX.',
-    '_INBOX..x', '_INBOX.*', '_INBOX.>', '_INBOX.a b', '_INBOX_node_N1.x', '_INBOX_.x', '_INBOX_node_n1', '_INBOX_n1.x', '_INBOX_node_.x', '_INBOX_other_n1.x', '_INBOX_seatx.y', '_INBOXX.y', '_R_', 'x._INBOX.y',
-    '_INBOX.' + 'x'.repeat(3000), '',
-  ]) assert.not.ok(isInboxSubject(other), other);
+    '$JS.API.STREAM.DELETE.KV_x',
+    '$KV.mesh-provisioner_plans.n1.injected',
+    '$O.archives.C.x',
+    'prov.applied.n1.web',
+    '_INBOX',
+    '_INBOX.',
+    '_INBOX..x',
+    '_INBOX.*',
+    '_INBOX.>',
+    '_INBOX.a b',
+    '_INBOX_node_N1.x',
+    '_INBOX_.x',
+    '_INBOX_node_n1',
+    '_INBOX_n1.x',
+    '_INBOX_node_.x',
+    '_INBOX_other_n1.x',
+    '_INBOX_seatx.y',
+    '_INBOXX.y',
+    '_R_',
+    'x._INBOX.y',
+    '_INBOX.' + 'x'.repeat(3000),
+    '',
+  ])
+    assert.not.ok(isInboxSubject(other), other);
 });
 
 test('a request is answered only to an inbox; $JS., $KV., $O., plain and ill-formed inbox reply subjects are ignored', async () => {
   const received: string[] = [];
-  const replies = ['$JS.verbtest.reply', '$KV.verbtest.reply', '$O.verbtest.reply', 'verbtest.reply', '_INBOX_node_N1.verbtest', '_INBOX_n1.verbtest', '_INBOX.verb-test', '_INBOX_node_n1.verb-test'];
+  const replies = [
+    '$JS.verbtest.reply',
+    '$KV.verbtest.reply',
+    '$O.verbtest.reply',
+    'verbtest.reply',
+    '_INBOX_node_N1.verbtest',
+    '_INBOX_n1.verbtest',
+    '_INBOX.verb-test',
+    '_INBOX_node_n1.verb-test',
+  ];
   const subs = replies.map((reply) => nc.subscribe(reply, { callback: (_e, m) => void received.push(`${reply} ${m.json<VerbReply>().what}`) }));
   await nc.flush();
   for (const reply of replies) nc.publish(PROVISIONING_VERB, jsonBytes({ what: 'applied' }), { reply });
@@ -203,7 +253,8 @@ test('a request is answered only to an inbox; $JS., $KV., $O., plain and ill-for
   const answered = ['_INBOX.verb-test', '_INBOX_node_n1.verb-test'];
   const ignored = replies.filter((r) => !answered.includes(r));
   await waitFor('the seat saying it ignored every reply subject that is not an inbox', () =>
-    ignored.every((r) => log.lines.some((l) => l.includes(`ignored a request with reply subject ${JSON.stringify(r)}`))));
+    ignored.every((r) => log.lines.some((l) => l.includes(`ignored a request with reply subject ${JSON.stringify(r)}`))),
+  );
   await waitFor('both inboxes answered', () => received.length >= answered.length);
   for (const sub of subs) sub.unsubscribe();
   // A mapped reply (_R_.…) only exists across a service import; the predicate's own test covers it.
@@ -272,9 +323,15 @@ test('query prints one table row per entry with its key parts, following next ac
   assert.match(lines[0]!, /^NODE\s+MODULE\s+KIND\s+NAME\s+MET\s+FILES$/);
   for (const row of ['n1 api config port', 'n1 web config db.host', 'n1 web secret api-key', 'n2 web config x']) {
     const parts = row.split(' ').map((part) => part.replace('.', '\\.'));
-    assert.ok(lines.some((l) => new RegExp(`^${parts.join('\\s+')}\\s`).test(l)), `no row for ${row}:\n${text}`);
+    assert.ok(
+      lines.some((l) => new RegExp(`^${parts.join('\\s+')}\\s`).test(l)),
+      `no row for ${row}:\n${text}`,
+    );
   }
-  assert.ok(lines.some((l) => /^n1\s+web\s+secret\s+api-key\s+no\s+\/etc\/web\/web\.conf$/.test(l)), text);
+  assert.ok(
+    lines.some((l) => /^n1\s+web\s+secret\s+api-key\s+no\s+\/etc\/web\/web\.conf$/.test(l)),
+    text,
+  );
   assert.match(text, /out of shape \(2\):/);
   assert.match(text, /n1\.web\.config\s+key: has 3 tokens/);
   assert.match(text, /n2\.api\.config\.bad\s+value:/);
@@ -284,10 +341,16 @@ test('query prints collect and applied tables with their own columns', async () 
   const collect: string[] = [];
   assert.is(await runQuery(nc, { what: 'collect', contributor: 'api', json: false }, (l) => collect.push(l)), 0);
   assert.match(collect[0]!, /^NODE\s+COLLECTION\s+CONTRIBUTOR\s+BYTES$/);
-  assert.ok(collect.some((l) => /^n1\s+shell:zsh:normal\s+api\s+10$/.test(l)), collect.join('\n'));
+  assert.ok(
+    collect.some((l) => /^n1\s+shell:zsh:normal\s+api\s+10$/.test(l)),
+    collect.join('\n'),
+  );
   const applied: string[] = [];
   assert.is(await runQuery(nc, { what: 'applied', node: 'n2', json: false }, (l) => applied.push(l)), 0);
-  assert.ok(applied.some((l) => /^n2\s+web\s+waiting\s+b1\s+1\s+config:db\.host$/.test(l)), applied.join('\n'));
+  assert.ok(
+    applied.some((l) => /^n2\s+web\s+waiting\s+b1\s+1\s+config:db\.host$/.test(l)),
+    applied.join('\n'),
+  );
 });
 
 test('query --json prints everything gathered as one object', async () => {
@@ -295,8 +358,14 @@ test('query --json prints everything gathered as one object', async () => {
   assert.is(await runQuery(nc, { what: 'applied', json: true, limit: 1 }, (l) => lines.push(l)), 0);
   assert.is(lines.length, 1);
   const all = JSON.parse(lines[0]!);
-  assert.equal(all.entries.map((e: { key: string }) => e.key), ['n1.api', 'n1.web', 'n2.web']);
-  assert.equal(all.outOfShape.map((o: { key: string }) => o.key), ['N1.web', 'n2.api']);
+  assert.equal(
+    all.entries.map((e: { key: string }) => e.key),
+    ['n1.api', 'n1.web', 'n2.web'],
+  );
+  assert.equal(
+    all.outOfShape.map((o: { key: string }) => o.key),
+    ['N1.web', 'n2.api'],
+  );
 });
 
 test('query prints an error reply and returns 2, and says when nothing answers and returns 1', async () => {
@@ -335,11 +404,13 @@ test('a bucket of more than 2 MiB is paged to the end by next, nothing missing o
   const filler = 'x'.repeat(5000);
   const bigKeys: string[] = [];
   for (let start = 0; start < 600; start += 50) {
-    await Promise.all(Array.from({ length: 50 }, (_, i) => {
-      const module = `m${String(start + i).padStart(3, '0')}`;
-      bigKeys.push(`big.${module}`);
-      return put(APPLIED, `big.${module}`, report('big', module, 'applied', { reason: filler }));
-    }));
+    await Promise.all(
+      Array.from({ length: 50 }, (_, i) => {
+        const module = `m${String(start + i).padStart(3, '0')}`;
+        bigKeys.push(`big.${module}`);
+        return put(APPLIED, `big.${module}`, report('big', module, 'applied', { reason: filler }));
+      }),
+    );
   }
   const expected = [...bigKeys, 'N1.web', 'n1.api', 'n1.web', 'n2.api', 'n2.web'].sort(compareKeys);
   const maxPayload = nc.info!.max_payload;

@@ -36,8 +36,14 @@ test('the object consume() returns has the private parts the watch relies on, as
       // The same object without one of them is refused with a line naming the part, the pinned version and what to do.
       const changed = Object.create(messages, { reset: { value: undefined } }) as ConsumerMessages;
       assert.equal(missingInternals(changed), ['reset()']);
-      assert.throws(() => checkInternals(changed), (err: Error) => err instanceof NatsInternalsError &&
-        err.message.includes('has no reset()') && err.message.includes(`@nats-io/* ${PINNED_NATS_JS}`) && !err.message.includes('\n'));
+      assert.throws(
+        () => checkInternals(changed),
+        (err: Error) =>
+          err instanceof NatsInternalsError &&
+          err.message.includes('has no reset()') &&
+          err.message.includes(`@nats-io/* ${PINNED_NATS_JS}`) &&
+          !err.message.includes('\n'),
+      );
     } finally {
       messages.stop();
     }
@@ -105,9 +111,18 @@ test('a watch waits for a missing bucket and recovers after the server restarts'
     await waitFor('one', () => seen.includes('one'));
     await server.stop();
     await server.restart();
-    await waitFor('reconnected', async () => {
-      try { await kv.put('x', 'two'); return true; } catch { return false; }
-    }, 15_000);
+    await waitFor(
+      'reconnected',
+      async () => {
+        try {
+          await kv.put('x', 'two');
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      15_000,
+    );
     await waitFor('two after the restart', () => seen.includes('two'), 40_000);
     watch.stop();
   } finally {
@@ -132,10 +147,16 @@ async function watchedBucket(bucket: string, values: string[]) {
   const seen: string[] = [];
   const events: WatchEvent[] = [];
   const log = memoryLogger();
-  const watch = await watchKv(nc, bucket, '>', (e) => {
-    events.push(e);
-    if (e.value) seen.push(new TextDecoder().decode(e.value));
-  }, log);
+  const watch = await watchKv(
+    nc,
+    bucket,
+    '>',
+    (e) => {
+      events.push(e);
+      if (e.value) seen.push(new TextDecoder().decode(e.value));
+    },
+    log,
+  );
   await watch.caughtUp;
   await waitFor('the stored values', () => seen.length === values.length);
   const reconnected = new Promise<number>((resolve) => {
@@ -170,7 +191,10 @@ test('a watch’s consumer is made with a short idle heartbeat, so a lost one is
     assert.ok(Date.now() - since < 10_000);
     assert.equal(w.seen, ['one', 'two'], 'nothing delivered twice or lost');
     assert.equal(deletes(w.events), [], 'no key said gone: the stream was not wiped');
-    assert.ok(w.log.lines.some((l) => /watch beat \(>\): no heartbeat/.test(l)), w.log.lines.join('\n'));
+    assert.ok(
+      w.log.lines.some((l) => /watch beat \(>\): no heartbeat/.test(l)),
+      w.log.lines.join('\n'),
+    );
     w.watch.stop();
   } finally {
     await w.nc.close();
@@ -201,16 +225,29 @@ test('a watch on a server restarted with its store wiped delivers a value put on
   const w = await watchedBucket('wiped', ['one', 'two']);
   try {
     await restartWith(w.server, (streams) => rmSync(streams, { recursive: true, force: true }));
-    const kv = await waitFor('the bucket made again', async () => {
-      try { return await ensureKv(w.nc, 'wiped', 1); } catch { return undefined; }
-    }, 10_000);
+    const kv = await waitFor(
+      'the bucket made again',
+      async () => {
+        try {
+          return await ensureKv(w.nc, 'wiped', 1);
+        } catch {
+          return undefined;
+        }
+      },
+      10_000,
+    );
     const since = Date.now();
     await kv.put('k', 'three');
     await waitFor('three', () => w.seen.includes('three'), 10_000);
     assert.ok(Date.now() - since < 10_000);
     // Whether the watch re-read the empty stream or the one holding `k`, neither k0 nor k1 is there.
     await waitFor('k0 and k1 said gone', () => deletes(w.events).length === 2, 10_000);
-    assert.equal(deletes(w.events).map((e) => e.key).sort(), ['k0', 'k1']);
+    assert.equal(
+      deletes(w.events)
+        .map((e) => e.key)
+        .sort(),
+      ['k0', 'k1'],
+    );
     w.watch.stop();
   } finally {
     await w.nc.close();
@@ -234,7 +271,10 @@ test('a watch whose stream came back holding less than it saw reads it again fro
     // Resumed after revision 3, the watch would wait for a fourth revision this stream has not had.
     await waitFor('fresh', () => w.seen.includes('fresh'), 10_000);
     assert.equal(w.seen, ['one', 'two', 'three', 'fresh']);
-    assert.ok(w.log.lines.some((l) => /watch again \(>\): .*from the start/.test(l)), w.log.lines.join('\n'));
+    assert.ok(
+      w.log.lines.some((l) => /watch again \(>\): .*from the start/.test(l)),
+      w.log.lines.join('\n'),
+    );
     w.watch.stop();
   } finally {
     await w.nc.close();
@@ -261,8 +301,16 @@ test('a re-read of a wiped stream says which keys are gone: a delete for each ke
     });
     await waitFor('k0 and k2 said gone', () => deletes(w.events).length === 2, 10_000);
     const after = w.events.slice(before).map((e) => [e.key, e.value === null ? null : new TextDecoder().decode(e.value), e.revision]);
-    assert.equal(after, [['k1', 'one again', 1], ['k3', 'three', 2], ['k0', null, 4], ['k2', null, 4]],
-      'the values stored now, then a delete for each key held and not seen again, one revision past the highest seen');
+    assert.equal(
+      after,
+      [
+        ['k1', 'one again', 1],
+        ['k3', 'three', 2],
+        ['k0', null, 4],
+        ['k2', null, 4],
+      ],
+      'the values stored now, then a delete for each key held and not seen again, one revision past the highest seen',
+    );
     await w.kv.put('k0', 'back');
     await waitFor('k0 back', () => w.seen.includes('back'), 10_000);
     assert.is(deletes(w.events).length, 2, 'nothing said gone twice');
@@ -300,10 +348,16 @@ test('a watch state ends a re-read only on a consumer made for it, deleting what
 });
 
 test('a watch state asks whether the stream really holds less before it says keys gone: a replica still catching up keeps them', async () => {
-  for (const [leaderLast, gone] of [[2, ['b']], [9, []]] as const) {
+  for (const [leaderLast, gone] of [
+    [2, ['b']],
+    [9, []],
+  ] as const) {
     const events: WatchEvent[] = [];
     const asked: number[] = [];
-    const state = new WatchState((e) => events.push(e), async (seen) => (asked.push(seen), leaderLast < seen));
+    const state = new WatchState(
+      (e) => events.push(e),
+      async (seen) => (asked.push(seen), leaderLast < seen),
+    );
     state.deliver({ key: 'a', revision: 4, value: new Uint8Array([1]) });
     state.deliver({ key: 'b', revision: 5, value: new Uint8Array([1]) });
     state.rereadBegan('short');
@@ -314,7 +368,11 @@ test('a watch state asks whether the stream really holds less before it says key
     await waitFor('the stream asked and answered', () => asked.length === 1 && (gone.length === 0 || deletes(events).length > 0));
     await new Promise((r) => setImmediate(r));
     assert.equal(asked, [5], 'asked against the highest revision seen before the re-read');
-    assert.equal(deletes(events).map((e) => e.key), [...gone], `leader's last sequence ${leaderLast}`);
+    assert.equal(
+      deletes(events).map((e) => e.key),
+      [...gone],
+      `leader's last sequence ${leaderLast}`,
+    );
   }
 });
 

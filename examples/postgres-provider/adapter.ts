@@ -79,9 +79,10 @@ type Role = { super: boolean; mark: string | null };
 type Database = { owner: string; mark: string | null };
 
 const roleOf = async (q: Query, as: string) =>
-  (await q<Role>('SELECT rolsuper AS super, shobj_description(oid, \'pg_authid\') AS mark FROM pg_roles WHERE rolname = $1', [as])).rows[0];
+  (await q<Role>("SELECT rolsuper AS super, shobj_description(oid, 'pg_authid') AS mark FROM pg_roles WHERE rolname = $1", [as])).rows[0];
 const databaseOf = async (q: Query, name: string) =>
-  (await q<Database>('SELECT pg_get_userbyid(datdba) AS owner, shobj_description(oid, \'pg_database\') AS mark FROM pg_database WHERE datname = $1', [name])).rows[0];
+  (await q<Database>("SELECT pg_get_userbyid(datdba) AS owner, shobj_description(oid, 'pg_database') AS mark FROM pg_database WHERE datname = $1", [name]))
+    .rows[0];
 
 /** Refuses a role that is a superuser or that this adapter did not mark. */
 function refuseForeignRole(as: string, role: Role | undefined): void {
@@ -94,7 +95,9 @@ async function ensureRole(q: Query, grant: Grant, exists: boolean): Promise<void
   const as = ident(grant.as);
   const password = `PASSWORD ${literal(await scramVerifier(grant.credential))} VALID UNTIL 'infinity' CONNECTION LIMIT -1`;
   // One simple query is one transaction: a role is never left without its mark.
-  const sql = exists ? `ALTER ROLE ${as} WITH LOGIN ${password}` : `CREATE ROLE ${as} LOGIN ${password}; COMMENT ON ROLE ${as} IS ${literal(markFor(grant.as))}`;
+  const sql = exists
+    ? `ALTER ROLE ${as} WITH LOGIN ${password}`
+    : `CREATE ROLE ${as} LOGIN ${password}; COMMENT ON ROLE ${as} IS ${literal(markFor(grant.as))}`;
   await q(sql).catch((e: Error & { code?: string }) => {
     throw new Error(`setting the password of role "${grant.as}" failed (SQLSTATE ${e.code ?? 'unknown'})`);
   });
@@ -112,7 +115,7 @@ async function dropMarked(q: Query, as: string): Promise<void> {
   // No new session may start while the role's are ended and its databases dropped.
   await q(`ALTER ROLE ${ident(as)} NOLOGIN`);
   await q('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', [as]);
-  const marked = await q<{ name: string }>('SELECT datname AS name FROM pg_database WHERE shobj_description(oid, \'pg_database\') = $1', [markFor(as)]);
+  const marked = await q<{ name: string }>("SELECT datname AS name FROM pg_database WHERE shobj_description(oid, 'pg_database') = $1", [markFor(as)]);
   for (const { name } of marked.rows) await q(`DROP DATABASE IF EXISTS ${ident(name)} WITH (FORCE)`);
   await q(`REASSIGN OWNED BY ${ident(as)} TO CURRENT_USER`);
   await q(`DROP OWNED BY ${ident(as)}`);
@@ -123,13 +126,19 @@ async function dropMarked(q: Query, as: string): Promise<void> {
 export function postgresAdapter(opts: PostgresAdapterOptions): PostgresAdapter {
   const timeout = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
   const server = { host: opts.host, port: opts.port };
-  const pool = new pg.Pool({ ...server, user: opts.user, password: opts.password, database: opts.database ?? 'postgres',
-    max: opts.poolSize ?? DEFAULT_POOL_SIZE, connectionTimeoutMillis: timeout, idleTimeoutMillis: 10_000 });
+  const pool = new pg.Pool({
+    ...server,
+    user: opts.user,
+    password: opts.password,
+    database: opts.database ?? 'postgres',
+    max: opts.poolSize ?? DEFAULT_POOL_SIZE,
+    connectionTimeoutMillis: timeout,
+    idleTimeoutMillis: 10_000,
+  });
   // An idle connection that breaks (server restart) is dropped; the next query opens another.
   pool.on('error', () => undefined);
   const session = <T>(signal: AbortSignal | undefined, work: (q: Query) => Promise<T>) => withSession(pool, server, signal, work);
-  const served = (as: string, database: string): Served =>
-    ({ user: as, values: { host: opts.connectHost ?? opts.host, port: opts.port, database } });
+  const served = (as: string, database: string): Served => ({ user: as, values: { host: opts.connectHost ?? opts.host, port: opts.port, database } });
 
   return {
     async create(grant, signal) {

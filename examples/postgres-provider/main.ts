@@ -21,8 +21,20 @@ const FLAGS = [
   { name: 'provider', env: 'MESH_PROVIDER', type: 'string', arg: 'NAME', help: `provider name (default ${DEFAULT_PROVIDER})` },
   { name: 'provision', env: 'MESH_PROVISION', type: 'string', arg: 'NAME', help: `provision served (default ${DEFAULT_PROVISION})` },
   { name: 'recheck-ms', env: 'MESH_RECHECK_MS', type: 'int', arg: 'MS', help: 'how often what was served is checked (helper default)' },
-  { name: 'call-timeout-ms', env: 'MESH_CALL_TIMEOUT_MS', type: 'int', arg: 'MS', help: `how long one call into PostgreSQL may run before it is cancelled (default ${DEFAULT_CALL_TIMEOUT_MS})` },
-  { name: 'concurrency', env: 'MESH_CONCURRENCY', type: 'int', arg: 'N', help: `consumers served at once, and administrator connections kept (default ${DEFAULT_CONCURRENCY})` },
+  {
+    name: 'call-timeout-ms',
+    env: 'MESH_CALL_TIMEOUT_MS',
+    type: 'int',
+    arg: 'MS',
+    help: `how long one call into PostgreSQL may run before it is cancelled (default ${DEFAULT_CALL_TIMEOUT_MS})`,
+  },
+  {
+    name: 'concurrency',
+    env: 'MESH_CONCURRENCY',
+    type: 'int',
+    arg: 'N',
+    help: `consumers served at once, and administrator connections kept (default ${DEFAULT_CONCURRENCY})`,
+  },
   { name: 'pg-host', env: 'PGHOST', type: 'string', arg: 'HOST', help: 'PostgreSQL host (default 127.0.0.1)' },
   { name: 'pg-port', env: 'PGPORT', type: 'int', arg: 'PORT', help: 'PostgreSQL port (default 5432)' },
   { name: 'pg-user', env: 'PGUSER', type: 'string', arg: 'NAME', help: 'administrator role (default postgres)' },
@@ -39,7 +51,7 @@ async function main(): Promise<number> {
     const { answered } = opened;
     if (!answered.ok) return fail(answered.reason);
     const text = answered.value.command === 'help' ? answered.value.text : `postgres-provider ${VERSION}`;
-    return void process.stdout.write(`${text}\n`), 0;
+    return (void process.stdout.write(`${text}\n`), 0);
   }
   const { values: f } = opened;
   const consumersFile = f.consumers;
@@ -72,7 +84,17 @@ async function main(): Promise<number> {
   const provider = f.provider ?? DEFAULT_PROVIDER;
   const provision = f.provision ?? DEFAULT_PROVISION;
   log.info(`postgres-provider: ${provider}/${provision} on ${pgOptions.host}:${pgOptions.port}, consumers from ${consumersFile}`);
-  const running = runProvider({ nc, provider, provision, consumersFile, adapter, log, concurrency, callTimeoutMs, ...(recheckMs !== undefined ? { recheckMs } : {}) });
+  const running = runProvider({
+    nc,
+    provider,
+    provision,
+    consumersFile,
+    adapter,
+    log,
+    concurrency,
+    callTimeoutMs,
+    ...(recheckMs !== undefined ? { recheckMs } : {}),
+  });
   await signalled;
   log.info('draining');
   await running.stop();

@@ -43,7 +43,12 @@ export async function withSession<T>(pool: pg.Pool, server: Server, signal: Abor
 }
 
 /** Whether `user` logs in to `database` with `password` over a connection of its own, given up on an abort. */
-export async function canLogin(server: Server, login: { user: string; password: string; database: string }, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+export async function canLogin(
+  server: Server,
+  login: { user: string; password: string; database: string },
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<boolean> {
   signal?.throwIfAborted();
   const client = new pg.Client({ ...server, ...login, connectionTimeoutMillis: timeoutMs });
   client.on('error', () => undefined);
@@ -68,14 +73,17 @@ function untilAborted<T>(pending: Promise<T>, signal: AbortSignal | undefined, l
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
-    pending.then((value) => {
-      signal.removeEventListener('abort', onAbort);
-      if (signal.aborted) late(value);
-      else resolve(value);
-    }, (err: unknown) => {
-      signal.removeEventListener('abort', onAbort);
-      reject(err);
-    });
+    pending.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        if (signal.aborted) late(value);
+        else resolve(value);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      },
+    );
   });
 }
 

@@ -14,13 +14,48 @@ const RUN_FLAGS = [
   { name: 'node', env: 'MESH_NODE', type: 'string', arg: 'NAME', help: 'this node’s name (required)' },
   ...BUS_FLAGS,
   { name: 'socket', env: 'MESH_FILL_SOCKET', type: 'string', arg: 'PATH', help: `the engine’s fill socket (default ${DEFAULT_FILL_SOCKET})` },
-  { name: 'cache', env: 'MESH_CACHE_DIR', type: 'string', arg: 'DIR', help: 'where archives are kept by digest (default $CACHE_DIRECTORY or ~/.cache/mesh-provisioner)' },
+  {
+    name: 'cache',
+    env: 'MESH_CACHE_DIR',
+    type: 'string',
+    arg: 'DIR',
+    help: 'where archives are kept by digest (default $CACHE_DIRECTORY or ~/.cache/mesh-provisioner)',
+  },
   { name: 'settle', env: 'MESH_SETTLE_MS', type: 'int', arg: 'MS', help: `wait for more changes before filling (default ${DEFAULT_SETTLE_MS})` },
-  { name: 'engine-timeout', env: 'MESH_ENGINE_TIMEOUT', type: 'string', arg: 'S', help: `give up a fill the engine has not answered after S seconds (default ${DEFAULT_ENGINE_TIMEOUT_MS / 1000})` },
-  { name: 'archive-dir', env: 'MESH_ARCHIVE_DIR', type: 'string', arg: 'DIR', help: 'read file:// archive refs only under this absolute path (default none: file:// refused)' },
-  { name: 'once', env: 'MESH_ONCE', type: 'bool', help: 'fill every module once and exit: 0 when all are applied, 1 when any failed or still waits after --timeout' },
-  { name: 'dry-run', env: 'MESH_DRY_RUN', type: 'string', arg: 'DIR', help: 'render every module into DIR (a new or empty dir) as it would be handed, with DIR/mesh-dry-run.json; never touches the engine or writes to the bus; implies --once' },
-  { name: 'timeout', env: 'MESH_TIMEOUT', type: 'string', arg: 'S', help: `with --once or --dry-run: give up after S seconds (default ${DEFAULT_ONCE_TIMEOUT_MS / 1000})` },
+  {
+    name: 'engine-timeout',
+    env: 'MESH_ENGINE_TIMEOUT',
+    type: 'string',
+    arg: 'S',
+    help: `give up a fill the engine has not answered after S seconds (default ${DEFAULT_ENGINE_TIMEOUT_MS / 1000})`,
+  },
+  {
+    name: 'archive-dir',
+    env: 'MESH_ARCHIVE_DIR',
+    type: 'string',
+    arg: 'DIR',
+    help: 'read file:// archive refs only under this absolute path (default none: file:// refused)',
+  },
+  {
+    name: 'once',
+    env: 'MESH_ONCE',
+    type: 'bool',
+    help: 'fill every module once and exit: 0 when all are applied, 1 when any failed or still waits after --timeout',
+  },
+  {
+    name: 'dry-run',
+    env: 'MESH_DRY_RUN',
+    type: 'string',
+    arg: 'DIR',
+    help: 'render every module into DIR (a new or empty dir) as it would be handed, with DIR/mesh-dry-run.json; never touches the engine or writes to the bus; implies --once',
+  },
+  {
+    name: 'timeout',
+    env: 'MESH_TIMEOUT',
+    type: 'string',
+    arg: 'S',
+    help: `with --once or --dry-run: give up after S seconds (default ${DEFAULT_ONCE_TIMEOUT_MS / 1000})`,
+  },
   { name: 'debug', env: 'MESH_DEBUG', type: 'bool', help: 'log debug lines' },
 ] as const satisfies FlagTable;
 
@@ -48,7 +83,7 @@ export function clientHelp(): string {
     '--dry-run DIR writes each file at DIR + its path, secrets as the text ${secret:<name>}, and a summary;',
     'it never connects to the engine (so --socket is refused with it) and never writes to the bus.',
     '',
-    'lint checks a module\'s templates without a bus or an engine: every placeholder with its line, then',
+    "lint checks a module's templates without a bus or an engine: every placeholder with its line, then",
     'unknown kinds, names past the limits, files not UTF-8, $${ escapes, and with --plan the secrets, items',
     'and templates the plan names. Exit 1 on anything that would fail the module, 2 when it cannot read.',
     'lint flags:',
@@ -64,7 +99,11 @@ export function parseClientOptions(argv: readonly string[], env: NodeJS.ProcessE
   if (command === 'lint') return parseLint(rest, env);
   const opened = openCommand(argv, env, RUN_FLAGS, clientHelp);
   if ('answered' in opened) return opened.answered;
-  const { values, onCommandLine, positional: [extra] } = opened;
+  const {
+    values,
+    onCommandLine,
+    positional: [extra],
+  } = opened;
   if (extra !== undefined) return unexpectedArgument(extra);
   const { node } = values;
   if (!node) return { ok: false, reason: '--node is required (or MESH_NODE)' };
@@ -98,7 +137,10 @@ export function parseClientOptions(argv: readonly string[], env: NodeJS.ProcessE
  * --once and --dry-run. Only what the command line says is judged a contradiction: a unit's
  * environment may carry MESH_FILL_SOCKET or MESH_TIMEOUT for every run.
  */
-function parseOneShot(values: FlagValues<typeof RUN_FLAGS>, onCommandLine: ReadonlySet<FlagName<typeof RUN_FLAGS>>): Parsed<Pick<RunOptions, 'once' | 'dryRun'>> {
+function parseOneShot(
+  values: FlagValues<typeof RUN_FLAGS>,
+  onCommandLine: ReadonlySet<FlagName<typeof RUN_FLAGS>>,
+): Parsed<Pick<RunOptions, 'once' | 'dryRun'>> {
   const dryRun = values['dry-run'];
   const once = values.once === true || dryRun !== undefined;
   if (dryRun !== undefined && onCommandLine.has('socket')) return { ok: false, reason: '--dry-run never connects to the engine: leave out --socket' };
@@ -113,7 +155,10 @@ function parseOneShot(values: FlagValues<typeof RUN_FLAGS>, onCommandLine: Reado
 function parseLint(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ClientOptions> {
   const opened = openCommand(argv, env, LINT_FLAGS, clientHelp);
   if ('answered' in opened) return opened.answered;
-  const { values: { plan, json }, positional: [input, extra] } = opened;
+  const {
+    values: { plan, json },
+    positional: [input, extra],
+  } = opened;
   if (input === undefined) return { ok: false, reason: 'lint needs an archive, a directory or a template file (see --help)' };
   if (extra !== undefined) return unexpectedArgument(extra);
   return ok({ command: 'lint', input, ...(plan !== undefined ? { plan } : {}), json: json === true });

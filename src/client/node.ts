@@ -137,7 +137,13 @@ type Stages = {
 /** Builds every stage over the sinks and starts the watches. */
 function buildStages(opts: ClientOptions, sinks: ClientSinks, items: NodeItems): Stages {
   const { nc, node, log, cacheDir } = opts;
-  const archive = { cacheDir, fetchObject: natsObjectFetcher(nc), log, ...(opts.limits ? { limits: opts.limits } : {}), ...(opts.archiveDir ? { archiveDir: opts.archiveDir } : {}) };
+  const archive = {
+    cacheDir,
+    fetchObject: natsObjectFetcher(nc),
+    log,
+    ...(opts.limits ? { limits: opts.limits } : {}),
+    ...(opts.archiveDir ? { archiveDir: opts.archiveDir } : {}),
+  };
   const templates = new TemplateCache((ref, digest) => loadArchive(ref, digest, archive));
   const index = new DependencyIndex();
   const { asks } = sinks;
@@ -149,9 +155,15 @@ function buildStages(opts: ClientOptions, sinks: ClientSinks, items: NodeItems):
     const notices = asks ? dependencies.flatMap((d) => changedOf(d) ?? []) : [];
     if (notices.length > 0) setImmediate(() => asks?.changed(notices));
   });
-  const modules = new Modules({ node, templates, index, sources, handoff: new Handoff(sinks.engine, log), items: sinks.items, reporter: sinks.reporter },
-    (m, err) => log.error(`${node}.${m}: writing needs, items or report: ${errorText(err, { stack: true })}`));
-  const scheduler = new Scheduler(opts.settleMs, (m, full) => modules.run(m, full), (m, err) => log.error(`${node}.${m}: ${errorText(err, { stack: true })}`));
+  const modules = new Modules(
+    { node, templates, index, sources, handoff: new Handoff(sinks.engine, log), items: sinks.items, reporter: sinks.reporter },
+    (m, err) => log.error(`${node}.${m}: writing needs, items or report: ${errorText(err, { stack: true })}`),
+  );
+  const scheduler = new Scheduler(
+    opts.settleMs,
+    (m, full) => modules.run(m, full),
+    (m, err) => log.error(`${node}.${m}: ${errorText(err, { stack: true })}`),
+  );
   const plans = watchPlans(nc, node, { modules, templates, sources }, log, (module) => {
     if (!started) return;
     scheduler.schedule(module);
@@ -159,7 +171,11 @@ function buildStages(opts: ClientOptions, sinks: ClientSinks, items: NodeItems):
     asks?.changed(everyKind(module));
   });
   return {
-    sources, modules, scheduler, plans, registry: watchRegistry(nc, log),
+    sources,
+    modules,
+    scheduler,
+    plans,
+    registry: watchRegistry(nc, log),
     go: () => void (started = true),
     refillAll(why) {
       const names = modules.names();
@@ -178,14 +194,19 @@ async function begin(opts: ClientOptions, sinks: ClientSinks, stages: Stages, it
   const { modules, sources } = stages;
   await stages.plans.caughtUp;
   const [caughtUp, needs] = await Promise.all([
-    within(sources.caughtUp().then(() => true), START_WAIT_MS, false),
+    within(
+      sources.caughtUp().then(() => true),
+      START_WAIT_MS,
+      false,
+    ),
     within(sinks.storedNeeds, START_WAIT_MS, 'late' as const),
   ]);
   stages.go();
   // Needs of modules whose plans went (and their reports), or that a plan's new build no longer names,
   // while this client was down: handed over before the first fills, so each fill deletes what its
   // module no longer names.
-  const settleNeeds = (stored: StoredNeeds | undefined) => stored && settleStoredNeeds(stored, new Set(modules.names()), sinks.reporter, (m) => modules.removeStale(m), node, log);
+  const settleNeeds = (stored: StoredNeeds | undefined) =>
+    stored && settleStoredNeeds(stored, new Set(modules.names()), sinks.reporter, (m) => modules.removeStale(m), node, log);
   if (needs !== 'late') settleNeeds(needs);
   else {
     log.warn(`${NEEDS}: ${node}'s needs not read within ${START_WAIT_MS} ms; those left from before this start are handled once they are`);

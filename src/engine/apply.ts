@@ -96,11 +96,12 @@ async function writeManaged(write: Write, file: FillFile, module: string): Promi
   const asLatin1 = (s: string) => Buffer.from(s, 'utf8').toString('latin1');
   const comment = asLatin1(file.comment ?? DEFAULT_COMMENT);
   // A marker made with a secret's value is refused without quoting the line, which would show the value.
-  if (markerFromSecret(file, write.content, comment, asLatin1)) return { action: 'refused', reason: "a secret part's value makes a BEGIN or END line of a managed block" };
+  if (markerFromSecret(file, write.content, comment, asLatin1))
+    return { action: 'refused', reason: "a secret part's value makes a BEGIN or END line of a managed block" };
   const spliced = spliceBlock(current?.bytes.toString('latin1'), module, comment, asLatin1(write.content));
   if (!spliced.ok) return { action: 'refused', reason: spliced.reason };
   // A file others write too keeps its own mode and owner unless the request names them, or a secret of its block would be read by others.
-  const mode = file.fileMode ? parseMode(file.fileMode) : holdsSecret(file) ? parseMode(SECRET_FILE_MODE) : current?.mode ?? parseMode(DEFAULT_FILE_MODE);
+  const mode = file.fileMode ? parseMode(file.fileMode) : holdsSecret(file) ? parseMode(SECRET_FILE_MODE) : (current?.mode ?? parseMode(DEFAULT_FILE_MODE));
   const keepOwner = current && process.getuid?.() === 0 ? { uid: current.uid, gid: current.gid } : undefined;
   return writeIfDifferent(write.target, current, Buffer.from(spliced.value, 'latin1'), mode, write.ownership ?? keepOwner);
 }

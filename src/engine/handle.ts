@@ -28,4 +28,3 @@ function requestId(raw: unknown): number | null {
   const id = (raw as { id?: unknown }).id;
   return typeof id === 'number' && Number.isFinite(id) ? id : null;
 }
-

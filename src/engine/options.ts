@@ -31,8 +31,20 @@ export const ENGINE_FLAGS = [
   { name: 'root', env: 'MESH_ENGINE_ROOT', type: 'string', arg: 'DIR', help: 'refuse every path outside this directory (required)' },
   { name: 'secrets', env: 'MESH_ENGINE_SECRETS', type: 'string', arg: 'DIR', help: 'read secret <vault name> from DIR/<vault name>' },
   { name: 'journal', env: 'MESH_ENGINE_JOURNAL', type: 'string', arg: 'FILE', help: 'append one line per restart or reload' },
-  { name: 'declare', env: 'MESH_ENGINE_DECLARE', type: 'string', arg: 'FILE', help: 'a JSON list of the paths that may be written; a written path it stops naming is removed' },
-  { name: 'state', env: 'MESH_ENGINE_STATE', type: 'string', arg: 'FILE', help: 'where the files written per module are recorded, with --declare (default <journal>.files.json)' },
+  {
+    name: 'declare',
+    env: 'MESH_ENGINE_DECLARE',
+    type: 'string',
+    arg: 'FILE',
+    help: 'a JSON list of the paths that may be written; a written path it stops naming is removed',
+  },
+  {
+    name: 'state',
+    env: 'MESH_ENGINE_STATE',
+    type: 'string',
+    arg: 'FILE',
+    help: 'where the files written per module are recorded, with --declare (default <journal>.files.json)',
+  },
 ] as const satisfies FlagTable;
 
 /** The text --help prints. */

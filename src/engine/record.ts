@@ -24,12 +24,14 @@ export type WrittenFile = {
 };
 
 const StateSchema = v.object({
-  files: v.array(v.object({
-    module: v.pipe(v.string(), v.regex(NAME_PATTERN, 'is not a valid name')),
-    path: v.pipe(v.string(), v.minLength(1, 'is empty')),
-    mode: v.picklist(FILE_MODES),
-    comment: v.optional(v.string()),
-  })),
+  files: v.array(
+    v.object({
+      module: v.pipe(v.string(), v.regex(NAME_PATTERN, 'is not a valid name')),
+      path: v.pipe(v.string(), v.minLength(1, 'is empty')),
+      mode: v.picklist(FILE_MODES),
+      comment: v.optional(v.string()),
+    }),
+  ),
 });
 
 /** The state file beside the journal when --state does not name one; none without either (the record then lives in memory). */
@@ -42,7 +44,10 @@ export class WrittenRecord {
   readonly #files = new Map<string, WrittenFile>();
   #dirty = false;
 
-  private constructor(private readonly file: string | undefined, private readonly log: Logger) {}
+  private constructor(
+    private readonly file: string | undefined,
+    private readonly log: Logger,
+  ) {}
 
   /**
    * Loads the record from `file`. A missing file is an empty record; one unreadable or out of shape
@@ -55,7 +60,8 @@ export class WrittenRecord {
     try {
       text = await readFile(file, 'utf8');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') log.warn(`state ${file} unreadable (${(err as NodeJS.ErrnoException).code}): starting with an empty record`);
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+        log.warn(`state ${file} unreadable (${(err as NodeJS.ErrnoException).code}): starting with an empty record`);
       return record;
     }
     const state = decodeJson(StateSchema, text);

@@ -57,7 +57,12 @@ async function readRegularFile(path: string): Promise<string | undefined> {
  * part naming a secret the request does not map, one whose vault name is not `module`'s own (or
  * has an empty, `.` or `..` segment), or one the source does not hold, is the reason.
  */
-export async function fillSecrets(content: FillContent, names: Readonly<Record<string, string>>, source: SecretSource, module: string): Promise<Parsed<string>> {
+export async function fillSecrets(
+  content: FillContent,
+  names: Readonly<Record<string, string>>,
+  source: SecretSource,
+  module: string,
+): Promise<Parsed<string>> {
   if (typeof content === 'string') return { ok: true, value: content };
   const values = new Map<string, string>();
   for (const name of secretNamesOf(content)) {

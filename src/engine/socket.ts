@@ -25,7 +25,10 @@ export async function claimSocketPath(path: string): Promise<void> {
 function answers(path: string): Promise<boolean> {
   return new Promise((resolve) => {
     const probe = createConnection(path);
-    probe.once('connect', () => { probe.destroy(); resolve(true); });
+    probe.once('connect', () => {
+      probe.destroy();
+      resolve(true);
+    });
     probe.once('error', () => resolve(false));
   });
 }
@@ -64,12 +67,15 @@ export function serveLines(
         const reply = answer(line);
         waiting++;
         socket.pause();
-        replies = replies.then(async () => {
-          const text = await reply;
-          if (!socket.destroyed) socket.write(text + '\n');
-        }).catch((err: Error) => onError(`connection: ${err.message}`)).finally(() => {
-          if (--waiting === 0 && !socket.destroyed) socket.resume();
-        });
+        replies = replies
+          .then(async () => {
+            const text = await reply;
+            if (!socket.destroyed) socket.write(text + '\n');
+          })
+          .catch((err: Error) => onError(`connection: ${err.message}`))
+          .finally(() => {
+            if (--waiting === 0 && !socket.destroyed) socket.resume();
+          });
       },
       onTooLong: (bytes) => {
         onError(`connection: a line of ${bytes} bytes and more, past the limit of ${maxLineBytes} bytes: closing it`);

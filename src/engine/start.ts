@@ -57,10 +57,11 @@ export async function startEngine(opts: StartOptions): Promise<RunningEngine> {
   const { ino } = await lstat(socketPath);
   log.info(`engine listening on ${socketPath}, root ${realRoot}`);
 
-  const knock = (why: string) => touchSocket(socketPath).then(
-    () => log.info(`${why}: knocked on ${socketPath}`),
-    (err: Error) => log.error(`knock on ${socketPath} failed: ${err.message}`),
-  );
+  const knock = (why: string) =>
+    touchSocket(socketPath).then(
+      () => log.info(`${why}: knocked on ${socketPath}`),
+      (err: Error) => log.error(`knock on ${socketPath} failed: ${err.message}`),
+    );
   secretChanged = (file) => void knock(`secret ${file} changed`);
   const declarationChanged = () => void answer.removeUndeclared('declaration changed').then(() => knock(`declaration ${opts.declareFile} changed`));
   const stopDeclaration = opts.declareFile ? watchDeclaration(opts.declareFile, declarationChanged, opts.declarePollMs) : () => {};
@@ -107,16 +108,17 @@ function createAnswerer(opts: StartOptions, realRoot: string, onSecretRead: (fil
     queue = done.catch(() => {});
     return done;
   };
-  const answer = (line: string): Promise<string> => inTurn(async () => {
-    // Read again on every request: a declaration changed since is seen by the next fill.
-    const declaration = await readDeclaration(opts.declareFile, root);
-    const reply = await handleLine(line, (req) => applyFill(req, { realRoot, declaration, secrets, journal, log, sweep, record: note }));
-    await record?.flush();
-    return reply;
-  }).then((r) => {
-    if (!r.ok) log.warn(`request ${r.id ?? '(no id)'} answered with an error: ${r.error}`);
-    return JSON.stringify(r);
-  });
+  const answer = (line: string): Promise<string> =>
+    inTurn(async () => {
+      // Read again on every request: a declaration changed since is seen by the next fill.
+      const declaration = await readDeclaration(opts.declareFile, root);
+      const reply = await handleLine(line, (req) => applyFill(req, { realRoot, declaration, secrets, journal, log, sweep, record: note }));
+      await record?.flush();
+      return reply;
+    }).then((r) => {
+      if (!r.ok) log.warn(`request ${r.id ?? '(no id)'} answered with an error: ${r.error}`);
+      return JSON.stringify(r);
+    });
   const removeNow = async (why: string): Promise<void> => {
     if (!record || !opts.declareFile) return;
     const declared = await readDeclared(opts.declareFile, root);
@@ -126,7 +128,8 @@ function createAnswerer(opts: StartOptions, realRoot: string, onSecretRead: (fil
   };
   return Object.assign(answer, {
     idle: () => queue.then(() => {}),
-    removeUndeclared: (why: string) => inTurn(() => removeNow(why)).catch((err: Error) => log.error(`${why}: removing undeclared files failed: ${err.message}`)),
+    removeUndeclared: (why: string) =>
+      inTurn(() => removeNow(why)).catch((err: Error) => log.error(`${why}: removing undeclared files failed: ${err.message}`)),
   });
 }
 

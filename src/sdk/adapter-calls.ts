@@ -48,11 +48,13 @@ export class AdapterCalls {
     this.#stopping.signal.addEventListener('abort', stop, { once: true });
     this.#running.add(key);
     // Settled only after the consumer is free again, so the caller's next call for it is allowed.
-    const settled = Promise.resolve().then(() => call(controller.signal)).finally(() => {
-      this.#stopping.signal.removeEventListener('abort', stop);
-      this.#running.delete(key);
-      this.#onSettled(key);
-    });
+    const settled = Promise.resolve()
+      .then(() => call(controller.signal))
+      .finally(() => {
+        this.#stopping.signal.removeEventListener('abort', stop);
+        this.#running.delete(key);
+        this.#onSettled(key);
+      });
     let timer: NodeJS.Timeout | undefined;
     const givenUp = new Promise<never>((_, reject) => {
       controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });

@@ -37,7 +37,13 @@ export class BoundStore {
    * Opens the bucket of `provider` and reads back its entries of `provision`; a key out of shape is
    * left alone, an entry out of shape is said and kept as published (so it is served or withdrawn).
    */
-  static async open(nc: NatsConnection, provider: string, provision: string, replicas: number, say: StoreSay): Promise<{ store: BoundStore; found: StoredEntry[] }> {
+  static async open(
+    nc: NatsConnection,
+    provider: string,
+    provision: string,
+    replicas: number,
+    say: StoreSay,
+  ): Promise<{ store: BoundStore; found: StoredEntry[] }> {
     const bucket = boundBucket(provider);
     const kv = await ensureKv(nc, bucket, replicas, (line) => say('warn', line));
     const store = new BoundStore(kv);

@@ -13,9 +13,9 @@ import type { Adapter, BoundValue, Served } from './types.ts';
 /** The refusal published for a credential too short to be kept out of texts (it is never handed to the adapter). */
 export const SHORT_CREDENTIAL_REFUSAL = `the credential is shorter than ${MIN_CREDENTIAL_BYTES} bytes: too short to keep out of logs and values, so it is not served`;
 /** The refusal published in place of an adapter's reason that holds a credential. */
-export const WITHHELD_REFUSAL = 'the adapter refused this consumer; its reason is withheld: it holds a consumer\'s credential';
+export const WITHHELD_REFUSAL = "the adapter refused this consumer; its reason is withheld: it holds a consumer's credential";
 /** The refusal published in place of served values that hold a credential. */
-export const WITHHELD_SERVED = 'the adapter served a value holding a consumer\'s credential: not published';
+export const WITHHELD_SERVED = "the adapter served a value holding a consumer's credential: not published";
 
 /** What the helper holds for one bound key: the login it may have touched and what it served. */
 export type Held = {

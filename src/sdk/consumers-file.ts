@@ -19,19 +19,19 @@ const name = v.pipe(v.string(), v.regex(NAME_PATTERN, 'is not a valid name'));
 const local = v.nullable(v.pipe(v.string(), v.regex(SEGMENT_NAME_PATTERN, 'is not a local name (A-Z a-z 0-9 _ -, at most 128)')));
 
 /** The consumers file: a JSON list of ConsumerEntry. */
-export const ConsumersFileSchema = v.array(v.object({
-  consumer: name,
-  module: name,
-  local,
-  credential: v.pipe(v.string(), v.minLength(1, 'is empty')),
-  value: v.record(v.string(), v.unknown()),
-}));
+export const ConsumersFileSchema = v.array(
+  v.object({
+    consumer: name,
+    module: name,
+    local,
+    credential: v.pipe(v.string(), v.minLength(1, 'is empty')),
+    value: v.record(v.string(), v.unknown()),
+  }),
+);
 
 /** What reading the file gave: no file (no consumers), its entries, or why it is not usable. */
 export type ConsumersRead =
-  | { state: 'absent' }
-  | { state: 'read'; bytes: Buffer; entries: ConsumerEntry[] }
-  | { state: 'malformed'; bytes: Buffer; reason: string };
+  { state: 'absent' } | { state: 'read'; bytes: Buffer; entries: ConsumerEntry[] } | { state: 'malformed'; bytes: Buffer; reason: string };
 
 /** Reads and validates the consumers file; only a missing file is `absent`. */
 export async function readConsumersFile(path: string): Promise<ConsumersRead> {
@@ -103,14 +103,20 @@ export function labelOf(node: string, module: string, local: string | null | und
 
 /** A sha256 of the credential and the values (keys sorted), kept in memory only. */
 function fingerprintOf(credential: string, values: Record<string, unknown>): string {
-  return createHash('sha256').update(JSON.stringify([credential, sortKeys(values)])).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify([credential, sortKeys(values)]))
+    .digest('hex');
 }
 
 /** The value with every object's keys in order, so a reordered file is not a change. */
 function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
   if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(Object.keys(value).sort().map((k) => [k, sortKeys((value as Record<string, unknown>)[k])]));
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((k) => [k, sortKeys((value as Record<string, unknown>)[k])]),
+  );
 }
 
 /** A watch of one file; close ends it. */

@@ -15,7 +15,17 @@ const PLAIN_PART = /^[a-z0-9]+$/;
  * Role names a SQL server refuses or reads as something else even quoted (PostgreSQL reserves
  * `pg_…`; these keywords name the session's own role). Each holds `_`, as a readable form does.
  */
-const RESERVED = new Set(['current_user', 'session_user', 'current_role', 'system_user', 'current_catalog', 'current_schema', 'current_date', 'current_time', 'current_timestamp']);
+const RESERVED = new Set([
+  'current_user',
+  'session_user',
+  'current_role',
+  'system_user',
+  'current_catalog',
+  'current_schema',
+  'current_date',
+  'current_time',
+  'current_timestamp',
+]);
 
 /** Who a consumer is: its node, its module and its local name for the binding (null when none). */
 export type ConsumerIdentity = { node: string; module: string; local: string | null };
@@ -32,7 +42,10 @@ export function deriveLogin(id: ConsumerIdentity): string {
   if (parts.every((p) => PLAIN_PART.test(p)) && isSafeStart(readable) && readable.length <= MAX_LOGIN_BYTES) return readable;
   let mapped = readable.toLowerCase().replace(/[^a-z0-9]/g, '_');
   if (!isSafeStart(mapped)) mapped = LETTER_PREFIX + mapped;
-  const hash = createHash('sha256').update(JSON.stringify([id.node, id.module, id.local])).digest('hex').slice(0, HASH_DIGITS);
+  const hash = createHash('sha256')
+    .update(JSON.stringify([id.node, id.module, id.local]))
+    .digest('hex')
+    .slice(0, HASH_DIGITS);
   return `${mapped.slice(0, MAX_LOGIN_BYTES - HASH_DIGITS - 2)}__${hash}`;
 }
 

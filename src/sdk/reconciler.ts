@@ -14,13 +14,12 @@ import { WorkQueue } from './work-queue.ts';
 import { errorText } from '../shared/errors.ts';
 
 /** The line written in place of one that would hold a consumer's credential. */
-export const WITHHELD_LINE = 'provider helper: a line was withheld: it held a consumer\'s credential';
+export const WITHHELD_LINE = "provider helper: a line was withheld: it held a consumer's credential";
 /** What a failure's message is replaced by when it holds a consumer's credential. */
-const WITHHELD_MESSAGE = '(its message is withheld: it holds a consumer\'s credential)';
+const WITHHELD_MESSAGE = "(its message is withheld: it holds a consumer's credential)";
 
 /** What the next read must do: read the file, and whether to visit every consumer. */
 type Refresh = { file: boolean; all: boolean };
-
 
 /** One helper's loop; see the file's comment. */
 export class Reconciler {
@@ -52,9 +51,16 @@ export class Reconciler {
     this.#retries = new Retries(opts.retry, (key) => {
       if (!this.#stopped) this.#queue.add(key, false);
     });
-    this.#queue = new WorkQueue(opts.concurrency, (key, full) => this.#work(key, full), (key, err) => this.#say('error', `${key}: ${this.#screen(errorText(err))}`));
+    this.#queue = new WorkQueue(
+      opts.concurrency,
+      (key, full) => this.#work(key, full),
+      (key, err) => this.#say('error', `${key}: ${this.#screen(errorText(err))}`),
+    );
     this.#sync = new ConsumerSync({
-      adapter: opts.adapter, calls: this.#calls, store: () => this.#store!, matcher: () => this.#wanted.matcher,
+      adapter: opts.adapter,
+      calls: this.#calls,
+      store: () => this.#store!,
+      matcher: () => this.#wanted.matcher,
       say: (level, line) => this.#say(level, line),
     });
   }
@@ -98,7 +104,11 @@ export class Reconciler {
       this.#later(wait, () => this.#armWatch(failed));
     };
     try {
-      this.#watch = watchFile(this.#o.consumersFile, () => this.#kick({ file: true }), (err) => again(err, 1));
+      this.#watch = watchFile(
+        this.#o.consumersFile,
+        () => this.#kick({ file: true }),
+        (err) => again(err, 1),
+      );
       // The file may have changed while nothing watched it.
       if (failures > 0) this.#kick({ file: true });
     } catch (err) {

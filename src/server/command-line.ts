@@ -9,10 +9,22 @@ import { ok, type Parsed } from '../shared/result.ts';
 import { VERB_WHATS } from '../shared/schemas.ts';
 import { loginCollision } from './commands/bus-config/config.ts';
 import {
-  DEFAULT_CREDENTIALS_DIR, DEFAULT_LISTEN, DEFAULT_REPLICAS, DEFAULT_STATUS_LIMIT, DEFAULT_STORE_DIR, MAX_MESH_NODES, type ServerOptions,
+  DEFAULT_CREDENTIALS_DIR,
+  DEFAULT_LISTEN,
+  DEFAULT_REPLICAS,
+  DEFAULT_STATUS_LIMIT,
+  DEFAULT_STORE_DIR,
+  MAX_MESH_NODES,
+  type ServerOptions,
 } from './options.ts';
 
-const ARCHIVES_FLAG = { name: 'archives', env: 'MESH_ARCHIVES_BUCKET', type: 'string', arg: 'BUCKET', help: `object-store bucket of module archives (default ${DEFAULT_ARCHIVES})` } as const;
+const ARCHIVES_FLAG = {
+  name: 'archives',
+  env: 'MESH_ARCHIVES_BUCKET',
+  type: 'string',
+  arg: 'BUCKET',
+  help: `object-store bucket of module archives (default ${DEFAULT_ARCHIVES})`,
+} as const;
 
 const SERVE_FLAGS = [
   ...BUS_FLAGS,
@@ -39,14 +51,25 @@ const STATUS_OWN_FLAGS = [
 const INIT_OWN_FLAGS = [
   { name: 'replicas', env: 'MESH_REPLICAS', type: 'int', arg: 'N', help: `copies each bucket keeps, 1–5 (default ${DEFAULT_REPLICAS})` },
   { name: 'provider', type: 'list', arg: 'NAME', help: 'a provider whose <NAME>_bound bucket to create (repeat)' },
-  { name: 'nodes', type: 'int', arg: 'N', help: `the nodes the mesh will have; each stream allows ${CONSUMERS_PER_NODE} consumers a node and ${CONSUMERS_BESIDE_NODES} more, fixed when it is created (default ${DEFAULT_MESH_NODES})` },
+  {
+    name: 'nodes',
+    type: 'int',
+    arg: 'N',
+    help: `the nodes the mesh will have; each stream allows ${CONSUMERS_PER_NODE} consumers a node and ${CONSUMERS_BESIDE_NODES} more, fixed when it is created (default ${DEFAULT_MESH_NODES})`,
+  },
   ARCHIVES_FLAG,
 ] as const satisfies FlagTable;
 
 const BUS_CONFIG_FLAGS = [
   { name: 'node', type: 'list', arg: 'NAME', help: 'a node of the mesh (repeat, or comma-separated)' },
   { name: 'provider', type: 'list', arg: 'NAME', help: 'a provider whose <NAME>_bound bucket nodes read (repeat)' },
-  { name: 'credentials', env: 'MESH_CREDENTIALS_DIR', type: 'string', arg: 'DIR', help: `the users' nkey seeds, one <user>.nk each, mode 0600; missing ones are generated (default ${DEFAULT_CREDENTIALS_DIR})` },
+  {
+    name: 'credentials',
+    env: 'MESH_CREDENTIALS_DIR',
+    type: 'string',
+    arg: 'DIR',
+    help: `the users' nkey seeds, one <user>.nk each, mode 0600; missing ones are generated (default ${DEFAULT_CREDENTIALS_DIR})`,
+  },
   { name: 'out', type: 'string', arg: 'FILE', help: 'write the configuration to FILE instead of stdout' },
   { name: 'show-credentials', type: 'bool', help: "print each user's seed to stdout instead of the configuration" },
   ARCHIVES_FLAG,
@@ -80,7 +103,7 @@ export function serverHelp(): string {
     'bus-config flags:',
     describeFlags(BUS_CONFIG_FLAGS),
     '',
-    'init creates every bucket of the mesh (the seat\'s six, the inputs, the archives store, each provider\'s',
+    "init creates every bucket of the mesh (the seat's six, the inputs, the archives store, each provider's",
     '<NAME>_bound) with exactly its own subject, hardened, and a bounded max_consumers; run it with the admin',
     'login before the seat, and again when a provider is added. init flags:',
     describeFlags(INIT_OWN_FLAGS),
@@ -102,7 +125,10 @@ export function parseServerOptions(argv: readonly string[], env: NodeJS.ProcessE
 function parseServe(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
   const opened = openCommand(argv, env, SERVE_FLAGS, serverHelp);
   if ('answered' in opened) return opened.answered;
-  const { values, positional: [extra] } = opened;
+  const {
+    values,
+    positional: [extra],
+  } = opened;
   const bus = busOptionsFrom(values, 'mesh-provisioner');
   if (!bus.ok) return bus;
   if (extra !== undefined) return unexpectedArgument(extra);
@@ -116,52 +142,80 @@ function parseServe(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<Ser
 function parseQuery(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
   const opened = openCommand(argv, env, [...BUS_FLAGS, ...QUERY_OWN_FLAGS], serverHelp);
   if ('answered' in opened) return opened.answered;
-  const { values, positional: [what, extra] } = opened;
+  const {
+    values,
+    positional: [what, extra],
+  } = opened;
   const bus = busOptionsFrom(values, 'mesh-provisioner query');
   if (!bus.ok) return bus;
   const whats: readonly string[] = VERB_WHATS;
   if (!what || !whats.includes(what)) return { ok: false, reason: `query needs one of ${whats.join(', ')}, got ${what ?? 'nothing'}` };
   if (extra !== undefined) return unexpectedArgument(extra);
   const { node, module, collection, contributor, limit, json } = values;
-  for (const [flag, name] of [['node', node], ['module', module], ['contributor', contributor]] as const) {
+  for (const [flag, name] of [
+    ['node', node],
+    ['module', module],
+    ['contributor', contributor],
+  ] as const) {
     if (name !== undefined && !isName(name)) return { ok: false, reason: `--${flag}: "${name}" is not a valid name` };
   }
   if ((collection || contributor) && what !== 'collect') return { ok: false, reason: '--collection and --contributor go with query collect only' };
   if (limit === 0) return { ok: false, reason: '--limit must be at least 1' };
   return ok({
-    command: 'query', bus: bus.value, what,
-    ...(node === undefined ? {} : { node }), ...(module === undefined ? {} : { module }),
-    ...(collection === undefined ? {} : { collection }), ...(contributor === undefined ? {} : { contributor }),
-    ...(limit === undefined ? {} : { limit }), json: json === true,
+    command: 'query',
+    bus: bus.value,
+    what,
+    ...(node === undefined ? {} : { node }),
+    ...(module === undefined ? {} : { module }),
+    ...(collection === undefined ? {} : { collection }),
+    ...(contributor === undefined ? {} : { contributor }),
+    ...(limit === undefined ? {} : { limit }),
+    json: json === true,
   });
 }
 
 function parseStatus(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
   const opened = openCommand(argv, env, [...BUS_FLAGS, ...STATUS_OWN_FLAGS], serverHelp);
   if ('answered' in opened) return opened.answered;
-  const { values, positional: [node, module, extra] } = opened;
+  const {
+    values,
+    positional: [node, module, extra],
+  } = opened;
   const bus = busOptionsFrom(values, 'mesh-provisioner status');
   if (!bus.ok) return bus;
   if (extra !== undefined) return { ok: false, reason: `unexpected argument "${extra}" (status takes a node and a module at most)` };
-  for (const [what, name] of [['node', node], ['module', module]] as const) {
+  for (const [what, name] of [
+    ['node', node],
+    ['module', module],
+  ] as const) {
     if (name !== undefined && !isName(name)) return { ok: false, reason: `status: ${what} "${name}" is not a valid name` };
   }
   const { limit } = values;
   if (limit !== undefined && limit < 1) return { ok: false, reason: '--limit must be at least 1' };
   return ok({
-    command: 'status', bus: bus.value, json: values.json === true,
-    ...(node === undefined ? {} : { node }), ...(module === undefined ? {} : { module }), ...(limit === undefined ? {} : { limit }),
+    command: 'status',
+    bus: bus.value,
+    json: values.json === true,
+    ...(node === undefined ? {} : { node }),
+    ...(module === undefined ? {} : { module }),
+    ...(limit === undefined ? {} : { limit }),
   });
 }
 
 function parseBusConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
   const opened = openCommand(argv, env, BUS_CONFIG_FLAGS, serverHelp);
   if ('answered' in opened) return opened.answered;
-  const { values, positional: [extra] } = opened;
+  const {
+    values,
+    positional: [extra],
+  } = opened;
   if (extra !== undefined) return unexpectedArgument(extra);
   const { node: nodes = [], provider: providers = [], out } = values;
   if (nodes.length === 0) return { ok: false, reason: 'bus-config needs at least one --node' };
-  for (const [flag, names] of [['--node', nodes], ['--provider', providers]] as const) {
+  for (const [flag, names] of [
+    ['--node', nodes],
+    ['--provider', providers],
+  ] as const) {
     const bad = names.find((n) => !isName(n));
     if (bad !== undefined) return { ok: false, reason: `${flag}: "${bad}" is not a valid name (a-z, 0-9 and -, at most 63)` };
   }
@@ -172,7 +226,11 @@ function parseBusConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed
   const listen = values.listen ?? DEFAULT_LISTEN;
   if (!/^[^\s:]+:\d{1,5}$/.test(listen)) return { ok: false, reason: `--listen: "${listen}" is not HOST:PORT` };
   return ok({
-    command: 'bus-config', nodes, providers, archives: archives.value, listen,
+    command: 'bus-config',
+    nodes,
+    providers,
+    archives: archives.value,
+    listen,
     credentials: values.credentials ?? DEFAULT_CREDENTIALS_DIR,
     storeDir: values['store-dir'] ?? DEFAULT_STORE_DIR,
     showCredentials: values['show-credentials'] === true,
@@ -183,7 +241,10 @@ function parseBusConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed
 function parseInit(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
   const opened = openCommand(argv, env, [...BUS_FLAGS, ...INIT_OWN_FLAGS], serverHelp);
   if ('answered' in opened) return opened.answered;
-  const { values, positional: [extra] } = opened;
+  const {
+    values,
+    positional: [extra],
+  } = opened;
   if (extra !== undefined) return unexpectedArgument(extra);
   const bus = busOptionsFrom(values, 'mesh-provisioner init');
   if (!bus.ok) return bus;

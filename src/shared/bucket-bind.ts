@@ -80,7 +80,9 @@ export async function ensureBucket(nc: NatsConnection, spec: BucketSpec, size: B
     // Made at the same time by another program: check what it made.
     if (err instanceof JetStreamApiError && err.code === STREAM_NAME_IN_USE) return ensureBucket(nc, spec, size, warn);
     if (isPermissionViolation(err)) {
-      throw new BucketMissingError(`bucket ${spec.name} is missing and this login may not create it: run \`server.js init\` with the admin login`, { cause: err });
+      throw new BucketMissingError(`bucket ${spec.name} is missing and this login may not create it: run \`server.js init\` with the admin login`, {
+        cause: err,
+      });
     }
     throw err;
   }
@@ -97,7 +99,11 @@ export const MISSING_BUCKET_RETRY_MS = 5000;
  * repeats at debug) and tried again, the wait doubling up to MISSING_BUCKET_RETRY_MS; any other
  * error — a refused bucket among them — is thrown. Undefined when `stopped` ends the wait.
  */
-export async function bindWhenThere<T>(bind: () => Promise<T>, log: { notice(line: string): void; debug(line: string): void }, stopped: () => boolean = () => false): Promise<T | undefined> {
+export async function bindWhenThere<T>(
+  bind: () => Promise<T>,
+  log: { notice(line: string): void; debug(line: string): void },
+  stopped: () => boolean = () => false,
+): Promise<T | undefined> {
   let fatal: unknown;
   let said = '';
   const bound = await retryWithBackoff({
@@ -105,7 +111,7 @@ export async function bindWhenThere<T>(bind: () => Promise<T>, log: { notice(lin
     stopped,
     maxMs: MISSING_BUCKET_RETRY_MS,
     onFailure: (err) => {
-      if (!(err instanceof BucketMissingError)) return (fatal = err), false;
+      if (!(err instanceof BucketMissingError)) return ((fatal = err), false);
       if (err.message !== said) log.notice(`waiting: ${err.message}`);
       else log.debug(`still waiting: ${err.message}`);
       said = err.message;

@@ -55,7 +55,14 @@ export type BucketSize = { replicas: number; maxConsumers: number };
  * deletes, direct get). The archives store keeps rollups (an object's meta is rolled up on a put).
  */
 export function streamConfigOf(spec: BucketSpec, size: BucketSize): Partial<StreamConfig> & { name: string } {
-  const common = { name: streamOf(spec), subjects: [ownSubject(spec)], discard: DiscardPolicy.New, allow_direct: true, num_replicas: size.replicas, max_consumers: size.maxConsumers };
+  const common = {
+    name: streamOf(spec),
+    subjects: [ownSubject(spec)],
+    discard: DiscardPolicy.New,
+    allow_direct: true,
+    num_replicas: size.replicas,
+    max_consumers: size.maxConsumers,
+  };
   if (spec.kind === 'obj') return { ...common, allow_rollup_hdrs: true };
   return { ...common, max_msgs_per_subject: 1, ...KV_HARDENING };
 }
@@ -97,7 +104,9 @@ export function bucketProblems(spec: BucketSpec, config: Partial<StreamConfig>):
 /** What is said about a stream without refusing it: an unbounded `max_consumers` (nats-server cannot change it on an existing stream). */
 export function bucketWarnings(config: Partial<StreamConfig>): string[] {
   const max = config.max_consumers ?? -1;
-  return max > 0 ? [] : ['has no bound on consumers (max_consumers unlimited): a login may fill the server with consumers; `init` creates it bounded, re-create it'];
+  return max > 0
+    ? []
+    : ['has no bound on consumers (max_consumers unlimited): a login may fill the server with consumers; `init` creates it bounded, re-create it'];
 }
 
 /** One line saying every problem of a bucket, for a log or an exit line. */

@@ -28,7 +28,11 @@ export function busOptionsFrom(flags: FlagValues<typeof BUS_FLAGS>, name: string
   const ways = [creds && '--creds', nkey && '--nkey', user && '--user', token && '--token'].filter(Boolean);
   if (ways.length > 1) return { ok: false, reason: `${ways.join(' and ')} contradict: give one way to authenticate` };
   if (pass && !user) return { ok: false, reason: '--password needs --user' };
-  for (const [flag, file] of [['--creds', creds], ['--nkey', nkey], ['--tls-ca', tlsCa]] as const) {
+  for (const [flag, file] of [
+    ['--creds', creds],
+    ['--nkey', nkey],
+    ['--tls-ca', tlsCa],
+  ] as const) {
     if (file && !existsSync(file)) return { ok: false, reason: `${flag}: no file at ${file}` };
   }
   return {

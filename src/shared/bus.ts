@@ -79,4 +79,3 @@ export async function ensureKv(nc: NatsConnection, bucket: string, replicas: num
   await ensureBucket(nc, kvBucket(bucket), { replicas, maxConsumers: maxConsumersFor(DEFAULT_MESH_NODES) }, warn);
   return openKv(nc, bucket);
 }
-

@@ -40,8 +40,10 @@ function inChain(err: unknown, is: (e: Error) => boolean): boolean {
 /** Whether nobody answered a request: nats.js's no responders, or the "JetStream not enabled" its JetStream clients make of it. */
 export function isNoResponders(err: unknown): boolean {
   // JetStreamNotEnabled is not exported by @nats-io/jetstream; it sets its name, and its cause is the request's error.
-  return inChain(err, (e) => e instanceof errors.NoRespondersError || e.name === 'JetStreamNotEnabled'
-    || (e instanceof errors.RequestError && e.isNoResponders()));
+  return inChain(
+    err,
+    (e) => e instanceof errors.NoRespondersError || e.name === 'JetStreamNotEnabled' || (e instanceof errors.RequestError && e.isNoResponders()),
+  );
 }
 
 /** Whether a request or an operation ran out of time (nats.js's TimeoutError, or a fetch's timeout signal). */

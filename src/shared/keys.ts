@@ -200,8 +200,11 @@ export function parseBoundKey(key: string): Parsed<BoundKey> {
   if (!split.ok) return split;
   const [node, module, provision, local] = split.value as [string, string, string, string?];
   // A name of the grammar is its own token: one holding `=XX` was not made from a provision or local.
-  const bad = checkName('node', node) ?? checkName('module', module) ?? checkSegment('provision', provision)
-    ?? (local === undefined ? undefined : checkSegment('local', local));
+  const bad =
+    checkName('node', node) ??
+    checkName('module', module) ??
+    checkSegment('provision', provision) ??
+    (local === undefined ? undefined : checkSegment('local', local));
   if (bad) return fail(bad);
   return { ok: true, value: local === undefined ? { node, module, provision } : { node, module, provision, local } };
 }

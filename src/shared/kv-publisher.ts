@@ -23,7 +23,11 @@ export type KvPublisherOptions = {
 export class PutRefusedError extends Error {
   override readonly name = 'PutRefusedError';
 
-  constructor(readonly key: string, reason: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly key: string,
+    reason: string,
+    options?: { cause?: unknown },
+  ) {
     super(`put of ${key}: ${reason}`, options);
   }
 }
@@ -39,7 +43,11 @@ export class KvPublisher {
   #sweeper: NodeJS.Timeout | undefined;
   #next = 0;
 
-  constructor(private readonly nc: NatsConnection, private readonly bucket: string, options: KvPublisherOptions = {}) {
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly bucket: string,
+    options: KvPublisherOptions = {},
+  ) {
     this.#inbox = createInbox(options.inboxPrefix);
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_ACK_TIMEOUT_MS;
   }
@@ -114,7 +122,8 @@ const MAX_ACK_BYTES = 64 * 1024;
  * was not stored: the stream's error, or a status without a body (503: no stream listens).
  */
 export function parsePublishAck(msg: Pick<Msg, 'data' | 'headers'>): Parsed<number> {
-  if (msg.data.length === 0) return { ok: false, reason: `status ${msg.headers?.code ?? 'unknown'}${msg.headers?.code === 503 ? ': no stream listens (the bucket is missing)' : ''}` };
+  if (msg.data.length === 0)
+    return { ok: false, reason: `status ${msg.headers?.code ?? 'unknown'}${msg.headers?.code === 503 ? ': no stream listens (the bucket is missing)' : ''}` };
   const parsed = parseBoundedJson(msg.data, { maxBytes: MAX_ACK_BYTES });
   if (!parsed.ok) return { ok: false, reason: parsed.reason.startsWith('not JSON') ? 'the ack is not JSON' : `the ack is ${parsed.reason}` };
   const ack = parsed.value as { seq?: unknown; error?: { description?: unknown; code?: unknown } } | null;

@@ -8,7 +8,8 @@
  * and overrides U+202A–U+202E, the isolates U+2066–U+2069), which reorder what a line shows; and a
  * lone surrogate, which no UTF-8 output can carry (it would come out as U+FFFD, hiding what it was).
  */
-const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+const UNSAFE =
+  /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 /** What JSON.stringify leaves raw of UNSAFE (it escapes C0 and lone surrogates itself). */
 const UNSAFE_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;

@@ -55,7 +55,13 @@ export function keyProblem(text: string): string | undefined {
 
 /** A string schema refused with the reason `problem` gives. */
 function checked(problem: (text: string) => string | undefined) {
-  return v.pipe(v.string(), v.check((text) => problem(text) === undefined, (issue) => problem(issue.input) ?? 'is refused'));
+  return v.pipe(
+    v.string(),
+    v.check(
+      (text) => problem(text) === undefined,
+      (issue) => problem(issue.input) ?? 'is refused',
+    ),
+  );
 }
 
 const name = v.pipe(v.string(), v.regex(NAME_PATTERN, 'is not a valid name'));
@@ -230,11 +236,14 @@ export const CollectItemSchema = v.object({ node: name, collection: text, contri
 export type CollectItem = v.InferOutput<typeof CollectItemSchema>;
 
 /** What a provider served a consumer (DESIGN §3): `{as, user, values}`, every value a string or a number, no other field. */
-const ServedEntrySchema = v.strictObject({
-  as: v.string('is not a string'),
-  user: v.string('is not a string'),
-  values: v.record(v.string(), v.union([v.string(), v.number()], 'is neither a string nor a number'), 'is not an object'),
-}, 'is not a field of a served entry (as, user, values)');
+const ServedEntrySchema = v.strictObject(
+  {
+    as: v.string('is not a string'),
+    user: v.string('is not a string'),
+    values: v.record(v.string(), v.union([v.string(), v.number()], 'is neither a string nor a number'), 'is not an object'),
+  },
+  'is not a field of a served entry (as, user, values)',
+);
 /** Why a provider refused a consumer (DESIGN §3): `{refused}` alone. */
 const RefusedEntrySchema = v.strictObject({ refused: v.string('is not a string') }, 'is not allowed beside "refused"');
 
@@ -254,7 +263,10 @@ export const BoundEntrySchema = v.pipe(
     const result = v.safeParse(served ? ServedEntrySchema : RefusedEntrySchema, dataset.value);
     if (result.success) return result.output;
     for (const issue of result.issues) {
-      addIssue({ message: issue.received === 'undefined' ? 'is missing' : issue.message, ...(issue.path ? { path: issue.path as [v.IssuePathItem, ...v.IssuePathItem[]] } : {}) });
+      addIssue({
+        message: issue.received === 'undefined' ? 'is missing' : issue.message,
+        ...(issue.path ? { path: issue.path as [v.IssuePathItem, ...v.IssuePathItem[]] } : {}),
+      });
     }
     return NEVER;
   }),
@@ -298,7 +310,11 @@ export type Health = { module: string; node?: string; build: string; reason: str
  * Decodes JSON bytes or text against a schema, within limits (by default a plan's: 1 MiB, 64
  * levels); the reason names the limit, or the field and what is wrong.
  */
-export function decodeJson<S extends v.GenericSchema>(schema: S, data: Uint8Array | string, limits: JsonLimits = { maxBytes: MAX_PLAN_BYTES }): Parsed<v.InferOutput<S>> {
+export function decodeJson<S extends v.GenericSchema>(
+  schema: S,
+  data: Uint8Array | string,
+  limits: JsonLimits = { maxBytes: MAX_PLAN_BYTES },
+): Parsed<v.InferOutput<S>> {
   const raw = parseBoundedJson(data, limits);
   if (!raw.ok) return raw;
   return validate(schema, raw.value);

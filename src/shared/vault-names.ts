@@ -16,8 +16,7 @@ export function pairVault(p: { provider: string; provision: string; node: string
 
 /** A vault name (DESIGN §4): a module's own secret, or a provision's credential for a consumer. */
 export type VaultName =
-  | { kind: 'module'; module: string; name: string }
-  | { kind: 'pair'; provider: string; provision: string; node: string; module: string; local?: string };
+  { kind: 'module'; module: string; name: string } | { kind: 'pair'; provider: string; provision: string; node: string; module: string; local?: string };
 
 /** Longest vault name read, in characters: a pair name of the grammars is at most 455. */
 const MAX_VAULT_NAME_CHARS = 1024;
@@ -39,8 +38,12 @@ export function parseVaultName(vault: string): Parsed<VaultName> {
   }
   if (kind === 'pair' && (rest.length === 4 || rest.length === 5)) {
     const [provider, provision, node, module, local] = rest as [string, string, string, string, string?];
-    const bad = checkName('provider', provider) ?? checkSegment('provision', provision) ?? checkName('node', node)
-      ?? checkName('module', module) ?? (local === undefined ? undefined : checkSegment('local', local));
+    const bad =
+      checkName('provider', provider) ??
+      checkSegment('provision', provision) ??
+      checkName('node', node) ??
+      checkName('module', module) ??
+      (local === undefined ? undefined : checkSegment('local', local));
     if (bad) return fail(bad);
     return { ok: true, value: { kind, provider, provision, node, module, ...(local === undefined ? {} : { local }) } };
   }
@@ -61,6 +64,7 @@ export function vaultOwnerProblem(vault: string, owner: VaultOwner): string | un
   const v = parsed.value;
   if (v.module !== owner.module) return `belongs to module ${v.module}, not ${owner.module}`;
   if (v.kind === 'pair' && owner.node !== undefined && v.node !== owner.node) return `belongs to node ${v.node}, not ${owner.node}`;
-  if (v.kind === 'module' && owner.name !== undefined && v.name !== owner.name) return `is not the secret ${owner.name}'s own (${moduleSecretVault(owner.module, owner.name)})`;
+  if (v.kind === 'module' && owner.name !== undefined && v.name !== owner.name)
+    return `is not the secret ${owner.name}'s own (${moduleSecretVault(owner.module, owner.name)})`;
   return undefined;
 }

@@ -48,10 +48,12 @@ export type Published = {
 /** Packs the templates into a tar, one regular file per entry, in the record's order. */
 export function packTemplates(templates: Templates): Promise<Uint8Array> {
   const enc = new TextEncoder();
-  return packTar(Object.entries(templates).map(([name, text]) => {
-    const body = typeof text === 'string' ? enc.encode(text) : text;
-    return { header: { name, size: body.length, type: 'file' as const }, body };
-  }));
+  return packTar(
+    Object.entries(templates).map(([name, text]) => {
+      const body = typeof text === 'string' ? enc.encode(text) : text;
+      return { header: { name, size: body.length, type: 'file' as const }, body };
+    }),
+  );
 }
 
 /** The digest a composition gives for these bytes. */
@@ -82,7 +84,9 @@ export async function publishModule(modules: KV, target: ArchiveTarget, module: 
   const tar = await packTemplates(spec.templates);
   const ref = await putArchive(target, `${module}-${build}.tar`, tar);
   const composition: Composition = {
-    module, build, published: spec.published ?? true,
+    module,
+    build,
+    published: spec.published ?? true,
     archive: { ref, digest: spec.digest ?? archiveDigest(tar) },
     provisioning: spec.provisioning,
   };

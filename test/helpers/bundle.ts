@@ -91,8 +91,14 @@ export function startBundle(runtime: Runtime, dir: string, name: string, args: s
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.once('error', (e) => { err += String(e); resolve({ code: null, signal: null }); });
-    child.once('close', (code, signal) => { children.delete(child); resolve({ code, signal }); });
+    child.once('error', (e) => {
+      err += String(e);
+      resolve({ code: null, signal: null });
+    });
+    child.once('close', (code, signal) => {
+      children.delete(child);
+      resolve({ code, signal });
+    });
   });
   let done = false;
   void exited.then(() => (done = true));
@@ -137,4 +143,6 @@ export function cleanupBundles(): void {
 }
 
 // A suite that dies on an uncaught error still takes its children with it.
-process.once('exit', () => { for (const child of children) child.kill('SIGKILL'); });
+process.once('exit', () => {
+  for (const child of children) child.kill('SIGKILL');
+});

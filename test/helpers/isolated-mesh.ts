@@ -113,7 +113,9 @@ async function startGeneratedBus(opts: IsolatedMeshOptions, undo: Undo): Promise
   const prefixes = inboxPrefixesOf({ nodes: opts.nodes, providers });
   const nkey = (user: string) => seedFile(credentials, user);
   return {
-    nats, dir, nkey,
+    nats,
+    dir,
+    nkey,
     violations: () => said.split('\n').filter((l) => /Violation/.test(l)),
     async connect(user, name = user) {
       const prefix = prefixes.get(user);
@@ -125,10 +127,15 @@ async function startGeneratedBus(opts: IsolatedMeshOptions, undo: Undo): Promise
 }
 
 /** The generated bus alone (nothing created on it, no seat), with admin's connection: what an operator has before `init`. */
-export async function startMeshBus(opts: Pick<IsolatedMeshOptions, 'nodes' | 'providers'>): Promise<GeneratedBus & { admin: NatsConnection; close(): Promise<void> }> {
+export async function startMeshBus(
+  opts: Pick<IsolatedMeshOptions, 'nodes' | 'providers'>,
+): Promise<GeneratedBus & { admin: NatsConnection; close(): Promise<void> }> {
   const steps: (() => unknown)[] = [];
   const close = async () => {
-    for (const step of steps.splice(0).reverse()) await Promise.resolve().then(step).catch(() => {});
+    for (const step of steps.splice(0).reverse())
+      await Promise.resolve()
+        .then(step)
+        .catch(() => {});
   };
   try {
     const bus = await startGeneratedBus(opts, (step) => void steps.push(step));
@@ -143,14 +150,26 @@ export async function startMeshBus(opts: Pick<IsolatedMeshOptions, 'nodes' | 'pr
 export async function startIsolatedMesh(opts: IsolatedMeshOptions): Promise<IsolatedMesh> {
   const steps: (() => unknown)[] = [];
   const close = async () => {
-    for (const step of steps.splice(0).reverse()) await Promise.resolve().then(step).catch(() => {});
+    for (const step of steps.splice(0).reverse())
+      await Promise.resolve()
+        .then(step)
+        .catch(() => {});
   };
   const undo: Undo = (step) => void steps.push(step);
   try {
     const bus = await startGeneratedBus(opts, undo);
     const admin = await bus.connect(USERS.admin);
     // As an operator does: every bucket made by `init`, run with the admin login; no other login may.
-    const init = await runServer(['init', '--nats', bus.nats.url, '--nkey', bus.nkey(USERS.admin), '--nodes', String(opts.initNodes ?? opts.nodes.length), ...(opts.providers ?? []).flatMap((p) => ['--provider', p])]);
+    const init = await runServer([
+      'init',
+      '--nats',
+      bus.nats.url,
+      '--nkey',
+      bus.nkey(USERS.admin),
+      '--nodes',
+      String(opts.initNodes ?? opts.nodes.length),
+      ...(opts.providers ?? []).flatMap((p) => ['--provider', p]),
+    ]);
     if (init.code !== 0) throw new Error(`init exited ${init.code}: ${init.stdout}${init.stderr}`);
     const seat = await (opts.seat === 'process' ? seatProcess(bus) : seatInProcess(bus));
     undo(() => seat.stop());
@@ -160,10 +179,17 @@ export async function startIsolatedMesh(opts: IsolatedMeshOptions): Promise<Isol
     const archiveDir = join(bus.dir, 'archives');
     mkdirSync(archiveDir);
     const nodes = new Map<string, IsolatedNode>();
-    const node = (name: string) => nodes.get(name) ?? nodes.set(name, isolatedNode({ name, dir: join(bus.dir, name), url: bus.nats.url, archiveDir }, bus.connect, undo)).get(name)!;
+    const node = (name: string) =>
+      nodes.get(name) ?? nodes.set(name, isolatedNode({ name, dir: join(bus.dir, name), url: bus.nats.url, archiveDir }, bus.connect, undo)).get(name)!;
     const target = opts.archives === 'file' ? { dir: archiveDir } : { store: kv.archives, bucket: DEFAULT_ARCHIVES };
     return {
-      ...bus, admin, archiveDir, kv, seatSaid, node, close,
+      ...bus,
+      admin,
+      archiveDir,
+      kv,
+      seatSaid,
+      node,
+      close,
       publish: (module, spec) => publishModule(kv.modules, target, module, spec),
       async assign(name, module) {
         const placement = placementUnder(nodePaths(join(bus.dir, name)).root, module);
@@ -191,7 +217,13 @@ export async function withIsolatedMesh(opts: IsolatedMeshOptions, fn: (m: Isolat
 /** The seat in this process, on a connection of its own as `provisioner`. */
 async function seatInProcess(bus: GeneratedBus): Promise<RunningSeat> {
   const log = memoryLogger();
-  const seat = await startSeat({ nc: await bus.connect(USERS.seat, 'mesh-provisioner'), log, archives: DEFAULT_ARCHIVES, replicas: 1, inboxPrefix: INBOX_PREFIXES.seat });
+  const seat = await startSeat({
+    nc: await bus.connect(USERS.seat, 'mesh-provisioner'),
+    log,
+    archives: DEFAULT_ARCHIVES,
+    replicas: 1,
+    inboxPrefix: INBOX_PREFIXES.seat,
+  });
   return { said: () => log.lines.join('\n'), stop: () => seat.stop() };
 }
 
@@ -225,13 +257,24 @@ function isolatedNode(paths: { name: string; dir: string; url: string; archiveDi
   onClose(() => base.stop());
   let client: NodeClient | undefined;
   return {
-    name, root: base.root, log: base.log, engineLog: base.engineLog, moduleFile: base.moduleFile, startEngine: base.startEngine,
+    name,
+    root: base.root,
+    log: base.log,
+    engineLog: base.engineLog,
+    moduleFile: base.moduleFile,
+    startEngine: base.startEngine,
     async startClient() {
       const nc = await connect(USERS.client(name), `node-provisioner ${name}`);
       const engine = createEngineClient({ socketPath: base.socketPath, log: base.log, pollMs: 50 });
       const started = await startNodeClient({
-        nc, node: name, inboxPrefix: INBOX_PREFIXES.node(name), engine, log: base.log,
-        cacheDir: base.cacheDir, settleMs: DEFAULT_TEST_SETTLE_MS, archiveDir: paths.archiveDir,
+        nc,
+        node: name,
+        inboxPrefix: INBOX_PREFIXES.node(name),
+        engine,
+        log: base.log,
+        cacheDir: base.cacheDir,
+        settleMs: DEFAULT_TEST_SETTLE_MS,
+        archiveDir: paths.archiveDir,
       });
       // Stopped before its connection closes (the steps are undone newest first).
       onClose(async () => {

@@ -90,9 +90,19 @@ export async function text(c: MatrixContext, bucket: string, k: string): Promise
 }
 
 /** Creates a push consumer on `bucket` for `filter` delivering to `deliver`, by the named, filtered subject. */
-export async function pushConsumer(nc: NatsConnection, bucket: string, filter: string, name: string, deliver: string, subject?: string): Promise<string | undefined> {
+export async function pushConsumer(
+  nc: NatsConnection,
+  bucket: string,
+  filter: string,
+  name: string,
+  deliver: string,
+  subject?: string,
+): Promise<string | undefined> {
   const filterSubject = kvSubject(bucket, filter);
-  const body = { stream_name: `KV_${bucket}`, config: { name, deliver_subject: deliver, filter_subject: filterSubject, deliver_policy: 'all', ack_policy: 'none' } };
+  const body = {
+    stream_name: `KV_${bucket}`,
+    config: { name, deliver_subject: deliver, filter_subject: filterSubject, deliver_policy: 'all', ack_policy: 'none' },
+  };
   const reply = await nc.request(subject ?? `$JS.API.CONSUMER.CREATE.KV_${bucket}.${name}.${filterSubject}`, jsonBytes(body), { timeout: PROBE_TIMEOUT_MS });
   return apiError(reply.data);
 }
@@ -102,7 +112,10 @@ export async function consumerRead(nc: NatsConnection, subject: string, filter: 
   const inbox = createInbox(INBOX_PREFIXES.node(A));
   const sub = nc.subscribe(inbox, { max: 1 });
   try {
-    const body = { stream_name: `KV_${CONFIG}`, config: { ...(name ? { name } : {}), deliver_subject: inbox, filter_subject: kvSubject(CONFIG, filter), deliver_policy: 'all', ack_policy: 'none' } };
+    const body = {
+      stream_name: `KV_${CONFIG}`,
+      config: { ...(name ? { name } : {}), deliver_subject: inbox, filter_subject: kvSubject(CONFIG, filter), deliver_policy: 'all', ack_policy: 'none' },
+    };
     const reply = await nc.request(subject, jsonBytes(body), { timeout: PROBE_TIMEOUT_MS });
     const error = apiError(reply.data);
     if (error) throw new Error(error);
@@ -131,7 +144,9 @@ export function ownWrite(bucket: string): Row {
   const k = key.probe[bucket]!;
   const value = JSON.stringify({ probe: A, bucket });
   return {
-    actor: client, action: `put its own key \`${k}\` in ${bucket}`, expected: 'allowed',
+    actor: client,
+    action: `put its own key \`${k}\` in ${bucket}`,
+    expected: 'allowed',
     async run(c) {
       const said = await put(c.as(client), bucket, k, value).catch(refusal);
       const now = await stored(c.admin, bucket, k);
@@ -144,20 +159,38 @@ export function ownWrite(bucket: string): Row {
 /** A write of `nb`'s key (or the mesh's) the actor must not make. */
 export function foreignWrite(actor: string, bucket: string, k: string, action = `put \`${k}\` in ${bucket}`): Row {
   return {
-    actor, action, expected: 'refused',
+    actor,
+    action,
+    expected: 'refused',
     run: (c) => judgeWrite(c.admin, c.as(actor), [bucket, k], () => put(c.as(actor), bucket, k, '{"forged":true}')),
   };
 }
 
 /** A read that must return the stored value (`label` says it when it is the same on every run). */
-export function read(actor: string, action: string, expected: Verdict, bucket: string, k: string, fn: (nc: NatsConnection) => Promise<string | null>, label?: string): Row {
+export function read(
+  actor: string,
+  action: string,
+  expected: Verdict,
+  bucket: string,
+  k: string,
+  fn: (nc: NatsConnection) => Promise<string | null>,
+  label?: string,
+): Row {
   return { actor, action, expected, run: async (c) => judgeRead(await text(c, bucket, k), () => fn(c.as(actor)), label) };
 }
 
 /** An actor publishing with a reply subject aimed at a key it may not write. */
-export function forgedReply(actor: string, action: string, target: readonly [string, string], publish: (nc: NatsConnection, reply: string) => void, also: readonly (readonly [string, string])[] = []): Row {
+export function forgedReply(
+  actor: string,
+  action: string,
+  target: readonly [string, string],
+  publish: (nc: NatsConnection, reply: string) => void,
+  also: readonly (readonly [string, string])[] = [],
+): Row {
   return {
-    actor, action, expected: 'refused',
+    actor,
+    action,
+    expected: 'refused',
     run: (c) => judgeWrite(c.admin, c.as(actor), target, async () => void publish(c.as(actor), kvSubject(...target)), also),
   };
 }

@@ -30,11 +30,7 @@ reached a handler, which dropped it because its reply subject is no inbox.
 /** The table as printed in the test's output and kept in the doc. */
 export function renderTable(lines: readonly MatrixLine[]): string {
   const cell = (text: string) => text.replace(/\|/g, '\\|');
-  return [
-    `| ${HEAD.join(' | ')} |`,
-    `|${HEAD.map(() => '---').join('|')}|`,
-    ...lines.map((l) => `| ${HEAD.map((h) => cell(l[h])).join(' | ')} |`),
-  ].join('\n');
+  return [`| ${HEAD.join(' | ')} |`, `|${HEAD.map(() => '---').join('|')}|`, ...lines.map((l) => `| ${HEAD.map((h) => cell(l[h])).join(' | ')} |`)].join('\n');
 }
 
 /** The whole doc. */

@@ -23,14 +23,29 @@ export function widenGrants(config: string): string {
   c = after(c, `            ${q('mesh-vault.changed')}`, item('$JS.API.STREAM.CREATE.>'));
   // na may update a stream, and ask the vault as nb.
   c = after(c, '{ service: "$JS.FC.>" }', '\n      { service: "$JS.API.STREAM.UPDATE.>" }');
-  c = c.replace(`{ service: ${q(vaultCredentialOf(B))}, accounts: [${q(nodeAccount(B))}] }`, `{ service: ${q(vaultCredentialOf(B))}, accounts: [${q(nodeAccount(B))}, ${q(nodeAccount(A))}] }`);
+  c = c.replace(
+    `{ service: ${q(vaultCredentialOf(B))}, accounts: [${q(nodeAccount(B))}] }`,
+    `{ service: ${q(vaultCredentialOf(B))}, accounts: [${q(nodeAccount(B))}, ${q(nodeAccount(A))}] }`,
+  );
   const naVault = `{ service: { account: MESH, subject: ${q(vaultCredentialOf(A))} }, to: "mesh-vault.credential" }`;
-  c = after(c, naVault, `\n      { service: { account: MESH, subject: ${q(`$JS.API.STREAM.UPDATE.KV_${PLANS}`)} } }\n      { service: { account: MESH, subject: ${q(vaultCredentialOf(B))} }, to: ${q(vaultCredentialOf(B))} }`);
+  c = after(
+    c,
+    naVault,
+    `\n      { service: { account: MESH, subject: ${q(`$JS.API.STREAM.UPDATE.KV_${PLANS}`)} } }\n      { service: { account: MESH, subject: ${q(vaultCredentialOf(B))} }, to: ${q(vaultCredentialOf(B))} }`,
+  );
   // Each namesake node gets the inbox its name once gave it.
-  const prefixes: Record<string, string> = { [NAMESAKES.seat]: INBOX_PREFIXES.seat, [NAMESAKES.vault]: INBOX_PREFIXES.vault, [NAMESAKES.provider]: INBOX_PREFIXES.provider(PROVIDER) };
+  const prefixes: Record<string, string> = {
+    [NAMESAKES.seat]: INBOX_PREFIXES.seat,
+    [NAMESAKES.vault]: INBOX_PREFIXES.vault,
+    [NAMESAKES.provider]: INBOX_PREFIXES.provider(PROVIDER),
+  };
   for (const [node, prefix] of Object.entries(prefixes)) {
     c = after(c, '{ service: "$JS.FC.>" }', `\n      { stream: ${q(`${prefix}.>`)}, accounts: [${q(nodeAccount(node))}] }`);
-    c = after(c, `{ service: { account: MESH, subject: ${q(vaultCredentialOf(node))} }, to: "mesh-vault.credential" }`, `\n      { stream: { account: MESH, subject: ${q(`${prefix}.>`)} } }`);
+    c = after(
+      c,
+      `{ service: { account: MESH, subject: ${q(vaultCredentialOf(node))} }, to: "mesh-vault.credential" }`,
+      `\n      { stream: { account: MESH, subject: ${q(`${prefix}.>`)} } }`,
+    );
     c = c.replace(`[ ${q(`${INBOX_PREFIXES.node(node)}.>`)}, `, `[ ${q(`${INBOX_PREFIXES.node(node)}.>`)}, ${q(`${prefix}.>`)}, `);
   }
   return c;

@@ -74,16 +74,22 @@ export async function createInputBuckets(nc: NatsConnection, replicas = 1): Prom
 
 /** Waits until the seat has made its buckets and the archive store, and opens them; the error adds what the seat said. */
 export async function waitForSeat(nc: NatsConnection, seat: RunningSeat, ms = SEAT_START_MS): Promise<SeatBuckets> {
-  const archives = await waitFor('the seat’s buckets and archive store', async () => {
-    try {
-      await openKv(nc, APPLIED).then((b) => b.status());
-      const store = await new Objm(jetstream(nc)).open(DEFAULT_ARCHIVES);
-      await store.status();
-      return store;
-    } catch {
-      return undefined;
-    }
-  }, ms).catch((err: Error) => { throw new Error(`${err.message}; the seat said: ${seat.said().slice(-2000)}`); });
+  const archives = await waitFor(
+    'the seat’s buckets and archive store',
+    async () => {
+      try {
+        await openKv(nc, APPLIED).then((b) => b.status());
+        const store = await new Objm(jetstream(nc)).open(DEFAULT_ARCHIVES);
+        await store.status();
+        return store;
+      } catch {
+        return undefined;
+      }
+    },
+    ms,
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}; the seat said: ${seat.said().slice(-2000)}`);
+  });
   const [plans, applied, needs] = await Promise.all([PLANS, APPLIED, NEEDS].map((b) => openKv(nc, b)));
   return { plans: plans!, applied: applied!, needs: needs!, archives };
 }

@@ -123,7 +123,10 @@ export function createMeshNode(opts: MeshNodeOptions): MeshNode {
   };
 
   const node: MeshNode = {
-    ...paths, name: opts.name, log, engineLog,
+    ...paths,
+    name: opts.name,
+    log,
+    engineLog,
     secret(vault, value) {
       mkdirSync(dirname(join(paths.secrets, vault)), { recursive: true });
       writeFileSync(join(paths.secrets, vault), value);
@@ -140,7 +143,16 @@ export function createMeshNode(opts: MeshNodeOptions): MeshNode {
     async startClient(settleMs = DEFAULT_TEST_SETTLE_MS) {
       const engineClient = createEngineClient({ socketPath: paths.socketPath, log, pollMs: 50 });
       const nc = await connectBus({ servers: [opts.url], name: `node-provisioner ${opts.name}`, inboxPrefix: INBOX_PREFIXES.node(opts.name), ...opts.login });
-      const started = await startNodeClient({ nc, node: opts.name, inboxPrefix: INBOX_PREFIXES.node(opts.name), engine: engineClient, log, cacheDir: paths.cacheDir, settleMs, archiveDir: opts.archiveDir });
+      const started = await startNodeClient({
+        nc,
+        node: opts.name,
+        inboxPrefix: INBOX_PREFIXES.node(opts.name),
+        engine: engineClient,
+        log,
+        cacheDir: paths.cacheDir,
+        settleMs,
+        archiveDir: opts.archiveDir,
+      });
       client = { client: started, nc, engine: engineClient };
       return started;
     },
@@ -156,12 +168,23 @@ export function createMeshNode(opts: MeshNodeOptions): MeshNode {
       if (!client) throw new Error(`node ${opts.name} has no client running in this process`);
       return client.nc;
     },
-    startEngineProcess: (choice = {}) => bundle(choice, 'engine',
-      ['--socket', paths.socketPath, '--root', paths.root, '--secrets', paths.secrets, '--journal', paths.journalFile]),
-    startClientProcess: (choice = {}) => bundle(choice, 'client', [
-      '--node', opts.name, '--nats', opts.url, '--socket', paths.socketPath, '--cache', paths.cacheDir,
-      '--archive-dir', opts.archiveDir, ...login, ...(choice.args ?? []),
-    ]),
+    startEngineProcess: (choice = {}) =>
+      bundle(choice, 'engine', ['--socket', paths.socketPath, '--root', paths.root, '--secrets', paths.secrets, '--journal', paths.journalFile]),
+    startClientProcess: (choice = {}) =>
+      bundle(choice, 'client', [
+        '--node',
+        opts.name,
+        '--nats',
+        opts.url,
+        '--socket',
+        paths.socketPath,
+        '--cache',
+        paths.cacheDir,
+        '--archive-dir',
+        opts.archiveDir,
+        ...login,
+        ...(choice.args ?? []),
+      ]),
     async stop() {
       await node.stopClient().catch(() => {});
       await node.stopEngine().catch(() => {});

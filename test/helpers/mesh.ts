@@ -41,28 +41,29 @@ export type MeshOptions = {
 };
 
 /** The running mesh of one test, which is also its first node. */
-export type Mesh = Omit<MeshNode, 'stop'> & Bus & {
-  /** The node called `name`, set up on first use (nothing runs until a start). */
-  node(name: string): MeshNode;
-  /** Publishes a module as the catalogue does: archive and composition. */
-  publish(module: string, spec: ModuleSpec): Promise<Published>;
-  /** Assigns a module to a node, by default with its config dir under that node's root. */
-  assign(node: string, module: string, placement?: Record<string, Record<string, string | number>>): Promise<void>;
-  /** Removes an assignment. */
-  unassign(node: string, module: string): Promise<void>;
-  /** Puts a resolved config value, as mesh-config would. */
-  setConfig(node: string, module: string, key: string, value: string | Uint8Array): Promise<void>;
-  /** The module's current report, or null. */
-  report(node: string, module: string): Promise<Report | null>;
-  /** Waits for a report that `pred` accepts; the error gives the last report and the node's client log. */
-  waitReport(node: string, module: string, pred: (r: Report) => boolean, ms?: number): Promise<Report>;
-  /** A file's text, or undefined when there is none. */
-  file(path: string): string | undefined;
-  /** Waits until the test's connection reaches JetStream again (after a restart of nats-server). */
-  jetStreamBack(): Promise<void>;
-  /** Stops every node, the seat and nats-server, and removes the dir. */
-  close(): Promise<void>;
-};
+export type Mesh = Omit<MeshNode, 'stop'> &
+  Bus & {
+    /** The node called `name`, set up on first use (nothing runs until a start). */
+    node(name: string): MeshNode;
+    /** Publishes a module as the catalogue does: archive and composition. */
+    publish(module: string, spec: ModuleSpec): Promise<Published>;
+    /** Assigns a module to a node, by default with its config dir under that node's root. */
+    assign(node: string, module: string, placement?: Record<string, Record<string, string | number>>): Promise<void>;
+    /** Removes an assignment. */
+    unassign(node: string, module: string): Promise<void>;
+    /** Puts a resolved config value, as mesh-config would. */
+    setConfig(node: string, module: string, key: string, value: string | Uint8Array): Promise<void>;
+    /** The module's current report, or null. */
+    report(node: string, module: string): Promise<Report | null>;
+    /** Waits for a report that `pred` accepts; the error gives the last report and the node's client log. */
+    waitReport(node: string, module: string, pred: (r: Report) => boolean, ms?: number): Promise<Report>;
+    /** A file's text, or undefined when there is none. */
+    file(path: string): string | undefined;
+    /** Waits until the test's connection reaches JetStream again (after a restart of nats-server). */
+    jetStreamBack(): Promise<void>;
+    /** Stops every node, the seat and nats-server, and removes the dir. */
+    close(): Promise<void>;
+  };
 
 /** What runs beside the nodes: nats-server, the test's connection, the seat and the buckets. */
 type Bus = {
@@ -134,9 +135,20 @@ function assembleMesh(bus: Bus, opts: MeshOptions, undo: Closers): Mesh {
   const nodes = new Map<string, MeshNode>();
   undo.add(() => Promise.all([...nodes.values()].map((n) => n.stop())));
   const nodeDir = (name: string) => join(dir, name);
-  const node = (name: string) => nodes.get(name) ?? nodes.set(name, createMeshNode({
-    name, dir: nodeDir(name), url: nats.url, archiveDir, ...withLogin(opts.nodeLogin?.(name)),
-  })).get(name)!;
+  const node = (name: string) =>
+    nodes.get(name) ??
+    nodes
+      .set(
+        name,
+        createMeshNode({
+          name,
+          dir: nodeDir(name),
+          url: nats.url,
+          archiveDir,
+          ...withLogin(opts.nodeLogin?.(name)),
+        }),
+      )
+      .get(name)!;
   const { stop: _stopFirst, ...first } = node(opts.node ?? DEFAULT_NODE);
   const target = opts.archives === 'file' ? { dir: archiveDir } : { store: bus.archives, bucket: DEFAULT_ARCHIVES };
   const report = async (name: string, module: string) => {
@@ -144,11 +156,17 @@ function assembleMesh(bus: Bus, opts: MeshOptions, undo: Closers): Mesh {
     return e && e.operation === 'PUT' ? (e.json() as Report) : null;
   };
   return {
-    ...first, ...bus, node, report,
+    ...first,
+    ...bus,
+    node,
+    report,
     close: () => undo.run(),
     publish: (module, spec) => publishModule(kv.modules, target, module, spec),
     async assign(name, module, placement) {
-      await kv.assignments.put(`${name}.${module}`, JSON.stringify({ node: name, module, placement: placement ?? placementUnder(nodePaths(nodeDir(name)).root, module) }));
+      await kv.assignments.put(
+        `${name}.${module}`,
+        JSON.stringify({ node: name, module, placement: placement ?? placementUnder(nodePaths(nodeDir(name)).root, module) }),
+      );
     },
     async unassign(name, module) {
       await kv.assignments.delete(`${name}.${module}`);
@@ -159,10 +177,14 @@ function assembleMesh(bus: Bus, opts: MeshOptions, undo: Closers): Mesh {
     async waitReport(name, module, pred, ms = 15_000) {
       let last: Report | null = null;
       try {
-        return await waitFor(`report ${name}.${module}`, async () => {
-          last = await report(name, module);
-          return last && pred(last) ? last : null;
-        }, ms);
+        return await waitFor(
+          `report ${name}.${module}`,
+          async () => {
+            last = await report(name, module);
+            return last && pred(last) ? last : null;
+          },
+          ms,
+        );
       } catch (err) {
         const said = nodes.get(name)?.log.lines.slice(-12).join(' | ') ?? '(no such node here)';
         throw new Error(`${(err as Error).message}; last report: ${JSON.stringify(last)}; ${name}'s client log: ${said}`);
@@ -175,14 +197,18 @@ function assembleMesh(bus: Bus, opts: MeshOptions, undo: Closers): Mesh {
 
 /** Waits until `nc` reaches JetStream again: a stream info answered. */
 async function jetStreamBack(nc: NatsConnection): Promise<void> {
-  await waitFor('JetStream back for the test’s connection', async () => {
-    try {
-      await nc.request(`$JS.API.STREAM.INFO.KV_${CONFIG}`, undefined, { timeout: 500 });
-      return true;
-    } catch {
-      return false;
-    }
-  }, 20_000);
+  await waitFor(
+    'JetStream back for the test’s connection',
+    async () => {
+      try {
+        await nc.request(`$JS.API.STREAM.INFO.KV_${CONFIG}`, undefined, { timeout: 500 });
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    20_000,
+  );
 }
 
 /** `{ login }` when there is one, else nothing. */

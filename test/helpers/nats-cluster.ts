@@ -47,7 +47,12 @@ export type NatsClusterOptions = {
 };
 
 /** The configuration file of one server of the cluster. */
-export function clusterServerConfig(where: { listen: string; storeDir: string }, server: { name: string; http: number; cluster: number }, cluster: string, routes: number[]): string {
+export function clusterServerConfig(
+  where: { listen: string; storeDir: string },
+  server: { name: string; http: number; cluster: number },
+  cluster: string,
+  routes: number[],
+): string {
   return [
     `server_name: "${server.name}"`,
     `listen: "${where.listen}"`,
@@ -73,11 +78,21 @@ export async function startNatsCluster(opts: NatsClusterOptions = {}): Promise<N
   const servers: ClusterServer[] = [];
   try {
     // Started together: a server's JetStream waits for its routes, and each one's start waits only for its client port.
-    const started = await Promise.all(plan.map((p) => startNats('', {
-      dir: join(dir, p.name),
-      ...(opts.spawn ? { spawn: opts.spawn } : {}),
-      whole: (where) => clusterServerConfig(where, p, clusterName, routes.filter((r) => r !== p.cluster)),
-    })));
+    const started = await Promise.all(
+      plan.map((p) =>
+        startNats('', {
+          dir: join(dir, p.name),
+          ...(opts.spawn ? { spawn: opts.spawn } : {}),
+          whole: (where) =>
+            clusterServerConfig(
+              where,
+              p,
+              clusterName,
+              routes.filter((r) => r !== p.cluster),
+            ),
+        }),
+      ),
+    );
     started.forEach((s, i) => servers.push(clusterServer(s, plan[i]!.name, plan[i]!.http)));
     await waitFor('the cluster’s JetStream meta leader', () => metaLeaderKnown(servers), CLUSTER_READY_MS);
   } catch (err) {
@@ -119,7 +134,7 @@ function clusterServer(s: NatsServer, name: string, http: number): ClusterServer
 export async function monitorJson<T>(server: ClusterServer, path: string): Promise<T | undefined> {
   try {
     const res = await fetch(`${server.monitor}${path}`, { signal: AbortSignal.timeout(2000) });
-    return res.ok ? (await res.json()) as T : undefined;
+    return res.ok ? ((await res.json()) as T) : undefined;
   } catch {
     return undefined;
   }
@@ -149,15 +164,19 @@ export async function streamLeader(nc: NatsConnection, stream: string): Promise<
 /** Waits until `stream` has a leader and every replica is current (none offline or lagging). */
 export async function waitForStreamReplicas(nc: NatsConnection, stream: string, replicas: number, ms = CLUSTER_READY_MS): Promise<void> {
   const jsm = await jetstreamManager(nc);
-  await waitFor(`stream ${stream}: a leader and ${replicas - 1} current replicas`, async () => {
-    try {
-      const c = (await jsm.streams.info(stream)).cluster;
-      const current = (c?.replicas ?? []).filter((r) => r.current && !r.offline);
-      return Boolean(c?.leader) && current.length === replicas - 1;
-    } catch {
-      return false;
-    }
-  }, ms);
+  await waitFor(
+    `stream ${stream}: a leader and ${replicas - 1} current replicas`,
+    async () => {
+      try {
+        const c = (await jsm.streams.info(stream)).cluster;
+        const current = (c?.replicas ?? []).filter((r) => r.current && !r.offline);
+        return Boolean(c?.leader) && current.length === replicas - 1;
+      } catch {
+        return false;
+      }
+    },
+    ms,
+  );
 }
 
 /** The server_name of the server holding a client connection called `connection`, or undefined. */

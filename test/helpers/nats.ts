@@ -56,7 +56,10 @@ async function waitForPort(port: number, ms: number): Promise<void> {
   for (;;) {
     const ok = await new Promise<boolean>((resolve) => {
       const sock = connect(port, '127.0.0.1');
-      sock.once('connect', () => { sock.destroy(); resolve(true); });
+      sock.once('connect', () => {
+        sock.destroy();
+        resolve(true);
+      });
       sock.once('error', () => resolve(false));
     });
     if (ok) return;

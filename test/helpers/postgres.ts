@@ -60,7 +60,9 @@ function run(command: string, args: string[], cwd: string): Promise<void> {
 
 /** The uid and gid of the unprivileged user, from /etc/passwd. */
 function unprivilegedIds(): { uid: number; gid: number } {
-  const line = readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith(`${UNPRIVILEGED_USER}:`));
+  const line = readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`${UNPRIVILEGED_USER}:`));
   const [, , uid, gid] = line?.split(':') ?? [];
   if (uid === undefined || gid === undefined) throw new Error(`no user ${UNPRIVILEGED_USER} to run PostgreSQL as`);
   return { uid: Number(uid), gid: Number(gid) };
@@ -102,12 +104,16 @@ export async function startPostgres(opts: StartPostgresOptions = {}): Promise<Po
     writeFileSync(pwfile, `${adminPassword}\n`, { mode: 0o600 });
     handOver(dir);
     handOver(pwfile);
-    await run(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', `--pwfile=${pwfile}`, '-A', 'scram-sha-256',
-      '-E', 'UTF8', '--locale=C', '--no-sync'], dir);
+    await run(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', `--pwfile=${pwfile}`, '-A', 'scram-sha-256', '-E', 'UTF8', '--locale=C', '--no-sync'], dir);
     rmSync(pwfile);
     const port = await freePort();
     const settings = { ...baseSettings(dir, port), ...opts.settings };
-    appendFileSync(join(data, 'postgresql.conf'), Object.entries(settings).map(([k, v]) => `${k} = ${v}\n`).join(''));
+    appendFileSync(
+      join(data, 'postgresql.conf'),
+      Object.entries(settings)
+        .map(([k, v]) => `${k} = ${v}\n`)
+        .join(''),
+    );
     // Only password logins, on the socket and on loopback: a wrong password really fails.
     writeFileSync(join(data, 'pg_hba.conf'), 'local all all scram-sha-256\nhost all all 127.0.0.1/32 scram-sha-256\n');
     started = true;

@@ -61,12 +61,14 @@ export function fakeAdapter(withCheck = true) {
     async remove(as: string) {
       calls.push({ op: 'remove', as, at: Date.now() });
     },
-    ...(withCheck ? {
-      async check(g: Grant) {
-        calls.push({ op: 'check', as: g.as, at: Date.now() });
-        return !drifted.has(g.as);
-      },
-    } : {}),
+    ...(withCheck
+      ? {
+          async check(g: Grant) {
+            calls.push({ op: 'check', as: g.as, at: Date.now() });
+            return !drifted.has(g.as);
+          },
+        }
+      : {}),
   };
   const count = (op: Call['op'], as: string) => calls.filter((c) => c.op === op && c.as === as).length;
   return { adapter, calls, refuse, failures, drifted, count };
@@ -104,7 +106,12 @@ export async function world(provision = 'database') {
   /** The bound entry at a key: its JSON, or null when missing, deleted, or the bucket is not there yet. */
   const bound = async (key: string): Promise<unknown> => {
     // A get from a bucket not created yet waits for its timeout rather than failing at once.
-    created ||= await jetstreamManager(nc).then((jsm) => jsm.streams.info(`KV_${bucket}`)).then(() => true, () => false);
+    created ||= await jetstreamManager(nc)
+      .then((jsm) => jsm.streams.info(`KV_${bucket}`))
+      .then(
+        () => true,
+        () => false,
+      );
     if (!created) return null;
     const entry = await (await openKv(nc, bucket)).get(key);
     return entry && entry.operation === 'PUT' ? entry.json() : null;
@@ -126,5 +133,10 @@ export async function world(provision = 'database') {
 }
 
 /** A consumers file entry whose values ask for a database named `name`. */
-export const consumer = (node: string, module: string, local: string | null, credential: string, name = module): ConsumerEntry =>
-  ({ consumer: node, module, local, credential, value: { name } });
+export const consumer = (node: string, module: string, local: string | null, credential: string, name = module): ConsumerEntry => ({
+  consumer: node,
+  module,
+  local,
+  credential,
+  value: { name },
+});

@@ -37,14 +37,16 @@ export async function putFleet(inputs: { assignments: KV; modules: KV }, nodes: 
 
 /** The plan bytes the seat writes for each assignment of the fleet, composed here as the seat does. */
 export function expectedPlans(fleet: Fleet): Map<string, Uint8Array> {
-  return new Map([...fleet.assignments].map(([key, bytes]) => {
-    const a = decodeJson(AssignmentSchema, bytes);
-    const c = a.ok ? decodeJson(CompositionSchema, fleet.compositions.get(a.value.module) ?? '') : a;
-    if (!a.ok || !c.ok) throw new Error(`fleet input ${key} does not validate`);
-    const plan = composePlan(a.value, c.value);
-    if (!plan.ok) throw new Error(`plan ${key}: ${plan.reason}`);
-    return [key, Buffer.from(JSON.stringify(plan.value))];
-  }));
+  return new Map(
+    [...fleet.assignments].map(([key, bytes]) => {
+      const a = decodeJson(AssignmentSchema, bytes);
+      const c = a.ok ? decodeJson(CompositionSchema, fleet.compositions.get(a.value.module) ?? '') : a;
+      if (!a.ok || !c.ok) throw new Error(`fleet input ${key} does not validate`);
+      const plan = composePlan(a.value, c.value);
+      if (!plan.ok) throw new Error(`plan ${key}: ${plan.reason}`);
+      return [key, Buffer.from(JSON.stringify(plan.value))];
+    }),
+  );
 }
 
 /** A stored plan: its revision and bytes. */

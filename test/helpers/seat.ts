@@ -55,7 +55,14 @@ export async function startSeatFixture(opts: { withoutInputs?: boolean } = {}): 
   const seat = await startSeat({ nc, log, archives: 'mesh-catalog_archives', replicas: 1, onPass: (s) => passes.push(s) });
   const plans = await kvm.open(PLANS);
   return {
-    server, nc, seat, assignments, modules, plans, passes, log,
+    server,
+    nc,
+    seat,
+    assignments,
+    modules,
+    plans,
+    passes,
+    log,
     put: (kv, key, value) => kv.put(key, JSON.stringify(value)),
     async close() {
       await seat.stop();
@@ -73,6 +80,9 @@ export function nestedJson(depth: number): string {
 /** A composition of `module` as JSON text with `nested` (JSON text) as a provision's values. */
 export function compositionWithValues(module: string, nested: string): string {
   const base = composition(module);
-  const head = JSON.stringify({ ...base, provisioning: { ...base.provisioning, provisions: [{ provider: 'postgres', provision: 'database', values: { v: 0 } }] } });
+  const head = JSON.stringify({
+    ...base,
+    provisioning: { ...base.provisioning, provisions: [{ provider: 'postgres', provision: 'database', values: { v: 0 } }] },
+  });
   return head.replace('{"v":0}', `{"v":${nested}}`);
 }

@@ -13,8 +13,7 @@ export function envWithoutMesh(env: NodeJS.ProcessEnv = process.env): NodeJS.Pro
 }
 
 /** The tests' spawn: stdout ignored, stderr piped, no MESH_* variables. */
-export const spawnQuiet: Spawn = (_name, command, args) =>
-  spawn(command, args, { env: envWithoutMesh(), stdio: ['ignore', 'ignore', 'pipe'] });
+export const spawnQuiet: Spawn = (_name, command, args) => spawn(command, args, { env: envWithoutMesh(), stdio: ['ignore', 'ignore', 'pipe'] });
 
 /** Collects what the child writes to stderr; the returned function gives it so far. */
 export function collectStderr(child: ChildProcess): () => string {

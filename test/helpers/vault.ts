@@ -49,7 +49,13 @@ export function startVault(nc: NatsConnection, secretDirs: readonly string[], op
   const asks: Vault['asks'] = [];
   const ignored: string[] = [];
   const plans = openKv(nc, PLANS);
-  const plan = async (key: string) => planOf(await (await plans).get(key).then((e) => (e?.operation === 'PUT' ? e.value : null), () => null));
+  const plan = async (key: string) =>
+    planOf(
+      await (await plans).get(key).then(
+        (e) => (e?.operation === 'PUT' ? e.value : null),
+        () => null,
+      ),
+    );
   const write = (name: string, value: string | undefined) => {
     for (const dir of secretDirs) {
       const path = join(dir, name);
@@ -64,26 +70,34 @@ export function startVault(nc: NatsConnection, secretDirs: readonly string[], op
   };
   const answer = async (name: string, asker: string | null): Promise<{ value: string } | { error: string }> => {
     asked.push(name);
-    const why = asker === null ? (opts.lab ? undefined : 'the asker is unknown: ask through a node account (mesh-vault.credential.<node>)') : await askerRefusal(name, asker, plan);
+    const why =
+      asker === null
+        ? opts.lab
+          ? undefined
+          : 'the asker is unknown: ask through a node account (mesh-vault.credential.<node>)'
+        : await askerRefusal(name, asker, plan);
     const error = why ?? refused.get(name);
     const value = store.get(name);
     const reply = error !== undefined ? { error } : value !== undefined ? { value } : { error: `no credential ${name}` };
     asks.push({ name, asker, ...('error' in reply ? { error: reply.error } : {}) });
     return reply;
   };
-  const serve = (subject: string) => nc.subscribe(subject, {
-    callback: (err, msg) => {
-      if (err) return;
-      const asker = askerOf(msg.subject);
-      if (!msg.reply || !isInboxSubject(msg.reply) || asker === undefined) return void ignored.push(`${msg.subject} reply ${msg.reply ?? '(none)'}`);
-      const request = decodeCredentialRequest(msg.data);
-      if (!request.ok) return void msg.respond(jsonBytes({ error: `bad request: ${request.reason}` }));
-      void answer(request.name, asker).then((reply) => msg.respond(jsonBytes(reply)));
-    },
-  });
+  const serve = (subject: string) =>
+    nc.subscribe(subject, {
+      callback: (err, msg) => {
+        if (err) return;
+        const asker = askerOf(msg.subject);
+        if (!msg.reply || !isInboxSubject(msg.reply) || asker === undefined) return void ignored.push(`${msg.subject} reply ${msg.reply ?? '(none)'}`);
+        const request = decodeCredentialRequest(msg.data);
+        if (!request.ok) return void msg.respond(jsonBytes({ error: `bad request: ${request.reason}` }));
+        void answer(request.name, asker).then((reply) => msg.respond(jsonBytes(reply)));
+      },
+    });
   const subs = [serve(`${VAULT_CREDENTIAL}.*`), ...(opts.lab ? [serve(VAULT_CREDENTIAL)] : [])];
   return {
-    asked, asks, ignored,
+    asked,
+    asks,
+    ignored,
     set(name, value) {
       store.set(name, value);
       write(name, value);

@@ -22,10 +22,7 @@ export type ObjectFetcher = (bucket: string, name: string, maxBytes?: number) =>
 export const HTTPS_TIMEOUT_MS = 30_000;
 
 /** Where an archive's bytes are, as its ref says. */
-export type Source =
-  | { scheme: 'obj'; bucket: string; name: string }
-  | { scheme: 'file'; path: string }
-  | { scheme: 'https'; url: string };
+export type Source = { scheme: 'obj'; bucket: string; name: string } | { scheme: 'file'; path: string } | { scheme: 'https'; url: string };
 
 const OBJ_REF = /^obj:\/\/([-\w]+)\/(.+)$/s;
 
@@ -197,7 +194,6 @@ export function natsObjectFetcher(nc: NatsConnection): ObjectFetcher {
   };
 }
 
-
 function withinLimit(bytes: Uint8Array, maxBytes: number): Parsed<Uint8Array> {
   if (bytes.length > maxBytes) return fail(`larger than the archive limit of ${maxBytes} bytes`);
   return { ok: true, value: bytes };
@@ -213,4 +209,3 @@ function concat(parts: Uint8Array[], total: number): Uint8Array {
   }
   return out;
 }
-

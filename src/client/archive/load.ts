@@ -13,8 +13,6 @@ import { errorText } from '../../shared/errors.ts';
 export { natsObjectFetcher, type ObjectFetcher } from './fetch.ts';
 export { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from './limits.ts';
 
-
-
 /** Where to keep archives and how to fetch and bound them. */
 export type LoadArchiveOptions = {
   /** The cache directory: `<cacheDir>/sha256-<hex>` holds the archive's bytes as fetched. */
@@ -63,18 +61,13 @@ async function archiveBytes(ref: string, digest: string, opts: LoadArchiveOption
 }
 
 /** The cached bytes when they hash to the digest; undefined when they must be fetched. */
-async function readCached(
-  ref: string,
-  path: string,
-  hex: string,
-  maxBytes: number,
-  log: Logger | undefined,
-): Promise<Parsed<Uint8Array> | undefined> {
+async function readCached(ref: string, path: string, hex: string, maxBytes: number, log: Logger | undefined): Promise<Parsed<Uint8Array> | undefined> {
   let bytes: Uint8Array;
   try {
     bytes = await readFileWithin(path, maxBytes);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') log?.warn(`archive ${ref}: cache ${path} unreadable, fetching again: ${errorText(err, { cause: true })}`);
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+      log?.warn(`archive ${ref}: cache ${path} unreadable, fetching again: ${errorText(err, { cause: true })}`);
     return undefined;
   }
   // Same bytes as any fetch by this digest would give, so the limit refuses them here just the same.
@@ -161,7 +154,10 @@ const listings = new Map<string, Promise<Set<string>>>();
 function listing(dir: string): Promise<Set<string>> {
   let names = listings.get(dir);
   if (!names) {
-    names = readdir(dir).then((list) => new Set(list), () => new Set<string>());
+    names = readdir(dir).then(
+      (list) => new Set(list),
+      () => new Set<string>(),
+    );
     listings.set(dir, names);
   }
   return names;
@@ -174,4 +170,3 @@ async function mayBeCached(dir: string, name: string): Promise<boolean> {
 function sha256Hex(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');
 }
-

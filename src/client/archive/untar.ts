@@ -38,7 +38,8 @@ function gunzipWithin(bytes: Uint8Array, maxBytes: number): Promise<Parsed<Uint8
   return new Promise((resolve) => {
     gunzip(bytes, { maxOutputLength: maxBytes }, (err, out) => {
       if (!err) resolve({ ok: true, value: out });
-      else if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') resolve(fail(`gzip decompresses past ${maxBytes} bytes (the archive limit with room for tar headers)`));
+      else if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE')
+        resolve(fail(`gzip decompresses past ${maxBytes} bytes (the archive limit with room for tar headers)`));
       else resolve(fail(`not a valid gzip: ${err.message}`));
     });
   });
@@ -125,4 +126,3 @@ function normaliseName(name: string): string {
 function refuse(reason: string): never {
   throw new Refusal(reason);
 }
-

@@ -89,7 +89,8 @@ export function fillModule(plan: Plan, templates: TemplateSet, sources: ValueLoo
         dependencies.add(read.dependency);
         found = read;
       }
-      if (found.state === 'failed') return { ok: false, reason: `template ${target.name} line ${p.line}: \${${p.kind}:${p.name}}: ${found.reason}`, dependencies: [...dependencies] };
+      if (found.state === 'failed')
+        return { ok: false, reason: `template ${target.name} line ${p.line}: \${${p.kind}:${p.name}}: ${found.reason}`, dependencies: [...dependencies] };
       const need = note(needs, `${p.kind}:${p.name}`, () => ({ kind: p.kind, name: p.name, files: [], met: true }), target.label);
       if (found.state === 'waiting') {
         need.met = false;
@@ -125,7 +126,11 @@ export function fillModule(plan: Plan, templates: TemplateSet, sources: ValueLoo
   }
   // An item is recorded only when nothing of the module waits (DESIGN §7 point 6).
   const complete = waiting.size === 0;
-  return { ok: true, value: { files, items: complete ? items : [], waiting: [...waiting.values()], needs: [...needs.values()], notes }, dependencies: [...dependencies] };
+  return {
+    ok: true,
+    value: { files, items: complete ? items : [], waiting: [...waiting.values()], needs: [...needs.values()], notes },
+    dependencies: [...dependencies],
+  };
 }
 
 /** The templates the plan's files and items use, in plan order; a missing one or an item collection named twice fails. */

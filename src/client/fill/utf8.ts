@@ -13,14 +13,22 @@ export function firstInvalidUtf8(bytes: Uint8Array): number | undefined {
       i++;
       continue;
     }
-    const [length, low, high] = b >= 0xc2 && b <= 0xdf ? [2, 0x80, 0xbf]
-      : b === 0xe0 ? [3, 0xa0, 0xbf]
-      : b === 0xed ? [3, 0x80, 0x9f]
-      : b >= 0xe1 && b <= 0xef ? [3, 0x80, 0xbf]
-      : b === 0xf0 ? [4, 0x90, 0xbf]
-      : b === 0xf4 ? [4, 0x80, 0x8f]
-      : b >= 0xf1 && b <= 0xf3 ? [4, 0x80, 0xbf]
-      : [0, 0, 0];
+    const [length, low, high] =
+      b >= 0xc2 && b <= 0xdf
+        ? [2, 0x80, 0xbf]
+        : b === 0xe0
+          ? [3, 0xa0, 0xbf]
+          : b === 0xed
+            ? [3, 0x80, 0x9f]
+            : b >= 0xe1 && b <= 0xef
+              ? [3, 0x80, 0xbf]
+              : b === 0xf0
+                ? [4, 0x90, 0xbf]
+                : b === 0xf4
+                  ? [4, 0x80, 0x8f]
+                  : b >= 0xf1 && b <= 0xf3
+                    ? [4, 0x80, 0xbf]
+                    : [0, 0, 0];
     if (length === 0) return i;
     // The second byte's range rules out overlong forms, surrogates and past U+10FFFF; the rest are plain continuations.
     for (let k = 1; k < length; k++) {

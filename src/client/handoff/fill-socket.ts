@@ -90,7 +90,9 @@ export function createEngineClient(opts: EngineClientOptions): EngineClient {
   });
   return {
     fill: (req) => link.fill(req),
-    onKnock: (fn) => { knockHandlers.push(fn); },
+    onKnock: (fn) => {
+      knockHandlers.push(fn);
+    },
     close: () => {
       stopWatching();
       link.close();
@@ -209,7 +211,9 @@ function openConnection(socketPath: string, log: Logger, maxLineBytes: number, o
     connected = true;
     log.info(`engine ${socketPath}: connected`);
   });
-  socket.on('error', (err) => { failure = err; });
+  socket.on('error', (err) => {
+    failure = err;
+  });
   // 'close' follows every 'error', so what is in flight is rejected in one place.
   socket.on('close', () => {
     if (conn.dropped) return;

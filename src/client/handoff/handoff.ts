@@ -13,11 +13,7 @@ export type FileResult = Report['files'][number];
  * How a handoff ended: confirmed, not confirmed (given up, or files the reply left out: the module
  * waits for a knock), engine away, or refused whole.
  */
-export type HandoffOutcome =
-  | { kind: 'confirmed' }
-  | { kind: 'unconfirmed'; reason: string }
-  | { kind: 'unreachable' }
-  | { kind: 'failed'; reason: string };
+export type HandoffOutcome = { kind: 'confirmed' } | { kind: 'unconfirmed'; reason: string } | { kind: 'unreachable' } | { kind: 'failed'; reason: string };
 
 /** Room left under the engine's line limit for the request's JSON besides the contents. */
 const MAX_REQUEST_BYTES = MAX_ENGINE_LINE_BYTES - 1024 * 1024;
@@ -34,7 +30,10 @@ export class Handoff {
   readonly #byModule = new Map<string, Handed>();
   #engineDown = false;
 
-  constructor(private readonly engine: EngineClient, private readonly log: Logger) {}
+  constructor(
+    private readonly engine: EngineClient,
+    private readonly log: Logger,
+  ) {}
 
   /** Sends the files that changed since the engine confirmed them (every file when `full`). */
   async send(plan: Plan, files: readonly FillFile[], full: boolean): Promise<HandoffOutcome> {
@@ -42,7 +41,8 @@ export class Handoff {
     const toSend = files.filter((f) => full || handed.sent.get(f.path) !== signature(f));
     if (toSend.length === 0) return { kind: 'confirmed' };
     const size = requestSize(toSend);
-    if (size > MAX_REQUEST_BYTES) return { kind: 'failed', reason: `the fill request would be about ${size} bytes, past the engine's line limit of ${MAX_ENGINE_LINE_BYTES} bytes` };
+    if (size > MAX_REQUEST_BYTES)
+      return { kind: 'failed', reason: `the fill request would be about ${size} bytes, past the engine's line limit of ${MAX_ENGINE_LINE_BYTES} bytes` };
     const secrets = Object.fromEntries(plan.secrets.map((s) => [s.name, s.vault]));
     let reply;
     try {
@@ -69,7 +69,10 @@ export class Handoff {
     this.#record(handed, toSend, reply.files);
     // A file the reply leaves out goes again with the module's next run (a knock, a start, the bus's
     // return); the connection was kept, so the other modules' requests on it are answered as they come.
-    const missing = unconfirmedPaths(reply, toSend.map((f) => f.path));
+    const missing = unconfirmedPaths(
+      reply,
+      toSend.map((f) => f.path),
+    );
     if (missing.length === 0) return { kind: 'confirmed' };
     const left = new Set(missing);
     for (const f of toSend.filter((x) => left.has(x.path))) {

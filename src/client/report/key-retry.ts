@@ -36,7 +36,10 @@ export class KeyRetry {
   #generation = 0;
   #closed = false;
 
-  constructor(private readonly log: KeyRetryLog, opts: KeyRetryOptions = {}) {
+  constructor(
+    private readonly log: KeyRetryLog,
+    opts: KeyRetryOptions = {},
+  ) {
     this.#limits = { firstMs: opts.firstMs ?? FIRST_KEY_RETRY_MS, maxMs: opts.maxMs ?? MAX_KEY_RETRY_MS };
     this.#timer = opts.timer ?? unrefTimer;
   }

@@ -94,7 +94,9 @@ export class Reporter {
     this.#needs.set(module, after);
     // Together: a module's needs are separate keys, and one flush to the bus carries them all.
     await Promise.all([
-      ...[...after].filter(([key, bytes]) => !sameBytes(before.get(key), bytes)).map(([key, bytes]) => this.#retry.write(`${NEEDS} ${key}`, () => this.needsKv.put(key, bytes))),
+      ...[...after]
+        .filter(([key, bytes]) => !sameBytes(before.get(key), bytes))
+        .map(([key, bytes]) => this.#retry.write(`${NEEDS} ${key}`, () => this.needsKv.put(key, bytes))),
       ...[...before.keys()].filter((key) => !after.has(key)).map((key) => this.#retry.write(`${NEEDS} ${key}`, () => this.needsKv.delete(key))),
     ]);
   }

@@ -54,7 +54,14 @@ export async function readStoredNeeds(nc: NatsConnection, node: string, log: Log
  * `removed` and its report — one notice per module. A module that left no need is not known here,
  * so its report stays (docs/decisions.md, Client).
  */
-export function settleStoredNeeds(stored: StoredNeeds, planned: ReadonlySet<string>, reporter: Pick<Reporter, 'known'>, remove: (module: string) => void, node: string, log: Logger): void {
+export function settleStoredNeeds(
+  stored: StoredNeeds,
+  planned: ReadonlySet<string>,
+  reporter: Pick<Reporter, 'known'>,
+  remove: (module: string) => void,
+  node: string,
+  log: Logger,
+): void {
   for (const [module, needs] of stored) {
     reporter.known(module, needs);
     if (planned.has(module)) continue;

@@ -45,7 +45,10 @@ export class Modules {
   /** Each module's writes after its runs: the one running and the latest asked for meanwhile. */
   readonly #writes = new Map<string, WriteSlot>();
 
-  constructor(private readonly deps: ModulesDeps, private readonly onError: (module: string, err: unknown) => void = () => {}) {}
+  constructor(
+    private readonly deps: ModulesDeps,
+    private readonly onError: (module: string, err: unknown) => void = () => {},
+  ) {}
 
   /** The modules with a plan. */
   names(): string[] {
@@ -104,10 +107,14 @@ export class Modules {
       this.#states.delete(module);
       index.forget(module);
       handoff.forget(module);
-      return this.#later(module, async () => {
-        await this.deps.items.removed(module);
-        await reporter.removed(module, state.build);
-      }, true);
+      return this.#later(
+        module,
+        async () => {
+          await this.deps.items.removed(module);
+          await reporter.removed(module, state.build);
+        },
+        true,
+      );
     }
     if (state.planError || !state.plan) return this.#report(module, failedReport(state.build, state.planError ?? 'no plan'));
     const plan = state.plan;
@@ -123,9 +130,12 @@ export class Modules {
     const { files, items, waiting, needs, notes } = filled.value;
 
     const handed = await handoff.send(plan, files, full);
-    const report = handed.kind === 'unreachable' ? undefined
-      : handed.kind === 'failed' ? failedReport(plan.build, handed.reason)
-      : filledReport(plan.build, handoff.results(module, files), waiting, handed.kind === 'unconfirmed' ? handed.reason : undefined, notes);
+    const report =
+      handed.kind === 'unreachable'
+        ? undefined
+        : handed.kind === 'failed'
+          ? failedReport(plan.build, handed.reason)
+          : filledReport(plan.build, handoff.results(module, files), waiting, handed.kind === 'unconfirmed' ? handed.reason : undefined, notes);
     this.#later(module, async () => {
       await reporter.needs(module, needs);
       // Items only when nothing waits: a module still waiting keeps its last items (DESIGN §7 point 6).

@@ -53,17 +53,24 @@ export function boundSource(nc: NatsConnection, node: string, log: Logger, onCha
   const watchProvider = (bucket: string) => {
     const held = new Map<string, BoundEntry | { invalid: string }>();
     entries.set(bucket, held);
-    return watchBucket(nc, bucket, `${node}.>`, (e) => {
-      const key = parseBoundKey(e.key);
-      if (!key.ok || key.value.node !== node) return log.warn(`${bucket} ${e.key}: key out of shape: ${key.ok ? `names node ${key.value.node}` : key.reason}`);
-      if (e.value === null) held.delete(e.key);
-      else {
-        const decoded = decodeJson(BoundEntrySchema, e.value);
-        if (!decoded.ok) log.warn(`${bucket} ${e.key}: the provider's entry is out of shape: ${decoded.reason}`);
-        held.set(e.key, decoded.ok ? decoded.value : { invalid: decoded.reason });
-      }
-      onChange([boundDependency(key.value.module, bindingName(key.value))]);
-    }, log);
+    return watchBucket(
+      nc,
+      bucket,
+      `${node}.>`,
+      (e) => {
+        const key = parseBoundKey(e.key);
+        if (!key.ok || key.value.node !== node)
+          return log.warn(`${bucket} ${e.key}: key out of shape: ${key.ok ? `names node ${key.value.node}` : key.reason}`);
+        if (e.value === null) held.delete(e.key);
+        else {
+          const decoded = decodeJson(BoundEntrySchema, e.value);
+          if (!decoded.ok) log.warn(`${bucket} ${e.key}: the provider's entry is out of shape: ${decoded.reason}`);
+          held.set(e.key, decoded.ok ? decoded.value : { invalid: decoded.reason });
+        }
+        onChange([boundDependency(key.value.module, bindingName(key.value))]);
+      },
+      log,
+    );
   };
   const boundLookup = (plan: Plan, { provision, field }: BoundRef): Lookup => {
     const bucket = boundBucket(provision.provider);

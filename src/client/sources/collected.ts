@@ -100,11 +100,17 @@ export function assemble(plan: Plan, items: NodeItems, wanted: Wanted): Lookup {
 
 /** Starts the collected source of `items`' node: one watch of its items, kept in `items`, saying each changed collection. */
 export function collectedSource(nc: NatsConnection, items: NodeItems, log: Logger, onChange: OnChange): Source {
-  const watch: Watch = watchBucket(nc, COLLECT, `${items.node}.>`, (e) => {
-    const changed = items.set(e.key, e.value);
-    if ('reason' in changed) return log.warn(`${COLLECT} ${e.key}: key out of shape: ${changed.reason}`);
-    onChange([collectionDependency(changed.collection)]);
-  }, log);
+  const watch: Watch = watchBucket(
+    nc,
+    COLLECT,
+    `${items.node}.>`,
+    (e) => {
+      const changed = items.set(e.key, e.value);
+      if ('reason' in changed) return log.warn(`${COLLECT} ${e.key}: key out of shape: ${changed.reason}`);
+      onChange([collectionDependency(changed.collection)]);
+    },
+    log,
+  );
   return {
     name: 'collected',
     lookup: (plan, wanted) => ({ ...assemble(plan, items, wanted), dependency: collectionDependency(collectionOf(wanted)) }),

@@ -45,12 +45,18 @@ export function configDependency(module: string, key: string): string {
 /** Starts the config source of `node`: its watch runs until stopped, and says each changed key. */
 export function configSource(nc: NatsConnection, node: string, log: Logger, onChange: OnChange): Source & { values: ConfigValues } {
   const values = new ConfigValues(node);
-  const watch: Watch = watchBucket(nc, CONFIG, `${node}.>`, (e) => {
-    const key = parseConfigKey(e.key);
-    if (!key.ok) return log.warn(`${CONFIG} ${e.key}: key out of shape: ${key.reason}`);
-    values.set(key.value.module, key.value.key, e.value);
-    onChange([configDependency(key.value.module, key.value.key)]);
-  }, log);
+  const watch: Watch = watchBucket(
+    nc,
+    CONFIG,
+    `${node}.>`,
+    (e) => {
+      const key = parseConfigKey(e.key);
+      if (!key.ok) return log.warn(`${CONFIG} ${e.key}: key out of shape: ${key.reason}`);
+      values.set(key.value.module, key.value.key, e.value);
+      onChange([configDependency(key.value.module, key.value.key)]);
+    },
+    log,
+  );
   return {
     name: 'config',
     values,

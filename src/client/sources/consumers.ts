@@ -50,11 +50,18 @@ export function consumersSource(nc: NatsConnection, node: string, log: Logger, o
   const credentials = new VaultCredentials(nc, log, (vault) => {
     // A credential came or changed: refill the providers whose consumers hold it.
     const deps = new Set<string>();
-    for (const plan of plans.values()) for (const p of plan.provisions) {
-      if (p.node !== node) continue;
-      const name = pairVault({ provider: p.provider, provision: p.provision, node: plan.node, module: plan.module, ...(p.local !== undefined ? { local: p.local } : {}) });
-      if (name === vault) deps.add(consumersDependency(p.provider, p.provision));
-    }
+    for (const plan of plans.values())
+      for (const p of plan.provisions) {
+        if (p.node !== node) continue;
+        const name = pairVault({
+          provider: p.provider,
+          provision: p.provision,
+          node: plan.node,
+          module: plan.module,
+          ...(p.local !== undefined ? { local: p.local } : {}),
+        });
+        if (name === vault) deps.add(consumersDependency(p.provider, p.provision));
+      }
     onChange([...deps]);
   });
   const readNotice = vaultNoticeReader(log, (name) => credentials.changed(name));
@@ -76,20 +83,27 @@ export function consumersSource(nc: NatsConnection, node: string, log: Logger, o
     }
     return pending ? { state: 'waiting' } : { state: 'value', text: JSON.stringify(entries) };
   };
-  const open = () => watchBucket(nc, PLANS, '>', (e) => {
-    const key = parseNodeModuleKey(e.key);
-    if (!key.ok) return;
-    const before = plans.get(e.key);
-    let after: Plan | undefined;
-    if (e.value !== null) {
-      const decoded = decodeJson(PlanSchema, e.value);
-      if (decoded.ok && decoded.value.node === key.value.node && decoded.value.module === key.value.module) after = decoded.value;
-    }
-    if (after) plans.set(e.key, after);
-    else plans.delete(e.key);
-    const deps = new Set([...touched(before, node), ...touched(after, node)]);
-    if (deps.size > 0) onChange([...deps]);
-  }, log);
+  const open = () =>
+    watchBucket(
+      nc,
+      PLANS,
+      '>',
+      (e) => {
+        const key = parseNodeModuleKey(e.key);
+        if (!key.ok) return;
+        const before = plans.get(e.key);
+        let after: Plan | undefined;
+        if (e.value !== null) {
+          const decoded = decodeJson(PlanSchema, e.value);
+          if (decoded.ok && decoded.value.node === key.value.node && decoded.value.module === key.value.module) after = decoded.value;
+        }
+        if (after) plans.set(e.key, after);
+        else plans.delete(e.key);
+        const deps = new Set([...touched(before, node), ...touched(after, node)]);
+        if (deps.size > 0) onChange([...deps]);
+      },
+      log,
+    );
 
   return {
     name: 'consumers',

@@ -25,17 +25,23 @@ export function watchPlans(
 ): Watch {
   const { modules, templates, sources } = deps;
   let pass: NodeJS.Immediate | undefined;
-  const watch = watchBucket(nc, PLANS, `${node}.*`, (e) => {
-    const key = parseNodeModuleKey(e.key);
-    if (!key.ok) return log.warn(`${PLANS} ${e.key}: key out of shape: ${key.reason}`);
-    if (!modules.setPlan(key.value.module, e.value)) return;
-    pass ??= setImmediate(() => {
-      pass = undefined;
-      templates.retain(modules.digests());
-      sources.plansChanged(modules.plans());
-    });
-    onPlan(key.value.module);
-  }, log);
+  const watch = watchBucket(
+    nc,
+    PLANS,
+    `${node}.*`,
+    (e) => {
+      const key = parseNodeModuleKey(e.key);
+      if (!key.ok) return log.warn(`${PLANS} ${e.key}: key out of shape: ${key.reason}`);
+      if (!modules.setPlan(key.value.module, e.value)) return;
+      pass ??= setImmediate(() => {
+        pass = undefined;
+        templates.retain(modules.digests());
+        sources.plansChanged(modules.plans());
+      });
+      onPlan(key.value.module);
+    },
+    log,
+  );
   return {
     caughtUp: watch.caughtUp,
     stop() {

@@ -11,10 +11,16 @@ import { decodeJson } from '../../shared/schemas.ts';
 
 /** Watches the registry's `config` entry and warns when it names a bucket this client does not read. */
 export function watchRegistry(nc: NatsConnection, log: Logger): Watch {
-  return watchBucket(nc, REGISTRY_BUCKET, 'config', (e) => {
-    if (!e.value) return;
-    const entry = decodeJson(v.object({ bucket: v.string() }), e.value);
-    if (!entry.ok) log.warn(`${REGISTRY_BUCKET} config: ${entry.reason}`);
-    else if (entry.value.bucket !== CONFIG) log.warn(`registry names ${entry.value.bucket} for config; this client reads ${CONFIG}`);
-  }, log);
+  return watchBucket(
+    nc,
+    REGISTRY_BUCKET,
+    'config',
+    (e) => {
+      if (!e.value) return;
+      const entry = decodeJson(v.object({ bucket: v.string() }), e.value);
+      if (!entry.ok) log.warn(`${REGISTRY_BUCKET} config: ${entry.reason}`);
+      else if (entry.value.bucket !== CONFIG) log.warn(`registry names ${entry.value.bucket} for config; this client reads ${CONFIG}`);
+    },
+    log,
+  );
 }

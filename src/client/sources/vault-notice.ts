@@ -28,14 +28,20 @@ export const VAULT_NAME_PATTERN = new RegExp(`^(?:pair/${NAME}/${WORD}/${NAME}/$
 const notAnObject = (issue: v.BaseIssue<unknown>) => (issue.path?.length ? 'is missing' : 'is not an object');
 
 /** A `mesh-vault.changed` notice; fields besides `name` are allowed and ignored. The first failed check is the reason. */
-export const VaultNoticeSchema = v.config(v.object({
-  /** The vault name whose credential changed. */
-  name: v.pipe(
-    v.string('is not a string'),
-    v.maxLength(MAX_VAULT_NAME_CHARS, `is longer than ${MAX_VAULT_NAME_CHARS} characters`),
-    v.regex(VAULT_NAME_PATTERN, 'is not a vault name'),
+export const VaultNoticeSchema = v.config(
+  v.object(
+    {
+      /** The vault name whose credential changed. */
+      name: v.pipe(
+        v.string('is not a string'),
+        v.maxLength(MAX_VAULT_NAME_CHARS, `is longer than ${MAX_VAULT_NAME_CHARS} characters`),
+        v.regex(VAULT_NAME_PATTERN, 'is not a vault name'),
+      ),
+    },
+    notAnObject,
   ),
-}, notAnObject), { abortPipeEarly: true });
+  { abortPipeEarly: true },
+);
 
 /** Reads a notice within the limits: the vault name it carries, or why it is out of shape (quoting none of it). */
 export function parseVaultNotice(data: Uint8Array): Parsed<string> {

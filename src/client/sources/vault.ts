@@ -46,7 +46,7 @@ export class VaultCredentials {
     if (known) return known;
     const parsed = parseVaultName(vault);
     if (!parsed.ok || parsed.value.kind !== 'pair') {
-      const refused: Credential = { state: 'refused', reason: `not asked: ${parsed.ok ? 'not a provision\'s credential' : parsed.reason}` };
+      const refused: Credential = { state: 'refused', reason: `not asked: ${parsed.ok ? "not a provision's credential" : parsed.reason}` };
       // Said here, not settled: a settle would ask the very fill that is looking it up to run again.
       this.#known.set(vault, refused);
       this.log.warn(`vault: ${JSON.stringify(vault.slice(0, 300))} left out: ${refused.reason}`);
@@ -79,14 +79,20 @@ export class VaultCredentials {
     try {
       const msg = await this.nc.request(VAULT_CREDENTIAL, jsonBytes({ name: vault }), { timeout: VAULT_TIMEOUT_MS });
       const reply = decodeJson(ReplySchema, msg.data, { maxBytes: 64 * 1024 });
-      answer = !reply.ok ? { state: 'refused', reason: `reply out of shape: ${reply.reason}` }
-        : 'value' in reply.value ? { state: 'value', value: reply.value.value } : { state: 'refused', reason: reply.value.error };
+      answer = !reply.ok
+        ? { state: 'refused', reason: `reply out of shape: ${reply.reason}` }
+        : 'value' in reply.value
+          ? { state: 'value', value: reply.value.value }
+          : { state: 'refused', reason: reply.value.error };
     } catch (err) {
       if (this.#stopped) return;
       // Not reached (no responders, a timeout): the consumer is left out until the vault answers.
       const reason = `the vault did not answer (${errorText(err)})`;
       this.#settle(vault, { state: 'refused', reason });
-      this.#retries.set(vault, this.timer(() => void this.#ask(vault, backoff), backoff.failed()));
+      this.#retries.set(
+        vault,
+        this.timer(() => void this.#ask(vault, backoff), backoff.failed()),
+      );
       return;
     }
     if (!this.#stopped) this.#settle(vault, answer);

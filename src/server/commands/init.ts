@@ -26,7 +26,9 @@ export async function runInit(nc: NatsConnection, req: InitRequest, say: (line: 
     } catch (err) {
       // Any other login is refused at the first call: said once, not once a bucket.
       if (isPermissionViolation(err)) {
-        say(`init needs the admin login (its seed, admin.nk, as --nkey): this login may not make the JetStream calls init makes (bucket ${spec.name}: ${errorText(err)})`);
+        say(
+          `init needs the admin login (its seed, admin.nk, as --nkey): this login may not make the JetStream calls init makes (bucket ${spec.name}: ${errorText(err)})`,
+        );
         return 1;
       }
       outcome = { line: `bucket ${spec.name}: ${errorText(err)}`, failed: true };
@@ -57,7 +59,8 @@ async function initBucket(jsm: JetStreamManager, spec: BucketSpec, size: BucketS
   const refused = problems.filter((p) => !p.fixable);
   if (refused.length > 0) {
     return {
-      line: `bucket ${spec.name} (stream ${stream}) ${refused.map((p) => p.text).join('; ')}: left as it is — it may hold what it captured; ` +
+      line:
+        `bucket ${spec.name} (stream ${stream}) ${refused.map((p) => p.text).join('; ')}: left as it is — it may hold what it captured; ` +
         `save what you need, remove the stream with the admin login (\`nats stream rm ${stream}\`) and run init again`,
       failed: true,
     };
@@ -67,12 +70,16 @@ async function initBucket(jsm: JetStreamManager, spec: BucketSpec, size: BucketS
     await jsm.streams.update(stream, { ...config, ...(spec.kind === 'kv' ? KV_HARDENING : {}) });
     said.push(`hardened (it ${problems.map((p) => p.text).join(', ')})`);
   }
-  return { line: `bucket ${spec.name} (stream ${stream}) ${[...said, consumersNote(config.max_consumers, size.maxConsumers)].filter(Boolean).join('; ') || 'is as it should be'}`, failed: config.max_consumers <= 0 };
+  return {
+    line: `bucket ${spec.name} (stream ${stream}) ${[...said, consumersNote(config.max_consumers, size.maxConsumers)].filter(Boolean).join('; ') || 'is as it should be'}`,
+    failed: config.max_consumers <= 0,
+  };
 }
 
 /** What to say of an existing stream's bound on consumers, which nats-server cannot change. */
 function consumersNote(has: number, wants: number): string {
-  if (has <= 0) return 'has no bound on consumers, and nats-server cannot add one to an existing stream: remove the stream with the admin login and run init again';
+  if (has <= 0)
+    return 'has no bound on consumers, and nats-server cannot add one to an existing stream: remove the stream with the admin login and run init again';
   if (has < wants) return `allows ${has} consumers, fewer than the ${wants} of this mesh's size; nats-server cannot change that on an existing stream`;
   return '';
 }

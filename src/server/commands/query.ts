@@ -40,7 +40,11 @@ export async function runQuery(nc: NatsConnection, args: QueryArgs, out: (line: 
  * `onPage` as it comes, so a caller keeps only what it makes of a page. Resolves with the failure
  * that stopped it, or undefined once the last page was handed.
  */
-export async function forEachPage(nc: NatsConnection, request: Readonly<Record<string, unknown>>, onPage: (reply: VerbReply) => void): Promise<QueryFailure | undefined> {
+export async function forEachPage(
+  nc: NatsConnection,
+  request: Readonly<Record<string, unknown>>,
+  onPage: (reply: VerbReply) => void,
+): Promise<QueryFailure | undefined> {
   let after: string | undefined;
   for (;;) {
     let data: Uint8Array;
@@ -71,7 +75,7 @@ function readReply(data: Uint8Array, maxBytes: number): VerbReply | QueryFailure
   if (typeof r.what !== 'string' || !Array.isArray(r.entries) || !Array.isArray(r.outOfShape)) {
     return { code: 1, message: `query: ${PROVISIONING_VERB} answered a reply without what, entries and outOfShape` };
   }
-  if (r.next !== undefined && typeof r.next !== 'string') return { code: 1, message: 'query: the reply\'s next is not a key' };
+  if (r.next !== undefined && typeof r.next !== 'string') return { code: 1, message: "query: the reply's next is not a key" };
   return r as VerbReply;
 }
 
@@ -96,14 +100,25 @@ const COLUMNS: Readonly<Record<string, Columns>> = {
   applied: {
     heads: ['NODE', 'MODULE', 'STATE', 'BUILD', 'FILES', 'WAITING', 'REASON'],
     cells: (_key, v) => [
-      cell(v['node']), cell(v['module']), cell(v['state']), cell(v['build']), String(list(v['files']).length),
-      list(v['waiting']).map((w) => `${cell((w as Record<string, unknown>)['kind'])}:${cell((w as Record<string, unknown>)['name'])}`).join(','),
+      cell(v['node']),
+      cell(v['module']),
+      cell(v['state']),
+      cell(v['build']),
+      String(list(v['files']).length),
+      list(v['waiting'])
+        .map((w) => `${cell((w as Record<string, unknown>)['kind'])}:${cell((w as Record<string, unknown>)['name'])}`)
+        .join(','),
       cell(v['reason']),
     ],
   },
   collect: {
     heads: ['NODE', 'COLLECTION', 'CONTRIBUTOR', 'BYTES'],
-    cells: (_key, v) => [cell(v['node']), cell(v['collection']), cell(v['contributor']), String(Buffer.byteLength(typeof v['content'] === 'string' ? v['content'] : ''))],
+    cells: (_key, v) => [
+      cell(v['node']),
+      cell(v['collection']),
+      cell(v['contributor']),
+      String(Buffer.byteLength(typeof v['content'] === 'string' ? v['content'] : '')),
+    ],
   },
   health: {
     heads: ['NODE', 'MODULE', 'STATE', 'BUILD', 'SINCE', 'PASSES', 'REASON'],
@@ -123,14 +138,22 @@ function printTables(gathered: Gathered, out: (line: string) => void): void {
   if (gathered.outOfShape.length === 0) return;
   out('');
   out(`out of shape (${gathered.outOfShape.length}):`);
-  formatTable(['KEY', 'REASON'], gathered.outOfShape.map(({ key, reason }) => [cell(key), cell(reason)])).forEach((line) => out(line));
+  formatTable(
+    ['KEY', 'REASON'],
+    gathered.outOfShape.map(({ key, reason }) => [cell(key), cell(reason)]),
+  ).forEach((line) => out(line));
 }
 
 /** Pads every column to its widest cell, each cell safe text (DESIGN §3) before it is measured, whoever built it. */
 export function formatTable(heads: string[], rows: string[][]): string[] {
   const safeRows = rows.map((row) => row.map(safeText));
   const widths = heads.map((head, i) => Math.max(head.length, ...safeRows.map((row) => row[i]?.length ?? 0)));
-  return [heads, ...safeRows].map((row) => row.map((text, i) => text.padEnd(widths[i] ?? 0)).join('  ').trimEnd());
+  return [heads, ...safeRows].map((row) =>
+    row
+      .map((text, i) => text.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd(),
+  );
 }
 
 /** One line of text for a table cell, whatever the JSON held: safe text, cut past 4 KiB (DESIGN §3). */

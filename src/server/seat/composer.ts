@@ -90,7 +90,9 @@ export class Composer {
   ) {
     this.#health = new ComposerHealth((line) => this.sink.health(line), log);
     this.#book = new HealthBook(options.now);
-    this.#writer = new PlanWriter(sink, options.writesInFlight ?? DEFAULT_WRITES_IN_FLIGHT, (err) => log.error(`mesh-provisioner_plans: recording a write: ${errorText(err, { name: true })}`));
+    this.#writer = new PlanWriter(sink, options.writesInFlight ?? DEFAULT_WRITES_IN_FLIGHT, (err) =>
+      log.error(`mesh-provisioner_plans: recording a write: ${errorText(err, { name: true })}`),
+    );
     this.#retry = new WriteRetry(() => {
       // A pass asked by an input change meanwhile may have written them already.
       if (this.#dirty.size + this.#orphans.size > 0) this.#request();
@@ -188,7 +190,9 @@ export class Composer {
     const wait = this.#retry.afterPass(failed);
     if (wait !== undefined) this.log.warn(`mesh-provisioner_plans: ${failed} write(s) failed; trying again in ${wait} ms`);
 
-    this.log.debug(`pass ${summary.pass}: ${summary.composed.length} composed, ${summary.written.length} written, ${summary.retired.length} retired, ${summary.held.length} held, ${summary.failed.length} failed`);
+    this.log.debug(
+      `pass ${summary.pass}: ${summary.composed.length} composed, ${summary.written.length} written, ${summary.retired.length} retired, ${summary.held.length} held, ${summary.failed.length} failed`,
+    );
     try {
       this.onPass(summary);
     } catch (err) {
@@ -203,7 +207,13 @@ export class Composer {
     for (const [key, bytes] of pending) {
       const read = bytes === null ? undefined : readModule(key, bytes);
       if (read?.refused === undefined) this.#health.forget(`modules ${key}`);
-      else this.#health.sayOnce(`modules ${key}`, read.digest, { module: clip(key), build: '', reason: `mesh-catalog_modules ${clip(key)}: ${read.refused}; its plans are held`, passes: pass });
+      else
+        this.#health.sayOnce(`modules ${key}`, read.digest, {
+          module: clip(key),
+          build: '',
+          reason: `mesh-catalog_modules ${clip(key)}: ${read.refused}; its plans are held`,
+          passes: pass,
+        });
       // A key out of shape is said, never kept: no assignment can name it.
       if (read && !read.known) continue;
       if (this.#inputs.setComposition(key, read?.known ?? null)) for (const k of this.#inputs.keysOf(key)) this.#dirty.add(k);
@@ -242,7 +252,14 @@ export class Composer {
     }
     const read = readAssignment(key, bytes);
     this.#inputs.keepAssignment(key, read.ok ? read.value : null);
-    if (!read.ok) this.#fail(summary, key, digestOf(bytes), { ...subjectOf(key), build: '', reason: `mesh-controller_assignments ${clip(key)}: ${read.reason}` }, `assignment does not validate: ${read.reason}`);
+    if (!read.ok)
+      this.#fail(
+        summary,
+        key,
+        digestOf(bytes),
+        { ...subjectOf(key), build: '', reason: `mesh-controller_assignments ${clip(key)}: ${read.reason}` },
+        `assignment does not validate: ${read.reason}`,
+      );
   }
 
   /** The plan of a key when it is to be written: composed, within the limit, and different from the stored one. */
@@ -255,12 +272,21 @@ export class Composer {
     const plan = composePlan(assignment, c.parsed.value);
     // Buffer.from is the same UTF-8 as jsonBytes at less than half the cost, which counts at fleet size.
     const bytes = plan.ok ? Buffer.from(JSON.stringify(plan.value)) : undefined;
-    const why = !plan.ok ? plan.reason
-      // A plan past the limit is one the bus or the client would refuse: refused here, with its size.
-      : bytes!.length > MAX_PLAN_BYTES ? `${bytes!.length} bytes, past the limit of ${MAX_PLAN_BYTES} bytes` : undefined;
+    const why = !plan.ok
+      ? plan.reason
+      : // A plan past the limit is one the bus or the client would refuse: refused here, with its size.
+        bytes!.length > MAX_PLAN_BYTES
+        ? `${bytes!.length} bytes, past the limit of ${MAX_PLAN_BYTES} bytes`
+        : undefined;
     if (why !== undefined || !bytes) {
       const said = digestOf(`${JSON.stringify(assignment)}\n${c.digest}`);
-      this.#fail(summary, key, said, { module: assignment.module, node: assignment.node, build: c.parsed.value.build, reason: `plan ${key}: ${why ?? ''}` }, why ?? '');
+      this.#fail(
+        summary,
+        key,
+        said,
+        { module: assignment.module, node: assignment.node, build: c.parsed.value.build, reason: `plan ${key}: ${why ?? ''}` },
+        why ?? '',
+      );
       return undefined;
     }
     this.#health.forget(`assignments ${key}`);
@@ -314,7 +340,12 @@ export class Composer {
     }
     for (const [module, c] of heldNow) {
       // Out of shape, a composition cannot be composed: failed. Missing or unpublished, it is waited for: held.
-      const standing = { module, ...(c?.parsed.ok ? { build: c.parsed.value.build } : {}), state: c && !c.parsed.ok ? 'failed' as const : 'held' as const, reason: heldReason(c) };
+      const standing = {
+        module,
+        ...(c?.parsed.ok ? { build: c.parsed.value.build } : {}),
+        state: c && !c.parsed.ok ? ('failed' as const) : ('held' as const),
+        reason: heldReason(c),
+      };
       for (const key of this.#inputs.keysOf(module)) {
         summary.held.push(key);
         this.#book.set(key, { node: this.#inputs.assignment(key)!.node, ...standing });

@@ -73,7 +73,15 @@ export class HealthBook {
     const kept = this.#kept.get(key);
     if (!kept) return undefined;
     const { sinceMs, began, build, ...rest } = kept;
-    return { node: rest.node, module: rest.module, ...(build === undefined ? {} : { build }), state: rest.state, reason: rest.reason, since: new Date(sinceMs).toISOString(), passes: this.#counted - began + 1 };
+    return {
+      node: rest.node,
+      module: rest.module,
+      ...(build === undefined ? {} : { build }),
+      state: rest.state,
+      reason: rest.reason,
+      since: new Date(sinceMs).toISOString(),
+      passes: this.#counted - began + 1,
+    };
   }
 }
 

@@ -15,7 +15,10 @@ export class ComposerHealth {
   readonly #said = new Map<string, string>();
   readonly #heldPasses = new Map<string, number>();
 
-  constructor(private readonly publish: (line: Health) => void, private readonly log: Logger) {}
+  constructor(
+    private readonly publish: (line: Health) => void,
+    private readonly log: Logger,
+  ) {}
 
   /** Says a bad input once per distinct value (`digest`): passes re-run on every change, the line need not. */
   sayOnce(id: string, digest: string, line: Health): void {
@@ -72,4 +75,3 @@ export function subjectOf(key: string): { module: string; node?: string } {
 export function clip(key: string): string {
   return key.length <= 300 ? key : `${key.slice(0, 300)}…`;
 }
-

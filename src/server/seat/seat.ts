@@ -48,7 +48,7 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
     return kvs;
   };
   const kvs = await bindWhenThere(bind, log, () => nc.isClosed());
-  if (!kvs) throw new Error('the connection closed before the seat\'s buckets were there');
+  if (!kvs) throw new Error("the connection closed before the seat's buckets were there");
 
   const registry = kvs.get(REGISTRY_BUCKET)!;
   await syncRegistry(nc, registry, log);
@@ -71,7 +71,13 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
   // The subscription reaches the server before the seat says it is ready: a request right after is answered.
   await nc.flush();
 
-  const watches = ([['plans', PLANS], ['assignments', ASSIGNMENTS], ['modules', MODULES]] as const).map(([input, bucket]) => {
+  const watches = (
+    [
+      ['plans', PLANS],
+      ['assignments', ASSIGNMENTS],
+      ['modules', MODULES],
+    ] as const
+  ).map(([input, bucket]) => {
     const watch = watchBucket(nc, bucket, '>', (e) => composer.update(input, e.key, e.value, e.revision), log);
     void watch.caughtUp.then(() => composer.loaded(input));
     return watch;

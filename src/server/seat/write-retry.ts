@@ -27,7 +27,10 @@ export class WriteRetry {
   #closed = false;
 
   /** `retry` is called when a wait ends: it asks the pass that tries the failed writes again. */
-  constructor(private readonly retry: () => void, opts: WriteRetryOptions = {}) {
+  constructor(
+    private readonly retry: () => void,
+    opts: WriteRetryOptions = {},
+  ) {
     this.#backoff = new Backoff({ firstMs: opts.firstMs ?? FIRST_WRITE_RETRY_MS, maxMs: opts.maxMs ?? MAX_WRITE_RETRY_MS });
     this.#timer = opts.timer ?? unrefTimer;
   }

@@ -44,7 +44,10 @@ export class KeyIndex {
   readonly #now: () => number;
   #sweeper: NodeJS.Timeout | undefined;
 
-  constructor(private readonly nc: NatsConnection, private readonly hooks: KeyIndexHooks = {}) {
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly hooks: KeyIndexHooks = {},
+  ) {
     this.#now = hooks.now ?? Date.now;
   }
 
@@ -156,7 +159,10 @@ async function catchUp(nc: NatsConnection, bucket: string, filter: string, listi
 /** The keys with those changed since merged in (true: present, false: deleted), still in key order. */
 function applyChanges(keys: readonly string[], changed: Map<string, boolean>): readonly string[] {
   const has = (key: string) => keys[firstAfter(keys, key) - 1] === key;
-  const added = [...changed].filter(([key, present]) => present && !has(key)).map(([key]) => key).sort(compareKeys);
+  const added = [...changed]
+    .filter(([key, present]) => present && !has(key))
+    .map(([key]) => key)
+    .sort(compareKeys);
   const gone = [...changed].some(([key, present]) => !present && has(key));
   if (added.length === 0 && !gone) return keys;
   const merged: string[] = [];

@@ -23,7 +23,11 @@ export class Page {
   #taken = 0;
   #last: string | undefined;
 
-  constructor(what: string, private readonly limit: number, private readonly budget: number) {
+  constructor(
+    what: string,
+    private readonly limit: number,
+    private readonly budget: number,
+  ) {
     this.reply = { what, entries: [], outOfShape: [] };
     this.#size = byteLength(this.reply);
   }

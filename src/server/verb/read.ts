@@ -33,7 +33,10 @@ export class VerbReader {
   readonly #index: KeyIndex;
   readonly #inboxPrefix: string;
 
-  constructor(private readonly nc: NatsConnection, private readonly options: ReaderOptions = {}) {
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly options: ReaderOptions = {},
+  ) {
     this.#index = new KeyIndex(nc, options);
     this.#inboxPrefix = options.inboxPrefix ?? DEFAULT_INBOX_PREFIX;
   }

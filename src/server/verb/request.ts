@@ -30,10 +30,7 @@ export type Shape = {
   schema: v.GenericSchema;
 };
 
-const JsonObjectSchema = v.custom<Record<string, unknown>>(
-  (raw) => typeof raw === 'object' && raw !== null && !Array.isArray(raw),
-  'is not a JSON object',
-);
+const JsonObjectSchema = v.custom<Record<string, unknown>>((raw) => typeof raw === 'object' && raw !== null && !Array.isArray(raw), 'is not a JSON object');
 
 /** A `what` answered from a seat bucket; `health` is answered from the seat's memory. */
 export type BucketWhat = Exclude<VerbRequest['what'], 'health'>;

@@ -45,9 +45,11 @@ export function serveProvisioning(nc: NatsConnection, log: Logger, reader: VerbR
     }
     const request = parseVerbRequest(msg.data);
     if (!request.ok) return respond(msg, { error: request.reason }, log);
-    const admitted = inFlight.admit(() => answerRequest(reader, health, request.value, maxPayloadOf(nc))
-      .catch((err: unknown) => ({ error: `internal: ${errorText(err)}` }))
-      .then((reply) => respond(msg, reply, log)));
+    const admitted = inFlight.admit(() =>
+      answerRequest(reader, health, request.value, maxPayloadOf(nc))
+        .catch((err: unknown) => ({ error: `internal: ${errorText(err)}` }))
+        .then((reply) => respond(msg, reply, log)),
+    );
     if (!admitted) respond(msg, { error: BUSY }, log);
   };
   const loop = (async () => {
@@ -125,7 +127,12 @@ export async function answerProvisioning(
   return answerRequest(reader, health, request.value, maxPayload);
 }
 
-async function answerRequest(reader: VerbReader, health: HealthSource | undefined, request: VerbRequest, maxPayload: number): Promise<VerbReply | { error: string }> {
+async function answerRequest(
+  reader: VerbReader,
+  health: HealthSource | undefined,
+  request: VerbRequest,
+  maxPayload: number,
+): Promise<VerbReply | { error: string }> {
   if (request.what === 'health') return health ? answerHealth(health, request, maxPayload) : { error: 'what: health is not kept by this server' };
   return answerBucket(reader, { ...request, what: request.what }, maxPayload);
 }
@@ -157,6 +164,7 @@ function classify(shape: Shape, key: string, data: Uint8Array, maxBytes: number)
   const value = parsed.value;
   const checked = validate(shape.schema, value);
   if (!checked.ok) return { key, reason: `value: ${checked.reason}` };
-  const disagreement = typeof parsedKey.value === 'object' && parsedKey.value !== null ? keyDisagreement(parsedKey.value, value as Record<string, unknown>) : undefined;
+  const disagreement =
+    typeof parsedKey.value === 'object' && parsedKey.value !== null ? keyDisagreement(parsedKey.value, value as Record<string, unknown>) : undefined;
   return disagreement ? { key, reason: `value: ${disagreement}` } : { key, value };
 }

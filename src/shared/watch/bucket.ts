@@ -62,7 +62,7 @@ export function waitForWatch(what: string, log: { notice(line: string): void; de
       stopped: () => stopped,
       maxMs: MAX_WATCH_RETRY_MS,
       onFailure: (err) => {
-        if (err instanceof NatsInternalsError) return (fatal = err), false;
+        if (err instanceof NatsInternalsError) return ((fatal = err), false);
         if (wait.closed()) return false;
         // A bucket not created yet, or no responders under a node's grants, looks the same: wait,
         // saying it once per reason and the retries only at debug.
@@ -81,5 +81,11 @@ export function waitForWatch(what: string, log: { notice(line: string): void; de
     if (said) log.notice(`${what} is there now`);
     return opened.caughtUp;
   })();
-  return { caughtUp, stop: () => { stopped = true; watch?.stop(); } };
+  return {
+    caughtUp,
+    stop: () => {
+      stopped = true;
+      watch?.stop();
+    },
+  };
 }

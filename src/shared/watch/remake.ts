@@ -53,39 +53,43 @@ export function hastenRemakes(consumer: Pick<OrderedConsumer, 'interceptCreates'
   const drop = (stream: string, info: ConsumerInfo) => void calls.delete(stream, info.name).catch(() => {});
 
   // A replaced re-make never settles: settled, nats.js would take its consumer or make yet another.
-  const hedge = (stream: string, config: ConsumerConfig, mine: number) => new Promise<ConsumerInfo>((resolve, reject) => {
-    const began = time.now();
-    let made = false;
-    let inFlight = 0;
-    let sent = 0;
-    let timer: { cancel(): void } | undefined;
-    const send = () => {
-      timer?.cancel();
-      if (made || !current(mine)) return;
-      const name = sent === 0 ? config.name : `${config.name}_${sent}`;
-      sent++;
-      inFlight++;
-      calls.add(stream, { ...config, ...(name ? { name } : {}) }).then((info) => {
-        inFlight--;
-        if (made || !current(mine)) return drop(stream, info);
-        made = true;
+  const hedge = (stream: string, config: ConsumerConfig, mine: number) =>
+    new Promise<ConsumerInfo>((resolve, reject) => {
+      const began = time.now();
+      let made = false;
+      let inFlight = 0;
+      let sent = 0;
+      let timer: { cancel(): void } | undefined;
+      const send = () => {
         timer?.cancel();
-        resolve(info);
-      }, (err: Error) => {
-        inFlight--;
         if (made || !current(mine)) return;
-        if (!isTimeout(err)) {
-          timer?.cancel();
-          made = true;
-          return reject(err);
-        }
-        log?.debug?.(`${what}: a create of its consumer went unanswered (${time.now() - began} ms into the re-make); sending another`);
-        if (inFlight < REMAKE_IN_FLIGHT) send();
-      });
-      if (inFlight < REMAKE_IN_FLIGHT) timer = time.timer(send, REMAKE_HEDGE_MS);
-    };
-    send();
-  });
+        const name = sent === 0 ? config.name : `${config.name}_${sent}`;
+        sent++;
+        inFlight++;
+        calls.add(stream, { ...config, ...(name ? { name } : {}) }).then(
+          (info) => {
+            inFlight--;
+            if (made || !current(mine)) return drop(stream, info);
+            made = true;
+            timer?.cancel();
+            resolve(info);
+          },
+          (err: Error) => {
+            inFlight--;
+            if (made || !current(mine)) return;
+            if (!isTimeout(err)) {
+              timer?.cancel();
+              made = true;
+              return reject(err);
+            }
+            log?.debug?.(`${what}: a create of its consumer went unanswered (${time.now() - began} ms into the re-make); sending another`);
+            if (inFlight < REMAKE_IN_FLIGHT) send();
+          },
+        );
+        if (inFlight < REMAKE_IN_FLIGHT) timer = time.timer(send, REMAKE_HEDGE_MS);
+      };
+      send();
+    });
 
   return { stop: () => void (stopped = true) };
 }

@@ -30,7 +30,10 @@ export class WatchState {
    * less than the revision the watch had seen (a consumer made on a cluster replica that is still
    * catching up looks the same as a wiped stream); false keeps every key.
    */
-  constructor(private readonly onEvent: (event: WatchEvent) => void, private readonly confirmWipe?: (seen: number) => Promise<boolean>) {
+  constructor(
+    private readonly onEvent: (event: WatchEvent) => void,
+    private readonly confirmWipe?: (seen: number) => Promise<boolean>,
+  ) {
     this.caughtUp = new Promise<void>((resolve) => (this.#markCaughtUp = resolve));
   }
 
@@ -82,10 +85,12 @@ export class WatchState {
     if (this.#confirming) return;
     this.#confirming = true;
     // Keys the re-read still delivers while the stream is asked are not said gone.
-    void this.confirmWipe(this.#seenBefore).catch(() => true).then((wiped) => {
-      this.#confirming = false;
-      this.#sayGone(wiped);
-    });
+    void this.confirmWipe(this.#seenBefore)
+      .catch(() => true)
+      .then((wiped) => {
+        this.#confirming = false;
+        this.#sayGone(wiped);
+      });
   }
 
   #sayGone(wiped: boolean): void {

@@ -24,13 +24,7 @@ import type { Watch, WatchEvent } from './types.ts';
  * process checks the nats.js private parts this relies on (shared/watch/internals.ts): a
  * NatsInternalsError is thrown when one is missing.
  */
-export async function watchKv(
-  nc: NatsConnection,
-  bucket: string,
-  filter: string,
-  onEvent: (event: WatchEvent) => void,
-  log?: KeeperLog,
-): Promise<Watch> {
+export async function watchKv(nc: NatsConnection, bucket: string, filter: string, onEvent: (event: WatchEvent) => void, log?: KeeperLog): Promise<Watch> {
   const prefix = `$KV.${bucket}.`;
   const consumer = await jetstream(nc).consumers.getPushConsumer(`KV_${bucket}`, {
     filter_subjects: prefix + filter,
@@ -65,7 +59,13 @@ export async function watchKv(
   void messages.closed().then(() => kept.stop());
   void followStatus(messages, consumer, kept, state, what, log);
   ordered.reset();
-  return { caughtUp: state.caughtUp, stop: () => { kept.stop(); void messages.stop(); } };
+  return {
+    caughtUp: state.caughtUp,
+    stop: () => {
+      kept.stop();
+      void messages.stop();
+    },
+  };
 }
 
 /** Hands the consumer's heartbeats and re-makes to its keeper, and a re-make's first word to the state. */

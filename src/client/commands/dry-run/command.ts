@@ -29,25 +29,29 @@ export type DryRunOptions = {
 /** Runs --dry-run; returns the exit code (2 when DIR cannot take it). */
 export async function runDryRun(o: DryRunOptions): Promise<number> {
   const ready = await prepareDryRunDir(o.dir);
-  if (!ready.ok) return o.err(ready.reason), 2;
+  if (!ready.ok) return (o.err(ready.reason), 2);
   const limit = oneShotLimit(o.timeoutMs, o.signalled);
   try {
     const nc = await connectWithin(o.bus, limit.reached);
     if (nc === 'signalled') return 0;
-    if (nc === 'timeout') return o.err(`${o.node}: the bus at ${o.bus.servers.join(',')} was not reached within ${o.timeoutMs / 1000} s`), 1;
+    if (nc === 'timeout') return (o.err(`${o.node}: the bus at ${o.bus.servers.join(',')} was not reached within ${o.timeoutMs / 1000} s`), 1);
     const book = new ReportBook();
     const capture = new DryRunCapture(book);
     const run = { nc, node: o.node, log: o.log, cacheDir: o.cache, settleMs: o.settleMs, ...(o.archiveDir ? { archiveDir: o.archiveDir } : {}) };
     const starting = startClient(run, async () => capture.sinks());
     const dry = await Promise.race([starting, limit.reached]);
     const end: OneShotEnd = typeof dry === 'string' ? dry : await awaitSettled(dry, book, limit.reached);
-    if (typeof dry === 'string') void starting.then((d) => d.stop(), () => undefined);
+    if (typeof dry === 'string')
+      void starting.then(
+        (d) => d.stop(),
+        () => undefined,
+      );
     const entries = typeof dry === 'string' ? [] : dry.modules().map((m) => ({ standing: book.standing(m), rendered: capture.rendered(m) }));
     if (typeof dry !== 'string') await dry.stop();
     await nc.close();
-    if (end === 'signalled') return o.log.notice('--dry-run interrupted by a signal; nothing written'), 0;
-    if (typeof dry === 'string') return o.err(`${o.node}: the node's plans were not read within ${o.timeoutMs / 1000} s`), 1;
-    if (entries.length === 0) return o.out(`${o.node}: no plans for this node; nothing to render`), 0;
+    if (end === 'signalled') return (o.log.notice('--dry-run interrupted by a signal; nothing written'), 0);
+    if (typeof dry === 'string') return (o.err(`${o.node}: the node's plans were not read within ${o.timeoutMs / 1000} s`), 1);
+    if (entries.length === 0) return (o.out(`${o.node}: no plans for this node; nothing to render`), 0);
     const summary = await writeDryRun(o.dir, o.node, entries, end === 'timeout');
     for (const line of describeDryRun(summary)) o.out(line);
     return summary.complete ? 0 : 1;

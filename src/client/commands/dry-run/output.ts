@@ -52,7 +52,12 @@ export async function prepareDryRunDir(dir: string): Promise<Parsed<void>> {
 }
 
 /** Writes every module's files (each 0600: a consumers file holds credentials) and the summary; returns the summary. */
-export async function writeDryRun(dir: string, node: string, modules: readonly { standing: Standing; rendered: Rendered }[], timedOut: boolean): Promise<DryRunSummary> {
+export async function writeDryRun(
+  dir: string,
+  node: string,
+  modules: readonly { standing: Standing; rendered: Rendered }[],
+  timedOut: boolean,
+): Promise<DryRunSummary> {
   const taken = new Set([DRY_RUN_SUMMARY]);
   const listed: DryRunModule[] = [];
   for (const { standing, rendered } of [...modules].sort((a, b) => (a.standing.module < b.standing.module ? -1 : 1))) {
@@ -64,8 +69,13 @@ export async function writeDryRun(dir: string, node: string, modules: readonly {
     const state = standing.state === 'applied' ? 'complete' : standing.state === 'failed' ? 'failed' : 'waiting';
     const items = rendered.items.map((i) => ({ collection: i.collection, digest: contentDigest(i.content), content: i.content }));
     listed.push({
-      module: standing.module, ...(standing.build !== undefined ? { build: standing.build } : {}), state,
-      ...(standing.reason !== undefined ? { reason: standing.reason } : {}), files, waiting: standing.waiting, items,
+      module: standing.module,
+      ...(standing.build !== undefined ? { build: standing.build } : {}),
+      state,
+      ...(standing.reason !== undefined ? { reason: standing.reason } : {}),
+      files,
+      waiting: standing.waiting,
+      items,
     });
   }
   const complete = listed.every((m) => m.state === 'complete' && m.files.every((f) => f.error === undefined));
@@ -77,7 +87,16 @@ export async function writeDryRun(dir: string, node: string, modules: readonly {
 
 async function writeOne(dir: string, module: string, file: FillFile, taken: Set<string>): Promise<DryRunFile> {
   const { path, mode, change, owner, fileMode, comment, digest } = file;
-  const listed: DryRunFile = { path, mode, change, ...(owner !== undefined ? { owner } : {}), ...(fileMode !== undefined ? { fileMode } : {}), ...(comment !== undefined ? { comment } : {}), digest, secrets: secretNamesOf(file.content) };
+  const listed: DryRunFile = {
+    path,
+    mode,
+    change,
+    ...(owner !== undefined ? { owner } : {}),
+    ...(fileMode !== undefined ? { fileMode } : {}),
+    ...(comment !== undefined ? { comment } : {}),
+    digest,
+    secrets: secretNamesOf(file.content),
+  };
   // A plan's path is absolute and normal (PlanSchema), so DIR + path stays under DIR.
   let written = path.slice(1);
   if (taken.has(written)) written = `${written}@${module}`;
@@ -96,17 +115,34 @@ export function describeDryRun(summary: DryRunSummary): string[] {
   const lines = [`dry run of ${summary.node} in ${summary.dir} (summary: ${join(summary.dir, DRY_RUN_SUMMARY)})`];
   for (const m of summary.modules) {
     const build = m.build !== undefined ? ` (build ${m.build})` : '';
-    const standing = describeStanding({ module: m.module, state: m.state === 'complete' ? 'applied' : m.state, waiting: m.waiting, files: [], ...(m.reason !== undefined ? { reason: m.reason } : {}) });
-    lines.push(`${m.module}${build}: ${m.state === 'complete' ? `complete, ${m.files.length} file(s), ${m.items.length} item(s)` : standing.slice(m.module.length + 2)}`);
+    const standing = describeStanding({
+      module: m.module,
+      state: m.state === 'complete' ? 'applied' : m.state,
+      waiting: m.waiting,
+      files: [],
+      ...(m.reason !== undefined ? { reason: m.reason } : {}),
+    });
+    lines.push(
+      `${m.module}${build}: ${m.state === 'complete' ? `complete, ${m.files.length} file(s), ${m.items.length} item(s)` : standing.slice(m.module.length + 2)}`,
+    );
     for (const f of m.files) {
-      const how = [f.mode, f.change, f.fileMode ?? `${DEFAULT_FILE_MODE} (default)`, ...(f.owner !== undefined ? [`owner ${f.owner}`] : []), f.digest.slice(0, 19) + '…'];
+      const how = [
+        f.mode,
+        f.change,
+        f.fileMode ?? `${DEFAULT_FILE_MODE} (default)`,
+        ...(f.owner !== undefined ? [`owner ${f.owner}`] : []),
+        f.digest.slice(0, 19) + '…',
+      ];
       if (f.secrets.length > 0) how.push(`secrets ${f.secrets.join(',')}`);
       const where = f.error !== undefined ? ` NOT WRITTEN: ${f.error}` : f.written !== f.path.slice(1) ? ` → ${f.written}` : '';
       lines.push(`  ${f.path}${where}  ${how.join(' ')}`);
     }
   }
   const open = summary.modules.filter((m) => m.state !== 'complete' || m.files.some((f) => f.error !== undefined)).length;
-  lines.push(summary.complete ? `${summary.node}: ${summary.modules.length} module(s) rendered completely`
-    : `${summary.node}: ${open} of ${summary.modules.length} module(s) not complete${summary.timedOut ? ' when the time ran out' : ''}`);
+  lines.push(
+    summary.complete
+      ? `${summary.node}: ${summary.modules.length} module(s) rendered completely`
+      : `${summary.node}: ${open} of ${summary.modules.length} module(s) not complete${summary.timedOut ? ' when the time ran out' : ''}`,
+  );
   return lines.map(safeText);
 }

@@ -26,12 +26,12 @@ export async function runLint(opts: LintOptions, stdout: (line: string) => void,
   const out = (line: string) => stdout(safeText(line));
   const err = (line: string) => stderr(safeText(line));
   const input = await readLintInput(opts.input);
-  if (!input.ok) return err(input.reason), 2;
+  if (!input.ok) return (err(input.reason), 2);
   const problems: LintProblem[] = [];
   let plan: Plan | undefined;
   if (opts.plan !== undefined) {
     const read = await readPlan(opts.plan);
-    if ('usage' in read) return err(read.usage), 2;
+    if ('usage' in read) return (err(read.usage), 2);
     if (read.ok) plan = read.value;
     else problems.push({ severity: 'error', message: `plan ${opts.plan}: ${read.reason}` });
   }
@@ -40,20 +40,35 @@ export async function runLint(opts: LintOptions, stdout: (line: string) => void,
   for (const s of skipped) problems.push({ severity: 'warning', message: `${s} (left out)` });
   if (plan && bytes) {
     const digest = 'sha256:' + createHash('sha256').update(bytes).digest('hex');
-    if (digest !== plan.archive.digest) problems.push({ severity: 'warning', message: `the plan's archive digest ${plan.archive.digest} is not this archive's (${digest}): a node would refuse it` });
+    if (digest !== plan.archive.digest)
+      problems.push({
+        severity: 'warning',
+        message: `the plan's archive digest ${plan.archive.digest} is not this archive's (${digest}): a node would refuse it`,
+      });
   }
   const report = lintTemplates(input.value.files, plan);
   const all = [...problems, ...report.problems];
   const errors = all.filter((p) => p.severity === 'error').length;
   const warnings = all.filter((p) => p.severity === 'warning').length;
   if (opts.json) {
-    const json: LintJson = { input: opts.input, kind: input.value.kind, ...(opts.plan !== undefined ? { plan: opts.plan } : {}), templates: report.templates, problems: all, errors, warnings, ok: errors === 0 };
+    const json: LintJson = {
+      input: opts.input,
+      kind: input.value.kind,
+      ...(opts.plan !== undefined ? { plan: opts.plan } : {}),
+      templates: report.templates,
+      problems: all,
+      errors,
+      warnings,
+      ok: errors === 0,
+    };
     out(safeJson(json));
   } else {
     for (const t of report.templates) for (const p of t.placeholders) out(`${t.name}:${p.line} \${${p.kind}:${p.name}}`);
     for (const p of all) out(`${p.severity}: ${where(p)}${p.message}`);
     const count = report.templates.reduce((n, t) => n + t.placeholders.length, 0);
-    out(`${report.templates.length} template(s), ${count} placeholder(s): ${errors} error(s), ${warnings} warning(s), ${all.length - errors - warnings} note(s)`);
+    out(
+      `${report.templates.length} template(s), ${count} placeholder(s): ${errors} error(s), ${warnings} warning(s), ${all.length - errors - warnings} note(s)`,
+    );
   }
   return errors > 0 ? 1 : 0;
 }

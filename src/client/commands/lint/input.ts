@@ -33,7 +33,8 @@ export async function readLintInput(path: string, limits: ArchiveLimits = DEFAUL
     real = await realpath(path);
     if ((await stat(real)).isDirectory()) return ok(await readDirectory(real, limits));
     const bytes = await readFileWithin(real, limits.maxArchiveBytes);
-    if (bytes.length > limits.maxArchiveBytes) return ok({ kind: 'archive', files: new Map(), refused: `larger than the archive limit of ${limits.maxArchiveBytes} bytes`, skipped: [] });
+    if (bytes.length > limits.maxArchiveBytes)
+      return ok({ kind: 'archive', files: new Map(), refused: `larger than the archive limit of ${limits.maxArchiveBytes} bytes`, skipped: [] });
     if (!looksLikeArchive(path, bytes)) return ok({ kind: 'template', files: new Map([[basename(path), bytes]]), skipped: [] });
     const files = await unpackArchive(bytes, limits);
     return ok({ kind: 'archive', files: files.ok ? files.value : new Map(), ...(files.ok ? {} : { refused: files.reason }), bytes, skipped: [] });
@@ -77,7 +78,14 @@ async function walk(root: string, dir: string, headers: EntryHeader[], skipped: 
   }
 }
 
-function typeOf(entry: { isFile(): boolean; isDirectory(): boolean; isSymbolicLink(): boolean; isFIFO(): boolean; isCharacterDevice(): boolean; isBlockDevice(): boolean }): EntryHeader['type'] | undefined {
+function typeOf(entry: {
+  isFile(): boolean;
+  isDirectory(): boolean;
+  isSymbolicLink(): boolean;
+  isFIFO(): boolean;
+  isCharacterDevice(): boolean;
+  isBlockDevice(): boolean;
+}): EntryHeader['type'] | undefined {
   if (entry.isFile()) return 'file';
   if (entry.isDirectory()) return 'directory';
   if (entry.isSymbolicLink()) return 'symlink';

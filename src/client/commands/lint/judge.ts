@@ -44,13 +44,23 @@ export function lintTemplates(files: ReadonlyMap<string, Uint8Array>, plan?: Pla
     const prepared = prepareTemplates(new Map([[name, bytes]]));
     if (!prepared.ok) {
       const offset = firstInvalidUtf8(bytes);
-      problems.push({ severity: 'error', template: name, message: offset === undefined ? prepared.reason : `${prepared.reason} (first invalid byte at offset ${offset})` });
+      problems.push({
+        severity: 'error',
+        template: name,
+        message: offset === undefined ? prepared.reason : `${prepared.reason} (first invalid byte at offset ${offset})`,
+      });
       continue;
     }
     const template = prepared.value.get(name)!;
     compiled.set(name, template);
-    scanPlaceholders(UTF8.decode(bytes), (at) => problems.push({ severity: 'info', template: name, line: at.line, message: '$${ is an escape: it comes out as the text ${' }));
-    templates.push({ name, use: useOf(name, plan), placeholders: template.placeholders.map(({ line, column, kind, name: n }) => ({ line, column, kind, name: n })) });
+    scanPlaceholders(UTF8.decode(bytes), (at) =>
+      problems.push({ severity: 'info', template: name, line: at.line, message: '$${ is an escape: it comes out as the text ${' }),
+    );
+    templates.push({
+      name,
+      use: useOf(name, plan),
+      placeholders: template.placeholders.map(({ line, column, kind, name: n }) => ({ line, column, kind, name: n })),
+    });
   }
   const used = plan ? usedByPlan(plan, compiled, problems) : [...compiled].map(([name, template]) => ({ name, template, item: false }));
   const secretNames = plan ? new Set(plan.secrets.map((s) => s.name)) : undefined;
@@ -58,12 +68,19 @@ export function lintTemplates(files: ReadonlyMap<string, Uint8Array>, plan?: Pla
   if (plan) {
     const unused = [...compiled].filter(([name]) => useOf(name, plan) === 'unused').map(([name, template]) => ({ name, template, item: false }));
     for (const { name } of unused) problems.push({ severity: 'info', template: name, message: 'not named by the plan: no file or item uses it' });
-    for (const r of refusalList(unused, secretNames)) problems.push({ severity: 'warning', template: r.template, line: r.line, message: `${r.reason} (fails nothing while the plan does not use it)` });
+    for (const r of refusalList(unused, secretNames))
+      problems.push({ severity: 'warning', template: r.template, line: r.line, message: `${r.reason} (fails nothing while the plan does not use it)` });
     problems.push(...planLookups(plan, used));
   } else {
     for (const { name, template } of used) {
       for (const p of template.placeholders) {
-        if (p.kind === 'secret') problems.push({ severity: 'info', template: name, line: p.line, message: `${shownPlaceholder(p)}: the plan must name secret "${p.name}" (give --plan to check)` });
+        if (p.kind === 'secret')
+          problems.push({
+            severity: 'info',
+            template: name,
+            line: p.line,
+            message: `${shownPlaceholder(p)}: the plan must name secret "${p.name}" (give --plan to check)`,
+          });
       }
     }
   }
@@ -118,7 +135,13 @@ function planLookups(plan: Plan, used: readonly UsedTemplate[]): LintProblem[] {
       const found = staticLookup(plan, p);
       const shown = shownPlaceholder(p);
       if (found?.state === 'failed') problems.push({ severity: 'error', template: name, line: p.line, message: `${shown}: ${found.reason}` });
-      if (found?.state === 'waiting') problems.push({ severity: 'warning', template: name, line: p.line, message: `${shown}: the plan's placement has no ${p.kind} "${p.name}": the file would wait for it` });
+      if (found?.state === 'waiting')
+        problems.push({
+          severity: 'warning',
+          template: name,
+          line: p.line,
+          message: `${shown}: the plan's placement has no ${p.kind} "${p.name}": the file would wait for it`,
+        });
     }
   }
   return problems;
@@ -136,7 +159,8 @@ function staticLookup(plan: Plan, wanted: Wanted): Lookup | undefined {
     return 'reason' in ref ? { state: 'failed', reason: ref.reason } : undefined;
   }
   // As the consumers source says it (sources/consumers.ts).
-  if (wanted.kind === 'consumers' && !plan.provides.some((p) => p.provision === wanted.name)) return { state: 'failed', reason: `the plan does not provide "${wanted.name}"` };
+  if (wanted.kind === 'consumers' && !plan.provides.some((p) => p.provision === wanted.name))
+    return { state: 'failed', reason: `the plan does not provide "${wanted.name}"` };
   return undefined;
 }
 
@@ -145,10 +169,10 @@ function sortProblems(problems: LintProblem[]): LintProblem[] {
   const weight = (s: Severity) => SEVERITIES.indexOf(s);
   return problems
     .map((p, i) => ({ p, i }))
-    .sort((a, b) => weight(a.p.severity) - weight(b.p.severity)
-      || compareText(a.p.template ?? '', b.p.template ?? '')
-      || (a.p.line ?? 0) - (b.p.line ?? 0)
-      || a.i - b.i)
+    .sort(
+      (a, b) =>
+        weight(a.p.severity) - weight(b.p.severity) || compareText(a.p.template ?? '', b.p.template ?? '') || (a.p.line ?? 0) - (b.p.line ?? 0) || a.i - b.i,
+    )
     .map(({ p }) => p);
 }
 

@@ -77,13 +77,14 @@ export function describeStanding(s: Standing): string {
 /** The engine client, telling the book for each module whether its last fill reached the engine. */
 export function engineTellingBook(engine: EngineClient, book: ReportBook): EngineClient {
   return {
-    fill: (req: Omit<FillRequest, 'id' | 'op'>): Promise<FillReply> => engine.fill(req).then(
-      (reply) => (book.engine(req.module, undefined), reply),
-      (err: unknown) => {
-        if (err instanceof EngineUnavailable) book.engine(req.module, err.message);
-        throw err;
-      },
-    ),
+    fill: (req: Omit<FillRequest, 'id' | 'op'>): Promise<FillReply> =>
+      engine.fill(req).then(
+        (reply) => (book.engine(req.module, undefined), reply),
+        (err: unknown) => {
+          if (err instanceof EngineUnavailable) book.engine(req.module, err.message);
+          throw err;
+        },
+      ),
     onKnock: (fn) => engine.onKnock(fn),
     close: () => engine.close(),
   };

@@ -43,7 +43,11 @@ export function oneShotLimit(timeoutMs: number, signalled: Promise<void>): { rea
 export async function connectWithin(bus: BusOptions, limit: Promise<'timeout' | 'signalled'>): Promise<NatsConnection | 'timeout' | 'signalled'> {
   const connecting = connectBus(bus);
   const first = await Promise.race([connecting, limit]);
-  if (typeof first === 'string') void connecting.then((nc) => nc.close(), () => undefined);
+  if (typeof first === 'string')
+    void connecting.then(
+      (nc) => nc.close(),
+      () => undefined,
+    );
   return first;
 }
 
@@ -71,7 +75,7 @@ export async function runOnce(o: OnceOptions): Promise<number> {
   try {
     const nc = await connectWithin(o.bus, limit.reached);
     if (nc === 'signalled') return 0;
-    if (nc === 'timeout') return o.err(`${o.node}: the bus at ${o.bus.servers.join(',')} was not reached within ${o.timeoutMs / 1000} s`), 1;
+    if (nc === 'timeout') return (o.err(`${o.node}: the bus at ${o.bus.servers.join(',')} was not reached within ${o.timeoutMs / 1000} s`), 1);
     const book = new ReportBook();
     const engine = engineTellingBook(createEngineClient({ socketPath: o.socket, log: o.log, timeoutMs: o.engineTimeoutMs }), book);
     const run = { nc, node: o.node, log: o.log, cacheDir: o.cache, settleMs: o.settleMs, ...(o.archiveDir ? { archiveDir: o.archiveDir } : {}) };
@@ -84,7 +88,11 @@ export async function runOnce(o: OnceOptions): Promise<number> {
     // What is still in flight at the end is given up, so the stop does not wait for the engine's timeout.
     if (end !== 'settled') engine.close();
     if (typeof client !== 'string') await client.stop();
-    else void starting.then((c) => c.stop(), () => undefined);
+    else
+      void starting.then(
+        (c) => c.stop(),
+        () => undefined,
+      );
     engine.close();
     await nc.drain();
     return judge(o, end, typeof client === 'string', standings);
@@ -94,12 +102,17 @@ export async function runOnce(o: OnceOptions): Promise<number> {
 }
 
 /** Says how the run went and gives the exit code. */
-function judge(o: Pick<OnceOptions, 'node' | 'timeoutMs' | 'out' | 'err' | 'log'>, end: OneShotEnd, unstarted: boolean, standings: readonly Standing[]): number {
-  if (end === 'signalled') return o.log.notice('--once interrupted by a signal'), 0;
-  if (unstarted) return o.err(`${o.node}: the node's plans were not read within ${o.timeoutMs / 1000} s`), 1;
-  if (standings.length === 0) return o.out(`${o.node}: no plans for this node; nothing to fill`), 0;
+function judge(
+  o: Pick<OnceOptions, 'node' | 'timeoutMs' | 'out' | 'err' | 'log'>,
+  end: OneShotEnd,
+  unstarted: boolean,
+  standings: readonly Standing[],
+): number {
+  if (end === 'signalled') return (o.log.notice('--once interrupted by a signal'), 0);
+  if (unstarted) return (o.err(`${o.node}: the node's plans were not read within ${o.timeoutMs / 1000} s`), 1);
+  if (standings.length === 0) return (o.out(`${o.node}: no plans for this node; nothing to fill`), 0);
   const notApplied = standings.filter((s) => s.state !== 'applied');
-  if (notApplied.length === 0) return o.out(`${o.node}: ${standings.length} module(s) applied`), 0;
+  if (notApplied.length === 0) return (o.out(`${o.node}: ${standings.length} module(s) applied`), 0);
   for (const s of notApplied) o.err(describeStanding(s));
   const after = end === 'timeout' ? ` after ${o.timeoutMs / 1000} s` : '';
   o.err(`${o.node}: ${notApplied.length} of ${standings.length} module(s) not applied${after}`);

@@ -52,7 +52,9 @@ type Grant = { subject: string; why: string; to?: string };
 /** Every user the shape names, in the order the configuration lists them. */
 export function usersOf(shape: Pick<MeshShape, 'nodes' | 'providers'>): string[] {
   return [
-    USERS.admin, USERS.seat, USERS.vault,
+    USERS.admin,
+    USERS.seat,
+    USERS.vault,
     ...sorted(shape.providers).map(USERS.provider),
     ...sorted(shape.nodes).flatMap((n) => [USERS.client(n), USERS.runner(n)]),
   ];
@@ -65,7 +67,13 @@ export function inboxPrefixesOf(shape: Pick<MeshShape, 'nodes' | 'providers'>): 
     [USERS.seat, INBOX_PREFIXES.seat],
     [USERS.vault, INBOX_PREFIXES.vault],
     ...sorted(shape.providers).map((p) => [USERS.provider(p), INBOX_PREFIXES.provider(p)] as const),
-    ...sorted(shape.nodes).flatMap((n) => [[USERS.client(n), INBOX_PREFIXES.node(n)], [USERS.runner(n), INBOX_PREFIXES.runner(n)]] as const),
+    ...sorted(shape.nodes).flatMap(
+      (n) =>
+        [
+          [USERS.client(n), INBOX_PREFIXES.node(n)],
+          [USERS.runner(n), INBOX_PREFIXES.runner(n)],
+        ] as const,
+    ),
   ]);
 }
 
@@ -143,7 +151,11 @@ export function nodeImports(node: string, providers: readonly string[], archives
     check(`OBJ_${archives}`, 'the archives store'),
     { subject: `$JS.API.DIRECT.GET.OBJ_${archives}`, why: 'fetch archives by direct get (archives are not per node)' },
     { subject: `$JS.API.DIRECT.GET.OBJ_${archives}.>`, why: 'fetch archives by direct get' },
-    { subject: vaultCredentialOf(node), to: VAULT_CREDENTIAL, why: `ask the vault for its consumers' credentials: asked on ${VAULT_CREDENTIAL}, it reaches the vault as ${vaultCredentialOf(node)}` },
+    {
+      subject: vaultCredentialOf(node),
+      to: VAULT_CREDENTIAL,
+      why: `ask the vault for its consumers' credentials: asked on ${VAULT_CREDENTIAL}, it reaches the vault as ${vaultCredentialOf(node)}`,
+    },
   ];
 }
 
@@ -152,11 +164,7 @@ export function seatPublish(archives: string): string[] {
   // Its watches: filtered consumers only, and the delete nats.js's ordered consumer sends for the one
   // it replaces on each reset (refused, that one lingers until its 5-minute inactive threshold).
   const watch = (b: string) => [`$JS.API.CONSUMER.CREATE.KV_${b}.*.$KV.${b}.>`, `$JS.API.CONSUMER.DELETE.KV_${b}.*`];
-  const own = SEAT_BUCKETS.flatMap((b) => [
-    `$JS.API.STREAM.INFO.KV_${b}`,
-    `$JS.API.DIRECT.GET.KV_${b}`, `$JS.API.DIRECT.GET.KV_${b}.>`,
-    ...watch(b),
-  ]);
+  const own = SEAT_BUCKETS.flatMap((b) => [`$JS.API.STREAM.INFO.KV_${b}`, `$JS.API.DIRECT.GET.KV_${b}`, `$JS.API.DIRECT.GET.KV_${b}.>`, ...watch(b)]);
   const inputs = [ASSIGNMENTS, MODULES].flatMap((b) => [`$JS.API.STREAM.INFO.KV_${b}`, ...watch(b)]);
   return [
     '$JS.API.INFO',
@@ -173,8 +181,15 @@ export function seatPublish(archives: string): string[] {
 /** What a provider's user may publish: its bound bucket's entries, reads and watches; no stream rights. */
 export function providerPublish(provider: string): string[] {
   const b = boundBucket(provider);
-  return ['$JS.API.INFO', `$JS.API.STREAM.INFO.KV_${b}`, `$JS.API.DIRECT.GET.KV_${b}`, `$JS.API.DIRECT.GET.KV_${b}.>`,
-    `$JS.API.CONSUMER.CREATE.KV_${b}.*.$KV.${b}.>`, `$JS.API.CONSUMER.DELETE.KV_${b}.*`, `$KV.${b}.>`];
+  return [
+    '$JS.API.INFO',
+    `$JS.API.STREAM.INFO.KV_${b}`,
+    `$JS.API.DIRECT.GET.KV_${b}`,
+    `$JS.API.DIRECT.GET.KV_${b}.>`,
+    `$JS.API.CONSUMER.CREATE.KV_${b}.*.$KV.${b}.>`,
+    `$JS.API.CONSUMER.DELETE.KV_${b}.*`,
+    `$KV.${b}.>`,
+  ];
 }
 
 /** What the vault's user may publish: its change notices, and plan reads to learn whether the asking node may have a credential. */
@@ -193,8 +208,13 @@ function meshAccount(nodes: string[], providers: string[], archives: string, key
   const vaultOf = (n: string) => `{ service: ${q(vaultCredentialOf(n))}, accounts: [${q(nodeAccount(n))}] }`;
   const nodeNames = nodes.map((n) => q(nodeAccount(n))).join(', ');
   const exports = [
-    '{ service: "$JS.API.INFO" }', '{ service: "$JS.API.DIRECT.GET.>" }', '{ service: "$JS.API.CONSUMER.CREATE.>" }', '{ service: "$JS.FC.>" }',
-    `{ service: ${q(`$JS.API.STREAM.INFO.KV_${PLANS}`)} }`, `{ service: ${q(`$JS.API.STREAM.INFO.KV_${REGISTRY_BUCKET}`)} }`, `{ service: ${q(`$JS.API.STREAM.INFO.OBJ_${archives}`)} }`,
+    '{ service: "$JS.API.INFO" }',
+    '{ service: "$JS.API.DIRECT.GET.>" }',
+    '{ service: "$JS.API.CONSUMER.CREATE.>" }',
+    '{ service: "$JS.FC.>" }',
+    `{ service: ${q(`$JS.API.STREAM.INFO.KV_${PLANS}`)} }`,
+    `{ service: ${q(`$JS.API.STREAM.INFO.KV_${REGISTRY_BUCKET}`)} }`,
+    `{ service: ${q(`$JS.API.STREAM.INFO.OBJ_${archives}`)} }`,
     ...[NEEDS, APPLIED, COLLECT].map((b) => `{ service: ${q(`$KV.${b}.>`)} }`),
     `{ stream: ${q(VAULT_CHANGED)} }`,
     ...nodes.map(vaultOf),

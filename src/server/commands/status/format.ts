@@ -45,7 +45,14 @@ export function fleetLines(view: FleetView): string[] {
   const lines: string[] = [];
   if (view.nodes.length === 0) lines.push('(no reports)');
   else {
-    const rows = view.nodes.map((n) => [cell(n.node), String(n.applied), String(n.waiting), String(n.failed), oldestCell(n.oldestWaiting), cell(n.held.join(','))]);
+    const rows = view.nodes.map((n) => [
+      cell(n.node),
+      String(n.applied),
+      String(n.waiting),
+      String(n.failed),
+      oldestCell(n.oldestWaiting),
+      cell(n.held.join(',')),
+    ]);
     lines.push(...formatTable(['NODE', 'APPLIED', 'WAITING', 'FAILED', 'OLDEST WAITING', 'HELD'], rows));
   }
   const sum = (k: 'applied' | 'waiting' | 'failed') => view.nodes.reduce((total, n) => total + n[k], 0);
@@ -53,7 +60,12 @@ export function fleetLines(view: FleetView): string[] {
   if (view.held === null) lines.push('held modules unknown: the catalogue could not be read');
   else if (view.held.length > 0) {
     lines.push('', `held unpublished (${view.held.length}):`);
-    lines.push(...formatTable(['MODULE', 'BUILD', 'REASON'], view.held.map((h) => [cell(h.module), cell(h.build), cell(h.reason)])));
+    lines.push(
+      ...formatTable(
+        ['MODULE', 'BUILD', 'REASON'],
+        view.held.map((h) => [cell(h.module), cell(h.build), cell(h.reason)]),
+      ),
+    );
   }
   lines.push(...outOfShapeLines(view.outOfShape, view.outOfShapeCount));
   return lines;
@@ -69,7 +81,12 @@ export function detailLines(view: NodeView): string[] {
     if (m.reason !== undefined) lines.push(`  reason: ${cell(m.reason)}`);
     if (m.held) lines.push(`  held by the seat: ${cell(m.held.reason)}${m.held.build ? ` (build ${cell(m.held.build)})` : ''}`);
     if (m.waiting.length > 0) {
-      const rows = m.waiting.map((w) => [`${cell(w.kind)}:${cell(w.name)}`, cell(w.owner) || '(not in the registry)', cell(w.where), w.files.map(cell).join(',')]);
+      const rows = m.waiting.map((w) => [
+        `${cell(w.kind)}:${cell(w.name)}`,
+        cell(w.owner) || '(not in the registry)',
+        cell(w.where),
+        w.files.map(cell).join(','),
+      ]);
       lines.push(...indent(formatTable(['WAITING FOR', 'OWNER', 'WHERE', 'FILES'], rows)));
     }
     if (m.files.length > 0) {
@@ -86,7 +103,14 @@ export function detailLines(view: NodeView): string[] {
 function outOfShapeLines(listed: { key: string; reason: string }[], count: number): string[] {
   if (count === 0) return [];
   const more = count > listed.length ? `, the first ${listed.length} listed` : '';
-  return ['', `out of shape (${count}${more}):`, ...formatTable(['KEY', 'REASON'], listed.map(({ key, reason }) => [cell(key), cell(reason)]))];
+  return [
+    '',
+    `out of shape (${count}${more}):`,
+    ...formatTable(
+      ['KEY', 'REASON'],
+      listed.map(({ key, reason }) => [cell(key), cell(reason)]),
+    ),
+  ];
 }
 
 function indent(lines: string[]): string[] {

@@ -101,7 +101,10 @@ export class FleetSummary {
   /** Modules with a report and no composition at all: held as "composition missing". */
   readonly #missing = new Map<string, Held>();
 
-  constructor(private readonly catalogue: Catalogue | undefined, private readonly now: number) {}
+  constructor(
+    private readonly catalogue: Catalogue | undefined,
+    private readonly now: number,
+  ) {}
 
   /** Counts one entry of `applied`. */
   add(key: string, value: unknown): void {
