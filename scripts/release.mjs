@@ -43,6 +43,9 @@ function releaseFiles() {
   const files = BUNDLES.map((b) => [`${b}.js`, readFileSync(join(ROOT, 'dist', `${b}.js`))]);
   files.push(['README.md', readFileSync(join(ROOT, 'README.md'))]);
   files.push(['deploy/README.md', readFileSync(join(ROOT, 'deploy', 'README.md'))]);
+  // The README links these: the contract, the decisions, what the mesh survives, what each login may do.
+  for (const doc of ['design.md', 'decisions.md', 'reliability.md', 'isolation.md']) files.push([`docs/${doc}`, readFileSync(join(ROOT, 'docs', doc))]);
+  files.push(['examples/postgres-provider/README.md', readFileSync(join(ROOT, 'examples', 'postgres-provider', 'README.md'))]);
   for (const file of readdirSync(join(ROOT, 'deploy', 'systemd')).sort()) {
     files.push([`deploy/systemd/${file}`, readFileSync(join(ROOT, 'deploy', 'systemd', file))]);
   }

@@ -30,6 +30,11 @@ const EXPECTED = [
   'deploy/systemd/mesh-provisioner.service',
   'deploy/systemd/mesh-provisioner.sysusers',
   'deploy/systemd/server.env.example',
+  'docs/decisions.md',
+  'docs/design.md',
+  'docs/isolation.md',
+  'docs/reliability.md',
+  'examples/postgres-provider/README.md',
 ];
 /** An nkey seed of any kind: `S`, a type letter, base32 (public keys start U, A, N, O…; `CONSUMER` is not one). */
 const SEED = /\bS[UANOCPX][A-Z2-7]{50,}/;
@@ -78,6 +83,26 @@ test('the tarball holds the bundles, the units, the example env and bus files an
   for (const bundle of ['server', 'client', 'engine', 'sdk']) {
     assert.ok(files.get(`${TOP}/${bundle}.js`)!.equals(readFileSync(join(ROOT, 'dist', `${bundle}.js`))), `${bundle}.js is not the build`);
   }
+});
+
+test('every file the shipped READMEs and docs link to is in the tarball', () => {
+  const missing: string[] = [];
+  for (const [path, bytes] of files) {
+    if (!path.endsWith('.md')) continue;
+    const dir = path.slice(0, path.lastIndexOf('/'));
+    // Links outside code: a regular expression in backticks may look like one.
+    const prose = bytes
+      .toString('utf8')
+      .replace(/```[\s\S]*?```/g, '')
+      .replace(/`[^`\n]*`/g, '');
+    for (const m of prose.matchAll(/\[[^\]\n]*\]\(([^)#\s]+)(#[^)]*)?\)/g)) {
+      const target = m[1]!;
+      if (/^[a-z]+:/.test(target)) continue;
+      const resolved = join(dir, target).replace(/\/$/, '');
+      if (!files.has(resolved) && ![...files.keys()].some((f) => f.startsWith(`${resolved}/`))) missing.push(`${path} → ${target}`);
+    }
+  }
+  assert.equal(missing, []);
 });
 
 test('no file of the tarball holds an nkey seed or a path of this machine', () => {
