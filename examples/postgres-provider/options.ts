@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { BUS_FLAGS, busOptionsFrom } from '../../src/shared/bus-flags.ts';
 import type { BusOptions } from '../../src/shared/bus.ts';
 import { errorText } from '../../src/shared/errors.ts';
-import { describeFlags, openCommand, unexpectedArgument, type Asked, type FlagTable } from '../../src/shared/flags.ts';
+import { describeFlags, openCommand, unexpectedArgument, type Asked, type FlagTable, type FlagValues } from '../../src/shared/flags.ts';
 import { INBOX_PREFIXES } from '../../src/shared/inbox.ts';
 import { isName, segmentNameProblem } from '../../src/shared/keys.ts';
 import { fail, ok, type Parsed } from '../../src/shared/result.ts';
@@ -112,18 +112,9 @@ export function parseProviderOptions(argv: readonly string[], env: NodeJS.Proces
   const provision = f.provision ?? DEFAULT_PROVISION;
   const provisionProblem = segmentNameProblem(provision);
   if (provisionProblem) return fail(`--provision: ${provisionProblem}`);
-  const concurrency = f.concurrency ?? DEFAULT_CONCURRENCY;
-  const callTimeoutMs = f['call-timeout-ms'] ?? DEFAULT_CALL_TIMEOUT_MS;
-  const recheckMs = f['recheck-ms'];
-  for (const [flag, value] of [
-    ['--concurrency', concurrency],
-    ['--call-timeout-ms', callTimeoutMs],
-    ['--recheck-ms', recheckMs ?? 1],
-  ] as const) {
-    if (value < 1) return fail(`${flag} must be at least 1`);
-  }
-  const port = f['pg-port'] ?? DEFAULT_PG.port;
-  if (port < 1 || port > 65535) return fail(`--pg-port must be a port from 1 to 65535, got ${port}`);
+  const numbers = servingNumbers(f);
+  if (!numbers.ok) return numbers;
+  const { concurrency, callTimeoutMs, recheckMs, port } = numbers.value;
   const password = adminPassword(f['pg-password-file'], env);
   if (!password.ok) return password;
   const bus = busOptionsFrom(f, `postgres-provider ${provider}`, INBOX_PREFIXES.provider(provider));
@@ -149,6 +140,23 @@ export function parseProviderOptions(argv: readonly string[], env: NodeJS.Proces
     bus: bus.value,
     debug: f.debug === true,
   });
+}
+
+/** The numbers of the flags, defaults filled in, each within its range. */
+function servingNumbers(f: FlagValues<typeof FLAGS>): Parsed<{ concurrency: number; callTimeoutMs: number; recheckMs?: number; port: number }> {
+  const concurrency = f.concurrency ?? DEFAULT_CONCURRENCY;
+  const callTimeoutMs = f['call-timeout-ms'] ?? DEFAULT_CALL_TIMEOUT_MS;
+  const recheckMs = f['recheck-ms'];
+  for (const [flag, value] of [
+    ['--concurrency', concurrency],
+    ['--call-timeout-ms', callTimeoutMs],
+    ['--recheck-ms', recheckMs ?? 1],
+  ] as const) {
+    if (value < 1) return fail(`${flag} must be at least 1`);
+  }
+  const port = f['pg-port'] ?? DEFAULT_PG.port;
+  if (port < 1 || port > 65535) return fail(`--pg-port must be a port from 1 to 65535, got ${port}`);
+  return ok({ concurrency, callTimeoutMs, ...(recheckMs !== undefined ? { recheckMs } : {}), port });
 }
 
 /** The administrator's password: the file's text without its last line end, else PGPASSWORD. */
