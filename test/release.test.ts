@@ -20,6 +20,7 @@ const EXPECTED = [
   'README.md',
   'client.js',
   'engine.js',
+  'postgres-provider.js',
   'sdk.js',
   'server.js',
   'deploy/README.md',
@@ -80,7 +81,7 @@ test.after(() => {
 
 test('the tarball holds the bundles, the units, the example env and bus files and the READMEs, under mesh-provisioner-<version>/', () => {
   assert.equal([...files.keys()].sort(), EXPECTED.map((f) => `${TOP}/${f}`).sort());
-  for (const bundle of ['server', 'client', 'engine', 'sdk']) {
+  for (const bundle of ['server', 'client', 'engine', 'sdk', 'postgres-provider']) {
     assert.ok(files.get(`${TOP}/${bundle}.js`)!.equals(readFileSync(join(ROOT, 'dist', `${bundle}.js`))), `${bundle}.js is not the build`);
   }
 });
@@ -131,7 +132,7 @@ test('the example bus configuration is one nats-server accepts, for node-1 and n
   assert.is(checked.status, 0, checked.stderr);
 });
 
-test('unpacked alone, client.js --version and server.js --help answer', async () => {
+test('unpacked alone, client.js --version, server.js --help and postgres-provider.js --help answer', async () => {
   assert.not.ok(hasNodeModulesAbove(unpacked), unpacked);
   const version = await runBundle('node', unpacked, 'client', ['--version']);
   assert.is(version.code, 0, version.stderr);
@@ -140,6 +141,10 @@ test('unpacked alone, client.js --version and server.js --help answer', async ()
   assert.is(help.code, 0, help.stderr);
   assert.match(help.stdout, /bus-config/);
   assert.match(help.stdout, /MESH_NATS_URL/);
+  const provider = await runBundle('node', unpacked, 'postgres-provider', ['--help']);
+  assert.is(provider.code, 0, provider.stderr);
+  assert.match(provider.stdout, /--consumers FILE .*\[env MESH_CONSUMERS_FILE\]/);
+  assert.match(provider.stdout, /--nkey FILE .*\[env MESH_NATS_NKEY\]/);
 });
 
 test('unpacked alone, the seat, the engine and a client run a node against a real nats-server and stop on SIGTERM', async () => {

@@ -1,111 +1,72 @@
-// The PostgreSQL provider, runnable: flags, wiring and signals. The adapter is in adapter.ts; the
-// consumers file, the bound entries and the re-checks are the provider helper's (src/sdk/provider.ts).
-import { readFileSync } from 'node:fs';
-import { BUS_FLAGS, busOptionsFrom } from '../../src/shared/bus-flags.ts';
-import { connectBus } from '../../src/shared/bus.ts';
-import { runMain, untilSignalled } from '../../src/shared/entry.ts';
-import { describeFlags, openCommand, type FlagTable } from '../../src/shared/flags.ts';
-import { createLogger, underSystemd } from '../../src/shared/log.ts';
+// The PostgreSQL provider, runnable (`dist/postgres-provider.js`, DESIGN §13): flags, wiring and signals.
+// Its flags are options.ts; the adapter is adapter.ts; the consumers file, the bound entries and the
+// re-checks are the provider helper's (src/sdk/provider.ts).
+import { connectBus, watchConnection } from '../../src/shared/bus.ts';
+import { printLine, runMain, untilSignalled } from '../../src/shared/entry.ts';
+import { errorText } from '../../src/shared/errors.ts';
+import { createLogger, underSystemd, type Logger } from '../../src/shared/log.ts';
 import { VERSION } from '../../src/shared/version.ts';
-import { DEFAULT_CALL_TIMEOUT_MS, DEFAULT_CONCURRENCY, runProvider } from '../../src/sdk/provider.ts';
-import { postgresAdapter, type PostgresAdapterOptions } from './adapter.ts';
+import { DEFAULT_STOP_TIMEOUT_MS, runProvider } from '../../src/sdk/provider.ts';
+import { postgresAdapter } from './adapter.ts';
+import { parseProviderOptions } from './options.ts';
 
-/** The provider name used when none is given (its bound bucket is `<provider>_bound`). */
-export const DEFAULT_PROVIDER = 'postgres';
-/** The provision served when none is given. */
-export const DEFAULT_PROVISION = 'database';
-
-/** The provider's flags; the administrator's password comes from a file or PGPASSWORD, never argv. */
-const FLAGS = [
-  { name: 'consumers', env: 'MESH_CONSUMERS_FILE', type: 'string', arg: 'FILE', help: 'the filled ${consumers:<provision>} file (required)' },
-  { name: 'provider', env: 'MESH_PROVIDER', type: 'string', arg: 'NAME', help: `provider name (default ${DEFAULT_PROVIDER})` },
-  { name: 'provision', env: 'MESH_PROVISION', type: 'string', arg: 'NAME', help: `provision served (default ${DEFAULT_PROVISION})` },
-  { name: 'recheck-ms', env: 'MESH_RECHECK_MS', type: 'int', arg: 'MS', help: 'how often what was served is checked (helper default)' },
-  {
-    name: 'call-timeout-ms',
-    env: 'MESH_CALL_TIMEOUT_MS',
-    type: 'int',
-    arg: 'MS',
-    help: `how long one call into PostgreSQL may run before it is cancelled (default ${DEFAULT_CALL_TIMEOUT_MS})`,
-  },
-  {
-    name: 'concurrency',
-    env: 'MESH_CONCURRENCY',
-    type: 'int',
-    arg: 'N',
-    help: `consumers served at once, and administrator connections kept (default ${DEFAULT_CONCURRENCY})`,
-  },
-  { name: 'pg-host', env: 'PGHOST', type: 'string', arg: 'HOST', help: 'PostgreSQL host (default 127.0.0.1)' },
-  { name: 'pg-port', env: 'PGPORT', type: 'int', arg: 'PORT', help: 'PostgreSQL port (default 5432)' },
-  { name: 'pg-user', env: 'PGUSER', type: 'string', arg: 'NAME', help: 'administrator role (default postgres)' },
-  { name: 'pg-password-file', env: 'PGPASSWORD_FILE', type: 'string', arg: 'FILE', help: 'file holding its password (else env PGPASSWORD)' },
-  { name: 'pg-database', env: 'PGDATABASE', type: 'string', arg: 'NAME', help: 'database the administrator connects to (default postgres)' },
-  { name: 'connect-host', env: 'MESH_PG_CONNECT_HOST', type: 'string', arg: 'HOST', help: 'host served to consumers (default --pg-host)' },
-  { name: 'debug', env: 'MESH_DEBUG', type: 'bool', help: 'log debug lines' },
-  ...BUS_FLAGS,
-] as const satisfies FlagTable;
+/**
+ * How long a stop may take from SIGTERM: the helper's own bound on the work under way, then a little
+ * for the administrator connections and the bus to close. Past it the process exits all the same.
+ */
+const STOP_BOUND_MS = DEFAULT_STOP_TIMEOUT_MS + 3000;
 
 async function main(): Promise<number> {
-  const opened = openCommand(process.argv.slice(2), process.env, FLAGS, () => `postgres-provider [flags]\n${describeFlags(FLAGS)}`);
-  if ('answered' in opened) {
-    const { answered } = opened;
-    if (!answered.ok) return fail(answered.reason);
-    const text = answered.value.command === 'help' ? answered.value.text : `postgres-provider ${VERSION}`;
-    return (void process.stdout.write(`${text}\n`), 0);
-  }
-  const { values: f } = opened;
-  const consumersFile = f.consumers;
-  if (!consumersFile) return fail('--consumers is required');
-  const bus = busOptionsFrom(f, 'postgres-provider');
-  if (!bus.ok) return fail(bus.reason);
-  const passwordFile = f['pg-password-file'];
-  const password = passwordFile ? readFileSync(passwordFile, 'utf8').trimEnd() : process.env['PGPASSWORD'];
-  if (password === undefined) return fail('no administrator password: give --pg-password-file or PGPASSWORD');
-  const connectHost = f['connect-host'];
-  const concurrency = f.concurrency ?? DEFAULT_CONCURRENCY;
-  const callTimeoutMs = f['call-timeout-ms'] ?? DEFAULT_CALL_TIMEOUT_MS;
-  if (concurrency < 1 || callTimeoutMs < 1) return fail('--concurrency and --call-timeout-ms must be at least 1');
-  const pgOptions: PostgresAdapterOptions = {
-    host: f['pg-host'] ?? '127.0.0.1',
-    port: f['pg-port'] ?? 5432,
-    user: f['pg-user'] ?? 'postgres',
-    password,
-    database: f['pg-database'] ?? 'postgres',
-    poolSize: concurrency,
-    ...(connectHost ? { connectHost } : {}),
-  };
-  const recheckMs = f['recheck-ms'];
+  const parsed = parseProviderOptions(process.argv.slice(2), process.env);
+  if (!parsed.ok) return (printLine(process.stderr, `postgres-provider: ${parsed.reason}`), 2);
+  const opts = parsed.value;
+  if (opts.command === 'help') return (void process.stdout.write(`${opts.text}\n`), 0);
+  if (opts.command === 'version') return (void process.stdout.write(`postgres-provider ${VERSION}\n`), 0);
 
-  const log = createLogger({ prefix: underSystemd(), least: f['debug'] ? 'debug' : 'info' });
+  const log = createLogger({ prefix: underSystemd(), least: opts.debug ? 'debug' : 'info' });
   const signalled = untilSignalled();
-  const nc = await Promise.race([connectBus(bus.value), signalled.then(() => undefined)]);
+  log.info(
+    `postgres-provider ${VERSION}: ${opts.provider}/${opts.provision} on ${opts.pg.host}:${opts.pg.port}, consumers from ${opts.consumersFile}, bus ${opts.bus.servers.join(',')}`,
+  );
+  const nc = await Promise.race([connectBus(opts.bus), signalled.then(() => undefined)]);
   if (!nc) return 0;
-  const adapter = postgresAdapter(pgOptions);
-  const provider = f.provider ?? DEFAULT_PROVIDER;
-  const provision = f.provision ?? DEFAULT_PROVISION;
-  log.info(`postgres-provider: ${provider}/${provision} on ${pgOptions.host}:${pgOptions.port}, consumers from ${consumersFile}`);
+  watchConnection(nc, log);
+  const adapter = postgresAdapter(opts.pg);
   const running = runProvider({
     nc,
-    provider,
-    provision,
-    consumersFile,
+    provider: opts.provider,
+    provision: opts.provision,
+    consumersFile: opts.consumersFile,
     adapter,
     log,
-    concurrency,
-    callTimeoutMs,
-    ...(recheckMs !== undefined ? { recheckMs } : {}),
+    concurrency: opts.concurrency,
+    callTimeoutMs: opts.callTimeoutMs,
+    ...(opts.recheckMs !== undefined ? { recheckMs: opts.recheckMs } : {}),
   });
   await signalled;
   log.info('draining');
-  await running.stop();
-  await adapter.close();
-  await nc.drain();
+  await stopWithin(STOP_BOUND_MS, log, [
+    ['the helper', () => running.stop()],
+    ['the administrator connections', () => adapter.close()],
+    ['the bus', () => nc.drain()],
+  ]);
+  log.info('stopped');
   return 0;
 }
 
-function fail(reason: string): number {
-  process.stderr.write(`postgres-provider: ${reason}\n`);
-  return 2;
+/** Runs each step in turn, a failing one said and passed; past `ms` in all, says which step it was on and resolves. */
+async function stopWithin(ms: number, log: Logger, steps: [string, () => Promise<void>][]): Promise<void> {
+  let at = steps[0]?.[0] ?? '';
+  const all = (async () => {
+    for (const [what, step] of steps) {
+      at = what;
+      await step().catch((err: unknown) => log.warn(`stopping ${what}: ${errorText(err)}`));
+    }
+  })();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), ms)));
+  if ((await Promise.race([all, late])) === 'late') log.warn(`stopping took longer than ${ms} ms (at ${at}): exiting all the same`);
+  clearTimeout(timer);
 }
 
 runMain('postgres-provider', main);

@@ -81,22 +81,23 @@ export function asker(opts: AskerOptions): Asker {
   return { ask, watch };
 }
 
-let fromEnvironment: Promise<Asker> | undefined;
+/** The tool runner's connection and the asker on it, made by the first `ask` or `watch`. */
+let fromEnvironment: Promise<{ nc: NatsConnection; asker: Asker }> | undefined;
 
 /**
  * The asker the tool runner's environment names: MESH_NATS_URL, MESH_NODE, MESH_MODULE, and
  * MESH_NATS_NKEY (the runner's seed, `runner.<node>` on the bus `bus-config` generates), with the
  * runner's inbox prefix (DESIGN §11, §13).
  */
-function environmentAsker(): Promise<Asker> {
+async function environmentAsker(): Promise<Asker> {
   fromEnvironment ??= (async () => {
     const { MESH_NATS_URL: url, MESH_NODE: node, MESH_MODULE: module, MESH_NATS_NKEY: nkey } = process.env;
     if (!node || !module) throw new AskError('MESH_NODE and MESH_MODULE are not set: the tool runner names the module');
     const servers = (url ?? 'nats://127.0.0.1:4222').split(',');
     const nc = await connectBus({ servers, name: `module ${module}`, inboxPrefix: INBOX_PREFIXES.runner(node), ...(nkey ? { nkey } : {}) }, true);
-    return asker({ nc, node, module });
+    return { nc, asker: asker({ nc, node, module }) };
   })();
-  return fromEnvironment;
+  return (await fromEnvironment).asker;
 }
 
 /** Asks the node's client for a value of the module the tool runner named. */
@@ -107,4 +108,15 @@ export async function ask(kind: string, key: string): Promise<string> {
 /** Watches a value of the module the tool runner named: now, and again on each change. */
 export async function watch(kind: string, key: string, onChange: (value: string | AskError) => void): Promise<{ stop(): void }> {
   return (await environmentAsker()).watch(kind, key, onChange);
+}
+
+/**
+ * Closes the connection `ask` and `watch` opened, ending their watches: without it the connection
+ * keeps a script's process alive after its last ask. A later `ask` connects again.
+ */
+export async function close(): Promise<void> {
+  const opened = fromEnvironment;
+  fromEnvironment = undefined;
+  const made = await opened?.catch(() => undefined);
+  await made?.nc.close();
 }

@@ -12,4 +12,4 @@ export {
   type ProviderLog,
 } from './provider.ts';
 export { Refused, type Adapter, type BoundValue, type ConsumerEntry, type Grant, type Served } from './types.ts';
-export { ask, asker, watch, AskError, DEFAULT_ASK_TIMEOUT_MS, type Asker, type AskerOptions } from './ask.ts';
+export { ask, asker, watch, close, AskError, DEFAULT_ASK_TIMEOUT_MS, type Asker, type AskerOptions } from './ask.ts';

@@ -42,10 +42,10 @@ function newestMtime(path: string): number {
   return Math.max(st.mtimeMs, ...readdirSync(path).map((name) => newestMtime(join(path, name))));
 }
 
-/** Runs `node build.mjs` when `dist/<name>.js` is missing or older than src/, package.json or build.mjs. */
+/** Runs `node build.mjs` when `dist/<name>.js` is missing or older than src/, examples/ (the provider's bundle), package.json or build.mjs. */
 export function ensureBuilt(name: string): void {
   const out = join(ROOT, 'dist', `${name}.js`);
-  const inputs = Math.max(newestMtime(join(ROOT, 'src')), newestMtime(join(ROOT, 'package.json')), newestMtime(join(ROOT, 'build.mjs')));
+  const inputs = Math.max(...['src', 'examples', 'package.json', 'build.mjs'].map((input) => newestMtime(join(ROOT, input))));
   if (existsSync(out) && statSync(out).mtimeMs >= inputs) return;
   const run = spawnSync(process.execPath, ['build.mjs'], { cwd: ROOT, encoding: 'utf8' });
   if (run.status !== 0) throw new Error(`node build.mjs failed (${run.status}): ${run.stderr}`);

@@ -1,0 +1,217 @@
+// `dist/postgres-provider.js` as an operator runs it (DESIGN §13, issue 20 item 3): the bundle copied
+// alone, logged in as `provider.pg` with its own seed and inbox prefix on the bus `bus-config`
+// generates, against a real PostgreSQL. A consumer's file gets its bound values and its credential
+// and logs in with them; nats-server logs no violation of the provider's; SIGTERM exits 0 in bounded
+// time, a PostgreSQL that never answers included; a bad flag is one line and exit 2.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { USERS } from '../src/server/commands/bus-config/config.ts';
+import { DEFAULT_STOP_TIMEOUT_MS } from '../src/sdk/provider.ts';
+import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle, startBundle, type Running } from './helpers/bundle.ts';
+import { withIsolatedMesh } from './helpers/isolated-mesh.ts';
+import { nodePaths } from './helpers/mesh-node.ts';
+import { freePort, startNats } from './helpers/nats.ts';
+import { startPostgres, type Postgres } from './helpers/postgres.ts';
+import { startVault } from './helpers/vault.ts';
+import { waitFor } from './helpers/wait.ts';
+
+const PROVIDER = 'pg';
+const NODE = 'n1';
+const PAIR = `pair/${PROVIDER}/database/${NODE}/web`;
+/** main.ts's bound on a stop (the helper's own, then 3 s for PostgreSQL and the bus), and the 2 s runMain gives a loop held open. */
+const STOP_MS = DEFAULT_STOP_TIMEOUT_MS + 3000 + 2000;
+
+let db: Postgres;
+let bundle = '';
+let work = '';
+let passwordFile = '';
+
+test.before(async () => {
+  ensureBuilt('postgres-provider');
+  bundle = copyBundleAlone('postgres-provider');
+  work = mkdtempSync(join(tmpdir(), 'mesh-pg-provider-'));
+  db = await startPostgres();
+  passwordFile = join(work, 'admin.pw');
+  writeFileSync(passwordFile, `${db.adminPassword}\n`, { mode: 0o600 });
+});
+test.after(async () => {
+  cleanupBundles();
+  await db?.stop();
+  rmSync(work, { recursive: true, force: true });
+});
+
+/** The consumer's connection settings as its engine wrote them. */
+function settings(path: string): Record<string, string> {
+  const lines = readFileSync(path, 'utf8').trim().split('\n');
+  return Object.fromEntries(lines.map((l) => l.split('=', 2) as [string, string]));
+}
+
+/** Whether a login with these settings reaches the database (the error's code when not). */
+async function login(s: Record<string, string>, password = s['password']!): Promise<true | string> {
+  const client = new pg.Client({ host: s['host'], port: Number(s['port']), user: s['user'], database: s['database'], password, connectionTimeoutMillis: 3000 });
+  try {
+    await client.connect();
+    await client.query('select 1');
+    return true;
+  } catch (err) {
+    return (err as { code?: string }).code ?? (err as Error).message;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/** Sends SIGTERM and resolves with the exit code and how long the exit took. */
+async function terminate(running: Running): Promise<{ code: number | null; ms: number }> {
+  const started = Date.now();
+  running.child.kill('SIGTERM');
+  const { code } = await running.exited;
+  return { code, ms: Date.now() - started };
+}
+
+test('the bundle alone, logged in as provider.pg, serves a consumer on the generated bus: its file gets its bound values and credential, logs in, follows a rotation; no violation; SIGTERM exits 0', () =>
+  withIsolatedMesh({ nodes: [NODE], providers: [PROVIDER] }, async (m) => {
+    const node = m.node(NODE);
+    const vault = startVault(await m.connect(USERS.vault), [nodePaths(join(m.dir, NODE)).secrets]);
+    vault.set(PAIR, `first-${Date.now()}`);
+    await m.publish(PROVIDER, {
+      templates: { 'consumers.json': '${consumers:database}' },
+      provisioning: { files: [{ path: '${dir:config}/consumers.json', template: 'consumers.json' }], provides: [{ provision: 'database' }] },
+    });
+    await m.publish('web', {
+      templates: {
+        'db.conf':
+          'user=${bound:database:user}\ndatabase=${bound:database:database}\nhost=${bound:database:host}\nport=${bound:database:port}\npassword=${secret:db-password}\n',
+      },
+      provisioning: {
+        files: [{ path: '${dir:config}/db.conf', template: 'db.conf', change: 'restart' }],
+        provisions: [{ provider: PROVIDER, provision: 'database', name: 'db-password', values: { name: 'webdb' } }],
+      },
+    });
+    await m.assign(NODE, PROVIDER);
+    await m.assign(NODE, 'web');
+    await node.startEngine();
+    await node.startClient();
+    // As a unit would run it: the bus and PostgreSQL from the environment, the rest as flags.
+    const provider = startBundle(
+      'node',
+      bundle,
+      'postgres-provider',
+      ['--provider', PROVIDER, '--consumers', join(node.root, 'etc', PROVIDER, 'consumers.json')],
+      {
+        MESH_NATS_URL: m.nats.url,
+        MESH_NATS_NKEY: m.nkey(USERS.provider(PROVIDER)),
+        PGHOST: db.host,
+        PGPORT: String(db.port),
+        PGUSER: db.adminUser,
+        PGPASSWORD_FILE: passwordFile,
+      },
+    );
+    try {
+      await m
+        .waitReport(NODE, 'web', (r) => r.state === 'applied', 30_000)
+        .catch((err: Error) => {
+          throw new Error(`${err.message}; the provider said: ${provider.stderr()}`);
+        });
+      const dbConf = join(node.root, 'etc', 'web', 'db.conf');
+      const s = settings(dbConf);
+      assert.equal([s['user'], s['database'], s['host'], s['port']], ['web_n1', 'webdb', db.host, String(db.port)]);
+      assert.ok(s['password']?.startsWith('first-'), 'the consumer’s file holds the credential the vault minted');
+      assert.is(await login(s), true);
+      assert.is(await login(s, 'wrong-password'), '28P01', 'a wrong password is refused');
+
+      await vault.rotate(PAIR, `second-${Date.now()}`);
+      await waitFor('the rotated credential in the consumer’s file, and a login with it', async () => {
+        const now = settings(dbConf);
+        return now['password']?.startsWith('second-') && (await login(now)) === true;
+      });
+
+      const stopped = await terminate(provider);
+      assert.is(stopped.code, 0, provider.stderr());
+      assert.ok(stopped.ms < STOP_MS, `stopped in ${stopped.ms} ms`);
+      assert.match(provider.stderr(), /\bstopped\n/);
+      const refused = m.violations().filter((l) => l.includes('postgres-provider'));
+      assert.equal(refused, [], 'nats-server refused the provider nothing');
+      assert.not.match(provider.stderr(), /violation/i);
+    } finally {
+      provider.kill();
+      vault.stop();
+    }
+  }));
+
+test('SIGTERM exits 0 while the bus is out of reach, and within its bound while PostgreSQL never answers a call under way', async () => {
+  const unreachable = startBundle(
+    'node',
+    bundle,
+    'postgres-provider',
+    ['--consumers', join(work, 'none.json'), '--nats', `nats://127.0.0.1:${await freePort()}`],
+    {
+      PGPASSWORD: 'unused',
+    },
+  );
+  await unreachable.waitForLog(/postgres-provider \S+: postgres\/database/);
+  const early = await terminate(unreachable);
+  assert.is(early.code, 0, unreachable.stderr());
+
+  // A PostgreSQL that accepts and never says a word: the consumer's create hangs in its connection.
+  const held: Socket[] = [];
+  const silent = createServer((socket) => void held.push(socket));
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const nats = await startNats();
+  const dir = join(work, 'silent');
+  mkdirSync(dir);
+  const consumers = join(dir, 'consumers.json');
+  writeFileSync(`${consumers}.tmp`, JSON.stringify([{ consumer: 'n1', module: 'web', local: null, credential: 'a-credential-of-length', value: {} }]));
+  renameSync(`${consumers}.tmp`, consumers);
+  const port = (silent.address() as { port: number }).port;
+  const provider = startBundle('node', bundle, 'postgres-provider', ['--consumers', consumers, '--nats', nats.url, '--pg-port', String(port)], {
+    PGPASSWORD: 'unused',
+  });
+  try {
+    await waitFor('the create’s connection to the silent server', () => held.length > 0, 15_000);
+    const stopped = await terminate(provider);
+    assert.is(stopped.code, 0, provider.stderr());
+    assert.ok(stopped.ms < STOP_MS, `stopped in ${stopped.ms} ms: ${provider.stderr()}`);
+  } finally {
+    provider.kill();
+    for (const socket of held) socket.destroy();
+    silent.close();
+    await nats.cleanup();
+  }
+});
+
+test('a bad flag, a missing --consumers or password, and a password flag each exit 2 with one line; --help names a variable for every flag', async () => {
+  const consumers = join(work, 'c.json');
+  const rows: [string[], Record<string, string>, RegExp][] = [
+    [['--bogus'], {}, /unknown flag --bogus/],
+    [[], { PGPASSWORD: 'x' }, /--consumers is required/],
+    [['--consumers', consumers, '--provider', 'Pg_1'], { PGPASSWORD: 'x' }, /--provider: "Pg_1" is not a valid module name/],
+    [['--consumers', consumers, '--provision', 'a/b'], { PGPASSWORD: 'x' }, /--provision: is "a\/b"/],
+    [['--consumers', consumers, '--concurrency', '0'], { PGPASSWORD: 'x' }, /--concurrency must be at least 1/],
+    [['--consumers', consumers, '--pg-port', '70000'], { PGPASSWORD: 'x' }, /--pg-port must be a port/],
+    [['--consumers', consumers, '--pg-password', 'secret'], {}, /unknown flag --pg-password /],
+    [['--consumers', consumers], { PGPASSWORD: '' }, /no administrator password/],
+    [['--consumers', consumers, '--pg-password-file', join(work, 'absent')], {}, /--pg-password-file: cannot read/],
+    [['--consumers', consumers, '--nkey', join(work, 'absent.nk')], { PGPASSWORD: 'x' }, /--nkey: no file at/],
+    [['--consumers', consumers, 'extra'], { PGPASSWORD: 'x' }, /unexpected argument "extra"/],
+  ];
+  for (const [args, env, reason] of rows) {
+    const run = await runBundle('node', bundle, 'postgres-provider', args, env);
+    assert.is(run.code, 2, `${args.join(' ')}: ${run.stderr}`);
+    assert.is(run.stdout, '');
+    assert.match(run.stderr, /^postgres-provider: [^\n]+\n$/, run.stderr);
+    assert.match(run.stderr, reason);
+  }
+  const help = await runBundle('node', bundle, 'postgres-provider', ['--help']);
+  assert.is(help.code, 0, help.stderr);
+  const flagLines = help.stdout.split('\n').filter((l) => /^ {2}--/.test(l));
+  assert.ok(flagLines.length >= 20, help.stdout);
+  for (const line of flagLines) assert.match(line, /\[env [A-Z_]+\]$/, line);
+  for (const env of ['MESH_NATS_NKEY', 'MESH_CONSUMERS_FILE', 'MESH_PROVIDER', 'PGPASSWORD_FILE']) assert.ok(help.stdout.includes(`[env ${env}]`), env);
+});
+
+test.run();

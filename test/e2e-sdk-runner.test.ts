@@ -1,0 +1,104 @@
+// The SDK as a module uses it from an installed release (DESIGN §13, issue 20 item 4): a module's own
+// script imports the release's sdk.js by its path (copied alone, no node_modules anywhere above), runs
+// with the environment a tool runner sets — `runner.<node>`'s seed in MESH_NATS_NKEY, MESH_NODE,
+// MESH_MODULE — on the bus `bus-config` generates, asks its node's client for a config value, watches
+// it change, closes and ends by itself; nats-server refuses it nothing.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { USERS } from '../src/server/commands/bus-config/config.ts';
+import { cleanEnv, cleanupBundles, copyBundleAlone, ensureBuilt, hasNodeModulesAbove } from './helpers/bundle.ts';
+import { withIsolatedMesh } from './helpers/isolated-mesh.ts';
+import { waitFor } from './helpers/wait.ts';
+
+const NODE = 'n1';
+
+let sdkDir = '';
+let scripts = '';
+
+test.before(() => {
+  ensureBuilt('sdk');
+  sdkDir = copyBundleAlone('sdk');
+  scripts = mkdtempSync(join(tmpdir(), 'mesh-module-'));
+});
+test.after(() => {
+  cleanupBundles();
+  rmSync(scripts, { recursive: true, force: true });
+});
+
+/** A module's script as the README shows it: asks, watches until `until`, closes, and ends by itself. */
+function moduleScript(sdk: string, until: string): string {
+  return [
+    `import { ask, watch, close } from ${JSON.stringify(join(sdk, 'sdk.js'))};`,
+    `const say = (line) => process.stdout.write(JSON.stringify(line) + '\\n');`,
+    `say({ asked: await ask('config', 'level') });`,
+    `await new Promise((resolve) => {`,
+    `  void watch('config', 'level', (value) => {`,
+    `    say({ watched: typeof value === 'string' ? value : 'error: ' + value.message });`,
+    `    if (value === ${JSON.stringify(until)}) resolve();`,
+    `  });`,
+    `});`,
+    `await close();`,
+  ].join('\n');
+}
+
+/** Runs `node <script>` with `env` on top of a clean environment; its output so far, and its end. */
+function runScript(script: string, env: Record<string, string>) {
+  const child = spawn(process.execPath, [script], { cwd: scripts, env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
+  return { child, exited, stdout: () => stdout, stderr: () => stderr };
+}
+
+test('a module script importing the release’s sdk.js by path, run as runner.n1 on the generated bus, asks a config value, sees it change, and ends after close()', () =>
+  withIsolatedMesh({ nodes: [NODE] }, async (m) => {
+    assert.not.ok(hasNodeModulesAbove(sdkDir), sdkDir);
+    assert.not.ok(hasNodeModulesAbove(scripts), scripts);
+    const node = m.node(NODE);
+    await m.publish('web', {
+      templates: { 'web.conf': 'level ${config:level}\n' },
+      provisioning: { files: [{ path: '${dir:config}/web.conf', template: 'web.conf' }] },
+    });
+    await m.kv.config.put(`${NODE}.web.level`, 'info');
+    await m.assign(NODE, 'web');
+    await node.startEngine();
+    await node.startClient();
+    await m.waitReport(NODE, 'web', (r) => r.state === 'applied');
+    const script = join(scripts, 'web-tool.mjs');
+    writeFileSync(script, moduleScript(sdkDir, 'debug'));
+    // What a tool runner sets: where the bus is, its own seed, and which node and module this is.
+    const runner = { MESH_NATS_URL: m.nats.url, MESH_NATS_NKEY: m.nkey(USERS.runner(NODE)), MESH_NODE: NODE, MESH_MODULE: 'web' };
+    const run = runScript(script, runner);
+    try {
+      await waitFor('the asked value and the first watched one', () => run.stdout().includes('{"watched":"info"}'), 15_000).catch((err: Error) => {
+        throw new Error(`${err.message}; stdout: ${run.stdout()}; stderr: ${run.stderr()}`);
+      });
+      assert.ok(run.stdout().startsWith('{"asked":"info"}\n'), run.stdout());
+      await m.kv.config.put(`${NODE}.web.level`, 'debug');
+      const code = await Promise.race([run.exited, new Promise<'running'>((resolve) => setTimeout(() => resolve('running'), 15_000))]);
+      assert.is(code, 0, `stdout: ${run.stdout()}; stderr: ${run.stderr()}`);
+      assert.ok(run.stdout().endsWith('{"watched":"debug"}\n'), run.stdout());
+      assert.not.match(run.stdout(), /error/);
+      assert.equal(
+        m.violations().filter((l) => l.includes('module web')),
+        [],
+        'nats-server refused the runner nothing',
+      );
+
+      // Without the runner's seed the bus refuses the login: the variable is what the runner must set.
+      const { MESH_NATS_NKEY: _seed, ...withoutSeed } = runner;
+      const refused = runScript(script, withoutSeed);
+      assert.is(await refused.exited, 1, refused.stdout());
+      assert.match(refused.stderr(), /Authorization Violation/i);
+    } finally {
+      run.child.kill('SIGKILL');
+    }
+  }));
+
+test.run();
