@@ -38,6 +38,16 @@ function exampleBusConfig() {
   }
 }
 
+/** The example modules shipped for the README's lab, each a directory under examples/. */
+const EXAMPLE_MODULES = ['web', 'app', 'postgres-provider/module'];
+
+/** Every file under `dir` (relative to the repository), in name order, as [path, bytes]. */
+function filesUnder(dir) {
+  return readdirSync(join(ROOT, dir), { withFileTypes: true })
+    .sort((a, b) => (a.name < b.name ? -1 : 1))
+    .flatMap((e) => (e.isDirectory() ? filesUnder(join(dir, e.name)) : [[join(dir, e.name), readFileSync(join(ROOT, dir, e.name))]]));
+}
+
 /** Each file of the tarball: its path inside `<name>/` and its bytes. */
 function releaseFiles() {
   const files = BUNDLES.map((b) => [`${b}.js`, readFileSync(join(ROOT, 'dist', `${b}.js`))]);
@@ -46,6 +56,8 @@ function releaseFiles() {
   // The README links these: the contract, the decisions, what the mesh survives, what each login may do.
   for (const doc of ['design.md', 'decisions.md', 'reliability.md', 'isolation.md']) files.push([`docs/${doc}`, readFileSync(join(ROOT, 'docs', doc))]);
   files.push(['examples/postgres-provider/README.md', readFileSync(join(ROOT, 'examples', 'postgres-provider', 'README.md'))]);
+  // The modules the README's lab publishes: each a composition and a directory of templates.
+  for (const module of EXAMPLE_MODULES) files.push(...filesUnder(join('examples', module)));
   for (const file of readdirSync(join(ROOT, 'deploy', 'systemd')).sort()) {
     files.push([`deploy/systemd/${file}`, readFileSync(join(ROOT, 'deploy', 'systemd', file))]);
   }

@@ -36,6 +36,14 @@ const EXPECTED = [
   'docs/isolation.md',
   'docs/reliability.md',
   'examples/postgres-provider/README.md',
+  'examples/web/composition.json',
+  'examples/web/config.json',
+  'examples/web/templates/web.conf',
+  'examples/web/templates/web.env',
+  'examples/app/composition.json',
+  'examples/app/templates/db.env',
+  'examples/postgres-provider/module/composition.json',
+  'examples/postgres-provider/module/templates/consumers.json',
 ];
 /** An nkey seed of any kind: `S`, a type letter, base32 (public keys start U, A, N, O…; `CONSUMER` is not one). */
 const SEED = /\bS[UANOCPX][A-Z2-7]{50,}/;

@@ -1,2 +1,0 @@
-alias gs="git status"
-alias gl="git log --oneline -${config:log-lines}"

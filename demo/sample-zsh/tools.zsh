@@ -1,2 +1,0 @@
-alias ll="ls -la"
-alias ports="ss -ltnp"
