@@ -42,7 +42,7 @@ const linesOf = (text: string | Buffer) =>
 const TRICKY = 'db-1.internal\n# café ☕ ${secret:api-key} $${x} ${config:other}';
 
 const WEB: ModuleSpec = {
-  templates: { 'web.conf': 'port=${port:http}\nhost=${config:db.host}\n' },
+  templates: { 'web.conf': 'port=${port:http}\nhost=${config:db.host}\ntag=${config:shell:zsh}\n' },
   provisioning: { files: [{ path: '${dir:config}/web.conf', template: 'web.conf', mode: 'owned', change: 'restart' }] },
 };
 
@@ -69,6 +69,9 @@ test('assign, config set, get, rm and unassign as admin: the node applies the pl
     const set = await admin(m, ['config', 'set', 'n1', 'web', 'db.host', TRICKY]);
     assert.is(set.code, 0, set.stderr);
     assert.equal(linesOf(set.stdout), [`set n1 web db.host (mesh-config_resolved n1.web.db.host): ${Buffer.byteLength(TRICKY)} bytes, revision 1`]);
+    // A key out of the plain characters is encoded (DESIGN §2), and the client reads it back by its name.
+    const encoded = await admin(m, ['config', 'set', 'n1', 'web', 'shell:zsh', 'café']);
+    assert.equal(linesOf(encoded.stdout), ['set n1 web shell:zsh (mesh-config_resolved n1.web.shell=3Azsh): 5 bytes, revision 2']);
     const assigned = await admin(m, ['assign', 'n1', 'web', '--dir', `config=${dir}`, '--port', 'http=8081']);
     assert.is(assigned.code, 0, assigned.stderr);
     assert.is(linesOf(assigned.stdout).length, 1);
@@ -77,7 +80,7 @@ test('assign, config set, get, rm and unassign as admin: the node applies the pl
       /^assigned web to n1, placement \{"dir":\{"config":".*web, the site"\},"port":\{"http":8081\}\} \(mesh-controller_assignments n1\.web, revision \d+\)\n$/,
     );
     await m.waitReport('n1', 'web', (r) => r.state === 'applied');
-    assert.is(readFileSync(file, 'utf8'), `port=8081\nhost=${TRICKY}\n`, 'the file where --dir says, the value byte for byte');
+    assert.is(readFileSync(file, 'utf8'), `port=8081\nhost=${TRICKY}\ntag=café\n`, 'the file where --dir says, the value byte for byte');
 
     const again = await admin(m, ['assign', 'n1', 'web', '--dir', `config=${dir}`, '--port', 'http=8081']);
     assert.match(String(again.stdout), /unchanged/);
@@ -88,14 +91,18 @@ test('assign, config set, get, rm and unassign as admin: the node applies the pl
 
     const changed = await admin(m, ['config', 'set', 'n1', 'web', 'db.host', '-'], 'db-2\n');
     assert.is(changed.code, 0, changed.stderr);
-    await waitFor('the file to follow the new value', () => readIfExists(file) === 'port=8081\nhost=db-2\n\n');
+    await waitFor('the file to follow the new value', () => readIfExists(file) === 'port=8081\nhost=db-2\n\ntag=café\n');
     assert.ok((await admin(m, ['config', 'get', 'n1', 'web', 'db.host'])).stdout.equals(Buffer.from('db-2\n')), 'a value from stdin is its bytes');
 
-    assert.is((await admin(m, ['config', 'set', 'n1', 'web', 'a:b', TRICKY])).code, 0);
+    assert.is((await admin(m, ['config', 'set', 'n1', 'web', 'a.b', TRICKY])).code, 0);
     const listed = await admin(m, ['config', 'get', 'n1', 'web']);
     assert.is(listed.code, 0, listed.stderr);
     const shown = TRICKY.replace('\n', '\\x0a');
-    assert.equal(linesOf(listed.stdout), [`a:b=${shown}`, 'db.host=db-2\\x0a'], 'every key one line, in key order, control characters escaped');
+    assert.equal(
+      linesOf(listed.stdout),
+      [`a.b=${shown}`, 'db.host=db-2\\x0a', 'shell:zsh=café'],
+      'every key one line, in key order, control characters escaped',
+    );
 
     const rm = await admin(m, ['config', 'rm', 'n1', 'web', 'db.host']);
     assert.is(rm.code, 0, rm.stderr);
