@@ -55,6 +55,13 @@ test('without isolation, config set and assign create their bucket as init would
   assert.match(assign.stdout, /placement \{"dir":\{"config":"\/etc\/web,a"\},"access":\{"url":"https:\/\/x\/\?a=b,c"\}\}/, 'a comma stays in its value');
 });
 
+test('a value starting with - is set after --, every flag before it, and read back as it is', async () => {
+  const set = await runBundle('node', dir, 'server', ['config', 'set', '--nats', nats.url, 'n1', 'web', 'opts', '--', '-x --y=1'], {}, 20_000);
+  assert.is(set.code, 0, set.stderr);
+  const got = await server(['config', 'get', 'n1', 'web', 'opts']);
+  assert.is(got.stdout, '-x --y=1');
+});
+
 test('a bucket that holds more than its own subject is refused, naming the bucket and the difference, and nothing is written', async () => {
   const jsm = await jetstreamManager(nc);
   const bucket = 'mesh-controller_assignments';

@@ -55,7 +55,7 @@ export function assignHelp(): string {
 /** The text of `config --help`. */
 export function configHelp(): string {
   return [
-    'usage: node dist/server.js config set NODE MODULE KEY VALUE   (VALUE - reads stdin whole; a VALUE starting with - goes after --)',
+    'usage: node dist/server.js config set NODE MODULE KEY VALUE   (VALUE - reads stdin whole)',
     '       node dist/server.js config get NODE MODULE [KEY]',
     '       node dist/server.js config rm NODE MODULE KEY',
     '       node dist/server.js config import FILE                 (FILE - reads stdin)',
@@ -63,7 +63,8 @@ export function configHelp(): string {
     'mesh-config_resolved keys NODE.MODULE.KEY (KEY may hold dots), each value UTF-8 text. get KEY prints the bytes as',
     'they are, nothing added; get without KEY prints key=value lines, control characters written as \\x0a, \\x1b… so each',
     'key is one line. import takes {"node": {"module": {"key": "value"}}}, checked whole first, and writes it in one',
-    'burst (keys not in FILE are left as they are). A missing key (get, rm) exits 1.',
+    'burst (keys not in FILE are left as they are). A missing key (get, rm) exits 1. A VALUE starting with - follows --,',
+    'every flag before it: config set --nkey admin.nk n1 web opts -- "-x 1".',
     ...INPUT_NOTE,
     '',
     'flags:',
