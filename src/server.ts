@@ -11,6 +11,9 @@ import { parseServerOptions } from './server/command-line.ts';
 import { runQuery } from './server/commands/query.ts';
 import { startSeat } from './server/seat/seat.ts';
 import { runStatus } from './server/commands/status/command.ts';
+import { runAssign, runUnassign } from './server/commands/assign.ts';
+import { prepareConfig, readStreamWithin, runConfig, type ConfigIo } from './server/commands/config/command.ts';
+import type { InputCommandOptions } from './server/options.ts';
 
 // Every line a command prints may quote bus text: printed as safe text (DESIGN §3).
 const out = (line: string) => printLine(process.stdout, line);
@@ -34,6 +37,7 @@ async function main(): Promise<number> {
       await nc.close();
     }
   }
+  if (opts.command === 'assign' || opts.command === 'unassign' || opts.command === 'config') return runInputCommand(opts);
   // The seat's user may subscribe only its own inboxes (DESIGN §11), for serving and for a query alike.
   const bus = { ...opts.bus, inboxPrefix: INBOX_PREFIXES.seat };
 
@@ -70,6 +74,28 @@ async function main(): Promise<number> {
   await nc.drain();
   log.info('stopped');
   return 0;
+}
+
+/** The input commands (DESIGN §13): what they read made ready first (exit 2 when wrong, nothing written), then run as the admin login. */
+async function runInputCommand(opts: InputCommandOptions): Promise<number> {
+  const io: ConfigIo = {
+    out,
+    err,
+    write: (bytes) => void process.stdout.write(bytes),
+    readStdin: (maxBytes) => readStreamWithin(process.stdin, maxBytes),
+  };
+  const ready = opts.command === 'config' ? await prepareConfig(opts.args, io) : undefined;
+  if (ready && !ready.ok) return (err(ready.reason), 2);
+  const nc = await connectBus({ ...opts.bus, inboxPrefix: INBOX_PREFIXES.admin }, true).catch((e: Error) => {
+    throw new Error(`cannot reach the bus at ${opts.bus.servers.join(',')}: ${e.message}`);
+  });
+  try {
+    if (opts.command === 'assign') return await runAssign(nc, opts.assignment, opts.replicas, out, err);
+    if (opts.command === 'unassign') return await runUnassign(nc, opts, opts.replicas, out, err);
+    return await runConfig(nc, ready!.value, opts.replicas, io);
+  } finally {
+    await nc.close();
+  }
 }
 
 runMain('mesh-provisioner', main);

@@ -11,6 +11,7 @@ const SPECS = [
   { name: 'count', env: 'T_COUNT', type: 'int', arg: 'N', help: 'a count' },
   { name: 'debug', env: 'T_DEBUG', type: 'bool', help: 'log debug lines' },
   { name: 'tls-ca', type: 'string', arg: 'FILE', help: 'no environment variable' },
+  { name: 'dir', env: 'T_DIR', type: 'repeat', arg: 'NAME=PATH', help: 'each value one item' },
 ] as const satisfies FlagTable;
 
 /** What a row expects: the parsed flags (absent parts: empty, false), the flags argv set (absent: those of `values`), or the reason. */
@@ -75,6 +76,11 @@ const ROWS: Row[] = [
     { values: { name: 'x' }, positional: ['query', 'registry'] },
   ],
   ['a lone dash is positional', ['-'], {}, { values: {}, positional: ['-'] }],
+  ['a repeated flag keeps each value whole, commas too', ['--dir', 'a=/x,y', '--dir=b=/z'], {}, { values: { dir: ['a=/x,y', 'b=/z'] } }],
+  ['a repeated flag keeps an empty value for its command to judge', ['--dir', 'a=/x', '--dir='], {}, { values: { dir: ['a=/x', ''] } }],
+  ['a repeated flag from the environment is one item', [], { T_DIR: 'a=/x,y' }, { values: { dir: ['a=/x,y'] }, onCommandLine: [] }],
+  ['a repeated flag on the command line replaces its variable', ['--dir', 'b=/1'], { T_DIR: 'a=/x' }, { values: { dir: ['b=/1'] } }],
+  ['a repeated flag with nothing after it', ['--dir'], {}, { reason: '--dir needs a value' }],
   ['after -- every word is positional', ['--', '--name', 'x'], {}, { values: {}, positional: ['--name', 'x'] }],
 ];
 
@@ -105,6 +111,7 @@ test('parseFlags never throws, and a refusal is one line naming a flag or a vari
       '--count',
       '--debug',
       '--tls-ca',
+      '--dir',
       '--help',
       '-h',
       '--version',

@@ -81,6 +81,30 @@ test('config keys keep the dots of the config key', () => {
   assert.is(parseConfigKey('n1.web..x').ok, false);
 });
 
+test('a config key encodes each part between its dots as a token and parses back exactly (DESIGN §2)', () => {
+  assert.is(configKey('n1', 'web', 'shell:zsh.a=b'), 'n1.web.shell=3Azsh.a=3Db');
+  assert.is(configKey('n1', 'web', 'café'), 'n1.web.caf=C3=A9');
+  fc.assert(
+    fc.property(
+      fc.array(
+        utf8Text.filter((t) => !t.includes('.')),
+        { minLength: 1, maxLength: 4 },
+      ),
+      (parts) => {
+        const key = parts.join('.');
+        const built = configKey('n1', 'web', key);
+        assert.ok(
+          built.split('.').every((t) => TOKEN.test(t)),
+          built,
+        );
+        assert.equal(parseConfigKey(built), { ok: true, value: { node: 'n1', module: 'web', key } });
+      },
+    ),
+    { numRuns: RUNS, seed: SEED + 2 },
+  );
+  for (const bad of ['n1.web.a:b', 'n1.web.=3', 'n1.web.a=2Eb', 'n1.web.=41']) assert.is(parseConfigKey(bad).ok, false, bad);
+});
+
 test('needs and collect keys encode their free-text tokens and parse back; a bound key takes only names of the grammar', () => {
   fc.assert(
     fc.property(utf8Text, (name) => {

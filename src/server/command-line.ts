@@ -8,6 +8,7 @@ import { isName } from '../shared/keys.ts';
 import { ok, type Parsed } from '../shared/result.ts';
 import { VERB_WHATS } from '../shared/schemas.ts';
 import { loginCollision } from './commands/bus-config/config.ts';
+import { ASSIGN_OWN_FLAGS, parseAssign, parseConfig, parseUnassign } from './input-command-line.ts';
 import {
   DEFAULT_CREDENTIALS_DIR,
   DEFAULT_LISTEN,
@@ -87,6 +88,9 @@ export function serverHelp(): string {
     '       node dist/server.js status [<node> [<module>]] [flags]',
     '       node dist/server.js bus-config --node NAME [--node NAME …] [--provider NAME …] [flags]',
     '       node dist/server.js init [--replicas N] [--provider NAME …] [--nodes N] [flags]   (with the admin login)',
+    '       node dist/server.js assign NODE MODULE [--dir NAME=PATH …] [--port NAME=N …] [--access|--seat|--machine NAME=VALUE …]',
+    '       node dist/server.js unassign NODE MODULE',
+    '       node dist/server.js config set NODE MODULE KEY VALUE | get NODE MODULE [KEY] | rm NODE MODULE KEY | import FILE',
     '',
     'flags:',
     describeFlags(SERVE_FLAGS),
@@ -108,6 +112,10 @@ export function serverHelp(): string {
     'login before the seat, and again when a provider is added. init flags:',
     describeFlags(INIT_OWN_FLAGS),
     '',
+    "assign, unassign and config write the inputs (the controller's assignments, mesh-config's values), with the admin",
+    'login; `assign --help` and `config --help` say each in full. assign flags:',
+    describeFlags(ASSIGN_OWN_FLAGS),
+    '',
     'SIGTERM drains and exits 0. Logs go to stderr, with sd-daemon prefixes under systemd.',
   ].join('\n');
 }
@@ -119,6 +127,9 @@ export function parseServerOptions(argv: readonly string[], env: NodeJS.ProcessE
   if (command === 'status') return parseStatus(rest, env);
   if (command === 'init') return parseInit(rest, env);
   if (command === 'query') return parseQuery(rest, env);
+  if (command === 'assign') return parseAssign(rest, env);
+  if (command === 'unassign') return parseUnassign(rest, env);
+  if (command === 'config') return parseConfig(rest, env);
   return parseServe(argv, env);
 }
 

@@ -3,6 +3,7 @@
 // command-line.ts.
 import type { BusOptions } from '../shared/bus.ts';
 import type { Asked } from '../shared/flags.ts';
+import type { Assignment } from '../shared/schemas.ts';
 
 /** Copies of each created bucket when --replicas is not given. */
 export const DEFAULT_REPLICAS = 1;
@@ -100,5 +101,34 @@ export type StatusOptions = { command: 'status'; bus: BusOptions } & StatusArgs;
 /** `init`, with the bus it creates the buckets on. */
 export type InitOptions = { command: 'init'; bus: BusOptions } & InitRequest;
 
+/** What every input command (`assign`, `unassign`, `config`) runs with: the bus, as the admin login, and how a bucket it creates is made. */
+export type InputCommandBase = {
+  /** How to reach the bus. */
+  bus: BusOptions;
+  /** Copies an input bucket keeps when the command creates it (a bus without isolation; with isolation `init` has). */
+  replicas: number;
+};
+
+/** `assign NODE MODULE [--dir NAME=PATH …] …`: the assignment to write, its placement checked against the grammars. */
+export type AssignOptions = { command: 'assign'; assignment: Assignment } & InputCommandBase;
+/** `unassign NODE MODULE`: the assignment to delete. */
+export type UnassignOptions = { command: 'unassign'; node: string; module: string } & InputCommandBase;
+
+/** Where `config set` takes its value: the argument, or stdin read whole (`-`). */
+export type ValueSource = { text: string } | { stdin: true };
+
+/** What a `config` action is asked, every name checked against its grammar. */
+export type ConfigArgs =
+  | { action: 'set'; node: string; module: string; key: string; value: ValueSource }
+  | { action: 'get'; node: string; module: string; key?: string }
+  | { action: 'rm'; node: string; module: string; key: string }
+  /** `file` is a path, or `-` for stdin. */
+  | { action: 'import'; file: string };
+/** `config set|get|rm|import`. */
+export type ConfigOptions = { command: 'config'; args: ConfigArgs } & InputCommandBase;
+
+/** The input commands of DESIGN §13 that write the controller's and mesh-config's buckets. */
+export type InputCommandOptions = AssignOptions | UnassignOptions | ConfigOptions;
+
 /** What the seat was asked to do. */
-export type ServerOptions = Asked | ServeOptions | QueryOptions | StatusOptions | BusConfigOptions | InitOptions;
+export type ServerOptions = Asked | ServeOptions | QueryOptions | StatusOptions | BusConfigOptions | InitOptions | InputCommandOptions;

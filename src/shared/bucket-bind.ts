@@ -24,7 +24,7 @@ export type BucketState =
   /** No such stream. */
   | { state: 'missing' }
   /** The stream's configuration is not this login's to read (a node's share of a per-node bucket lists every key). */
-  | { state: 'unchecked'; reason: string };
+  | { state: 'unchecked'; reason: string; cause: unknown };
 
 /** How long reading or creating a stream may take. */
 export const BUCKET_API_TIMEOUT_MS = 5000;
@@ -46,7 +46,7 @@ export async function inspectBucket(jsm: JetStreamManager, spec: BucketSpec): Pr
   } catch (err) {
     if (isStreamNotFound(err)) return { state: 'missing' };
     if (err instanceof JetStreamApiError) throw err;
-    return { state: 'unchecked', reason: errorText(err) };
+    return { state: 'unchecked', reason: errorText(err), cause: err };
   }
   const problems = bucketProblems(spec, config);
   if (problems.length > 0) throw new BucketRefusedError(describeProblems(spec, problems));
@@ -68,7 +68,7 @@ export async function ensureBucket(nc: NatsConnection, spec: BucketSpec, size: B
   const jsm = await bucketManager(nc);
   const found = await inspectBucket(jsm, spec);
   // A bucket the caller keeps is one its login may read the stream of: not reading it is a failure.
-  if (found.state === 'unchecked') throw new Error(`bucket ${spec.name}: its stream could not be read: ${found.reason}`);
+  if (found.state === 'unchecked') throw new Error(`bucket ${spec.name}: its stream could not be read: ${found.reason}`, { cause: found.cause });
   if (found.state === 'ok') {
     for (const w of found.warnings) warn?.(`bucket ${spec.name}: ${w}`);
     return 'found';

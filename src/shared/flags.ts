@@ -11,8 +11,12 @@ export type FlagSpec = {
   readonly name: string;
   /** The environment variable read when the flag is absent. */
   readonly env?: string;
-  /** `string`, a comma-separated `list` (the flag may be repeated), a non-negative `int`, or a valueless `bool`. */
-  readonly type: 'string' | 'list' | 'int' | 'bool';
+  /**
+   * `string`, a comma-separated `list` (the flag may be repeated), a `repeat`ed flag whose every
+   * value is one item as given (commas kept: `--dir data=/srv/a,b`), a non-negative `int`, or a
+   * valueless `bool`.
+   */
+  readonly type: 'string' | 'list' | 'repeat' | 'int' | 'bool';
   /** The value's name in --help. */
   readonly arg?: string;
   /** One line for --help. */
@@ -23,7 +27,7 @@ export type FlagSpec = {
 export type FlagTable = readonly FlagSpec[];
 
 /** What each kind of flag parses to. */
-type ValueOfType = { string: string; list: string[]; int: number; bool: boolean };
+type ValueOfType = { string: string; list: string[]; repeat: string[]; int: number; bool: boolean };
 
 /** A table's flag names. */
 export type FlagName<T extends FlagTable> = T[number]['name'];
@@ -61,6 +65,7 @@ export function parseFlags<const T extends FlagTable>(argv: readonly string[], e
   const options = { ...Object.fromEntries(table.map((s) => [s.name, { type: s.type === 'bool' ? 'boolean' : 'string' } as const])), ...BUILTIN };
   const { tokens } = parseArgs({ args: [...argv], options, strict: false, allowPositionals: true, tokens: true });
   const given = new Map<string, string | true>();
+  const repeated = new Map<string, string[]>();
   const positional: string[] = [];
   let help = false;
   let version = false;
@@ -74,13 +79,21 @@ export function parseFlags<const T extends FlagTable>(argv: readonly string[], e
     else {
       // A list flag given again adds to it: `--node a --node b` is `--node a,b`.
       const before = given.get(token.name);
-      const isList = table.find((s) => s.name === token.name)?.type === 'list';
-      given.set(token.name, isList && typeof before === 'string' ? `${before},${token.value}` : (token.value ?? true));
+      const type = table.find((s) => s.name === token.name)?.type;
+      given.set(token.name, type === 'list' && typeof before === 'string' ? `${before},${token.value}` : (token.value ?? true));
+      if (type === 'repeat') repeated.set(token.name, [...(repeated.get(token.name) ?? []), token.value ?? '']);
     }
   }
   const values: Record<string, ValueOfType[FlagSpec['type']]> = {};
   const onCommandLine = new Set<FlagName<T>>();
   for (const spec of table) {
+    // A repeated flag's items are each as given, an empty one too: the command judges them.
+    const items = repeated.get(spec.name);
+    if (items !== undefined) {
+      values[spec.name] = items;
+      onCommandLine.add(spec.name);
+      continue;
+    }
     const raw = given.get(spec.name) ?? (spec.env ? env[spec.env] : undefined);
     if (raw === undefined || raw === '') continue;
     const value = convert(spec, raw, given.has(spec.name) ? `--${spec.name}` : `${spec.env}`);
@@ -138,6 +151,8 @@ function convert(spec: FlagSpec, given: string | true, source: string): Parsed<V
     if (!/^\d+$/.test(given)) return fail(`${source} must be a non-negative integer, got "${given}"`);
     return ok(Number(given));
   }
+  // A repeated flag's items come from argv; its variable, if it has one, is one item.
+  if (spec.type === 'repeat') return ok([given]);
   if (spec.type === 'list') {
     const items = given.split(',').map((s) => s.trim());
     if (items.some((s) => s === '')) return fail(`${source} has an empty item in "${given}"`);

@@ -136,9 +136,12 @@ export function parseRegistryKey(key: string): Parsed<string> {
   return KIND_PATTERN.test(key) ? { ok: true, value: key } : fail(`kind "${key}" does not match ${KIND_PATTERN}`);
 }
 
-/** Builds `<node>.<module>.<key>` of `mesh-config_resolved`; a config key's dots stay dots. */
+/**
+ * Builds `<node>.<module>.<key>` of `mesh-config_resolved`: a config key's dots stay dots, each part
+ * between them encoded as a token (DESIGN §2: `db.host` is `db.host`, `a:b` is `a=3Ab`).
+ */
 export function configKey(node: string, module: string, key: string): string {
-  return `${node}.${module}.${key}`;
+  return `${node}.${module}.${key.split('.').map(encodeToken).join('.')}`;
 }
 
 /** Parses `<node>.<module>.<key>` of `mesh-config_resolved`. */
@@ -148,8 +151,15 @@ export function parseConfigKey(key: string): Parsed<ConfigKey> {
   const [node, module] = tokens as [string, string];
   const bad = checkName('node', node) ?? checkName('module', module);
   if (bad) return fail(bad);
-  const rest = tokens.slice(2);
-  if (rest.some((t) => t === '')) return fail('config key has an empty token');
+  const rest: string[] = [];
+  for (const token of tokens.slice(2)) {
+    if (token === '') return fail('config key has an empty token');
+    const part = decodeToken(token);
+    if (!part.ok) return fail(`config key token "${token}": ${part.reason}`);
+    // configKey writes a dot as a separator, never as `=2E`: two keys must not name one config key.
+    if (part.value.includes('.')) return fail(`config key token "${token}" escapes a dot`);
+    rest.push(part.value);
+  }
   return { ok: true, value: { node, module, key: rest.join('.') } };
 }
 
