@@ -233,6 +233,22 @@ test('status with three positional arguments or a bad node name exits 2 with one
   }
 });
 
+test('a module taken off a node (its report `removed`, the key going next) keeps neither view from exiting 0', async () => {
+  const applied = await new Kvm(jetstream(nc)).open(APPLIED);
+  await applied.put('n5.web', JSON.stringify(report('n5', 'web', 'applied')));
+  await applied.put('n5.old', JSON.stringify(report('n5', 'old', 'removed')));
+  try {
+    const node = await status(['n5']);
+    assert.is(node.code, 0, node.stdout + node.stderr);
+    assert.match(node.stdout, /^n5 old: removed, /m);
+    const fleet = JSON.parse((await status(['--json'])).stdout) as { nodes: { node: string; applied: number }[] };
+    assert.is(fleet.nodes.find((n) => n.node === 'n5')?.applied, 1, 'a removed report is not counted');
+  } finally {
+    await applied.delete('n5.web');
+    await applied.delete('n5.old');
+  }
+});
+
 test('a node summary keeps the oldest waiting report across pages, counts the seat’s entries, groups them, and counts a key out of shape apart', () => {
   const now = Date.parse('2026-01-01T12:00:00Z');
   const summary = new FleetSummary(now);
