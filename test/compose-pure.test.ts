@@ -303,6 +303,60 @@ test(`Composer: a held module keeps its stored plan and is said on health once h
   assert.equal(sink.lines, [{ module: 'web', build: '2', reason: 'held: composition not published', passes: HELD_PASSES_BEFORE_HEALTH + 1 }]);
 });
 
+test('Composer: a hold is said once when it begins, again when its build or reason changes, its end logged; an out-of-shape composition is failed, never said held', async () => {
+  const { sink, log, composer, feed, loadAll } = inMemory();
+  feed('modules', 'db', composition('db'));
+  feed('modules', 'web', composition('web', '2', false));
+  feed('modules', 'evil', { ...composition('evil'), provisioning: { secrets: [{ name: '../x' }] } });
+  for (const module of ['web', 'ghost', 'evil']) feed('assignments', `n1.${module}`, assignment('n1', module));
+  loadAll();
+  await composer.idle();
+  let dir = 0;
+  const passes = async (n: number) => {
+    for (let i = 0; i < n; i++) {
+      feed('assignments', 'n1.db', assignment('n1', 'db', `/etc/db${dir++}`));
+      await composer.idle();
+    }
+  };
+  await passes(8);
+  const held = () => sink.lines.filter((l) => l.reason.startsWith('held'));
+  assert.equal(
+    held().map((l) => [l.module, l.build, l.reason, l.passes]),
+    [
+      ['ghost', '', 'held: composition missing', 3],
+      ['web', '2', 'held: composition not published', 3],
+    ],
+  );
+  assert.is(log.lines.filter((l) => / held for /.test(l)).length, 2, log.lines.join('\n'));
+  assert.ok(
+    sink.lines.some((l) => l.module === 'evil' && /^mesh-catalog_modules evil: .*; its plans cannot be composed \(stored plans are kept\)$/.test(l.reason)),
+    JSON.stringify(sink.lines),
+  );
+  assert.not.ok(
+    sink.lines.some((l) => l.module === 'evil' && /held/.test(l.reason)),
+    'out of shape is failed, as the verb says',
+  );
+  assert.equal(composer.healthBook.entry('n1.evil')?.state, 'failed');
+
+  feed('modules', 'web', composition('web', '3', false));
+  await passes(3);
+  assert.equal(
+    held().map((l) => [l.module, l.build]),
+    [
+      ['ghost', ''],
+      ['web', '2'],
+      ['web', '3'],
+    ],
+    'a new build is said again, once',
+  );
+  feed('modules', 'ghost', composition('ghost'));
+  await passes(2);
+  assert.equal(
+    log.lines.filter((l) => /ghost/.test(l)).map((l) => l.replace(/^\S+ /, '')),
+    ['warn module ghost held for 3 passes: composition missing (build unknown)', 'notice module ghost no longer held, after 12 passes'],
+  );
+});
+
 test('Composer: a bad assignment is said once per distinct value, and again when it changes', async () => {
   const { sink, composer, feed, loadAll } = inMemory();
   feed('modules', 'web', composition('web'));

@@ -329,7 +329,7 @@ test('a composition or assignment nested 5,000 levels deep is refused with its k
     await f.put(f.assignments, 'n1.web', assignment('n1', 'web'));
     await waitFor('plan n1.web', () => plan(f, 'n1.web'));
     const deep = await waitFor('health for deep', () => lines.find((l) => l.module === 'deep'));
-    assert.match(deep.reason, /^mesh-catalog_modules deep: nested deeper than 64 levels; its plans are held$/);
+    assert.match(deep.reason, /^mesh-catalog_modules deep: nested deeper than 64 levels; its plans cannot be composed \(stored plans are kept\)$/);
     const nested = await waitFor('health for n1.nested', () => lines.find((l) => l.module === 'nested'));
     assert.match(nested.reason, /^mesh-controller_assignments n1\.nested: nested deeper than 64 levels$/);
     await f.put(f.modules, 'web', composition('web', '2'));

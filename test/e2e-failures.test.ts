@@ -3,6 +3,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
 import { withMesh, type Mesh, type ModuleSpec } from './helpers/mesh.ts';
+import { archiveDigest, packTemplates, writeComposition } from './helpers/archive.ts';
 
 const OK: ModuleSpec = {
   templates: { 'ok.conf': 'port ${port:http}\n' },
@@ -91,6 +92,23 @@ test('a template missing from the archive fails the module naming it', () =>
     (bad.provisioning['files'] as unknown[]).push({ path: '${dir:config}/other.conf', template: 'other.conf' });
     const r = await failsAlone(m, bad);
     assert.match(r.reason ?? '', /template other\.conf .* is not in the archive/);
+  }));
+
+test('two plans naming one digest by two refs, one a mismatch and one missing: each module names its own plan’s ref', () =>
+  withMesh(async (m) => {
+    const digest = archiveDigest(await packTemplates({ 'other.conf': 'other\n' }));
+    // web's ref holds other bytes than the digest says; api's ref names no object at all.
+    const web = await m.publish('web', { ...spec('web ${port:http}\n'), digest });
+    const apiRef = 'obj://mesh-catalog_archives/api-gone.tar';
+    await writeComposition(m.kv.modules, { ...web.composition, module: 'api', archive: { ref: apiRef, digest } });
+    await m.assign('n1', 'web');
+    await m.assign('n1', 'api');
+    // Started with both plans there, as after a restart: both archives are loaded at once.
+    await m.startClient();
+    const w = await m.waitReport('n1', 'web', (r) => r.state === 'failed');
+    const a = await m.waitReport('n1', 'api', (r) => r.state === 'failed');
+    assert.is(w.reason, `archive ${web.composition.archive.ref}: digest mismatch: wants ${digest}, got ${archiveDigest(web.tar)}`);
+    assert.is(a.reason, `archive ${apiRef}: no object "api-gone.tar" in bucket mesh-catalog_archives`);
   }));
 
 test.run();

@@ -179,8 +179,19 @@ const HOSTILE = '\x1b[2J\x1b]0;owned\x07\x1b]52;c;Zm9yZ2Vk\x07\r\x1b[K\nn2 web: 
 test('status tables, a node’s detail and the out-of-shape list print hostile report text on exactly as many lines as plain text', () => {
   const view = (text: string) => ({
     fleet: fleetLines({
-      nodes: [{ node: 'n1', applied: 0, waiting: 1, failed: 0, oldestWaiting: { module: 'web', kind: 'config', name: text, at: '', seconds: 5 }, held: [] }],
-      held: [{ module: 'web', build: text, reason: text }],
+      nodes: [
+        {
+          node: 'n1',
+          applied: 0,
+          waiting: 1,
+          failed: 0,
+          held: 1,
+          composeFailed: 0,
+          oldestWaiting: { module: 'web', kind: 'config', name: text, at: '', seconds: 5 },
+        },
+      ],
+      health: [{ module: 'web', state: 'held', build: text, reason: text, nodes: 1, since: text }],
+      healthUnlisted: 0,
       outOfShape: [{ key: text, reason: text }],
       outOfShapeCount: 1,
     }),
@@ -195,12 +206,13 @@ test('status tables, a node’s detail and the out-of-shape list print hostile r
           at: text,
           seconds: 5,
           reason: text,
-          held: { module: 'web', build: text, reason: text },
-          waiting: [{ kind: 'config', name: text, owner: text, where: text, files: [text] }],
+          health: { node: 'n1', module: 'web', state: 'failed', build: text, reason: text, since: text, passes: 2, seconds: 5 },
+          waiting: [{ kind: 'config', name: text, owner: text, where: text, key: text, field: text, files: [text] }],
           files: [{ path: text, action: text, digest: text, reason: text }],
         },
       ],
       outOfShape: [{ key: text, reason: text }],
+      outOfShapeCount: 1,
     }),
   });
   const plain = view('plain');

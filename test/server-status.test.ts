@@ -1,5 +1,6 @@
-// `mesh-provisioner status` (issue 14): the fleet per node and a node in detail, from the seat's verb
-// page by page, against a real nats-server and the seat bundle copied alone.
+// `mesh-provisioner status` (issue 14, issue 20): the fleet per node and a node in detail, from the
+// seat's verb page by page (reports and the seat's health), against a real nats-server and the seat
+// bundle copied alone.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -9,10 +10,12 @@ import { APPLIED, ASSIGNMENTS, MODULES } from '../src/shared/buckets.ts';
 import { PROVISIONING_VERB } from '../src/shared/subjects.ts';
 import type { Report } from '../src/shared/schemas.ts';
 import { formatAge } from '../src/server/commands/status/format.ts';
-import { Catalogue, FleetSummary } from '../src/server/commands/status/summary.ts';
+import { FleetSummary } from '../src/server/commands/status/summary.ts';
+import { jsonBytes } from '../src/shared/bytes.ts';
+import { waitFor } from './helpers/wait.ts';
 import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle, startBundle, type Running } from './helpers/bundle.ts';
 import { startNats, type NatsServer } from './helpers/nats.ts';
-import { composition } from './helpers/seat.ts';
+import { assignment, composition } from './helpers/seat.ts';
 import { ensureKv } from '../src/shared/bus.ts';
 
 const MINUTE = 60_000;
@@ -32,7 +35,7 @@ function report(node: string, module: string, state: Report['state'], more: Part
 /**
  * The fleet: n1 web waits (10 min) for a config value, api applied, cron failed; n2 waits twice,
  * api the longer (30 min) on a bound value; n3 runs batch, whose build is unpublished; n4 runs
- * legacy, which has no composition at all. Eight reports in key order:
+ * legacy, which has no composition at all (both assigned, so the seat holds them). Eight reports in key order:
  * n1.api n1.cron n1.web | n2.api n2.web n3.batch | n3.web n4.legacy (pages of 3).
  */
 const FLEET: Report[] = [
@@ -51,10 +54,10 @@ const FLEET: Report[] = [
 ];
 
 const EXPECTED = [
-  { node: 'n1', applied: 1, waiting: 1, failed: 1, oldest: 'config:db.host (web, 10m', held: [] as string[] },
-  { node: 'n2', applied: 0, waiting: 2, failed: 0, oldest: 'bound:database.main:user (api, 30m', held: [] },
-  { node: 'n3', applied: 2, waiting: 0, failed: 0, oldest: '', held: ['batch'] },
-  { node: 'n4', applied: 1, waiting: 0, failed: 0, oldest: '', held: ['legacy'] },
+  { node: 'n1', applied: 1, waiting: 1, failed: 1, oldest: 'config:db.host (web, 10m', held: 0 },
+  { node: 'n2', applied: 0, waiting: 2, failed: 0, oldest: 'bound:database.main:user (api, 30m', held: 0 },
+  { node: 'n3', applied: 2, waiting: 0, failed: 0, oldest: '', held: 1 },
+  { node: 'n4', applied: 1, waiting: 0, failed: 0, oldest: '', held: 1 },
 ];
 
 const status = (args: string[]) => runBundle('node', dir, 'server', ['status', '--nats', nats.url, ...args], {}, 20_000);
@@ -78,7 +81,7 @@ test.before(async () => {
   nats = await startNats();
   nc = await connect({ servers: nats.url });
   const kvm = new Kvm(jetstream(nc));
-  await ensureKv(nc, ASSIGNMENTS, 1);
+  const assignments = await ensureKv(nc, ASSIGNMENTS, 1);
   const modules = await ensureKv(nc, MODULES, 1);
   for (const m of ['web', 'api', 'cron']) await modules.put(m, JSON.stringify(composition(m, '1')));
   await modules.put('batch', JSON.stringify({ ...composition('batch', '3'), published: false }));
@@ -86,6 +89,12 @@ test.before(async () => {
   await seat.waitForLog(/seat ready/, 15_000);
   const applied = await kvm.open(APPLIED);
   for (const r of FLEET) await applied.put(`${r.node}.${r.module}`, JSON.stringify(r));
+  await assignments.put('n3.batch', JSON.stringify(assignment('n3', 'batch')));
+  await assignments.put('n4.legacy', JSON.stringify(assignment('n4', 'legacy')));
+  await waitFor('the seat holds batch and legacy', async () => {
+    const reply = (await nc.request(PROVISIONING_VERB, jsonBytes({ what: 'health' }), { timeout: 5000 })).json<{ entries?: unknown[] }>();
+    return reply.entries?.length === 2;
+  });
 });
 
 test.after(async () => {
@@ -95,9 +104,9 @@ test.after(async () => {
   cleanupBundles();
 });
 
-test('status prints one row per node with exact applied, waiting and failed counts, the oldest waiting value with its age, and held modules', async () => {
+test('status prints one row per node with exact applied, waiting and failed counts, the oldest waiting value with its age, and held modules; it exits 1', async () => {
   const run = await status([]);
-  assert.is(run.code, 0, run.stderr + run.stdout);
+  assert.is(run.code, 1, run.stderr + run.stdout);
   const rows = fleetRows(run.stdout);
   assert.equal(
     rows.map((r) => [r['NODE'], Number(r['APPLIED']), Number(r['WAITING']), Number(r['FAILED'])]),
@@ -108,40 +117,42 @@ test('status prints one row per node with exact applied, waiting and failed coun
     const row = rows.find((r) => r['NODE'] === e.node)!;
     if (e.oldest) assert.ok(row['OLDEST WAITING']!.startsWith(e.oldest), `${e.node}: ${row['OLDEST WAITING']}`);
     else assert.is(row['OLDEST WAITING'], '');
-    assert.is(row['HELD'], e.held.join(','), run.stdout);
+    assert.is(row['HELD'], String(e.held), run.stdout);
+    assert.is(row['COMPOSE FAILED'], '0', run.stdout);
   }
-  assert.match(run.stdout, /4 nodes: 4 applied, 3 waiting, 1 failed/);
-  assert.match(run.stdout, /batch\s+3\s+composition not published/);
-  assert.match(run.stdout, /legacy\s+composition missing/);
+  assert.match(run.stdout, /4 nodes: 4 applied, 3 waiting, 1 failed; the seat holds 2, cannot compose 0/);
+  assert.match(run.stdout, /^batch\s+held\s+3\s+1\s+\S+\s+composition not published$/m);
+  assert.match(run.stdout, /^legacy\s+held\s+1\s+\S+\s+composition missing$/m);
 });
 
 test('status --json parses to the same counts, oldest waiting values and held modules as the table', async () => {
   const [table, json] = await Promise.all([status([]), status(['--json'])]);
-  assert.is(json.code, 0, json.stderr);
+  assert.is(json.code, 1, json.stderr);
   const view = JSON.parse(json.stdout) as {
     nodes: {
       node: string;
       applied: number;
       waiting: number;
       failed: number;
-      held: string[];
+      held: number;
+      composeFailed: number;
       oldestWaiting?: { module: string; kind: string; name: string; seconds: number };
     }[];
-    held: { module: string; reason: string }[];
+    health: { module: string; state: string; reason: string; nodes: number }[];
   };
   const rows = fleetRows(table.stdout);
   assert.equal(
-    view.nodes.map((n) => [n.node, String(n.applied), String(n.waiting), String(n.failed), n.held.join(',')]),
-    rows.map((r) => [r['NODE'], r['APPLIED'], r['WAITING'], r['FAILED'], r['HELD']]),
+    view.nodes.map((n) => [n.node, String(n.applied), String(n.waiting), String(n.failed), String(n.held), String(n.composeFailed)]),
+    rows.map((r) => [r['NODE'], r['APPLIED'], r['WAITING'], r['FAILED'], r['HELD'], r['COMPOSE FAILED']]),
   );
   const n2 = view.nodes.find((n) => n.node === 'n2')!;
   assert.equal([n2.oldestWaiting?.module, n2.oldestWaiting?.kind, n2.oldestWaiting?.name], ['api', 'bound', 'database.main:user']);
   assert.ok(Math.abs(n2.oldestWaiting!.seconds - 30 * 60) < 120, String(n2.oldestWaiting!.seconds));
   assert.equal(
-    view.held.map((h) => [h.module, h.reason]),
+    view.health.map((h) => [h.module, h.state, h.reason, h.nodes]),
     [
-      ['batch', 'composition not published'],
-      ['legacy', 'composition missing'],
+      ['batch', 'held', 'composition not published', 1],
+      ['legacy', 'held', 'composition missing', 1],
     ],
   );
 });
@@ -152,7 +163,7 @@ test('status with --limit 3 pages through the verb (3 requests for 8 reports) an
   await nc.flush();
   try {
     const [whole, paged] = [await status(['--json']), await status(['--json', '--limit', '3'])];
-    assert.is(paged.code, 0, paged.stderr);
+    assert.is(paged.code, 1, paged.stderr);
     const counts = (stdout: string) =>
       (JSON.parse(stdout).nodes as Record<string, unknown>[]).map(({ node, applied, waiting, failed, held }) => ({ node, applied, waiting, failed, held }));
     assert.equal(
@@ -171,14 +182,14 @@ test('status with --limit 3 pages through the verb (3 requests for 8 reports) an
   }
 });
 
-test('status n1 web lists the waited value with the domain that owns it, the last report and the files with actions and digests', async () => {
+test('status n1 web lists the waited value with the domain that owns it and its key, the last report and the files with actions and digests', async () => {
   const run = await status(['n1', 'web']);
-  assert.is(run.code, 0, run.stderr + run.stdout);
+  assert.is(run.code, 1, run.stderr + run.stdout);
   const lines = run.stdout.split('\n');
   assert.match(lines[0]!, /^n1 web: waiting, build 1, reported 10m\d\ds ago/);
   const waitingAt = lines.findIndex((l) => l.trim().startsWith('WAITING FOR'));
   const waited = readTable(lines.slice(waitingAt, waitingAt + 2).map((l) => l.slice(2)));
-  assert.equal(waited, [{ 'WAITING FOR': 'config:db.host', OWNER: 'mesh-config', WHERE: 'mesh-config_resolved', FILES: '/etc/web/web.conf' }]);
+  assert.equal(waited, [{ 'WAITING FOR': 'config:db.host', OWNER: 'mesh-config', WHERE: 'mesh-config_resolved n1.web.db.host', FILES: '/etc/web/web.conf' }]);
   const filesAt = lines.findIndex((l) => l.trim().startsWith('FILE '));
   const files = readTable(lines.slice(filesAt, filesAt + 2).map((l) => l.slice(2)));
   assert.equal(files, [{ FILE: '/etc/web/web.env', ACTION: 'written', DIGEST }]);
@@ -187,7 +198,7 @@ test('status n1 web lists the waited value with the domain that owns it, the las
 
 test('status n1 --json gives every module of the node with state, reason, owners and files; a held module says so', async () => {
   const run = await status(['n1', '--json']);
-  assert.is(run.code, 0, run.stderr);
+  assert.is(run.code, 1, run.stderr);
   const view = JSON.parse(run.stdout) as {
     modules: { module: string; state: string; reason?: string; waiting: { owner: string; where: string }[]; files: { action: string }[] }[];
   };
@@ -205,7 +216,9 @@ test('status n1 --json gives every module of the node with state, reason, owners
     [['mesh-config', 'mesh-config_resolved']],
   );
   const n3 = await status(['n3', 'batch']);
-  assert.match(n3.stdout, /held by the seat: composition not published \(build 3\)/);
+  assert.is(n3.code, 1, n3.stdout);
+  assert.match(n3.stdout, /^ {2}held by the seat: composition not published \(build 3, \d+ pass(?:es)?, since \S+ ago\)$/m);
+  assert.is((await status(['n3', 'web'])).code, 0, 'n3 web alone is applied');
 });
 
 test('status with three positional arguments or a bad node name exits 2 with one line naming it', async () => {
@@ -220,23 +233,50 @@ test('status with three positional arguments or a bad node name exits 2 with one
   }
 });
 
-test('a node summary keeps the oldest waiting report across pages and counts a report out of shape apart', () => {
-  const catalogue = new Catalogue();
-  catalogue.update('web', new TextEncoder().encode(JSON.stringify(composition('web'))));
+test('a module taken off a node (its report `removed`, the key going next) keeps neither view from exiting 0', async () => {
+  const applied = await new Kvm(jetstream(nc)).open(APPLIED);
+  await applied.put('n5.web', JSON.stringify(report('n5', 'web', 'applied')));
+  await applied.put('n5.old', JSON.stringify(report('n5', 'old', 'removed')));
+  try {
+    const node = await status(['n5']);
+    assert.is(node.code, 0, node.stdout + node.stderr);
+    assert.match(node.stdout, /^n5 old: removed, /m);
+    const fleet = JSON.parse((await status(['--json'])).stdout) as { nodes: { node: string; applied: number }[] };
+    assert.is(fleet.nodes.find((n) => n.node === 'n5')?.applied, 1, 'a removed report is not counted');
+  } finally {
+    await applied.delete('n5.web');
+    await applied.delete('n5.old');
+  }
+});
+
+test('a node summary keeps the oldest waiting report across pages, counts the seat’s entries, groups them, and counts a key out of shape apart', () => {
   const now = Date.parse('2026-01-01T12:00:00Z');
-  const summary = new FleetSummary(catalogue, now);
+  const summary = new FleetSummary(now);
   const at = (minutes: number) => new Date(now - minutes * MINUTE).toISOString();
-  summary.add('n1.web', report('n1', 'web', 'waiting', { at: at(5), waiting: [{ kind: 'config', name: 'a', files: [] }] }));
-  summary.add('n1.api', report('n1', 'api', 'waiting', { at: at(50), waiting: [{ kind: 'config', name: 'b', files: [] }] }));
-  summary.add('n1.db', report('n1', 'db', 'waiting', { at: at(20), waiting: [] }));
-  summary.add('n1.bad', { node: 'n1', module: 'bad', state: 'exploded' });
-  const n1 = summary.nodes.get('n1')!;
-  assert.equal([n1.waiting, n1.oldestWaiting?.module, n1.oldestWaiting?.name, n1.oldestWaiting?.seconds], [3, 'api', 'b', 3000]);
-  assert.equal(n1.held, ['api', 'db']);
-  assert.is(summary.outOfShapeCount, 1);
+  summary.addReport('n1.web', report('n1', 'web', 'waiting', { at: at(5), waiting: [{ kind: 'config', name: 'a', files: [] }] }));
+  summary.addReport('n1.api', report('n1', 'api', 'waiting', { at: at(50), waiting: [{ kind: 'config', name: 'b', files: [] }] }));
+  summary.addReport('n1.db', report('n1', 'db', 'waiting', { at: at(20), waiting: [] }));
+  summary.addReport('n1.bad', { node: 'n1', module: 'bad', state: 'exploded' });
+  const entry = (node: string, module: string, state: string, reason: string, since: string) => ({ node, module, state, reason, since, passes: 3 });
+  summary.addHealth('n1.ghost', entry('n1', 'ghost', 'held', 'composition missing', at(9)));
+  summary.addHealth('n2.ghost', entry('n2', 'ghost', 'held', 'composition missing', at(30)));
+  summary.addHealth('n2.web', { ...entry('n2', 'web', 'failed', 'file web.conf: path …', at(1)), build: '4' });
+  summary.addHealth('n3.web', entry('n2', 'web', 'failed', 'x', at(1)));
+  summary.addHealth('web', { module: 'web', build: '5', state: 'rolling', wave: 1, reason: '', since: at(1) });
+  const [n1, n2] = summary.nodes();
+  assert.equal([n1!.waiting, n1!.oldestWaiting?.module, n1!.oldestWaiting?.name, n1!.oldestWaiting?.seconds], [3, 'api', 'b', 3000]);
+  assert.equal([n1!.held, n1!.composeFailed, n2!.held, n2!.composeFailed], [1, 0, 1, 1]);
   assert.equal(
-    summary.held()?.map((h) => h.module),
-    ['api', 'db'],
+    summary.health().map((h) => [h.module, h.state, h.build, h.nodes, h.since]),
+    [
+      ['ghost', 'held', '', 2, at(30)],
+      ['web', 'failed', '4', 1, at(1)],
+    ],
+  );
+  assert.equal(
+    summary.outOfShape.listed.map((o) => o.key),
+    ['n1.bad', 'n3.web'],
+    'a report out of shape, and an entry naming another node than its key; a rollout’s entry is left to rollout',
   );
 });
 

@@ -45,7 +45,7 @@ const QUERY_OWN_FLAGS = [
 ] as const satisfies FlagTable;
 
 const STATUS_OWN_FLAGS = [
-  { name: 'limit', type: 'int', arg: 'N', help: `reports per request (default ${DEFAULT_STATUS_LIMIT})` },
+  { name: 'limit', type: 'int', arg: 'N', help: `reports or health entries per request (default ${DEFAULT_STATUS_LIMIT})` },
   { name: 'json', type: 'bool', help: 'print JSON instead of tables' },
 ] as const satisfies FlagTable;
 
@@ -98,8 +98,10 @@ export function serverHelp(): string {
     'query flags:',
     describeFlags(QUERY_OWN_FLAGS),
     '',
-    'status prints the fleet per node (applied, waiting, failed, the oldest waiting value, modules held unpublished),',
-    "or a node's modules in detail (each waited value and its owner, the last report, the files). status flags:",
+    'status prints the fleet per node (reports applied, waiting, failed; assignments the seat holds or cannot compose;',
+    "the oldest waiting value), or a node's modules in detail (the last report, what the seat says, each waited value",
+    'with its owner and key, the files). It exits 0 when every module shown is applied, 1 when one is waiting, failed,',
+    'held or cannot be composed (or a node named has nothing shown), 2 on a usage error. status flags:',
     describeFlags(STATUS_OWN_FLAGS),
     '',
     'bus-config prints the nats-server configuration of a mesh (DESIGN §11): the buckets in account MESH,',

@@ -49,6 +49,8 @@ export type BundleChoice = {
   runtime?: Runtime;
   /** The dir holding `<name>.js` (default the repository's dist/). */
   bundleDir?: string;
+  /** Variables the process gets besides a clean environment (`JOURNAL_STREAM` to log as under systemd). */
+  env?: Record<string, string>;
 };
 
 /** A node of the mesh. */
@@ -117,7 +119,7 @@ export function createMeshNode(opts: MeshNodeOptions): MeshNode {
   let client: { client: NodeClient; nc: NatsConnection; engine: EngineClient } | undefined;
   const login = loginArgs(opts.login);
   const bundle = (choice: BundleChoice, name: string, args: string[]) => {
-    const running = startBundle(choice.runtime ?? 'node', choice.bundleDir ?? join(ROOT, 'dist'), name, args);
+    const running = startBundle(choice.runtime ?? 'node', choice.bundleDir ?? join(ROOT, 'dist'), name, args, choice.env);
     processes.push(running);
     return running;
   };

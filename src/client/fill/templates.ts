@@ -79,24 +79,34 @@ export type LoadFiles = (ref: string, digest: string) => Promise<Parsed<Map<stri
 
 /** Templates by digest; a failed load is not kept, so the next fill tries again. */
 export class TemplateCache {
-  readonly #byDigest = new Map<string, Promise<Parsed<TemplateSet>>>();
+  readonly #byDigest = new Map<string, { ref: string; loading: Promise<Parsed<TemplateSet>> }>();
 
   constructor(private readonly load: LoadFiles) {}
 
-  /** The templates of the archive `digest`, loaded once however many modules ask together. */
+  /**
+   * The templates of the archive `digest`, loaded once however many modules ask together. A load by
+   * another ref that fails is not this ref's failure: it is loaded again by its own ref, so what a
+   * module reports names the archive its plan names (two refs may hold the same bytes).
+   */
   get(ref: string, digest: string): Promise<Parsed<TemplateSet>> {
     const known = this.#byDigest.get(digest);
-    if (known) return known;
-    const loading = this.load(ref, digest).then((files) => (files.ok ? prepareTemplates(files.value) : files));
-    this.#byDigest.set(digest, loading);
-    void loading.then((result) => {
-      if (!result.ok && this.#byDigest.get(digest) === loading) this.#byDigest.delete(digest);
-    });
-    return loading;
+    if (known?.ref === ref) return known.loading;
+    if (known) return known.loading.then((shared) => (shared.ok ? shared : this.#start(ref, digest)));
+    return this.#start(ref, digest);
   }
 
   /** Drops every archive no plan names any more. */
   retain(digests: Set<string>): void {
     for (const digest of this.#byDigest.keys()) if (!digests.has(digest)) this.#byDigest.delete(digest);
+  }
+
+  #start(ref: string, digest: string): Promise<Parsed<TemplateSet>> {
+    const loading = this.load(ref, digest).then((files) => (files.ok ? prepareTemplates(files.value) : files));
+    const entry = { ref, loading };
+    this.#byDigest.set(digest, entry);
+    void loading.then((result) => {
+      if (!result.ok && this.#byDigest.get(digest) === entry) this.#byDigest.delete(digest);
+    });
+    return loading;
   }
 }

@@ -120,9 +120,10 @@ export class Reporter {
     this.#reports.set(module, comparable);
     this.#publish(module, bytes);
     await this.#retry.write(`${APPLIED} ${key}`, () => this.appliedKv.put(key, bytes));
-    const reason = report.reason && report.reason.length > MAX_LOG_REASON_CHARS ? `${report.reason.slice(0, MAX_LOG_REASON_CHARS)}…` : report.reason;
-    const line = `${key}: ${report.state}${reason ? ` (${reason})` : ''}`;
+    const line = reportLine(key, report);
     if (report.state === 'failed') this.log.error(line);
+    // A file the engine refused waits on the node's declaration: what needs a look (README, log priorities).
+    else if (report.files.some((f) => f.action === 'refused')) this.log.warn(line);
     else this.log.info(line);
   }
 
@@ -154,6 +155,18 @@ export class Reporter {
     await this.#retry.write(`${APPLIED} ${key}`, () => this.appliedKv.delete(key));
     this.log.info(`${this.node}.${module}: removed`);
   }
+}
+
+/** Waited values a report's log line names at most; past that it counts them. */
+const MAX_LOGGED_WAITS = 5;
+
+/** A report as one log line: `n1.web: waiting for config:db.host, port:http (reason)`, the reason cut short. */
+function reportLine(key: string, report: Report): string {
+  const reason = report.reason && report.reason.length > MAX_LOG_REASON_CHARS ? `${report.reason.slice(0, MAX_LOG_REASON_CHARS)}…` : report.reason;
+  const waits = report.waiting.slice(0, MAX_LOGGED_WAITS).map((w) => `${w.kind}:${w.name}`);
+  if (report.waiting.length > MAX_LOGGED_WAITS) waits.push(`${report.waiting.length - MAX_LOGGED_WAITS} more`);
+  const waiting = report.state === 'waiting' && waits.length > 0 ? ` for ${waits.join(', ')}` : '';
+  return `${key}: ${report.state}${waiting}${reason ? ` (${reason})` : ''}`;
 }
 
 /** A need whose JSON fits in `maxBytes`: long paths shortened, then trailing files left out. */

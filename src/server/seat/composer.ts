@@ -211,7 +211,7 @@ export class Composer {
         this.#health.sayOnce(`modules ${key}`, read.digest, {
           module: clip(key),
           build: '',
-          reason: `mesh-catalog_modules ${clip(key)}: ${read.refused}; its plans are held`,
+          reason: `mesh-catalog_modules ${clip(key)}: ${read.refused}; its plans cannot be composed (stored plans are kept)`,
           passes: pass,
         });
       // A key out of shape is said, never kept: no assignment can name it.

@@ -1,5 +1,6 @@
-// What the composer says on `provisioner_health` (DESIGN §4): a bad input once per distinct value,
-// and a module held for more than HELD_PASSES_BEFORE_HEALTH passes in a row, with its build.
+// What the composer says on `provisioner_health` and in its log (DESIGN §4): a bad input once per
+// distinct value, and a module held for more than HELD_PASSES_BEFORE_HEALTH passes in a row, with
+// its build, once when the hold begins and again when it changes; never once per pass.
 import { parseNodeModuleKey } from '../../shared/keys.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { Health } from '../../shared/schemas.ts';
@@ -14,6 +15,8 @@ export class ComposerHealth {
   /** What was said of each input (`assignments <key>`, `modules <key>`): the digest of the value it was said of. */
   readonly #said = new Map<string, string>();
   readonly #heldPasses = new Map<string, number>();
+  /** What was said of each module held past the threshold: its reason and build, so a pass that changes neither says nothing. */
+  readonly #heldSaid = new Map<string, string>();
 
   constructor(
     private readonly publish: (line: Health) => void,
@@ -34,20 +37,34 @@ export class ComposerHealth {
   }
 
   /**
-   * Counts one more pass for each module held now (its composition as known, or none) and resets
-   * the others; a module held for more than HELD_PASSES_BEFORE_HEALTH passes in a row is said.
+   * Counts one more pass for each module held now (its composition missing or unpublished; one out
+   * of shape is failed, said when it is read) and resets the others. A module held for more than
+   * HELD_PASSES_BEFORE_HEALTH passes in a row is said once, and again only when its reason or build
+   * changes; its end is logged. Passes go on without a line: the verb's `health` keeps the count.
    */
   countHeld(heldNow: ReadonlyMap<string, KnownComposition | undefined>): void {
-    for (const module of this.#heldPasses.keys()) if (!heldNow.has(module)) this.#heldPasses.delete(module);
+    for (const module of this.#heldPasses.keys()) if (!heldNow.has(module) || isFailed(heldNow.get(module))) this.#end(module);
     for (const [module, c] of heldNow) {
+      if (isFailed(c)) continue;
       const passes = (this.#heldPasses.get(module) ?? 0) + 1;
       this.#heldPasses.set(module, passes);
       if (passes <= HELD_PASSES_BEFORE_HEALTH) continue;
       const reason = heldReason(c);
       const build = c?.parsed.ok ? c.parsed.value.build : '';
+      const said = `${reason}\n${build}`;
+      if (this.#heldSaid.get(module) === said) continue;
+      this.#heldSaid.set(module, said);
       this.log.warn(`module ${module} held for ${passes} passes: ${reason} (build ${build || 'unknown'})`);
       this.say({ module, build, reason: `held: ${reason}`, passes });
     }
+  }
+
+  /** Forgets a module no longer held, logging the end of a hold that was said. */
+  #end(module: string): void {
+    const passes = this.#heldPasses.get(module);
+    this.#heldPasses.delete(module);
+    if (!this.#heldSaid.delete(module)) return;
+    this.log.notice(`module ${module} no longer held, after ${passes} passes`);
   }
 
   /** Publishes a health line; a bus that refuses it is logged, never allowed to stop the pass. */
@@ -60,9 +77,14 @@ export class ComposerHealth {
   }
 }
 
-/** Why a module is held, as health lines and `status` say it: its composition (as known, or none) missing, refused or unpublished. */
+/** Why a module's plans are not composed from its composition (as known, or none), as health lines and the verb's `health` say it: missing or unpublished (held), or refused (failed). */
 export function heldReason(c: KnownComposition | undefined): string {
   return !c ? 'composition missing' : !c.parsed.ok ? `composition does not validate: ${c.parsed.reason}` : 'composition not published';
+}
+
+/** Whether a composition is known and out of shape: its plans fail (DESIGN §6), they are not held. */
+function isFailed(c: KnownComposition | undefined): boolean {
+  return c !== undefined && !c.parsed.ok;
 }
 
 /** The module and node a health line of an assignment key names: the key's own parts when it has them. */

@@ -1,93 +1,90 @@
 // `mesh-provisioner status [<node> [<module>]]`: the fleet at a glance, or one node's modules in
-// detail. Reports come from the verb page by page (server/commands/query.ts), each page folded into one summary per
-// node and then dropped; held modules come from the catalogue's compositions, read once, read-only.
+// detail, and an exit code a check can rely on (DESIGN §13). Reports and the seat's health come from
+// the verb page by page (server/commands/query.ts), each page folded into the view and dropped.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { watchKv } from '../../../shared/watch/watch.ts';
-import { MODULES } from '../../../shared/buckets.ts';
 import { safeJson } from '../../../shared/safe-text.ts';
-import { DEFAULT_QUERY_TIMEOUT_MS, forEachPage, type QueryFailure } from '../query.ts';
+import { forEachPage, type QueryFailure } from '../query.ts';
+import { NodeDetail } from './detail.ts';
 import { detailLines, fleetLines, type FleetView, type NodeView } from './format.ts';
-import { Catalogue, detailOf, FleetSummary, ownershipOf, readReport, type ModuleDetail, type Ownership } from './summary.ts';
+import { FleetSummary } from './summary.ts';
+import { ownershipOf, type Ownership } from './where.ts';
 import { DEFAULT_STATUS_LIMIT, type StatusArgs } from '../../options.ts';
-import { errorText } from '../../../shared/errors.ts';
 
 type Say = (line: string) => void;
 
-/** Runs `status`: the fleet table (or JSON) without a node, a node's modules in detail with one. Returns the exit code. */
+/** Exit code: every module shown is applied. */
+const EXIT_ALL_APPLIED = 0;
+/** Exit code: a module shown is not applied (waiting, failed, held, cannot be composed), a key is out of shape, or a node named has nothing shown. */
+const EXIT_NOT_ALL_APPLIED = 1;
+
+/**
+ * Runs `status`: the fleet table (or JSON) without a node, a node's modules in detail with one.
+ * Returns 0 when every module shown is applied, 1 when one is not (or nothing is shown of a node
+ * named), or the failure's code when the verb could not be asked (2 for a request it refused).
+ */
 export async function runStatus(nc: NatsConnection, args: StatusArgs, out: Say, err: Say = out, now: () => number = Date.now): Promise<number> {
-  const catalogue = await readCatalogue(nc, err);
-  const failed = args.node === undefined ? await fleet(nc, args, catalogue, out, now()) : await node(nc, args, catalogue, out, now());
-  if (!failed) return 0;
-  err(failed.message.replace(/^query: /, 'status: '));
-  return failed.code;
+  const shown = args.node === undefined ? await fleet(nc, args, out, now()) : await node(nc, args, out, now());
+  if (typeof shown === 'number') return shown;
+  err(shown.message.replace(/^query: /, 'status: '));
+  return shown.code;
 }
 
-async function fleet(nc: NatsConnection, args: StatusArgs, catalogue: Catalogue | undefined, out: Say, now: number): Promise<QueryFailure | undefined> {
-  const summary = new FleetSummary(catalogue, now);
-  const failed = await forEachPage(nc, { what: 'applied', limit: args.limit ?? DEFAULT_STATUS_LIMIT }, (page) => {
-    for (const { key, value } of page.entries) summary.add(key, value);
-    for (const { key, reason } of page.outOfShape) summary.addOutOfShape(key, reason);
-  });
+async function fleet(nc: NatsConnection, args: StatusArgs, out: Say, now: number): Promise<number | QueryFailure> {
+  const summary = new FleetSummary(now);
+  const limit = args.limit ?? DEFAULT_STATUS_LIMIT;
+  const failed =
+    (await forEachPage(nc, { what: 'applied', limit }, (page) => {
+      for (const { key, value } of page.entries) summary.addReport(key, value);
+      for (const { key, reason } of page.outOfShape) summary.outOfShape.add(key, reason);
+    })) ??
+    (await forEachPage(nc, { what: 'health', limit }, (page) => {
+      for (const { key, value } of page.entries) summary.addHealth(key, value);
+      for (const { key, reason } of page.outOfShape) summary.outOfShape.add(key, reason);
+    }));
   if (failed) return failed;
   const view: FleetView = {
-    nodes: [...summary.nodes.values()],
-    held: summary.held() ?? null,
-    outOfShape: summary.outOfShape,
-    outOfShapeCount: summary.outOfShapeCount,
+    nodes: summary.nodes(),
+    health: summary.health(),
+    healthUnlisted: summary.healthUnlisted,
+    outOfShape: summary.outOfShape.listed,
+    outOfShapeCount: summary.outOfShape.count,
   };
   if (args.json) out(safeJson(view));
   else fleetLines(view).forEach((line) => out(line));
-  return undefined;
+  const settled = view.outOfShapeCount === 0 && view.nodes.every((n) => n.waiting + n.failed + n.held + n.composeFailed === 0);
+  return settled ? EXIT_ALL_APPLIED : EXIT_NOT_ALL_APPLIED;
 }
 
-async function node(nc: NatsConnection, args: StatusArgs, catalogue: Catalogue | undefined, out: Say, now: number): Promise<QueryFailure | undefined> {
-  const registry = new Map<string, Ownership>();
+async function node(nc: NatsConnection, args: StatusArgs, out: Say, now: number): Promise<number | QueryFailure> {
   const limit = args.limit ?? DEFAULT_STATUS_LIMIT;
+  const registry = new Map<string, Ownership>();
   const failedRegistry = await forEachPage(nc, { what: 'registry', limit }, (page) => {
     for (const { key, value } of page.entries) registry.set(key, ownershipOf(value));
   });
   if (failedRegistry) return failedRegistry;
-  const modules: ModuleDetail[] = [];
-  const outOfShape: { key: string; reason: string }[] = [];
-  const request = { what: 'applied', node: args.node, ...(args.module ? { module: args.module } : {}), limit };
-  const failed = await forEachPage(nc, request, (page) => {
-    for (const { key, value } of page.entries) {
-      const read = readReport(value);
-      if (read.ok) modules.push(detailOf(read.value, registry, catalogue, now));
-      else outOfShape.push({ key, reason: `value: ${read.reason}` });
-    }
-    outOfShape.push(...page.outOfShape);
-  });
+  const detail = new NodeDetail(registry, now);
+  const narrowed = { node: args.node, ...(args.module ? { module: args.module } : {}), limit };
+  const failed =
+    (await forEachPage(nc, { what: 'applied', ...narrowed }, (page) => {
+      for (const { key, value } of page.entries) detail.addReport(key, value);
+      for (const { key, reason } of page.outOfShape) detail.outOfShape.add(key, reason);
+    })) ??
+    (await forEachPage(nc, { what: 'health', ...narrowed }, (page) => {
+      for (const { key, value } of page.entries) detail.addHealth(key, value);
+      for (const { key, reason } of page.outOfShape) detail.outOfShape.add(key, reason);
+    }));
   if (failed) return failed;
-  const view: NodeView = { node: args.node!, ...(args.module ? { module: args.module } : {}), modules, outOfShape };
+  const view: NodeView = {
+    node: args.node!,
+    ...(args.module ? { module: args.module } : {}),
+    modules: detail.modules(),
+    outOfShape: detail.outOfShape.listed,
+    outOfShapeCount: detail.outOfShape.count,
+  };
   if (args.json) out(safeJson(view));
   else detailLines(view).forEach((line) => out(line));
-  return undefined;
-}
-
-/**
- * Reads every composition of the catalogue once with a filtered watch (what the seat's user may
- * do), keeping of each only whether it is held. Undefined, said on `err`, when the bucket is
- * missing or does not answer in time: held modules are then unknown, not "none".
- */
-async function readCatalogue(nc: NatsConnection, err: Say): Promise<Catalogue | undefined> {
-  const catalogue = new Catalogue();
-  let timer: NodeJS.Timeout | undefined;
-  let stop = () => {};
-  try {
-    const watch = await watchKv(nc, MODULES, '>', (event) => catalogue.update(event.key, event.value));
-    stop = watch.stop;
-    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), DEFAULT_QUERY_TIMEOUT_MS)));
-    if ((await Promise.race([watch.caughtUp, late])) === 'late') {
-      err(`status: ${MODULES} was not read within ${DEFAULT_QUERY_TIMEOUT_MS} ms; held modules unknown`);
-      return undefined;
-    }
-    return catalogue;
-  } catch (e) {
-    err(`status: cannot read ${MODULES} (${errorText(e)}); held modules unknown`);
-    return undefined;
-  } finally {
-    clearTimeout(timer);
-    stop();
-  }
+  // A `removed` report is a module taken off the node on purpose, counted in neither view (its key goes next).
+  const settled =
+    view.modules.length > 0 && view.outOfShapeCount === 0 && view.modules.every((m) => (m.state === 'applied' || m.state === 'removed') && !m.health);
+  return settled ? EXIT_ALL_APPLIED : EXIT_NOT_ALL_APPLIED;
 }

@@ -1,17 +1,23 @@
-// How `status` prints: the fleet as one table (a row per node), a node as a block per module; every
-// value from the bus goes through `cell` (safe text, cut past 4 KiB: DESIGN §3), so none drives the
-// terminal or forges a line.
+// How `status` prints: the fleet as one table (a row per node) and the seat's health under it, a node
+// as a block per module; every value from the bus goes through `cell` (safe text, cut past 4 KiB:
+// DESIGN §3), so none drives the terminal or forges a line.
 import { cell, formatTable } from '../query.ts';
-import type { Held, ModuleDetail, NodeSummary, OldestWaiting } from './summary.ts';
+import type { ModuleDetail, ModuleHealth, WaitedValue } from './detail.ts';
+import type { HealthGroup, NodeSummary, OldestWaiting } from './summary.ts';
+
+/** A key out of shape, with why. */
+type OutOfShapeKey = { key: string; reason: string };
 
 /** What the fleet view shows, and what `status --json` prints. */
 export type FleetView = {
-  /** One row per node with a report, in key order. */
+  /** One row per node with a report or a health entry, in name order. */
   nodes: NodeSummary[];
-  /** The modules the seat holds; null when the catalogue could not be read. */
-  held: Held[] | null;
+  /** What the seat holds or cannot compose, one line per module, state, build and reason. */
+  health: HealthGroup[];
+  /** Health entries in no listed line, counted only. */
+  healthUnlisted: number;
   /** Keys out of shape, the first ones. */
-  outOfShape: { key: string; reason: string }[];
+  outOfShape: OutOfShapeKey[];
   /** How many keys were out of shape in all. */
   outOfShapeCount: number;
 };
@@ -20,8 +26,12 @@ export type FleetView = {
 export type NodeView = {
   node: string;
   module?: string;
+  /** Every module with a report or a health entry, in name order. */
   modules: ModuleDetail[];
-  outOfShape: { key: string; reason: string }[];
+  /** Keys out of shape, the first ones. */
+  outOfShape: OutOfShapeKey[];
+  /** How many keys were out of shape in all. */
+  outOfShapeCount: number;
 };
 
 /** A duration in whole seconds as an operator reads it: `42s`, `5m07s`, `3h05m`, `2d04h`. */
@@ -40,51 +50,52 @@ export function oldestCell(oldest: OldestWaiting | undefined): string {
   return cell(`${value}(${oldest.module}, ${formatAge(oldest.seconds)})`);
 }
 
-/** The fleet table, the held modules, a total line and any keys out of shape. */
+/** The fleet table, a total line, what the seat holds or cannot compose, and any keys out of shape. */
 export function fleetLines(view: FleetView): string[] {
   const lines: string[] = [];
-  if (view.nodes.length === 0) lines.push('(no reports)');
+  if (view.nodes.length === 0) lines.push('(no reports, and the seat holds nothing)');
   else {
     const rows = view.nodes.map((n) => [
       cell(n.node),
       String(n.applied),
       String(n.waiting),
       String(n.failed),
+      String(n.held),
+      String(n.composeFailed),
       oldestCell(n.oldestWaiting),
-      cell(n.held.join(',')),
     ]);
-    lines.push(...formatTable(['NODE', 'APPLIED', 'WAITING', 'FAILED', 'OLDEST WAITING', 'HELD'], rows));
+    lines.push(...formatTable(['NODE', 'APPLIED', 'WAITING', 'FAILED', 'HELD', 'COMPOSE FAILED', 'OLDEST WAITING'], rows));
   }
-  const sum = (k: 'applied' | 'waiting' | 'failed') => view.nodes.reduce((total, n) => total + n[k], 0);
-  lines.push('', `${view.nodes.length} nodes: ${sum('applied')} applied, ${sum('waiting')} waiting, ${sum('failed')} failed`);
-  if (view.held === null) lines.push('held modules unknown: the catalogue could not be read');
-  else if (view.held.length > 0) {
-    lines.push('', `held unpublished (${view.held.length}):`);
-    lines.push(
-      ...formatTable(
-        ['MODULE', 'BUILD', 'REASON'],
-        view.held.map((h) => [cell(h.module), cell(h.build), cell(h.reason)]),
-      ),
-    );
+  const sum = (k: 'applied' | 'waiting' | 'failed' | 'held' | 'composeFailed') => view.nodes.reduce((total, n) => total + n[k], 0);
+  lines.push(
+    '',
+    `${view.nodes.length} nodes: ${sum('applied')} applied, ${sum('waiting')} waiting, ${sum('failed')} failed; ` +
+      `the seat holds ${sum('held')}, cannot compose ${sum('composeFailed')}`,
+  );
+  if (view.health.length > 0) {
+    lines.push('', 'the seat holds (held) or cannot compose (failed):');
+    const rows = view.health.map((h) => [cell(h.module), h.state, cell(h.build), String(h.nodes), cell(h.since), cell(h.reason)]);
+    lines.push(...formatTable(['MODULE', 'STATE', 'BUILD', 'NODES', 'SINCE', 'REASON'], rows));
+    if (view.healthUnlisted > 0) lines.push(`… and ${view.healthUnlisted} more entries (status <node> lists a node's)`);
   }
   lines.push(...outOfShapeLines(view.outOfShape, view.outOfShapeCount));
   return lines;
 }
 
-/** A block per module of the node: its last report, what it waits for and who owns that, its files. */
+/** A block per module of the node: its last report, what the seat says of it, what it waits for and where that lives, its files. */
 export function detailLines(view: NodeView): string[] {
   const lines: string[] = [];
-  if (view.modules.length === 0) lines.push(`(no report of ${view.node}${view.module ? ` ${view.module}` : ''})`);
+  if (view.modules.length === 0) lines.push(`(no report of ${cell(view.node)}${view.module ? ` ${cell(view.module)}` : ''}, and the seat holds nothing of it)`);
   for (const m of view.modules) {
     if (lines.length > 0) lines.push('');
-    lines.push(`${cell(m.node)} ${cell(m.module)}: ${m.state}, build ${cell(m.build) || '?'}, reported ${formatAge(m.seconds)} ago (${cell(m.at)})`);
+    lines.push(headLine(m));
     if (m.reason !== undefined) lines.push(`  reason: ${cell(m.reason)}`);
-    if (m.held) lines.push(`  held by the seat: ${cell(m.held.reason)}${m.held.build ? ` (build ${cell(m.held.build)})` : ''}`);
+    if (m.health) lines.push(`  ${healthLine(m.health)}`);
     if (m.waiting.length > 0) {
       const rows = m.waiting.map((w) => [
         `${cell(w.kind)}:${cell(w.name)}`,
         cell(w.owner) || '(not in the registry)',
-        cell(w.where),
+        whereCell(w),
         w.files.map(cell).join(','),
       ]);
       lines.push(...indent(formatTable(['WAITING FOR', 'OWNER', 'WHERE', 'FILES'], rows)));
@@ -96,11 +107,34 @@ export function detailLines(view: NodeView): string[] {
       lines.push(...indent(formatTable(['FILE', 'ACTION', 'DIGEST', ...(reasons ? ['REASON'] : [])], rows)));
     }
   }
-  lines.push(...outOfShapeLines(view.outOfShape, view.outOfShape.length));
+  lines.push(...outOfShapeLines(view.outOfShape, view.outOfShapeCount));
   return lines;
 }
 
-function outOfShapeLines(listed: { key: string; reason: string }[], count: number): string[] {
+/** `n1 web: waiting, build 1, reported 10m00s ago (…)`, or `n1 web: no report` when the node has none. */
+function headLine(m: ModuleDetail): string {
+  const name = `${cell(m.node)} ${cell(m.module)}`;
+  if (m.state === undefined) return `${name}: no report`;
+  return `${name}: ${m.state}, build ${cell(m.build) || '?'}, reported ${formatAge(m.seconds ?? 0)} ago (${cell(m.at)})`;
+}
+
+/** What the seat says of a module: `held by the seat: composition not published (build 3, 4 passes, since 5m00s)`. */
+function healthLine(h: ModuleHealth): string {
+  const build = h.build ? `build ${cell(h.build)}, ` : '';
+  const passes = `${h.passes} ${h.passes === 1 ? 'pass' : 'passes'}`;
+  const said = h.state === 'held' ? 'held by the seat' : 'the seat cannot compose it';
+  return `${said}: ${cell(h.reason)} (${build}${passes}, since ${formatAge(h.seconds)} ago)`;
+}
+
+/** The bucket and key a value is read from (`mesh-config_resolved n1.web.db.host`), its field after; or the verb. */
+function whereCell(w: WaitedValue): string {
+  return [w.where, w.key, w.field]
+    .filter((x) => x)
+    .map(cell)
+    .join(' ');
+}
+
+function outOfShapeLines(listed: OutOfShapeKey[], count: number): string[] {
   if (count === 0) return [];
   const more = count > listed.length ? `, the first ${listed.length} listed` : '';
   return [

@@ -1,29 +1,22 @@
-// What `status` makes of the reports it pages through (pure): one summary per node for the fleet,
-// one detail per module for a node, and which modules the catalogue holds unpublished.
+// What `status` makes of the fleet (pure): the reports and the seat's health it pages through,
+// folded into one summary per node and one line per distinct thing the seat holds or cannot compose.
+import { compareKeys } from '../../../shared/keys.ts';
 import type { Parsed } from '../../../shared/result.ts';
 import { ReportSchema, validate, type Report } from '../../../shared/schemas.ts';
-import { heldReason } from '../../seat/health.ts';
-import { isUsable, readModule } from '../../seat/inputs.ts';
+import { readSeatEntry, type SeatEntry } from './seat-health.ts';
 
 /** Out-of-shape keys `status` lists at most; past that it only counts them. */
 export const MAX_LISTED_OUT_OF_SHAPE = 100;
-
-/** A module the seat holds (DESIGN §4): its plans are kept as they are until it is published again. */
-export type Held = {
-  /** The module. */
-  module: string;
-  /** The build of its composition, '' when there is none or it does not validate. */
-  build: string;
-  /** Why: composition missing, not published, or not valid (as `provisioner_health` says it). */
-  reason: string;
-};
+/** Lines of the seat's health `status` lists at most; past that it only counts them. */
+export const MAX_LISTED_HEALTH = 100;
 
 /** The longest-waiting report of a node: its module, its first waited value and since when it reports waiting. */
 export type OldestWaiting = {
   /** The module whose report it is. */
   module: string;
-  /** The first value its report waits for (kind and name), absent when the report lists none. */
+  /** The kind of the first value its report waits for, absent when the report lists none. */
   kind?: string;
+  /** The name of that value. */
   name?: string;
   /** The report's `at`. */
   at: string;
@@ -31,53 +24,37 @@ export type OldestWaiting = {
   seconds: number;
 };
 
-/** One node's reports summed up: the memory `status` keeps per node. */
+/** One node summed up: its reports by state and what the seat says of its assignments. */
 export type NodeSummary = {
   node: string;
+  /** Reports `applied`. */
   applied: number;
+  /** Reports `waiting`. */
   waiting: number;
+  /** Reports `failed`. */
   failed: number;
+  /** Assignments whose plan the seat holds: composition missing or unpublished. */
+  held: number;
+  /** Assignments whose plan the seat cannot compose: composition out of shape, a path it cannot resolve, … */
+  composeFailed: number;
   /** The waiting report with the oldest `at`, if any waits. */
   oldestWaiting?: OldestWaiting;
-  /** The node's modules (those it has a report of) that the seat holds, in key order. */
-  held: string[];
 };
 
-/**
- * The catalogue as `status` reads it: of each module only whether its composition is usable, or
- * why it is held (a module it has no composition of is held as "composition missing").
- */
-export class Catalogue {
-  readonly #held = new Map<string, Held>();
-  readonly #usable = new Set<string>();
-
-  /** Takes one stored composition (null: deleted) under its key. */
-  update(key: string, value: Uint8Array | null): void {
-    this.#held.delete(key);
-    this.#usable.delete(key);
-    if (value === null) return;
-    const read = readModule(key, value);
-    if (!read.known) return;
-    if (isUsable(read.known)) this.#usable.add(key);
-    else this.#held.set(key, { module: key, build: read.known.parsed.ok ? read.known.parsed.value.build : '', reason: heldReason(read.known) });
-  }
-
-  /** Why `module` is held, or undefined when its composition is published and valid. */
-  heldOf(module: string): Held | undefined {
-    if (this.#usable.has(module)) return undefined;
-    return this.#held.get(module) ?? { module, build: '', reason: heldReason(undefined) };
-  }
-
-  /** Whether the catalogue holds a composition of `module` at all (usable or held). */
-  knows(module: string): boolean {
-    return this.#usable.has(module) || this.#held.has(module);
-  }
-
-  /** The compositions present but held (unpublished or not valid), in name order. */
-  heldCompositions(): Held[] {
-    return [...this.#held.values()].sort((a, b) => (a.module < b.module ? -1 : a.module > b.module ? 1 : 0));
-  }
-}
+/** One line of the seat's health over the fleet: the nodes of a module that stand alike. */
+export type HealthGroup = {
+  module: string;
+  /** Held, or failed (cannot be composed). */
+  state: SeatEntry['state'];
+  /** The composition's build, '' when none is known. */
+  build: string;
+  /** The seat's reason. */
+  reason: string;
+  /** How many nodes stand so. */
+  nodes: number;
+  /** The earliest `since` among them. */
+  since: string;
+};
 
 /** Checks an entry of the verb's `applied` again before it is counted: the seat checked it, `status` does not rely on that. */
 export function readReport(value: unknown): Parsed<Report> {
@@ -90,47 +67,75 @@ export function secondsSince(at: string, now: number): number {
   return Number.isNaN(then) ? 0 : Math.max(0, Math.floor((now - then) / 1000));
 }
 
-/** The fleet's reports summed up per node, fed one page at a time; memory is one NodeSummary per node. */
-export class FleetSummary {
-  /** Per node, in the order the verb's key order first named them. */
-  readonly nodes = new Map<string, NodeSummary>();
-  /** Out-of-shape keys, the first MAX_LISTED_OUT_OF_SHAPE of them. */
-  readonly outOfShape: { key: string; reason: string }[] = [];
-  /** Every out-of-shape key, listed or not. */
-  outOfShapeCount = 0;
-  /** Modules with a report and no composition at all: held as "composition missing". */
-  readonly #missing = new Map<string, Held>();
+/** Keys out of shape: the first MAX_LISTED_OUT_OF_SHAPE listed, every one counted. */
+export class OutOfShape {
+  /** The first keys, with why. */
+  readonly listed: { key: string; reason: string }[] = [];
+  /** Every key out of shape, listed or not. */
+  count = 0;
 
-  constructor(
-    private readonly catalogue: Catalogue | undefined,
-    private readonly now: number,
-  ) {}
+  /** Counts one key. */
+  add(key: string, reason: string): void {
+    this.count += 1;
+    if (this.listed.length < MAX_LISTED_OUT_OF_SHAPE) this.listed.push({ key, reason });
+  }
+}
+
+/** The fleet summed up per node, fed one page at a time; memory is one NodeSummary per node and one group per distinct health line. */
+export class FleetSummary {
+  readonly #nodes = new Map<string, NodeSummary>();
+  readonly #health = new Map<string, HealthGroup>();
+  /** Entries of `health` in no listed line (past MAX_LISTED_HEALTH distinct lines), counted only. */
+  healthUnlisted = 0;
+  /** Keys of `applied` or `health` out of shape. */
+  readonly outOfShape = new OutOfShape();
+
+  constructor(private readonly now: number) {}
 
   /** Counts one entry of `applied`. */
-  add(key: string, value: unknown): void {
+  addReport(key: string, value: unknown): void {
     const read = readReport(value);
-    if (!read.ok) return this.addOutOfShape(key, `value: ${read.reason}`);
+    if (!read.ok) return this.outOfShape.add(key, `value: ${read.reason}`);
     const report = read.value;
-    let node = this.nodes.get(report.node);
-    if (!node) this.nodes.set(report.node, (node = { node: report.node, applied: 0, waiting: 0, failed: 0, held: [] }));
+    const node = this.#node(report.node);
     if (report.state === 'applied' || report.state === 'waiting' || report.state === 'failed') node[report.state] += 1;
     if (report.state === 'waiting') node.oldestWaiting = older(node.oldestWaiting, report, this.now);
-    const held = this.catalogue?.heldOf(report.module);
-    if (!held) return;
-    node.held.push(report.module);
-    if (!this.catalogue!.knows(report.module)) this.#missing.set(report.module, held);
   }
 
-  /** Counts a key the verb (or readReport) found out of shape. */
-  addOutOfShape(key: string, reason: string): void {
-    this.outOfShapeCount += 1;
-    if (this.outOfShape.length < MAX_LISTED_OUT_OF_SHAPE) this.outOfShape.push({ key, reason });
+  /** Counts one entry of `health`. */
+  addHealth(key: string, value: unknown): void {
+    const read = readSeatEntry(key, value);
+    if (!read) return;
+    if (!read.ok) return this.outOfShape.add(key, read.reason);
+    const entry = read.value;
+    const node = this.#node(entry.node);
+    if (entry.state === 'held') node.held += 1;
+    else node.composeFailed += 1;
+    const build = entry.build ?? '';
+    const id = JSON.stringify([entry.module, entry.state, build, entry.reason]);
+    const group = this.#health.get(id);
+    if (group) {
+      group.nodes += 1;
+      if (entry.since < group.since) group.since = entry.since;
+    } else if (this.#health.size < MAX_LISTED_HEALTH) {
+      this.#health.set(id, { module: entry.module, state: entry.state, build, reason: entry.reason, nodes: 1, since: entry.since });
+    } else this.healthUnlisted += 1;
   }
 
-  /** Every held module: compositions present but held, and modules reported without one; undefined when the catalogue was not read. */
-  held(): Held[] | undefined {
-    if (!this.catalogue) return undefined;
-    return [...this.catalogue.heldCompositions(), ...this.#missing.values()].sort((a, b) => (a.module < b.module ? -1 : a.module > b.module ? 1 : 0));
+  /** Every node, in name order. */
+  nodes(): NodeSummary[] {
+    return [...this.#nodes.values()].sort((a, b) => compareKeys(a.node, b.node));
+  }
+
+  /** The health lines listed, by module, state and reason. */
+  health(): HealthGroup[] {
+    return [...this.#health.values()].sort((a, b) => compareKeys(a.module, b.module) || compareKeys(a.state, b.state) || compareKeys(a.reason, b.reason));
+  }
+
+  #node(name: string): NodeSummary {
+    let node = this.#nodes.get(name);
+    if (!node) this.#nodes.set(name, (node = { node: name, applied: 0, waiting: 0, failed: 0, held: 0, composeFailed: 0 }));
+    return node;
   }
 }
 
@@ -139,49 +144,4 @@ function older(current: OldestWaiting | undefined, report: Report, now: number):
   if (current && !(then < Date.parse(current.at))) return current;
   const first = report.waiting[0];
   return { module: report.module, ...(first ? { kind: first.kind, name: first.name } : {}), at: report.at, seconds: secondsSince(report.at, now) };
-}
-
-/** Where a kind's values live, as the registry says: its owner and its bucket or verb. */
-export type Ownership = { owner: string; where: string };
-
-/** One module of a node in detail: its last report with each waited value's owner. */
-export type ModuleDetail = {
-  node: string;
-  module: string;
-  state: Report['state'];
-  build: string;
-  at: string;
-  /** How long ago `at` was, in whole seconds. */
-  seconds: number;
-  reason?: string;
-  /** Present when the seat holds the module. */
-  held?: Held;
-  /** Every value the module waits for, with the domain that owns it (the registry's word; '' for a kind it does not know). */
-  waiting: { kind: string; name: string; owner: string; where: string; files: string[] }[];
-  /** The files as the engine took them. */
-  files: Report['files'];
-};
-
-/** A report in detail, each waited value's kind looked up in `registry`. */
-export function detailOf(report: Report, registry: ReadonlyMap<string, Ownership>, catalogue: Catalogue | undefined, now: number): ModuleDetail {
-  const held = catalogue?.heldOf(report.module);
-  return {
-    node: report.node,
-    module: report.module,
-    state: report.state,
-    build: report.build,
-    at: report.at,
-    seconds: secondsSince(report.at, now),
-    ...(report.reason !== undefined ? { reason: report.reason } : {}),
-    ...(held ? { held } : {}),
-    waiting: report.waiting.map((w) => ({ kind: w.kind, name: w.name, ...(registry.get(w.kind) ?? { owner: '', where: '' }), files: w.files })),
-    files: report.files,
-  };
-}
-
-/** A registry entry's owner and bucket (or verb), whatever shape the stored value has. */
-export function ownershipOf(value: unknown): Ownership {
-  const v = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
-  const text = (x: unknown) => (typeof x === 'string' ? x : '');
-  return { owner: text(v['owner']), where: text(v['bucket']) || text(v['verb']) };
 }
