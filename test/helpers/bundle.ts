@@ -11,8 +11,17 @@ export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** The deno binary of the dev dependency. */
 export const DENO = join(ROOT, 'node_modules', '.bin', 'deno');
 
-/** The runtimes a bundle is run under (DESIGN §1). */
-export type Runtime = 'node' | 'deno';
+/** The runtimes a bundle is run under (DESIGN §1, §10): `node-no-detect` is this node as Node 20.0–20.18 run a `.js` with no package.json (no module-type detection). */
+export type Runtime = 'node' | 'node-no-detect' | 'deno';
+
+/** Every runtime a shipped bundle must run under. */
+export const RUNTIMES: readonly Runtime[] = ['node', 'node-no-detect', 'deno'];
+
+/** The command and the arguments before the script that run a bundle under `runtime`. */
+export function runtimeCommand(runtime: Runtime): [string, string[]] {
+  if (runtime === 'deno') return [DENO, ['run', '-A']];
+  return [process.execPath, runtime === 'node-no-detect' ? ['--no-experimental-detect-module'] : []];
+}
 
 /** A bundle running as a child process. */
 export type Running = {
@@ -83,7 +92,7 @@ export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
 
 /** Starts `<dir>/<name>.js` under `runtime` with cwd `dir`. */
 export function startBundle(runtime: Runtime, dir: string, name: string, args: string[], env: Record<string, string> = {}): Running {
-  const [cmd, pre] = runtime === 'node' ? [process.execPath, []] : [DENO, ['run', '-A']];
+  const [cmd, pre] = runtimeCommand(runtime);
   const child = spawn(cmd, [...pre, `${name}.js`, ...args], { cwd: dir, env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   let out = '';
