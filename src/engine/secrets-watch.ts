@@ -23,60 +23,83 @@ const MAX_DIRECTORIES = 10_000;
  * 'error' no one can catch in time, ending the process. A directory needs only its own read right.
  */
 export function watchSecretsTree(dir: string, onChange: () => void, log: Logger): () => void {
-  const watchers = new Map<string, FSWatcher>();
-  const said = new Set<string>();
-  let timer: NodeJS.Timeout | undefined;
-  let closed = false;
-  const sayOnce = (path: string, line: string) => {
-    if (said.has(path)) return;
-    said.add(path);
-    log.warn(line);
-  };
-  const cannotWatch = (path: string, err: unknown) =>
-    sayOnce(path, `cannot watch ${path} (${errorText(err)}): a secret that arrives there is picked up on the next fill only`);
-  const burst = () => {
-    clearTimeout(timer);
-    timer = setTimeout(() => {
-      rescan();
-      onChange();
-    }, SECRETS_SETTLE_MS);
-  };
-  const add = (path: string) => {
-    if (watchers.has(path)) return;
-    try {
-      const watcher = watch(path, { persistent: false }, burst);
-      watcher.on('error', (err) => {
-        watcher.close();
-        watchers.delete(path);
-        cannotWatch(path, err);
-      });
-      watchers.set(path, watcher);
-      said.delete(path);
-    } catch (err) {
-      cannotWatch(path, err);
-    }
-  };
-  const rescan = () => {
-    if (closed) return;
-    const found = walk(dir, {
-      onUnreadableDir: cannotWatch,
-      onUnreadableFile: (file, err) => sayOnce(file, unreadableLine(file, err)),
-      onReadable: (p) => said.delete(p),
+  const tree = new SecretsTree(dir, onChange, log);
+  tree.rescan();
+  return () => tree.stop();
+}
+
+/** The watches of a secrets directory, one per directory, kept in step with the tree by a rescan after each burst. */
+class SecretsTree {
+  private readonly watchers = new Map<string, FSWatcher>();
+  /** The paths said unwatchable or unreadable, so each is said once until it mends. */
+  private readonly said = new Set<string>();
+  private timer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly dir: string,
+    private readonly onChange: () => void,
+    private readonly log: Logger,
+  ) {}
+
+  /** Watches every directory the walk finds, drops those gone, and says what cannot be read. */
+  rescan(): void {
+    if (this.closed) return;
+    const found = walk(this.dir, {
+      onUnreadableDir: (path, err) => this.cannotWatch(path, err),
+      onUnreadableFile: (file, err) => this.sayOnce(file, unreadableLine(file, err)),
+      onReadable: (path) => this.said.delete(path),
     });
-    for (const path of found) add(path);
-    for (const [path, watcher] of watchers) {
+    for (const path of found) this.add(path);
+    for (const [path, watcher] of this.watchers) {
       if (found.has(path)) continue;
       watcher.close();
-      watchers.delete(path);
+      this.watchers.delete(path);
     }
-  };
-  rescan();
-  return () => {
-    closed = true;
-    clearTimeout(timer);
-    for (const watcher of watchers.values()) watcher.close();
-    watchers.clear();
-  };
+  }
+
+  stop(): void {
+    this.closed = true;
+    clearTimeout(this.timer);
+    for (const watcher of this.watchers.values()) watcher.close();
+    this.watchers.clear();
+  }
+
+  /** A burst of events gives one rescan and one knock, SECRETS_SETTLE_MS after its last event. */
+  private burst(): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.rescan();
+      this.onChange();
+    }, SECRETS_SETTLE_MS);
+  }
+
+  private add(path: string): void {
+    if (this.watchers.has(path)) return;
+    try {
+      const watcher = watch(path, { persistent: false }, () => this.burst());
+      // An error after the start (the directory's rights taken away) ends that watch, never the engine.
+      watcher.on('error', (err) => {
+        watcher.close();
+        this.watchers.delete(path);
+        this.cannotWatch(path, err);
+      });
+      this.watchers.set(path, watcher);
+      this.said.delete(path);
+    } catch (err) {
+      this.cannotWatch(path, err);
+    }
+  }
+
+  private cannotWatch(path: string, err: unknown): void {
+    this.sayOnce(path, `cannot watch ${path} (${errorText(err)}): a secret that arrives there is picked up on the next fill only`);
+  }
+
+  private sayOnce(path: string, line: string): void {
+    if (this.said.has(path)) return;
+    this.said.add(path);
+    this.log.warn(line);
+  }
 }
 
 /** What the walk says of what it meets. */
