@@ -1,13 +1,12 @@
-// Bundles each entry of src/ into one self-contained ES module under dist/, runnable by node and deno.
+// Bundles each entry of src/ into one self-contained file under dist/, runnable by every Node from 20.0 and by deno
+// with no module-type detection (DESIGN §10; the decision is in docs/decisions.md, "Bundles without module detection").
 import { build } from 'esbuild';
 import { readFile } from 'node:fs/promises';
 
 const pkg = JSON.parse(await readFile(new URL('./package.json', import.meta.url), 'utf8'));
 
-// nats.js reaches for `require` at run time; an ES module has none unless the banner gives it one.
-const banner = "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);";
-
-// Each bundle dist/<name>.js and its source: the programs' thin entries, and the SDK a provider module imports.
+// Each bundle and its source: the programs' thin entries (dist/<name>.js), the PostgreSQL provider (a program too),
+// and the SDK a module imports (dist/sdk.mjs).
 const ENTRIES = {
   server: 'src/server.ts',
   client: 'src/client.ts',
@@ -16,18 +15,37 @@ const ENTRIES = {
   'postgres-provider': 'examples/postgres-provider/main.ts',
 };
 
+// What a module's code imports rather than runs: an ES module named .mjs, which every Node and deno load as one.
+const LIBRARIES = new Set(['sdk']);
+
+// A program is a script with no import, export or import.meta, so Node 20.0–20.18 (which never detects) runs it as
+// CommonJS, and deno or Node under a package.json of "type": "module" run it as an ES module. The bundle's code runs
+// inside a function given `require`: CommonJS's own, or, in an ES module (which has none), one made by node:module.
+// No top-level await survives this (esbuild refuses it, naming the line): an entry runs an async main instead.
+const PROGRAM_WRAP = {
+  banner: "((main) => typeof require === 'function' ? main(require) : import('node:module').then((m) => main(m.createRequire('/'))))((require) => {",
+  footer: '});',
+};
+
+// An ES module has no `require`, which nats.js reaches for at run time: the banner gives it one.
+const LIBRARY_BANNER = "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);";
+
+/** The esbuild options that differ between a program and a library. */
+function formatOf(name) {
+  if (LIBRARIES.has(name)) return { format: 'esm', outfile: `dist/${name}.mjs`, banner: { js: LIBRARY_BANNER } };
+  return { format: 'iife', outfile: `dist/${name}.js`, banner: { js: PROGRAM_WRAP.banner }, footer: { js: PROGRAM_WRAP.footer } };
+}
+
 await Promise.all(
   Object.entries(ENTRIES).map(([name, entry]) =>
     build({
       entryPoints: [entry],
-      outfile: `dist/${name}.js`,
+      ...formatOf(name),
       bundle: true,
-      format: 'esm',
       platform: 'node',
       target: 'node20',
       minify: !process.env.MESH_NO_MINIFY,
       sourcemap: true,
-      banner: { js: banner },
       define: { __VERSION__: JSON.stringify(pkg.version) },
       logLevel: 'warning',
     }),

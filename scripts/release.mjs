@@ -11,8 +11,10 @@ import { gzipSync } from 'node:zlib';
 import { packTar } from 'modern-tar';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-/** The bundles shipped, each a self-contained ES module. */
+/** The bundles shipped, each self-contained: programs run as they are, and the SDK a module imports. */
 const BUNDLES = ['server', 'client', 'engine', 'sdk', 'postgres-provider'];
+/** The bundles a module imports rather than runs: ES modules named `.mjs` (build.mjs says why). */
+const LIBRARIES = new Set(['sdk']);
 /** The nodes of the example bus configuration. */
 const EXAMPLE_NODES = ['node-1', 'node-2'];
 /** An nkey seed of any kind (user, account, operator): `S`, a type letter, base32 — never shipped. */
@@ -50,7 +52,7 @@ function filesUnder(dir) {
 
 /** Each file of the tarball: its path inside `<name>/` and its bytes. */
 function releaseFiles() {
-  const files = BUNDLES.map((b) => [`${b}.js`, readFileSync(join(ROOT, 'dist', `${b}.js`))]);
+  const files = BUNDLES.map((b) => (LIBRARIES.has(b) ? `${b}.mjs` : `${b}.js`)).map((f) => [f, readFileSync(join(ROOT, 'dist', f))]);
   files.push(['README.md', readFileSync(join(ROOT, 'README.md'))]);
   files.push(['deploy/README.md', readFileSync(join(ROOT, 'deploy', 'README.md'))]);
   // The README links these: the contract, the decisions, what the mesh survives, what each login may do.

@@ -1,7 +1,7 @@
 // The reference node-engine (DESIGN §9): flags, signals, and nothing else; the engine itself is src/engine/.
 import { printLine } from './shared/entry.ts';
 import { createLogger, underSystemd } from './shared/log.ts';
-import { parseEngineOptions } from './engine/options.ts';
+import { parseEngineOptions, type EngineOptions } from './engine/options.ts';
 import { startEngine } from './engine/start.ts';
 import { VERSION } from './shared/version.ts';
 import { errorText } from './shared/errors.ts';
@@ -21,24 +21,30 @@ if (command.value.command === 'version') {
 }
 
 const log = createLogger({ prefix: underSystemd() });
-try {
-  const engine = await startEngine({ ...command.value.options, log });
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info(`${signal}: stopping`);
-    engine.close().then(
-      () => process.exit(0),
-      (err: Error) => {
-        log.error(`stopping failed: ${err.message}`);
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
-} catch (err) {
-  log.error(`engine cannot start: ${errorText(err)}`);
-  process.exit(1);
+// Not top-level await: the bundle is a script, so that Node 20.0 runs it without module detection (build.mjs).
+void serve(command.value.options);
+
+/** Starts the engine and stops it on SIGTERM or SIGINT; a failed start is one line and exit 1. */
+async function serve(options: EngineOptions): Promise<void> {
+  try {
+    const engine = await startEngine({ ...options, log });
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      log.info(`${signal}: stopping`);
+      engine.close().then(
+        () => process.exit(0),
+        (err: Error) => {
+          log.error(`stopping failed: ${err.message}`);
+          process.exit(1);
+        },
+      );
+    };
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
+  } catch (err) {
+    log.error(`engine cannot start: ${errorText(err)}`);
+    process.exit(1);
+  }
 }

@@ -9,7 +9,9 @@ import { runBusConfig } from './server/commands/bus-config/command.ts';
 import { runInit } from './server/commands/init.ts';
 import { parseServerOptions } from './server/command-line.ts';
 import { runQuery } from './server/commands/query.ts';
+import { isTooManyReplicas, tooManyReplicasLine } from './server/seat/replicas-hint.ts';
 import { startSeat } from './server/seat/seat.ts';
+import { errorText } from './shared/errors.ts';
 import { runStatus } from './server/commands/status/command.ts';
 import { runAssign, runUnassign } from './server/commands/assign.ts';
 import { prepareConfig, readStreamWithin, runConfig, type ConfigIo } from './server/commands/config/command.ts';
@@ -61,9 +63,16 @@ async function main(): Promise<number> {
   if (!nc) return 0;
   watchConnection(nc, log);
   const seat = await Promise.race([
-    startSeat({ nc, log, archives: opts.archives, replicas: opts.replicas, inboxPrefix: INBOX_PREFIXES.seat }),
+    startSeat({ nc, log, archives: opts.archives, replicas: opts.replicas, inboxPrefix: INBOX_PREFIXES.seat }).catch(async (err: unknown) => {
+      // Said at error with what to set, not as a bare line: the number came from a flag or a unit's env file.
+      if (!isTooManyReplicas(err)) throw err;
+      log.error(tooManyReplicasLine(opts.replicas, opts.replicasFrom, errorText(err)));
+      await nc.close();
+      return 'refused' as const;
+    }),
     signalled.then(() => undefined),
   ]);
+  if (seat === 'refused') return 1;
   if (seat) {
     log.info('seat ready');
     notifySystemd(log, signalled);

@@ -1,15 +1,16 @@
-// End to end with the client bundle copied alone: the same smoke under node and under deno (DESIGN §1, §10).
+// End to end with the client bundle copied alone: the same smoke under node, under node without module-type
+// detection (as Node 20.0–20.18 run it) and under deno (DESIGN §1, §10).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
-import { cleanupBundles, copyBundleAlone, ensureBuilt, hasNodeModulesAbove, runBundle, startBundle, type Runtime } from './helpers/bundle.ts';
+import { cleanupBundles, copyBundleAlone, ensureBuilt, hasNodeModulesAbove, runBundle, RUNTIMES, startBundle } from './helpers/bundle.ts';
 import { startMesh } from './helpers/mesh.ts';
 import { waitFor } from './helpers/wait.ts';
 
 test.before(() => ensureBuilt('client'));
 test.after(() => cleanupBundles());
 
-for (const runtime of ['node', 'deno'] as Runtime[]) {
+for (const runtime of RUNTIMES) {
   test(`the client bundle alone under ${runtime} fills a module, follows a config change and stops on SIGTERM`, async () => {
     const m = await startMesh();
     const dir = copyBundleAlone('client');

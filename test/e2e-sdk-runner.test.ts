@@ -1,5 +1,5 @@
 // The SDK as a module uses it from an installed release (DESIGN §13, issue 20 item 4): a module's own
-// script imports the release's sdk.js by its path (copied alone, no node_modules anywhere above), runs
+// script imports the release's sdk.mjs by its path (copied alone, no node_modules anywhere above), runs
 // with the environment a tool runner sets — `runner.<node>`'s seed in MESH_NATS_NKEY, MESH_NODE,
 // MESH_MODULE — on the bus `bus-config` generates, asks its node's client for a config value, watches
 // it change, closes and ends by itself; nats-server refuses it nothing.
@@ -32,7 +32,7 @@ test.after(() => {
 /** A module's script as the README shows it: asks, watches until `until`, closes, and ends by itself. */
 function moduleScript(sdk: string, until: string): string {
   return [
-    `import { ask, watch, close } from ${JSON.stringify(join(sdk, 'sdk.js'))};`,
+    `import { ask, watch, close } from ${JSON.stringify(join(sdk, 'sdk.mjs'))};`,
     `const say = (line) => process.stdout.write(JSON.stringify(line) + '\\n');`,
     `say({ asked: await ask('config', 'level') });`,
     `await new Promise((resolve) => {`,
@@ -56,7 +56,7 @@ function runScript(script: string, env: Record<string, string>) {
   return { child, exited, stdout: () => stdout, stderr: () => stderr };
 }
 
-test('a module script importing the release’s sdk.js by path, run as runner.n1 on the generated bus, asks a config value, sees it change, and ends after close()', () =>
+test('a module script importing the release’s sdk.mjs by path, run as runner.n1 on the generated bus, asks a config value, sees it change, and ends after close()', () =>
   withIsolatedMesh({ nodes: [NODE] }, async (m) => {
     assert.not.ok(hasNodeModulesAbove(sdkDir), sdkDir);
     assert.not.ok(hasNodeModulesAbove(scripts), scripts);

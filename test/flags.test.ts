@@ -3,7 +3,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { describeFlags, openCommand, parseFlags, unexpectedArgument, type FlagTable, type FlagValues } from '../src/shared/flags.ts';
+import { describeFlags, openCommand, parseFlags, unexpectedArgument, valueSource, type FlagTable, type FlagValues } from '../src/shared/flags.ts';
 
 const SPECS = [
   { name: 'name', env: 'T_NAME', type: 'string', arg: 'NAME', help: 'a name' },
@@ -145,6 +145,19 @@ test('a value reads the same as the next word and after =, unless it starts with
       },
     ),
   );
+});
+
+test('valueSource names the variable when the environment gave the value, else the flag', () => {
+  const source = (argv: string[], env: NodeJS.ProcessEnv, name: string) => {
+    const parsed = parseFlags(argv, env, SPECS);
+    assert.ok(parsed.ok);
+    return parsed.ok ? valueSource(SPECS, name, parsed.value.onCommandLine, env) : '';
+  };
+  assert.is(source([], { T_COUNT: '3' }, 'count'), 'T_COUNT');
+  assert.is(source(['--count', '3'], { T_COUNT: '4' }, 'count'), '--count');
+  assert.is(source([], {}, 'count'), '--count', 'a default is named by its flag');
+  assert.is(source([], { T_COUNT: '' }, 'count'), '--count', 'an empty variable is as unset');
+  assert.is(source(['--tls-ca', 'x'], {}, 'tls-ca'), '--tls-ca');
 });
 
 test('describeFlags gives one line per flag with its value name and environment variable', () => {

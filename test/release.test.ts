@@ -1,6 +1,7 @@
 // `npm run release` (scripts/release.mjs): the tarball holds everything a node needs and nothing of
 // this machine (no seed, no local path), and unpacked alone — no node_modules anywhere above it —
-// its bundles answer and run a seat, an engine and a client against a real nats-server.
+// its bundles answer and run a seat, an engine and a client against a real nats-server, on every
+// runtime: node, node without module-type detection (as Node 20.0–20.18 run a .js) and deno.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
@@ -10,7 +11,7 @@ import { dirname, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { unpackTar } from 'modern-tar';
 import { nkeys } from '@nats-io/transport-node';
-import { cleanupBundles, hasNodeModulesAbove, ROOT, runBundle, startBundle, type Running } from './helpers/bundle.ts';
+import { cleanEnv, cleanupBundles, hasNodeModulesAbove, ROOT, runBundle, RUNTIMES, runtimeCommand, startBundle, type Running } from './helpers/bundle.ts';
 import { startNats } from './helpers/nats.ts';
 
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
@@ -21,7 +22,7 @@ const EXPECTED = [
   'client.js',
   'engine.js',
   'postgres-provider.js',
-  'sdk.js',
+  'sdk.mjs',
   'server.js',
   'deploy/README.md',
   'deploy/nats.conf.example',
@@ -89,8 +90,8 @@ test.after(() => {
 
 test('the tarball holds the bundles, the units, the example env and bus files and the READMEs, under mesh-provisioner-<version>/', () => {
   assert.equal([...files.keys()].sort(), EXPECTED.map((f) => `${TOP}/${f}`).sort());
-  for (const bundle of ['server', 'client', 'engine', 'sdk', 'postgres-provider']) {
-    assert.ok(files.get(`${TOP}/${bundle}.js`)!.equals(readFileSync(join(ROOT, 'dist', `${bundle}.js`))), `${bundle}.js is not the build`);
+  for (const bundle of ['server.js', 'client.js', 'engine.js', 'sdk.mjs', 'postgres-provider.js']) {
+    assert.ok(files.get(`${TOP}/${bundle}`)!.equals(readFileSync(join(ROOT, 'dist', bundle))), `${bundle} is not the build`);
   }
 });
 
@@ -155,19 +156,53 @@ test('unpacked alone, client.js --version, server.js --help and postgres-provide
   assert.match(provider.stdout, /--nkey FILE .*\[env MESH_NATS_NKEY\]/);
 });
 
-test('unpacked alone, the seat, the engine and a client run a node against a real nats-server and stop on SIGTERM', async () => {
+/** The programs of the tarball: every `.js` at its top (the SDK, which a module imports, is `sdk.mjs`). */
+function programsOf(): string[] {
+  return [...files.keys()].filter((f) => /^[^/]+\/[^/]+\.js$/.test(f)).map((f) => f.slice(TOP.length + 1, -'.js'.length));
+}
+
+test('unpacked alone, every program answers --help under node, under node without module-type detection and under deno', async () => {
+  assert.ok(programsOf().length >= 3, programsOf().join(' '));
+  for (const program of programsOf()) {
+    for (const runtime of RUNTIMES) {
+      const help = await runBundle(runtime, unpacked, program, ['--help'], {}, 30_000);
+      assert.is(help.code, 0, `${program}.js under ${runtime}: ${help.stderr}`);
+      assert.match(help.stdout, /--nats|--socket/, `${program}.js under ${runtime}`);
+    }
+  }
+});
+
+test('a module imports the unpacked sdk.mjs by name under node, under node without module-type detection and under deno', () => {
+  const module = tempDir('mesh-release-module-');
+  // A module's own file, beside no package.json: it names the SDK by its path in the install.
+  writeFileSync(
+    join(module, 'main.mjs'),
+    `import { ask, watch, asker, runProvider, Refused } from ${JSON.stringify(join(unpacked, 'sdk.mjs'))};\n` +
+      'console.log([ask, watch, asker, runProvider, Refused].map((f) => typeof f).join(" "));\n',
+  );
+  for (const runtime of RUNTIMES) {
+    const [cmd, pre] = runtimeCommand(runtime);
+    const ran = spawnSync(cmd, [...pre, 'main.mjs'], { cwd: module, env: cleanEnv(), encoding: 'utf8', timeout: 30_000 });
+    assert.is(ran.status, 0, `${runtime}: ${ran.stderr}`);
+    assert.is(ran.stdout, 'function function function function function\n', runtime);
+  }
+});
+
+test('unpacked alone, the seat, the engine and a client run a node against a real nats-server and stop on SIGTERM, as Node 20.0 runs them', async () => {
   const nats = await startNats();
   const work = tempDir('mesh-release-node-');
   mkdirSync(join(work, 'root'));
   const running: Running[] = [];
+  // Node 20.0–20.18 never detect a module's type: a .js beside no package.json is CommonJS to them.
+  const runtime = 'node-no-detect';
   try {
-    const seat = startBundle('node', unpacked, 'server', ['--nats', nats.url]);
+    const seat = startBundle(runtime, unpacked, 'server', ['--nats', nats.url]);
     running.push(seat);
     await seat.waitForLog(/seat ready/, 20_000);
-    const engine = startBundle('node', unpacked, 'engine', ['--socket', join(work, 'fill.sock'), '--root', join(work, 'root')]);
+    const engine = startBundle(runtime, unpacked, 'engine', ['--socket', join(work, 'fill.sock'), '--root', join(work, 'root')]);
     running.push(engine);
     await engine.waitForLog(/engine listening on/);
-    const client = startBundle('node', unpacked, 'client', [
+    const client = startBundle(runtime, unpacked, 'client', [
       '--node',
       'node-1',
       '--nats',

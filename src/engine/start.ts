@@ -1,5 +1,4 @@
 // The reference engine wired together: the socket served, requests applied one at a time, knocks given.
-import { unwatchFile, watch, watchFile, type Stats } from 'node:fs';
 import { lstat, realpath, unlink } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { resolve } from 'node:path';
@@ -13,13 +12,8 @@ import type { EngineOptions } from './options.ts';
 import { defaultStateFile, WrittenRecord } from './record.ts';
 import { removeUndeclared } from './removal.ts';
 import { directorySecrets } from './secrets.ts';
+import { watchReadSecrets, watchSecretsTree } from './secrets-watch.ts';
 import { claimSocketPath, serveLines, touchSocket } from './socket.ts';
-import { errorText } from '../shared/errors.ts';
-
-/** A burst of secret writes gives one knock. */
-const SECRETS_SETTLE_MS = 50;
-/** How often a secret the engine has read is stat'ed for a rotation. */
-const SECRETS_POLL_MS = 100;
 
 /** What startEngine needs: the options, a logger, and for tests how often --declare is polled. */
 export type StartOptions = EngineOptions & {
@@ -66,7 +60,7 @@ export async function startEngine(opts: StartOptions): Promise<RunningEngine> {
   const declarationChanged = () => void answer.removeUndeclared('declaration changed').then(() => knock(`declaration ${opts.declareFile} changed`));
   const stopDeclaration = opts.declareFile ? watchDeclaration(opts.declareFile, declarationChanged, opts.declarePollMs) : () => {};
   // A secret that arrives may let a refused write through: say so the way a new declaration does.
-  const stopSecrets = opts.secretsDir ? watchSecrets(opts.secretsDir, () => knock(`secrets in ${opts.secretsDir} changed`), log) : () => {};
+  const stopSecrets = opts.secretsDir ? watchSecretsTree(opts.secretsDir, () => void knock(`secrets in ${opts.secretsDir} changed`), log) : () => {};
   const stopWatching = () => {
     stopDeclaration();
     stopSecrets();
@@ -131,47 +125,6 @@ function createAnswerer(opts: StartOptions, realRoot: string, onSecretRead: (fil
     removeUndeclared: (why: string) =>
       inTurn(() => removeNow(why)).catch((err: Error) => log.error(`${why}: removing undeclared files failed: ${err.message}`)),
   });
-}
-
-/**
- * Polls every secret file the engine has read (a rotation replaces it: a new inode or mtime) and
- * knocks when one changes. fs.watch of the directory catches a secret that arrives, but its
- * recursive mode loses nested files replaced by rename; a stat per read file does not.
- */
-function watchReadSecrets(onChange: (file: string) => void, pollMs = SECRETS_POLL_MS): { onRead(file: string): void; stop(): void } {
-  const watched = new Map<string, (curr: Stats, prev: Stats) => void>();
-  return {
-    onRead(file) {
-      if (watched.has(file)) return;
-      const onStat = (curr: Stats, prev: Stats) => {
-        if (curr.ino !== prev.ino || curr.mtimeMs !== prev.mtimeMs || curr.size !== prev.size) onChange(file);
-      };
-      watched.set(file, onStat);
-      watchFile(file, { interval: pollMs, persistent: false }, onStat);
-    },
-    stop() {
-      for (const [file, onStat] of watched) unwatchFile(file, onStat);
-      watched.clear();
-    },
-  };
-}
-
-/** Calls `onChange` (once per burst) when anything under the secrets directory changes. */
-function watchSecrets(dir: string, onChange: () => void, log: Logger): () => void {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    const watcher = watch(dir, { recursive: true, persistent: false }, () => {
-      clearTimeout(timer);
-      timer = setTimeout(onChange, SECRETS_SETTLE_MS);
-    });
-    return () => {
-      clearTimeout(timer);
-      watcher.close();
-    };
-  } catch (err) {
-    log.warn(`cannot watch ${dir} (${errorText(err)}): a new secret is picked up on the next fill only`);
-    return () => {};
-  }
 }
 
 function listen(server: Server, path: string): Promise<void> {

@@ -1,6 +1,6 @@
 // The package's SDK (DESIGN §1, §7 point 13): what a provider module imports to serve its consumers
 // (the helper and the contract its adapter implements), and what any module imports to ask its
-// node's client for values at run time. Built alone into dist/sdk.js.
+// node's client for values at run time. Built alone into dist/sdk.mjs.
 export {
   runProvider,
   DEFAULT_RETRY,

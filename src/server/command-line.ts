@@ -3,7 +3,7 @@
 import { BUS_FLAGS, busOptionsFrom } from '../shared/bus-flags.ts';
 import { DEFAULT_ARCHIVES } from '../shared/buckets.ts';
 import { CONSUMERS_BESIDE_NODES, CONSUMERS_PER_NODE, DEFAULT_MESH_NODES } from '../shared/bucket-spec.ts';
-import { describeFlags, openCommand, unexpectedArgument, type FlagTable } from '../shared/flags.ts';
+import { describeFlags, openCommand, unexpectedArgument, valueSource, type FlagTable } from '../shared/flags.ts';
 import { isName } from '../shared/keys.ts';
 import { ok, type Parsed } from '../shared/result.ts';
 import { VERB_WHATS } from '../shared/schemas.ts';
@@ -145,11 +145,12 @@ function parseServe(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<Ser
   const bus = busOptionsFrom(values, 'mesh-provisioner');
   if (!bus.ok) return bus;
   if (extra !== undefined) return unexpectedArgument(extra);
-  const replicas = parseReplicas(values.replicas);
+  const replicasFrom = valueSource(SERVE_FLAGS, 'replicas', opened.onCommandLine, env);
+  const replicas = parseReplicas(values.replicas, replicasFrom);
   if (!replicas.ok) return replicas;
   const archives = parseArchives(values.archives);
   if (!archives.ok) return archives;
-  return ok({ command: 'serve', bus: bus.value, archives: archives.value, replicas: replicas.value, debug: values.debug === true });
+  return ok({ command: 'serve', bus: bus.value, archives: archives.value, replicas: replicas.value, replicasFrom, debug: values.debug === true });
 }
 
 function parseQuery(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
@@ -261,7 +262,8 @@ function parseInit(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<Serv
   if (extra !== undefined) return unexpectedArgument(extra);
   const bus = busOptionsFrom(values, 'mesh-provisioner init');
   if (!bus.ok) return bus;
-  const replicas = parseReplicas(values.replicas);
+  const replicasFrom = valueSource([...BUS_FLAGS, ...INIT_OWN_FLAGS], 'replicas', opened.onCommandLine, env);
+  const replicas = parseReplicas(values.replicas, replicasFrom);
   if (!replicas.ok) return replicas;
   const nodes = values.nodes ?? DEFAULT_MESH_NODES;
   if (nodes < 1 || nodes > MAX_MESH_NODES) return { ok: false, reason: `--nodes must be 1 to ${MAX_MESH_NODES}, got ${nodes}` };
@@ -270,12 +272,13 @@ function parseInit(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<Serv
   if (bad !== undefined) return { ok: false, reason: `--provider: "${bad}" is not a valid name (a-z, 0-9 and -, at most 63)` };
   const archives = parseArchives(values.archives);
   if (!archives.ok) return archives;
-  return ok({ command: 'init', bus: bus.value, replicas: replicas.value, nodes, providers, archives: archives.value });
+  return ok({ command: 'init', bus: bus.value, replicas: replicas.value, replicasFrom, nodes, providers, archives: archives.value });
 }
 
-function parseReplicas(given: number | undefined): Parsed<number> {
+/** The copies asked, 1 to 5; a reason names `from`, the flag or the variable that gave the number. */
+function parseReplicas(given: number | undefined, from: string): Parsed<number> {
   const replicas = given ?? DEFAULT_REPLICAS;
-  return replicas < 1 || replicas > 5 ? { ok: false, reason: `--replicas must be 1 to 5, got ${replicas}` } : ok(replicas);
+  return replicas < 1 || replicas > 5 ? { ok: false, reason: `${from} must be 1 to 5, got ${replicas}` } : ok(replicas);
 }
 
 function parseArchives(given: string | undefined): Parsed<string> {

@@ -27,6 +27,8 @@ export type ServeOptions = {
   archives: string;
   /** Copies each bucket the seat creates keeps. */
   replicas: number;
+  /** Where `replicas` came from, as an error names it: `--replicas` or `MESH_REPLICAS`. */
+  replicasFrom: string;
   /** Whether debug lines are logged. */
   debug: boolean;
 };
@@ -65,6 +67,8 @@ export type StatusArgs = {
 export type InitRequest = {
   /** Copies each bucket keeps. */
   replicas: number;
+  /** Where `replicas` came from, as an error names it: `--replicas` or `MESH_REPLICAS`. */
+  replicasFrom: string;
   /** The providers whose `<provider>_bound` buckets to create. */
   providers: string[];
   /** The nodes the mesh will have: each stream's `max_consumers` is made for that many. */

@@ -105,6 +105,15 @@ export function parseFlags<const T extends FlagTable>(argv: readonly string[], e
   return ok({ values: values as FlagValues<T>, onCommandLine, positional, help, version });
 }
 
+/**
+ * How an error names where a flag's value came from: its variable when the environment set it (a
+ * unit's env file, which is what the operator must edit), else `--flag`.
+ */
+export function valueSource(table: FlagTable, name: string, onCommandLine: ReadonlySet<string>, env: NodeJS.ProcessEnv): string {
+  const variable = table.find((s) => s.name === name)?.env;
+  return onCommandLine.has(name) || variable === undefined || env[variable] === undefined || env[variable] === '' ? `--${name}` : variable;
+}
+
 /** What a program answers before reading its flags any further: its --help text, or its version. */
 export type Asked = { command: 'help'; text: string } | { command: 'version' };
 

@@ -11,8 +11,17 @@ export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** The deno binary of the dev dependency. */
 export const DENO = join(ROOT, 'node_modules', '.bin', 'deno');
 
-/** The runtimes a bundle is run under (DESIGN §1). */
-export type Runtime = 'node' | 'deno';
+/** The runtimes a bundle is run under (DESIGN §1, §10): `node-no-detect` is this node as Node 20.0–20.18 run a `.js` with no package.json (no module-type detection). */
+export type Runtime = 'node' | 'node-no-detect' | 'deno';
+
+/** Every runtime a shipped bundle must run under. */
+export const RUNTIMES: readonly Runtime[] = ['node', 'node-no-detect', 'deno'];
+
+/** The command and the arguments before the script that run a bundle under `runtime`. */
+export function runtimeCommand(runtime: Runtime): [string, string[]] {
+  if (runtime === 'deno') return [DENO, ['run', '-A']];
+  return [process.execPath, runtime === 'node-no-detect' ? ['--no-experimental-detect-module'] : []];
+}
 
 /** A bundle running as a child process. */
 export type Running = {
@@ -42,9 +51,14 @@ function newestMtime(path: string): number {
   return Math.max(st.mtimeMs, ...readdirSync(path).map((name) => newestMtime(join(path, name))));
 }
 
+/** The file a bundle is built to: a program's `<name>.js`, the SDK (imported, not run) `sdk.mjs`. */
+export function bundleFile(name: string): string {
+  return name === 'sdk' ? 'sdk.mjs' : `${name}.js`;
+}
+
 /** Runs `node build.mjs` when `dist/<name>.js` is missing or older than src/, examples/ (the provider's bundle), package.json or build.mjs. */
 export function ensureBuilt(name: string): void {
-  const out = join(ROOT, 'dist', `${name}.js`);
+  const out = join(ROOT, 'dist', bundleFile(name));
   const inputs = Math.max(...['src', 'examples', 'package.json', 'build.mjs'].map((input) => newestMtime(join(ROOT, input))));
   if (existsSync(out) && statSync(out).mtimeMs >= inputs) return;
   const run = spawnSync(process.execPath, ['build.mjs'], { cwd: ROOT, encoding: 'utf8' });
@@ -63,7 +77,7 @@ export function hasNodeModulesAbove(dir: string): boolean {
 export function copyBundleAlone(name: string): string {
   const dir = mkdtempSync(join(tmpdir(), `mesh-bundle-${name}-`));
   dirs.push(dir);
-  copyFileSync(join(ROOT, 'dist', `${name}.js`), join(dir, `${name}.js`));
+  copyFileSync(join(ROOT, 'dist', bundleFile(name)), join(dir, bundleFile(name)));
   return dir;
 }
 
@@ -83,7 +97,7 @@ export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
 
 /** Starts `<dir>/<name>.js` under `runtime` with cwd `dir`. */
 export function startBundle(runtime: Runtime, dir: string, name: string, args: string[], env: Record<string, string> = {}): Running {
-  const [cmd, pre] = runtime === 'node' ? [process.execPath, []] : [DENO, ['run', '-A']];
+  const [cmd, pre] = runtimeCommand(runtime);
   const child = spawn(cmd, [...pre, `${name}.js`, ...args], { cwd: dir, env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   let out = '';

@@ -66,6 +66,8 @@ export type IsolatedMesh = {
    * imports instead, which the server does not log.
    */
   violations(): string[];
+  /** Everything nats-server has said on stderr, over its whole life (its reloads included). */
+  serverSaid(): string;
   /** The seed file of `user`. */
   nkey(user: string): string;
   /** A new connection as `user` (named `name`, default the user), with the inbox prefix its grants allow; closed with the mesh. */
@@ -84,7 +86,7 @@ export type IsolatedMesh = {
 };
 
 /** The bus of the mesh: nats-server on the generated configuration and a way to log in as each user. */
-type GeneratedBus = Pick<IsolatedMesh, 'nats' | 'dir' | 'violations' | 'nkey' | 'connect'>;
+type GeneratedBus = Pick<IsolatedMesh, 'nats' | 'dir' | 'violations' | 'serverSaid' | 'nkey' | 'connect'>;
 
 /** Undoes what was started, newest first. */
 type Undo = (step: () => unknown) => void;
@@ -117,6 +119,7 @@ async function startGeneratedBus(opts: IsolatedMeshOptions, undo: Undo): Promise
     dir,
     nkey,
     violations: () => said.split('\n').filter((l) => /Violation/.test(l)),
+    serverSaid: () => said,
     async connect(user, name = user) {
       const prefix = prefixes.get(user);
       const nc = await connectBus({ servers: [nats.url], name, nkey: nkey(user), ...(prefix ? { inboxPrefix: prefix } : {}) });
@@ -286,6 +289,16 @@ function isolatedNode(paths: { name: string; dir: string; url: string; archiveDi
     },
     idle: () => client?.idle() ?? Promise.resolve(),
   };
+}
+
+/** What `$JS.API.INFO` answers a login: `ok` when JetStream reaches its account, else what went wrong. */
+export async function jetStreamFor(nc: NatsConnection): Promise<string> {
+  try {
+    const reply = (await nc.request('$JS.API.INFO', '', { timeout: 2000 })).json<{ error?: { description: string } }>();
+    return reply.error ? reply.error.description : 'ok';
+  } catch (err) {
+    return (err as Error).message;
+  }
 }
 
 /** Runs the seat's bundle with `args` to its end. */

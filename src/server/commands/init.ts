@@ -9,6 +9,7 @@ import { bucketProblems, KV_HARDENING, maxConsumersFor, streamConfigOf, streamOf
 import { meshBuckets } from '../../shared/buckets.ts';
 import type { InitRequest } from '../options.ts';
 import { errorText, isPermissionViolation, isStreamNotFound } from '../../shared/errors.ts';
+import { isTooManyReplicas, tooManyReplicasLine } from '../seat/replicas-hint.ts';
 
 /** What init did with one bucket. */
 type Outcome = { line: string; failed: boolean };
@@ -19,6 +20,7 @@ export async function runInit(nc: NatsConnection, req: InitRequest, say: (line: 
   const size: BucketSize = { replicas: req.replicas, maxConsumers: maxConsumersFor(req.nodes) };
   const buckets = meshBuckets(req.providers, req.archives);
   let failed = 0;
+  let tooManyReplicas: unknown;
   for (const spec of buckets) {
     let outcome: Outcome;
     try {
@@ -32,12 +34,14 @@ export async function runInit(nc: NatsConnection, req: InitRequest, say: (line: 
         return 1;
       }
       outcome = { line: `bucket ${spec.name}: ${errorText(err)}`, failed: true };
+      if (isTooManyReplicas(err)) tooManyReplicas = err;
     }
     say(outcome.line);
     if (outcome.failed) failed += 1;
   }
   if (failed > 0) {
     say(`${failed} of ${buckets.length} buckets are not as the mesh needs them: no program will use those`);
+    if (tooManyReplicas !== undefined) say(tooManyReplicasLine(req.replicas, req.replicasFrom, errorText(tooManyReplicas)));
     return 1;
   }
   say(`${buckets.length} buckets ready, each allowing ${size.maxConsumers} consumers (${req.nodes} nodes)`);

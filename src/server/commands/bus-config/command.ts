@@ -1,6 +1,6 @@
 // `node dist/server.js bus-config …`: renders the mesh's nats-server configuration from its nodes and
 // providers, with the users' seeds read from (or generated into) the credentials directory.
-import { renameSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { renderBusConfig, usersOf } from './config.ts';
 import { loadOrCreateLogins } from './credentials.ts';
@@ -24,10 +24,43 @@ export function runBusConfig(opts: BusConfigOptions, out: (text: string) => void
     out(text);
     return 0;
   }
+  const previous = previousText(opts.out);
+  const added = previous === undefined ? [] : accountsAdded(previous, text);
   // Whole or not at all: a server reloading the file never reads half of it.
   const temp = join(dirname(opts.out), `.${process.pid}.bus-config.tmp`);
   writeFileSync(temp, text, { mode: 0o644 });
   renameSync(temp, opts.out);
   say(`wrote ${opts.out}`);
+  if (added.length > 0) say(reloadTwice(added));
   return 0;
+}
+
+/** The accounts (`"name": {` at the top of `accounts`) that `next` has and `previous` lacks, in order. */
+export function accountsAdded(previous: string, next: string): string[] {
+  const names = (text: string) => [...text.matchAll(/^ {2}"?([^"\s]+)"?: \{$/gm)].map((m) => m[1]!);
+  const had = new Set(names(previous));
+  return names(next).filter((n) => !had.has(n));
+}
+
+/**
+ * What to do after a configuration that adds accounts: nats-server (2.9, and its code since) makes a
+ * new account on a reload but subscribes its service imports only on a reload that finds it there
+ * already, so a node added by one reload gets "no responders" until a second reload (or a restart).
+ */
+export function reloadTwice(accounts: readonly string[]): string {
+  return (
+    `new account${accounts.length > 1 ? 's' : ''} ${accounts.join(', ')}: reload nats-server twice ` +
+    '(`nats-server --signal reload`, or `systemctl reload nats-server`), the second once its log says ' +
+    '"Reloaded server configuration" — the first reload makes the account, only the second wires its imports; ' +
+    'on a cluster, every server the same way, one after the other'
+  );
+}
+
+/** The file's text before this run, if there was one. */
+function previousText(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
 }
