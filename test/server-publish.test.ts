@@ -12,7 +12,14 @@ import { USERS } from '../src/server/commands/bus-config/config.ts';
 import { DEFAULT_ARCHIVES } from '../src/shared/buckets.ts';
 import { DEFAULT_ARCHIVE_LIMITS } from '../src/client/archive/limits.ts';
 import { unpackArchive } from '../src/client/archive/untar.ts';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { Objm } from '@nats-io/obj';
+import { bucketProblems, kvBucket, objBucket, streamOf } from '../src/shared/bucket-spec.ts';
+import { connectBus, openKv } from '../src/shared/bus.ts';
+import { MODULES } from '../src/shared/buckets.ts';
 import { packTemplates } from './helpers/archive.ts';
+import { ensureBuilt, ROOT, runBundle } from './helpers/bundle.ts';
+import { startNats } from './helpers/nats.ts';
 import { withIsolatedMesh, type IsolatedMesh } from './helpers/isolated-mesh.ts';
 
 const dirs: string[] = [];
@@ -165,6 +172,11 @@ test('publish --dry-run says the archive and the composition and writes nothing;
       assert.is(await stored(m, module), undefined, why);
       assert.is(await m.kv.archives.info(`${module}-1.tar.gz`), null, why);
     }
+    // Only the admin login writes the catalogue: the seat's is refused, and nothing is written.
+    const asSeat = await m.serverCommand(USERS.seat, ['publish', dry.src, '--composition', dry.composition]);
+    assert.is(asSeat.code, 1, asSeat.stdout);
+    assert.match(asSeat.stderr, /publish needs the admin login \(its seed, admin\.nk, as --nkey\)/);
+    assert.is(await stored(m, 'dry'), undefined);
     // Every problem of one composition at once, each a line of its own.
     const many = moduleFiles('r8', { 'web.conf': 'k=${secret:x}\n' }, { files: [{ ...webFile, mdoe: 'seed' }], secrest: [] });
     const all = await m.serverCommand(USERS.admin, ['publish', many.src, '--composition', many.composition]);
@@ -172,6 +184,35 @@ test('publish --dry-run says the archive and the composition and writes nothing;
     assert.match(all.stderr, /"mode"\?\n/);
     assert.match(all.stderr, /"secrets"\?\n/);
   });
+});
+
+test('on a bus without isolation publish creates the buckets as init would; a bucket holding more than its subject is refused, nothing written', async () => {
+  const nats = await startNats();
+  const nc = await connectBus({ servers: [nats.url], name: 'test' });
+  try {
+    const { src, composition } = moduleFiles('web', { 'web.conf': WEB_CONF }, { files: [webFile] });
+    const publish = (build: string) =>
+      runBundle('node', ROOT, 'dist/server', ['publish', src, '--composition', composition, '--build', build, '--nats', nats.url], {}, 20_000);
+    ensureBuilt('server');
+    const made = await publish('1');
+    assert.is(made.code, 0, made.stderr);
+    const jsm = await jetstreamManager(nc);
+    for (const spec of [kvBucket(MODULES), objBucket(DEFAULT_ARCHIVES)])
+      assert.equal(bucketProblems(spec, (await jsm.streams.info(streamOf(spec))).config), [], spec.name);
+    const modules = await openKv(nc, MODULES);
+    assert.is((await modules.get('web'))!.json<Stored>().build, '1');
+    // The catalogue's stream widened to a second subject: no program binds it, publish included.
+    const info = await jsm.streams.info(streamOf(kvBucket(MODULES)));
+    await jsm.streams.update(info.config.name, { ...info.config, subjects: [...info.config.subjects, 'extra.>'] });
+    const refused = await publish('2');
+    assert.is(refused.code, 1, refused.stdout);
+    assert.match(refused.stderr, /publish refused: .*mesh-catalog_modules.*holds "extra\.>"/);
+    assert.is((await modules.get('web'))!.json<Stored>().build, '1');
+    assert.is(await (await new Objm(nc).open(DEFAULT_ARCHIVES)).info('web-2.tar.gz'), null);
+  } finally {
+    await nc.close();
+    await nats.cleanup();
+  }
 });
 
 test.run();

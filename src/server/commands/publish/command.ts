@@ -3,6 +3,7 @@
 // node or the seat would refuse, then stores the archive and the composition that names it.
 import { createHash } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { BucketMissingError, BucketRefusedError } from '../../../shared/bucket-bind.ts';
 import { MODULES } from '../../../shared/buckets.ts';
 import { errorText, isPermissionViolation } from '../../../shared/errors.ts';
 import { CompositionSchema, decodeJson } from '../../../shared/schemas.ts';
@@ -47,7 +48,10 @@ export async function runPublish(
     out(`put composition ${p.module} build ${composition.ok ? composition.value.build : ''} in ${MODULES} (revision ${stored.revision})`);
     return 0;
   } catch (e) {
-    if (!isPermissionViolation(e)) throw e;
+    // A bucket that holds more than its own subject, or missing where this login may not make it: said, never used.
+    if (e instanceof BucketRefusedError || e instanceof BucketMissingError) return (err(`publish refused: ${errorText(e)}; nothing written`), 1);
+    // A stream this login may not read comes back as text alone (bucket-bind.ts keeps the reason, not the error).
+    if (!isPermissionViolation(e) && !/Permissions Violation/.test(errorText(e))) throw e;
     err(`publish needs the admin login (its seed, admin.nk, as --nkey): this login may not write the catalogue (${errorText(e)})`);
     return 1;
   } finally {
