@@ -153,12 +153,17 @@ test('publish --dry-run says the archive and the composition and writes nothing;
       [
         'missing template',
         moduleFiles('r5', { 'web.conf': WEB_CONF }, { files: [webFile, { path: '/etc/other.conf', template: 'other.conf' }] }),
-        /other\.conf/,
+        /other\.conf: template other\.conf \(for \/etc\/other\.conf\) is not in the archive/,
       ],
       [
         'rollout',
         moduleFiles('r6', { 'web.conf': WEB_CONF }, { files: [webFile] }, { rollout: { waves: [0.5, 0.25], halt: 0, wait: -1 } }),
         /composition\.json: field "rollout/,
+      ],
+      [
+        'collection not named',
+        moduleFiles('r9', { 'web.conf': 'x=${collected:zsh}\n' }, { files: [webFile] }),
+        /web\.conf:1: \$\{collected:zsh\}: collection "zsh" is not in the plan's collections/,
       ],
       ['unclosed', moduleFiles('r7', { 'web.conf': 'a=${config:name\n' }, { files: [webFile] }), /web\.conf:1: \$\{config:name is not closed/],
     ];

@@ -20,21 +20,9 @@ export async function runPublish(
   out: (line: string) => void,
   err: (line: string) => void,
 ): Promise<number> {
-  const [archive, composition] = await Promise.all([readModuleArchive(req.input), readCompositionFile(req.composition, req.build)]);
-  for (const unreadable of [archive, composition]) if (!unreadable.ok && unreadable.unreadable) return (err(problemsOf(unreadable)[0]!), 2);
-  const errors = composition.ok ? [] : composition.problems.map((p) => `${req.composition}: ${p}`);
-  if (!archive.ok) errors.push(archive.reason);
-  const verdict = archive.ok ? judgePublish(archive.value, composition.ok ? composition.value : undefined) : { errors: [], warnings: [] };
-  errors.push(...verdict.errors);
-  const publication = archive.ok && composition.ok && errors.length === 0 ? publicationOf(req, archive.value, composition.value) : undefined;
-  if (publication && !publication.ok) errors.push(`${req.composition}: as stored, ${publication.reason}`);
-  for (const w of verdict.warnings) err(`warning: ${w}`);
-  if (!publication?.ok) {
-    for (const e of errors) err(e);
-    err(`publish refused: ${errors.length} problem(s); nothing written`);
-    return 1;
-  }
-  const p = publication.value;
+  const prepared = await preparePublication(req, err);
+  if (typeof prepared === 'number') return prepared;
+  const p = prepared;
   const archiveLine = `archive ${p.name} in ${p.archives}: ${p.bytes.length} bytes, ${digestOf(p.bytes)}`;
   if (req.dryRun) {
     out(`would put ${archiveLine}`);
@@ -45,7 +33,7 @@ export async function runPublish(
   try {
     const stored = await storePublication(nc, p, (line) => err(`warning: ${line}`));
     out(`put ${archiveLine}`);
-    out(`put composition ${p.module} build ${composition.ok ? composition.value.build : ''} in ${MODULES} (revision ${stored.revision})`);
+    out(`put composition ${p.module} build ${p.build} in ${MODULES} (revision ${stored.revision})`);
     return 0;
   } catch (e) {
     // A bucket that holds more than its own subject, or missing where this login may not make it: said, never used.
@@ -57,6 +45,26 @@ export async function runPublish(
   } finally {
     await nc.close();
   }
+}
+
+/**
+ * Reads and judges the archive and the composition: what to write, or the exit code once every
+ * problem is said (warnings are said either way) — 2 when a file cannot be read, 1 when refused.
+ */
+async function preparePublication(req: PublishRequest, err: (line: string) => void): Promise<Publication | number> {
+  const [archive, composition] = await Promise.all([readModuleArchive(req.input), readCompositionFile(req.composition, req.build)]);
+  for (const unreadable of [archive, composition]) if (!unreadable.ok && unreadable.unreadable) return (err(problemsOf(unreadable)[0]!), 2);
+  const errors = composition.ok ? [] : composition.problems.map((p) => `${req.composition}: ${p}`);
+  if (!archive.ok) errors.push(archive.reason);
+  const verdict = archive.ok ? judgePublish(archive.value, composition.ok ? composition.value : undefined) : { errors: [], warnings: [] };
+  errors.push(...verdict.errors);
+  const publication = archive.ok && composition.ok && errors.length === 0 ? publicationOf(req, archive.value, composition.value) : undefined;
+  if (publication && !publication.ok) errors.push(`${req.composition}: as stored, ${publication.reason}`);
+  for (const w of verdict.warnings) err(`warning: ${w}`);
+  if (publication?.ok) return publication.value;
+  for (const e of errors) err(e);
+  err(`publish refused: ${errors.length} problem(s); nothing written`);
+  return 1;
 }
 
 /** The archive's name, bytes and ref filled into the composition, checked as the seat will read it (schema and size). */
@@ -71,7 +79,7 @@ function publicationOf(
   const bytes = new TextEncoder().encode(JSON.stringify(value));
   const read = decodeJson(CompositionSchema, bytes);
   if (!read.ok) return read;
-  return { ok: true, value: { archives: req.archives, name, bytes: archive.bytes, module: composition.module, composition: bytes } };
+  return { ok: true, value: { archives: req.archives, name, bytes: archive.bytes, module: composition.module, build: composition.build, composition: bytes } };
 }
 
 function digestOf(bytes: Uint8Array): string {

@@ -20,6 +20,8 @@ export type Publication = {
   bytes: Uint8Array;
   /** The module: the composition's key. */
   module: string;
+  /** The build the composition names. */
+  build: string;
   /** The composition's JSON bytes, archive filled in. */
   composition: Uint8Array;
 };
