@@ -220,4 +220,27 @@ test('on a bus without isolation publish creates the buckets as init would; a bu
   }
 });
 
+test('usage: no DIR, no --composition, a second argument, a file that cannot be read each exit 2 with one line; --help names publish and its flags', async () => {
+  ensureBuilt('server');
+  const run = (args: string[]) => runBundle('node', ROOT, 'dist/server', args, {}, 20_000);
+  const { src, composition } = moduleFiles('web', { 'web.conf': WEB_CONF }, { files: [webFile] });
+  const cases: [string[], RegExp][] = [
+    [['publish', '--composition', composition], /publish needs a DIR or an ARCHIVE/],
+    [['publish', src], /publish needs --composition FILE/],
+    [['publish', src, 'more', '--composition', composition], /more/],
+    [['publish', src, '--composition', join(src, 'none.json'), '--dry-run'], /cannot read .*none\.json/],
+    [['publish', join(src, 'none'), '--composition', composition, '--dry-run'], /cannot read .*none/],
+  ];
+  for (const [args, expected] of cases) {
+    const r = await run(args);
+    assert.is(r.code, 2, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
+    assert.is(r.stderr.trim().split('\n').length, 1, r.stderr);
+    assert.match(r.stderr, expected);
+    assert.is(r.stdout, '');
+  }
+  const help = await run(['--help']);
+  assert.is(help.code, 0);
+  for (const word of ['publish DIR|ARCHIVE', '--composition', '--build', '--dry-run']) assert.ok(help.stdout.includes(word), word);
+});
+
 test.run();
