@@ -2,6 +2,7 @@
 // or an engine — the same decoding, scanner and refusals (client/fill/templates.ts, client/fill/check.ts), and with a
 // plan the checks its sources make of the plan alone (placement, collections, bindings, provides).
 import { scanPlaceholders, type UnclosedAt } from '../../../shared/placeholders.ts';
+import { unclosedProblems } from './unclosed.ts';
 import { isPlacementKind } from '../../../shared/registry.ts';
 import type { Plan } from '../../../shared/schemas.ts';
 import { itemTarget, missingTemplate, refusalList, shownPlaceholder, twoItems, type UsedTemplate } from '../../fill/check.ts';
@@ -177,21 +178,6 @@ function staticLookup(plan: Plan, wanted: Wanted): Lookup | undefined {
   if (wanted.kind === 'consumers' && !plan.provides.some((p) => p.provision === wanted.name))
     return { state: 'failed', reason: `the plan does not provide "${wanted.name}"` };
   return undefined;
-}
-
-/**
- * A `${kind:name` without its `}`: the fill writes it as text, byte for byte (DESIGN §8), which is
- * never what a template means by it — an error in a template that is used, so a module's CI stops
- * where `publish` would; `$${` keeps it as text on purpose.
- */
-function unclosedProblems(template: string, open: readonly UnclosedAt[], used: boolean): LintProblem[] {
-  return open.map((at) => {
-    const shown = at.text.length <= 80 ? at.text : `${at.text.slice(0, 60)}…`;
-    const message = `${shown} is not closed: the fill would write it as text (close it with }, or write ${'$' + shown} to keep it as text)`;
-    return used
-      ? { severity: 'error', template, line: at.line, message }
-      : { severity: 'warning', template, line: at.line, message: `${message} (the plan does not use this template)` };
-  });
 }
 
 /** Errors first, then warnings, then notes; within each by template and line. */
