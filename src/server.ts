@@ -7,6 +7,7 @@ import { notifySystemd } from './shared/notify.ts';
 import { VERSION } from './shared/version.ts';
 import { runBusConfig } from './server/commands/bus-config/command.ts';
 import { runInit } from './server/commands/init.ts';
+import { runPublish } from './server/commands/publish/command.ts';
 import { parseServerOptions } from './server/command-line.ts';
 import { runQuery } from './server/commands/query.ts';
 import { isTooManyReplicas, tooManyReplicasLine } from './server/seat/replicas-hint.ts';
@@ -38,6 +39,14 @@ async function main(): Promise<number> {
     } finally {
       await nc.close();
     }
+  }
+  if (opts.command === 'publish') {
+    const { command: _c, bus: _b, ...req } = opts;
+    const connect = () =>
+      connectBus({ ...opts.bus, inboxPrefix: INBOX_PREFIXES.admin }, true).catch((err: Error) => {
+        throw new Error(`cannot reach the bus at ${opts.bus.servers.join(',')}: ${err.message}`);
+      });
+    return runPublish(req, connect, out, err);
   }
   if (opts.command === 'assign' || opts.command === 'unassign' || opts.command === 'config') return runInputCommand(opts);
   // The seat's user may subscribe only its own inboxes (DESIGN §11), for serving and for a query alike.

@@ -52,6 +52,11 @@ function plan(over: Partial<Plan> = {}): Plan {
   };
 }
 
+function unwrap<T>(parsed: { ok: true; value: T } | { ok: false; reason: string }): T {
+  if (!parsed.ok) throw new Error(parsed.reason);
+  return parsed.value;
+}
+
 const errors = (problems: LintProblem[]) => problems.filter((p) => p.severity === 'error');
 const at = (p: LintProblem) => `${p.template}:${p.line}: ${p.message}`;
 
@@ -75,9 +80,42 @@ test('an unknown kind is an error with the fill’s own words and the escape tha
   assert.equal(errors(report.problems).map(at), ['a.sh:1: ${line:0:1}: unknown kind "line" (write $${line:0:1} to keep it as text)']);
 });
 
+test('an unknown kind near a known one says which it was meant as, before the escape that keeps it as text', () => {
+  const report = lintTemplates(files({ 'a.conf': 'port=${confg:port}\nk=${secert:api-key}\n' }));
+  assert.equal(errors(report.problems).map(at), [
+    'a.conf:1: ${confg:port}: unknown kind "confg": did you mean "config"? (write $${confg:port} to keep it as text)',
+    'a.conf:2: ${secert:api-key}: unknown kind "secert": did you mean "secret"? (write $${secert:api-key} to keep it as text)',
+  ]);
+});
+
+test('an unclosed ${kind:name is an error saying the fill writes it as text; the fill itself keeps it byte for byte', () => {
+  const text = 'a=${config:name\nb=${port:http ${config:x}\nc=$${config:kept\nd=${config:e$f}\n';
+  const report = lintTemplates(files({ 'a.conf': text }));
+  assert.equal(errors(report.problems).map(at), [
+    'a.conf:1: ${config:name is not closed: the fill would write it as text (close it with }, or write $${config:name to keep it as text)',
+    'a.conf:2: ${port:http is not closed: the fill would write it as text (close it with }, or write $${port:http to keep it as text)',
+    'a.conf:4: ${config:e is not closed: the fill would write it as text (close it with }, or write $${config:e to keep it as text)',
+  ]);
+  const p = plan({ files: [{ path: '/etc/a', template: 'a.conf', mode: 'owned', change: 'none' }] });
+  const fill = fillModule(p, unwrap(prepareTemplates(files({ 'a.conf': text }))), {
+    lookup: (_plan, w) => ({ state: 'value', text: 'X', dependency: w.kind }),
+  });
+  assert.equal(fill.ok && fill.value.files[0]!.content, 'a=${config:name\nb=${port:http X\nc=${config:kept\nd=${config:e$f}\n');
+  // In a template the plan does not use, it fails nothing: a warning.
+  const unused = lintTemplates(files({ 'a.conf': 'x\n', 'spare.conf': '${config:open\n' }), p).problems.filter((x) => x.severity === 'warning');
+  assert.equal(unused.map(at), [
+    'spare.conf:1: ${config:open is not closed: the fill would write it as text (close it with }, or write $${config:open to keep it as text) (the plan does not use this template)',
+  ]);
+});
+
+test('shell text is never taken for an unclosed placeholder: ${name:-x}, ${s: -1}, ${HOME, ${#a[@]}, $${ and a lone $', () => {
+  const shell = 'a=${name:-x} ${str:?unset} ${s: -1} ${v:=x} ${len:+set}\nb=${HOME c=${#args[@]} d=$${config:doc e=$ f=${config:}\n';
+  assert.equal(errors(lintTemplates(files({ 'run.sh': shell })).problems), []);
+});
+
 test('lint errs on exactly the placeholders the fill refuses, in the fill’s words (one source of truth)', () => {
   const piece = fc.oneof(
-    fc.constantFrom('text ', '\n', '$', '$${', '${HOME}', '${x:-d}'),
+    fc.constantFrom('text ', '\n', '$', '$${', '${HOME}', '${x:-d}', '${config:open '),
     fc
       .tuple(fc.constantFrom('config', 'secret', 'line', 'k8s-thing', 'port'), fc.constantFrom('a', 'api-key', 'b.c', 'x'.repeat(300)))
       .map(([k, n]) => `\${${k}:${n}}`),
@@ -95,7 +133,10 @@ test('lint errs on exactly the placeholders the fill refuses, in the fill’s wo
       const prepared = prepareTemplates(archive);
       if (!prepared.ok) return;
       const fill = fillModule(p, prepared.value, { lookup: (_plan, w) => ({ state: 'value', text: 'v', dependency: `${w.kind}:web:${w.name}` }) });
-      const linted = errors(lintTemplates(archive, p).problems).map((e) => `template ${e.template} line ${e.line}: ${e.message}`);
+      // An unclosed placeholder is lint's alone: the fill writes it as text.
+      const linted = errors(lintTemplates(archive, p).problems)
+        .filter((e) => !/ is not closed: /.test(e.message))
+        .map((e) => `template ${e.template} line ${e.line}: ${e.message}`);
       if (fill.ok) assert.equal(linted, []);
       else if (linted.length <= 20) assert.is(linted.sort().join('; '), fill.reason.split('; ').sort().join('; '));
     }),
@@ -269,6 +310,29 @@ test('the bundle: --plan is validated as a plan; one that does not validate is a
   const bad = await runBundle('node', bundle, 'client', ['lint', join(dir, 'web.tar'), '--plan', join(dir, 'bad-plan.json')]);
   assert.is(bad.code, 1);
   assert.match(bad.stdout, /error: plan .*bad-plan\.json: field "files\.0\.path" is not absolute/);
+});
+
+test('the bundle: --plan takes a composition too (told by having no "node"): its fields strictly, its secrets and templates, no placement judged', async () => {
+  ensureBuilt('client');
+  const bundle = copyBundleAlone('client');
+  const dir = tempDir();
+  writeFileSync(join(dir, 'web.tar'), await packTemplates({ 'web.conf': 'listen ${port:http}\nk=${secret:api-key}\n' }));
+  const composition = (files: unknown[], secrets: unknown[]) => JSON.stringify({ module: 'web', build: '7', provisioning: { files, secrets } });
+  const file = { path: '/etc/web.conf', template: 'web.conf', mode: 'seed' };
+  writeFileSync(join(dir, 'good.json'), composition([file], [{ name: 'api-key' }]));
+  writeFileSync(join(dir, 'typo.json'), composition([{ path: '/etc/web.conf', template: 'web.conf', mdoe: 'seed' }], [{ name: 'api-key' }]));
+  writeFileSync(join(dir, 'unnamed.json'), composition([file, { path: '/etc/other', template: 'other.conf' }], []));
+  const good = await runBundle('node', bundle, 'client', ['lint', join(dir, 'web.tar'), '--plan', join(dir, 'good.json'), '--json']);
+  assert.is(good.code, 0, good.stdout);
+  const json = JSON.parse(good.stdout) as LintJson;
+  assert.equal([json.against, json.errors, json.warnings], ['composition', 0, 0]);
+  const typo = await runBundle('node', bundle, 'client', ['lint', join(dir, 'web.tar'), '--plan', join(dir, 'typo.json')]);
+  assert.is(typo.code, 1, typo.stdout);
+  assert.match(typo.stdout, /error: composition .*typo\.json: field "provisioning\.files\.0\.mdoe" is an unknown field; did you mean "mode"\?/);
+  const unnamed = await runBundle('node', bundle, 'client', ['lint', join(dir, 'web.tar'), '--plan', join(dir, 'unnamed.json')]);
+  assert.is(unnamed.code, 1, unnamed.stdout);
+  assert.match(unnamed.stdout, /error: web\.conf:2: \$\{secret:api-key\}: secret "api-key" is not named by the plan/);
+  assert.match(unnamed.stdout, /error: .*other\.conf/);
 });
 
 test.run();

@@ -60,7 +60,7 @@ const RUN_FLAGS = [
 ] as const satisfies FlagTable;
 
 const LINT_FLAGS = [
-  { name: 'plan', type: 'string', arg: 'FILE', help: 'a plan (JSON, DESIGN §4) to check the templates against' },
+  { name: 'plan', type: 'string', arg: 'FILE', help: 'a plan or a composition (JSON, DESIGN §4; the file publish takes too) to check the templates against' },
   { name: 'json', type: 'bool', help: 'print one JSON object instead of lines' },
 ] as const satisfies FlagTable;
 
@@ -84,8 +84,9 @@ export function clientHelp(): string {
     'it never connects to the engine (so --socket is refused with it) and never writes to the bus.',
     '',
     "lint checks a module's templates without a bus or an engine: every placeholder with its line, then",
-    'unknown kinds, names past the limits, files not UTF-8, $${ escapes, and with --plan the secrets, items',
-    'and templates the plan names. Exit 1 on anything that would fail the module, 2 when it cannot read.',
+    'unknown kinds, unclosed ${kind:name, names past the limits, files not UTF-8, $${ escapes, and with --plan',
+    'the secrets, items and templates the plan (or composition: a file without "node") names. Exit 1 on',
+    'anything that would fail the module or that publish refuses, 2 when it cannot read.',
     'lint flags:',
     describeFlags(LINT_FLAGS),
     '',

@@ -61,6 +61,18 @@ const INIT_OWN_FLAGS = [
   ARCHIVES_FLAG,
 ] as const satisfies FlagTable;
 
+const PUBLISH_OWN_FLAGS = [
+  {
+    name: 'composition',
+    type: 'string',
+    arg: 'FILE',
+    help: 'the composition: {module, build, published?, provisioning, rollout?} (DESIGN §4 without archive)',
+  },
+  { name: 'build', type: 'string', arg: 'B', help: "the build, in place of the file's" },
+  { name: 'dry-run', type: 'bool', help: 'say what would be written (the archive, the composition) and write nothing' },
+  ARCHIVES_FLAG,
+] as const satisfies FlagTable;
+
 const BUS_CONFIG_FLAGS = [
   { name: 'node', type: 'list', arg: 'NAME', help: 'a node of the mesh (repeat, or comma-separated)' },
   { name: 'provider', type: 'list', arg: 'NAME', help: 'a provider whose <NAME>_bound bucket nodes read (repeat)' },
@@ -91,6 +103,7 @@ export function serverHelp(): string {
     '       node dist/server.js assign NODE MODULE [--dir NAME=PATH …] [--port NAME=N …] [--access|--seat|--machine NAME=VALUE …]',
     '       node dist/server.js unassign NODE MODULE',
     '       node dist/server.js config set NODE MODULE KEY VALUE | get NODE MODULE [KEY] | rm NODE MODULE KEY | import FILE',
+    '       node dist/server.js publish DIR|ARCHIVE --composition FILE [--build B] [--dry-run] [flags]   (with the admin login)',
     '',
     'flags:',
     describeFlags(SERVE_FLAGS),
@@ -108,6 +121,12 @@ export function serverHelp(): string {
     'each node an account of its own importing exactly its subjects; users log in with nkeys.',
     'bus-config flags:',
     describeFlags(BUS_CONFIG_FLAGS),
+    '',
+    'publish puts a module (with the admin login): DIR packed as a tar (sorted, fixed times and owners: the same',
+    'DIR gives the same digest) or ARCHIVE as it is, gzipped, in the archives store as <module>-<build>.tar.gz,',
+    'and the composition with its archive in mesh-catalog_modules — after checking the composition strictly',
+    '(unknown fields, rollout) and linting every template against it; a refusal writes nothing. publish flags:',
+    describeFlags(PUBLISH_OWN_FLAGS),
     '',
     "init creates every bucket of the mesh (the seat's six, the inputs, the archives store, each provider's",
     '<NAME>_bound) with exactly its own subject, hardened, and a bounded max_consumers; run it with the admin',
@@ -132,6 +151,7 @@ export function parseServerOptions(argv: readonly string[], env: NodeJS.ProcessE
   if (command === 'assign') return parseAssign(rest, env);
   if (command === 'unassign') return parseUnassign(rest, env);
   if (command === 'config') return parseConfig(rest, env);
+  if (command === 'publish') return parsePublish(rest, env);
   return parseServe(argv, env);
 }
 
@@ -273,6 +293,32 @@ function parseInit(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<Serv
   const archives = parseArchives(values.archives);
   if (!archives.ok) return archives;
   return ok({ command: 'init', bus: bus.value, replicas: replicas.value, replicasFrom, nodes, providers, archives: archives.value });
+}
+
+function parsePublish(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
+  const opened = openCommand(argv, env, [...BUS_FLAGS, ...PUBLISH_OWN_FLAGS], serverHelp);
+  if ('answered' in opened) return opened.answered;
+  const {
+    values,
+    positional: [input, extra],
+  } = opened;
+  if (input === undefined) return { ok: false, reason: 'publish needs a DIR or an ARCHIVE of the module' };
+  if (extra !== undefined) return unexpectedArgument(extra);
+  const { composition, build } = values;
+  if (composition === undefined) return { ok: false, reason: 'publish needs --composition FILE' };
+  const bus = busOptionsFrom(values, 'mesh-provisioner publish');
+  if (!bus.ok) return bus;
+  const archives = parseArchives(values.archives);
+  if (!archives.ok) return archives;
+  return ok({
+    command: 'publish',
+    bus: bus.value,
+    input,
+    composition,
+    ...(build === undefined ? {} : { build }),
+    dryRun: values['dry-run'] === true,
+    archives: archives.value,
+  });
 }
 
 /** The copies asked, 1 to 5; a reason names `from`, the flag or the variable that gave the number. */

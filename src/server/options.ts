@@ -98,6 +98,23 @@ export type BusConfigOptions = {
   storeDir: string;
 };
 
+/** What `publish` is asked (DESIGN §13). */
+export type PublishRequest = {
+  /** The module's templates: a directory (packed here) or a tar or tar.gz archive (taken as it is). */
+  input: string;
+  /** The composition file: DESIGN §4's composition without `archive`. */
+  composition: string;
+  /** The build, in place of the file's. */
+  build?: string;
+  /** Say what would be written, write nothing (and reach no bus). */
+  dryRun: boolean;
+  /** The object-store bucket the archive goes to. */
+  archives: string;
+};
+
+/** `publish`, with the bus it writes to. */
+export type PublishOptions = { command: 'publish'; bus: BusOptions } & PublishRequest;
+
 /** `query`, with the bus it asks on. */
 export type QueryOptions = { command: 'query'; bus: BusOptions } & QueryArgs;
 /** `status`, with the bus it asks on. */
@@ -135,4 +152,4 @@ export type ConfigOptions = { command: 'config'; args: ConfigArgs } & InputComma
 export type InputCommandOptions = AssignOptions | UnassignOptions | ConfigOptions;
 
 /** What the seat was asked to do. */
-export type ServerOptions = Asked | ServeOptions | QueryOptions | StatusOptions | BusConfigOptions | InitOptions | InputCommandOptions;
+export type ServerOptions = Asked | ServeOptions | QueryOptions | StatusOptions | BusConfigOptions | InitOptions | InputCommandOptions | PublishOptions;

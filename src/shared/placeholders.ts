@@ -21,17 +21,30 @@ export type ScannedText = { literals: string[]; placeholders: Placeholder[] };
 // start with `-`, `=`, `+` or `?`, so shell expansions with a lowercase variable such as
 // `${name:-default}` or `${name:?unset}` stay text.
 const PLACEHOLDER = /\$\{([a-z][a-z0-9-]*):([^\s{}$\-=+?][^\s{}$]*)\}/y;
+// A placeholder's opening and name where PLACEHOLDER failed: the name ended without its `}`.
+const UNCLOSED = /\$\{[a-z][a-z0-9-]*:[^\s{}$\-=+?][^\s{}$]*/y;
 const ESCAPE = '$${';
 
 /** Where a `$${` escape was found: the line and column of its first `$`, as a placeholder's. */
 export type EscapeAt = { line: number; column: number };
 
+/** A `${kind:name` that is not closed (it stays text): where it starts, and its text up to where the name ends. */
+export type UnclosedAt = EscapeAt & { text: string };
+
+/** What a scan can tell beside the placeholders (`lint` lists them); the fill asks for neither. */
+export type ScanNotes = {
+  /** Hears each `$${` the scan takes as an escape. */
+  escape?(at: EscapeAt): void;
+  /** Hears each `${kind:name` without its `}`, which the scan keeps as text. */
+  unclosed?(at: UnclosedAt): void;
+};
+
 /**
  * Splits a text at its placeholders in one pass: linear in time, and the literals are slices of
- * the text with each `$${` turned into `${` (never built a character at a time). `onEscape` hears
- * each `$${` the scan takes as an escape (`lint` lists them).
+ * the text with each `$${` turned into `${` (never built a character at a time). `notes` hears
+ * each escape and each unclosed placeholder the scan keeps as text.
  */
-export function scanPlaceholders(text: string, onEscape?: (at: EscapeAt) => void): ScannedText {
+export function scanPlaceholders(text: string, notes: ScanNotes = {}): ScannedText {
   const literals: string[] = [];
   const placeholders: Placeholder[] = [];
   const at = positionTracker(text);
@@ -42,13 +55,14 @@ export function scanPlaceholders(text: string, onEscape?: (at: EscapeAt) => void
     if (dollar === -1) break;
     i = dollar;
     if (text.startsWith(ESCAPE, i)) {
-      onEscape?.(at(i));
+      notes.escape?.(at(i));
       i += ESCAPE.length;
       continue;
     }
     PLACEHOLDER.lastIndex = i;
     const match = PLACEHOLDER.exec(text);
     if (match === null) {
+      if (notes.unclosed) noteUnclosed(text, i, at, notes.unclosed);
       // Only this `$` is text: a placeholder may still start inside what follows (`${a:${b:c}}`).
       i += 1;
       continue;
@@ -60,6 +74,13 @@ export function scanPlaceholders(text: string, onEscape?: (at: EscapeAt) => void
   }
   literals.push(unescape(text.slice(start)));
   return { literals, placeholders };
+}
+
+// A name holds no `$`, so the next `$` the scan visits lies past the text matched here: linear still.
+function noteUnclosed(text: string, i: number, at: (offset: number) => EscapeAt, hear: (at: UnclosedAt) => void): void {
+  UNCLOSED.lastIndex = i;
+  const open = UNCLOSED.exec(text);
+  if (open !== null) hear({ ...at(i), text: open[0] });
 }
 
 // Inside a literal run the escapes lie exactly where the scan skipped them: both go left to right

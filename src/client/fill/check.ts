@@ -2,6 +2,7 @@
 // plan does not name, a secret in an item — listed at once, each with its template and line. The
 // fill and `lint` (client/commands/lint/judge.ts) both judge placeholders here, so they refuse with the same words.
 import { tokenTooLong } from '../../shared/limits.ts';
+import { didYouMean } from '../../shared/nearest.ts';
 import type { Placeholder } from '../../shared/placeholders.ts';
 import { KNOWN_KINDS } from '../../shared/registry.ts';
 import type { Plan } from '../../shared/schemas.ts';
@@ -70,11 +71,17 @@ function refusal(p: Placeholder, secretNames: ReadonlySet<string> | undefined, i
   const shown = shownPlaceholder(p);
   const tooLong = tokenTooLong('its kind', p.kind) ?? tokenTooLong('its name', p.name);
   if (tooLong) return `${shown}: ${tooLong}`;
-  if (!KNOWN_KINDS.includes(p.kind)) return `${shown}: unknown kind "${p.kind}" (write ${'$' + shown} to keep it as text)`;
+  if (!KNOWN_KINDS.includes(p.kind)) return `${shown}: ${unknownKind(p.kind)} (write ${'$' + shown} to keep it as text)`;
   if (p.kind === 'secret' && item) return `${shown}: an item names a secret, but an item is kept in a bucket and no secret is`;
   if (p.kind === 'consumers' && item) return `${shown}: an item names consumers' credentials, but an item is kept in a bucket and no credential is`;
   if (p.kind === 'secret' && secretNames && !secretNames.has(p.name)) return `${shown}: secret "${p.name}" is not named by the plan`;
   return undefined;
+}
+
+/** What is said of a kind no client fills: the nearest known kind first, when one is near (`confg` → `config`). */
+function unknownKind(kind: string): string {
+  const hint = didYouMean(kind, KNOWN_KINDS);
+  return `unknown kind "${kind}"${hint === undefined ? '' : `: ${hint}`}`;
 }
 
 /** A kind or name as a reason shows it: a hostile length is cut, saying so. */

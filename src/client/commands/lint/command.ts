@@ -1,20 +1,19 @@
-// `node dist/client.js lint ARCHIVE|DIR [--plan FILE] [--json]`: reads the templates (and the plan),
+// `node dist/client.js lint ARCHIVE|DIR [--plan FILE] [--json]`: reads the templates (and the plan or composition),
 // judges them (client/commands/lint/judge.ts) and prints every placeholder, then the problems; exit 1 on an error.
 import { createHash } from 'node:crypto';
-import { MAX_PLAN_BYTES } from '../../../shared/limits.ts';
 import { safeJson, safeText } from '../../../shared/safe-text.ts';
-import { decodeJson, PlanSchema, type Plan } from '../../../shared/schemas.ts';
-import { readFileWithin } from '../../archive/fetch.ts';
 import { lintTemplates, type LintProblem, type LintReport } from './judge.ts';
 import { readLintInput, type LintInput } from './input.ts';
 import type { LintOptions } from '../../options.ts';
-import { errorText } from '../../../shared/errors.ts';
+import { readLintTarget, type LintTarget } from './target.ts';
 
 /** The JSON `lint --json` prints. */
 export type LintJson = LintReport & {
   input: string;
   kind: LintInput['kind'];
   plan?: string;
+  /** What `--plan` was read as. */
+  against?: LintTarget['kind'];
   errors: number;
   warnings: number;
   ok: boolean;
@@ -28,25 +27,26 @@ export async function runLint(opts: LintOptions, stdout: (line: string) => void,
   const input = await readLintInput(opts.input);
   if (!input.ok) return (err(input.reason), 2);
   const problems: LintProblem[] = [];
-  let plan: Plan | undefined;
+  let target: LintTarget | undefined;
   if (opts.plan !== undefined) {
-    const read = await readPlan(opts.plan);
+    const read = await readLintTarget(opts.plan);
     if ('usage' in read) return (err(read.usage), 2);
-    if (read.ok) plan = read.value;
-    else problems.push({ severity: 'error', message: `plan ${opts.plan}: ${read.reason}` });
+    if (read.ok) target = read.value;
+    else problems.push({ severity: 'error', message: `${read.kind} ${opts.plan}: ${read.reason}` });
   }
+  for (const message of target?.problems ?? []) problems.push({ severity: 'error', message: `composition ${opts.plan}: ${message}` });
   const { refused, bytes, skipped } = input.value;
   if (refused) problems.push({ severity: 'error', message: `${input.value.kind} ${opts.input}: ${refused}` });
   for (const s of skipped) problems.push({ severity: 'warning', message: `${s} (left out)` });
-  if (plan && bytes) {
+  if (target?.digest !== undefined && bytes) {
     const digest = 'sha256:' + createHash('sha256').update(bytes).digest('hex');
-    if (digest !== plan.archive.digest)
+    if (digest !== target.digest)
       problems.push({
         severity: 'warning',
-        message: `the plan's archive digest ${plan.archive.digest} is not this archive's (${digest}): a node would refuse it`,
+        message: `the ${target.kind}'s archive digest ${target.digest} is not this archive's (${digest}): a node would refuse it`,
       });
   }
-  const report = lintTemplates(input.value.files, plan);
+  const report = lintTemplates(input.value.files, target?.plan, { placed: target?.placed ?? true });
   const all = [...problems, ...report.problems];
   const errors = all.filter((p) => p.severity === 'error').length;
   const warnings = all.filter((p) => p.severity === 'warning').length;
@@ -55,6 +55,7 @@ export async function runLint(opts: LintOptions, stdout: (line: string) => void,
       input: opts.input,
       kind: input.value.kind,
       ...(opts.plan !== undefined ? { plan: opts.plan } : {}),
+      ...(target !== undefined ? { against: target.kind } : {}),
       templates: report.templates,
       problems: all,
       errors,
@@ -76,15 +77,4 @@ export async function runLint(opts: LintOptions, stdout: (line: string) => void,
 function where(p: LintProblem): string {
   if (p.template === undefined) return '';
   return p.line === undefined ? `${p.template}: ` : `${p.template}:${p.line}: `;
-}
-
-/** The plan, or why it does not validate; `usage` when the file cannot be read at all. */
-async function readPlan(path: string): Promise<{ ok: true; value: Plan } | { ok: false; reason: string } | { usage: string }> {
-  let bytes: Uint8Array;
-  try {
-    bytes = await readFileWithin(path, MAX_PLAN_BYTES);
-  } catch (e) {
-    return { usage: `--plan: cannot read ${path}: ${errorText(e, { cause: true })}` };
-  }
-  return decodeJson(PlanSchema, bytes);
 }

@@ -1,7 +1,8 @@
 // `lint` (issue 14): a module's templates judged as a node's client would judge them, without a bus
 // or an engine — the same decoding, scanner and refusals (client/fill/templates.ts, client/fill/check.ts), and with a
 // plan the checks its sources make of the plan alone (placement, collections, bindings, provides).
-import { scanPlaceholders } from '../../../shared/placeholders.ts';
+import { scanPlaceholders, type UnclosedAt } from '../../../shared/placeholders.ts';
+import { unclosedProblems } from './unclosed.ts';
 import { isPlacementKind } from '../../../shared/registry.ts';
 import type { Plan } from '../../../shared/schemas.ts';
 import { itemTarget, missingTemplate, refusalList, shownPlaceholder, twoItems, type UsedTemplate } from '../../fill/check.ts';
@@ -12,7 +13,10 @@ import type { Lookup, Wanted } from '../../sources/source.ts';
 import { prepareTemplates, type Template } from '../../fill/templates.ts';
 import { firstInvalidUtf8 } from '../../fill/utf8.ts';
 
-/** How much a problem weighs: only an error fails the module, so only errors fail `lint`. */
+/**
+ * How much a problem weighs: an error fails the module — or is a mistake `publish` refuses though
+ * the fill would write it as text (an unclosed `${kind:name`) — and only errors fail `lint`.
+ */
 export const SEVERITIES = ['error', 'warning', 'info'] as const;
 /** How much a problem weighs. */
 export type Severity = (typeof SEVERITIES)[number];
@@ -33,10 +37,17 @@ export type LintReport = { templates: LintedTemplate[]; problems: LintProblem[] 
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 const COLLECTION_KIND_LIST: readonly string[] = COLLECTION_KINDS;
 
+/** How the plan was made. */
+export type LintPlanKind = {
+  /** False for a composition made into a plan (lint/composition.ts): no assignment yet, so no placement to judge. */
+  placed?: boolean;
+};
+
 /** Judges an archive's files (name → bytes) as templates, against `plan` when there is one. */
-export function lintTemplates(files: ReadonlyMap<string, Uint8Array>, plan?: Plan): LintReport {
+export function lintTemplates(files: ReadonlyMap<string, Uint8Array>, plan?: Plan, { placed = true }: LintPlanKind = {}): LintReport {
   const problems: LintProblem[] = [];
   const compiled = new Map<string, Template>();
+  const unclosed = new Map<string, UnclosedAt[]>();
   const templates: LintedTemplate[] = [];
   for (const name of [...files.keys()].sort()) {
     const bytes = files.get(name)!;
@@ -53,9 +64,12 @@ export function lintTemplates(files: ReadonlyMap<string, Uint8Array>, plan?: Pla
     }
     const template = prepared.value.get(name)!;
     compiled.set(name, template);
-    scanPlaceholders(UTF8.decode(bytes), (at) =>
-      problems.push({ severity: 'info', template: name, line: at.line, message: '$${ is an escape: it comes out as the text ${' }),
-    );
+    const open: UnclosedAt[] = [];
+    scanPlaceholders(UTF8.decode(bytes), {
+      escape: (at) => problems.push({ severity: 'info', template: name, line: at.line, message: '$${ is an escape: it comes out as the text ${' }),
+      unclosed: (at) => open.push(at),
+    });
+    if (open.length > 0) unclosed.set(name, open);
     templates.push({
       name,
       use: useOf(name, plan),
@@ -63,6 +77,7 @@ export function lintTemplates(files: ReadonlyMap<string, Uint8Array>, plan?: Pla
     });
   }
   const used = plan ? usedByPlan(plan, compiled, problems) : [...compiled].map(([name, template]) => ({ name, template, item: false }));
+  for (const [name, open] of unclosed) problems.push(...unclosedProblems(name, open, useOf(name, plan) !== 'unused'));
   const secretNames = plan ? new Set(plan.secrets.map((s) => s.name)) : undefined;
   for (const r of refusalList(used, secretNames)) problems.push({ severity: 'error', template: r.template, line: r.line, message: r.reason });
   if (plan) {
@@ -70,7 +85,7 @@ export function lintTemplates(files: ReadonlyMap<string, Uint8Array>, plan?: Pla
     for (const { name } of unused) problems.push({ severity: 'info', template: name, message: 'not named by the plan: no file or item uses it' });
     for (const r of refusalList(unused, secretNames))
       problems.push({ severity: 'warning', template: r.template, line: r.line, message: `${r.reason} (fails nothing while the plan does not use it)` });
-    problems.push(...planLookups(plan, used));
+    problems.push(...planLookups(plan, used, placed));
   } else {
     for (const { name, template } of used) {
       for (const p of template.placeholders) {
@@ -124,7 +139,7 @@ function problemOf(problems: readonly LintProblem[], template: string): boolean 
  * waits (a warning: the assignment may gain it), a collection it does not declare, a binding it
  * does not have or a provision it does not provide fail the module.
  */
-function planLookups(plan: Plan, used: readonly UsedTemplate[]): LintProblem[] {
+function planLookups(plan: Plan, used: readonly UsedTemplate[], placed: boolean): LintProblem[] {
   const problems: LintProblem[] = [];
   const seen = new Set<string>();
   for (const { name, template } of used) {
@@ -132,7 +147,8 @@ function planLookups(plan: Plan, used: readonly UsedTemplate[]): LintProblem[] {
       const key = `${name}\n${p.line}\n${p.kind}:${p.name}`;
       if (seen.has(key)) continue;
       seen.add(key);
-      const found = staticLookup(plan, p);
+      // A composition's placement is each node's assignment: nothing to judge before it is assigned.
+      const found = !placed && isPlacementKind(p.kind) ? undefined : staticLookup(plan, p);
       const shown = shownPlaceholder(p);
       if (found?.state === 'failed') problems.push({ severity: 'error', template: name, line: p.line, message: `${shown}: ${found.reason}` });
       if (found?.state === 'waiting')

@@ -1,0 +1,57 @@
+// The composition file `publish` takes (DESIGN §13): §4's composition without `archive`, checked
+// strictly — every unknown field with its path and the nearest known name, the rollout as §12 says —
+// and made into the value to write, its fields as the author wrote them.
+import { MAX_PLAN_BYTES, parseBoundedJson } from '../../../shared/limits.ts';
+import { CompositionFileSchema, validateEach } from '../../../shared/schemas.ts';
+import { errorText } from '../../../shared/errors.ts';
+import { readFileWithin } from '../../../client/archive/fetch.ts';
+import type { ComposedFields } from '../../../client/commands/lint/composition.ts';
+
+/** A composition file that passed: what to write (without its archive) and what the templates are judged against. */
+export type CheckedComposition = {
+  /** The module. */
+  module: string;
+  /** The build: `--build`, else the file's. */
+  build: string;
+  /** The value to write, `archive` aside: module, build, published, and the file's provisioning and rollout as written. */
+  value: Record<string, unknown>;
+  /** The file as validated, defaults filled in. */
+  parsed: ComposedFields;
+};
+
+/** The checked composition, or every problem found (`unreadable`: the file could not be read at all). */
+export type ReadComposition = { ok: true; value: CheckedComposition } | { ok: false; problems: string[]; unreadable: boolean };
+
+/** Reads and checks the composition file at `path`, `build` (from `--build`) in place of its own. */
+export async function readCompositionFile(path: string, build?: string): Promise<ReadComposition> {
+  let bytes: Uint8Array;
+  try {
+    bytes = await readFileWithin(path, MAX_PLAN_BYTES);
+  } catch (err) {
+    return { ok: false, unreadable: true, problems: [`cannot read ${path}: ${errorText(err, { cause: true })}`] };
+  }
+  const raw = parseBoundedJson(bytes, { maxBytes: MAX_PLAN_BYTES });
+  if (!raw.ok) return refused([raw.reason]);
+  if (typeof raw.value !== 'object' || raw.value === null || Array.isArray(raw.value)) return refused(['is not a JSON object']);
+  return checkComposition(raw.value as Record<string, unknown>, build);
+}
+
+/** Checks a composition file's JSON object; `build` replaces its own. */
+export function checkComposition(file: Record<string, unknown>, build?: string): ReadComposition {
+  const problems: string[] = [];
+  const { archive, ...fields } = file;
+  if (archive !== undefined) problems.push('field "archive" is filled in by publish from the archive it stores: remove it from the file');
+  if (build !== undefined) fields['build'] = build;
+  const checked = validateEach(CompositionFileSchema, fields);
+  if (!checked.ok) return refused([...problems, ...checked.reasons]);
+  const parsed = checked.value;
+  if (parsed.build === undefined) problems.push('field "build" is missing: give it in the file or with --build');
+  if (problems.length > 0 || parsed.build === undefined) return refused(problems);
+  const value: Record<string, unknown> = { module: parsed.module, build: parsed.build, published: parsed.published };
+  for (const name of ['provisioning', 'rollout'] as const) if (fields[name] !== undefined) value[name] = fields[name];
+  return { ok: true, value: { module: parsed.module, build: parsed.build, value, parsed } };
+}
+
+function refused(problems: string[]): ReadComposition {
+  return { ok: false, problems, unreadable: false };
+}

@@ -1,0 +1,49 @@
+// Writing a published module (DESIGN §3, §13): both buckets bound first — refused when one holds
+// more than its own subject, created as `init` would on a bus without isolation — then the archive,
+// then the composition that names it, so no composition ever names an archive not there yet.
+import { Objm } from '@nats-io/obj';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { ensureBucket } from '../../../shared/bucket-bind.ts';
+import { DEFAULT_MESH_NODES, maxConsumersFor, objBucket } from '../../../shared/bucket-spec.ts';
+import { MODULES } from '../../../shared/buckets.ts';
+import { ensureKv } from '../../../shared/bus.ts';
+import { errorText } from '../../../shared/errors.ts';
+import { DEFAULT_REPLICAS } from '../../options.ts';
+
+/** What to write. */
+export type Publication = {
+  /** The archives object store. */
+  archives: string;
+  /** The archive's name in it. */
+  name: string;
+  /** The archive's bytes. */
+  bytes: Uint8Array;
+  /** The module: the composition's key. */
+  module: string;
+  /** The build the composition names. */
+  build: string;
+  /** The composition's JSON bytes, archive filled in. */
+  composition: Uint8Array;
+};
+
+/** What was written: the composition's revision in `mesh-catalog_modules`. */
+export type Stored = { revision: number };
+
+/**
+ * Binds both buckets, then puts the archive and the composition. A bucket missing where this login
+ * may not create it, or holding more than its bucket, throws before anything is written; `warn`
+ * hears what is said of a bucket without refusing it.
+ */
+export async function storePublication(nc: NatsConnection, p: Publication, warn: (line: string) => void): Promise<Stored> {
+  // A bucket made here is made as `init` makes it, sized for the default mesh: on a cluster run `init` first.
+  const size = { replicas: DEFAULT_REPLICAS, maxConsumers: maxConsumersFor(DEFAULT_MESH_NODES) };
+  await ensureBucket(nc, objBucket(p.archives), size, warn);
+  const modules = await ensureKv(nc, MODULES, DEFAULT_REPLICAS, warn);
+  const store = await new Objm(nc).open(p.archives);
+  await store.putBlob({ name: p.name }, p.bytes);
+  try {
+    return { revision: await modules.put(p.module, p.composition) };
+  } catch (err) {
+    throw new Error(`archive ${p.name} was put, but not the composition that names it: ${errorText(err)}`, { cause: err });
+  }
+}
