@@ -8,7 +8,7 @@ const pkg = JSON.parse(await readFile(new URL('./package.json', import.meta.url)
 const banner = "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);";
 
 // Each bundle dist/<name>.js and its source: the programs' thin entries, and the SDK a provider module imports.
-const ENTRIES = { server: 'src/server.ts', client: 'src/client.ts', engine: 'src/engine.ts', sdk: 'src/sdk/index.ts' };
+const ENTRIES = { server: 'src/server.ts', client: 'src/client.ts', engine: 'src/engine.ts', vault: 'src/vault.ts', sdk: 'src/sdk/index.ts' };
 
 await Promise.all(
   Object.entries(ENTRIES).map(([name, entry]) =>

@@ -12,7 +12,7 @@ import { packTar } from 'modern-tar';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 /** The bundles shipped, each a self-contained ES module. */
-const BUNDLES = ['server', 'client', 'engine', 'sdk'];
+const BUNDLES = ['server', 'client', 'engine', 'vault', 'sdk'];
 /** The nodes of the example bus configuration. */
 const EXAMPLE_NODES = ['node-1', 'node-2'];
 /** An nkey seed of any kind (user, account, operator): `S`, a type letter, base32 — never shipped. */
