@@ -473,7 +473,7 @@ const bindingsToStop: (() => Promise<unknown> | unknown)[] = [];
 
 /**
  * Step 8: bindings with a real PostgreSQL, when it is installed. Module `postgres` provides
- * `database`, module `app` requires it; the stand-in vault mints app's credential, the provider
+ * `database`, module `app` requires it; the reference vault makes app's credential on its first ask, the provider
  * helper makes the role and the database, and app's file gets its bound values and its secret.
  */
 async function showBindings(kv: InputBuckets, archives: ObjectStore, paths: Paths): Promise<void> {
@@ -489,9 +489,9 @@ async function showBindings(kv: InputBuckets, archives: ObjectStore, paths: Path
   say(`8. bindings: started PostgreSQL on ${db.host}:${db.port}`);
   const vaultNc = await connectBus({ servers: [busUrl], name: 'mesh-demo vault', nkey: seed(USERS.vault), inboxPrefix: INBOX_PREFIXES.vault });
   bindingsToStop.push(() => vaultNc.close());
-  const vault = startVault(vaultNc, [paths.secrets]);
+  // The reference vault, its store the engine's --secrets: app's credential is made on its first ask.
+  const vault = await startVault(vaultNc, [paths.secrets]);
   bindingsToStop.push(() => vault.stop());
-  vault.set(`pair/postgres/database/${NODE}/app`, `demo-${Math.random().toString(36).slice(2)}`);
   const target = { store: archives, bucket: DEFAULT_ARCHIVES };
   const providerDir = join(paths.root, 'etc', 'postgres');
   await publishModule(kv.modules, target, 'postgres', {

@@ -1,4 +1,4 @@
-// Bindings end to end (DESIGN §7 points 8–9) with a stand-in vault and the provider's side played by
+// Bindings end to end (DESIGN §7 points 8–9) with the reference vault (in this process) and the provider's side played by
 // the test: a provider module's consumers file across nodes, a consumer's bound values, rotation,
 // refusal, unbinding — and no credential anywhere but in memory and that file.
 import { test } from 'uvu';
@@ -25,9 +25,9 @@ type Bindings = { m: Mesh; vault: Vault; bound: KV; consumersFile: string; consu
 async function withBindings(fn: (b: Bindings) => Promise<void>, opts: MeshOptions = {}): Promise<void> {
   const m = await startMesh({ node: 'a', ...opts });
   const b = m.node('b');
-  const vault = startVault(m.nc, [m.secrets, b.secrets], { lab: true });
+  const vault = await startVault(m.nc, [m.secrets, b.secrets], { lab: true });
   try {
-    vault.set(PAIR, 'cred-one');
+    await vault.set(PAIR, 'cred-one');
     const bound = await ensureKv(m.nc, 'postgres_bound', 1);
     await m.publish('postgres', {
       templates: { 'consumers.json': '${consumers:database}\n' },
@@ -47,7 +47,7 @@ async function withBindings(fn: (b: Bindings) => Promise<void>, opts: MeshOption
     await m.startClient();
     await fn({ m, vault, bound, consumersFile: join(b.root, 'etc', 'postgres', 'consumers.json'), consumerFile: join(m.root, 'etc', 'web', 'db.conf') });
   } finally {
-    vault.stop();
+    await vault.stop();
     await m.close();
   }
 }
@@ -86,7 +86,7 @@ test('unbinding: the consumer unassigned leaves the consumers file empty; a cons
   withBindings(async ({ m, vault, consumersFile }) => {
     await waitFor('the consumers file', () => entries(m, consumersFile)?.length === 1);
     vault.refuse('pair/postgres/database/a/api', 'sealed elsewhere');
-    vault.set('pair/postgres/database/a/cli', 'cred-cli');
+    await vault.set('pair/postgres/database/a/cli', 'cred-cli');
     for (const module of ['api', 'cli']) {
       await m.publish(module, {
         templates: { t: 'x' },
@@ -112,7 +112,7 @@ test('mesh-vault.changed: notices of 2 MB, nested 100 deep, with a name not a st
     async ({ m, vault, consumersFile }) => {
       await waitFor('the consumers file', () => entries(m, consumersFile)?.[0]?.credential === 'cred-one');
       // A value the vault holds and has not said: a notice that made the client ask would bring it in.
-      vault.set(PAIR, 'cred-unsaid');
+      await vault.set(PAIR, 'cred-unsaid');
       const asked = vault.asked.length;
       const text = (t: string) => new TextEncoder().encode(t);
       const notices = [
@@ -200,7 +200,7 @@ async function plantConsumer(m: Mesh, module: string, local: string): Promise<vo
 test('a planted plan of another node whose local climbs out of its vault name is never asked of the vault; a good one planted after it is served', () =>
   withBindings(async ({ m, vault, consumersFile }) => {
     await waitFor('the consumers file', () => entries(m, consumersFile)?.length === 1);
-    vault.set('pair/postgres/database/c/good/main', 'cred-good');
+    await vault.set('pair/postgres/database/c/good/main', 'cred-good');
     await plantConsumer(m, 'evil', '../../../../../module/victim/api-key');
     await plantConsumer(m, 'good', 'main');
     // The good plan is later in the stream than the evil one: once it is served, the evil one was read.

@@ -40,12 +40,12 @@ test.after(async () => {
 async function withWorld(fn: (w: World) => Promise<void>): Promise<void> {
   const m = await startMesh({ node: 'a' });
   const b = m.node('b');
-  const vault = startVault(m.nc, [m.secrets, b.secrets], { lab: true });
+  const vault = await startVault(m.nc, [m.secrets, b.secrets], { lab: true });
   const adapter = postgresAdapter({ host: db.host, port: db.port, user: db.adminUser, password: db.adminPassword });
   const providerLog = memoryLogger();
   let provider: ProviderHandle | undefined;
   try {
-    vault.set(PAIR, `cred-${Date.now()}`);
+    await vault.set(PAIR, `cred-${Date.now()}`);
     await m.publish('postgres', {
       templates: { 'consumers.json': '${consumers:database}' },
       provisioning: { files: [{ path: '${dir:config}/consumers.json', template: 'consumers.json' }], provides: [{ provision: 'database' }] },
@@ -78,7 +78,7 @@ async function withWorld(fn: (w: World) => Promise<void>): Promise<void> {
   } finally {
     await provider?.stop();
     await adapter.close();
-    vault.stop();
+    await vault.stop();
     await m.close();
   }
 }
@@ -179,7 +179,7 @@ test('unbinding drops the role and database; a refusal fails the consumer with t
     await waitFor('the role made again', async () => (await admin("select 1 from pg_roles where rolname = 'web_a'")).rowCount === 1, 10_000);
     await waitFor('the database made again', async () => (await admin("select 1 from pg_database where datname = 'webdb'")).rowCount === 1, 10_000);
 
-    vault.set('pair/postgres/database/a/bad', 'cred-bad');
+    await vault.set('pair/postgres/database/a/bad', 'cred-bad');
     await m.publish('bad', {
       templates: { t: 'u=${bound:database:user}\n' },
       provisioning: {
