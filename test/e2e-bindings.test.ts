@@ -11,6 +11,7 @@ import { ensureKv } from '../src/shared/bus.ts';
 import { jsonBytes } from '../src/shared/bytes.ts';
 import { readAll } from '../src/shared/watch/read-all.ts';
 import { boundKey } from '../src/shared/keys.ts';
+import { CREDENTIAL_SET } from '../src/shared/schemas.ts';
 import { VAULT_CHANGED } from '../src/shared/subjects.ts';
 import type { ConsumerEntry } from '../src/sdk/types.ts';
 import { startMesh, type Mesh, type MeshOptions } from './helpers/mesh.ts';
@@ -63,7 +64,13 @@ test('the provider’s consumers file lists the consumer bound to it across node
     assert.equal(entries(m, consumersFile), [{ consumer: 'a', module: 'web', local: null, credential: 'cred-one', value: { name: 'web' } }]);
     assert.is(statSync(consumersFile).mode & 0o777, 0o600);
     const waiting = await m.waitReport('a', 'web', (r) => r.state === 'waiting');
-    assert.equal(waiting.waiting.map((w) => `${w.kind}:${w.name}`).sort(), ['bound:database:database', 'bound:database:port', 'bound:database:user']);
+    // The credential waits too: the engine fills it, but not before the provider says it has set it.
+    assert.equal(waiting.waiting.map((w) => `${w.kind}:${w.name}`).sort(), [
+      'bound:database:database',
+      'bound:database:port',
+      'bound:database:user',
+      'secret:db-password',
+    ]);
 
     const started = Date.now();
     await bound.put(boundKey('a', 'web', 'database'), jsonBytes({ as: 'web_a', user: 'web_a', values: { database: 'web', port: 5432 } }));
@@ -80,6 +87,22 @@ test('a rotation fans out: the consumers file is filled again with the new crede
     await bound.put(boundKey('a', 'web', 'database'), jsonBytes({ refused: 'database "web" is owned by another role' }));
     const failed = await m.waitReport('a', 'web', (r) => r.state === 'failed');
     assert.match(failed.reason!, /postgres_bound a\.web\.database: the provider refused: database "web" is owned by another role/);
+  }));
+
+test('a rotated credential reaches the consumer’s file only with its provider’s new mark of having set it, never by the engine’s poll of its secrets', () =>
+  withBindings(async ({ m, vault, bound, consumersFile, consumerFile }) => {
+    const entry = (mark: string) => jsonBytes({ as: 'web_a', user: 'web_a', values: { database: 'web', port: 5432, [CREDENTIAL_SET]: mark } });
+    const filled = (password: string) => `user=web_a\ndb=web\nport=5432\npassword=${password}\n`;
+    await bound.put(boundKey('a', 'web', 'database'), entry('mark-1'));
+    await waitFor('the consumer’s file', () => m.file(consumerFile) === filled('cred-one'));
+    await vault.rotate(PAIR, 'cred-two');
+    await waitFor('the provider’s consumers file', () => entries(m, consumersFile)?.[0]?.credential === 'cred-two');
+    // The provider has not said it set cred-two: ten of the engine's secret polls leave the consumer as it was.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    assert.is(m.file(consumerFile), filled('cred-one'));
+    await bound.put(boundKey('a', 'web', 'database'), entry('mark-2'));
+    await waitFor('the consumer’s file after the new mark', () => m.file(consumerFile) === filled('cred-two'));
+    assert.equal(m.journal().filter((l) => l.includes('restart web')).length, 2, m.journal().join('\n'));
   }));
 
 test('unbinding: the consumer unassigned leaves the consumers file empty; a consumer the vault will not serve is left out while the others are served', () =>

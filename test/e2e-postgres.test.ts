@@ -10,6 +10,7 @@ import { postgresAdapter, type PostgresAdapter } from '../examples/postgres-prov
 import { runProvider, type ProviderHandle } from '../src/sdk/provider.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 import { readAll } from '../src/shared/watch/read-all.ts';
+import { ensureBuilt, ROOT, runBundle } from './helpers/bundle.ts';
 import { startMesh, type Mesh } from './helpers/mesh.ts';
 import { startPostgres, type Postgres } from './helpers/postgres.ts';
 import { startVault, type Vault } from './helpers/vault.ts';
@@ -157,6 +158,57 @@ test(`rotation fans out: after each of ${ROTATIONS} rotations the new password w
     console.log(
       `postgres: mesh-vault.changed → new password works and old fails: p50 ${median(times)} ms, max ${Math.max(...times)} ms over ${ROTATIONS} rotations`,
     );
+  }));
+
+/**
+ * Watches the consumer's file every few ms; at each new password in it, logs in with what the file
+ * holds at once, as the consumer restarted on that change would. Each outcome, in order.
+ */
+function loginAtEachChange(path: string): { outcomes: { password: string; login: true | string }[]; stop(): Promise<void> } {
+  const outcomes: { password: string; login: true | string }[] = [];
+  let last = settings(path)['password'];
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      const now = settings(path);
+      if (now['password'] !== last) {
+        last = now['password'];
+        outcomes.push({ password: last!, login: await login(now) });
+      }
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+  })();
+  return {
+    outcomes,
+    async stop() {
+      stopped = true;
+      await loop;
+    },
+  };
+}
+
+test('after `vault.js rotate`, the consumer’s file changes only once its password logs in: each change is usable the moment it lands', () =>
+  withWorld(async ({ m, vault, dbConf }) => {
+    await m.assign('a', 'web');
+    await m.waitReport('a', 'web', (r) => r.state === 'applied', 20_000);
+    ensureBuilt('vault');
+    const watcher = loginAtEachChange(dbConf);
+    try {
+      for (let i = 1; i <= 3; i++) {
+        const rotated = await runBundle('node', join(ROOT, 'dist'), 'vault', ['rotate', PAIR, '--store', vault.store, '--nats', m.nats.url]);
+        assert.is(rotated.code, 0, rotated.stderr);
+        await waitFor(`the file after rotation ${i}`, () => watcher.outcomes.length === i, 15_000);
+      }
+    } finally {
+      await watcher.stop();
+    }
+    assert.equal(
+      watcher.outcomes.map((o) => o.login),
+      [true, true, true],
+      'a change of the file held a password PostgreSQL did not take yet (28P01: the provider had not set it)',
+    );
+    assert.is(new Set(watcher.outcomes.map((o) => o.password)).size, 3);
+    assert.equal(m.journal().filter((l) => l.includes('restart web')).length >= 3, true, m.journal().join('\n'));
   }));
 
 test('unbinding drops the role and database; a refusal fails the consumer with the reason; drift is repaired', () =>

@@ -2,7 +2,7 @@
 import { unwatchFile, watch, watchFile, type Stats } from 'node:fs';
 import { lstat, realpath, unlink } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
-import { resolve } from 'node:path';
+import { resolve, sep } from 'node:path';
 import type { Logger } from '../shared/log.ts';
 import { applyFill } from './apply.ts';
 import { readDeclaration, readDeclared, watchDeclaration } from './declaration.ts';
@@ -45,7 +45,7 @@ export async function startEngine(opts: StartOptions): Promise<RunningEngine> {
   const readSecrets = watchReadSecrets((file) => secretChanged(file));
   // Without a declaration every path is declared, so nothing is ever removed and nothing need be recorded.
   const record = opts.declareFile ? await WrittenRecord.load(opts.stateFile ?? defaultStateFile(opts.journalFile), log) : undefined;
-  const answer = createAnswerer(opts, realRoot, (file) => readSecrets.onRead(file), record);
+  const answer = createAnswerer(opts, realRoot, (file, vaultName) => readSecrets.onRead(file, rotatesByPoll(vaultName)), record);
   // What a declaration changed while the engine was down stopped naming goes before the first fill.
   await answer.removeUndeclared('start');
 
@@ -95,7 +95,12 @@ type Answerer = ((line: string) => Promise<string>) & {
 };
 
 /** Answers request lines one at a time across every connection, so two requests never race on one file, nor a request and a removal. */
-function createAnswerer(opts: StartOptions, realRoot: string, onSecretRead: (file: string) => void, record: WrittenRecord | undefined): Answerer {
+function createAnswerer(
+  opts: StartOptions,
+  realRoot: string,
+  onSecretRead: (file: string, vaultName: string) => void,
+  record: WrittenRecord | undefined,
+): Answerer {
   const { log } = opts;
   const root = resolve(opts.root);
   const secrets = directorySecrets(opts.secretsDir, onSecretRead);
@@ -134,17 +139,31 @@ function createAnswerer(opts: StartOptions, realRoot: string, onSecretRead: (fil
 }
 
 /**
- * Polls every secret file the engine has read (a rotation replaces it: a new inode or mtime) and
- * knocks when one changes. fs.watch of the directory catches a secret that arrives, but its
- * recursive mode loses nested files replaced by rename; a stat per read file does not.
+ * Whether the engine picks up a rotation of a secret it has read by itself: a module's own secret,
+ * which no provider takes. A provision's credential (`pair/…`) is read again only when the client
+ * sends its file, which waits until the provider has set the new one in its service (DESIGN §7
+ * point 9): a knock here would fill the consumer with a credential its provider has not set yet.
  */
-function watchReadSecrets(onChange: (file: string) => void, pollMs = SECRETS_POLL_MS): { onRead(file: string): void; stop(): void } {
+export function rotatesByPoll(vaultName: string): boolean {
+  return !vaultName.startsWith('pair/');
+}
+
+/**
+ * Polls every secret file the engine has read (a rotation replaces it: a new inode or mtime) and
+ * knocks when one changes — or, for one that does not `rotate` by the engine's poll, only when it
+ * arrives after a read found it missing. fs.watch of the directory catches a secret that arrives,
+ * but its recursive mode loses nested files replaced by rename; a stat per read file does not.
+ */
+function watchReadSecrets(onChange: (file: string) => void, pollMs = SECRETS_POLL_MS): { onRead(file: string, rotates: boolean): void; stop(): void } {
   const watched = new Map<string, (curr: Stats, prev: Stats) => void>();
   return {
-    onRead(file) {
+    onRead(file, rotates) {
       if (watched.has(file)) return;
       const onStat = (curr: Stats, prev: Stats) => {
-        if (curr.ino !== prev.ino || curr.mtimeMs !== prev.mtimeMs || curr.size !== prev.size) onChange(file);
+        // A missing file stats as zeros.
+        const arrived = prev.ino === 0 && curr.ino !== 0;
+        const changed = curr.ino !== prev.ino || curr.mtimeMs !== prev.mtimeMs || curr.size !== prev.size;
+        if (arrived || (rotates && changed)) onChange(file);
       };
       watched.set(file, onStat);
       watchFile(file, { interval: pollMs, persistent: false }, onStat);
@@ -156,11 +175,15 @@ function watchReadSecrets(onChange: (file: string) => void, pollMs = SECRETS_POL
   };
 }
 
-/** Calls `onChange` (once per burst) when anything under the secrets directory changes. */
+/**
+ * Calls `onChange` (once per burst) when anything under the secrets directory changes, but for the
+ * provisions' credentials under `pair/` (see rotatesByPoll; one that arrives is caught by the poll).
+ */
 function watchSecrets(dir: string, onChange: () => void, log: Logger): () => void {
   let timer: NodeJS.Timeout | undefined;
   try {
-    const watcher = watch(dir, { recursive: true, persistent: false }, () => {
+    const watcher = watch(dir, { recursive: true, persistent: false }, (_event, filename) => {
+      if (filename !== null && !rotatesByPoll(`${filename.split(sep).join('/')}/`)) return;
       clearTimeout(timer);
       timer = setTimeout(onChange, SECRETS_SETTLE_MS);
     });
