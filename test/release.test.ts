@@ -22,6 +22,7 @@ const EXPECTED = [
   'engine.js',
   'sdk.js',
   'server.js',
+  'vault.js',
   'deploy/README.md',
   'deploy/nats.conf.example',
   'deploy/systemd/client.env.example',
