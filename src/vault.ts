@@ -49,6 +49,8 @@ async function main(): Promise<number> {
   if (!nc) return 0;
   watchConnection(nc, log);
   const served = serveCredentials({ nc, credentials: (name) => store.credential(name), log, lab: opts.lab });
+  // Ready means subscribed: the server has the subscriptions once it answers the flush.
+  await nc.flush();
   log.info(`vault ready: serving ${VAULT_CREDENTIAL}.<node>${opts.lab ? ` and ${VAULT_CREDENTIAL}` : ''} from ${store.dir}`);
   notifySystemd(log, signalled);
   await signalled;

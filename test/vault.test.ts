@@ -12,7 +12,9 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { jsonBytes } from '../src/shared/bytes.ts';
 import { VAULT_CREDENTIAL } from '../src/shared/subjects.ts';
 import { USERS } from '../src/server/commands/bus-config/config.ts';
-import { UNKNOWN_ASKER } from '../src/vault/serve.ts';
+import { memoryLogger } from '../src/shared/log.ts';
+import { VaultCredentials } from '../src/client/sources/vault.ts';
+import { BUSY, serveCredentials, UNKNOWN_ASKER } from '../src/vault/serve.ts';
 import { VaultStore } from '../src/vault/store.ts';
 import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle, startBundle, type Running } from './helpers/bundle.ts';
 import { startIsolatedMesh, type IsolatedMesh } from './helpers/isolated-mesh.ts';
@@ -224,6 +226,38 @@ test('SIGTERM drains and exits 0; no value the vault holds is in any line it or 
   assert.ok(values.length >= 4);
   const text = said.join('\n');
   for (const value of values) assert.not.ok(text.includes(value), `a value is in the log:\n${text}`);
+});
+
+test('past its limit of asks at once the vault answers busy at once, and the client asks again until it is answered', async () => {
+  // The bundle has stopped: this vault, on the vault login, is the only one answering.
+  const log = memoryLogger();
+  let open = () => {};
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const source = await VaultStore.open(store);
+  const served = serveCredentials({
+    nc: await m.connect(USERS.vault, 'busy vault'),
+    log,
+    lab: true,
+    maxAsks: 1,
+    credentials: async (name) => (await gate, source.credential(name)),
+  });
+  const settled: string[] = [];
+  const client = new VaultCredentials(m.admin, memoryLogger(), (vault) => void settled.push(vault));
+  try {
+    const first = ask(m.admin, `${VAULT_CREDENTIAL}.${NA}`, API);
+    first.catch(() => {});
+    assert.equal(client.get(WEB), { state: 'pending' });
+    await waitFor('the busy answer', () => log.lines.some((l) => l.includes(`answering ${BUSY}`)));
+    assert.equal(client.get(WEB), { state: 'pending' }, 'busy is no refusal: the client keeps waiting');
+    open();
+    assert.equal(await first, { value: readFileSync(join(store, ...API.split('/')), 'utf8') });
+    await waitFor('the client answered after asking again', () => client.get(WEB).state === 'value', 10_000);
+    assert.equal(settled, [WEB]);
+  } finally {
+    open();
+    client.stop();
+    await served.stop();
+  }
 });
 
 /** Runs `vault.js` with `input` on its stdin; resolves once it exited 0. */
