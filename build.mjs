@@ -5,12 +5,13 @@ import { readFile } from 'node:fs/promises';
 
 const pkg = JSON.parse(await readFile(new URL('./package.json', import.meta.url), 'utf8'));
 
-// Each bundle and its source: the programs' thin entries (dist/<name>.js), the PostgreSQL provider (a program too),
+// Each bundle and its source: the programs' thin entries (dist/<name>.js), the reference vault and the PostgreSQL provider (programs too),
 // and the SDK a module imports (dist/sdk.mjs).
 const ENTRIES = {
   server: 'src/server.ts',
   client: 'src/client.ts',
   engine: 'src/engine.ts',
+  vault: 'src/vault.ts',
   sdk: 'src/sdk/index.ts',
   'postgres-provider': 'examples/postgres-provider/main.ts',
 };

@@ -12,7 +12,7 @@ import { packTar } from 'modern-tar';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 /** The bundles shipped, each self-contained: programs run as they are, and the SDK a module imports. */
-const BUNDLES = ['server', 'client', 'engine', 'sdk', 'postgres-provider'];
+const BUNDLES = ['server', 'client', 'engine', 'vault', 'sdk', 'postgres-provider'];
 /** The bundles a module imports rather than runs: ES modules named `.mjs` (build.mjs says why). */
 const LIBRARIES = new Set(['sdk']);
 /** The nodes of the example bus configuration. */

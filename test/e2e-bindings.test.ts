@@ -1,4 +1,4 @@
-// Bindings end to end (DESIGN §7 points 8–9) with a stand-in vault and the provider's side played by
+// Bindings end to end (DESIGN §7 points 8–9) with the reference vault (in this process) and the provider's side played by
 // the test: a provider module's consumers file across nodes, a consumer's bound values, rotation,
 // refusal, unbinding — and no credential anywhere but in memory and that file.
 import { test } from 'uvu';
@@ -11,6 +11,7 @@ import { ensureKv } from '../src/shared/bus.ts';
 import { jsonBytes } from '../src/shared/bytes.ts';
 import { readAll } from '../src/shared/watch/read-all.ts';
 import { boundKey } from '../src/shared/keys.ts';
+import { CREDENTIAL_SET } from '../src/shared/schemas.ts';
 import { VAULT_CHANGED } from '../src/shared/subjects.ts';
 import type { ConsumerEntry } from '../src/sdk/types.ts';
 import { startMesh, type Mesh, type MeshOptions } from './helpers/mesh.ts';
@@ -25,9 +26,9 @@ type Bindings = { m: Mesh; vault: Vault; bound: KV; consumersFile: string; consu
 async function withBindings(fn: (b: Bindings) => Promise<void>, opts: MeshOptions = {}): Promise<void> {
   const m = await startMesh({ node: 'a', ...opts });
   const b = m.node('b');
-  const vault = startVault(m.nc, [m.secrets, b.secrets], { lab: true });
+  const vault = await startVault(m.nc, [m.secrets, b.secrets], { lab: true });
   try {
-    vault.set(PAIR, 'cred-one');
+    await vault.set(PAIR, 'cred-one');
     const bound = await ensureKv(m.nc, 'postgres_bound', 1);
     await m.publish('postgres', {
       templates: { 'consumers.json': '${consumers:database}\n' },
@@ -47,7 +48,7 @@ async function withBindings(fn: (b: Bindings) => Promise<void>, opts: MeshOption
     await m.startClient();
     await fn({ m, vault, bound, consumersFile: join(b.root, 'etc', 'postgres', 'consumers.json'), consumerFile: join(m.root, 'etc', 'web', 'db.conf') });
   } finally {
-    vault.stop();
+    await vault.stop();
     await m.close();
   }
 }
@@ -63,7 +64,13 @@ test('the provider’s consumers file lists the consumer bound to it across node
     assert.equal(entries(m, consumersFile), [{ consumer: 'a', module: 'web', local: null, credential: 'cred-one', value: { name: 'web' } }]);
     assert.is(statSync(consumersFile).mode & 0o777, 0o600);
     const waiting = await m.waitReport('a', 'web', (r) => r.state === 'waiting');
-    assert.equal(waiting.waiting.map((w) => `${w.kind}:${w.name}`).sort(), ['bound:database:database', 'bound:database:port', 'bound:database:user']);
+    // The credential waits too: the engine fills it, but not before the provider says it has set it.
+    assert.equal(waiting.waiting.map((w) => `${w.kind}:${w.name}`).sort(), [
+      'bound:database:database',
+      'bound:database:port',
+      'bound:database:user',
+      'secret:db-password',
+    ]);
 
     const started = Date.now();
     await bound.put(boundKey('a', 'web', 'database'), jsonBytes({ as: 'web_a', user: 'web_a', values: { database: 'web', port: 5432 } }));
@@ -82,11 +89,27 @@ test('a rotation fans out: the consumers file is filled again with the new crede
     assert.match(failed.reason!, /postgres_bound a\.web\.database: the provider refused: database "web" is owned by another role/);
   }));
 
+test('a rotated credential reaches the consumer’s file only with its provider’s new mark of having set it, never by the engine’s poll of its secrets', () =>
+  withBindings(async ({ m, vault, bound, consumersFile, consumerFile }) => {
+    const entry = (mark: string) => jsonBytes({ as: 'web_a', user: 'web_a', values: { database: 'web', port: 5432, [CREDENTIAL_SET]: mark } });
+    const filled = (password: string) => `user=web_a\ndb=web\nport=5432\npassword=${password}\n`;
+    await bound.put(boundKey('a', 'web', 'database'), entry('mark-1'));
+    await waitFor('the consumer’s file', () => m.file(consumerFile) === filled('cred-one'));
+    await vault.rotate(PAIR, 'cred-two');
+    await waitFor('the provider’s consumers file', () => entries(m, consumersFile)?.[0]?.credential === 'cred-two');
+    // The provider has not said it set cred-two: ten of the engine's secret polls leave the consumer as it was.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    assert.is(m.file(consumerFile), filled('cred-one'));
+    await bound.put(boundKey('a', 'web', 'database'), entry('mark-2'));
+    await waitFor('the consumer’s file after the new mark', () => m.file(consumerFile) === filled('cred-two'));
+    assert.equal(m.journal().filter((l) => l.includes('restart web')).length, 2, m.journal().join('\n'));
+  }));
+
 test('unbinding: the consumer unassigned leaves the consumers file empty; a consumer the vault will not serve is left out while the others are served', () =>
   withBindings(async ({ m, vault, consumersFile }) => {
     await waitFor('the consumers file', () => entries(m, consumersFile)?.length === 1);
     vault.refuse('pair/postgres/database/a/api', 'sealed elsewhere');
-    vault.set('pair/postgres/database/a/cli', 'cred-cli');
+    await vault.set('pair/postgres/database/a/cli', 'cred-cli');
     for (const module of ['api', 'cli']) {
       await m.publish(module, {
         templates: { t: 'x' },
@@ -112,7 +135,7 @@ test('mesh-vault.changed: notices of 2 MB, nested 100 deep, with a name not a st
     async ({ m, vault, consumersFile }) => {
       await waitFor('the consumers file', () => entries(m, consumersFile)?.[0]?.credential === 'cred-one');
       // A value the vault holds and has not said: a notice that made the client ask would bring it in.
-      vault.set(PAIR, 'cred-unsaid');
+      await vault.set(PAIR, 'cred-unsaid');
       const asked = vault.asked.length;
       const text = (t: string) => new TextEncoder().encode(t);
       const notices = [
@@ -200,7 +223,7 @@ async function plantConsumer(m: Mesh, module: string, local: string): Promise<vo
 test('a planted plan of another node whose local climbs out of its vault name is never asked of the vault; a good one planted after it is served', () =>
   withBindings(async ({ m, vault, consumersFile }) => {
     await waitFor('the consumers file', () => entries(m, consumersFile)?.length === 1);
-    vault.set('pair/postgres/database/c/good/main', 'cred-good');
+    await vault.set('pair/postgres/database/c/good/main', 'cred-good');
     await plantConsumer(m, 'evil', '../../../../../module/victim/api-key');
     await plantConsumer(m, 'good', 'main');
     // The good plan is later in the stream than the evil one: once it is served, the evil one was read.

@@ -76,8 +76,8 @@ async function terminate(running: Running): Promise<{ code: number | null; ms: n
 test('the bundle alone, logged in as provider.pg, serves a consumer on the generated bus: its file gets its bound values and credential, logs in, follows a rotation; no violation; SIGTERM exits 0', () =>
   withIsolatedMesh({ nodes: [NODE], providers: [PROVIDER] }, async (m) => {
     const node = m.node(NODE);
-    const vault = startVault(await m.connect(USERS.vault), [nodePaths(join(m.dir, NODE)).secrets]);
-    vault.set(PAIR, `first-${Date.now()}`);
+    const vault = await startVault(await m.connect(USERS.vault), [nodePaths(join(m.dir, NODE)).secrets]);
+    await vault.set(PAIR, `first-${Date.now()}`);
     await m.publish(PROVIDER, {
       templates: { 'consumers.json': '${consumers:database}' },
       provisioning: { files: [{ path: '${dir:config}/consumers.json', template: 'consumers.json' }], provides: [{ provision: 'database' }] },
@@ -139,7 +139,7 @@ test('the bundle alone, logged in as provider.pg, serves a consumer on the gener
       assert.not.match(provider.stderr(), /violation/i);
     } finally {
       provider.kill();
-      vault.stop();
+      await vault.stop();
     }
   }));
 

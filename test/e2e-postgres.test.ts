@@ -10,6 +10,7 @@ import { postgresAdapter, type PostgresAdapter } from '../examples/postgres-prov
 import { runProvider, type ProviderHandle } from '../src/sdk/provider.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 import { readAll } from '../src/shared/watch/read-all.ts';
+import { ensureBuilt, ROOT, runBundle } from './helpers/bundle.ts';
 import { startMesh, type Mesh } from './helpers/mesh.ts';
 import { startPostgres, type Postgres } from './helpers/postgres.ts';
 import { startVault, type Vault } from './helpers/vault.ts';
@@ -40,12 +41,12 @@ test.after(async () => {
 async function withWorld(fn: (w: World) => Promise<void>): Promise<void> {
   const m = await startMesh({ node: 'a' });
   const b = m.node('b');
-  const vault = startVault(m.nc, [m.secrets, b.secrets], { lab: true });
+  const vault = await startVault(m.nc, [m.secrets, b.secrets], { lab: true });
   const adapter = postgresAdapter({ host: db.host, port: db.port, user: db.adminUser, password: db.adminPassword });
   const providerLog = memoryLogger();
   let provider: ProviderHandle | undefined;
   try {
-    vault.set(PAIR, `cred-${Date.now()}`);
+    await vault.set(PAIR, `cred-${Date.now()}`);
     await m.publish('postgres', {
       templates: { 'consumers.json': '${consumers:database}' },
       provisioning: { files: [{ path: '${dir:config}/consumers.json', template: 'consumers.json' }], provides: [{ provision: 'database' }] },
@@ -78,7 +79,7 @@ async function withWorld(fn: (w: World) => Promise<void>): Promise<void> {
   } finally {
     await provider?.stop();
     await adapter.close();
-    vault.stop();
+    await vault.stop();
     await m.close();
   }
 }
@@ -159,6 +160,57 @@ test(`rotation fans out: after each of ${ROTATIONS} rotations the new password w
     );
   }));
 
+/**
+ * Watches the consumer's file every few ms; at each new password in it, logs in with what the file
+ * holds at once, as the consumer restarted on that change would. Each outcome, in order.
+ */
+function loginAtEachChange(path: string): { outcomes: { password: string; login: true | string }[]; stop(): Promise<void> } {
+  const outcomes: { password: string; login: true | string }[] = [];
+  let last = settings(path)['password'];
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      const now = settings(path);
+      if (now['password'] !== last) {
+        last = now['password'];
+        outcomes.push({ password: last!, login: await login(now) });
+      }
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+  })();
+  return {
+    outcomes,
+    async stop() {
+      stopped = true;
+      await loop;
+    },
+  };
+}
+
+test('after `vault.js rotate`, the consumer’s file changes only once its password logs in: each change is usable the moment it lands', () =>
+  withWorld(async ({ m, vault, dbConf }) => {
+    await m.assign('a', 'web');
+    await m.waitReport('a', 'web', (r) => r.state === 'applied', 20_000);
+    ensureBuilt('vault');
+    const watcher = loginAtEachChange(dbConf);
+    try {
+      for (let i = 1; i <= 3; i++) {
+        const rotated = await runBundle('node', join(ROOT, 'dist'), 'vault', ['rotate', PAIR, '--store', vault.store, '--nats', m.nats.url]);
+        assert.is(rotated.code, 0, rotated.stderr);
+        await waitFor(`the file after rotation ${i}`, () => watcher.outcomes.length === i, 15_000);
+      }
+    } finally {
+      await watcher.stop();
+    }
+    assert.equal(
+      watcher.outcomes.map((o) => o.login),
+      [true, true, true],
+      'a change of the file held a password PostgreSQL did not take yet (28P01: the provider had not set it)',
+    );
+    assert.is(new Set(watcher.outcomes.map((o) => o.password)).size, 3);
+    assert.equal(m.journal().filter((l) => l.includes('restart web')).length >= 3, true, m.journal().join('\n'));
+  }));
+
 test('unbinding drops the role and database; a refusal fails the consumer with the reason; drift is repaired', () =>
   withWorld(async ({ m, vault }) => {
     await m.assign('a', 'web');
@@ -179,7 +231,7 @@ test('unbinding drops the role and database; a refusal fails the consumer with t
     await waitFor('the role made again', async () => (await admin("select 1 from pg_roles where rolname = 'web_a'")).rowCount === 1, 10_000);
     await waitFor('the database made again', async () => (await admin("select 1 from pg_database where datname = 'webdb'")).rowCount === 1, 10_000);
 
-    vault.set('pair/postgres/database/a/bad', 'cred-bad');
+    await vault.set('pair/postgres/database/a/bad', 'cred-bad');
     await m.publish('bad', {
       templates: { t: 'u=${bound:database:user}\n' },
       provisioning: {

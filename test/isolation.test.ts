@@ -52,8 +52,8 @@ async function matrixContext(m: IsolatedMesh): Promise<MatrixContext> {
   for (const n of [A, B]) await m.kv.config.put(`${n}.${MODULE}.level`, LEVEL(n));
   const bound = await ensureKv(await m.connect(USERS.provider(PROVIDER)), boundBucket(PROVIDER), 1);
   for (const n of [A, B]) await bound.put(`${n}.${MODULE}.database`, JSON.stringify({ as: `${n}-user`, user: `${n}-user`, values: {} }));
-  const vault = startVault(await m.connect(USERS.vault), []);
-  vault.set(CREDENTIAL.name, CREDENTIAL.value);
+  const vault = await startVault(await m.connect(USERS.vault), []);
+  await vault.set(CREDENTIAL.name, CREDENTIAL.value);
   const { tar } = await m.publish(MODULE, WEB);
   for (const n of [A, B]) await m.assign(n, MODULE);
   for (const n of [A, B]) await startApplied(m, n, LEVEL(n));

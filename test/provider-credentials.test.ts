@@ -180,7 +180,7 @@ test('served values holding the credential URL-encoded (either case), base64 or 
     for (const module of Object.keys(leaks)) {
       assert.equal(await waitFor(`${module} refused`, () => w.bound(`n1.${module}.database`)), { refused: WITHHELD_SERVED }, module);
     }
-    assert.equal(await waitFor('web served', () => w.bound('n1.web.database')), {
+    assert.equal(await waitFor('web served', () => w.served('n1.web.database')), {
       as: 'web_n1',
       user: 'web_n1',
       values: { host: 'db1', port: 5432, database: 'web' },

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { openKv } from '../src/shared/bus.ts';
 import { boundKey } from '../src/shared/keys.ts';
+import { CREDENTIAL_SET } from '../src/shared/schemas.ts';
 import { readConsumersFile } from '../src/sdk/consumers-file.ts';
 import { WITHHELD_REFUSAL, WITHHELD_SERVED } from '../src/sdk/consumer-sync.ts';
 import { deriveLogin, MAX_LOGIN_BYTES } from '../src/sdk/logins.ts';
@@ -129,8 +130,8 @@ test('a new consumer is created with its credential and values, and {as, user, v
     w.start(fake.adapter);
     const key = boundKey('n1', 'web', 'pg_db-main');
     assert.is(key, 'n1.web.pg_db-main');
-    assert.equal(await waitFor('web bound', () => w.bound(key)), { as: 'web_n1', user: 'web_n1', values: { host: 'db1', port: 5432, database: 'web' } });
-    assert.equal(await waitFor('api bound', () => w.bound('n2.api.pg_db-main.ro')), {
+    assert.equal(await waitFor('web bound', () => w.served(key)), { as: 'web_n1', user: 'web_n1', values: { host: 'db1', port: 5432, database: 'web' } });
+    assert.equal(await waitFor('api bound', () => w.served('n2.api.pg_db-main.ro')), {
       as: 'api_n2_ro',
       user: 'api_n2_ro',
       values: { host: 'db1', port: 5432, database: 'api' },
@@ -165,6 +166,32 @@ test('a rotated credential reaches the adapter, and no other consumer is created
   }
 });
 
+test('each create is marked in the bound entry (values["credential-set"], random, new each time), published only once the adapter has set the credential', async () => {
+  const w = await world();
+  const fake = fakeAdapter();
+  const marker = async (key: string) => ((await w.bound(key)) as { values?: Record<string, unknown> } | null)?.values?.[CREDENTIAL_SET];
+  try {
+    w.write([consumer('n1', 'web', null, 'cred-web-1'), consumer('n1', 'api', null, 'cred-api-1')]);
+    const h = w.start(fake.adapter);
+    await waitFor('both served', async () => (await w.served('n1.web.database')) && (await w.served('n1.api.database')));
+    const [web, api] = [await marker('n1.web.database'), await marker('n1.api.database')];
+    assert.type(web, 'string');
+    assert.is.not(web, api);
+    let open = () => {};
+    fake.gates.set('web_n1', new Promise<void>((resolve) => (open = resolve)));
+    w.write([consumer('n1', 'web', null, 'cred-web-2'), consumer('n1', 'api', null, 'cred-api-2')]);
+    // api's rotation, published after web's create began, is the later change: web's create has not returned.
+    await waitFor('api marked anew', async () => fake.count('create', 'web_n1') === 2 && (await marker('n1.api.database')) !== api);
+    assert.is(await marker('n1.web.database'), web, 'web was marked before its adapter set the credential');
+    open();
+    await waitFor('web marked anew', async () => (await marker('n1.web.database')) !== web);
+    await h.reconciled();
+    assert.not.ok(String(await marker('n1.web.database')).includes('cred-web'), 'the marker is not derived from the credential');
+  } finally {
+    await w.done();
+  }
+});
+
 test('a consumer gone from the file is removed by its login and its bound key deleted; an absent file withdraws every one', async () => {
   const w = await world();
   const fake = fakeAdapter();
@@ -193,7 +220,7 @@ test('a refused consumer is published {refused} while another consumer of the sa
     w.write([consumer('n1', 'bad', null, 'cred-bad-1'), consumer('n1', 'web', null, 'cred-web-1')]);
     const h = w.start(fake.adapter);
     assert.equal(await waitFor('bad refused', () => w.bound('n1.bad.database')), { refused: 'database name "bad" is taken' });
-    assert.equal(await waitFor('web served', () => w.bound('n1.web.database')), {
+    assert.equal(await waitFor('web served', () => w.served('n1.web.database')), {
       as: 'web_n1',
       user: 'web_n1',
       values: { host: 'db1', port: 5432, database: 'web' },
@@ -359,7 +386,7 @@ test('an entry read back at start that is out of shape (refused beside served fi
     await kv.put('n1.api.database', JSON.stringify({ ...served, as: 'api_n1', user: 'api_n1', values: { host: { name: 'db1' } } }));
     const second = fakeAdapter();
     const h2 = w.start(second.adapter);
-    await waitFor('web served again', async () => JSON.stringify(await w.bound('n1.web.database')) === JSON.stringify(served));
+    await waitFor('web served again', async () => JSON.stringify(await w.served('n1.web.database')) === JSON.stringify(served));
     await waitFor('api served again', async () => (await w.bound('n1.api.database')) as { values?: { host?: unknown } } | null).then((entry) =>
       assert.is(entry.values?.host, 'db1'),
     );

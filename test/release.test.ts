@@ -24,6 +24,7 @@ const EXPECTED = [
   'postgres-provider.js',
   'sdk.mjs',
   'server.js',
+  'vault.js',
   'deploy/README.md',
   'deploy/nats.conf.example',
   'deploy/systemd/client.env.example',

@@ -3,7 +3,7 @@
 // there is fatal: a directory the engine cannot watch, or a file it cannot read — what `sudo install
 // -m 0600` makes, root's — is said once and left alone; a fill naming that file is refused.
 import { accessSync, constants, readdirSync, unwatchFile, watch, watchFile, type FSWatcher, type Stats } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import { errorText } from '../shared/errors.ts';
 import type { Logger } from '../shared/log.ts';
 
@@ -77,7 +77,10 @@ class SecretsTree {
   private add(path: string): void {
     if (this.watchers.has(path)) return;
     try {
-      const watcher = watch(path, { persistent: false }, () => this.burst());
+      const watcher = watch(path, { persistent: false }, (_event, filename) => {
+        if (filename !== null && !rotatesByPoll(`${relative(this.dir, join(path, filename)).split(sep).join('/')}/`)) return;
+        this.burst();
+      });
       // An error after the start (the directory's rights taken away) ends that watch, never the engine.
       watcher.on('error', (err) => {
         watcher.close();
@@ -150,17 +153,31 @@ export function unreadableLine(file: string, err: unknown): string {
 }
 
 /**
- * Polls every secret file the engine has read (a rotation replaces it: a new inode or mtime) and
- * knocks when one changes. A directory watch sees a secret that arrives, but not always one replaced
- * by rename under a directory watched late; a stat per read file does.
+ * Whether the engine picks up a rotation of a secret it has read by itself: a module's own secret,
+ * which no provider takes. A provision's credential (`pair/…`) is read again only when the client
+ * sends its file, which waits until the provider has set the new one in its service: a knock here
+ * would fill the consumer with a credential its provider has not set yet.
  */
-export function watchReadSecrets(onChange: (file: string) => void, pollMs = SECRETS_POLL_MS): { onRead(file: string): void; stop(): void } {
+export function rotatesByPoll(vaultName: string): boolean {
+  return !vaultName.startsWith('pair/');
+}
+
+/**
+ * Polls every secret file the engine has read (a rotation replaces it: a new inode or mtime) and
+ * knocks when one changes — or, for one that does not `rotate` by the engine's poll, only when it
+ * arrives after a read found it missing. A directory watch sees a secret that arrives, but not
+ * always one replaced by rename under a directory watched late; a stat per read file does.
+ */
+export function watchReadSecrets(onChange: (file: string) => void, pollMs = SECRETS_POLL_MS): { onRead(file: string, rotates: boolean): void; stop(): void } {
   const watched = new Map<string, (curr: Stats, prev: Stats) => void>();
   return {
-    onRead(file) {
+    onRead(file, rotates) {
       if (watched.has(file)) return;
       const onStat = (curr: Stats, prev: Stats) => {
-        if (curr.ino !== prev.ino || curr.mtimeMs !== prev.mtimeMs || curr.size !== prev.size) onChange(file);
+        // A missing file stats as zeros.
+        const arrived = prev.ino === 0 && curr.ino !== 0;
+        const changed = curr.ino !== prev.ino || curr.mtimeMs !== prev.mtimeMs || curr.size !== prev.size;
+        if (arrived || (rotates && changed)) onChange(file);
       };
       watched.set(file, onStat);
       watchFile(file, { interval: pollMs, persistent: false }, onStat);

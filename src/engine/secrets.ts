@@ -16,14 +16,14 @@ export type SecretSource = (vaultName: string) => Promise<Parsed<string>>;
 /**
  * A source reading `<dir>/<vault name>` with one trailing newline trimmed; without a dir every
  * secret is missing. A name whose file, links resolved, is not a regular file inside the
- * directory is refused. `onRead` is told each file read, so the engine can watch it for a rotation.
+ * directory is refused. `onRead` is told each file read and its vault name, so the engine can watch it for a rotation.
  */
-export function directorySecrets(dir: string | undefined, onRead: (file: string) => void = () => {}): SecretSource {
+export function directorySecrets(dir: string | undefined, onRead: (file: string, vaultName: string) => void = () => {}): SecretSource {
   return async (vaultName) => {
     if (dir === undefined) return { ok: false, reason: `secret "${vaultName}" asked but the engine has no --secrets directory` };
     const file = resolve(dir, vaultName);
     if (!isInside(resolve(dir), file)) return { ok: false, reason: `vault name "${vaultName}" leaves the secrets directory` };
-    onRead(file);
+    onRead(file, vaultName);
     try {
       // A link inside the directory may lead anywhere: where it lands is what is checked and read.
       const real = await realpath(file);

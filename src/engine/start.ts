@@ -12,7 +12,7 @@ import type { EngineOptions } from './options.ts';
 import { defaultStateFile, WrittenRecord } from './record.ts';
 import { removeUndeclared } from './removal.ts';
 import { directorySecrets } from './secrets.ts';
-import { watchReadSecrets, watchSecretsTree } from './secrets-watch.ts';
+import { rotatesByPoll, watchReadSecrets, watchSecretsTree } from './secrets-watch.ts';
 import { claimSocketPath, serveLines, touchSocket } from './socket.ts';
 
 /** What startEngine needs: the options, a logger, and for tests how often --declare is polled. */
@@ -39,7 +39,7 @@ export async function startEngine(opts: StartOptions): Promise<RunningEngine> {
   const readSecrets = watchReadSecrets((file) => secretChanged(file));
   // Without a declaration every path is declared, so nothing is ever removed and nothing need be recorded.
   const record = opts.declareFile ? await WrittenRecord.load(opts.stateFile ?? defaultStateFile(opts.journalFile), log) : undefined;
-  const answer = createAnswerer(opts, realRoot, (file) => readSecrets.onRead(file), record);
+  const answer = createAnswerer(opts, realRoot, (file, vaultName) => readSecrets.onRead(file, rotatesByPoll(vaultName)), record);
   // What a declaration changed while the engine was down stopped naming goes before the first fill.
   await answer.removeUndeclared('start');
 
@@ -89,7 +89,12 @@ type Answerer = ((line: string) => Promise<string>) & {
 };
 
 /** Answers request lines one at a time across every connection, so two requests never race on one file, nor a request and a removal. */
-function createAnswerer(opts: StartOptions, realRoot: string, onSecretRead: (file: string) => void, record: WrittenRecord | undefined): Answerer {
+function createAnswerer(
+  opts: StartOptions,
+  realRoot: string,
+  onSecretRead: (file: string, vaultName: string) => void,
+  record: WrittenRecord | undefined,
+): Answerer {
   const { log } = opts;
   const root = resolve(opts.root);
   const secrets = directorySecrets(opts.secretsDir, onSecretRead);

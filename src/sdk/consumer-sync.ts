@@ -2,6 +2,8 @@
 // and published in `<provider>_bound`, or withdrawn. Whatever the adapter hands back — a served
 // value, a refusal's reason — is published only when it holds no consumer's credential in any form.
 import { Buffer } from 'node:buffer';
+import { randomBytes } from 'node:crypto';
+import { CREDENTIAL_SET } from '../shared/schemas.ts';
 import * as v from 'valibot';
 import type { AdapterCalls } from './adapter-calls.ts';
 import type { BoundStore, StoredEntry } from './bound-store.ts';
@@ -16,6 +18,11 @@ export const SHORT_CREDENTIAL_REFUSAL = `the credential is shorter than ${MIN_CR
 export const WITHHELD_REFUSAL = "the adapter refused this consumer; its reason is withheld: it holds a consumer's credential";
 /** The refusal published in place of served values that hold a credential. */
 export const WITHHELD_SERVED = "the adapter served a value holding a consumer's credential: not published";
+
+/** A new marker for CREDENTIAL_SET: random, so two settings never look alike, and nothing of the credential. */
+export function credentialSetMarker(): string {
+  return randomBytes(12).toString('base64url');
+}
 
 /** What the helper holds for one bound key: the login it may have touched and what it served. */
 export type Held = {
@@ -58,10 +65,12 @@ export class ConsumerSync {
     this.#c = context;
   }
 
-  /** Holds what the store found at start: its login is derived again, never read from the bucket. */
+  /** Holds what the store found at start: its login is derived again, never read from the bucket; its marker is the helper's, not the adapter's. */
   adopt(found: readonly StoredEntry[]): void {
     for (const { key, consumer, served } of found) {
-      this.held.set(key, { as: deriveLogin(consumer), label: labelOf(consumer.node, consumer.module, consumer.local), ...(served ? { served } : {}) });
+      const { [CREDENTIAL_SET]: _marker, ...values } = served?.values ?? {};
+      const held = served ? { served: { ...served, values } } : {};
+      this.held.set(key, { as: deriveLogin(consumer), label: labelOf(consumer.node, consumer.module, consumer.local), ...held });
     }
   }
 
@@ -117,7 +126,8 @@ export class ConsumerSync {
     }
     const value: BoundValue = { as: want.grant.as, user: checked.output.user, values: checked.output.values };
     if (this.#c.matcher().holdsIn(value)) return this.#refuse(want, held, WITHHELD_SERVED);
-    await this.#c.store().put(want.key, value);
+    // Published only now that the adapter has set the credential: the consumer's file waits for it.
+    await this.#c.store().put(want.key, { ...value, values: { ...value.values, [CREDENTIAL_SET]: credentialSetMarker() } });
     Object.assign(held, { served: checked.output, fingerprint: want.fingerprint });
     this.#c.say('info', `${want.label}: served as ${want.grant.as}`);
   }

@@ -277,6 +277,15 @@ export const CollectItemSchema = v.object({ node: name, collection: text, contri
 /** A value of `mesh-provisioner_collect`. */
 export type CollectItem = v.InferOutput<typeof CollectItemSchema>;
 
+/**
+ * The value of a served bound entry that its provider changes each time it sets the consumer's
+ * credential in its service (a random marker, never derived from the credential): a consumer's
+ * file naming that credential is filled again when it changes, so it never holds a credential
+ * before its provider has set it (DESIGN §7 point 9). An entry without it is served as one whose
+ * provider never says so.
+ */
+export const CREDENTIAL_SET = 'credential-set';
+
 /** What a provider served a consumer (DESIGN §3): `{as, user, values}`, every value a string or a number, no other field. */
 const ServedEntrySchema = v.strictObject(
   {

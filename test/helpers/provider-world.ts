@@ -9,6 +9,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectBus, openKv } from '../../src/shared/bus.ts';
 import { readAll } from '../../src/shared/watch/read-all.ts';
+import { CREDENTIAL_SET } from '../../src/shared/schemas.ts';
 import { memoryLogger } from '../../src/shared/log.ts';
 import { Refused, runProvider, type Adapter, type ConsumerEntry, type Grant, type ProviderHandle, type ProviderOptions } from '../../src/sdk/index.ts';
 import { startNats, type NatsServer } from './nats.ts';
@@ -44,9 +45,12 @@ export function fakeAdapter(withCheck = true) {
   const refuse = new Map<string, string>();
   const failures = new Map<string, number>();
   const drifted = new Set<string>();
+  /** A create of a login waits for its gate, when it has one. */
+  const gates = new Map<string, Promise<void>>();
   const adapter: Adapter = {
     async create(g: Grant) {
       calls.push({ op: 'create', as: g.as, credential: g.credential, values: g.values, at: Date.now() });
+      await gates.get(g.as);
       const reason = refuse.get(g.as);
       if (reason !== undefined) throw new Refused(reason);
       const left = failures.get(g.as) ?? 0;
@@ -71,7 +75,7 @@ export function fakeAdapter(withCheck = true) {
       : {}),
   };
   const count = (op: Call['op'], as: string) => calls.filter((c) => c.op === op && c.as === as).length;
-  return { adapter, calls, refuse, failures, drifted, count };
+  return { adapter, calls, refuse, failures, drifted, gates, count };
 }
 
 /** What a test may set beside the world's own options. */
@@ -116,6 +120,14 @@ export async function world(provision = 'database') {
     const entry = await (await openKv(nc, bucket)).get(key);
     return entry && entry.operation === 'PUT' ? entry.json() : null;
   };
+  /** A served entry without its credential-set marker, which must be there (a string); anything else (a refusal, one out of shape) as `bound` gives it. */
+  const served = async (key: string): Promise<unknown> => {
+    const entry = (await bound(key)) as { values?: Record<string, unknown>; refused?: unknown } | null;
+    if (!entry?.values || 'refused' in entry) return entry;
+    const { [CREDENTIAL_SET]: marker, ...values } = entry.values;
+    assert.type(marker, 'string', `${key} has no ${CREDENTIAL_SET} marker`);
+    return { ...entry, values };
+  };
   /** Every credential (1 byte and longer: the short ones are refused, so never written) and every planted text, looked for in every log line and every value of the bucket. */
   const assertNoLeak = async () => {
     const values = created ? [...(await readAll(nc, bucket)).values()].map((b) => new TextDecoder().decode(b)) : [];
@@ -129,7 +141,7 @@ export async function world(provision = 'database') {
     await assertNoLeak();
     rmSync(dir, { recursive: true, force: true });
   };
-  return { nc, provider, bucket, file, log, write, start, bound, done, provision, credentials, planted };
+  return { nc, provider, bucket, file, log, write, start, bound, served, done, provision, credentials, planted };
 }
 
 /** A consumers file entry whose values ask for a database named `name`. */

@@ -1,118 +1,102 @@
-// A stand-in for mesh-vault, for tests and the demo only: answers `mesh-vault.credential` from a
-// local store and publishes `mesh-vault.changed` on a rotation. Each credential is also written where
-// the reference engines read secrets (`<dir>/<vault name>`), so a consumer's `${secret:…}` holds the
-// same credential its provider was handed. Like the reference vault, it learns the asking node from
-// the subject its account's import maps the ask to (`mesh-vault.credential.<node>`, DESIGN §11),
-// hands a credential only to a node the plans allow, and answers only inbox replies.
-import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+// The reference vault (src/vault/, shipped as dist/vault.js) run in this process for the suites and
+// the demo: its verb on the test's connection, its store in a directory of its own or the first of
+// `secretDirs`. Every other dir of `secretDirs` (a node's engine --secrets, empty) is made a link to
+// the store, as on one machine where the engine reads the vault's store. The test's hand on it —
+// `set`, `rotate` with a chosen value, `refuse`, and what was asked — goes through the store and the
+// verb's event hooks; nothing here answers in the vault's place.
+import { mkdtempSync, readdirSync, rmdirSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { openKv } from '../../src/shared/bus.ts';
-import { jsonBytes } from '../../src/shared/bytes.ts';
-import { PLANS } from '../../src/shared/buckets.ts';
-import { isInboxSubject } from '../../src/shared/inbox.ts';
-import { VAULT_CHANGED, VAULT_CREDENTIAL } from '../../src/shared/subjects.ts';
-import { askerOf, askerRefusal, decodeCredentialRequest, planOf } from '../../src/vault/asker.ts';
+import { memoryLogger } from '../../src/shared/log.ts';
+import { rotate as rotateInStore } from '../../src/vault/rotate.ts';
+import { serveCredentials, type Ask, type CredentialSource } from '../../src/vault/serve.ts';
+import { VaultStore } from '../../src/vault/store.ts';
 
-/** The running stand-in. */
+/** The running vault. */
 export type Vault = {
-  /** Holds a credential (no notice: a first minting). */
-  set(name: string, value: string): void;
-  /** Replaces a credential and says so on `mesh-vault.changed`. */
+  /** Puts a credential in the store (no notice: a first minting). */
+  set(name: string, value: string): Promise<void>;
+  /** Replaces a credential in the store and says so on `mesh-vault.changed`, as `vault.js rotate` does. */
   rotate(name: string, value: string): Promise<void>;
   /** Makes the vault refuse a name with this error. */
   refuse(name: string, error: string): void;
+  /** The store's directory. */
+  store: string;
+  /** What the vault logged (every level: a test greps it for values). */
+  log: ReturnType<typeof memoryLogger>;
   /** Every name asked, in order. */
   asked: string[];
   /** Every ask answered or refused: the name, the node the subject named (null: the bare subject), and the error when refused. */
-  asks: { name: string; asker: string | null; error?: string }[];
-  /** Requests ignored (a reply subject that is not an inbox, a subject naming no node). */
+  asks: Ask[];
+  /** Requests ignored (a reply subject that is not an inbox). */
   ignored: string[];
-  /** Stops answering. */
-  stop(): void;
+  /** Stops answering and waits for the asks under way. */
+  stop(): Promise<void>;
 };
 
-/** How the stand-in answers. */
+/** How the vault answers. */
 export type VaultOptions = {
   /**
    * Answers the bare `mesh-vault.credential` without knowing the asker: a bus without isolation,
    * where nothing maps a node's ask to its own subject (default false: refused).
    */
   lab?: boolean;
+  /** Asks answered at once at most (default the vault's own). */
+  maxAsks?: number;
 };
 
-/** Starts the stand-in on `nc`, writing each credential under every dir of `secretDirs`. */
-export function startVault(nc: NatsConnection, secretDirs: readonly string[], opts: VaultOptions = {}): Vault {
-  const store = new Map<string, string>();
+/** Starts the reference vault on `nc`; its store is `secretDirs[0]` (or a temp dir), and every other dir of `secretDirs` a link to it. */
+export async function startVault(nc: NatsConnection, secretDirs: readonly string[], opts: VaultOptions = {}): Promise<Vault> {
+  const own = secretDirs.length === 0 ? mkdtempSync(join(tmpdir(), 'mesh-vault-')) : undefined;
+  const store = await VaultStore.open(own ?? secretDirs[0]!);
+  for (const dir of secretDirs.slice(1)) shareStore(dir, store.dir);
   const refused = new Map<string, string>();
   const asked: string[] = [];
-  const asks: Vault['asks'] = [];
+  const asks: Ask[] = [];
   const ignored: string[] = [];
-  const plans = openKv(nc, PLANS);
-  const plan = async (key: string) =>
-    planOf(
-      await (await plans).get(key).then(
-        (e) => (e?.operation === 'PUT' ? e.value : null),
-        () => null,
-      ),
-    );
-  const write = (name: string, value: string | undefined) => {
-    for (const dir of secretDirs) {
-      const path = join(dir, name);
-      if (value === undefined) {
-        rmSync(path, { force: true });
-        continue;
-      }
-      mkdirSync(dirname(path), { recursive: true });
-      writeFileSync(`${path}.tmp`, value);
-      renameSync(`${path}.tmp`, path);
-    }
+  const log = memoryLogger();
+  const credentials: CredentialSource = async (name) => {
+    const error = refused.get(name);
+    return error === undefined ? store.credential(name) : { ok: false, reason: error };
   };
-  const answer = async (name: string, asker: string | null): Promise<{ value: string } | { error: string }> => {
-    asked.push(name);
-    const why =
-      asker === null
-        ? opts.lab
-          ? undefined
-          : 'the asker is unknown: ask through a node account (mesh-vault.credential.<node>)'
-        : await askerRefusal(name, asker, plan);
-    const error = why ?? refused.get(name);
-    const value = store.get(name);
-    const reply = error !== undefined ? { error } : value !== undefined ? { value } : { error: `no credential ${name}` };
-    asks.push({ name, asker, ...('error' in reply ? { error: reply.error } : {}) });
-    return reply;
+  const served = serveCredentials({
+    nc,
+    credentials,
+    log,
+    lab: opts.lab === true,
+    ...(opts.maxAsks === undefined ? {} : { maxAsks: opts.maxAsks }),
+    events: {
+      received: (name) => void asked.push(name),
+      answered: (ask) => void asks.push(ask),
+      ignored: (subject, reply) => void ignored.push(`${subject} reply ${reply ?? '(none)'}`),
+    },
+  });
+  const must = async (done: Promise<{ ok: true } | { ok: false; reason: string }>) => {
+    const result = await done;
+    if (!result.ok) throw new Error(result.reason);
   };
-  const serve = (subject: string) =>
-    nc.subscribe(subject, {
-      callback: (err, msg) => {
-        if (err) return;
-        const asker = askerOf(msg.subject);
-        if (!msg.reply || !isInboxSubject(msg.reply) || asker === undefined) return void ignored.push(`${msg.subject} reply ${msg.reply ?? '(none)'}`);
-        const request = decodeCredentialRequest(msg.data);
-        if (!request.ok) return void msg.respond(jsonBytes({ error: `bad request: ${request.reason}` }));
-        void answer(request.name, asker).then((reply) => msg.respond(jsonBytes(reply)));
-      },
-    });
-  const subs = [serve(`${VAULT_CREDENTIAL}.*`), ...(opts.lab ? [serve(VAULT_CREDENTIAL)] : [])];
   return {
+    store: store.dir,
+    log,
     asked,
     asks,
     ignored,
-    set(name, value) {
-      store.set(name, value);
-      write(name, value);
-    },
-    async rotate(name, value) {
-      store.set(name, value);
-      write(name, value);
-      nc.publish(VAULT_CHANGED, jsonBytes({ name }));
-      await nc.flush();
-    },
+    set: (name, value) => must(store.put(name, value)),
+    rotate: (name, value) => must(rotateInStore(nc, store, name, value)),
     refuse(name, error) {
       refused.set(name, error);
     },
-    stop() {
-      for (const sub of subs) sub.unsubscribe();
+    async stop() {
+      await served.stop();
+      if (own) rmSync(own, { recursive: true, force: true });
     },
   };
+}
+
+/** Makes the empty dir `dir` a link to the store, so the engine reading it reads the vault's files. */
+function shareStore(dir: string, store: string): void {
+  if (readdirSync(dir).length > 0) throw new Error(`${dir} is not empty: the vault's store would hide its files`);
+  rmdirSync(dir);
+  symlinkSync(store, dir);
 }

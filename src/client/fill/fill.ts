@@ -4,6 +4,7 @@ import type { Parsed } from '../../shared/result.ts';
 import type { Plan } from '../../shared/schemas.ts';
 import type { Lookup, ValueLookup } from '../sources/source.ts';
 import { itemTarget, missingTemplate, refusals, twoItems, type UsedTemplate } from './check.ts';
+import { credentialMark } from './credentials.ts';
 import { renderTemplate, type TemplateSet } from './templates.ts';
 
 export { prepareTemplates, type Template, type TemplateSet } from './templates.ts';
@@ -19,8 +20,10 @@ export type FilledItem = { collection: string; content: string };
 /**
  * The outcome of filling a module: the files whose values are all there, its items (only when
  * nothing of the module waits), what waits, what it needs, and notes on values a source left out.
+ * `marks`: for each file naming a provision's credential, its providers' marks of having set it
+ * (credentials.ts) — a file whose mark changed is handed again though its content is the same.
  */
-export type FillOutcome = { files: FillFile[]; items: FilledItem[]; waiting: Waiting[]; needs: NeedEntry[]; notes: string[] };
+export type FillOutcome = { files: FillFile[]; items: FilledItem[]; waiting: Waiting[]; needs: NeedEntry[]; notes: string[]; marks: Map<string, string> };
 
 /**
  * A fill's outcome (or why the module fails) and the dependency keys of every value it read, each
@@ -30,7 +33,7 @@ export type Filled = Parsed<FillOutcome> & { dependencies: string[] };
 
 const CHANGE_WEIGHT = { none: 0, reload: 1, restart: 2 } as const;
 
-// A secret is no value of the client's: the engine fills it, and no change of the client's refills it.
+// A module's own secret is no value of the client's: the engine fills it, and no change of the client's refills it.
 const SECRET_PART: Lookup = { state: 'value', text: '' };
 
 /** What one template fills: a file at `label` (its path), or an item (`label` is `item <collection>`). */
@@ -79,13 +82,15 @@ export function fillModule(plan: Plan, templates: TemplateSet, sources: ValueLoo
   const notes: string[] = [];
   const files: FillFile[] = [];
   const items: FilledItem[] = [];
+  const marks = new Map<string, string>();
   for (const target of targets.value) {
     const values: string[] = [];
     let waits = false;
     for (const [i, p] of target.template.placeholders.entries()) {
       let found: Lookup = SECRET_PART;
-      if (p.kind !== 'secret') {
-        const read = sources.lookup(plan, p);
+      // A provision's credential reads its provider's mark: the value rendered never holds it, but the memo sees it change.
+      const read = p.kind === 'secret' ? credentialMark(plan, p.name, sources) : sources.lookup(plan, p);
+      if (read) {
         dependencies.add(read.dependency);
         found = read;
       }
@@ -113,24 +118,55 @@ export function fillModule(plan: Plan, templates: TemplateSet, sources: ValueLoo
         : { collection: target.collection!, content: content as string };
       memo.keep(target.label, target.template, decl, values, out);
     }
-    if ('path' in out) files.push(out);
-    else items.push(out);
+    if ('path' in out) {
+      files.push(out);
+      const mark = target.template.placeholders.flatMap((p, i) => (p.kind === 'secret' ? [values[i]] : [])).join(' ');
+      if (mark.trim() !== '') marks.set(out.path, mark);
+    } else items.push(out);
   }
 
-  const change = strongestChange(plan);
-  for (const secret of plan.secrets) {
-    if (secret.path === undefined) continue;
-    // A secret's own file is the one secret part: the engine fills it, the client never sees it.
-    note(needs, `secret:${secret.name}`, () => ({ kind: 'secret', name: secret.name, files: [], met: true }), secret.path);
-    files.push(fillFile(secret.path, [{ secret: secret.name }], { mode: 'owned', change, fileMode: '0600' }));
-  }
+  const failed = fillSecretFiles(plan, sources, { files, needs, waiting, marks, dependencies });
+  if (failed !== undefined) return { ok: false, reason: failed, dependencies: [...dependencies] };
   // An item is recorded only when nothing of the module waits (DESIGN §7 point 6).
   const complete = waiting.size === 0;
   return {
     ok: true,
-    value: { files, items: complete ? items : [], waiting: [...waiting.values()], needs: [...needs.values()], notes },
+    value: { files, items: complete ? items : [], waiting: [...waiting.values()], needs: [...needs.values()], notes, marks },
     dependencies: [...dependencies],
   };
+}
+
+/** What a module's fill gathers besides its templates' files: secrets' own files join in. */
+type Gathered = {
+  files: FillFile[];
+  needs: Map<string, NeedEntry>;
+  waiting: Map<string, Waiting>;
+  marks: Map<string, string>;
+  dependencies: Set<string>;
+};
+
+/**
+ * Adds each secret's own file (a secret with a `path`): the one secret part, which the engine fills
+ * and the client never sees; a provision's credential waits for its provider's mark (credentials.ts).
+ * Says why the module fails, if it does.
+ */
+function fillSecretFiles(plan: Plan, sources: ValueLookup, into: Gathered): string | undefined {
+  const change = strongestChange(plan);
+  for (const secret of plan.secrets) {
+    if (secret.path === undefined) continue;
+    const mark = credentialMark(plan, secret.name, sources);
+    if (mark) into.dependencies.add(mark.dependency);
+    if (mark?.state === 'failed') return `secret ${secret.name} (${secret.path}): ${mark.reason}`;
+    const need = note(into.needs, `secret:${secret.name}`, () => ({ kind: 'secret', name: secret.name, files: [], met: true }), secret.path);
+    if (mark?.state === 'waiting') {
+      need.met = false;
+      note(into.waiting, `secret:${secret.name}`, () => ({ kind: 'secret', name: secret.name, files: [] }), secret.path);
+      continue;
+    }
+    into.files.push(fillFile(secret.path, [{ secret: secret.name }], { mode: 'owned', change, fileMode: '0600' }));
+    if (mark?.state === 'value' && mark.text !== '') into.marks.set(secret.path, mark.text);
+  }
+  return undefined;
 }
 
 /** The templates the plan's files and items use, in plan order; a missing one or an item collection named twice fails. */

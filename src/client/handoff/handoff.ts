@@ -35,10 +35,13 @@ export class Handoff {
     private readonly log: Logger,
   ) {}
 
-  /** Sends the files that changed since the engine confirmed them (every file when `full`). */
-  async send(plan: Plan, files: readonly FillFile[], full: boolean): Promise<HandoffOutcome> {
+  /**
+   * Sends the files that changed since the engine confirmed them (every file when `full`); `marks`
+   * are the providers' marks of the credentials a file names, a change of which sends it again.
+   */
+  async send(plan: Plan, files: readonly FillFile[], full: boolean, marks: ReadonlyMap<string, string> = new Map()): Promise<HandoffOutcome> {
     const handed = this.#handed(plan.module);
-    const toSend = files.filter((f) => full || handed.sent.get(f.path) !== signature(f));
+    const toSend = files.filter((f) => full || handed.sent.get(f.path) !== signature(f, marks.get(f.path)));
     if (toSend.length === 0) return { kind: 'confirmed' };
     const size = requestSize(toSend);
     if (size > MAX_REQUEST_BYTES)
@@ -66,7 +69,7 @@ export class Handoff {
       handed.sent.clear();
       return { kind: 'failed', reason: `engine: ${reply.error}` };
     }
-    this.#record(handed, toSend, reply.files);
+    this.#record(handed, toSend, reply.files, marks);
     // A file the reply leaves out goes again with the module's next run (a knock, a start, the bus's
     // return); the connection was kept, so the other modules' requests on it are answered as they come.
     const missing = unconfirmedPaths(
@@ -94,13 +97,13 @@ export class Handoff {
   }
 
   // The engine client resolves only a reply naming files sent, each at most as often as sent.
-  #record(handed: Handed, toSend: readonly FillFile[], results: readonly FillResult[]): void {
+  #record(handed: Handed, toSend: readonly FillFile[], results: readonly FillResult[], marks: ReadonlyMap<string, string>): void {
     const byPath = new Map(toSend.map((f) => [f.path, f]));
     for (const result of results) {
       const file = byPath.get(result.path)!;
       handed.results.set(result.path, { path: result.path, action: result.action, digest: file.digest, ...(result.reason ? { reason: result.reason } : {}) });
       if (result.action === 'refused') handed.sent.delete(result.path);
-      else handed.sent.set(result.path, signature(file));
+      else handed.sent.set(result.path, signature(file, marks.get(result.path)));
     }
   }
 
@@ -120,7 +123,7 @@ function requestSize(files: readonly FillFile[]): number {
   return parts.reduce((n, part) => n + Buffer.byteLength(JSON.stringify(part)), 0) + files.length * 256;
 }
 
-/** What makes a file different for the engine: its bytes and how it is written. */
-function signature(f: FillFile): string {
-  return `${f.digest} ${f.mode} ${f.change} ${f.fileMode ?? ''} ${f.owner ?? ''} ${f.comment ?? ''}`;
+/** What makes a file different for the engine: its bytes, how it is written, and the marks of the credentials it names. */
+function signature(f: FillFile, mark = ''): string {
+  return `${f.digest} ${f.mode} ${f.change} ${f.fileMode ?? ''} ${f.owner ?? ''} ${f.comment ?? ''} ${mark}`;
 }

@@ -6,7 +6,7 @@ import { watchBucket } from '../../shared/watch/bucket.ts';
 import type { Watch } from '../../shared/watch/types.ts';
 import { boundBucket, boundKey, parseBoundKey } from '../../shared/keys.ts';
 import type { Logger } from '../../shared/log.ts';
-import { BoundEntrySchema, decodeJson, type BoundEntry, type Plan } from '../../shared/schemas.ts';
+import { BoundEntrySchema, CREDENTIAL_SET, decodeJson, type BoundEntry, type Plan } from '../../shared/schemas.ts';
 import type { Found, Lookup, OnChange, Source, Wanted } from './source.ts';
 
 type Provision = Plan['provisions'][number];
@@ -37,11 +37,24 @@ export function resolveBound(plan: Plan, name: string): BoundRef | { reason: str
   return { reason: `the plan has no provision matching "${name}" (wanted <provision>[.<local>]:<key>)` };
 }
 
-/** What a bound entry gives for a field: `as`, `user`, or a key of `values` (a string, or a number written as JSON writes it). */
+/**
+ * The bound value a file naming the provision's credential reads (DESIGN §7 point 9): the mark its
+ * provider changes each time it sets the credential, so the file waits for the provider's entry
+ * and is filled again with each new mark.
+ */
+export function credentialSetWanted(p: Pick<Provision, 'provision' | 'local'>): Wanted {
+  return { kind: 'bound', name: `${bindingName(p)}:${CREDENTIAL_SET}` };
+}
+
+/**
+ * What a bound entry gives for a field: `as`, `user`, or a key of `values` (a string, or a number
+ * written as JSON writes it); CREDENTIAL_SET is empty when the provider does not say it.
+ */
 export function boundField(entry: BoundEntry, field: string, where: string): Lookup {
   if ('refused' in entry) return { state: 'failed', reason: `${where}: the provider refused: ${entry.refused}` };
   if (field === 'as') return { state: 'value', text: entry.as };
   if (field === 'user') return { state: 'value', text: entry.user };
+  if (field === CREDENTIAL_SET && !Object.hasOwn(entry.values, field)) return { state: 'value', text: '' };
   if (!Object.hasOwn(entry.values, field)) return { state: 'failed', reason: `${where}: the provider served no value "${field}"` };
   return { state: 'value', text: String(entry.values[field]) };
 }

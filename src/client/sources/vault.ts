@@ -20,6 +20,9 @@ export const VAULT_TIMEOUT_MS = 5000;
 /** The first and the longest wait before asking again after the vault could not be reached. */
 export const VAULT_RETRY_MS: BackoffLimits = { firstMs: 1000, maxMs: 30_000 };
 
+/** The vault's `{error}` past its limit of asks at once. */
+export const VAULT_BUSY = 'busy';
+
 const ReplySchema = v.union([v.object({ value: v.string() }), v.object({ error: v.string() })]);
 
 /** The credentials the client asked for, by vault name; `onSettled` is told when one comes or changes. */
@@ -79,6 +82,8 @@ export class VaultCredentials {
     try {
       const msg = await this.nc.request(VAULT_CREDENTIAL, jsonBytes({ name: vault }), { timeout: VAULT_TIMEOUT_MS });
       const reply = decodeJson(ReplySchema, msg.data, { maxBytes: 64 * 1024 });
+      // Past its limit of asks at once the vault sheds load (DESIGN §11): what is held stays, and it is asked again.
+      if (reply.ok && 'error' in reply.value && reply.value.error === VAULT_BUSY) return this.#retry(vault, backoff);
       answer = !reply.ok
         ? { state: 'refused', reason: `reply out of shape: ${reply.reason}` }
         : 'value' in reply.value
@@ -87,15 +92,19 @@ export class VaultCredentials {
     } catch (err) {
       if (this.#stopped) return;
       // Not reached (no responders, a timeout): the consumer is left out until the vault answers.
-      const reason = `the vault did not answer (${errorText(err)})`;
-      this.#settle(vault, { state: 'refused', reason });
-      this.#retries.set(
-        vault,
-        this.timer(() => void this.#ask(vault, backoff), backoff.failed()),
-      );
-      return;
+      this.#settle(vault, { state: 'refused', reason: `the vault did not answer (${errorText(err)})` });
+      return this.#retry(vault, backoff);
     }
     if (!this.#stopped) this.#settle(vault, answer);
+  }
+
+  /** Asks for `vault` again after the backoff's next wait. */
+  #retry(vault: string, backoff: Backoff): void {
+    if (this.#stopped) return;
+    this.#retries.set(
+      vault,
+      this.timer(() => void this.#ask(vault, backoff), backoff.failed()),
+    );
   }
 
   #settle(vault: string, next: Credential): void {

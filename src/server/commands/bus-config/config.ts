@@ -197,6 +197,15 @@ export function vaultPublish(): string[] {
   return [VAULT_CHANGED, '$JS.API.INFO', `$JS.API.DIRECT.GET.KV_${PLANS}`, `$JS.API.DIRECT.GET.KV_${PLANS}.>`];
 }
 
+/**
+ * What the vault's user may subscribe: its inboxes, each node's asks (`mesh-vault.credential.<node>`),
+ * and the bare subject, which only an admin of MESH can publish, so that such an ask is refused
+ * with its reason rather than left without a responder.
+ */
+export function vaultSubscribe(): string[] {
+  return [`${INBOX_PREFIXES.vault}.>`, `${VAULT_CREDENTIAL}.*`, VAULT_CREDENTIAL];
+}
+
 function meshAccount(nodes: string[], providers: string[], archives: string, key: (u: string) => string): string[] {
   const user = (name: string, body: string) => [`      # ${name}`, `      { nkey: ${q(key(name))}${body} }`];
   // One subject a line, so adding a node or a grant is a diff of whole lines.
@@ -227,7 +236,7 @@ function meshAccount(nodes: string[], providers: string[], archives: string, key
     '    users: [',
     ...user(USERS.admin, ''),
     ...user(USERS.seat, perms(seatPublish(archives), [`${INBOX_PREFIXES.seat}.>`, PROVISIONING_VERB], true)),
-    ...user(USERS.vault, perms(vaultPublish(), [`${INBOX_PREFIXES.vault}.>`, `${VAULT_CREDENTIAL}.*`], true)),
+    ...user(USERS.vault, perms(vaultPublish(), vaultSubscribe(), true)),
     ...providerUsers,
     '    ]',
     `    # Broad on purpose: what a node gets is decided by its own imports${nodes.length > 0 ? ` (${nodeNames})` : ''}.`,
