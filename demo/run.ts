@@ -158,7 +158,7 @@ async function timeChange(release: string, env: NodeJS.ProcessEnv): Promise<void
   }
   const ms = Math.round(performance.now() - started);
   show(printed);
-  say(`   ${conf}: ${wanted}; the journal: ${journal(lab).at(-1)}`);
+  say(`   ${conf}: ${wanted} the journal: ${journal(lab).at(-1)}`);
   say(`   the change went from the command to the file and a restart of web within ${ms} ms (the command itself: ${Math.round(await commandMs)} ms)`);
 }
 
@@ -194,7 +194,7 @@ async function main(): Promise<void> {
       continue;
     }
     say(`${index + 1}. ${TITLES[index] ?? ''}`);
-    show(block.replace(/^/gm, '$ ').replace(/^\$ {3}/gm, '    '));
+    show(block.replace(/\n$/, '').replace(/^/gm, '$ ').replace(/^\$ {3}/gm, '    '));
     const ran = await shell.run(block, BLOCK_MS);
     show(ran.stdout + ran.stderr);
     if (index === 2) {

@@ -42,7 +42,7 @@ test.after(async () => {
 /** A file's `KEY=value` lines. */
 function envFile(path: string): Record<string, string> {
   const lines = readFileSync(path, 'utf8').split('\n');
-  return Object.fromEntries(lines.filter((l) => /^[A-Z]+=/.test(l)).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+  return Object.fromEntries(lines.filter((l) => /^[A-Z_]+=/.test(l)).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
 }
 
 /** Whether app's settings log in to PostgreSQL (the error's code when not). */
@@ -157,7 +157,10 @@ test('the README lab, block by block, from the release tarball alone', async () 
   // 7. Stop: every program drains and says so; nats-server refused nobody anything.
   await run(6);
   for (const log of ['seat.log', 'vault.log', 'provider.log', join('n1', 'client.log'), join('n2', 'client.log')])
-    assert.match(readFileSync(join(lab, log), 'utf8'), /\bstopped\b/, `${log} says stopped`);
+  {
+    const text = readFileSync(join(lab, log), 'utf8');
+    assert.match(text, /\bstopped\b/, `${log} says stopped; its last lines:\n${text.split('\n').slice(-8).join('\n')}`);
+  }
   const nats = readFileSync(join(lab, 'nats.log'), 'utf8');
   assert.not.match(
     nats,
