@@ -194,7 +194,12 @@ async function main(): Promise<void> {
       continue;
     }
     say(`${index + 1}. ${TITLES[index] ?? ''}`);
-    show(block.replace(/\n$/, '').replace(/^/gm, '$ ').replace(/^\$ {3}/gm, '    '));
+    show(
+      block
+        .replace(/\n$/, '')
+        .replace(/^/gm, '$ ')
+        .replace(/^\$ {3}/gm, '    '),
+    );
     const ran = await shell.run(block, BLOCK_MS);
     show(ran.stdout + ran.stderr);
     if (index === 2) {

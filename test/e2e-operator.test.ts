@@ -156,8 +156,7 @@ test('the README lab, block by block, from the release tarball alone', async () 
 
   // 7. Stop: every program drains and says so; nats-server refused nobody anything.
   await run(6);
-  for (const log of ['seat.log', 'vault.log', 'provider.log', join('n1', 'client.log'), join('n2', 'client.log')])
-  {
+  for (const log of ['seat.log', 'vault.log', 'provider.log', join('n1', 'client.log'), join('n2', 'client.log')]) {
     const text = readFileSync(join(lab, log), 'utf8');
     assert.match(text, /\bstopped\b/, `${log} says stopped; its last lines:\n${text.split('\n').slice(-8).join('\n')}`);
   }
