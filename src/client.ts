@@ -1,5 +1,5 @@
 // node-provisioner, the client of one node: flags, wiring and signals. Everything else lives in src/client/.
-import { connectBus } from './shared/bus.ts';
+import { connectBus, drainBus } from './shared/bus.ts';
 import { printLine, runMain, untilSignalled } from './shared/entry.ts';
 import { createLogger, underSystemd } from './shared/log.ts';
 import { notifySystemd } from './shared/notify.ts';
@@ -58,7 +58,7 @@ async function main(): Promise<number> {
     await client.stop();
   }
   engine.close();
-  await nc.drain();
+  await drainBus(nc, log);
   log.info('stopped');
   return 0;
 }

@@ -1,5 +1,5 @@
 // mesh-provisioner, the seat: flags, wiring and signals. Everything else lives in src/server/.
-import { connectBus, watchConnection } from './shared/bus.ts';
+import { connectBus, drainBus, watchConnection } from './shared/bus.ts';
 import { printLine, runMain, untilSignalled } from './shared/entry.ts';
 import { INBOX_PREFIXES } from './shared/inbox.ts';
 import { createLogger, underSystemd } from './shared/log.ts';
@@ -89,7 +89,7 @@ async function main(): Promise<number> {
     log.info('draining');
     await seat.stop();
   }
-  await nc.drain();
+  await drainBus(nc, log);
   log.info('stopped');
   return 0;
 }

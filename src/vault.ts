@@ -1,5 +1,5 @@
 // mesh-vault, the reference vault (DESIGN §13): flags, wiring and signals. Everything else lives in src/vault/.
-import { connectBus, watchConnection } from './shared/bus.ts';
+import { connectBus, drainBus, watchConnection } from './shared/bus.ts';
 import { printLine, runMain, untilSignalled } from './shared/entry.ts';
 import { createLogger, underSystemd } from './shared/log.ts';
 import { notifySystemd } from './shared/notify.ts';
@@ -56,7 +56,7 @@ async function main(): Promise<number> {
   await signalled;
   log.info('draining');
   await served.stop();
-  await nc.drain();
+  await drainBus(nc, log);
   log.info('stopped');
   return 0;
 }

@@ -4,6 +4,7 @@ import { connect, credsAuthenticator, nkeyAuthenticator, type NatsConnection } f
 import { jetstream } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import { ensureBucket } from './bucket-bind.ts';
+import { errorText } from './errors.ts';
 import { DEFAULT_MESH_NODES, kvBucket, maxConsumersFor } from './bucket-spec.ts';
 
 /** How to reach and authenticate to the bus. */
@@ -78,4 +79,18 @@ export async function openKv(nc: NatsConnection, bucket: string): Promise<KV> {
 export async function ensureKv(nc: NatsConnection, bucket: string, replicas: number, warn?: (line: string) => void): Promise<KV> {
   await ensureBucket(nc, kvBucket(bucket), { replicas, maxConsumers: maxConsumersFor(DEFAULT_MESH_NODES) }, warn);
   return openKv(nc, bucket);
+}
+
+/**
+ * Drains the connection before a program stops; a bus already gone (nothing can be flushed) is said
+ * at warning and the connection closed, never an error: the program was asked to stop, and what it
+ * had not sent yet is what its next start writes again.
+ */
+export async function drainBus(nc: NatsConnection, log: { warn(line: string): void }): Promise<void> {
+  try {
+    await nc.drain();
+  } catch (err) {
+    log.warn(`bus: not drained (${errorText(err)}): closed without it`);
+    await nc.close().catch(() => {});
+  }
 }
