@@ -99,6 +99,29 @@ test('failed, a name out of its grammar: the entry names the field and the name;
     );
   }));
 
+test('failed, a typo in a composition ("mdoe", "secrest", an invalid rollout): the entry names each field and what it was meant as; no plan', () =>
+  withSeat(async (f) => {
+    const typo = composition('typo', '1');
+    await f.modules.put(
+      'typo',
+      JSON.stringify({
+        ...typo,
+        rollout: { waves: [0.5] },
+        provisioning: { ...typo.provisioning, files: [{ ...typo.provisioning.files[0], mdoe: 'seed' }], secrest: [{ name: 'other' }] },
+      }),
+    );
+    await f.put(f.assignments, 'n1.typo', assignment('n1', 'typo'));
+    const e = await entryOf(f, 'n1.typo');
+    assert.equal([e.state, e.build], ['failed', undefined]);
+    assert.is(
+      e.reason,
+      'composition does not validate: field "provisioning.secrest" is an unknown field; did you mean "secrets"?; ' +
+        'field "provisioning.files.0.mdoe" is an unknown field; did you mean "mode"?; ' +
+        'field "rollout.waves" ends with 0.5, not 1: the last wave must reach every node',
+    );
+    assert.not.ok(await hasPlan(f, 'n1.typo'), 'a file meant as seed is never planned as owned');
+  }));
+
 test('failed, an unresolvable path: the entry names the file, the path and the build; a new reason starts since again', () =>
   withSeat(async (f) => {
     const files = (path: string) => ({ files: [{ path, template: 'web.conf' }] });

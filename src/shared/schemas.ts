@@ -3,6 +3,9 @@ import * as v from 'valibot';
 import { encodeToken, NAME_PATTERN, KIND_PATTERN, segmentNameProblem } from './keys.ts';
 import type { Parsed } from './result.ts';
 import { MAX_KEY_BYTES, MAX_PLAN_BYTES, MAX_TOKEN_BYTES, parseBoundedJson, type JsonLimits } from './limits.ts';
+import { didYouMean } from './nearest.ts';
+import { RolloutSchema } from './rollout-schema.ts';
+import { strictFields } from './strict-fields.ts';
 import { vaultOwnerProblem } from './vault-names.ts';
 
 /**
@@ -95,24 +98,28 @@ export const FILE_MODES = ['owned', 'seed', 'managed'] as const;
 /** How a program takes a change of the file. */
 export const CHANGES = ['restart', 'reload', 'none'] as const;
 
-/** A file a module's templates fill. */
-export const FileSchema = v.object({
+/** One of `options`, refused with them all and the nearest to what was written. */
+function oneOf<const O extends readonly string[]>(options: O) {
+  return v.picklist(options, (issue) => {
+    const hint = typeof issue.input === 'string' ? didYouMean(issue.input, options) : undefined;
+    return `is ${issue.received}, not one of ${options.join(', ')}${hint === undefined ? '' : `; ${hint}`}`;
+  });
+}
+
+/** The fields of a composition's file. */
+const FILE_ENTRIES = {
   path: text,
   template: text,
   owner: v.optional(v.string()),
-  mode: v.optional(v.picklist(FILE_MODES), 'owned'),
-  change: v.optional(v.picklist(CHANGES), 'none'),
+  mode: v.optional(oneOf(FILE_MODES), 'owned'),
+  change: v.optional(oneOf(CHANGES), 'none'),
   /** Permission bits as octal text, e.g. "0640". */
   fileMode: v.optional(v.pipe(v.string(), v.regex(/^0?[0-7]{3}$/, 'is not an octal mode'))),
   /** The comment leader of a `managed` file's BEGIN/END lines. */
   comment: v.optional(text),
-});
-
-/** A module's own secret. */
-export const SecretSchema = v.object({ name: segmentName, path: v.optional(text) });
-
-/** What a module requires from a provider. */
-export const ProvisionSchema = v.object({
+};
+/** The fields of a provision a module requires. */
+const PROVISION_ENTRIES = {
   provider: name,
   provision: segmentName,
   node: v.optional(name),
@@ -120,24 +127,40 @@ export const ProvisionSchema = v.object({
   /** The secret the consumer's credential is read under. */
   name: v.optional(segmentName),
   values: v.optional(v.record(v.string(), v.unknown())),
-});
+};
+const PROVIDES_ENTRIES = { provision: segmentName };
+const ITEM_ENTRIES = { collection: tokenName, template: text };
+const COLLECTION_ENTRIES = { name: tokenName, comment: v.optional(v.string(), '#') };
+
+// A composition's objects refuse a field they do not know (issue 20 item 6), naming the nearest
+// known one; a plan's, written by the seat alone, are read as they come, so a newer seat's field
+// never fails an older client.
+
+/** A file a module's templates fill. */
+export const FileSchema = strictFields(FILE_ENTRIES);
+
+/** A module's own secret. */
+export const SecretSchema = strictFields({ name: segmentName, path: v.optional(text) });
+
+/** What a module requires from a provider. */
+export const ProvisionSchema = strictFields(PROVISION_ENTRIES);
 /** What a module requires from a provider. */
 export type Provision = v.InferOutput<typeof ProvisionSchema>;
 
 /** A provision a module serves. */
-export const ProvidesSchema = v.object({ provision: segmentName });
+export const ProvidesSchema = strictFields(PROVIDES_ENTRIES);
 /** An item a module contributes to a collection. */
-export const ItemSchema = v.object({ collection: tokenName, template: text });
+export const ItemSchema = strictFields(ITEM_ENTRIES);
 /** A collection a module collects. */
-export const CollectionSchema = v.object({ name: tokenName, comment: v.optional(v.string(), '#') });
+export const CollectionSchema = strictFields(COLLECTION_ENTRIES);
 
-const archive = v.object({
+const archive = {
   ref: v.pipe(v.string(), v.regex(/^(obj:\/\/[^/]+\/.+|file:\/\/\/.+|https:\/\/.+)$/, 'is not an obj://, file:/// or https:// reference')),
   digest: v.pipe(v.string(), v.regex(/^sha256:[0-9a-f]{64}$/, 'is not sha256:<64 hex>')),
-});
+};
 
 /** A composition's `provisioning`. */
-export const ProvisioningSchema = v.object({
+export const ProvisioningSchema = strictFields({
   files: v.optional(v.array(FileSchema), []),
   secrets: v.optional(v.array(SecretSchema), []),
   provisions: v.optional(v.array(ProvisionSchema), []),
@@ -146,16 +169,35 @@ export const ProvisioningSchema = v.object({
   collections: v.optional(v.array(CollectionSchema), []),
 });
 
-/** A value of `mesh-catalog_modules`: a module's newest composition. */
-export const CompositionSchema = v.object({
+/** The composition's fields besides `archive` and `published`, shared by the bucket's value and `publish`'s file. */
+const COMPOSITION_ENTRIES = {
   module: name,
   build: text,
-  published: v.boolean(),
-  archive: v.optional(archive),
   provisioning: v.optional(ProvisioningSchema, {}),
+  /** How a new build reaches the module's nodes (DESIGN §12); absent: the seat's `--rollout`. */
+  rollout: v.optional(RolloutSchema),
+};
+
+/** A value of `mesh-catalog_modules`: a module's newest composition. */
+export const CompositionSchema = strictFields({
+  ...COMPOSITION_ENTRIES,
+  published: v.boolean(),
+  archive: v.optional(strictFields(archive)),
 });
 /** A value of `mesh-catalog_modules`. */
 export type Composition = v.InferOutput<typeof CompositionSchema>;
+
+/**
+ * A composition as its author writes it for `publish` (DESIGN §13): no `archive` (publish fills it
+ * in), `published` true unless said, `build` absent when `--build` gives it.
+ */
+export const CompositionFileSchema = strictFields({
+  ...COMPOSITION_ENTRIES,
+  build: v.optional(text),
+  published: v.optional(v.boolean(), true),
+});
+/** A composition file as `publish` reads it. */
+export type CompositionFile = v.InferOutput<typeof CompositionFileSchema>;
 
 /** A plan's secret: its name, vault name and, for a file of its own, its path (absolute and normal). */
 export const PlanSecretSchema = v.object({ name: segmentName, vault: text, path: v.optional(absolutePath) });
@@ -168,15 +210,15 @@ export const PlanSchema = v.pipe(
     node: name,
     module: name,
     build: text,
-    archive,
+    archive: v.object(archive),
     /** The files, each path resolved from the placement: absolute and normal. */
-    files: v.array(v.object({ ...FileSchema.entries, path: absolutePath })),
+    files: v.array(v.object({ ...FILE_ENTRIES, path: absolutePath })),
     placement: PlacementSchema,
     secrets: v.array(PlanSecretSchema),
-    provisions: v.array(v.object({ ...ProvisionSchema.entries, node: name })),
-    provides: v.array(ProvidesSchema),
-    items: v.array(ItemSchema),
-    collections: v.array(CollectionSchema),
+    provisions: v.array(v.object({ ...PROVISION_ENTRIES, node: name })),
+    provides: v.array(v.object(PROVIDES_ENTRIES)),
+    items: v.array(v.object(ITEM_ENTRIES)),
+    collections: v.array(v.object(COLLECTION_ENTRIES)),
   }),
   v.rawCheck(({ dataset, addIssue }) => {
     if (!dataset.typed) return;
@@ -322,9 +364,15 @@ export function decodeJson<S extends v.GenericSchema>(
 
 /** Validates a value against a schema; the reason names the field and what is wrong. */
 export function validate<S extends v.GenericSchema>(schema: S, raw: unknown): Parsed<v.InferOutput<S>> {
+  const result = validateEach(schema, raw);
+  return result.ok ? result : { ok: false, reason: result.reasons.join('; ') };
+}
+
+/** Validates a value against a schema; each reason names a field and what is wrong with it, one per problem. */
+export function validateEach<S extends v.GenericSchema>(schema: S, raw: unknown): { ok: true; value: v.InferOutput<S> } | { ok: false; reasons: string[] } {
   const result = v.safeParse(schema, raw);
   if (result.success) return { ok: true, value: result.output };
-  return { ok: false, reason: result.issues.map(describeIssue).join('; ') };
+  return { ok: false, reasons: result.issues.map(describeIssue) };
 }
 
 function describeIssue(issue: v.BaseIssue<unknown>): string {
