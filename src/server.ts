@@ -11,6 +11,7 @@ import { parseServerOptions } from './server/command-line.ts';
 import { runQuery } from './server/commands/query.ts';
 import { startSeat } from './server/seat/seat.ts';
 import { runStatus } from './server/commands/status/command.ts';
+import { runRollout } from './server/commands/rollout/command.ts';
 
 // Every line a command prints may quote bus text: printed as safe text (DESIGN §3).
 const out = (line: string) => printLine(process.stdout, line);
@@ -30,6 +31,17 @@ async function main(): Promise<number> {
     try {
       const { command: _c, bus: _b, ...req } = opts;
       return await runInit(nc, req, out);
+    } finally {
+      await nc.close();
+    }
+  }
+  if (opts.command === 'rollout') {
+    // Only the admin login may ask the seat to resume or abort (DESIGN §12); it reads the bucket too.
+    const nc = await connectBus({ ...opts.bus, inboxPrefix: INBOX_PREFIXES.admin }, true).catch((err: Error) => {
+      throw new Error(`cannot reach the bus at ${opts.bus.servers.join(',')}: ${err.message}`);
+    });
+    try {
+      return await runRollout(nc, opts, out, err);
     } finally {
       await nc.close();
     }
@@ -57,7 +69,14 @@ async function main(): Promise<number> {
   if (!nc) return 0;
   watchConnection(nc, log);
   const seat = await Promise.race([
-    startSeat({ nc, log, archives: opts.archives, replicas: opts.replicas, inboxPrefix: INBOX_PREFIXES.seat }),
+    startSeat({
+      nc,
+      log,
+      archives: opts.archives,
+      replicas: opts.replicas,
+      inboxPrefix: INBOX_PREFIXES.seat,
+      ...(opts.rollout ? { rollout: opts.rollout } : {}),
+    }),
     signalled.then(() => undefined),
   ]);
   if (seat) {

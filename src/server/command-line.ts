@@ -8,6 +8,8 @@ import { isName } from '../shared/keys.ts';
 import { ok, type Parsed } from '../shared/result.ts';
 import { VERB_WHATS } from '../shared/schemas.ts';
 import { loginCollision } from './commands/bus-config/config.ts';
+import { parseRolloutCommand, ROLLOUT_FLAG, ROLLOUT_OWN_FLAGS, ROLLOUT_USAGE } from './commands/rollout/command-line.ts';
+import { parseRolloutFlag } from './seat/rollout/policy.ts';
 import {
   DEFAULT_CREDENTIALS_DIR,
   DEFAULT_LISTEN,
@@ -31,6 +33,7 @@ const SERVE_FLAGS = [
   ARCHIVES_FLAG,
   { name: 'replicas', env: 'MESH_REPLICAS', type: 'int', arg: 'N', help: `copies each created bucket keeps, 1–5 (default ${DEFAULT_REPLICAS})` },
   { name: 'debug', env: 'MESH_DEBUG', type: 'bool', help: 'log debug lines' },
+  ROLLOUT_FLAG,
 ] as const satisfies FlagTable;
 
 // The subcommands that reach the bus list only their own flags in --help, after the seat's.
@@ -87,6 +90,7 @@ export function serverHelp(): string {
     '       node dist/server.js status [<node> [<module>]] [flags]',
     '       node dist/server.js bus-config --node NAME [--node NAME …] [--provider NAME …] [flags]',
     '       node dist/server.js init [--replicas N] [--provider NAME …] [--nodes N] [flags]   (with the admin login)',
+    ROLLOUT_USAGE,
     '',
     'flags:',
     describeFlags(SERVE_FLAGS),
@@ -108,6 +112,10 @@ export function serverHelp(): string {
     'login before the seat, and again when a provider is added. init flags:',
     describeFlags(INIT_OWN_FLAGS),
     '',
+    "rollout shows each module's rollout (DESIGN §12); resume lifts a halt, abort plans every node back to the last",
+    'good build; both are asked of the seat and refused on a rollout that is done. rollout flags:',
+    describeFlags(ROLLOUT_OWN_FLAGS),
+    '',
     'SIGTERM drains and exits 0. Logs go to stderr, with sd-daemon prefixes under systemd.',
   ].join('\n');
 }
@@ -119,6 +127,7 @@ export function parseServerOptions(argv: readonly string[], env: NodeJS.ProcessE
   if (command === 'status') return parseStatus(rest, env);
   if (command === 'init') return parseInit(rest, env);
   if (command === 'query') return parseQuery(rest, env);
+  if (command === 'rollout') return parseRolloutCommand(rest, env, serverHelp);
   return parseServe(argv, env);
 }
 
@@ -136,7 +145,16 @@ function parseServe(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<Ser
   if (!replicas.ok) return replicas;
   const archives = parseArchives(values.archives);
   if (!archives.ok) return archives;
-  return ok({ command: 'serve', bus: bus.value, archives: archives.value, replicas: replicas.value, debug: values.debug === true });
+  const rollout = values.rollout === undefined ? undefined : parseRolloutFlag(values.rollout);
+  if (rollout && !rollout.ok) return { ok: false, reason: `--rollout: ${rollout.reason}` };
+  return ok({
+    command: 'serve',
+    bus: bus.value,
+    archives: archives.value,
+    replicas: replicas.value,
+    debug: values.debug === true,
+    ...(rollout ? { rollout: rollout.value } : {}),
+  });
 }
 
 function parseQuery(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {

@@ -3,6 +3,8 @@
 // command-line.ts.
 import type { BusOptions } from '../shared/bus.ts';
 import type { Asked } from '../shared/flags.ts';
+import type { Rollout } from '../shared/rollout-schema.ts';
+import type { RolloutOptions } from './commands/rollout/command-line.ts';
 
 /** Copies of each created bucket when --replicas is not given. */
 export const DEFAULT_REPLICAS = 1;
@@ -28,6 +30,8 @@ export type ServeOptions = {
   replicas: number;
   /** Whether debug lines are logged. */
   debug: boolean;
+  /** The rollout of a composition without its own (`--rollout`, DESIGN §12); absent: every plan at once. */
+  rollout?: Rollout;
 };
 
 /** What `query` asks. */
@@ -101,4 +105,4 @@ export type StatusOptions = { command: 'status'; bus: BusOptions } & StatusArgs;
 export type InitOptions = { command: 'init'; bus: BusOptions } & InitRequest;
 
 /** What the seat was asked to do. */
-export type ServerOptions = Asked | ServeOptions | QueryOptions | StatusOptions | BusConfigOptions | InitOptions;
+export type ServerOptions = Asked | ServeOptions | QueryOptions | StatusOptions | BusConfigOptions | InitOptions | RolloutOptions;

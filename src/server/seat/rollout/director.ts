@@ -3,7 +3,7 @@
 // composer asks it per key; the watches feed it plans and reports; it writes each state and says
 // each step. Every decision is made again from the state, the stored plans and the reports, so a
 // restarted seat goes on where it was.
-import { nodeModuleKey, parseNodeModuleKey } from '../../../shared/keys.ts';
+import { compareKeys, nodeModuleKey, parseNodeModuleKey } from '../../../shared/keys.ts';
 import type { Logger } from '../../../shared/log.ts';
 import type { Rollout } from '../../../shared/rollout-schema.ts';
 import type { Composition, Health } from '../../../shared/schemas.ts';
@@ -199,7 +199,7 @@ export class RolloutDirector {
     return [...this.#lives.values()]
       .filter((l) => l.state.state !== 'done')
       .map((l) => l.state.module)
-      .sort();
+      .sort(compareKeys);
   }
 
   /** The verb's `health` entry of a module's rollout that is not done. */
