@@ -71,4 +71,25 @@ test('a new build goes out in waves: the first ⌈f·N⌉ nodes by sha256, the n
   assert.ok(said.some((r) => /wave 1 of 3 planned/.test(r)) && said.some((r) => /wave 3 of 3/.test(r)) && said.some((r) => /done/.test(r)), said.join('\n'));
 });
 
+test('status shows a rolling or halted module on each of its nodes, the fleet and a node in detail', async () => {
+  const names = nodes('shown', 4);
+  await settle('shown', names);
+  for (const n of names) await fleet.report('shown', n, 'b1', 'applied');
+  await fleet.publish('shown', 'b2', { rollout: { waves: [0.5, 1], wait: 30 } });
+  await fleet.waitState('shown', (s) => s.state === 'rolling', 'rolling');
+  const table = await fleet.command(['status']);
+  const rows = table.stdout.split('\n').filter((l) => /^shown\d/.test(l));
+  assert.is(rows.length, 4, table.stdout);
+  for (const row of rows) assert.match(row, /shown \(rolling b2, wave 1\)/);
+  const order = inWaveOrder('shown', 'b2', names);
+  await fleet.report('shown', order[0]!, 'b2', 'failed', 'bad');
+  await fleet.waitState('shown', (s) => s.state === 'halted', 'halted');
+  const detail = await fleet.command(['status', order[3]!]);
+  assert.match(detail.stdout, /rollout: halted build b2, wave 1/);
+  const json = JSON.parse((await fleet.command(['status', '--json'])).stdout) as { nodes: { node: string; rollouts?: string[] }[] };
+  assert.equal(json.nodes.find((n) => n.node === order[1])?.rollouts, ['shown (halted b2, wave 1)']);
+  const untouched = await fleet.command(['status', 'plain1']);
+  assert.not.match(untouched.stdout, /rollout:/);
+});
+
 test.run();

@@ -10,20 +10,30 @@ import { detailLines, fleetLines, type FleetView, type NodeView } from './format
 import { Catalogue, detailOf, FleetSummary, ownershipOf, readReport, type ModuleDetail, type Ownership } from './summary.ts';
 import { DEFAULT_STATUS_LIMIT, type StatusArgs } from '../../options.ts';
 import { errorText } from '../../../shared/errors.ts';
+import { readRollouts } from './rollouts.ts';
 
 type Say = (line: string) => void;
+type Rollouts = Awaited<ReturnType<typeof readRollouts>>;
 
 /** Runs `status`: the fleet table (or JSON) without a node, a node's modules in detail with one. Returns the exit code. */
 export async function runStatus(nc: NatsConnection, args: StatusArgs, out: Say, err: Say = out, now: () => number = Date.now): Promise<number> {
   const catalogue = await readCatalogue(nc, err);
-  const failed = args.node === undefined ? await fleet(nc, args, catalogue, out, now()) : await node(nc, args, catalogue, out, now());
+  const rollouts = await readRollouts(nc);
+  const failed = args.node === undefined ? await fleet(nc, args, catalogue, out, now(), rollouts) : await node(nc, args, catalogue, out, now(), rollouts);
   if (!failed) return 0;
   err(failed.message.replace(/^query: /, 'status: '));
   return failed.code;
 }
 
-async function fleet(nc: NatsConnection, args: StatusArgs, catalogue: Catalogue | undefined, out: Say, now: number): Promise<QueryFailure | undefined> {
-  const summary = new FleetSummary(catalogue, now);
+async function fleet(
+  nc: NatsConnection,
+  args: StatusArgs,
+  catalogue: Catalogue | undefined,
+  out: Say,
+  now: number,
+  rollouts: Rollouts,
+): Promise<QueryFailure | undefined> {
+  const summary = new FleetSummary(catalogue, now, rollouts);
   const failed = await forEachPage(nc, { what: 'applied', limit: args.limit ?? DEFAULT_STATUS_LIMIT }, (page) => {
     for (const { key, value } of page.entries) summary.add(key, value);
     for (const { key, reason } of page.outOfShape) summary.addOutOfShape(key, reason);
@@ -40,7 +50,14 @@ async function fleet(nc: NatsConnection, args: StatusArgs, catalogue: Catalogue 
   return undefined;
 }
 
-async function node(nc: NatsConnection, args: StatusArgs, catalogue: Catalogue | undefined, out: Say, now: number): Promise<QueryFailure | undefined> {
+async function node(
+  nc: NatsConnection,
+  args: StatusArgs,
+  catalogue: Catalogue | undefined,
+  out: Say,
+  now: number,
+  rollouts: Rollouts,
+): Promise<QueryFailure | undefined> {
   const registry = new Map<string, Ownership>();
   const limit = args.limit ?? DEFAULT_STATUS_LIMIT;
   const failedRegistry = await forEachPage(nc, { what: 'registry', limit }, (page) => {
@@ -53,7 +70,7 @@ async function node(nc: NatsConnection, args: StatusArgs, catalogue: Catalogue |
   const failed = await forEachPage(nc, request, (page) => {
     for (const { key, value } of page.entries) {
       const read = readReport(value);
-      if (read.ok) modules.push(detailOf(read.value, registry, catalogue, now));
+      if (read.ok) modules.push(detailOf(read.value, registry, catalogue, now, rollouts));
       else outOfShape.push({ key, reason: `value: ${read.reason}` });
     }
     outOfShape.push(...page.outOfShape);

@@ -45,6 +45,8 @@ export function fleetLines(view: FleetView): string[] {
   const lines: string[] = [];
   if (view.nodes.length === 0) lines.push('(no reports)');
   else {
+    // The ROLLOUT column is there only while a rollout rolls or is halted.
+    const rolling = view.nodes.some((n) => n.rollouts);
     const rows = view.nodes.map((n) => [
       cell(n.node),
       String(n.applied),
@@ -52,8 +54,9 @@ export function fleetLines(view: FleetView): string[] {
       String(n.failed),
       oldestCell(n.oldestWaiting),
       cell(n.held.join(',')),
+      ...(rolling ? [cell((n.rollouts ?? []).join(', '))] : []),
     ]);
-    lines.push(...formatTable(['NODE', 'APPLIED', 'WAITING', 'FAILED', 'OLDEST WAITING', 'HELD'], rows));
+    lines.push(...formatTable(['NODE', 'APPLIED', 'WAITING', 'FAILED', 'OLDEST WAITING', 'HELD', ...(rolling ? ['ROLLOUT'] : [])], rows));
   }
   const sum = (k: 'applied' | 'waiting' | 'failed') => view.nodes.reduce((total, n) => total + n[k], 0);
   lines.push('', `${view.nodes.length} nodes: ${sum('applied')} applied, ${sum('waiting')} waiting, ${sum('failed')} failed`);
@@ -79,6 +82,7 @@ export function detailLines(view: NodeView): string[] {
     if (lines.length > 0) lines.push('');
     lines.push(`${cell(m.node)} ${cell(m.module)}: ${m.state}, build ${cell(m.build) || '?'}, reported ${formatAge(m.seconds)} ago (${cell(m.at)})`);
     if (m.reason !== undefined) lines.push(`  reason: ${cell(m.reason)}`);
+    if (m.rollout) lines.push(`  rollout: ${cell(m.rollout.state)} build ${cell(m.rollout.build)}, wave ${m.rollout.wave}`);
     if (m.held) lines.push(`  held by the seat: ${cell(m.held.reason)}${m.held.build ? ` (build ${cell(m.held.build)})` : ''}`);
     if (m.waiting.length > 0) {
       const rows = m.waiting.map((w) => [

@@ -4,6 +4,7 @@ import type { Parsed } from '../../../shared/result.ts';
 import { ReportSchema, validate, type Report } from '../../../shared/schemas.ts';
 import { heldReason } from '../../seat/health.ts';
 import { isUsable, readModule } from '../../seat/inputs.ts';
+import { rolloutCell, type RolloutMark } from './rollouts.ts';
 
 /** Out-of-shape keys `status` lists at most; past that it only counts them. */
 export const MAX_LISTED_OUT_OF_SHAPE = 100;
@@ -41,6 +42,8 @@ export type NodeSummary = {
   oldestWaiting?: OldestWaiting;
   /** The node's modules (those it has a report of) that the seat holds, in key order. */
   held: string[];
+  /** The node's modules under a rolling or halted rollout (DESIGN §12), each with its state, build and wave. */
+  rollouts?: string[];
 };
 
 /**
@@ -104,6 +107,7 @@ export class FleetSummary {
   constructor(
     private readonly catalogue: Catalogue | undefined,
     private readonly now: number,
+    private readonly rollouts: ReadonlyMap<string, RolloutMark> = new Map(),
   ) {}
 
   /** Counts one entry of `applied`. */
@@ -115,6 +119,8 @@ export class FleetSummary {
     if (!node) this.nodes.set(report.node, (node = { node: report.node, applied: 0, waiting: 0, failed: 0, held: [] }));
     if (report.state === 'applied' || report.state === 'waiting' || report.state === 'failed') node[report.state] += 1;
     if (report.state === 'waiting') node.oldestWaiting = older(node.oldestWaiting, report, this.now);
+    const rollout = this.rollouts.get(report.module);
+    if (rollout) (node.rollouts ??= []).push(rolloutCell(report.module, rollout));
     const held = this.catalogue?.heldOf(report.module);
     if (!held) return;
     node.held.push(report.module);
@@ -156,6 +162,8 @@ export type ModuleDetail = {
   reason?: string;
   /** Present when the seat holds the module. */
   held?: Held;
+  /** Present when the module's rollout rolls or is halted. */
+  rollout?: RolloutMark;
   /** Every value the module waits for, with the domain that owns it (the registry's word; '' for a kind it does not know). */
   waiting: { kind: string; name: string; owner: string; where: string; files: string[] }[];
   /** The files as the engine took them. */
@@ -163,8 +171,15 @@ export type ModuleDetail = {
 };
 
 /** A report in detail, each waited value's kind looked up in `registry`. */
-export function detailOf(report: Report, registry: ReadonlyMap<string, Ownership>, catalogue: Catalogue | undefined, now: number): ModuleDetail {
+export function detailOf(
+  report: Report,
+  registry: ReadonlyMap<string, Ownership>,
+  catalogue: Catalogue | undefined,
+  now: number,
+  rollouts: ReadonlyMap<string, RolloutMark> = new Map(),
+): ModuleDetail {
   const held = catalogue?.heldOf(report.module);
+  const rollout = rollouts.get(report.module);
   return {
     node: report.node,
     module: report.module,
@@ -174,6 +189,7 @@ export function detailOf(report: Report, registry: ReadonlyMap<string, Ownership
     seconds: secondsSince(report.at, now),
     ...(report.reason !== undefined ? { reason: report.reason } : {}),
     ...(held ? { held } : {}),
+    ...(rollout ? { rollout } : {}),
     waiting: report.waiting.map((w) => ({ kind: w.kind, name: w.name, ...(registry.get(w.kind) ?? { owner: '', where: '' }), files: w.files })),
     files: report.files,
   };
