@@ -10,12 +10,13 @@ import type { Composition, Health } from '../../../shared/schemas.ts';
 import { unrefTimer, type Timer } from '../../../shared/timer.ts';
 import { digestOf } from '../digest.ts';
 import { isUsable, type KnownComposition } from '../inputs.ts';
-import { markOfComposition, markOfPlan, readSeenReport } from './marks.ts';
-import { measureWave, type NodeClock, type SeenReport } from './progress.ts';
+import { judgeWave } from './judge.ts';
+import { carryOver, clockOf, compositionOf, newLive, stopTimers, type Live } from './live.ts';
+import { markOfPlan, readSeenReport } from './marks.ts';
 import { contentOf, isOpen, type RolloutHealth, type RolloutState } from './state.ts';
-import { abortRollout, describeState, haltRollout, nextWave, refusal, resumeRollout, startRollout, supersedeRollout } from './steps.ts';
+import { abortRollout, describeState, refusal, resumeRollout, startRollout, supersedeRollout } from './steps.ts';
 import type { StateWriter } from './store.ts';
-import { reachedBy, waveOrder } from './waves.ts';
+import { waveOrder } from './waves.ts';
 
 /** What the director asks of the composer: the module's keys, their stored plans, and a pass over a module's keys. */
 export type RolloutHost = {
@@ -42,19 +43,8 @@ export type DirectorOptions = {
 /** An operator's request answered: taken, or refused with why. */
 export type RolloutAnswer = { ok: true } | { ok: false; reason: string };
 
-/** A rollout the seat keeps in memory beside its stored state. */
-type Live = {
-  state: RolloutState;
-  /** Each member's place in the wave order. */
-  index: Map<string, number>;
-  /** The new build's composition, once the composer has read it. */
-  target: Composition | undefined;
-  clocks: Map<string, NodeClock>;
-  reports: Map<string, SeenReport>;
-  /** What each node's stored plan holds (`markOfPlan`). */
-  marks: Map<string, string>;
-  deadline: { cancel(): void } | undefined;
-};
+/** How often changed counts of a rollout are stored at most (a step is stored at once). */
+export const COUNTS_WRITE_MS = 1000;
 
 /** Directs the rollouts of every module. */
 export class RolloutDirector {
@@ -88,7 +78,7 @@ export class RolloutDirector {
 
   /** Takes the states read from the bucket at start, before any pass. */
   load(states: ReadonlyMap<string, RolloutState>): void {
-    for (const state of states.values()) this.#lives.set(state.module, this.#live(state, undefined));
+    for (const state of states.values()) this.#lives.set(state.module, newLive(state, undefined, state.wave));
   }
 
   /** The composer read a module's composition (null: gone): a new one starts, supersedes or settles a rollout. */
@@ -113,32 +103,21 @@ export class RolloutDirector {
       return;
     }
     const state = startRollout({ target: next, digest, from, policy, members: waveOrder(module, next.build, members), now: this.#now() });
-    const started = this.#live(state, next);
+    const started = newLive(state, next, 0);
     // What the superseded rollout learnt of the nodes' plans and reports still holds.
-    if (live) for (const what of ['reports', 'marks'] as const) for (const [k, v] of live[what]) (started[what] as Map<string, unknown>).set(k, v);
+    if (live) carryOver(live, started);
     this.#settled.delete(module);
     this.#lives.set(module, started);
-    this.#step(started, state);
+    this.#planWhenStored(started, state);
   }
 
   /** The composition `key`'s plan is composed from: the new build, the last good one, or undefined to keep its stored plan. */
   compositionFor(key: string, node: string, module: string, current: Composition): Composition | undefined {
     const live = this.#lives.get(module);
     if (!live) return current;
-    const { state } = live;
-    if (state.state === 'halted' || state.state === 'aborted') return state.previous;
-    if (state.state !== 'rolling') return current;
-    const at = live.index.get(node);
-    // A node assigned anew, or one whose plan is gone, has nothing to protect: the newest build at once.
-    if (at === undefined || !this.#host?.hasStoredPlan(key)) return current;
-    if (at < reachedBy(state.waves, state.wave, state.nodes.total)) {
-      this.#clockOf(live, node);
-      return current;
-    }
-    // Not reached yet: on the last good build it stays there (a placement change composed with it);
-    // on a superseded build it keeps its plan until its wave.
-    const mark = live.marks.get(node);
-    return mark === undefined || mark === markOfComposition(state.previous) ? state.previous : undefined;
+    const chosen = compositionOf(live, node, this.#host?.hasStoredPlan(key) ?? false, current);
+    if (chosen.reached) clockOf(live, node, this.#now(), this.#reportsSeen);
+    return chosen.composition;
   }
 
   /** A plan seen on the bus (null: deleted): what a rolling module's node holds. */
@@ -182,10 +161,12 @@ export class RolloutDirector {
     const why = refusal(live.state, op);
     if (why !== undefined) return { ok: false, reason: why };
     live.clocks.clear();
-    const stored = this.#step(live, op === 'resume' ? resumeRollout(live.state, this.#now()) : abortRollout(live.state, this.#now()));
-    this.#host?.recompose(module);
-    this.#evaluateSoon(module);
-    await stored;
+    if (op === 'resume') await this.#planWhenStored(live, resumeRollout(live.state, this.#now()));
+    else {
+      const stored = this.#step(live, abortRollout(live.state, this.#now()));
+      this.#host?.recompose(module);
+      await stored;
+    }
     return { ok: true };
   }
 
@@ -212,13 +193,8 @@ export class RolloutDirector {
   /** Stops every deadline; nothing is judged any more. */
   close(): void {
     this.#closed = true;
-    for (const live of this.#lives.values()) live.deadline?.cancel();
+    for (const live of this.#lives.values()) stopTimers(live);
     this.writer.close();
-  }
-
-  #live(state: RolloutState, target: Composition | undefined): Live {
-    const index = new Map(state.members.map((node, i) => [node, i]));
-    return { state, index, target, clocks: new Map(), reports: new Map(), marks: new Map(), deadline: undefined };
   }
 
   /** The build a new rollout starts from: an open or aborted rollout's last good build, else what the nodes are on. */
@@ -237,20 +213,20 @@ export class RolloutDirector {
     return nodes;
   }
 
-  /** A planned node's clock, started the first time it is asked for. */
-  #clockOf(live: Live, node: string): NodeClock {
-    let clock = live.clocks.get(node);
-    if (!clock) {
-      // A node already holding the new build (a restarted seat, a node assigned anew) counts the reports it has.
-      const holds = live.target !== undefined && live.marks.get(node) === markOfComposition(live.target);
-      clock = { since: this.#now(), after: holds ? 0 : this.#reportsSeen, applied: false };
-      live.clocks.set(node, clock);
-    }
-    return clock;
+  /** Takes a rolling state whose wave moved: its nodes are planned once it is stored, then the wave is judged. */
+  #planWhenStored(live: Live, state: RolloutState): Promise<void> {
+    live.storedWave = 0;
+    return this.#step(live, state).then(() => {
+      if (this.#closed || this.#lives.get(state.module) !== live || live.state.state !== 'rolling' || live.state.wave !== state.wave) return;
+      live.storedWave = state.wave;
+      this.#host?.recompose(state.module);
+      this.#evaluateSoon(state.module);
+    });
   }
 
   /** Takes a new state: stored, said, and logged. */
   #step(live: Live, state: RolloutState): Promise<void> {
+    stopTimers(live);
     live.state = state;
     const reason = describeState(state);
     this.log.info(reason);
@@ -275,41 +251,32 @@ export class RolloutDirector {
     });
   }
 
-  /** Judges the planned wave: halt at `halt` failed nodes, the next wave (or done) when every node applied, else wait. */
+  /** Judges the planned wave and takes what it decides. */
   #judge(module: string): void {
     const live = this.#lives.get(module);
     if (!live || this.#closed || !this.#passed || !this.#reportsRead || !this.#host || !live.target || live.state.state !== 'rolling') return;
-    const { state } = live;
+    // A wave not stored yet is not planned yet: judged once it is.
+    if (live.storedWave !== live.state.wave) return;
     live.deadline?.cancel();
     live.deadline = undefined;
-    const progress = measureWave({
-      build: state.build,
-      waitS: state.wait,
-      reached: state.members.slice(0, reachedBy(state.waves, state.wave, state.nodes.total)),
-      assigned: (node) => this.#host!.isAssigned(nodeModuleKey(node, module)),
-      clockOf: (node) => this.#clockOf(live, node),
-      reportOf: (node) => live.reports.get(node),
-      now: this.#now(),
-    });
-    if (progress.failed.length >= state.halt) {
+    const host = this.#host;
+    const judged = judgeWave(live, this.#now(), this.#reportsSeen, (node) => host.isAssigned(nodeModuleKey(node, module)));
+    if (judged.kind === 'halt') {
       live.clocks.clear();
-      void this.#step(live, haltRollout(state, progress.failed, this.#now()));
-      return this.#host.recompose(module);
+      void this.#step(live, judged.state);
+      return host.recompose(module);
     }
-    if (progress.applied === progress.planned) {
-      const next = nextWave({ ...state, nodes: { ...state.nodes, applied: progress.applied } }, live.target, this.#now());
-      if (next.state === 'done') this.#settled.set(module, live.target);
-      void this.#step(live, next);
-      if (next.state !== 'rolling') return;
-      this.#host.recompose(module);
-      return this.#evaluateSoon(module);
+    if (judged.kind === 'next') {
+      if (judged.state.state === 'done') this.#settled.set(module, live.target);
+      return void (judged.state.state === 'rolling' ? this.#planWhenStored(live, judged.state) : this.#step(live, judged.state));
     }
-    const nodes = { ...state.nodes, applied: progress.applied, failed: progress.failed.length };
-    if (nodes.applied !== state.nodes.applied || nodes.failed !== state.nodes.failed) {
-      // Counts change with every report: stored, never said (a step is said once).
-      live.state = { ...state, nodes, failed: progress.failed };
-      void this.writer.write(live.state);
-    }
-    if (progress.deadline !== undefined) live.deadline = this.#timer(() => this.#evaluateSoon(module), Math.max(0, progress.deadline - this.#now()) + 1);
+    live.state = judged.state;
+    // Counts change with every report: stored at most once a second, never said (a step is said once).
+    if (judged.countsMoved)
+      live.counts ??= this.#timer(() => {
+        live.counts = undefined;
+        if (!this.#closed) void this.writer.write(live.state);
+      }, COUNTS_WRITE_MS);
+    if (judged.deadline !== undefined) live.deadline = this.#timer(() => this.#evaluateSoon(module), Math.max(0, judged.deadline - this.#now()) + 1);
   }
 }
