@@ -206,6 +206,19 @@ test('decided: a rollback whose old plan no longer composes keeps the node on it
   assert.ok(fleet.health.some((h) => h.node === 'stuck1' && h.build === 'b1' && /dir:old/.test(h.reason)));
 });
 
+test('decided: a module held (unpublished) during a rollout pauses it: no clock runs out, and it goes on once published again', async () => {
+  const names = nodes('pause', 2);
+  await settle('pause', names);
+  const order = await rollOut('pause', names, 'b2', { waves: [0.5, 1], wait: 1 }, 1);
+  const bytes = (await fleet.kv.modules.get('pause'))!.json<Record<string, unknown>>();
+  await fleet.kv.modules.put('pause', JSON.stringify({ ...bytes, published: false }));
+  await sleep(2000);
+  assert.is((await fleet.state('pause'))?.state, 'rolling', 'held past wait, nothing failed');
+  await fleet.kv.modules.put('pause', JSON.stringify(bytes));
+  await fleet.report('pause', order[0]!, 'b2', 'applied');
+  await fleet.waitState('pause', (s) => s.wave === 2, 'wave 2 once published again');
+});
+
 test('a seat killed mid-wave and started again goes on where it was: the rollout ends done, no node ever planned backwards', async () => {
   const names = nodes('crash', 10);
   await settle('crash', names);

@@ -84,14 +84,21 @@ export class RolloutDirector {
   /** The composer read a module's composition (null: gone): a new one starts, supersedes or settles a rollout. */
   compositionChanged(module: string, known: KnownComposition | null): void {
     const usable = known ?? undefined;
-    if (!isUsable(usable)) return;
+    if (!isUsable(usable)) {
+      // A held module is judged no further: a node it did not plan must not run out of time.
+      const held = this.#lives.get(module);
+      if (held) held.target = undefined;
+      return;
+    }
     const next = usable.parsed.value;
     const digest = digestOf(contentOf(next));
     const live = this.#lives.get(module);
     if (live?.state.digest === digest) {
+      // Back from held: the nodes' clocks start again, as their plans are written again.
+      if (!live.target) live.clocks.clear();
       live.target = next;
       if (live.state.state === 'done') this.#settled.set(module, next);
-      return;
+      return this.#evaluateSoon(module);
     }
     const firstSight = !live && !this.#settled.has(module);
     const from = this.#lastGood(module, live);
