@@ -9,6 +9,7 @@ import { measureWave, type NodeClock, type SeenReport } from '../src/server/seat
 import { reachedBy, waveOrder, waveSize } from '../src/server/seat/rollout/waves.ts';
 import { refusal, startRollout } from '../src/server/seat/rollout/steps.ts';
 import type { Composition } from '../src/shared/schemas.ts';
+import { parseServerOptions } from '../src/server/command-line.ts';
 
 test('a wave is ⌈f·N⌉ computed exactly: 0.07 of 100 is 7, 0.1 of 30 is 3, 0.29 of 100 is 29', () => {
   assert.is(waveSize(0.07, 100), 7);
@@ -133,6 +134,22 @@ test('resume and abort are refused on a done rollout, saying so; resume only lif
   assert.match(refusal(rolling, 'resume')!, /not halted/);
   assert.is(refusal(rolling, 'abort'), undefined);
   assert.is(refusal({ ...rolling, state: 'halted' }, 'resume'), undefined);
+});
+
+test('the seat reads --rollout or MESH_ROLLOUT, refusing a bad one naming the flag; rollout takes its words', () => {
+  const env = parseServerOptions([], { MESH_ROLLOUT: '0.1,1/2/30' });
+  assert.equal(env.ok && env.value.command === 'serve' && env.value.rollout, { waves: [0.1, 1], halt: 2, wait: 30 });
+  const none = parseServerOptions([], {});
+  assert.is(none.ok && none.value.command === 'serve' && none.value.rollout, undefined, 'no rollout unless asked');
+  const bad = parseServerOptions(['--rollout', '0.5,0.2,1'], {});
+  assert.equal(bad, { ok: false, reason: '--rollout: waves holds 0.2 (wave 2) after 0.5: the waves must strictly increase' });
+  const show = parseServerOptions(['rollout', 'web', '--json'], {});
+  assert.ok(show.ok && show.value.command === 'rollout' && show.value.op === 'show' && show.value.module === 'web' && show.value.json);
+  const abort = parseServerOptions(['rollout', 'abort', 'web'], {});
+  assert.ok(abort.ok && abort.value.command === 'rollout' && abort.value.op === 'abort' && abort.value.module === 'web');
+  assert.equal(parseServerOptions(['rollout', 'resume'], {}), { ok: false, reason: 'rollout resume needs a MODULE' });
+  assert.is(parseServerOptions(['rollout', 'abort', 'web', 'x'], {}).ok, false);
+  assert.is(parseServerOptions(['rollout', 'Web'], {}).ok, false);
 });
 
 test.run();
