@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { parseRolloutFlag } from '../src/server/seat/rollout/policy.ts';
 import { measureWave, type NodeClock, type SeenReport } from '../src/server/seat/rollout/progress.ts';
 import { reachedBy, waveOrder, waveSize } from '../src/server/seat/rollout/waves.ts';
-import { refusal, startRollout } from '../src/server/seat/rollout/steps.ts';
+import { describeState, haltRollout, refusal, startRollout } from '../src/server/seat/rollout/steps.ts';
 import type { Composition } from '../src/shared/schemas.ts';
 import { parseServerOptions } from '../src/server/command-line.ts';
 
@@ -134,6 +134,13 @@ test('resume and abort are refused on a done rollout, saying so; resume only lif
   assert.match(refusal(rolling, 'resume')!, /not halted/);
   assert.is(refusal(rolling, 'abort'), undefined);
   assert.is(refusal({ ...rolling, state: 'halted' }, 'resume'), undefined);
+});
+
+test('a halt is said naming the first five failed nodes and how many more', () => {
+  const rolling = startRollout({ target: comp('b2'), digest: 'd', from: comp('b1'), policy: { waves: [1], halt: 7, wait: 1 }, members: ['a'], now: 0 });
+  const failed = Array.from({ length: 7 }, (_, i) => ({ node: `n${i}`, reason: 'failed: bad' }));
+  const line = describeState(haltRollout(rolling, failed, 0));
+  assert.match(line, /halted at wave 1 by 7 failed node\(s\) \(n0: failed: bad; .*n4: failed: bad; and 2 more\); planned back to b1/);
 });
 
 test('the seat reads --rollout or MESH_ROLLOUT, refusing a bad one naming the flag; rollout takes its words', () => {

@@ -82,11 +82,17 @@ export function refusal(state: RolloutState, op: 'resume' | 'abort'): string | u
   return undefined;
 }
 
+/** How many failed nodes a halt's line names at most. */
+export const FAILED_NODES_SAID = 5;
+
 /** The line a rollout's current state is said with, on `provisioner_health` and in the verb's `health`. */
 export function describeState(state: RolloutState): string {
   const head = `rollout of ${state.module} build ${state.build} from ${state.from}`;
   const { total, planned, applied } = state.nodes;
-  const failed = state.failed.map((f) => `${f.node}: ${f.reason}`).join('; ');
+  // A line names the first few failed nodes; `rollout MODULE` lists them all.
+  const shown = state.failed.slice(0, FAILED_NODES_SAID).map((f) => `${f.node}: ${f.reason}`);
+  const more = state.failed.length - shown.length;
+  const failed = `${shown.join('; ')}${more > 0 ? `; and ${more} more` : ''}`;
   switch (state.state) {
     case 'rolling':
       return `${head}: wave ${state.wave} of ${state.waves.length} planned (${planned} of ${total} nodes, ${applied} applied)`;
