@@ -17,6 +17,7 @@ import { runStatus } from './server/commands/status/command.ts';
 import { runAssign, runUnassign } from './server/commands/assign.ts';
 import { prepareConfig, readStreamWithin, runConfig, type ConfigIo } from './server/commands/config/command.ts';
 import type { InputCommandOptions } from './server/options.ts';
+import { runRollout } from './server/commands/rollout/command.ts';
 
 // Every line a command prints may quote bus text: printed as safe text (DESIGN §3).
 const out = (line: string) => printLine(process.stdout, line);
@@ -49,6 +50,17 @@ async function main(): Promise<number> {
     return runPublish(req, connect, out, err);
   }
   if (opts.command === 'assign' || opts.command === 'unassign' || opts.command === 'config') return runInputCommand(opts);
+  if (opts.command === 'rollout') {
+    // Only the admin login may ask the seat to resume or abort (DESIGN §12); it reads the bucket too.
+    const nc = await connectBus({ ...opts.bus, inboxPrefix: INBOX_PREFIXES.admin }, true).catch((err: Error) => {
+      throw new Error(`cannot reach the bus at ${opts.bus.servers.join(',')}: ${err.message}`);
+    });
+    try {
+      return await runRollout(nc, opts, out, err);
+    } finally {
+      await nc.close();
+    }
+  }
   // The seat's user may subscribe only its own inboxes (DESIGN §11), for serving and for a query alike.
   const bus = { ...opts.bus, inboxPrefix: INBOX_PREFIXES.seat };
 
@@ -72,7 +84,14 @@ async function main(): Promise<number> {
   if (!nc) return 0;
   watchConnection(nc, log);
   const seat = await Promise.race([
-    startSeat({ nc, log, archives: opts.archives, replicas: opts.replicas, inboxPrefix: INBOX_PREFIXES.seat }).catch(async (err: unknown) => {
+    startSeat({
+      nc,
+      log,
+      archives: opts.archives,
+      replicas: opts.replicas,
+      inboxPrefix: INBOX_PREFIXES.seat,
+      ...(opts.rollout ? { rollout: opts.rollout } : {}),
+    }).catch(async (err: unknown) => {
       // Said at error with what to set, not as a bare line: the number came from a flag or a unit's env file.
       if (!isTooManyReplicas(err)) throw err;
       log.error(tooManyReplicasLine(opts.replicas, opts.replicasFrom, errorText(err)));

@@ -130,9 +130,9 @@ test('the seat bundle copied alone into an empty directory composes a plan under
   await composesAPlan('deno');
 });
 
-test('a seat user that may subscribe only _INBOX_seat.> and the verb serves, composes and answers a query', async () => {
+test('a seat user that may subscribe only _INBOX_seat.>, the verb and the rollout requests serves, composes and answers a query', async () => {
   const nats = await startNats(`authorization { users = [
-    { user: seat, password: seat, permissions: { subscribe: ["${INBOX_PREFIXES.seat}.>", "mesh-provisioner.provisioning"] } },
+    { user: seat, password: seat, permissions: { subscribe: ["${INBOX_PREFIXES.seat}.>", "mesh-provisioner.provisioning", "mesh-provisioner.rollout"] } },
     { user: test, password: test }
   ] }`);
   servers.push(nats);

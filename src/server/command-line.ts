@@ -9,6 +9,8 @@ import { ok, type Parsed } from '../shared/result.ts';
 import { VERB_WHATS } from '../shared/schemas.ts';
 import { loginCollision } from './commands/bus-config/config.ts';
 import { ASSIGN_OWN_FLAGS, parseAssign, parseConfig, parseUnassign } from './input-command-line.ts';
+import { parseRolloutCommand, ROLLOUT_FLAG, ROLLOUT_OWN_FLAGS, ROLLOUT_USAGE } from './commands/rollout/command-line.ts';
+import { parseRolloutFlag } from './seat/rollout/policy.ts';
 import {
   DEFAULT_CREDENTIALS_DIR,
   DEFAULT_LISTEN,
@@ -32,6 +34,7 @@ const SERVE_FLAGS = [
   ARCHIVES_FLAG,
   { name: 'replicas', env: 'MESH_REPLICAS', type: 'int', arg: 'N', help: `copies each created bucket keeps, 1–5 (default ${DEFAULT_REPLICAS})` },
   { name: 'debug', env: 'MESH_DEBUG', type: 'bool', help: 'log debug lines' },
+  ROLLOUT_FLAG,
 ] as const satisfies FlagTable;
 
 // The subcommands that reach the bus list only their own flags in --help, after the seat's.
@@ -104,6 +107,7 @@ export function serverHelp(): string {
     '       node dist/server.js unassign NODE MODULE',
     '       node dist/server.js config set NODE MODULE KEY VALUE | get NODE MODULE [KEY] | rm NODE MODULE KEY | import FILE',
     '       node dist/server.js publish DIR|ARCHIVE --composition FILE [--build B] [--dry-run] [flags]   (with the admin login)',
+    ROLLOUT_USAGE,
     '',
     'flags:',
     describeFlags(SERVE_FLAGS),
@@ -137,6 +141,10 @@ export function serverHelp(): string {
     'login; `assign --help` and `config --help` say each in full. assign flags:',
     describeFlags(ASSIGN_OWN_FLAGS),
     '',
+    "rollout shows each module's rollout (DESIGN §12); resume lifts a halt, abort plans every node back to the last",
+    'good build; both are asked of the seat and refused on a rollout that is done. rollout flags:',
+    describeFlags(ROLLOUT_OWN_FLAGS),
+    '',
     'SIGTERM drains and exits 0. Logs go to stderr, with sd-daemon prefixes under systemd.',
   ].join('\n');
 }
@@ -152,6 +160,7 @@ export function parseServerOptions(argv: readonly string[], env: NodeJS.ProcessE
   if (command === 'unassign') return parseUnassign(rest, env);
   if (command === 'config') return parseConfig(rest, env);
   if (command === 'publish') return parsePublish(rest, env);
+  if (command === 'rollout') return parseRolloutCommand(rest, env, serverHelp);
   return parseServe(argv, env);
 }
 
@@ -170,7 +179,17 @@ function parseServe(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<Ser
   if (!replicas.ok) return replicas;
   const archives = parseArchives(values.archives);
   if (!archives.ok) return archives;
-  return ok({ command: 'serve', bus: bus.value, archives: archives.value, replicas: replicas.value, replicasFrom, debug: values.debug === true });
+  const rollout = values.rollout === undefined ? undefined : parseRolloutFlag(values.rollout);
+  if (rollout && !rollout.ok) return { ok: false, reason: `--rollout: ${rollout.reason}` };
+  return ok({
+    command: 'serve',
+    bus: bus.value,
+    archives: archives.value,
+    replicas: replicas.value,
+    replicasFrom,
+    debug: values.debug === true,
+    ...(rollout ? { rollout: rollout.value } : {}),
+  });
 }
 
 function parseQuery(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {

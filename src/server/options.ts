@@ -4,6 +4,8 @@
 import type { BusOptions } from '../shared/bus.ts';
 import type { Asked } from '../shared/flags.ts';
 import type { Assignment } from '../shared/schemas.ts';
+import type { Rollout } from '../shared/rollout-schema.ts';
+import type { RolloutOptions } from './commands/rollout/command-line.ts';
 
 /** Copies of each created bucket when --replicas is not given. */
 export const DEFAULT_REPLICAS = 1;
@@ -31,6 +33,8 @@ export type ServeOptions = {
   replicasFrom: string;
   /** Whether debug lines are logged. */
   debug: boolean;
+  /** The rollout of a composition without its own (`--rollout`, DESIGN §12); absent: every plan at once. */
+  rollout?: Rollout;
 };
 
 /** What `query` asks. */
@@ -152,4 +156,5 @@ export type ConfigOptions = { command: 'config'; args: ConfigArgs } & InputComma
 export type InputCommandOptions = AssignOptions | UnassignOptions | ConfigOptions;
 
 /** What the seat was asked to do. */
-export type ServerOptions = Asked | ServeOptions | QueryOptions | StatusOptions | BusConfigOptions | InitOptions | InputCommandOptions | PublishOptions;
+export type ServerOptions =
+  Asked | ServeOptions | QueryOptions | StatusOptions | BusConfigOptions | InitOptions | InputCommandOptions | PublishOptions | RolloutOptions;

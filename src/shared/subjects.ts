@@ -2,6 +2,8 @@
 
 /** The seat's read-only verb. */
 export const PROVISIONING_VERB = 'mesh-provisioner.provisioning';
+/** The seat's rollout requests (DESIGN §12): `{op: "resume"|"abort", module}` → `{ok, reason?}`, from the admin login only. */
+export const ROLLOUT_VERB = 'mesh-provisioner.rollout';
 /** Where the seat says held and failed modules. */
 export const HEALTH_SUBJECT = 'provisioner_health';
 /** The vault's credential verb. */

@@ -4,7 +4,7 @@
 import { parseNodeModuleKey } from '../../shared/keys.ts';
 import { MAX_PLAN_BYTES } from '../../shared/limits.ts';
 import type { Logger } from '../../shared/log.ts';
-import type { Health } from '../../shared/schemas.ts';
+import type { Composition, Health } from '../../shared/schemas.ts';
 import { composePlan } from './compose.ts';
 import { clip, ComposerHealth, HELD_PASSES_BEFORE_HEALTH, heldReason, subjectOf } from './health.ts';
 import { HealthBook } from './health-book.ts';
@@ -14,6 +14,7 @@ import { PassWrites } from './pass-writes.ts';
 import { DEFAULT_WRITES_IN_FLIGHT, PlanWriter, type PlanStore } from './plan-writer.ts';
 import { WriteRetry, type WriteRetryOptions } from './write-retry.ts';
 import { errorText } from '../../shared/errors.ts';
+import type { RolloutDirector } from './rollout/director.ts';
 
 export { HELD_PASSES_BEFORE_HEALTH };
 
@@ -52,6 +53,8 @@ export type ComposerOptions = {
   retry?: WriteRetryOptions;
   /** The clock of the health entries' `since`, in ms (Date.now). */
   now?: () => number;
+  /** The rollouts (DESIGN §12) that choose each key's composition; none: every plan from the newest, at once. */
+  rollouts?: Pick<RolloutDirector, 'attach' | 'compositionChanged' | 'compositionFor'>;
 };
 
 type Wanted = { bytes: Uint8Array; digest: string };
@@ -80,6 +83,7 @@ export class Composer {
   /** Writes of the running pass that failed: their keys wait for the retry. */
   #writesFailed = 0;
   readonly #retry: WriteRetry;
+  readonly #rollouts: ComposerOptions['rollouts'];
   #closed = false;
 
   constructor(
@@ -97,6 +101,19 @@ export class Composer {
       // A pass asked by an input change meanwhile may have written them already.
       if (this.#dirty.size + this.#orphans.size > 0) this.#request();
     }, options.retry);
+    this.#rollouts = options.rollouts;
+    this.#rollouts?.attach({
+      keysOf: (module) => this.#inputs.keysOf(module),
+      hasStoredPlan: (key) => this.#inputs.storedPlan(key) !== undefined,
+      isAssigned: (key) => Boolean(this.#inputs.assignment(key)),
+      recompose: (module) => this.recompose(module),
+    });
+  }
+
+  /** Composes every key of `module` again at the next pass (a rollout moved), asking for one. */
+  recompose(module: string): void {
+    for (const key of this.#inputs.keysOf(module)) this.#dirty.add(key);
+    this.#request();
   }
 
   /** Records a key's current value (null: deleted) with its revision when known and, past the load gate, asks for a pass. */
@@ -216,7 +233,9 @@ export class Composer {
         });
       // A key out of shape is said, never kept: no assignment can name it.
       if (read && !read.known) continue;
-      if (this.#inputs.setComposition(key, read?.known ?? null)) for (const k of this.#inputs.keysOf(key)) this.#dirty.add(k);
+      if (!this.#inputs.setComposition(key, read?.known ?? null)) continue;
+      this.#rollouts?.compositionChanged(key, read?.known ?? null);
+      for (const k of this.#inputs.keysOf(key)) this.#dirty.add(k);
     }
   }
 
@@ -268,8 +287,13 @@ export class Composer {
     const c = assignment ? this.#inputs.composition(assignment.module) : undefined;
     // A held module's keys keep their stored plans; the module is counted and said per pass.
     if (!assignment || !isUsable(c)) return undefined;
+    const chosen: Composition | undefined = this.#rollouts
+      ? this.#rollouts.compositionFor(key, assignment.node, assignment.module, c.parsed.value)
+      : c.parsed.value;
+    // A node a rollout has not reached, on a superseded build, keeps its stored plan until its wave.
+    if (!chosen) return undefined;
     summary.composed.push(key);
-    const plan = composePlan(assignment, c.parsed.value);
+    const plan = composePlan(assignment, chosen);
     // Buffer.from is the same UTF-8 as jsonBytes at less than half the cost, which counts at fleet size.
     const bytes = plan.ok ? Buffer.from(JSON.stringify(plan.value)) : undefined;
     const why = !plan.ok
@@ -279,14 +303,8 @@ export class Composer {
         ? `${bytes!.length} bytes, past the limit of ${MAX_PLAN_BYTES} bytes`
         : undefined;
     if (why !== undefined || !bytes) {
-      const said = digestOf(`${JSON.stringify(assignment)}\n${c.digest}`);
-      this.#fail(
-        summary,
-        key,
-        said,
-        { module: assignment.module, node: assignment.node, build: c.parsed.value.build, reason: `plan ${key}: ${why ?? ''}` },
-        why ?? '',
-      );
+      const said = digestOf(`${JSON.stringify(assignment)}\n${c.digest}${chosen === c.parsed.value ? '' : `\n${chosen.build}`}`);
+      this.#fail(summary, key, said, { module: assignment.module, node: assignment.node, build: chosen.build, reason: `plan ${key}: ${why ?? ''}` }, why ?? '');
       return undefined;
     }
     this.#health.forget(`assignments ${key}`);

@@ -6,7 +6,7 @@ import { DEFAULT_MESH_NODES, kvBucket, maxConsumersFor, objBucket } from '../../
 import { ensureKv } from '../../shared/bus.ts';
 import { jsonBytes } from '../../shared/bytes.ts';
 import { watchBucket } from '../../shared/watch/bucket.ts';
-import { ASSIGNMENTS, MODULES, PLANS, REGISTRY_BUCKET, SEAT_BUCKETS } from '../../shared/buckets.ts';
+import { APPLIED, ASSIGNMENTS, MODULES, PLANS, REGISTRY_BUCKET, ROLLOUTS, SEAT_BUCKETS } from '../../shared/buckets.ts';
 import type { Logger } from '../../shared/log.ts';
 import { Composer, type PassSummary } from './composer.ts';
 import { KvPublisher } from '../../shared/kv-publisher.ts';
@@ -14,6 +14,12 @@ import { REGISTRY_INTERVAL_MS, syncRegistry } from './registry-sync.ts';
 import { readerOf } from '../verb/read.ts';
 import { serveProvisioning } from '../verb/serve.ts';
 import { errorText } from '../../shared/errors.ts';
+import type { Rollout } from '../../shared/rollout-schema.ts';
+import type { Health } from '../../shared/schemas.ts';
+import { RolloutDirector } from './rollout/director.ts';
+import { withRollouts } from './rollout/health-source.ts';
+import { serveRolloutRequests } from './rollout/requests.ts';
+import { loadRolloutStates, StateWriter } from './rollout/store.ts';
 
 /** What the seat needs to run. */
 export type SeatOptions = {
@@ -27,10 +33,12 @@ export type SeatOptions = {
   onPass?: (summary: PassSummary) => void;
   /** The inbox prefix `nc` was made with, for the acks of plan writes and the verb's reads (default `_INBOX`). */
   inboxPrefix?: string;
+  /** The rollout of a composition without its own (`--rollout`, DESIGN §12); none: every plan at once. */
+  rollout?: Rollout;
 };
 
 /** A running seat. */
-export type Seat = { composer: Composer; stop(): Promise<void> };
+export type Seat = { composer: Composer; rollouts: RolloutDirector; stop(): Promise<void> };
 
 /**
  * Starts the seat; resolves once its buckets are bound and the registry is written. A bucket that is
@@ -57,17 +65,28 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
   }, REGISTRY_INTERVAL_MS);
 
   const plans = kvs.get(PLANS)!;
+  const say = (line: Health) => nc.publish(HEALTH_SUBJECT, jsonBytes(line));
+  // Read before the first pass: a restarted seat goes on with each rollout where it was.
+  const rollouts = new RolloutDirector(StateWriter.of(kvs.get(ROLLOUTS)!, log), say, log, {
+    ...(opts.rollout ? { policy: opts.rollout } : {}),
+  });
+  rollouts.load(await loadRolloutStates(nc, log));
   const publisher = new KvPublisher(nc, PLANS, opts.inboxPrefix === undefined ? {} : { inboxPrefix: opts.inboxPrefix });
   const composer = new Composer(
     {
       putPlan: (key, value) => publisher.put(key, value),
       deletePlan: (key) => plans.delete(key),
-      health: (line) => nc.publish(HEALTH_SUBJECT, jsonBytes(line)),
+      health: say,
     },
     log,
-    opts.onPass,
+    (summary) => {
+      rollouts.passed();
+      opts.onPass?.(summary);
+    },
+    { rollouts },
   );
-  const verb = serveProvisioning(nc, log, readerOf(nc, opts.inboxPrefix), composer.healthBook);
+  const verb = serveProvisioning(nc, log, readerOf(nc, opts.inboxPrefix), withRollouts(composer.healthBook, rollouts));
+  const requests = serveRolloutRequests(nc, log, rollouts);
   // The subscription reaches the server before the seat says it is ready: a request right after is answered.
   await nc.flush();
 
@@ -78,16 +97,32 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
       ['modules', MODULES],
     ] as const
   ).map(([input, bucket]) => {
-    const watch = watchBucket(nc, bucket, '>', (e) => composer.update(input, e.key, e.value, e.revision), log);
+    const watch = watchBucket(
+      nc,
+      bucket,
+      '>',
+      (e) => {
+        if (input === 'plans') rollouts.seePlan(e.key, e.value);
+        composer.update(input, e.key, e.value, e.revision);
+      },
+      log,
+    );
     void watch.caughtUp.then(() => composer.loaded(input));
     return watch;
   });
+  // The nodes' reports are an input of rollouts only: they never start a pass.
+  const reports = watchBucket(nc, APPLIED, '>', (e) => rollouts.seeReport(e.key, e.value, e.revision), log);
+  void reports.caughtUp.then(() => rollouts.reportsRead());
+  watches.push(reports);
 
   return {
     composer,
+    rollouts,
     async stop() {
       clearInterval(timer);
       await verb.stop();
+      await requests.stop();
+      rollouts.close();
       for (const w of watches) w.stop();
       composer.close();
       await composer.idle();

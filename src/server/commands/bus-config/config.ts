@@ -4,7 +4,7 @@
 import { APPLIED, ASSIGNMENTS, COLLECT, CONFIG, MODULES, NEEDS, PLANS, REGISTRY_BUCKET, ROLLOUTS, SEAT_BUCKETS } from '../../../shared/buckets.ts';
 import { INBOX_PREFIXES } from '../../../shared/inbox.ts';
 import { boundBucket } from '../../../shared/keys.ts';
-import { HEALTH_SUBJECT, PROVISIONING_VERB, VAULT_CHANGED, VAULT_CREDENTIAL, vaultCredentialOf } from '../../../shared/subjects.ts';
+import { HEALTH_SUBJECT, PROVISIONING_VERB, ROLLOUT_VERB, VAULT_CHANGED, VAULT_CREDENTIAL, vaultCredentialOf } from '../../../shared/subjects.ts';
 
 export { boundBucket, INBOX_PREFIXES };
 
@@ -235,7 +235,7 @@ function meshAccount(nodes: string[], providers: string[], archives: string, key
     '    jetstream: enabled',
     '    users: [',
     ...user(USERS.admin, ''),
-    ...user(USERS.seat, perms(seatPublish(archives), [`${INBOX_PREFIXES.seat}.>`, PROVISIONING_VERB], true)),
+    ...user(USERS.seat, perms(seatPublish(archives), [`${INBOX_PREFIXES.seat}.>`, PROVISIONING_VERB, ROLLOUT_VERB], true)),
     ...user(USERS.vault, perms(vaultPublish(), vaultSubscribe(), true)),
     ...providerUsers,
     '    ]',

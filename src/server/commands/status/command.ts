@@ -9,6 +9,10 @@ import { detailLines, fleetLines, type FleetView, type NodeView } from './format
 import { FleetSummary } from './summary.ts';
 import { ownershipOf, type Ownership } from './where.ts';
 import { DEFAULT_STATUS_LIMIT, type StatusArgs } from '../../options.ts';
+import { readRollouts, type RolloutMark } from './rollouts.ts';
+
+/** The rollouts shown, by module. */
+type Rollouts = ReadonlyMap<string, RolloutMark>;
 
 type Say = (line: string) => void;
 
@@ -23,14 +27,16 @@ const EXIT_NOT_ALL_APPLIED = 1;
  * named), or the failure's code when the verb could not be asked (2 for a request it refused).
  */
 export async function runStatus(nc: NatsConnection, args: StatusArgs, out: Say, err: Say = out, now: () => number = Date.now): Promise<number> {
-  const shown = args.node === undefined ? await fleet(nc, args, out, now()) : await node(nc, args, out, now());
+  // Rollouts that roll or are halted (DESIGN §12), shown on each node of their module.
+  const rollouts = await readRollouts(nc);
+  const shown = args.node === undefined ? await fleet(nc, args, out, now(), rollouts) : await node(nc, args, out, now(), rollouts);
   if (typeof shown === 'number') return shown;
   err(shown.message.replace(/^query: /, 'status: '));
   return shown.code;
 }
 
-async function fleet(nc: NatsConnection, args: StatusArgs, out: Say, now: number): Promise<number | QueryFailure> {
-  const summary = new FleetSummary(now);
+async function fleet(nc: NatsConnection, args: StatusArgs, out: Say, now: number, rollouts: Rollouts): Promise<number | QueryFailure> {
+  const summary = new FleetSummary(now, rollouts);
   const limit = args.limit ?? DEFAULT_STATUS_LIMIT;
   const failed =
     (await forEachPage(nc, { what: 'applied', limit }, (page) => {
@@ -55,14 +61,14 @@ async function fleet(nc: NatsConnection, args: StatusArgs, out: Say, now: number
   return settled ? EXIT_ALL_APPLIED : EXIT_NOT_ALL_APPLIED;
 }
 
-async function node(nc: NatsConnection, args: StatusArgs, out: Say, now: number): Promise<number | QueryFailure> {
+async function node(nc: NatsConnection, args: StatusArgs, out: Say, now: number, rollouts: Rollouts): Promise<number | QueryFailure> {
   const limit = args.limit ?? DEFAULT_STATUS_LIMIT;
   const registry = new Map<string, Ownership>();
   const failedRegistry = await forEachPage(nc, { what: 'registry', limit }, (page) => {
     for (const { key, value } of page.entries) registry.set(key, ownershipOf(value));
   });
   if (failedRegistry) return failedRegistry;
-  const detail = new NodeDetail(registry, now);
+  const detail = new NodeDetail(registry, now, rollouts);
   const narrowed = { node: args.node, ...(args.module ? { module: args.module } : {}), limit };
   const failed =
     (await forEachPage(nc, { what: 'applied', ...narrowed }, (page) => {

@@ -2,6 +2,7 @@
 // waits for with the domain that owns it and the key it is read from, and what the seat says of it.
 import { compareKeys } from '../../../shared/keys.ts';
 import type { Report } from '../../../shared/schemas.ts';
+import { type RolloutMark } from './rollouts.ts';
 import { readSeatEntry, type SeatEntry } from './seat-health.ts';
 import { OutOfShape, readReport, secondsSince } from './summary.ts';
 import { locate, type Ownership } from './where.ts';
@@ -44,6 +45,8 @@ export type ModuleDetail = {
   reason?: string;
   /** Present when the seat holds the module's plan or cannot compose it. */
   health?: ModuleHealth;
+  /** Present when the module's rollout rolls or is halted (DESIGN §12). */
+  rollout?: RolloutMark;
   /** Every value the module waits for. */
   waiting: WaitedValue[];
   /** The files as the engine took them. */
@@ -59,6 +62,7 @@ export class NodeDetail {
   constructor(
     private readonly registry: ReadonlyMap<string, Ownership>,
     private readonly now: number,
+    private readonly rollouts: ReadonlyMap<string, RolloutMark> = new Map(),
   ) {}
 
   /** Takes one entry of `applied`. */
@@ -93,6 +97,10 @@ export class NodeDetail {
 
   /** Every module with a report or a health entry, in name order. */
   modules(): ModuleDetail[] {
-    return [...this.#modules.values()].sort((a, b) => compareKeys(a.module, b.module));
+    const marked = (m: ModuleDetail): ModuleDetail => {
+      const rollout = this.rollouts.get(m.module);
+      return rollout ? { ...m, rollout } : m;
+    };
+    return [...this.#modules.values()].map(marked).sort((a, b) => compareKeys(a.module, b.module));
   }
 }

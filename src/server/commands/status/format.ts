@@ -55,6 +55,8 @@ export function fleetLines(view: FleetView): string[] {
   const lines: string[] = [];
   if (view.nodes.length === 0) lines.push('(no reports, and the seat holds nothing)');
   else {
+    // The ROLLOUT column is there only while a rollout rolls or is halted (DESIGN §12).
+    const rolling = view.nodes.some((n) => n.rollouts);
     const rows = view.nodes.map((n) => [
       cell(n.node),
       String(n.applied),
@@ -63,8 +65,9 @@ export function fleetLines(view: FleetView): string[] {
       String(n.held),
       String(n.composeFailed),
       oldestCell(n.oldestWaiting),
+      ...(rolling ? [cell((n.rollouts ?? []).join(', '))] : []),
     ]);
-    lines.push(...formatTable(['NODE', 'APPLIED', 'WAITING', 'FAILED', 'HELD', 'COMPOSE FAILED', 'OLDEST WAITING'], rows));
+    lines.push(...formatTable(['NODE', 'APPLIED', 'WAITING', 'FAILED', 'HELD', 'COMPOSE FAILED', 'OLDEST WAITING', ...(rolling ? ['ROLLOUT'] : [])], rows));
   }
   const sum = (k: 'applied' | 'waiting' | 'failed' | 'held' | 'composeFailed') => view.nodes.reduce((total, n) => total + n[k], 0);
   lines.push(
@@ -90,6 +93,7 @@ export function detailLines(view: NodeView): string[] {
     if (lines.length > 0) lines.push('');
     lines.push(headLine(m));
     if (m.reason !== undefined) lines.push(`  reason: ${cell(m.reason)}`);
+    if (m.rollout) lines.push(`  rollout: ${cell(m.rollout.state)} build ${cell(m.rollout.build)}, wave ${m.rollout.wave}`);
     if (m.health) lines.push(`  ${healthLine(m.health)}`);
     if (m.waiting.length > 0) {
       const rows = m.waiting.map((w) => [

@@ -3,6 +3,7 @@
 import { compareKeys } from '../../../shared/keys.ts';
 import type { Parsed } from '../../../shared/result.ts';
 import { ReportSchema, validate, type Report } from '../../../shared/schemas.ts';
+import { rolloutCell, type RolloutMark } from './rollouts.ts';
 import { readSeatEntry, type SeatEntry } from './seat-health.ts';
 
 /** Out-of-shape keys `status` lists at most; past that it only counts them. */
@@ -39,6 +40,8 @@ export type NodeSummary = {
   composeFailed: number;
   /** The waiting report with the oldest `at`, if any waits. */
   oldestWaiting?: OldestWaiting;
+  /** The node's modules under a rolling or halted rollout (DESIGN §12), each with its state, build and wave. */
+  rollouts?: string[];
 };
 
 /** One line of the seat's health over the fleet: the nodes of a module that stand alike. */
@@ -90,7 +93,10 @@ export class FleetSummary {
   /** Keys of `applied` or `health` out of shape. */
   readonly outOfShape = new OutOfShape();
 
-  constructor(private readonly now: number) {}
+  constructor(
+    private readonly now: number,
+    private readonly rollouts: ReadonlyMap<string, RolloutMark> = new Map(),
+  ) {}
 
   /** Counts one entry of `applied`. */
   addReport(key: string, value: unknown): void {
@@ -100,6 +106,8 @@ export class FleetSummary {
     const node = this.#node(report.node);
     if (report.state === 'applied' || report.state === 'waiting' || report.state === 'failed') node[report.state] += 1;
     if (report.state === 'waiting') node.oldestWaiting = older(node.oldestWaiting, report, this.now);
+    const rollout = this.rollouts.get(report.module);
+    if (rollout) (node.rollouts ??= []).push(rolloutCell(report.module, rollout));
   }
 
   /** Counts one entry of `health`. */

@@ -1,0 +1,53 @@
+// The command line of `rollout` (DESIGN §12) and the seat's `--rollout`: `rollout [MODULE] [--json]`,
+// `rollout resume MODULE`, `rollout abort MODULE`, run with the admin login.
+import { BUS_FLAGS, busOptionsFrom } from '../../../shared/bus-flags.ts';
+import type { BusOptions } from '../../../shared/bus.ts';
+import { openCommand, unexpectedArgument, type Asked, type FlagTable } from '../../../shared/flags.ts';
+import { isName } from '../../../shared/keys.ts';
+import { fail, ok, type Parsed } from '../../../shared/result.ts';
+
+/** The seat's `--rollout`. */
+export const ROLLOUT_FLAG = {
+  name: 'rollout',
+  env: 'MESH_ROLLOUT',
+  type: 'string',
+  arg: 'WAVES[/HALT[/WAIT]]',
+  help: 'roll each new build out in waves, e.g. 0.01,0.1,1/1/600, unless its composition says its own rollout (default: every plan at once)',
+} as const;
+
+/** The flags `rollout` takes besides the bus's. */
+export const ROLLOUT_OWN_FLAGS = [{ name: 'json', type: 'bool', help: 'print JSON instead of a table (rollout [MODULE] only)' }] as const satisfies FlagTable;
+
+/** The usage line of `rollout` in the seat's --help. */
+export const ROLLOUT_USAGE = '       node dist/server.js rollout [MODULE] [--json] | rollout resume MODULE | rollout abort MODULE   (with the admin login)';
+
+/** What `rollout` was asked. */
+export type RolloutOptions = {
+  command: 'rollout';
+  /** How to reach the bus. */
+  bus: BusOptions;
+  /** Show the rollouts, or ask the seat to resume or abort one. */
+  op: 'show' | 'resume' | 'abort';
+  /** The module: the one to show (all when absent), or the one to resume or abort. */
+  module?: string;
+  /** Print one JSON object instead of a table. */
+  json: boolean;
+};
+
+/** Parses `rollout …` (argv after the word `rollout`); a reason names what is wrong. */
+export function parseRolloutCommand(argv: readonly string[], env: NodeJS.ProcessEnv, help: () => string): Parsed<RolloutOptions | Asked> {
+  const opened = openCommand(argv, env, [...BUS_FLAGS, ...ROLLOUT_OWN_FLAGS], help);
+  if ('answered' in opened) return opened.answered;
+  const { values, positional } = opened;
+  const bus = busOptionsFrom(values, 'mesh-provisioner rollout');
+  if (!bus.ok) return bus;
+  const [first, second, extra] = positional;
+  const op = first === 'resume' || first === 'abort' ? first : 'show';
+  const module = op === 'show' ? first : second;
+  const beyond = op === 'show' ? second : extra;
+  if (beyond !== undefined) return unexpectedArgument(beyond);
+  if (op !== 'show' && module === undefined) return fail(`rollout ${op} needs a MODULE`);
+  if (module !== undefined && !isName(module)) return fail(`rollout: module "${module}" is not a valid name`);
+  if (op !== 'show' && values.json) return fail(`--json goes with rollout [MODULE] only, not rollout ${op}`);
+  return ok({ command: 'rollout', bus: bus.value, op, json: values.json === true, ...(module === undefined ? {} : { module }) });
+}

@@ -1,0 +1,56 @@
+// `mesh-provisioner rollout [MODULE] [--json]` reads the rollouts bucket; `rollout resume|abort MODULE`
+// asks the seat, the bucket's only writer, on ROLLOUT_VERB (DESIGN §12).
+import type { NatsConnection } from '@nats-io/transport-node';
+import { ROLLOUTS } from '../../../shared/buckets.ts';
+import { jsonBytes } from '../../../shared/bytes.ts';
+import { describeBusError, isNoResponders, isTimeout } from '../../../shared/errors.ts';
+import { parseBoundedJson } from '../../../shared/limits.ts';
+import { safeJson } from '../../../shared/safe-text.ts';
+import { ROLLOUT_VERB } from '../../../shared/subjects.ts';
+import { readAll } from '../../../shared/watch/read-all.ts';
+import { readRolloutState, type RolloutState } from '../../seat/rollout/state.ts';
+import type { RolloutOptions } from './command-line.ts';
+import { formatRollout, publicState } from './format.ts';
+
+/** How long the seat has to answer a resume or an abort. */
+export const ROLLOUT_REQUEST_TIMEOUT_MS = 10_000;
+
+/** Runs `rollout`; returns the exit code: 0 done, 1 refused or not reached. */
+export async function runRollout(nc: NatsConnection, opts: RolloutOptions, out: (line: string) => void, err: (line: string) => void): Promise<number> {
+  if (opts.op === 'show') return showRollouts(nc, opts, out, err);
+  let data: Uint8Array;
+  try {
+    data = (await nc.request(ROLLOUT_VERB, jsonBytes({ op: opts.op, module: opts.module }), { timeout: ROLLOUT_REQUEST_TIMEOUT_MS })).data;
+  } catch (e) {
+    const why = isNoResponders(e) || isTimeout(e) ? 'the seat did not answer (is it running?)' : describeBusError(e);
+    return (err(`rollout ${opts.op} ${opts.module}: ${why}`), 1);
+  }
+  const reply = parseBoundedJson(data, { maxBytes: 64 * 1024 });
+  const value = (reply.ok ? reply.value : {}) as { ok?: unknown; reason?: unknown };
+  if (value.ok === true) return (out(`rollout of ${opts.module}: ${opts.op === 'resume' ? 'resumed' : 'aborted'}`), 0);
+  const reason = typeof value.reason === 'string' ? value.reason : 'the seat answered something unreadable';
+  return (err(`rollout ${opts.op} ${opts.module}: ${reason}`), 1);
+}
+
+async function showRollouts(nc: NatsConnection, opts: RolloutOptions, out: (line: string) => void, err: (line: string) => void): Promise<number> {
+  let stored: Map<string, Uint8Array>;
+  try {
+    stored = await readAll(nc, ROLLOUTS, opts.module ?? '>');
+  } catch (e) {
+    return (err(`rollout: reading ${ROLLOUTS}: ${describeBusError(e)}`), 1);
+  }
+  const states: RolloutState[] = [];
+  const unreadable: { key: string; reason: string }[] = [];
+  for (const [key, bytes] of [...stored].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    const read = readRolloutState(key, bytes);
+    if (read.ok) states.push(read.value);
+    else unreadable.push({ key, reason: read.reason });
+  }
+  if (opts.json) out(safeJson({ rollouts: states.map(publicState), outOfShape: unreadable }));
+  else {
+    for (const state of states) for (const line of formatRollout(state)) out(line);
+    for (const u of unreadable) out(`${u.key}: out of shape: ${u.reason}`);
+    if (states.length + unreadable.length === 0) out(opts.module ? `no rollout of ${opts.module}` : 'no rollouts');
+  }
+  return opts.module !== undefined && states.length === 0 ? 1 : 0;
+}

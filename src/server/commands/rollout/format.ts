@@ -1,0 +1,24 @@
+// How `rollout` prints the stored states (DESIGN §12): per module its state, build, from, wave and
+// counts, then each failed node with its reason; every field through safe text (DESIGN §3).
+import { safeCell } from '../../../shared/safe-text.ts';
+import type { RolloutState } from '../../seat/rollout/state.ts';
+
+/** A state as `--json` prints it: everything but the last good build's composition and the member list, which are the seat's. */
+export function publicState(state: RolloutState): Omit<RolloutState, 'previous' | 'members' | 'digest'> {
+  const { previous: _p, members: _m, digest: _d, ...shown } = state;
+  return shown;
+}
+
+/** The lines of one rollout. */
+export function formatRollout(state: RolloutState): string[] {
+  const { total, planned, applied, failed } = state.nodes;
+  const head = [
+    safeCell(state.module),
+    safeCell(state.state),
+    `build ${safeCell(state.build)} from ${safeCell(state.from)}`,
+    `wave ${state.wave}/${state.waves.length} (${state.waves.join(', ')})`,
+    `nodes: ${planned} planned of ${total}, ${applied} applied, ${failed} failed`,
+    `since ${safeCell(state.since)}`,
+  ].join('  ');
+  return [head, ...state.failed.map((f) => `  failed ${safeCell(f.node)}: ${safeCell(f.reason)}`)];
+}

@@ -1,0 +1,289 @@
+// The seat's progressive rollouts (DESIGN §12): which composition each node of a rolling module gets,
+// when a wave is done, when the nodes' reports halt it, and the operator's resume and abort. The
+// composer asks it per key; the watches feed it plans and reports; it writes each state and says
+// each step. Every decision is made again from the state, the stored plans and the reports, so a
+// restarted seat goes on where it was.
+import { compareKeys, nodeModuleKey, parseNodeModuleKey } from '../../../shared/keys.ts';
+import type { Logger } from '../../../shared/log.ts';
+import type { Rollout } from '../../../shared/rollout-schema.ts';
+import type { Composition, Health } from '../../../shared/schemas.ts';
+import { unrefTimer, type Timer } from '../../../shared/timer.ts';
+import { digestOf } from '../digest.ts';
+import { isUsable, type KnownComposition } from '../inputs.ts';
+import { judgeWave } from './judge.ts';
+import { carryOver, clockOf, compositionOf, newLive, stopTimers, type Live } from './live.ts';
+import { markOfPlan, readSeenReport } from './marks.ts';
+import { contentOf, isOpen, type RolloutHealth, type RolloutState } from './state.ts';
+import { abortRollout, describeState, refusal, resumeRollout, startRollout, supersedeRollout } from './steps.ts';
+import type { StateWriter } from './store.ts';
+import { waveOrder } from './waves.ts';
+
+/** What the director asks of the composer: the module's keys, their stored plans, and a pass over a module's keys. */
+export type RolloutHost = {
+  /** The keys with a good assignment of `module`. */
+  keysOf(module: string): Iterable<string>;
+  /** Whether `key` has a stored plan. */
+  hasStoredPlan(key: string): boolean;
+  /** Whether `key` has a good assignment. */
+  isAssigned(key: string): boolean;
+  /** Composes every key of `module` again at the next pass. */
+  recompose(module: string): void;
+};
+
+/** How the director is built. */
+export type DirectorOptions = {
+  /** The seat's `--rollout`: what a composition without its own `rollout` gets (none: every plan at once). */
+  policy?: Rollout;
+  /** The clock, in ms (Date.now). */
+  now?: () => number;
+  /** The timer of the `wait` deadlines (unrefTimer). */
+  timer?: Timer;
+};
+
+/** An operator's request answered: taken, or refused with why. */
+export type RolloutAnswer = { ok: true } | { ok: false; reason: string };
+
+/** How often changed counts of a rollout are stored at most (a step is stored at once). */
+export const COUNTS_WRITE_MS = 1000;
+
+/** Directs the rollouts of every module. */
+export class RolloutDirector {
+  readonly #lives = new Map<string, Live>();
+  /** The composition each module's nodes are on while no rollout holds them back. */
+  readonly #settled = new Map<string, Composition>();
+  readonly #pending = new Set<string>();
+  readonly #now: () => number;
+  readonly #timer: Timer;
+  #host: RolloutHost | undefined;
+  #reportsSeen = 0;
+  #passed = false;
+  #reportsRead = false;
+  #scheduled = false;
+  #closed = false;
+
+  constructor(
+    private readonly writer: StateWriter,
+    private readonly say: (line: Health) => void,
+    private readonly log: Logger,
+    private readonly options: DirectorOptions = {},
+  ) {
+    this.#now = options.now ?? Date.now;
+    this.#timer = options.timer ?? unrefTimer;
+  }
+
+  /** Hands the director the composer it directs. */
+  attach(host: RolloutHost): void {
+    this.#host = host;
+  }
+
+  /** Takes the states read from the bucket at start, before any pass. */
+  load(states: ReadonlyMap<string, RolloutState>): void {
+    for (const state of states.values()) this.#lives.set(state.module, newLive(state, undefined, state.wave));
+  }
+
+  /** The composer read a module's composition (null: gone): a new one starts, supersedes or settles a rollout. */
+  compositionChanged(module: string, known: KnownComposition | null): void {
+    const usable = known ?? undefined;
+    if (!isUsable(usable)) {
+      // A held module is judged no further: a node it did not plan must not run out of time.
+      const held = this.#lives.get(module);
+      if (held) held.target = undefined;
+      return;
+    }
+    const next = usable.parsed.value;
+    const digest = digestOf(contentOf(next));
+    const live = this.#lives.get(module);
+    if (live?.state.digest === digest) {
+      // Back from held: the nodes' clocks start again, as their plans are written again.
+      if (!live.target) live.clocks.clear();
+      live.target = next;
+      if (live.state.state === 'done') this.#settled.set(module, next);
+      return this.#evaluateSoon(module);
+    }
+    const firstSight = !live && !this.#settled.has(module);
+    const from = this.#lastGood(module, live);
+    const policy = next.rollout ?? this.options.policy;
+    const members = firstSight || !from || !policy ? [] : this.#membersOf(module);
+    if (live && live.state.state !== 'done' && live.state.state !== 'superseded') this.#step(live, supersedeRollout(live.state, this.#now()));
+    if (!from || !policy || members.length === 0 || digestOf(contentOf(from)) === digest) {
+      this.#settled.set(module, next);
+      return;
+    }
+    const state = startRollout({ target: next, digest, from, policy, members: waveOrder(module, next.build, members), now: this.#now() });
+    const started = newLive(state, next, 0);
+    // What the superseded rollout learnt of the nodes' plans and reports still holds.
+    if (live) carryOver(live, started);
+    this.#settled.delete(module);
+    this.#lives.set(module, started);
+    this.#planWhenStored(started, state);
+  }
+
+  /** The composition `key`'s plan is composed from: the new build, the last good one, or undefined to keep its stored plan. */
+  compositionFor(key: string, node: string, module: string, current: Composition): Composition | undefined {
+    const live = this.#lives.get(module);
+    if (!live) return current;
+    const chosen = compositionOf(live, node, this.#host?.hasStoredPlan(key) ?? false, current);
+    if (chosen.reached) clockOf(live, node, this.#now(), this.#reportsSeen);
+    return chosen.composition;
+  }
+
+  /** A plan seen on the bus (null: deleted): what a rolling module's node holds. */
+  seePlan(key: string, value: Uint8Array | null): void {
+    const id = parseNodeModuleKey(key);
+    const live = id.ok ? this.#lives.get(id.value.module) : undefined;
+    if (!live || !id.ok) return;
+    if (value) live.marks.set(id.value.node, markOfPlan(value));
+    else live.marks.delete(id.value.node);
+  }
+
+  /** A report seen in `mesh-provisioner_applied` (null: deleted), with its revision. */
+  seeReport(key: string, value: Uint8Array | null, revision: number): void {
+    this.#reportsSeen = Math.max(this.#reportsSeen, revision);
+    const id = parseNodeModuleKey(key);
+    const live = id.ok ? this.#lives.get(id.value.module) : undefined;
+    if (!live || !id.ok || live.state.state === 'done' || live.state.state === 'superseded') return;
+    const seen = value ? readSeenReport(value, revision) : undefined;
+    if (seen) live.reports.set(id.value.node, seen);
+    else live.reports.delete(id.value.node);
+    this.#evaluateSoon(id.value.module);
+  }
+
+  /** The composer finished a pass: after the first, with the reports read, waves are judged. */
+  passed(): void {
+    if (this.#passed) return;
+    this.#passed = true;
+    this.#judgeAll();
+  }
+
+  /** The reports present at start have all been seen. */
+  reportsRead(): void {
+    this.#reportsRead = true;
+    this.#judgeAll();
+  }
+
+  /** An operator's `resume` or `abort` of a module's rollout; resolves once the new state is stored. */
+  async request(op: 'resume' | 'abort', module: string): Promise<RolloutAnswer> {
+    const live = this.#lives.get(module);
+    if (!live) return { ok: false, reason: `there is no rollout of ${module}` };
+    const why = refusal(live.state, op);
+    if (why !== undefined) return { ok: false, reason: why };
+    live.clocks.clear();
+    if (op === 'resume') await this.#planWhenStored(live, resumeRollout(live.state, this.#now()));
+    else {
+      const stored = this.#step(live, abortRollout(live.state, this.#now()));
+      this.#host?.recompose(module);
+      await stored;
+    }
+    return { ok: true };
+  }
+
+  /** The state of a module's rollout, when there is one. */
+  stateOf(module: string): RolloutState | undefined {
+    return this.#lives.get(module)?.state;
+  }
+
+  /** The modules whose rollout is not done, in order: the verb's `health` keys them `<module>`. */
+  healthKeys(): string[] {
+    return [...this.#lives.values()]
+      .filter((l) => l.state.state !== 'done')
+      .map((l) => l.state.module)
+      .sort(compareKeys);
+  }
+
+  /** The verb's `health` entry of a module's rollout that is not done. */
+  healthEntry(module: string): RolloutHealth | undefined {
+    const state = this.#lives.get(module)?.state;
+    if (!state || state.state === 'done') return undefined;
+    return { module, build: state.build, state: state.state, wave: state.wave, reason: describeState(state), since: state.since };
+  }
+
+  /** Stops every deadline; nothing is judged any more. */
+  close(): void {
+    this.#closed = true;
+    for (const live of this.#lives.values()) stopTimers(live);
+    this.writer.close();
+  }
+
+  /** The build a new rollout starts from: an open or aborted rollout's last good build, else what the nodes are on. */
+  #lastGood(module: string, live: Live | undefined): Composition | undefined {
+    if (live && (isOpen(live.state) || live.state.state === 'aborted')) return live.state.previous;
+    return this.#settled.get(module) ?? (live?.state.state === 'done' ? live.state.previous : undefined);
+  }
+
+  /** The nodes of `module` on an older plan: every assigned node with a stored plan. */
+  #membersOf(module: string): string[] {
+    const nodes: string[] = [];
+    for (const key of this.#host?.keysOf(module) ?? []) {
+      const id = parseNodeModuleKey(key);
+      if (id.ok && this.#host?.hasStoredPlan(key)) nodes.push(id.value.node);
+    }
+    return nodes;
+  }
+
+  /** Takes a rolling state whose wave moved: its nodes are planned once it is stored, then the wave is judged. */
+  #planWhenStored(live: Live, state: RolloutState): Promise<void> {
+    live.storedWave = 0;
+    return this.#step(live, state).then(() => {
+      if (this.#closed || this.#lives.get(state.module) !== live || live.state.state !== 'rolling' || live.state.wave !== state.wave) return;
+      live.storedWave = state.wave;
+      this.#host?.recompose(state.module);
+      this.#evaluateSoon(state.module);
+    });
+  }
+
+  /** Takes a new state: stored, said, and logged. */
+  #step(live: Live, state: RolloutState): Promise<void> {
+    stopTimers(live);
+    live.state = state;
+    const reason = describeState(state);
+    this.log.info(reason);
+    this.say({ module: state.module, build: state.build, reason, passes: state.wave });
+    return this.writer.write(state);
+  }
+
+  #judgeAll(): void {
+    for (const module of this.#lives.keys()) this.#evaluateSoon(module);
+  }
+
+  #evaluateSoon(module: string): void {
+    this.#pending.add(module);
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    // Reports come in bursts: one judgement per module per turn of the loop, not per report.
+    setImmediate(() => {
+      this.#scheduled = false;
+      const modules = [...this.#pending];
+      this.#pending.clear();
+      for (const m of modules) this.#judge(m);
+    });
+  }
+
+  /** Judges the planned wave and takes what it decides. */
+  #judge(module: string): void {
+    const live = this.#lives.get(module);
+    if (!live || this.#closed || !this.#passed || !this.#reportsRead || !this.#host || !live.target || live.state.state !== 'rolling') return;
+    // A wave not stored yet is not planned yet: judged once it is.
+    if (live.storedWave !== live.state.wave) return;
+    live.deadline?.cancel();
+    live.deadline = undefined;
+    const host = this.#host;
+    const judged = judgeWave(live, this.#now(), this.#reportsSeen, (node) => host.isAssigned(nodeModuleKey(node, module)));
+    if (judged.kind === 'halt') {
+      live.clocks.clear();
+      void this.#step(live, judged.state);
+      return host.recompose(module);
+    }
+    if (judged.kind === 'next') {
+      if (judged.state.state === 'done') this.#settled.set(module, live.target);
+      return void (judged.state.state === 'rolling' ? this.#planWhenStored(live, judged.state) : this.#step(live, judged.state));
+    }
+    live.state = judged.state;
+    // Counts change with every report: stored at most once a second, never said (a step is said once).
+    if (judged.countsMoved)
+      live.counts ??= this.#timer(() => {
+        live.counts = undefined;
+        if (!this.#closed) void this.writer.write(live.state);
+      }, COUNTS_WRITE_MS);
+    if (judged.deadline !== undefined) live.deadline = this.#timer(() => this.#evaluateSoon(module), Math.max(0, judged.deadline - this.#now()) + 1);
+  }
+}

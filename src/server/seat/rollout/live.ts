@@ -1,0 +1,90 @@
+// A rollout as the seat keeps it in memory beside its stored state (DESIGN §12): the wave order's
+// index, what each node's plan holds, its reports and clocks; and the one decision made per node,
+// which composition its plan is composed from.
+import type { Composition } from '../../../shared/schemas.ts';
+import { markOfComposition } from './marks.ts';
+import type { NodeClock, SeenReport } from './progress.ts';
+import type { RolloutState } from './state.ts';
+import { reachedBy } from './waves.ts';
+
+/** A rollout in the seat's memory. */
+export type Live = {
+  state: RolloutState;
+  /** Each member's place in the wave order. */
+  index: Map<string, number>;
+  /** The new build's composition, once the composer has read it. */
+  target: Composition | undefined;
+  /** The clocks of the nodes planned the new build. */
+  clocks: Map<string, NodeClock>;
+  /** Each node's latest report. */
+  reports: Map<string, SeenReport>;
+  /** What each node's stored plan holds (`markOfPlan`). */
+  marks: Map<string, string>;
+  /** The wave known stored in the bucket: no node is planned past it, so a restarted seat never plans one backwards. */
+  storedWave: number;
+  /** The timer of the next `wait` deadline. */
+  deadline: { cancel(): void } | undefined;
+  /** The write of changed counts waiting (counts are stored at most once a second; a step at once). */
+  counts: { cancel(): void } | undefined;
+};
+
+/** A rollout's memory for `state`, its wave `storedWave` known stored (the state's own when read from the bucket). */
+export function newLive(state: RolloutState, target: Composition | undefined, storedWave: number): Live {
+  const index = new Map(state.members.map((node, i) => [node, i]));
+  return { state, index, target, clocks: new Map(), reports: new Map(), marks: new Map(), storedWave, deadline: undefined, counts: undefined };
+}
+
+/** Hands what a superseded rollout learnt of the nodes' plans and reports to the one replacing it, and stops its timers. */
+export function carryOver(from: Live, to: Live): void {
+  for (const [node, report] of from.reports) to.reports.set(node, report);
+  for (const [node, mark] of from.marks) to.marks.set(node, mark);
+  stopTimers(from);
+}
+
+/** Stops a rollout's deadline and its waiting write of counts. */
+export function stopTimers(live: Live): void {
+  live.deadline?.cancel();
+  live.counts?.cancel();
+  live.deadline = live.counts = undefined;
+}
+
+/** The nodes the waves stored so far reach, in wave order. */
+export function reachedNodes(live: Live): string[] {
+  const { state } = live;
+  return state.members.slice(0, reachedBy(state.waves, Math.min(state.wave, live.storedWave), state.nodes.total));
+}
+
+/**
+ * The composition a node's plan is composed from, `current` being the newest: `reached` when the
+ * node is planned the new build by a wave; undefined to keep the node's stored plan.
+ */
+export function compositionOf(
+  live: Live,
+  node: string,
+  hasStoredPlan: boolean,
+  current: Composition,
+): { composition: Composition | undefined; reached: boolean } {
+  const { state } = live;
+  if (state.state === 'halted' || state.state === 'aborted') return { composition: state.previous, reached: false };
+  if (state.state !== 'rolling') return { composition: current, reached: false };
+  const at = live.index.get(node);
+  // A node assigned anew, or one whose plan is gone, has nothing to protect: the newest build at once.
+  if (at === undefined || !hasStoredPlan) return { composition: current, reached: false };
+  if (at < reachedBy(state.waves, Math.min(state.wave, live.storedWave), state.nodes.total)) return { composition: current, reached: true };
+  // Not reached yet: on the last good build it stays there (a placement change composed with it);
+  // on a superseded build it keeps its plan until its wave.
+  const mark = live.marks.get(node);
+  return { composition: mark === undefined || mark === markOfComposition(state.previous) ? state.previous : undefined, reached: false };
+}
+
+/** A planned node's clock, started the first time it is asked for; `reportsSeen` is the newest report revision seen. */
+export function clockOf(live: Live, node: string, now: number, reportsSeen: number): NodeClock {
+  let clock = live.clocks.get(node);
+  if (!clock) {
+    // A node already holding the new build (a restarted seat, a node assigned anew) counts the reports it has.
+    const holds = live.target !== undefined && live.marks.get(node) === markOfComposition(live.target);
+    clock = { since: now, after: holds ? 0 : reportsSeen, applied: false };
+    live.clocks.set(node, clock);
+  }
+  return clock;
+}

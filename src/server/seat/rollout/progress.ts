@@ -1,0 +1,82 @@
+// How far the planned wave of a rollout has come (DESIGN §12): which of its nodes reported the new
+// build applied, which failed (a `failed` report, or no applied report within `wait` of the plan),
+// and when the next node runs out of time. Pure: the clock, reports and assignments are handed in.
+import type { Report } from '../../../shared/schemas.ts';
+
+/** A planned node's clock: when its new plan was asked, the report revision seen by then, and whether it applied the build since. */
+export type NodeClock = {
+  /** When the node was planned the new build, in ms. */
+  since: number;
+  /** The highest revision of `mesh-provisioner_applied` seen when it was planned: a report must be newer to count. */
+  after: number;
+  /** Whether it has reported the new build applied since (a later `waiting` does not undo it). */
+  applied: boolean;
+};
+
+/** A node's latest report as the seat keeps it: its state, build and reason, and its revision in the bucket. */
+export type SeenReport = Pick<Report, 'state' | 'build' | 'reason'> & { revision: number };
+
+/** One failed node and why. */
+export type FailedNode = { node: string; reason: string };
+
+/** Where the wave stands. */
+export type Progress = {
+  /** The wave's nodes still assigned: planned the new build. */
+  planned: number;
+  /** Of those, the ones that reported it applied. */
+  applied: number;
+  /** Of those, the ones failed, in wave order. */
+  failed: FailedNode[];
+  /** When the first node still waited for runs out of time, in ms; undefined when none is waited for. */
+  deadline: number | undefined;
+};
+
+/** What measuring a wave reads. */
+export type WaveInput = {
+  /** The new build. */
+  build: string;
+  /** Seconds a node has to report it applied. */
+  waitS: number;
+  /** The nodes the waves so far reach, in wave order. */
+  reached: readonly string[];
+  /** Whether a node is still assigned the module (an unassigned one has left the rollout). */
+  assigned(node: string): boolean;
+  /** A reached node's clock. */
+  clockOf(node: string): NodeClock;
+  /** A node's latest report, when one was seen. */
+  reportOf(node: string): SeenReport | undefined;
+  /** Now, in ms. */
+  now: number;
+};
+
+/** The reason of a node that did not report the build applied in time. */
+export function timeoutReason(build: string, waitS: number): string {
+  return `no applied report of ${build} within ${waitS} s`;
+}
+
+/** Measures the wave: marks each clock applied once its node reports the build applied after being planned. */
+export function measureWave(input: WaveInput): Progress {
+  const progress: Progress = { planned: 0, applied: 0, failed: [], deadline: undefined };
+  const waitMs = input.waitS * 1000;
+  for (const node of input.reached) {
+    if (!input.assigned(node)) continue;
+    progress.planned++;
+    const clock = input.clockOf(node);
+    const report = input.reportOf(node);
+    const fresh = report !== undefined && report.build === input.build && report.revision > clock.after;
+    // The latest report decides a failure; an applied build stays applied through a later `waiting`.
+    if (fresh && report.state === 'failed') {
+      progress.failed.push({ node, reason: `failed: ${report.reason ?? 'no reason given'}` });
+      continue;
+    }
+    if (fresh && report.state === 'applied') clock.applied = true;
+    if (clock.applied) {
+      progress.applied++;
+      continue;
+    }
+    const end = clock.since + waitMs;
+    if (input.now >= end) progress.failed.push({ node, reason: timeoutReason(input.build, input.waitS) });
+    else progress.deadline = Math.min(progress.deadline ?? end, end);
+  }
+  return progress;
+}

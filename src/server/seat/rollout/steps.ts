@@ -1,0 +1,108 @@
+// The steps of a rollout (DESIGN §12) as pure changes of its state: start, the next wave, done,
+// halt, resume, abort, superseded; and the line each step is said with.
+import type { Rollout } from '../../../shared/rollout-schema.ts';
+import type { Composition } from '../../../shared/schemas.ts';
+import type { FailedNode } from './progress.ts';
+import type { RolloutState } from './state.ts';
+import { reachedBy } from './waves.ts';
+
+/** What a rollout starts from. */
+export type RolloutStart = {
+  /** The new composition. */
+  target: Composition;
+  /** The digest of what the new composition gives nodes. */
+  digest: string;
+  /** The last good build's composition. */
+  from: Composition;
+  /** Its waves, halt and wait. */
+  policy: Rollout;
+  /** The nodes on an older plan, in wave order. */
+  members: string[];
+  /** Now, in ms. */
+  now: number;
+};
+
+/** A new rollout, its first wave planned. */
+export function startRollout(start: RolloutStart): RolloutState {
+  const { target, from, policy, members } = start;
+  return {
+    module: target.module,
+    build: target.build,
+    from: from.build,
+    state: 'rolling',
+    wave: 1,
+    waves: [...policy.waves],
+    halt: policy.halt,
+    wait: policy.wait,
+    nodes: { total: members.length, planned: reachedBy(policy.waves, 1, members.length), applied: 0, failed: 0 },
+    failed: [],
+    since: new Date(start.now).toISOString(),
+    previous: from,
+    digest: start.digest,
+    members,
+  };
+}
+
+/** The next wave planned, or the rollout done after the last: the new build is then the last good one. */
+export function nextWave(state: RolloutState, target: Composition, now: number): RolloutState {
+  const since = new Date(now).toISOString();
+  if (state.wave >= state.waves.length) return { ...state, state: 'done', since, previous: target, failed: [] };
+  const wave = state.wave + 1;
+  return { ...state, wave, since, nodes: { ...state.nodes, planned: reachedBy(state.waves, wave, state.nodes.total) } };
+}
+
+/** Halted by its failed nodes: every node on the new build goes back to the last good one. */
+export function haltRollout(state: RolloutState, failed: FailedNode[], now: number): RolloutState {
+  return { ...state, state: 'halted', since: new Date(now).toISOString(), failed, nodes: { ...state.nodes, failed: failed.length } };
+}
+
+/** A halt lifted by an operator: the failed nodes get the new build again with the next wave, the count starts again. */
+export function resumeRollout(state: RolloutState, now: number): RolloutState {
+  const wave = Math.min(state.wave + 1, state.waves.length);
+  const planned = reachedBy(state.waves, wave, state.nodes.total);
+  return { ...state, state: 'rolling', wave, since: new Date(now).toISOString(), failed: [], nodes: { ...state.nodes, planned, applied: 0, failed: 0 } };
+}
+
+/** Stopped by an operator: every node on the new build goes back to the last good one. */
+export function abortRollout(state: RolloutState, now: number): RolloutState {
+  return { ...state, state: 'aborted', since: new Date(now).toISOString() };
+}
+
+/** Replaced by a newer composition. */
+export function supersedeRollout(state: RolloutState, now: number): RolloutState {
+  return { ...state, state: 'superseded', since: new Date(now).toISOString() };
+}
+
+/** Why an operator's `resume` or `abort` is refused in this state; nothing when it is taken. */
+export function refusal(state: RolloutState, op: 'resume' | 'abort'): string | undefined {
+  const what = `the rollout of ${state.module} build ${state.build} is ${state.state}`;
+  if (state.state === 'done') return `${what}: nothing to ${op}`;
+  if (op === 'resume' && state.state !== 'halted') return `${what}, not halted: only a halt is resumed`;
+  if (op === 'abort' && state.state !== 'rolling' && state.state !== 'halted') return `${what}: only a rolling or halted rollout is aborted`;
+  return undefined;
+}
+
+/** How many failed nodes a halt's line names at most. */
+export const FAILED_NODES_SAID = 5;
+
+/** The line a rollout's current state is said with, on `provisioner_health` and in the verb's `health`. */
+export function describeState(state: RolloutState): string {
+  const head = `rollout of ${state.module} build ${state.build} from ${state.from}`;
+  const { total, planned, applied } = state.nodes;
+  // A line names the first few failed nodes; `rollout MODULE` lists them all.
+  const shown = state.failed.slice(0, FAILED_NODES_SAID).map((f) => `${f.node}: ${f.reason}`);
+  const more = state.failed.length - shown.length;
+  const failed = `${shown.join('; ')}${more > 0 ? `; and ${more} more` : ''}`;
+  switch (state.state) {
+    case 'rolling':
+      return `${head}: wave ${state.wave} of ${state.waves.length} planned (${planned} of ${total} nodes, ${applied} applied)`;
+    case 'halted':
+      return `${head}: halted at wave ${state.wave} by ${state.failed.length} failed node(s) (${failed}); planned back to ${state.from}`;
+    case 'done':
+      return `${head}: done, ${total} node(s) on ${state.build}`;
+    case 'aborted':
+      return `${head}: aborted by an operator; planned back to ${state.from}`;
+    case 'superseded':
+      return `${head}: superseded by a newer composition`;
+  }
+}

@@ -1,0 +1,70 @@
+// The rollouts bucket as the seat reads and writes it (DESIGN §3, §12): every state read once at
+// start, then each module's state written in order, the latest winning, a failed write tried again.
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { KV } from '@nats-io/kv';
+import { ROLLOUTS } from '../../../shared/buckets.ts';
+import { jsonBytes } from '../../../shared/bytes.ts';
+import { errorText } from '../../../shared/errors.ts';
+import type { Logger } from '../../../shared/log.ts';
+import { readAll } from '../../../shared/watch/read-all.ts';
+import { readRolloutState, type RolloutState } from './state.ts';
+
+/** How long a failed write of a state waits before it is tried again. */
+export const STATE_RETRY_MS = 1000;
+
+/** Reads every stored state; one that does not validate is said with its key and left alone (the seat starts no rollout from it). */
+export async function loadRolloutStates(nc: NatsConnection, log: Logger): Promise<Map<string, RolloutState>> {
+  const states = new Map<string, RolloutState>();
+  for (const [key, bytes] of await readAll(nc, ROLLOUTS)) {
+    const read = readRolloutState(key, bytes);
+    if (read.ok) states.set(key, read.value);
+    else log.error(`${ROLLOUTS} ${key.slice(0, 300)}: ${read.reason}; ignored`);
+  }
+  return states;
+}
+
+/** Writes each module's latest state, one write in flight per module; resolves when that state (or a later one) is stored. */
+export class StateWriter {
+  readonly #latest = new Map<string, RolloutState>();
+  readonly #running = new Map<string, Promise<void>>();
+  #closed = false;
+
+  constructor(
+    private readonly put: (module: string, bytes: Uint8Array) => Promise<unknown>,
+    private readonly log: Logger,
+  ) {}
+
+  /** A writer putting into the rollouts bucket `kv`. */
+  static of(kv: KV, log: Logger): StateWriter {
+    return new StateWriter((module, bytes) => kv.put(module, bytes), log);
+  }
+
+  /** Asks for `state` to be stored; what is asked while a write runs is folded into the next one. */
+  write(state: RolloutState): Promise<void> {
+    this.#latest.set(state.module, state);
+    let running = this.#running.get(state.module);
+    if (!running) {
+      running = this.#drain(state.module).finally(() => this.#running.delete(state.module));
+      this.#running.set(state.module, running);
+    }
+    return running;
+  }
+
+  /** Stops trying failed writes again. */
+  close(): void {
+    this.#closed = true;
+  }
+
+  async #drain(module: string): Promise<void> {
+    for (let state = this.#latest.get(module); state && !this.#closed; state = this.#latest.get(module)) {
+      this.#latest.delete(module);
+      try {
+        await this.put(module, jsonBytes(state));
+      } catch (err) {
+        this.log.error(`${ROLLOUTS} ${module}: write failed: ${errorText(err, { name: true })}; trying again`);
+        if (!this.#latest.has(module)) this.#latest.set(module, state);
+        await new Promise((resolve) => setTimeout(resolve, STATE_RETRY_MS).unref());
+      }
+    }
+  }
+}

@@ -1,0 +1,254 @@
+// The edges of a progressive rollout DESIGN §12 decides, and the two it leaves open (decided in
+// docs/decisions.md), against a real nats-server with the seat as its bundle; the test writes each
+// node's reports as its client would.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { cleanupBundles } from './helpers/bundle.ts';
+import { all, inWaveOrder, startRolloutFleet, type RolloutFleet, type RolloutSpec } from './helpers/rollout-fleet.ts';
+import { sleep } from './helpers/wait.ts';
+
+let fleet: RolloutFleet;
+const nodes = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i + 1}`);
+
+/** Publishes b1 of `module` on `names` and waits until every node holds it. */
+async function settle(module: string, names: string[], rollout?: RolloutSpec): Promise<void> {
+  await fleet.publish(module, 'b1', rollout ? { rollout } : {});
+  await fleet.assign(module, names);
+  await fleet.waitPlans(module, all(names, 'b1'));
+}
+
+/** Publishes `build` with `rollout` and waits for its first wave: the nodes in wave order and the state. */
+async function rollOut(module: string, names: string[], build: string, rollout: RolloutSpec, first: number) {
+  await fleet.publish(module, build, { rollout });
+  const order = inWaveOrder(module, build, names);
+  await fleet.waitState(module, (s) => s.build === build && s.state === 'rolling', `${build} rolling`);
+  await fleet.waitPlans(module, all(order.slice(0, first), build));
+  return order;
+}
+
+/** The builds a node's plan was written with, in order (null: deleted). */
+const history = (module: string, node: string) => fleet.writes.filter((w) => w.key === `${node}.${module}`).map((w) => w.build);
+
+test.before(async () => {
+  fleet = await startRolloutFleet();
+});
+
+test.after(async () => {
+  await fleet.close();
+  cleanupBundles();
+});
+
+test('a waiting report is not a failure, but the wait clock runs; a node that never reports fails after wait', async () => {
+  const names = nodes('clock', 4);
+  await settle('clock', names);
+  const order = await rollOut('clock', names, 'b2', { waves: [0.5, 1], halt: 2, wait: 2 }, 2);
+  await fleet.report('clock', order[0]!, 'b2', 'waiting');
+  await sleep(1000);
+  const meanwhile = await fleet.state('clock');
+  assert.is(meanwhile?.state, 'rolling', 'a waiting report fails nothing within wait');
+  const halted = await fleet.waitState('clock', (s) => s.state === 'halted', 'halted after wait', 6000);
+  assert.equal(
+    halted.failed.map((f) => f.reason),
+    ['no applied report of b2 within 2 s', 'no applied report of b2 within 2 s'],
+  );
+  await fleet.waitPlans('clock', all(names, 'b1'));
+});
+
+test('a failed report halts: every node on the new build is planned back, one write each, and nothing else moves', async () => {
+  const names = nodes('halt', 8);
+  await settle('halt', names);
+  const order = await rollOut('halt', names, 'b2', { waves: [0.25, 1], wait: 30 }, 2);
+  await fleet.report('halt', order[1]!, 'b2', 'applied');
+  await fleet.report('halt', order[0]!, 'b2', 'failed', 'template halt.conf: ${confg:port} of an unknown kind');
+  const halted = await fleet.waitState('halt', (s) => s.state === 'halted', 'halted');
+  assert.equal(halted.failed, [{ node: order[0], reason: 'failed: template halt.conf: ${confg:port} of an unknown kind' }]);
+  await fleet.waitPlans('halt', all(names, 'b1'));
+  await sleep(500);
+  for (const n of order.slice(0, 2)) assert.equal(history('halt', n), ['b1', 'b2', 'b1'], `${n}: one rollback write`);
+  for (const n of order.slice(2)) assert.equal(history('halt', n), ['b1'], `${n}: never written during the halt`);
+  const entry = (await fleet.verbHealth('halt')).find((e) => e.key === 'halt');
+  assert.is(entry?.value['state'], 'halted');
+  assert.match(String(entry?.value['reason']), /halted at wave 1 by 1 failed node/);
+  assert.ok(fleet.health.some((h) => h.module === 'halt' && /halted/.test(h.reason)));
+
+  // resume: the failed nodes get the build again with the next wave, the count starts again.
+  const resumed = await fleet.command(['rollout', 'resume', 'halt']);
+  assert.is(resumed.code, 0, resumed.stderr);
+  assert.match(resumed.stdout, /rollout of halt: resumed/);
+  const rolling = await fleet.waitState('halt', (s) => s.state === 'rolling', 'rolling again');
+  assert.equal([rolling.wave, rolling.failed, rolling.nodes.failed], [2, [], 0]);
+  await fleet.waitPlans('halt', all(names, 'b2'));
+  for (const n of names) await fleet.report('halt', n, 'b2', 'applied');
+  await fleet.waitState('halt', (s) => s.state === 'done', 'done');
+  for (const op of ['resume', 'abort']) {
+    const refused = await fleet.command(['rollout', op, 'halt']);
+    assert.is(refused.code, 1, `${op} of a done rollout`);
+    assert.match(refused.stderr, new RegExp(`is done: nothing to ${op}`));
+  }
+  const shown = await fleet.command(['rollout', 'halt', '--json']);
+  assert.is(shown.code, 0, shown.stderr);
+  const json = JSON.parse(shown.stdout) as { rollouts: { state: string; build: string; from: string }[] };
+  assert.equal([json.rollouts[0]?.state, json.rollouts[0]?.build, json.rollouts[0]?.from], ['done', 'b2', 'b1']);
+});
+
+test('abort plans every node on the new build back to the last good build; a second abort is refused', async () => {
+  const names = nodes('abort', 6);
+  await settle('abort', names);
+  const order = await rollOut('abort', names, 'b2', { waves: [0.5, 1], wait: 30 }, 3);
+  const aborted = await fleet.command(['rollout', 'abort', 'abort']);
+  assert.is(aborted.code, 0, aborted.stderr);
+  await fleet.waitState('abort', (s) => s.state === 'aborted', 'aborted');
+  await fleet.waitPlans('abort', all(names, 'b1'));
+  for (const n of order.slice(0, 3)) assert.equal(history('abort', n), ['b1', 'b2', 'b1']);
+  const again = await fleet.command(['rollout', 'abort', 'abort']);
+  assert.is(again.code, 1);
+  assert.match(again.stderr, /is aborted: only a rolling or halted rollout is aborted/);
+  const table = await fleet.command(['rollout']);
+  assert.match(table.stdout, /abort {2}aborted {2}build b2 from b1 {2}wave 1\/2/);
+});
+
+test('a build re-published with other content is a new rollout, from the same build name', async () => {
+  const names = nodes('again', 4);
+  await settle('again', names);
+  const before = await fleet.planDigest('again', names[0]!);
+  // Every node has applied the old content: those reports are of the same build name.
+  for (const n of names) await fleet.report('again', n, 'b1', 'applied');
+  await fleet.publish('again', 'b1', { content: 'b1, fixed', rollout: { waves: [0.5, 1], wait: 30 } });
+  const state = await fleet.waitState('again', (s) => s.state === 'rolling', 'rolling');
+  assert.equal([state.build, state.from, state.nodes.total], ['b1', 'b1', 4]);
+  const order = inWaveOrder('again', 'b1', names);
+  await sleep(300);
+  const digests = await Promise.all(order.map((n) => fleet.planDigest('again', n)));
+  assert.ok(digests.slice(0, 2).every((d) => d !== before) && digests.slice(2).every((d) => d === before), JSON.stringify(digests));
+  // The old content's applied reports do not count for the new one: the wave waits for new reports.
+  await sleep(500);
+  assert.is((await fleet.state('again'))?.wave, 1);
+  for (const n of order.slice(0, 2)) await fleet.report('again', n, 'b1', 'applied');
+  await fleet.waitState('again', (s) => s.wave === 2, 'wave 2');
+});
+
+test('a composition published during a rollout supersedes it from the last good build; nodes on the superseded build count as older', async () => {
+  const names = nodes('super', 8);
+  await settle('super', names);
+  const order2 = await rollOut('super', names, 'b2', { waves: [0.25, 1], wait: 30 }, 2);
+  await fleet.publish('super', 'b3', { rollout: { waves: [0.25, 1], wait: 30 } });
+  const state = await fleet.waitState('super', (s) => s.build === 'b3', 'b3 rolling');
+  assert.equal([state.state, state.from, state.nodes.total, state.previous.build], ['rolling', 'b1', 8, 'b1']);
+  const order3 = inWaveOrder('super', 'b3', names);
+  await fleet.waitPlans('super', all(order3.slice(0, 2), 'b3'));
+  await sleep(300);
+  for (const n of order3.slice(2)) {
+    const want = order2.slice(0, 2).includes(n) ? 'b2' : 'b1';
+    assert.is(await fleet.planBuild('super', n), want, `${n} keeps its stored plan until its wave`);
+  }
+  assert.ok(fleet.health.some((h) => h.module === 'super' && /b2 from b1: superseded/.test(h.reason)));
+});
+
+test('a composition published during a halt supersedes it from the last good build', async () => {
+  const names = nodes('hsup', 4);
+  await settle('hsup', names);
+  const order = await rollOut('hsup', names, 'b2', { waves: [0.5, 1], wait: 30 }, 2);
+  await fleet.report('hsup', order[0]!, 'b2', 'failed', 'bad');
+  await fleet.waitState('hsup', (s) => s.state === 'halted', 'halted');
+  await fleet.waitPlans('hsup', all(names, 'b1'));
+  await fleet.publish('hsup', 'b3', { rollout: { waves: [0.5, 1], wait: 30 } });
+  const state = await fleet.waitState('hsup', (s) => s.build === 'b3', 'b3 rolling');
+  assert.equal([state.state, state.from, state.failed], ['rolling', 'b1', []]);
+  await fleet.waitPlans('hsup', all(inWaveOrder('hsup', 'b3', names).slice(0, 2), 'b3'));
+});
+
+test('a node assigned during a rollout gets the newest build at once, uncounted; during a halt, the last good build', async () => {
+  const names = nodes('late', 4);
+  await settle('late', names);
+  const order = await rollOut('late', names, 'b2', { waves: [0.5, 1], wait: 30 }, 2);
+  await fleet.assign('late', ['late-new']);
+  await fleet.waitPlans('late', { 'late-new': 'b2' });
+  assert.equal(history('late', 'late-new'), ['b2']);
+  assert.is((await fleet.state('late'))?.nodes.total, 4, 'not counted');
+  await fleet.report('late', order[0]!, 'b2', 'failed', 'bad');
+  await fleet.waitState('late', (s) => s.state === 'halted', 'halted');
+  await fleet.assign('late', ['late-halt']);
+  await fleet.waitPlans('late', { 'late-halt': 'b1', 'late-new': 'b1' });
+  assert.equal(history('late', 'late-halt'), ['b1']);
+});
+
+test('decided: a wave node unassigned mid-wave leaves the rollout; the wave goes on without it, N and the waves unchanged', async () => {
+  const names = nodes('gone', 4);
+  await settle('gone', names);
+  const order = await rollOut('gone', names, 'b2', { waves: [0.5, 1], wait: 30 }, 2);
+  await fleet.unassign('gone', order[0]!);
+  await fleet.waitPlans('gone', { [order[0]!]: undefined as unknown as string });
+  await fleet.report('gone', order[1]!, 'b2', 'applied');
+  const state = await fleet.waitState('gone', (s) => s.wave === 2, 'wave 2 without the unassigned node');
+  assert.is(state.nodes.total, 4);
+  await fleet.waitPlans('gone', all(order.slice(1), 'b2'));
+  for (const n of order.slice(1)) await fleet.report('gone', n, 'b2', 'applied');
+  await fleet.waitState('gone', (s) => s.state === 'done', 'done');
+});
+
+test('decided: a rollback whose old plan no longer composes keeps the node on its plan, failed in health with the reason', async () => {
+  const names = nodes('stuck', 2);
+  await fleet.publish('stuck', 'b1', { dirName: 'old' });
+  await fleet.assign('stuck', names, { old: '/etc/stuck-old' });
+  await fleet.waitPlans('stuck', all(names, 'b1'));
+  await fleet.publish('stuck', 'b2', { rollout: { waves: [1], wait: 30 } });
+  await fleet.waitPlans('stuck', all(names, 'b2'));
+  // The placement changes: the old build's ${dir:old} no longer resolves on stuck1.
+  await fleet.assign('stuck', ['stuck1']);
+  await sleep(300);
+  await fleet.report('stuck', 'stuck1', 'b2', 'failed', 'bad');
+  await fleet.waitState('stuck', (s) => s.state === 'halted', 'halted');
+  await fleet.waitPlans('stuck', { stuck1: 'b2', stuck2: 'b1' });
+  const entry = (await fleet.verbHealth('stuck')).find((e) => e.key === 'stuck1.stuck');
+  assert.is(entry?.value['state'], 'failed');
+  assert.is(entry?.value['build'], 'b1');
+  assert.match(String(entry?.value['reason']), /\$\{dir:old\} is not in the assignment's placement/);
+  assert.ok(fleet.health.some((h) => h.node === 'stuck1' && h.build === 'b1' && /dir:old/.test(h.reason)));
+});
+
+test('decided: a module held (unpublished) during a rollout pauses it: no clock runs out, and it goes on once published again', async () => {
+  const names = nodes('pause', 2);
+  await settle('pause', names);
+  const order = await rollOut('pause', names, 'b2', { waves: [0.5, 1], wait: 1 }, 1);
+  const bytes = (await fleet.kv.modules.get('pause'))!.json<Record<string, unknown>>();
+  await fleet.kv.modules.put('pause', JSON.stringify({ ...bytes, published: false }));
+  await sleep(2000);
+  assert.is((await fleet.state('pause'))?.state, 'rolling', 'held past wait, nothing failed');
+  await fleet.kv.modules.put('pause', JSON.stringify(bytes));
+  await fleet.report('pause', order[0]!, 'b2', 'applied');
+  await fleet.waitState('pause', (s) => s.wave === 2, 'wave 2 once published again');
+});
+
+test('a seat killed mid-wave and started again goes on where it was: the rollout ends done, no node ever planned backwards', async () => {
+  const names = nodes('crash', 10);
+  await settle('crash', names);
+  const order = await rollOut('crash', names, 'b2', { waves: [0.2, 0.6, 1], wait: 30 }, 2);
+  for (const n of order.slice(0, 2)) await fleet.report('crash', n, 'b2', 'applied');
+  await fleet.waitState('crash', (s) => s.wave === 2, 'wave 2');
+  await fleet.waitPlans('crash', all(order.slice(0, 6), 'b2'));
+  for (const n of order.slice(0, 4)) await fleet.report('crash', n, 'b2', 'applied');
+  fleet.seat.kill();
+  await fleet.seat.exited;
+  // Reports written while the seat is down count when it is back.
+  await fleet.report('crash', order[4]!, 'b2', 'applied');
+  await fleet.restartSeat();
+  await fleet.report('crash', order[5]!, 'b2', 'applied');
+  await fleet.waitState('crash', (s) => s.wave === 3, 'wave 3 after the restart');
+  await fleet.waitPlans('crash', all(names, 'b2'));
+  for (const n of order) await fleet.report('crash', n, 'b2', 'applied');
+  await fleet.waitState('crash', (s) => s.state === 'done', 'done');
+  for (const n of names) assert.equal(history('crash', n), ['b1', 'b2'], `${n} never planned backwards`);
+});
+
+test("the seat's --rollout rolls out a composition without its own rollout", async () => {
+  fleet.seat.kill();
+  await fleet.seat.exited;
+  await fleet.restartSeat(['--rollout', '0.5,1//30']);
+  const names = nodes('flag', 4);
+  await settle('flag', names);
+  await fleet.publish('flag', 'b2');
+  const state = await fleet.waitState('flag', (s) => s.state === 'rolling', 'rolling');
+  assert.equal([state.waves, state.halt, state.wait, state.nodes.planned], [[0.5, 1], 1, 30, 2]);
+});
+
+test.run();

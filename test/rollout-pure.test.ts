@@ -1,0 +1,162 @@
+// The pure parts of a progressive rollout (DESIGN §12): the waves' sizes computed exactly, their
+// membership stable and spread, the seat's --rollout read like a composition's, a wave measured.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import fc from 'fast-check';
+import { createHash } from 'node:crypto';
+import { parseRolloutFlag } from '../src/server/seat/rollout/policy.ts';
+import { measureWave, type NodeClock, type SeenReport } from '../src/server/seat/rollout/progress.ts';
+import { reachedBy, waveOrder, waveSize } from '../src/server/seat/rollout/waves.ts';
+import { describeState, haltRollout, refusal, startRollout } from '../src/server/seat/rollout/steps.ts';
+import type { Composition } from '../src/shared/schemas.ts';
+import { parseServerOptions } from '../src/server/command-line.ts';
+
+test('a wave is ⌈f·N⌉ computed exactly: 0.07 of 100 is 7, 0.1 of 30 is 3, 0.29 of 100 is 29', () => {
+  assert.is(waveSize(0.07, 100), 7);
+  assert.is(0.07 * 100 > 7, true, 'the float product is past 7, which is why it is not used');
+  assert.is(waveSize(0.1, 30), 3);
+  assert.is(waveSize(0.29, 100), 29);
+  assert.is(waveSize(0.01, 5000), 50);
+  assert.is(waveSize(0.01, 1), 1);
+  assert.is(waveSize(1, 5000), 5000);
+  assert.is(waveSize(1e-7, 3), 1);
+  assert.is(waveSize(0.5, 3), 2);
+});
+
+test('a wave size is ⌈num·N / 10⁴⌉ in integers for every fraction num/10⁴', () => {
+  fc.assert(
+    fc.property(fc.integer({ min: 1, max: 10_000 }), fc.integer({ min: 1, max: 100_000 }), (num, n) => {
+      // Integers: num·n is exact well within 2⁵³, so the ceiling of the quotient is too.
+      assert.is(waveSize(num / 10_000, n), Math.floor((num * n + 9_999) / 10_000), `${num / 10_000} of ${n}`);
+    }),
+  );
+});
+
+test('waves are cumulative and never shrink: wave k+1 holds wave k', () => {
+  fc.assert(
+    fc.property(fc.uniqueArray(fc.integer({ min: 1, max: 99 }), { maxLength: 5 }), fc.integer({ min: 1, max: 3000 }), (cents, n) => {
+      const waves = [...cents.sort((a, b) => a - b).map((c) => c / 100), 1];
+      let before = 0;
+      for (let k = 1; k <= waves.length; k++) {
+        const size = reachedBy(waves, k, n);
+        assert.ok(size >= before && size >= 1 && size <= n);
+        before = size;
+      }
+      assert.is(before, n);
+    }),
+  );
+});
+
+test('wave order is the sha256 of <module>.<build>.<node>, whatever order the nodes come in', () => {
+  const nodes = Array.from({ length: 50 }, (_, i) => `n${i}`);
+  const order = waveOrder('web', 'b2', nodes);
+  const expected = [...nodes].sort((a, b) => {
+    const h = (n: string) => createHash('sha256').update(`web.b2.${n}`).digest('hex');
+    return h(a) < h(b) ? -1 : 1;
+  });
+  assert.equal(order, expected);
+  fc.assert(
+    fc.property(fc.shuffledSubarray(nodes, { minLength: 50 }), (shuffled) => {
+      assert.equal(waveOrder('web', 'b2', shuffled), order);
+    }),
+  );
+  assert.not.equal(waveOrder('web', 'b3', nodes), order, 'another build spreads its waves anew');
+});
+
+test('the first wave of a build is spread: over 10 builds of 1,000 nodes, no node is first every time', () => {
+  const nodes = Array.from({ length: 1000 }, (_, i) => `node-${i}`);
+  const firsts = new Set<string>();
+  for (let b = 0; b < 10; b++) for (const n of waveOrder('web', `b${b}`, nodes).slice(0, 10)) firsts.add(n);
+  assert.ok(firsts.size > 90, `${firsts.size} distinct nodes in the first waves`);
+});
+
+test('--rollout reads WAVES[/HALT[/WAIT]] with the defaults, and refuses what a composition would', () => {
+  assert.equal(parseRolloutFlag('0.01,0.1,1/1/600'), { ok: true, value: { waves: [0.01, 0.1, 1], halt: 1, wait: 600 } });
+  assert.equal(parseRolloutFlag('0.5,1'), { ok: true, value: { waves: [0.5, 1], halt: 1, wait: 600 } });
+  assert.equal(parseRolloutFlag('0.5,1/3'), { ok: true, value: { waves: [0.5, 1], halt: 3, wait: 600 } });
+  assert.equal(parseRolloutFlag('1//2.5'), { ok: true, value: { waves: [1], halt: 1, wait: 2.5 } });
+  for (const bad of ['0.5', '0.5,0.2,1', '0,1', '1/0', '1/x', '1/1/0', '1/1/-3', 'a,1', '1/1/1/1', '', '1.5']) {
+    const read = parseRolloutFlag(bad);
+    assert.is(read.ok, false, bad);
+  }
+  assert.match((parseRolloutFlag('0.5,0.2,1') as { reason: string }).reason, /strictly increase/);
+});
+
+test('a wave: applied after the plan counts, a failed report fails, waiting is not a failure until wait has passed', () => {
+  const clocks = new Map<string, NodeClock>();
+  const clockOf = (n: string) => clocks.get(n) ?? (clocks.set(n, { since: 1000, after: 10, applied: false }), clocks.get(n)!);
+  const reports = new Map<string, SeenReport>([
+    ['a', { state: 'applied', build: 'b2', revision: 11 }],
+    ['b', { state: 'applied', build: 'b2', revision: 9 }],
+    ['c', { state: 'waiting', build: 'b2', revision: 12 }],
+    ['d', { state: 'failed', build: 'b2', revision: 13, reason: 'typo' }],
+    ['e', { state: 'failed', build: 'b1', revision: 14 }],
+  ]);
+  const input = {
+    build: 'b2',
+    waitS: 5,
+    reached: ['a', 'b', 'c', 'd', 'e', 'gone'],
+    assigned: (n: string) => n !== 'gone',
+    clockOf,
+    reportOf: (n: string) => reports.get(n),
+  };
+  const early = measureWave({ ...input, now: 2000 });
+  assert.equal(early, { planned: 5, applied: 1, failed: [{ node: 'd', reason: 'failed: typo' }], deadline: 6000 });
+  reports.set('a', { state: 'waiting', build: 'b2', revision: 20 });
+  const late = measureWave({ ...input, now: 6000 });
+  assert.is(late.applied, 1, 'an applied build stays applied through a later waiting');
+  assert.equal(
+    late.failed.map((f) => f.node),
+    ['b', 'c', 'd', 'e'],
+  );
+  assert.is(late.failed[1]!.reason, 'no applied report of b2 within 5 s');
+});
+
+const comp = (build: string): Composition => ({
+  module: 'web',
+  build,
+  published: true,
+  provisioning: { files: [], secrets: [], provisions: [], provides: [], items: [], collections: [] },
+});
+
+test('resume and abort are refused on a done rollout, saying so; resume only lifts a halt', () => {
+  const rolling = startRollout({
+    target: comp('b2'),
+    digest: 'd',
+    from: comp('b1'),
+    policy: { waves: [0.5, 1], halt: 1, wait: 1 },
+    members: ['a', 'b'],
+    now: 0,
+  });
+  assert.is(rolling.nodes.planned, 1);
+  assert.match(refusal({ ...rolling, state: 'done' }, 'resume')!, /is done: nothing to resume/);
+  assert.match(refusal({ ...rolling, state: 'done' }, 'abort')!, /is done: nothing to abort/);
+  assert.match(refusal(rolling, 'resume')!, /not halted/);
+  assert.is(refusal(rolling, 'abort'), undefined);
+  assert.is(refusal({ ...rolling, state: 'halted' }, 'resume'), undefined);
+});
+
+test('a halt is said naming the first five failed nodes and how many more', () => {
+  const rolling = startRollout({ target: comp('b2'), digest: 'd', from: comp('b1'), policy: { waves: [1], halt: 7, wait: 1 }, members: ['a'], now: 0 });
+  const failed = Array.from({ length: 7 }, (_, i) => ({ node: `n${i}`, reason: 'failed: bad' }));
+  const line = describeState(haltRollout(rolling, failed, 0));
+  assert.match(line, /halted at wave 1 by 7 failed node\(s\) \(n0: failed: bad; .*n4: failed: bad; and 2 more\); planned back to b1/);
+});
+
+test('the seat reads --rollout or MESH_ROLLOUT, refusing a bad one naming the flag; rollout takes its words', () => {
+  const env = parseServerOptions([], { MESH_ROLLOUT: '0.1,1/2/30' });
+  assert.equal(env.ok && env.value.command === 'serve' && env.value.rollout, { waves: [0.1, 1], halt: 2, wait: 30 });
+  const none = parseServerOptions([], {});
+  assert.is(none.ok && none.value.command === 'serve' && none.value.rollout, undefined, 'no rollout unless asked');
+  const bad = parseServerOptions(['--rollout', '0.5,0.2,1'], {});
+  assert.equal(bad, { ok: false, reason: '--rollout: waves holds 0.2 (wave 2) after 0.5: the waves must strictly increase' });
+  const show = parseServerOptions(['rollout', 'web', '--json'], {});
+  assert.ok(show.ok && show.value.command === 'rollout' && show.value.op === 'show' && show.value.module === 'web' && show.value.json);
+  const abort = parseServerOptions(['rollout', 'abort', 'web'], {});
+  assert.ok(abort.ok && abort.value.command === 'rollout' && abort.value.op === 'abort' && abort.value.module === 'web');
+  assert.equal(parseServerOptions(['rollout', 'resume'], {}), { ok: false, reason: 'rollout resume needs a MODULE' });
+  assert.is(parseServerOptions(['rollout', 'abort', 'web', 'x'], {}).ok, false);
+  assert.is(parseServerOptions(['rollout', 'Web'], {}).ok, false);
+});
+
+test.run();

@@ -1,0 +1,95 @@
+// The seat's progressive rollout (DESIGN §12) against a real nats-server, the seat as its bundle:
+// waves planned by the nodes' own reports (the test writes them, as each node's client would), a
+// halt planning every node back, and each edge §12 decides.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { cleanupBundles } from './helpers/bundle.ts';
+import { all, inWaveOrder, startRolloutFleet, type RolloutFleet } from './helpers/rollout-fleet.ts';
+import { sleep } from './helpers/wait.ts';
+
+let fleet: RolloutFleet;
+const nodes = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i + 1}`);
+
+/** Publishes b1 of `module` on `names` and waits until every node holds it. */
+async function settle(module: string, names: string[], rollout?: { waves: number[]; halt?: number; wait?: number }): Promise<void> {
+  await fleet.publish(module, 'b1', rollout ? { rollout } : {});
+  await fleet.assign(module, names);
+  await fleet.waitPlans(module, all(names, 'b1'));
+}
+
+/** The builds a node's plan was written with, in order (null: deleted). */
+const history = (module: string, node: string) => fleet.writes.filter((w) => w.key === `${node}.${module}`).map((w) => w.build);
+
+test.before(async () => {
+  fleet = await startRolloutFleet();
+});
+
+test.after(async () => {
+  await fleet.close();
+  cleanupBundles();
+});
+
+test('without a rollout a new build reaches every node at once, and no state is written', async () => {
+  const names = nodes('plain', 4);
+  await settle('plain', names);
+  await fleet.publish('plain', 'b2');
+  await fleet.waitPlans('plain', all(names, 'b2'));
+  assert.is(await fleet.state('plain'), undefined);
+});
+
+test('a first build, and a node assigned anew, get their plans at once whatever the rollout', async () => {
+  const names = nodes('first', 3);
+  await settle('first', names, { waves: [0.1, 1] });
+  assert.is(await fleet.state('first'), undefined, 'a first build is no rollout');
+});
+
+test('a new build goes out in waves: the first ⌈f·N⌉ nodes by sha256, the next wave when each reports applied, then done', async () => {
+  const names = nodes('web', 10);
+  await settle('web', names, { waves: [0.2, 0.5, 1], wait: 30 });
+  await fleet.publish('web', 'b2', { rollout: { waves: [0.2, 0.5, 1], wait: 30 } });
+  const order = inWaveOrder('web', 'b2', names);
+  const wave1 = order.slice(0, 2);
+  await fleet.waitPlans('web', { ...all(names, 'b1'), ...all(wave1, 'b2') });
+  let state = await fleet.waitState('web', (s) => s.state === 'rolling', 'rolling');
+  assert.equal([state.build, state.from, state.wave, state.nodes.total, state.nodes.planned], ['b2', 'b1', 1, 10, 2]);
+  await sleep(300);
+  for (const n of order.slice(2)) assert.is(await fleet.planBuild('web', n), 'b1', `${n} is not in wave 1 and keeps b1`);
+  const entry = (await fleet.verbHealth('web')).find((e) => e.key === 'web');
+  assert.equal([entry?.value['state'], entry?.value['wave'], entry?.value['build']], ['rolling', 1, 'b2']);
+
+  for (const n of wave1) await fleet.report('web', n, 'b2', 'applied');
+  await fleet.waitPlans('web', { ...all(names, 'b1'), ...all(order.slice(0, 5), 'b2') });
+  state = await fleet.waitState('web', (s) => s.wave === 2, 'wave 2');
+  for (const n of order.slice(0, 5)) await fleet.report('web', n, 'b2', 'applied');
+  await fleet.waitPlans('web', all(names, 'b2'));
+  for (const n of order) await fleet.report('web', n, 'b2', 'applied');
+  state = await fleet.waitState('web', (s) => s.state === 'done', 'done');
+  assert.is(state.nodes.applied, 10);
+  assert.ok(!(await fleet.verbHealth('web')).some((e) => e.key === 'web'), 'a done rollout is not in health');
+  for (const n of names) assert.equal(history('web', n), ['b1', 'b2'], `${n}: one write each, never back`);
+  const said = fleet.health.filter((h) => h.module === 'web').map((h) => h.reason);
+  assert.ok(said.some((r) => /wave 1 of 3 planned/.test(r)) && said.some((r) => /wave 3 of 3/.test(r)) && said.some((r) => /done/.test(r)), said.join('\n'));
+});
+
+test('status shows a rolling or halted module on each of its nodes, the fleet and a node in detail', async () => {
+  const names = nodes('shown', 4);
+  await settle('shown', names);
+  for (const n of names) await fleet.report('shown', n, 'b1', 'applied');
+  await fleet.publish('shown', 'b2', { rollout: { waves: [0.5, 1], wait: 30 } });
+  await fleet.waitState('shown', (s) => s.state === 'rolling', 'rolling');
+  const table = await fleet.command(['status']);
+  const rows = table.stdout.split('\n').filter((l) => /^shown\d/.test(l));
+  assert.is(rows.length, 4, table.stdout);
+  for (const row of rows) assert.match(row, /shown \(rolling b2, wave 1\)/);
+  const order = inWaveOrder('shown', 'b2', names);
+  await fleet.report('shown', order[0]!, 'b2', 'failed', 'bad');
+  await fleet.waitState('shown', (s) => s.state === 'halted', 'halted');
+  const detail = await fleet.command(['status', order[3]!]);
+  assert.match(detail.stdout, /rollout: halted build b2, wave 1/);
+  const json = JSON.parse((await fleet.command(['status', '--json'])).stdout) as { nodes: { node: string; rollouts?: string[] }[] };
+  assert.equal(json.nodes.find((n) => n.node === order[1])?.rollouts, ['shown (halted b2, wave 1)']);
+  const untouched = await fleet.command(['status', 'plain1']);
+  assert.not.match(untouched.stdout, /rollout:/);
+});
+
+test.run();
