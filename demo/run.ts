@@ -25,6 +25,7 @@ const TITLES = [
   'a mistake status shows: web on n2 without its config dir (exit 1), then put right',
   'a binding: the PostgreSQL provider makes "app" a role and a database; a rotation',
   'an SDK ask as the runner of n1; a config change',
+  'a new build of web in waves (the seat runs with --rollout 0.5,1/1/60)',
   'stop',
 ];
 /** The block the demo skips without PostgreSQL. */

@@ -76,7 +76,7 @@ function logs(lab: string): string {
 test('the README lab, block by block, from the release tarball alone', async () => {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
   const blocks = labBlocks(readme);
-  assert.is(blocks.length, 7, 'the lab has seven blocks');
+  assert.is(blocks.length, 8, 'the lab has eight blocks');
   assert.ok(blocks[0]!.startsWith(`tar xzf ${TOP}.tar.gz && cd ${TOP}\n`), `the first block unpacks this version's tarball:\n${blocks[0]}`);
   assert.not.ok(hasNodeModulesAbove(work), `${work} has a node_modules above it`);
   const env = {
@@ -154,8 +154,13 @@ test('the README lab, block by block, from the release tarball alone', async () 
   assert.match(six.stdout, /worker_processes 8;/);
   assert.match(six.stdout, /restart web$/m);
 
-  // 7. Stop: every program drains and says so; nats-server refused nobody anything.
-  await run(6);
+  // 7. A new build in waves: build 2 of web on both nodes, the rollout done.
+  const seven = await run(6);
+  assert.match(seven.stdout, /^web {2}done {2}build 2 from 1 {2}wave 2\/2 \(0\.5, 1\)/m, seven.stdout + seven.stderr);
+  assert.match(readFileSync(join(lab, 'seat.log'), 'utf8'), /rollout/i, 'the seat said the rollout');
+
+  // 8. Stop: every program drains and says so; nats-server refused nobody anything.
+  await run(7);
   for (const log of ['seat.log', 'vault.log', 'provider.log', join('n1', 'client.log'), join('n2', 'client.log')]) {
     const text = readFileSync(join(lab, log), 'utf8');
     assert.match(text, /\bstopped\b/, `${log} says stopped; its last lines:\n${text.split('\n').slice(-8).join('\n')}`);
