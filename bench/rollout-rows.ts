@@ -139,6 +139,8 @@ export async function goodBuild(run: Run, floor: { allMs: number }): Promise<Row
       `good build, wave ${k} (${size} nodes): its plans seen within ${planned} ms, its last report after ${durations[k - 1]!.toFixed(0)} ms${gap}; seat CPU ${(cpu[k + 1]! - cpu[k]!).toFixed(2)} s`,
     );
   }
+  const writes = [...ofModule(run.fleet.plans, module)].reduce((n, [, list]) => n + list.filter((p) => p.at >= started).length, 0);
+  run.notes.push(`good build: ${writes} plan writes from the publish to done (${run.nodes} nodes)`);
   run.notes.push(
     `good build: slowest node, plan seen → report acked: ${slowestNode.toFixed(0)} ms; rollout stored done ${(starts[WAVES.length + 1]! - allOn).toFixed(0)} ms after the last report`,
   );
@@ -163,11 +165,15 @@ export async function seatKilled(run: Run): Promise<Row> {
   const atKill = hadBuild(run, module, 'b2').length;
   const restarted = now();
   run.seat = startSeatProcess(run.url);
+  const ready = run.seat.saying(/seat ready/, now);
   await until('the rollout done', () => lastState(run, module)?.state === 'done', 120_000, run);
   const doneIn = now() - restarted;
   const backwards = [...plannedBackwards(run.fleet, module, 'b2', 'b1'), ...plannedBackwards(run.fleet, 'good', 'b2', 'b1')];
   const twice = [...ofModule(run.fleet.plans, module)].filter(([, list]) => list.filter((p) => p.build === 'b2').length > 1).length;
-  run.notes.push(`seat killed: ${atKill} of ${run.nodes} nodes planned b2 at the kill; ${twice} nodes planned b2 twice`);
+  const readyIn = (await ready) - restarted;
+  run.notes.push(
+    `seat killed: ${atKill} of ${run.nodes} nodes planned b2 at the kill; restarted seat ready after ${readyIn.toFixed(0)} ms; ${twice} nodes planned b2 twice`,
+  );
   return {
     what: 'seat killed (SIGKILL) during wave 2, restarted',
     goal: 'ends done, never planned backwards',
