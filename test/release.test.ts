@@ -36,6 +36,7 @@ const EXPECTED = [
   'docs/decisions.md',
   'docs/design.md',
   'docs/isolation.md',
+  'docs/rollout.md',
   'docs/reliability.md',
   'examples/postgres-provider/README.md',
   'examples/web/composition.json',
