@@ -23,12 +23,12 @@ const NODES = Array.from({ length: 20 }, (_, i) => `node${i + 1}`);
 const ROLLOUT = { waves: [0.1, 1], halt: 1, wait: 30 };
 /** Each build's one template: build 2 misspells `config`, which no client can fill. */
 const TEMPLATES: Record<string, string> = {
-  '1': 'listen ${port:http}\nbuild 1\n',
-  '2': 'listen ${confg:port}\nbuild 2\n',
-  '3': 'listen ${port:http}\nbuild 3\n',
+  '1': 'listen ${port:http}\nbuild 1\ngreeting ${config:greeting}\n',
+  '2': 'listen ${confg:port}\nbuild 2\ngreeting ${config:greeting}\n',
+  '3': 'listen ${port:http}\nbuild 3\ngreeting ${config:greeting}\n',
 };
-/** What build 1 and build 3 write on every node (placementUnder gives port http 8080). */
-const GOOD_FILE: Record<string, string> = { '1': 'listen 8080\nbuild 1\n', '3': 'listen 8080\nbuild 3\n' };
+/** What a good build writes on every node (placementUnder gives port http 8080), with the config value `greeting`. */
+const goodFile = (build: string, greeting = 'hello') => `listen 8080\nbuild ${build}\ngreeting ${greeting}\n`;
 
 /**
  * Publishes a build with the rollout in its composition, as a fleet's catalogue would: straight
@@ -51,10 +51,10 @@ function fingerprint(path: string): { sha256: string; mtimeMs: number } {
 }
 
 /** Waits until every node in `nodes` reports `build` applied and its file on disk is that build's. */
-async function waitApplied(m: IsolatedMesh, nodes: string[], build: string): Promise<void> {
+async function waitApplied(m: IsolatedMesh, nodes: string[], build: string, greeting = 'hello'): Promise<void> {
   for (const n of nodes) {
     await m.waitReport(n, MODULE, (r) => r.build === build && r.state === 'applied', 20_000);
-    await waitFor(`${n}'s file of build ${build}`, () => m.node(n).moduleFile(MODULE) === GOOD_FILE[build]);
+    await waitFor(`${n}'s file of build ${build}`, () => m.node(n).moduleFile(MODULE) === goodFile(build, greeting));
   }
 }
 
@@ -98,6 +98,7 @@ async function watchFleet(m: IsolatedMesh, build: string) {
 
 /** Build 1, the module's first, reaches all 20 at once (no rollout); the files' fingerprints. */
 async function settleBuildOne(m: IsolatedMesh) {
+  for (const n of NODES) await m.kv.config.put(`${n}.${MODULE}.greeting`, 'hello');
   await publish(m, '1');
   for (const n of NODES) {
     await m.node(n).startEngine();
@@ -134,7 +135,7 @@ test('a build with ${confg:port} rolled out to 20 nodes in waves 0.1/1 stops at 
 
       // The two are planned back, one write each, and their clients apply build 1 again.
       await waitApplied(m, wave, '1');
-      for (const n of wave) assert.is(readFileSync(fileOf(m, n), 'utf8'), GOOD_FILE['1'], `${n}: build 1's bytes`);
+      for (const n of wave) assert.is(readFileSync(fileOf(m, n), 'utf8'), goodFile('1'), `${n}: build 1's bytes`);
       for (const n of NODES) assert.is((await m.kv.plans.get(`${n}.${MODULE}`))?.json<{ build: string }>().build, '1', `${n}'s plan`);
       assert.equal([...new Set(seen.writes.filter((w) => w.build === '2').map((w) => w.node))].sort(), [...wave].sort(), 'the nodes ever planned build 2');
       for (const n of wave) assert.equal(seen.buildsOf(n), ['2', '1'], `${n}'s plan writes`);
@@ -150,13 +151,20 @@ test('a build with ${confg:port} rolled out to 20 nodes in waves 0.1/1 stops at 
       assert.match(shown.stdout, /web {2}halted {2}build 2 from 1/);
       assert.match(shown.stdout, new RegExp(`failed (${wave.join('|')}): failed: .*confg`));
 
+      // A config value is no build: during the halt it reaches all 20 at once, and no plan is written.
+      const writesBefore = seen.writes.length;
+      for (const n of NODES) await m.kv.config.put(`${n}.${MODULE}.greeting`, 'halted but configured');
+      for (const n of NODES) await waitFor(`${n}'s file with the new greeting`, () => m.node(n).moduleFile(MODULE) === goodFile('1', 'halted but configured'));
+      assert.is(seen.writes.length, writesBefore, 'no plan written for a config change');
+      assert.is((await state.get())?.state, 'halted');
+
       // Build 3, good: a new rollout from the last good build, wave 1 first, then every node.
       seen.writes.length = 0;
       await publish(m, '3');
       const next = await state.wait('build 3 rolling', (s) => s.build === '3');
       assert.equal([next.from, next.failed], ['1', []]);
       await state.wait('build 3 done', (s) => s.build === '3' && s.state === 'done', 30_000);
-      await waitApplied(m, NODES, '3');
+      await waitApplied(m, NODES, '3', 'halted but configured');
       const first = inWaveOrder(MODULE, '3', NODES).slice(0, 2);
       assert.equal(
         seen.writes
