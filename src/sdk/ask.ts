@@ -3,10 +3,10 @@
 // environment it sets, or the options), never chosen by the module's code.
 import type { NatsConnection } from '@nats-io/transport-node';
 import * as v from 'valibot';
-import { connectBus } from '../shared/bus.ts';
+import { connectBus } from '../shared/connect.ts';
 import { jsonBytes } from '../shared/bytes.ts';
 import { INBOX_PREFIXES } from '../shared/inbox.ts';
-import { decodeJson } from '../shared/schemas.ts';
+import { decodeJson } from '../shared/decode.ts';
 import { askSubject, changedSubject } from '../shared/subjects.ts';
 import { errorText } from '../shared/errors.ts';
 

@@ -5,7 +5,8 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { JetStreamApiError, jetstreamManager, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
 import { retryWithBackoff } from './retry.ts';
 import { bucketProblems, bucketWarnings, describeProblems, streamConfigOf, streamOf, type BucketSize, type BucketSpec } from './bucket-spec.ts';
-import { errorText, isPermissionViolation, isStreamNotFound } from './errors.ts';
+import { errorText, isPermissionViolation } from './errors.ts';
+import { isStreamNotFound } from './jetstream-errors.ts';
 
 /** A bucket whose stream holds more than its bucket: no program uses it. */
 export class BucketRefusedError extends Error {

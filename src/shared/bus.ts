@@ -1,70 +1,12 @@
-// Connecting to the bus and binding KV buckets; watching them is shared/watch/.
-import { readFileSync } from 'node:fs';
-import { connect, credsAuthenticator, nkeyAuthenticator, type NatsConnection } from '@nats-io/transport-node';
+// Binding KV buckets (JetStream); connecting is connect.ts, re-exported here for the programs that
+// import both from one place. Watching buckets is shared/watch/.
+import type { NatsConnection } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import { ensureBucket } from './bucket-bind.ts';
-import { errorText } from './errors.ts';
 import { DEFAULT_MESH_NODES, kvBucket, maxConsumersFor } from './bucket-spec.ts';
 
-/** How to reach and authenticate to the bus. */
-export type BusOptions = {
-  /** Every server of the cluster. */
-  servers: string[];
-  /** A NATS credentials file (JWT + nkey seed). */
-  creds?: string;
-  /** A file holding an nkey user seed (`SU…`), as `bus-config` writes one per user. */
-  nkey?: string;
-  /** A user name (with `pass`). */
-  user?: string;
-  /** A password. */
-  pass?: string;
-  /** A token. */
-  token?: string;
-  /** A CA file to verify the servers' TLS certificates. */
-  tlsCa?: string;
-  /** The inbox prefix, `_INBOX_node_<node>` for a node's client (DESIGN §11). */
-  inboxPrefix?: string;
-  /** The connection's name, seen by the server's monitoring. */
-  name: string;
-};
-
-/**
- * Connects with reconnects forever: a daemon waits for the bus, it does not give up on it.
- * `once` is for a command a person runs: one try, and an error when the bus is not there.
- */
-export async function connectBus(opts: BusOptions, once = false): Promise<NatsConnection> {
-  return connect({
-    servers: opts.servers,
-    name: opts.name,
-    ...(opts.creds ? { authenticator: credsAuthenticator(readFileSync(opts.creds)) } : {}),
-    ...(opts.nkey ? { authenticator: nkeyAuthenticator(new TextEncoder().encode(readFileSync(opts.nkey, 'utf8').trim())) } : {}),
-    ...(opts.user ? { user: opts.user, pass: opts.pass } : {}),
-    ...(opts.token ? { token: opts.token } : {}),
-    ...(opts.tlsCa ? { tls: { caFile: opts.tlsCa } } : {}),
-    ...(opts.inboxPrefix ? { inboxPrefix: opts.inboxPrefix } : {}),
-    // No stack trace captured for every request (two Error objects a request, most of a cold
-    // start's garbage); an error still says its subject and reason.
-    noAsyncTraces: true,
-    maxReconnectAttempts: once ? 0 : -1,
-    reconnectTimeWait: 250,
-    waitOnFirstConnect: !once,
-  });
-}
-
-/** Logs the connection's disconnects and reconnects; `onBack` runs on each reconnect. */
-export function watchConnection(nc: NatsConnection, log: { warn(l: string): void; notice(l: string): void }, onBack?: () => void): void {
-  void (async () => {
-    for await (const s of nc.status()) {
-      const server = 'server' in s ? ` ${s.server}` : '';
-      if (s.type === 'disconnect') log.warn(`bus: disconnected from${server}`);
-      if (s.type === 'reconnect') {
-        log.notice(`bus: reconnected to${server}`);
-        onBack?.();
-      }
-    }
-  })();
-}
+export { connectBus, drainBus, watchConnection, type BusOptions } from './connect.ts';
 
 /** Opens a bucket bound only (no stream info asked) with direct get, as a node's grants allow. */
 export async function openKv(nc: NatsConnection, bucket: string): Promise<KV> {
@@ -79,18 +21,4 @@ export async function openKv(nc: NatsConnection, bucket: string): Promise<KV> {
 export async function ensureKv(nc: NatsConnection, bucket: string, replicas: number, warn?: (line: string) => void): Promise<KV> {
   await ensureBucket(nc, kvBucket(bucket), { replicas, maxConsumers: maxConsumersFor(DEFAULT_MESH_NODES) }, warn);
   return openKv(nc, bucket);
-}
-
-/**
- * Drains the connection before a program stops; a bus already gone (nothing can be flushed) is said
- * at warning and the connection closed, never an error: the program was asked to stop, and what it
- * had not sent yet is what its next start writes again.
- */
-export async function drainBus(nc: NatsConnection, log: { warn(line: string): void }): Promise<void> {
-  try {
-    await nc.drain();
-  } catch (err) {
-    log.warn(`bus: not drained (${errorText(err)}): closed without it`);
-    await nc.close().catch(() => {});
-  }
 }

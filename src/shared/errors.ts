@@ -1,7 +1,7 @@
 // One vocabulary for what went wrong (issue 19): whatever was thrown, said as one line; and what a
-// bus error is, told by nats.js's error classes and codes, never by matching its words.
+// bus error is, told by nats.js's error classes and codes, never by matching its words. Core NATS
+// only, so the SDK's asks carry no JetStream client: JetStream's own errors are jetstream-errors.ts.
 import { errors } from '@nats-io/transport-node';
-import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 
 /** How much of an error `errorText` says. */
 export type ErrorTextOptions = {
@@ -32,7 +32,7 @@ export function errorText(err: unknown, opts: ErrorTextOptions = {}): string {
 }
 
 /** Whether `err`, or an error it was caused by, is one that `is` accepts. */
-function inChain(err: unknown, is: (e: Error) => boolean): boolean {
+export function inChain(err: unknown, is: (e: Error) => boolean): boolean {
   for (let e = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) if (is(e)) return true;
   return false;
 }
@@ -54,11 +54,6 @@ export function isTimeout(err: unknown): boolean {
 /** Whether the server refused a publish or a subscription to this login. */
 export function isPermissionViolation(err: unknown): boolean {
   return inChain(err, (e) => e instanceof errors.PermissionViolationError);
-}
-
-/** Whether a JetStream call was answered that its stream does not exist. */
-export function isStreamNotFound(err: unknown): boolean {
-  return inChain(err, (e) => e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound);
 }
 
 /**

@@ -1,12 +1,14 @@
-// valibot schemas for every value of DESIGN §3–§7 and §9, and one decoder that turns issues into a reason.
+// valibot schemas for every value of DESIGN §3–§7 and §9; the decoder that turns issues into a reason
+// is decode.ts, re-exported here.
 import * as v from 'valibot';
 import { encodeToken, NAME_PATTERN, KIND_PATTERN, segmentNameProblem } from './keys.ts';
-import type { Parsed } from './result.ts';
-import { MAX_KEY_BYTES, MAX_PLAN_BYTES, MAX_TOKEN_BYTES, parseBoundedJson, type JsonLimits } from './limits.ts';
+import { MAX_KEY_BYTES, MAX_TOKEN_BYTES } from './limits.ts';
 import { didYouMean } from './nearest.ts';
 import { RolloutSchema } from './rollout-schema.ts';
 import { strictFields } from './strict-fields.ts';
 import { vaultOwnerProblem } from './vault-names.ts';
+
+export { decodeJson, validate, validateEach } from './decode.ts';
 
 /**
  * A name a placeholder can hold (DESIGN §8): no whitespace, `{`, `}` or `$`, not starting with `-`,
@@ -356,37 +358,3 @@ export type VerbReply = {
 
 /** A line on `provisioner_health`. */
 export type Health = { module: string; node?: string; build: string; reason: string; passes: number };
-
-/**
- * Decodes JSON bytes or text against a schema, within limits (by default a plan's: 1 MiB, 64
- * levels); the reason names the limit, or the field and what is wrong.
- */
-export function decodeJson<S extends v.GenericSchema>(
-  schema: S,
-  data: Uint8Array | string,
-  limits: JsonLimits = { maxBytes: MAX_PLAN_BYTES },
-): Parsed<v.InferOutput<S>> {
-  const raw = parseBoundedJson(data, limits);
-  if (!raw.ok) return raw;
-  return validate(schema, raw.value);
-}
-
-/** Validates a value against a schema; the reason names the field and what is wrong. */
-export function validate<S extends v.GenericSchema>(schema: S, raw: unknown): Parsed<v.InferOutput<S>> {
-  const result = validateEach(schema, raw);
-  return result.ok ? result : { ok: false, reason: result.reasons.join('; ') };
-}
-
-/** Validates a value against a schema; each reason names a field and what is wrong with it, one per problem. */
-export function validateEach<S extends v.GenericSchema>(schema: S, raw: unknown): { ok: true; value: v.InferOutput<S> } | { ok: false; reasons: string[] } {
-  const result = v.safeParse(schema, raw);
-  if (result.success) return { ok: true, value: result.output };
-  return { ok: false, reasons: result.issues.map(describeIssue) };
-}
-
-function describeIssue(issue: v.BaseIssue<unknown>): string {
-  const path = v.getDotPath(issue);
-  const field = path ? `field "${path}"` : 'value';
-  const message = issue.message.startsWith('Invalid') ? `${issue.message.toLowerCase()}` : issue.message;
-  return `${field} ${message}`;
-}

@@ -10,7 +10,8 @@ import { refuseBadBucket } from '../../shared/bucket-bind.ts';
 import { objBucket } from '../../shared/bucket-spec.ts';
 import { fail, type Parsed } from '../../shared/result.ts';
 import { directObjectReader } from './direct.ts';
-import { errorText, isStreamNotFound, isTimeout } from '../../shared/errors.ts';
+import { errorText, isTimeout } from '../../shared/errors.ts';
+import { isStreamNotFound } from '../../shared/jetstream-errors.ts';
 
 /**
  * Fetches bytes of an obj:// reference: (bucket, name) → bytes or null when absent.

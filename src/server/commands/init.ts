@@ -8,7 +8,8 @@ import { bucketManager } from '../../shared/bucket-bind.ts';
 import { bucketProblems, KV_HARDENING, maxConsumersFor, streamConfigOf, streamOf, type BucketSize, type BucketSpec } from '../../shared/bucket-spec.ts';
 import { meshBuckets } from '../../shared/buckets.ts';
 import type { InitRequest } from '../options.ts';
-import { errorText, isPermissionViolation, isStreamNotFound } from '../../shared/errors.ts';
+import { errorText, isPermissionViolation } from '../../shared/errors.ts';
+import { isStreamNotFound } from '../../shared/jetstream-errors.ts';
 import { isTooManyReplicas, tooManyReplicasLine } from '../seat/replicas-hint.ts';
 
 /** What init did with one bucket. */

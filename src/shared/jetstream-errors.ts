@@ -1,0 +1,9 @@
+// JetStream's answers told by its error class and code (errors.ts is the vocabulary; this is apart so
+// that what needs only core NATS, the SDK's asks, does not bundle the JetStream client).
+import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
+import { inChain } from './errors.ts';
+
+/** Whether a JetStream call was answered that its stream does not exist. */
+export function isStreamNotFound(err: unknown): boolean {
+  return inChain(err, (e) => e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound);
+}
