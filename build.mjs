@@ -1,23 +1,24 @@
 // Bundles each entry of src/ into one self-contained file under dist/, runnable by every Node from 20.0 and by deno
 // with no module-type detection (DESIGN §10; the decision is in docs/decisions.md, "Bundles without module detection").
 import { build } from 'esbuild';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 
 const pkg = JSON.parse(await readFile(new URL('./package.json', import.meta.url), 'utf8'));
 
 // Each bundle and its source: the programs' thin entries (dist/<name>.js), the reference vault and the PostgreSQL provider (programs too),
-// and the SDK a module imports (dist/sdk.mjs).
+// the SDK a module imports for its asks (dist/sdk.mjs) and the helper a provider module imports (dist/provider.mjs).
 const ENTRIES = {
   server: 'src/server.ts',
   client: 'src/client.ts',
   engine: 'src/engine.ts',
   vault: 'src/vault.ts',
   sdk: 'src/sdk/index.ts',
+  provider: 'src/sdk/provider-index.ts',
   'postgres-provider': 'examples/postgres-provider/main.ts',
 };
 
 // What a module's code imports rather than runs: an ES module named .mjs, which every Node and deno load as one.
-const LIBRARIES = new Set(['sdk']);
+const LIBRARIES = new Set(['sdk', 'provider']);
 
 // A program is a script with no import, export or import.meta, so Node 20.0–20.18 (which never detects) runs it as
 // CommonJS, and deno or Node under a package.json of "type": "module" run it as an ES module. The bundle's code runs
@@ -37,9 +38,12 @@ function formatOf(name) {
   return { format: 'iife', outfile: `dist/${name}.js`, banner: { js: PROGRAM_WRAP.banner }, footer: { js: PROGRAM_WRAP.footer } };
 }
 
+// MESH_METAFILE=1 writes dist/<name>.meta.json beside each bundle: where its bytes come from (esbuild's analyzer reads it).
+const WRITE_METAFILE = Boolean(process.env.MESH_METAFILE);
+
 await Promise.all(
-  Object.entries(ENTRIES).map(([name, entry]) =>
-    build({
+  Object.entries(ENTRIES).map(async ([name, entry]) => {
+    const result = await build({
       entryPoints: [entry],
       ...formatOf(name),
       bundle: true,
@@ -48,7 +52,9 @@ await Promise.all(
       minify: !process.env.MESH_NO_MINIFY,
       sourcemap: true,
       define: { __VERSION__: JSON.stringify(pkg.version) },
+      metafile: WRITE_METAFILE,
       logLevel: 'warning',
-    }),
-  ),
+    });
+    if (WRITE_METAFILE) await writeFile(`dist/${name}.meta.json`, JSON.stringify(result.metafile));
+  }),
 );

@@ -11,10 +11,10 @@ import { gzipSync } from 'node:zlib';
 import { packTar } from 'modern-tar';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-/** The bundles shipped, each self-contained: programs run as they are, and the SDK a module imports. */
-const BUNDLES = ['server', 'client', 'engine', 'vault', 'sdk', 'postgres-provider'];
+/** The bundles shipped, each self-contained: programs run as they are, the SDK a module imports and the provider helper. */
+const BUNDLES = ['server', 'client', 'engine', 'vault', 'sdk', 'provider', 'postgres-provider'];
 /** The bundles a module imports rather than runs: ES modules named `.mjs` (build.mjs says why). */
-const LIBRARIES = new Set(['sdk']);
+const LIBRARIES = new Set(['sdk', 'provider']);
 /** The nodes of the example bus configuration. */
 const EXAMPLE_NODES = ['node-1', 'node-2'];
 /** An nkey seed of any kind (user, account, operator): `S`, a type letter, base32 — never shipped. */

@@ -4,7 +4,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { CallStopped, CallTimedOut } from '../src/sdk/adapter-calls.ts';
-import type { Adapter, Grant } from '../src/sdk/index.ts';
+import type { Adapter, Grant } from '../src/sdk/provider-index.ts';
 import { consumer, fakeAdapter, startProviderBus, stopProviderBus, world } from './helpers/provider-world.ts';
 import { sleep, waitFor } from './helpers/wait.ts';
 

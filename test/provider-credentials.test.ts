@@ -7,7 +7,7 @@ import * as assert from 'uvu/assert';
 import fc from 'fast-check';
 import { WITHHELD_REFUSAL, WITHHELD_SERVED, SHORT_CREDENTIAL_REFUSAL } from '../src/sdk/consumer-sync.ts';
 import { CredentialMatcher, MIN_CREDENTIAL_BYTES } from '../src/sdk/credential-forms.ts';
-import { Refused, type Adapter, type Grant } from '../src/sdk/index.ts';
+import { Refused, type Adapter, type Grant } from '../src/sdk/provider-index.ts';
 import { consumer, fakeAdapter, startProviderBus, stopProviderBus, world } from './helpers/provider-world.ts';
 import { SEED } from './helpers/random.ts';
 import { waitFor } from './helpers/wait.ts';

@@ -13,7 +13,7 @@ import { CREDENTIAL_SET } from '../src/shared/schemas.ts';
 import { readConsumersFile } from '../src/sdk/consumers-file.ts';
 import { WITHHELD_REFUSAL, WITHHELD_SERVED } from '../src/sdk/consumer-sync.ts';
 import { deriveLogin, MAX_LOGIN_BYTES } from '../src/sdk/logins.ts';
-import { runProvider, type Adapter } from '../src/sdk/index.ts';
+import { runProvider, type Adapter } from '../src/sdk/provider-index.ts';
 import { consumer, fakeAdapter, startProviderBus, stopProviderBus, world } from './helpers/provider-world.ts';
 import fc from 'fast-check';
 import { SEED } from './helpers/random.ts';

@@ -22,6 +22,7 @@ const EXPECTED = [
   'client.js',
   'engine.js',
   'postgres-provider.js',
+  'provider.mjs',
   'sdk.mjs',
   'server.js',
   'vault.js',
@@ -92,7 +93,7 @@ test.after(() => {
 
 test('the tarball holds the bundles, the units, the example env and bus files and the READMEs, under mesh-provisioner-<version>/', () => {
   assert.equal([...files.keys()].sort(), EXPECTED.map((f) => `${TOP}/${f}`).sort());
-  for (const bundle of ['server.js', 'client.js', 'engine.js', 'sdk.mjs', 'postgres-provider.js']) {
+  for (const bundle of ['server.js', 'client.js', 'engine.js', 'sdk.mjs', 'provider.mjs', 'postgres-provider.js']) {
     assert.ok(files.get(`${TOP}/${bundle}`)!.equals(readFileSync(join(ROOT, 'dist', bundle))), `${bundle} is not the build`);
   }
 });
@@ -174,19 +175,20 @@ test('unpacked alone, every program answers --help under node, under node withou
   }
 });
 
-test('a module imports the unpacked sdk.mjs by name under node, under node without module-type detection and under deno', () => {
+test('a module imports the unpacked sdk.mjs and provider.mjs by name under node, under node without module-type detection and under deno', () => {
   const module = tempDir('mesh-release-module-');
-  // A module's own file, beside no package.json: it names the SDK by its path in the install.
+  // A module's own file, beside no package.json: it names the SDK and the provider helper by their paths in the install.
   writeFileSync(
     join(module, 'main.mjs'),
-    `import { ask, watch, asker, runProvider, Refused } from ${JSON.stringify(join(unpacked, 'sdk.mjs'))};\n` +
-      'console.log([ask, watch, asker, runProvider, Refused].map((f) => typeof f).join(" "));\n',
+    `import { ask, watch, asker, close } from ${JSON.stringify(join(unpacked, 'sdk.mjs'))};\n` +
+      `import { runProvider, Refused } from ${JSON.stringify(join(unpacked, 'provider.mjs'))};\n` +
+      'console.log([ask, watch, asker, close, runProvider, Refused].map((f) => typeof f).join(" "));\n',
   );
   for (const runtime of RUNTIMES) {
     const [cmd, pre] = runtimeCommand(runtime);
     const ran = spawnSync(cmd, [...pre, 'main.mjs'], { cwd: module, env: cleanEnv(), encoding: 'utf8', timeout: 30_000 });
     assert.is(ran.status, 0, `${runtime}: ${ran.stderr}`);
-    assert.is(ran.stdout, 'function function function function function\n', runtime);
+    assert.is(ran.stdout, 'function function function function function function\n', runtime);
   }
 });
 

@@ -51,9 +51,9 @@ function newestMtime(path: string): number {
   return Math.max(st.mtimeMs, ...readdirSync(path).map((name) => newestMtime(join(path, name))));
 }
 
-/** The file a bundle is built to: a program's `<name>.js`, the SDK (imported, not run) `sdk.mjs`. */
+/** The file a bundle is built to: a program's `<name>.js`, the SDK and the provider helper (imported, not run) `<name>.mjs`. */
 export function bundleFile(name: string): string {
-  return name === 'sdk' ? 'sdk.mjs' : `${name}.js`;
+  return name === 'sdk' || name === 'provider' ? `${name}.mjs` : `${name}.js`;
 }
 
 /** Runs `node build.mjs` when `dist/<name>.js` is missing or older than src/, examples/ (the provider's bundle), package.json or build.mjs. */

@@ -11,7 +11,7 @@ import { connectBus, openKv } from '../../src/shared/bus.ts';
 import { readAll } from '../../src/shared/watch/read-all.ts';
 import { CREDENTIAL_SET } from '../../src/shared/schemas.ts';
 import { memoryLogger } from '../../src/shared/log.ts';
-import { Refused, runProvider, type Adapter, type ConsumerEntry, type Grant, type ProviderHandle, type ProviderOptions } from '../../src/sdk/index.ts';
+import { Refused, runProvider, type Adapter, type ConsumerEntry, type Grant, type ProviderHandle, type ProviderOptions } from '../../src/sdk/provider-index.ts';
 import { startNats, type NatsServer } from './nats.ts';
 
 let server: NatsServer | undefined;
