@@ -32,6 +32,30 @@ const PROGRAM_WRAP = {
 // An ES module has no `require`, which nats.js reaches for at run time: the banner gives it one.
 const LIBRARY_BANNER = "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);";
 
+// What every bundle carries in place of two pure-JS crypto libraries of nats.js: nkeys' signing and the
+// object store's SHA-256, each done by node:crypto (each file says why and what it implements).
+const ALIAS = { tweetnacl: './src/shared/nacl-ed25519.ts', 'js-sha256': './src/shared/sha256-node.ts' };
+
+// Modules of nats.js that nothing of the mesh runs, each loaded as a stand-in of a few bytes.
+const STAND_INS = [
+  // nats-core's benchmark and WebSocket transport: nats.js's own code never requires them but from its index,
+  // whose re-exported names (Bench, wsconnect, …) then read as undefined.
+  { filter: /[\\/]@nats-io[\\/]nats-core[\\/]lib[\\/](bench|ws_transport)\.js$/, contents: 'module.exports = {};' },
+  // nkeys' curve (xkey) pairs, which need the XSalsa20 the tweetnacl stand-in has not: the mesh signs, never seals.
+  {
+    filter: /[\\/]@nats-io[\\/]nkeys[\\/]lib[\\/]curve\.js$/,
+    contents:
+      "class CurveKP { constructor() { throw new Error('curve (xkey) keys are not in this bundle: only ed25519 nkeys are'); } }\n" +
+      'module.exports = { curveKeyLen: 32, curveNonceLen: 24, CurveKP };',
+  },
+];
+const standIns = {
+  name: 'nats-stand-ins',
+  setup(b) {
+    for (const { filter, contents } of STAND_INS) b.onLoad({ filter }, () => ({ contents, loader: 'js' }));
+  },
+};
+
 /** The esbuild options that differ between a program and a library. */
 function formatOf(name) {
   if (LIBRARIES.has(name)) return { format: 'esm', outfile: `dist/${name}.mjs`, banner: { js: LIBRARY_BANNER } };
@@ -52,6 +76,9 @@ await Promise.all(
       minify: !process.env.MESH_NO_MINIFY,
       sourcemap: true,
       define: { __VERSION__: JSON.stringify(pkg.version) },
+      alias: ALIAS,
+      mainFields: ['module', 'main'],
+      plugins: [standIns],
       metafile: WRITE_METAFILE,
       logLevel: 'warning',
     });
