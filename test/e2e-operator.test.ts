@@ -11,11 +11,10 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
-import pg from 'pg';
 import { labBlocks, startLabShell, type LabShell } from '../demo/lab.ts';
 import { hasNodeModulesAbove, ROOT } from './helpers/bundle.ts';
 import { freePort } from './helpers/nats.ts';
-import { startPostgres, type Postgres } from './helpers/postgres.ts';
+import { startPostgres, tryLogin, type Postgres } from './helpers/postgres.ts';
 import { envWithoutMesh } from './helpers/spawn.ts';
 import { waitFor } from './helpers/wait.ts';
 
@@ -46,17 +45,8 @@ function envFile(path: string): Record<string, string> {
 }
 
 /** Whether app's settings log in to PostgreSQL (the error's code when not). */
-async function login(s: Record<string, string>): Promise<true | string> {
-  const client = new pg.Client({ host: s['PGHOST'], port: Number(s['PGPORT']), user: s['PGUSER'], database: s['PGDATABASE'], password: s['PGPASSWORD'] });
-  try {
-    await client.connect();
-    await client.query('select 1');
-    return true;
-  } catch (err) {
-    return (err as { code?: string }).code ?? (err as Error).message;
-  } finally {
-    await client.end().catch(() => {});
-  }
+function login(s: Record<string, string>): Promise<true | string> {
+  return tryLogin({ host: s['PGHOST'], port: s['PGPORT'], user: s['PGUSER'], database: s['PGDATABASE'], password: s['PGPASSWORD'] });
 }
 
 /** What every program logged, for a failure's message. */

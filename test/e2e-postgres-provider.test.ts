@@ -9,14 +9,13 @@ import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync
 import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { USERS } from '../src/server/commands/bus-config/config.ts';
 import { DEFAULT_STOP_TIMEOUT_MS } from '../src/sdk/provider.ts';
 import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle, startBundle, type Running } from './helpers/bundle.ts';
 import { withIsolatedMesh } from './helpers/isolated-mesh.ts';
 import { nodePaths } from './helpers/mesh-node.ts';
 import { freePort, startNats } from './helpers/nats.ts';
-import { startPostgres, type Postgres } from './helpers/postgres.ts';
+import { startPostgres, tryLogin, type Postgres } from './helpers/postgres.ts';
 import { startVault } from './helpers/vault.ts';
 import { waitFor } from './helpers/wait.ts';
 
@@ -52,17 +51,8 @@ function settings(path: string): Record<string, string> {
 }
 
 /** Whether a login with these settings reaches the database (the error's code when not). */
-async function login(s: Record<string, string>, password = s['password']!): Promise<true | string> {
-  const client = new pg.Client({ host: s['host'], port: Number(s['port']), user: s['user'], database: s['database'], password, connectionTimeoutMillis: 3000 });
-  try {
-    await client.connect();
-    await client.query('select 1');
-    return true;
-  } catch (err) {
-    return (err as { code?: string }).code ?? (err as Error).message;
-  } finally {
-    await client.end().catch(() => {});
-  }
+function login(s: Record<string, string>, password = s['password']!): Promise<true | string> {
+  return tryLogin({ host: s['host'], port: s['port'], user: s['user'], database: s['database'], password });
 }
 
 /** Sends SIGTERM and resolves with the exit code and how long the exit took. */

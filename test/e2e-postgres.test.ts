@@ -12,7 +12,7 @@ import { memoryLogger } from '../src/shared/log.ts';
 import { readAll } from '../src/shared/watch/read-all.ts';
 import { ensureBuilt, ROOT, runBundle } from './helpers/bundle.ts';
 import { startMesh, type Mesh } from './helpers/mesh.ts';
-import { startPostgres, type Postgres } from './helpers/postgres.ts';
+import { startPostgres, tryLogin, type Postgres } from './helpers/postgres.ts';
 import { startVault, type Vault } from './helpers/vault.ts';
 import { waitFor } from './helpers/wait.ts';
 
@@ -95,17 +95,8 @@ function settings(path: string): Record<string, string> {
 }
 
 /** Whether a login with these settings reaches the database (the error's code when not). */
-async function login(s: Record<string, string>, password = s['password']!): Promise<true | string> {
-  const client = new pg.Client({ host: s['host'], port: Number(s['port']), user: s['user'], database: s['database'], password, connectionTimeoutMillis: 3000 });
-  try {
-    await client.connect();
-    await client.query('select 1');
-    return true;
-  } catch (err) {
-    return (err as { code?: string }).code ?? (err as Error).message;
-  } finally {
-    await client.end().catch(() => {});
-  }
+function login(s: Record<string, string>, password = s['password']!): Promise<true | string> {
+  return tryLogin({ host: s['host'], port: s['port'], user: s['user'], database: s['database'], password });
 }
 
 /** Runs a query as the administrator. */

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './nats.ts';
 import { envWithoutMesh } from './spawn.ts';
+import pg from 'pg';
 
 /** A running PostgreSQL cluster. */
 export type Postgres = {
@@ -125,5 +126,22 @@ export async function startPostgres(opts: StartPostgresOptions = {}): Promise<Po
   } catch (e) {
     await stop();
     throw new Error(`PostgreSQL could not be started: ${(e as Error).message}`);
+  }
+}
+
+/** What a login names. */
+export type LoginSettings = { host?: string; port?: string | number; user?: string; database?: string; password?: string };
+
+/** Whether a login with these settings reaches the database and runs a query: true, or the error's code (its message when it has none). */
+export async function tryLogin(s: LoginSettings): Promise<true | string> {
+  const client = new pg.Client({ host: s.host, port: Number(s.port), user: s.user, database: s.database, password: s.password, connectionTimeoutMillis: 3000 });
+  try {
+    await client.connect();
+    await client.query('select 1');
+    return true;
+  } catch (err) {
+    return (err as { code?: string }).code ?? (err as Error).message;
+  } finally {
+    await client.end().catch(() => {});
   }
 }
