@@ -33,6 +33,7 @@ const EXPECTED = [
   'deploy/systemd/mesh-provisioner-client.service',
   'deploy/systemd/mesh-provisioner.service',
   'deploy/systemd/mesh-provisioner.sysusers',
+  'deploy/systemd/mesh-vault.service',
   'deploy/systemd/server.env.example',
   'docs/decisions.md',
   'docs/design.md',
