@@ -161,6 +161,14 @@ test('--help exits 0 and prints usage naming --nats, --creds, --archives, --repl
   assert.is(run.stderr, '');
 });
 
+test('rollout --help prints the rollout command alone: its three forms and its flags, not the seat’s whole help', async () => {
+  const run = await server(['rollout', '--help']);
+  assert.is(run.code, 0, run.stderr);
+  for (const form of ['rollout [MODULE] [--json]', 'rollout resume MODULE', 'rollout abort MODULE', '--json', '--nats'])
+    assert.ok(run.stdout.includes(form), `no ${form}`);
+  assert.not.match(run.stdout, /bus-config|--replicas/);
+});
+
 test('--version exits 0 printing mesh-provisioner and the package version', async () => {
   const run = await server(['--version']);
   assert.is(run.code, 0, run.stderr);

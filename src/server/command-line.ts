@@ -9,7 +9,7 @@ import { ok, type Parsed } from '../shared/result.ts';
 import { VERB_WHATS } from '../shared/schemas.ts';
 import { loginCollision } from './commands/bus-config/config.ts';
 import { ASSIGN_OWN_FLAGS, parseAssign, parseConfig, parseUnassign } from './input-command-line.ts';
-import { parseRolloutCommand, ROLLOUT_FLAG, ROLLOUT_OWN_FLAGS, ROLLOUT_USAGE } from './commands/rollout/command-line.ts';
+import { parseRolloutCommand, ROLLOUT_FLAG, ROLLOUT_OWN_FLAGS, ROLLOUT_USAGE, rolloutHelp } from './commands/rollout/command-line.ts';
 import { parseRolloutFlag } from './seat/rollout/policy.ts';
 import {
   DEFAULT_CREDENTIALS_DIR,
@@ -160,7 +160,7 @@ export function parseServerOptions(argv: readonly string[], env: NodeJS.ProcessE
   if (command === 'unassign') return parseUnassign(rest, env);
   if (command === 'config') return parseConfig(rest, env);
   if (command === 'publish') return parsePublish(rest, env);
-  if (command === 'rollout') return parseRolloutCommand(rest, env, serverHelp);
+  if (command === 'rollout') return parseRolloutCommand(rest, env, rolloutHelp);
   return parseServe(argv, env);
 }
 

@@ -2,7 +2,7 @@
 // `rollout resume MODULE`, `rollout abort MODULE`, run with the admin login.
 import { BUS_FLAGS, busOptionsFrom } from '../../../shared/bus-flags.ts';
 import type { BusOptions } from '../../../shared/bus.ts';
-import { openCommand, unexpectedArgument, type Asked, type FlagTable } from '../../../shared/flags.ts';
+import { describeFlags, openCommand, unexpectedArgument, type Asked, type FlagTable } from '../../../shared/flags.ts';
 import { isName } from '../../../shared/keys.ts';
 import { fail, ok, type Parsed } from '../../../shared/result.ts';
 
@@ -20,6 +20,22 @@ export const ROLLOUT_OWN_FLAGS = [{ name: 'json', type: 'bool', help: 'print JSO
 
 /** The usage line of `rollout` in the seat's --help. */
 export const ROLLOUT_USAGE = '       node dist/server.js rollout [MODULE] [--json] | rollout resume MODULE | rollout abort MODULE   (with the admin login)';
+
+/** The text of `rollout --help`: the command alone, not the whole seat's. */
+export function rolloutHelp(): string {
+  return [
+    'mesh-provisioner rollout — the progressive rollouts of builds (DESIGN §12), with the admin login.',
+    '',
+    'usage: node dist/server.js rollout [MODULE] [--json]     every rollout (or one): state, build, from, wave, counts, failed nodes',
+    '       node dist/server.js rollout resume MODULE        lift a halt: the failed nodes get the build again with the next wave',
+    '       node dist/server.js rollout abort MODULE         plan every node on the new build back to the last good build',
+    '',
+    'resume and abort are asked of the seat (mesh-provisioner.rollout) and refused, exit 1, on a rollout that is done.',
+    '',
+    'flags:',
+    describeFlags([...BUS_FLAGS, ...ROLLOUT_OWN_FLAGS]),
+  ].join('\n');
+}
 
 /** What `rollout` was asked. */
 export type RolloutOptions = {
