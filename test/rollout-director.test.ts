@@ -50,4 +50,35 @@ test('a rollout plans its first wave only once its state is stored', async () =>
   director.close();
 });
 
+test('a state past the bus’s max_payload is said once at error with what to do, tried again quietly, and stored once it fits', async () => {
+  const log = memoryLogger();
+  // The writer's retry timer is unref'd (it never holds a seat open): this holds the test open.
+  const hold = setInterval(() => {}, 1000);
+  let limit = 10;
+  const stored: string[] = [];
+  const writer = new StateWriter(async (_m, bytes) => {
+    // As nats.js refuses a publish past the server's max_payload, before it sends.
+    if (bytes.length > limit) throw new Error('MAX_PAYLOAD_EXCEEDED: max_payload size exceeded');
+    stored.push(JSON.parse(Buffer.from(bytes).toString()).build);
+  }, log);
+  const state = { module: 'web', build: 'b2' } as unknown as Parameters<StateWriter['write']>[0];
+  const written = writer.write(state);
+  await new Promise((r) => setTimeout(r, 2500));
+  const said = log.lines.filter((l) => l.includes('cannot be stored'));
+  assert.is(said.length, 1, log.lines.join('\n'));
+  assert.match(
+    said[0]!,
+    /error .*mesh-provisioner_rollouts web: the rollout of build b2 cannot be stored: its state is \d+ bytes, past the bus's max_payload .*raise max_payload/,
+  );
+  assert.not.ok(
+    log.lines.some((l) => l.includes('write failed')),
+    'no line per try',
+  );
+  limit = 1_000_000;
+  await written;
+  assert.equal(stored, ['b2']);
+  writer.close();
+  clearInterval(hold);
+});
+
 test.run();

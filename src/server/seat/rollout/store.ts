@@ -27,6 +27,8 @@ export async function loadRolloutStates(nc: NatsConnection, log: Logger): Promis
 export class StateWriter {
   readonly #latest = new Map<string, RolloutState>();
   readonly #running = new Map<string, Promise<void>>();
+  /** Per module, the build and size last said too large for the bus, so it is said once, not every try. */
+  readonly #saidTooLarge = new Map<string, string>();
   #closed = false;
 
   constructor(
@@ -55,16 +57,38 @@ export class StateWriter {
     this.#closed = true;
   }
 
+  /**
+   * A state past the bus's max_payload is never stored, so its wave is never planned: said once per
+   * build and size at error, with what to do, and tried again quietly (a reload may raise the limit).
+   */
+  #sayTooLarge(state: RolloutState, size: number, err: unknown): void {
+    const said = `${state.build} ${size}`;
+    if (this.#saidTooLarge.get(state.module) === said) return;
+    this.#saidTooLarge.set(state.module, said);
+    this.log.error(
+      `${ROLLOUTS} ${state.module}: the rollout of build ${state.build} cannot be stored: its state is ${size} bytes, past the bus's max_payload ` +
+        `(${errorText(err)}); no wave moves and its nodes keep their plans until it fits: raise max_payload in nats.conf, or publish without a rollout`,
+    );
+  }
+
   async #drain(module: string): Promise<void> {
     for (let state = this.#latest.get(module); state && !this.#closed; state = this.#latest.get(module)) {
       this.#latest.delete(module);
+      const bytes = jsonBytes(state);
       try {
-        await this.put(module, jsonBytes(state));
+        await this.put(module, bytes);
+        this.#saidTooLarge.delete(module);
       } catch (err) {
-        this.log.error(`${ROLLOUTS} ${module}: write failed: ${errorText(err, { name: true })}; trying again`);
+        if (isTooLarge(err)) this.#sayTooLarge(state, bytes.length, err);
+        else this.log.error(`${ROLLOUTS} ${module}: write failed: ${errorText(err, { name: true })}; trying again`);
         if (!this.#latest.has(module)) this.#latest.set(module, state);
         await new Promise((resolve) => setTimeout(resolve, STATE_RETRY_MS).unref());
       }
     }
   }
+}
+
+/** Whether the bus refused a write for its size (nats.js checks the server's max_payload before it sends). */
+function isTooLarge(err: unknown): boolean {
+  return /max_payload|payload size exceeded|MAX_PAYLOAD/i.test(errorText(err, { name: true }));
 }
