@@ -62,13 +62,17 @@ test('a failed report halts: every node on the new build is planned back, one wr
   await fleet.report('halt', order[0]!, 'b2', 'failed', 'template halt.conf: ${confg:port} of an unknown kind');
   const halted = await fleet.waitState('halt', (s) => s.state === 'halted', 'halted');
   assert.equal(halted.failed, [{ node: order[0], reason: 'failed: template halt.conf: ${confg:port} of an unknown kind' }]);
+  // A failure of the new build reported after the halt is recorded too; nothing moves for it.
+  await fleet.report('halt', order[1]!, 'b2', 'failed', 'late');
+  const late = await fleet.waitState('halt', (s) => s.failed.length === 2, 'the late failure recorded');
+  assert.equal([late.state, late.nodes.failed, late.failed[1]], ['halted', 2, { node: order[1], reason: 'failed: late' }]);
   await fleet.waitPlans('halt', all(names, 'b1'));
   await sleep(500);
   for (const n of order.slice(0, 2)) assert.equal(history('halt', n), ['b1', 'b2', 'b1'], `${n}: one rollback write`);
   for (const n of order.slice(2)) assert.equal(history('halt', n), ['b1'], `${n}: never written during the halt`);
   const entry = (await fleet.verbHealth('halt')).find((e) => e.key === 'halt');
   assert.is(entry?.value['state'], 'halted');
-  assert.match(String(entry?.value['reason']), /halted at wave 1 by 1 failed node/);
+  assert.match(String(entry?.value['reason']), /halted at wave 1 by 2 failed node\(s\) \(.*; .*: failed: late\)/);
   assert.ok(fleet.health.some((h) => h.module === 'halt' && /halted/.test(h.reason)));
 
   // resume: the failed nodes get the build again with the next wave, the count starts again.

@@ -11,7 +11,8 @@ import { unrefTimer, type Timer } from '../../../shared/timer.ts';
 import { digestOf } from '../digest.ts';
 import { isUsable, type KnownComposition } from '../inputs.ts';
 import { judgeWave } from './judge.ts';
-import { carryOver, clockOf, compositionOf, newLive, stopTimers, type Live } from './live.ts';
+import { carryOver, clockOf, compositionOf, newLive, reachedNodes, stopTimers, type Live } from './live.ts';
+import { lateFailures } from './progress.ts';
 import { markOfPlan, readSeenReport } from './marks.ts';
 import { contentOf, isOpen, type RolloutHealth, type RolloutState } from './state.ts';
 import { abortRollout, describeState, refusal, resumeRollout, startRollout, supersedeRollout } from './steps.ts';
@@ -258,9 +259,20 @@ export class RolloutDirector {
     });
   }
 
+  /** A halted rollout records the failed reports of its wave that came after the halt; nothing moves for them, and they are not said (the halt was). */
+  #recordLateFailures(live: Live): void {
+    const { state } = live;
+    const late = lateFailures(reachedNodes(live), state.build, new Set(state.failed.map((f) => f.node)), (node) => live.reports.get(node));
+    if (late.length === 0) return;
+    const failed = [...state.failed, ...late];
+    live.state = { ...state, failed, nodes: { ...state.nodes, failed: failed.length } };
+    void this.writer.write(live.state);
+  }
+
   /** Judges the planned wave and takes what it decides. */
   #judge(module: string): void {
     const live = this.#lives.get(module);
+    if (live?.state.state === 'halted' && !this.#closed) return this.#recordLateFailures(live);
     if (!live || this.#closed || !this.#passed || !this.#reportsRead || !this.#host || !live.target || live.state.state !== 'rolling') return;
     // A wave not stored yet is not planned yet: judged once it is.
     if (live.storedWave !== live.state.wave) return;

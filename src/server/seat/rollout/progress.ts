@@ -80,3 +80,22 @@ export function measureWave(input: WaveInput): Progress {
   }
   return progress;
 }
+
+/**
+ * The failed reports of the new build from the nodes a halted rollout had reached, not yet among its
+ * failed nodes: reports that came after the halt, so `rollout` names every node the build failed on.
+ */
+export function lateFailures(
+  reached: readonly string[],
+  build: string,
+  known: ReadonlySet<string>,
+  reportOf: (node: string) => SeenReport | undefined,
+): FailedNode[] {
+  const late: FailedNode[] = [];
+  for (const node of reached) {
+    const report = reportOf(node);
+    if (known.has(node) || report?.build !== build || report.state !== 'failed') continue;
+    late.push({ node, reason: `failed: ${report.reason ?? 'no reason given'}` });
+  }
+  return late;
+}
