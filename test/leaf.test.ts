@@ -5,7 +5,7 @@
 // catch up after the WAN link is cut and restored, without a restart.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import bcrypt from 'bcryptjs';
 import { dirname, join } from 'node:path';
@@ -26,6 +26,7 @@ import { attempt, stored, sameStored } from './helpers/isolation-probe.ts';
 import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.ts';
 import { waitFor } from './helpers/wait.ts';
 import { spawnSync } from 'node:child_process';
+import { spawnQuiet, type Spawn } from './helpers/spawn.ts';
 
 const [NA, NB] = ['na', 'nb'];
 const SITE = 'site1';
@@ -47,11 +48,16 @@ function busConfigRun(args: string[]) {
   return spawnSync(process.execPath, [join(ROOT, 'dist', 'server.js'), 'bus-config', ...args], { encoding: 'utf8' });
 }
 
-/** `node dist/server.js bus-config <args>` for the mesh's nodes with its credentials: its stdout, or an error with its stderr. */
-function busConfig(m: IsolatedMesh, args: string[]): string {
-  const run = busConfigRun(['--node', NA, '--node', NB, '--credentials', join(m.dir, 'credentials'), ...args]);
+/** `node dist/server.js bus-config <args>`'s stdout, or an error with its stderr. */
+function busConfigOut(args: string[]): string {
+  const run = busConfigRun(args);
   if (run.status !== 0) throw new Error(`bus-config ${args.join(' ')} exited ${run.status}: ${run.stderr}`);
   return run.stdout;
+}
+
+/** `node dist/server.js bus-config <args>` for the mesh's nodes with its credentials: its stdout, or an error with its stderr. */
+function busConfig(m: IsolatedMesh, args: string[]): string {
+  return busConfigOut(['--node', NA, '--node', NB, '--credentials', join(m.dir, 'credentials'), ...args]);
 }
 
 /** The site's leaf server on the file bus-config renders, reaching the hub through `proxy`. */
@@ -81,7 +87,7 @@ test('without --leaf-listen the hub names no domain, takes no leaf and makes no 
   rmSync(dirname(creds), { recursive: true, force: true });
 });
 
-test("the hub keeps only the leaf passwords' hashes, each login bound to its node's account; the site's file holds them, mode 0600", () => {
+test("the hub keeps only the leaf passwords' hashes, each login a user of its node's account; the site's file holds them, mode 0600", () => {
   const dir = mkdtempSync(join(tmpdir(), 'mesh-leaf-'));
   const creds = join(dir, 'creds');
   const hubArgs = ['--node', `${NB},${NA}`, '--credentials', creds, '--leaf-listen', '0.0.0.0:7422', '--js-domain', 'central'];
@@ -94,7 +100,8 @@ test("the hub keeps only the leaf passwords' hashes, each login bound to its nod
     assert.is(statSync(file).mode & 0o777, 0o600);
     const password = readFileSync(file, 'utf8').trim();
     assert.not.ok(hub.stdout.includes(password), `the hub's file does not hold ${n}'s leaf password`);
-    const [, hash] = new RegExp(`\\{ user: "leaf\\.${n}", password: "([^"]+)", account: "provisioner\\.${n}" \\}`).exec(hub.stdout) ?? [];
+    const account = hub.stdout.slice(hub.stdout.indexOf(`"provisioner.${n}": {`)).split('\n  }')[0]!;
+    const [, hash] = new RegExp(`\\{ user: "leaf\\.${n}", password: "([^"]+)" \\}`).exec(account) ?? [];
     assert.ok(hash && bcrypt.compareSync(password, hash), `leaf.${n} logs in with its password, into its own account`);
   }
   const out = join(dir, 'site.conf');
@@ -136,6 +143,57 @@ test('bad leaf flags exit 2 naming the flag', () => {
     const run = busConfigRun(['--node', NA, ...args, '--credentials', join(tmpdir(), 'mesh-leaf-never')]);
     assert.is(run.status, 2, `${args.join(' ')}: ${run.stderr}`);
     assert.match(run.stderr, reason);
+  }
+});
+
+test('a node added to a hub that takes leaves is two reloads, not a restart; a leaf without a login reaches nothing', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'mesh-leaf-'));
+  const creds = join(dir, 'creds');
+  let said = '';
+  const spawnLogged: Spawn = (n, c, a) => {
+    const child = spawnQuiet(n, c, a);
+    child.stderr?.on('data', (d: Buffer) => (said += String(d)));
+    return child;
+  };
+  const leafPort = await freePort();
+  const hubFile = (nodes: string, where: { listen: string; storeDir: string }) =>
+    busConfigOut(['--node', nodes, '--credentials', creds, '--listen', where.listen, '--store-dir', where.storeDir, '--leaf-listen', `127.0.0.1:${leafPort}`]);
+  let where = { listen: '', storeDir: '' };
+  const hub = await startNats('', { dir: join(dir, 'hub'), spawn: spawnLogged, whole: (w) => hubFile(NA, (where = w)) });
+  const closing: (() => unknown)[] = [() => hub.cleanup()];
+  try {
+    writeFileSync(join(hub.dir, 'nats.conf'), hubFile(`${NA},${NB}`, where));
+    for (const round of [1, 2]) {
+      process.kill(hub.pid()!, 'SIGHUP');
+      await waitFor(`reload ${round}`, async () => ((said.match(/Reloaded server configuration/g) ?? []).length >= round ? true : null), 10_000);
+    }
+    assert.not.match(said, /Failed to reload/);
+    const site = await startNats('', {
+      dir: join(dir, 'site'),
+      whole: ({ listen }) =>
+        busConfigOut(['--node', NB, '--credentials', creds, '--leaf', SITE, '--hub', `nats-leaf://127.0.0.1:${leafPort}`, '--listen', listen]),
+    });
+    closing.push(() => site.cleanup());
+    const nb = await connectBus({ servers: [site.url], name: 'nb', nkey: join(creds, `${USERS.client(NB)}.nk`), inboxPrefix: INBOX_PREFIXES.node(NB) });
+    closing.push(() => nb.close());
+    await waitFor('JetStream for the node added by a reload, at its site', async () => ((await jetStreamFor(nb)) === 'ok' ? true : null), 10_000);
+    const stranger = await startNats('', {
+      dir: join(dir, 'stranger'),
+      whole: ({ listen }) =>
+        `listen: "${listen}"\naccounts { A: { users: [ { user: a, password: a } ], mappings: { "$JS.API.>": "$JS.mesh.API.>" } } }\n` +
+        `leafnodes { remotes: [ { url: "nats-leaf://127.0.0.1:${leafPort}", account: A } ] }\n`,
+    });
+    closing.push(() => stranger.cleanup());
+    const a = await connectBus({ servers: [stranger.url], name: 'stranger', user: 'a', pass: 'a' });
+    closing.push(() => a.close());
+    await waitFor('the stranger connected', async () => (/for account "LEAF_STRANGERS"/.test(said) ? true : null), 10_000);
+    assert.is.not(await jetStreamFor(a), 'ok', 'a leaf without a login reaches no JetStream');
+  } finally {
+    for (const step of closing.reverse())
+      await Promise.resolve()
+        .then(step)
+        .catch(() => {});
+    rmSync(dir, { recursive: true, force: true });
   }
 });
 

@@ -6,7 +6,7 @@ import { INBOX_PREFIXES } from '../../../shared/inbox.ts';
 import { boundBucket } from '../../../shared/keys.ts';
 import { HEALTH_SUBJECT, PROVISIONING_VERB, ROLLOUT_VERB, VAULT_CHANGED, VAULT_CREDENTIAL, vaultCredentialOf } from '../../../shared/subjects.ts';
 
-import { hubLeafLines, type HubLeaf } from './leaf-hub.ts';
+import { hubLeafLines, LEAF_STRANGERS_ACCOUNT, leafUserLines, type HubLeaf } from './leaf-hub.ts';
 
 export { boundBucket, INBOX_PREFIXES };
 
@@ -119,10 +119,11 @@ export function renderBusConfig(shape: MeshShape): string {
     '',
     'accounts {',
     ...meshAccount(nodes, providers, shape.archives, key),
-    ...nodes.flatMap((n) => ['', ...nodeAccountBlock(n, providers, shape.archives, key)]),
+    ...nodes.flatMap((n) => ['', ...nodeAccountBlock(n, providers, shape.archives, key, shape.leaf)]),
+    ...(shape.leaf ? ['', ...LEAF_STRANGERS_ACCOUNT] : []),
     '}',
     '',
-    ...(shape.leaf ? [...hubLeafLines(nodes, shape.leaf), ''] : []),
+    ...(shape.leaf ? [...hubLeafLines(shape.leaf), ''] : []),
   ];
   return lines.join('\n');
 }
@@ -268,12 +269,13 @@ export function nodeUserLines(node: string, key: (user: string) => string): stri
   ];
 }
 
-function nodeAccountBlock(node: string, providers: string[], archives: string, key: (u: string) => string): string[] {
+function nodeAccountBlock(node: string, providers: string[], archives: string, key: (u: string) => string, leaf: HubLeaf | undefined): string[] {
   const service = (g: Grant) => `      { service: { account: ${MESH_ACCOUNT}, subject: ${q(g.subject)} }${g.to ? `, to: ${q(g.to)}` : ''} }  # ${g.why}`;
   return [
     `  ${q(nodeAccount(node))}: {`,
     '    users: [',
     ...nodeUserLines(node, key),
+    ...(leaf ? leafUserLines(node, leaf) : []),
     '    ]',
     `    exports: [ { stream: ${q(`prov.applied.${node}.>`)} }, { stream: ${q(`prov.changed.${node}.>`)} } ]`,
     '    imports: [',

@@ -2,9 +2,24 @@
 // which account each of their connections is bound to. A site's server opens one leaf connection per
 // node, logged in as `leaf.<node>` and bound to that node's account, so a node reaches through its
 // site exactly what its account imports on the hub and nothing of another node's.
+//
+// nats-server 2.9 logs a leaf connection in by user and password only (a remote sends no nkey; a
+// credentials file's JWT is checked only in operator mode), and refuses to reload any change of the
+// `leafnodes` block ("config reload not supported for LeafNode"). So each node's leaf login is a
+// user of the node's own account, which a reload does add, and the `leafnodes` block never changes
+// with the nodes: a leaf connection that names no such user lands in an empty account of its own.
 
 /** The JetStream domain the hub names when it takes leaf connections, unless --js-domain says another. */
 export const DEFAULT_JS_DOMAIN = 'mesh';
+
+/** The account a leaf connection without a login is bound to: it holds nothing and imports nothing. */
+export const LEAF_STRANGERS = 'LEAF_STRANGERS';
+
+/** The lines of that account in the hub's `accounts`. */
+export const LEAF_STRANGERS_ACCOUNT = [
+  '  # A leaf connection that names no node logs in here: no user, no JetStream, no import, no export.',
+  `  ${LEAF_STRANGERS}: {}`,
+];
 
 /** What the hub needs to take leaf connections. */
 export type HubLeaf = {
@@ -21,30 +36,30 @@ export type HubLeaf = {
   hashes: ReadonlyMap<string, string>;
 };
 
-/** The hub's `leafnodes` block: its listen address and one login per node, bound to the node's account. */
-export function hubLeafLines(nodes: readonly string[], leaf: HubLeaf): string[] {
-  const user = (n: string) => {
-    const hash = leaf.hashes.get(n);
-    if (!hash) throw new Error(`no leaf password hash for node ${n}`);
-    return `      { user: ${q(`leaf.${n}`)}, password: ${q(hash)}, account: ${q(`provisioner.${n}`)} }`;
-  };
+/** The user a node's leaf connection logs in as: a user of the node's account, with the account's rights and no more. */
+export function leafUserLines(node: string, leaf: HubLeaf): string[] {
+  const hash = leaf.hashes.get(node);
+  if (!hash) throw new Error(`no leaf password hash for node ${node}`);
   return [
-    "# Sites' leaf servers (`bus-config --leaf SITE`): one connection per node, bound to the node's account.",
-    '# nats-server 2.9 logs a leaf connection in by user and password only; only the hashes are kept here.',
+    `      # leaf.${node}: the leaf connection of ${node}'s site (bus-config --leaf); only the hash is kept here`,
+    `      { user: ${q(`leaf.${node}`)}, password: ${q(hash)} }`,
+  ];
+}
+
+/** The hub's `leafnodes` block: the same for any nodes, so that adding one is a reload. */
+export function hubLeafLines(leaf: HubLeaf): string[] {
+  const advertise = leaf.advertise
+    ? [
+        '  # Where sites reach this server (NAT, a load balancer, a tunnel): nats-server tells every site, which reconnects there.',
+        `  advertise: ${q(leaf.advertise)}`,
+      ]
+    : [];
+  return [
+    "# Sites' leaf servers (`bus-config --leaf SITE`): one connection per node, logged in as leaf.<node>.",
     'leafnodes {',
     `  listen: ${q(leaf.listen)}`,
-    ...(leaf.advertise
-      ? [
-          '  # The address sites reach this server at (behind NAT, a load balancer, a tunnel): nats-server tells it to every',
-          `  # site, which then reconnects there, not to the listen address. `,
-          `  advertise: ${q(leaf.advertise)}`,
-        ]
-      : []),
-    '  authorization {',
-    '    users: [',
-    ...nodes.map(user),
-    '    ]',
-    '  }',
+    ...advertise,
+    `  authorization { account: ${LEAF_STRANGERS} }`,
     '}',
   ];
 }
