@@ -5,7 +5,7 @@
 // catch up after the WAN link is cut and restored, without a restart.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import bcrypt from 'bcryptjs';
 import { dirname, join } from 'node:path';
@@ -93,7 +93,10 @@ test("the hub keeps only the leaf passwords' hashes, each login a user of its no
   const hubArgs = ['--node', `${NB},${NA}`, '--credentials', creds, '--leaf-listen', '0.0.0.0:7422', '--js-domain', 'central'];
   const hub = busConfigRun(hubArgs);
   assert.is(hub.status, 0, hub.stderr);
-  assert.is(busConfigRun(hubArgs).stdout, hub.stdout, 'the same mesh renders the same bytes');
+  assert.match(hub.stderr, /generated the leaf password of leaf\.na in .*leaf\.na\.pw/);
+  const again = busConfigRun(hubArgs);
+  assert.is(again.stdout, hub.stdout, 'the same mesh renders the same bytes');
+  assert.not.match(again.stderr, /generated/, 'the second run reads the passwords the first wrote');
   assert.match(hub.stdout, /jetstream \{ store_dir: "[^"]+", domain: "central" \}/);
   for (const n of [NA, NB]) {
     const file = join(creds, `leaf.${n}.pw`);
@@ -126,6 +129,11 @@ test("the hub keeps only the leaf passwords' hashes, each login a user of its no
   assert.ok(text.includes(`"nats-leaf://leaf.${NA}:${password}@hub1:7422", "nats-leaf://leaf.${NA}:${password}@hub2:7422"`));
   assert.match(text, /"\$JS\.API\.>": "\$JS\.central\.API\.>", "\$KV\.>": "\$JS\.central\.API\.\$KV\.>"/);
   assert.not.match(text, /jetstream|provisioner\.nb|leaf\.nb/, 'no JetStream at the site, nothing of a node elsewhere');
+  chmodSync(join(creds, `leaf.${NA}.pw`), 0o644);
+  const open = busConfigRun(hubArgs);
+  assert.is(open.status, 1);
+  assert.match(open.stderr, /leaf\.na\.pw: mode 644 lets others read the password; it must be 0600/);
+  assert.is(open.stdout, '');
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -28,6 +28,7 @@ export function runBusConfig(opts: BusConfigOptions, out: (text: string) => void
     say(leafLogins.reason);
     return 1;
   }
+  for (const l of leafLogins.value) if (l.generated) say(`generated the leaf password of ${l.user} in ${l.file}`);
   const { leaf, leafListen, leafAdvertise, ...mesh } = opts;
   if (leaf) {
     const passwords = new Map(leafLogins.value.map((l) => [l.node, l.password]));

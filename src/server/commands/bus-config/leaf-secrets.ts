@@ -10,7 +10,7 @@ import bcrypt from 'bcryptjs';
 import { fail, ok, type Parsed } from '../../../shared/result.ts';
 
 /** A node's leaf login: the user the hub's `leafnodes` block names, its password (secret) and the hash the hub keeps. */
-export type LeafLogin = { node: string; user: string; password: string; hash: string };
+export type LeafLogin = { node: string; user: string; password: string; hash: string; file: string; generated: boolean };
 
 /**
  * bcrypt's cost: the lowest nats-server accepts. A password is 24 random bytes, so guessing it is out
@@ -47,7 +47,8 @@ export function loadOrCreateLeafLogins(dir: string, nodes: readonly string[]): P
   for (const node of nodes) {
     const file = leafPasswordFile(dir, node);
     let password: string;
-    if (existsSync(file)) {
+    const generated = !existsSync(file);
+    if (!generated) {
       const mode = statSync(file).mode & 0o777;
       if ((mode & 0o077) !== 0) return fail(`${file}: mode ${mode.toString(8)} lets others read the password; it must be 0600 (chmod 600 ${file})`);
       password = readFileSync(file, 'utf8').trim();
@@ -56,7 +57,7 @@ export function loadOrCreateLeafLogins(dir: string, nodes: readonly string[]): P
       password = randomBytes(24).toString('base64url');
       writeFileSync(file, password + '\n', { mode: 0o600, flag: 'wx' });
     }
-    logins.push({ node, user: leafUser(node), password, hash: leafHash(password) });
+    logins.push({ node, user: leafUser(node), password, hash: leafHash(password), file, generated });
   }
   return ok(logins);
 }
