@@ -60,10 +60,40 @@ function busConfig(m: IsolatedMesh, args: string[]): string {
   return busConfigOut(['--node', NA, '--node', NB, '--credentials', join(m.dir, 'credentials'), ...args]);
 }
 
+/** A self-signed certificate for 127.0.0.1 and its key, in `dir`: the hub's leaf port serves it, and a site trusts it as its CA. */
+function selfSignedCert(dir: string): { cert: string; key: string } {
+  const [cert, key] = [join(dir, 'hub-leaf.pem'), join(dir, 'hub-leaf.key')];
+  const run = spawnSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=mesh hub',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+    ],
+    { encoding: 'utf8' },
+  );
+  if (run.status !== 0) throw new Error(`openssl exited ${run.status}: ${run.stderr}`);
+  return { cert, key };
+}
+
 /** The site's leaf server on the file bus-config renders, reaching the hub through `proxy`. */
-async function startSite(m: IsolatedMesh, proxy: TcpProxy): Promise<NatsServer> {
+async function startSite(m: IsolatedMesh, proxy: TcpProxy, hubCa: string): Promise<NatsServer> {
   const hub = `nats-leaf://127.0.0.1:${proxy.port}`;
-  return startNats('', { dir: join(m.dir, SITE), whole: ({ listen }) => busConfig(m, ['--leaf', SITE, '--hub', hub, '--listen', listen]) });
+  return startNats('', { dir: join(m.dir, SITE), whole: ({ listen }) => busConfig(m, ['--leaf', SITE, '--hub', hub, '--hub-ca', hubCa, '--listen', listen]) });
 }
 
 /** A connection to the site's server as `user`, with the inbox prefix its grants allow. */
@@ -144,6 +174,9 @@ test('bad leaf flags exit 2 naming the flag', () => {
     [['--leaf', SITE, '--hub', 'nats://h:4222'], /--hub: "nats:\/\/h:4222" is not nats-leaf:\/\/HOST:PORT/],
     [['--leaf', SITE, '--hub', 'nats-leaf://h:7422', '--leaf-listen', 'h:7422'], /--leaf and --leaf-listen contradict/],
     [['--leaf-advertise', 'h:7422'], /--leaf-advertise needs --leaf-listen/],
+    [['--leaf-tls-cert', 'c.pem', '--leaf-tls-key', 'c.key'], /--leaf-tls-cert needs --leaf-listen/],
+    [['--leaf-listen', 'h:7422', '--leaf-tls-cert', 'c.pem'], /--leaf-tls-cert and --leaf-tls-key go together/],
+    [['--hub-ca', 'ca.pem'], /--hub-ca needs --leaf SITE/],
     [['--leaf-listen', 'nowhere'], /--leaf-listen: "nowhere" is not HOST:PORT/],
     [['--leaf-listen', 'h:7422', '--js-domain', 'a.b'], /--js-domain: "a\.b" is not a valid name/],
     [['--leaf', 'Bad_Site', '--hub', 'nats-leaf://h:7422'], /--leaf: "Bad_Site" is not a valid name/],
@@ -209,23 +242,45 @@ test('a node at a site fills, follows a change, answers asks and keeps its isola
   const hubLeafPort = await freePort();
   // The WAN link: the hub advertises it, so the site reconnects through it, never around it.
   const proxy = await startTcpProxy(hubLeafPort);
-  const leaf = { listen: `127.0.0.1:${hubLeafPort}`, advertise: `127.0.0.1:${proxy.port}` };
+  const certDir = mkdtempSync(join(tmpdir(), 'mesh-leaf-tls-'));
+  const tls = selfSignedCert(certDir);
+  const leaf = { listen: `127.0.0.1:${hubLeafPort}`, advertise: `127.0.0.1:${proxy.port}`, tls };
   await withIsolatedMesh({ nodes: [NA, NB], leaf }, async (m) => {
     let site: NatsServer | undefined;
-    const closing: (() => unknown)[] = [() => proxy.close()];
+    const closing: (() => unknown)[] = [() => proxy.close(), () => rmSync(certDir, { recursive: true, force: true })];
     try {
       // The hub runs exactly what bus-config renders for it.
       const hubConf = readFileSync(join(m.nats.dir, 'nats.conf'), 'utf8');
       const [, listen] = /^listen: "([^"]+)"/m.exec(hubConf)!;
       const [, storeDir] = /store_dir: "([^"]+)"/.exec(hubConf)!;
-      assert.is(hubConf, busConfig(m, ['--listen', listen!, '--store-dir', storeDir!, '--leaf-listen', leaf.listen, '--leaf-advertise', leaf.advertise]));
-      site = await startSite(m, proxy);
+      assert.is(
+        hubConf,
+        busConfig(m, [
+          '--listen',
+          listen!,
+          '--store-dir',
+          storeDir!,
+          '--leaf-listen',
+          leaf.listen,
+          '--leaf-advertise',
+          leaf.advertise,
+          '--leaf-tls-cert',
+          tls.cert,
+          '--leaf-tls-key',
+          tls.key,
+        ]),
+      );
+      // The WAN link carries TLS: the site verifies the hub's certificate, and its passwords never cross in the clear.
+      site = await startSite(m, proxy, tls.cert);
       closing.push(() => site?.cleanup());
 
+      const password = readFileSync(join(m.dir, 'credentials', `leaf.${NA}.pw`), 'utf8').trim();
       const client = await onSite(site, m, USERS.client(NA), INBOX_PREFIXES.node(NA));
       closing.push(() => client.close());
       await waitFor('JetStream through the leaf connection', async () => ((await jetStreamFor(client)) === 'ok' ? true : null), 10_000);
 
+      assert.ok(proxy.carried().length > 0);
+      assert.not.ok(proxy.carried().includes(password), 'the leaf password never crossed the link in the clear');
       await m.kv.config.put(`${NA}.${MODULE}.level`, 'one');
       await m.kv.config.put(`${NB}.${MODULE}.level`, 'nb-secret');
       await m.publish(MODULE, WEB);

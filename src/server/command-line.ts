@@ -3,12 +3,12 @@
 import { BUS_FLAGS, busOptionsFrom } from '../shared/bus-flags.ts';
 import { DEFAULT_ARCHIVES } from '../shared/buckets.ts';
 import { CONSUMERS_BESIDE_NODES, CONSUMERS_PER_NODE, DEFAULT_MESH_NODES } from '../shared/bucket-spec.ts';
-import { describeFlags, openCommand, unexpectedArgument, valueSource, type FlagTable, type FlagValues } from '../shared/flags.ts';
+import { describeFlags, openCommand, unexpectedArgument, valueSource, type FlagTable } from '../shared/flags.ts';
 import { isName } from '../shared/keys.ts';
 import { ok, type Parsed } from '../shared/result.ts';
 import { VERB_WHATS } from '../shared/schemas.ts';
 import { loginCollision } from './commands/bus-config/config.ts';
-import { DEFAULT_JS_DOMAIN } from './commands/bus-config/leaf-hub.ts';
+import { LEAF_FLAGS, parseLeafFlags } from './commands/bus-config/leaf-flags.ts';
 import { ASSIGN_OWN_FLAGS, parseAssign, parseConfig, parseUnassign } from './input-command-line.ts';
 import { parseRolloutCommand, ROLLOUT_FLAG, ROLLOUT_OWN_FLAGS, ROLLOUT_USAGE } from './commands/rollout/command-line.ts';
 import { parseRolloutFlag } from './seat/rollout/policy.ts';
@@ -19,7 +19,6 @@ import {
   DEFAULT_STATUS_LIMIT,
   DEFAULT_STORE_DIR,
   MAX_MESH_NODES,
-  type BusConfigOptions,
   type ServerOptions,
 } from './options.ts';
 
@@ -93,16 +92,7 @@ const BUS_CONFIG_FLAGS = [
   ARCHIVES_FLAG,
   { name: 'listen', type: 'string', arg: 'HOST:PORT', help: `where nats-server listens (default ${DEFAULT_LISTEN})` },
   { name: 'store-dir', type: 'string', arg: 'DIR', help: `JetStream's store directory (default ${DEFAULT_STORE_DIR})` },
-  { name: 'leaf-listen', type: 'string', arg: 'HOST:PORT', help: "take sites' leaf servers here (one login per node), naming the JetStream domain" },
-  {
-    name: 'leaf-advertise',
-    type: 'string',
-    arg: 'HOST:PORT',
-    help: 'with --leaf-listen: where sites reach it, behind NAT or a load balancer (default: its listen address)',
-  },
-  { name: 'js-domain', type: 'string', arg: 'NAME', help: `the hub's JetStream domain, with --leaf-listen or --leaf (default ${DEFAULT_JS_DOMAIN})` },
-  { name: 'leaf', type: 'string', arg: 'SITE', help: "print the leaf server of site SITE for the --node's there, instead of the hub's" },
-  { name: 'hub', type: 'list', arg: 'URL[,URL…]', help: "with --leaf: every hub server's leaf URL (nats-leaf://HOST:PORT)" },
+  ...LEAF_FLAGS,
 ] as const satisfies FlagTable;
 
 /** The text of --help. */
@@ -304,29 +294,6 @@ function parseBusConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed
     ...(out ? { out } : {}),
     ...leaf.value,
   });
-}
-
-/** bus-config's leaf flags: the hub taking leaf connections, or a site's leaf server; contradictions named. */
-function parseLeafFlags(values: FlagValues<typeof BUS_CONFIG_FLAGS>): Parsed<Pick<BusConfigOptions, 'leafListen' | 'leafAdvertise' | 'jsDomain' | 'leaf'>> {
-  const { leaf: site, hub: hubs = [], 'leaf-listen': leafListen, 'leaf-advertise': leafAdvertise, 'js-domain': jsDomain = DEFAULT_JS_DOMAIN } = values;
-  if (!isName(jsDomain)) return { ok: false, reason: `--js-domain: "${jsDomain}" is not a valid name (a-z, 0-9 and -, at most 63)` };
-  if (leafAdvertise !== undefined && leafListen === undefined) return { ok: false, reason: '--leaf-advertise needs --leaf-listen' };
-  if (site === undefined) {
-    if (hubs.length > 0) return { ok: false, reason: '--hub needs --leaf SITE' };
-    for (const [flag, v] of [
-      ['--leaf-listen', leafListen],
-      ['--leaf-advertise', leafAdvertise],
-    ] as const) {
-      if (v !== undefined && !/^[^\s:]+:\d{1,5}$/.test(v)) return { ok: false, reason: `${flag}: "${v}" is not HOST:PORT` };
-    }
-    return ok({ jsDomain, ...(leafListen === undefined ? {} : { leafListen }), ...(leafAdvertise === undefined ? {} : { leafAdvertise }) });
-  }
-  if (!isName(site)) return { ok: false, reason: `--leaf: "${site}" is not a valid name (a-z, 0-9 and -, at most 63)` };
-  if (leafListen !== undefined) return { ok: false, reason: "--leaf and --leaf-listen contradict: --leaf-listen is the hub's, --leaf a site's" };
-  if (hubs.length === 0) return { ok: false, reason: "--leaf needs --hub: every hub server's leaf URL (nats-leaf://HOST:PORT)" };
-  const bad = hubs.find((h) => !/^nats-leaf:\/\/[^\s@/]+:\d{1,5}$/.test(h));
-  if (bad !== undefined) return { ok: false, reason: `--hub: "${bad}" is not nats-leaf://HOST:PORT` };
-  return ok({ jsDomain, leaf: { site, hubs } });
 }
 
 function parseInit(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {

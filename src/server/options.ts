@@ -106,8 +106,10 @@ export type BusConfigOptions = {
   leafAdvertise?: string;
   /** The hub's JetStream domain, named when it takes leaf connections or a site's leaf file is rendered. */
   jsDomain: string;
-  /** Renders a site's leaf server instead of the hub (--leaf SITE, --hub URL…). */
-  leaf?: { site: string; hubs: string[] };
+  /** The certificate and key the hub's leaf port serves TLS with (--leaf-tls-cert, --leaf-tls-key). */
+  leafTls?: { cert: string; key: string };
+  /** Renders a site's leaf server instead of the hub (--leaf SITE, --hub URL…, --hub-ca FILE). */
+  leaf?: { site: string; hubs: string[]; hubCa?: string };
 };
 
 /** What `publish` is asked (DESIGN §13). */

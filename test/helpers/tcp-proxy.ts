@@ -3,6 +3,9 @@
 import { createServer, connect, type Socket } from 'node:net';
 import { freePort } from './nats.ts';
 
+/** How much of each connection's start carried() keeps. */
+const CARRIED_BYTES = 64 * 1024;
+
 /** A running relay from its own port to `127.0.0.1:<target>`. */
 export type TcpProxy = {
   /** The port it listens on. */
@@ -13,6 +16,8 @@ export type TcpProxy = {
   restore(): void;
   /** How many connections it has let through, over its life. */
   accepted(): number;
+  /** The first bytes each connection sent towards the target (up to 64 KiB each), to check what crossed the link. */
+  carried(): Buffer;
   /** Stops listening and resets every connection. */
   close(): Promise<void>;
 };
@@ -23,10 +28,16 @@ export async function startTcpProxy(target: number): Promise<TcpProxy> {
   const open = new Set<Socket>();
   let isCut = false;
   let accepted = 0;
+  const firstBytes: Buffer[] = [];
   const server = createServer((inbound) => {
     if (isCut) return void inbound.destroy();
     accepted += 1;
     const outbound = connect(target, '127.0.0.1');
+    let kept = 0;
+    inbound.on('data', (d: Buffer) => {
+      if (kept < CARRIED_BYTES) firstBytes.push(d.subarray(0, CARRIED_BYTES - kept));
+      kept += d.length;
+    });
     for (const [a, b] of [
       [inbound, outbound],
       [outbound, inbound],
@@ -54,6 +65,7 @@ export async function startTcpProxy(target: number): Promise<TcpProxy> {
       isCut = false;
     },
     accepted: () => accepted,
+    carried: () => Buffer.concat(firstBytes),
     close: () =>
       new Promise<void>((resolve) => {
         resetAll();

@@ -29,10 +29,10 @@ export function runBusConfig(opts: BusConfigOptions, out: (text: string) => void
     return 1;
   }
   for (const l of leafLogins.value) if (l.generated) say(`generated the leaf password of ${l.user} in ${l.file}`);
-  const { leaf, leafListen, leafAdvertise, ...mesh } = opts;
+  const { leaf, leafListen, leafAdvertise, leafTls, ...mesh } = opts;
   if (leaf) {
     const passwords = new Map(leafLogins.value.map((l) => [l.node, l.password]));
-    const text = renderLeafConfig({ site: leaf.site, nodes: opts.nodes, listen: opts.listen, hubs: leaf.hubs, domain: opts.jsDomain, passwords, publicKeys });
+    const text = renderLeafConfig({ ...leaf, nodes: opts.nodes, listen: opts.listen, domain: opts.jsDomain, passwords, publicKeys });
     // It holds the nodes' leaf passwords: readable by its owner alone.
     return writeOut(opts.out, text, 0o600, out, say);
   }
@@ -40,7 +40,17 @@ export function runBusConfig(opts: BusConfigOptions, out: (text: string) => void
   const text = renderBusConfig({
     ...mesh,
     publicKeys,
-    ...(leafListen ? { leaf: { listen: leafListen, domain: opts.jsDomain, hashes, ...(leafAdvertise ? { advertise: leafAdvertise } : {}) } } : {}),
+    ...(leafListen
+      ? {
+          leaf: {
+            listen: leafListen,
+            domain: opts.jsDomain,
+            hashes,
+            ...(leafAdvertise ? { advertise: leafAdvertise } : {}),
+            ...(leafTls ? { tls: leafTls } : {}),
+          },
+        }
+      : {}),
   });
   const previous = opts.out === undefined ? undefined : previousText(opts.out);
   const code = writeOut(opts.out, text, 0o644, out, say);

@@ -32,6 +32,8 @@ export type HubLeaf = {
   domain: string;
   /** `host:port` sites reach this server's leaf port at, when not its listen address: nats-server sends a site this, and the site reconnects to it. */
   advertise?: string;
+  /** The certificate and key files (on the hub's servers) its leaf port serves TLS with; absent: plain TCP, for a tunnel or a lab. */
+  tls?: { cert: string; key: string };
   /** The bcrypt hash of each node's leaf password, by node. */
   hashes: ReadonlyMap<string, string>;
 };
@@ -59,6 +61,8 @@ export function hubLeafLines(leaf: HubLeaf): string[] {
     'leafnodes {',
     `  listen: ${q(leaf.listen)}`,
     ...advertise,
+    // Each site's password crosses the WAN in its CONNECT: TLS keeps it, and the traffic, off the wire.
+    ...(leaf.tls ? [`  tls { cert_file: ${q(leaf.tls.cert)}, key_file: ${q(leaf.tls.key)} }`] : []),
     `  authorization { account: ${LEAF_STRANGERS} }`,
     '}',
   ];
