@@ -6,83 +6,21 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import type { NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { ensureKv } from '../src/shared/bus.ts';
 import { CONFIG } from '../src/shared/buckets.ts';
 import { needKey } from '../src/shared/keys.ts';
-import { boundBucket, USERS } from '../src/server/commands/bus-config/config.ts';
-import type { ModuleSpec } from './helpers/archive.ts';
-import { withIsolatedMesh, type IsolatedMesh, type IsolatedNode } from './helpers/isolated-mesh.ts';
+import { USERS } from '../src/server/commands/bus-config/config.ts';
+import { withIsolatedMesh } from './helpers/isolated-mesh.ts';
+import { expected, matrixContext, startApplied, WEB } from './helpers/isolation-context.ts';
 import { checkIsolationDoc, ISOLATION_DOC, renderTable, type MatrixLine } from './helpers/isolation-doc.ts';
-import { A, B, COLLECTION, CREDENTIAL, LEVEL, MODULE, PROVIDER, type MatrixContext } from './helpers/isolation-actions.ts';
+import { A, B, MODULE, PROVIDER } from './helpers/isolation-actions.ts';
 import { ROWS } from './helpers/isolation-rows.ts';
 import { GRANT_ROWS, NAMESAKES, STREAM_ROWS } from './helpers/isolation-rows-streams.ts';
 import { widenGrants } from './helpers/isolation-widen.ts';
-import { startVault } from './helpers/vault.ts';
 import { waitFor } from './helpers/wait.ts';
 
 /** How long a node or the seat may take to follow a change after nats-server restarts. */
 const RECOVERY_MS = 20_000;
-
-/** Module `web`: a config and a placement placeholder in its file, the config in an item. */
-const WEB: ModuleSpec = {
-  templates: { 'web.conf': 'listen ${port:http}\nlevel ${config:level}\n', 'web.zsh': 'export WEB_LEVEL=${config:level}\n' },
-  provisioning: {
-    files: [{ path: '${dir:config}/web.conf', template: 'web.conf', mode: 'owned', change: 'restart' }],
-    items: [{ collection: COLLECTION, template: 'web.zsh' }],
-    // Every node's web binds the provider on na: the vault hands na, and only na, their credentials.
-    provisions: [{ provider: PROVIDER, provision: 'database', node: A }],
-  },
-};
-const expected = (level: string) => `listen 8080\nlevel ${level}\n`;
-
-/** Starts a node's engine and client and waits for `web` applied at `level`. */
-async function startApplied(m: IsolatedMesh, name: string, level: string): Promise<IsolatedNode> {
-  const node = m.node(name);
-  await node.startEngine();
-  await node.startClient();
-  await m.waitReport(name, MODULE, (r) => r.state === 'applied');
-  assert.is(node.moduleFile(MODULE), expected(level));
-  return node;
-}
-
-/** The matrix's mesh: both nodes applied from an obj:// archive, the provider's entries, the vault, and every actor connected. */
-async function matrixContext(m: IsolatedMesh): Promise<MatrixContext> {
-  for (const n of [A, B]) await m.kv.config.put(`${n}.${MODULE}.level`, LEVEL(n));
-  const bound = await ensureKv(await m.connect(USERS.provider(PROVIDER)), boundBucket(PROVIDER), 1);
-  for (const n of [A, B]) await bound.put(`${n}.${MODULE}.database`, JSON.stringify({ as: `${n}-user`, user: `${n}-user`, values: {} }));
-  const vault = await startVault(await m.connect(USERS.vault), []);
-  await vault.set(CREDENTIAL.name, CREDENTIAL.value);
-  const { tar } = await m.publish(MODULE, WEB);
-  for (const n of [A, B]) await m.assign(n, MODULE);
-  for (const n of [A, B]) await startApplied(m, n, LEVEL(n));
-  const actors = new Map<string, NatsConnection>([['admin', m.admin]]);
-  const users = [
-    USERS.seat,
-    USERS.vault,
-    USERS.provider(PROVIDER),
-    USERS.client(A),
-    USERS.client(B),
-    USERS.runner(A),
-    USERS.runner(B),
-    ...Object.values(NAMESAKES).map(USERS.client),
-  ];
-  for (const user of users) actors.set(user, await m.connect(user));
-  return {
-    admin: m.admin,
-    as(user) {
-      const nc = actors.get(user);
-      if (!nc) throw new Error(`no connection of ${user}: add it to the actors`);
-      return nc;
-    },
-    seatSaid: m.seatSaid,
-    nodeSaid: (n) => m.node(n).log.lines.join('\n'),
-    vaultAsked: () => vault.asked,
-    vaultIgnored: () => vault.ignored,
-    archive: tar,
-  };
-}
 
 test('the isolation matrix: every action by a real connection comes out as expected, as docs/isolation.md says', () =>
   withIsolatedMesh({ nodes: [A, B, ...Object.values(NAMESAKES)], providers: [PROVIDER], archives: 'object' }, async (m) => {

@@ -8,6 +8,7 @@ import { isName } from '../shared/keys.ts';
 import { ok, type Parsed } from '../shared/result.ts';
 import { VERB_WHATS } from '../shared/schemas.ts';
 import { loginCollision } from './commands/bus-config/config.ts';
+import { LEAF_FLAGS, parseLeafFlags } from './commands/bus-config/leaf-flags.ts';
 import { ASSIGN_OWN_FLAGS, parseAssign, parseConfig, parseUnassign } from './input-command-line.ts';
 import { parseRolloutCommand, ROLLOUT_FLAG, ROLLOUT_OWN_FLAGS, ROLLOUT_USAGE, rolloutHelp } from './commands/rollout/command-line.ts';
 import { parseRolloutFlag } from './seat/rollout/policy.ts';
@@ -91,6 +92,7 @@ const BUS_CONFIG_FLAGS = [
   ARCHIVES_FLAG,
   { name: 'listen', type: 'string', arg: 'HOST:PORT', help: `where nats-server listens (default ${DEFAULT_LISTEN})` },
   { name: 'store-dir', type: 'string', arg: 'DIR', help: `JetStream's store directory (default ${DEFAULT_STORE_DIR})` },
+  ...LEAF_FLAGS,
 ] as const satisfies FlagTable;
 
 /** The text of --help. */
@@ -278,6 +280,8 @@ function parseBusConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed
   if (!archives.ok) return archives;
   const listen = values.listen ?? DEFAULT_LISTEN;
   if (!/^[^\s:]+:\d{1,5}$/.test(listen)) return { ok: false, reason: `--listen: "${listen}" is not HOST:PORT` };
+  const leaf = parseLeafFlags(values);
+  if (!leaf.ok) return leaf;
   return ok({
     command: 'bus-config',
     nodes,
@@ -288,6 +292,7 @@ function parseBusConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed
     storeDir: values['store-dir'] ?? DEFAULT_STORE_DIR,
     showCredentials: values['show-credentials'] === true,
     ...(out ? { out } : {}),
+    ...leaf.value,
   });
 }
 

@@ -100,6 +100,16 @@ export type BusConfigOptions = {
   listen: string;
   /** JetStream's store directory. */
   storeDir: string;
+  /** `host:port` the hub takes sites' leaf connections on (--leaf-listen); absent: none. */
+  leafListen?: string;
+  /** `host:port` the hub tells sites to reach its leaf port at (--leaf-advertise); absent: its listen address. */
+  leafAdvertise?: string;
+  /** The hub's JetStream domain, named when it takes leaf connections or a site's leaf file is rendered. */
+  jsDomain: string;
+  /** The certificate and key the hub's leaf port serves TLS with (--leaf-tls-cert, --leaf-tls-key). */
+  leafTls?: { cert: string; key: string };
+  /** Renders a site's leaf server instead of the hub (--leaf SITE, --hub URL…, --hub-ca FILE). */
+  leaf?: { site: string; hubs: string[]; hubCa?: string };
 };
 
 /** What `publish` is asked (DESIGN §13). */

@@ -14,6 +14,8 @@ import { memoryLogger } from '../../src/shared/log.ts';
 import type { Report } from '../../src/shared/schemas.ts';
 import { INBOX_PREFIXES, inboxPrefixesOf, renderBusConfig, USERS, usersOf } from '../../src/server/commands/bus-config/config.ts';
 import { loadOrCreateLogins, seedFile } from '../../src/server/commands/bus-config/credentials.ts';
+import { DEFAULT_JS_DOMAIN } from '../../src/server/commands/bus-config/leaf-hub.ts';
+import { loadOrCreateLeafLogins } from '../../src/server/commands/bus-config/leaf-secrets.ts';
 import { startSeat } from '../../src/server/seat/seat.ts';
 import { createEngineClient } from '../../src/client/handoff/fill-socket.ts';
 import { startNodeClient, type NodeClient } from '../../src/client/node.ts';
@@ -38,6 +40,8 @@ export type IsolatedMeshOptions = {
   edit?: (config: string) => string;
   /** The nodes `init` makes each stream's bound on consumers for (default: the number of `nodes`). */
   initNodes?: number;
+  /** Where the bus takes sites' leaf servers (bus-config --leaf-listen, --leaf-advertise; the default domain): absent, none. */
+  leaf?: { listen: string; advertise?: string };
 };
 
 /** A node of the mesh: its engine and paths as any mesh node, its client in this process, logged in as `provisioner.<node>`. */
@@ -100,6 +104,10 @@ async function startGeneratedBus(opts: IsolatedMeshOptions, undo: Undo): Promise
   const logins = loadOrCreateLogins(credentials, usersOf({ nodes: opts.nodes, providers }));
   if (!logins.ok) throw new Error(logins.reason);
   const publicKeys = new Map(logins.value.logins.map((l) => [l.user, l.publicKey]));
+  const leafLogins = opts.leaf ? loadOrCreateLeafLogins(credentials, opts.nodes) : undefined;
+  if (leafLogins && !leafLogins.ok) throw new Error(leafLogins.reason);
+  const leaf =
+    opts.leaf && leafLogins?.ok ? { ...opts.leaf, domain: DEFAULT_JS_DOMAIN, hashes: new Map(leafLogins.value.map((l) => [l.node, l.hash])) } : undefined;
   let said = '';
   const nats = await startNats('', {
     dir: join(dir, 'nats'),
@@ -109,7 +117,8 @@ async function startGeneratedBus(opts: IsolatedMeshOptions, undo: Undo): Promise
       child.stderr?.on('data', (d: Buffer) => (said += String(d)));
       return child;
     },
-    whole: (where) => (opts.edit ?? ((c) => c))(renderBusConfig({ nodes: opts.nodes, providers, archives: DEFAULT_ARCHIVES, ...where, publicKeys })),
+    whole: (where) =>
+      (opts.edit ?? ((c) => c))(renderBusConfig({ nodes: opts.nodes, providers, archives: DEFAULT_ARCHIVES, ...where, publicKeys, ...(leaf ? { leaf } : {}) })),
   });
   undo(() => nats.cleanup());
   const prefixes = inboxPrefixesOf({ nodes: opts.nodes, providers });

@@ -4,6 +4,9 @@ import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { renderBusConfig, usersOf } from './config.ts';
 import { loadOrCreateLogins } from './credentials.ts';
+import { renderLeafConfig } from './leaf.ts';
+import { loadOrCreateLeafLogins } from './leaf-secrets.ts';
+import { ok } from '../../../shared/result.ts';
 import type { BusConfigOptions } from '../../options.ts';
 
 /** Runs the command: the configuration (or the seeds) to stdout or --out; says on stderr what it generated. Returns the exit code. */
@@ -19,19 +22,53 @@ export function runBusConfig(opts: BusConfigOptions, out: (text: string) => void
     out(logins.value.logins.map((l) => `${l.user} ${l.seed}\n`).join(''));
     return 0;
   }
-  const text = renderBusConfig({ ...opts, publicKeys: new Map(logins.value.logins.map((l) => [l.user, l.publicKey])) });
-  if (!opts.out) {
+  const publicKeys = new Map(logins.value.logins.map((l) => [l.user, l.publicKey]));
+  const leafLogins = opts.leaf || opts.leafListen ? loadOrCreateLeafLogins(opts.credentials, opts.nodes) : ok([]);
+  if (!leafLogins.ok) {
+    say(leafLogins.reason);
+    return 1;
+  }
+  for (const l of leafLogins.value) if (l.generated) say(`generated the leaf password of ${l.user} in ${l.file}`);
+  const { leaf, leafListen, leafAdvertise, leafTls, ...mesh } = opts;
+  if (leaf) {
+    const passwords = new Map(leafLogins.value.map((l) => [l.node, l.password]));
+    const text = renderLeafConfig({ ...leaf, nodes: opts.nodes, listen: opts.listen, domain: opts.jsDomain, passwords, publicKeys });
+    // It holds the nodes' leaf passwords: readable by its owner alone.
+    return writeOut(opts.out, text, 0o600, out, say);
+  }
+  const hashes = new Map(leafLogins.value.map((l) => [l.node, l.hash]));
+  const text = renderBusConfig({
+    ...mesh,
+    publicKeys,
+    ...(leafListen
+      ? {
+          leaf: {
+            listen: leafListen,
+            domain: opts.jsDomain,
+            hashes,
+            ...(leafAdvertise ? { advertise: leafAdvertise } : {}),
+            ...(leafTls ? { tls: leafTls } : {}),
+          },
+        }
+      : {}),
+  });
+  const previous = opts.out === undefined ? undefined : previousText(opts.out);
+  const code = writeOut(opts.out, text, 0o644, out, say);
+  const added = previous === undefined ? [] : accountsAdded(previous, text);
+  if (added.length > 0) say(reloadTwice(added));
+  return code;
+}
+
+/** Prints `text`, or writes it to `file` whole or not at all: a server reloading the file never reads half of it. */
+function writeOut(file: string | undefined, text: string, mode: number, out: (text: string) => void, say: (line: string) => void): number {
+  if (!file) {
     out(text);
     return 0;
   }
-  const previous = previousText(opts.out);
-  const added = previous === undefined ? [] : accountsAdded(previous, text);
-  // Whole or not at all: a server reloading the file never reads half of it.
-  const temp = join(dirname(opts.out), `.${process.pid}.bus-config.tmp`);
-  writeFileSync(temp, text, { mode: 0o644 });
-  renameSync(temp, opts.out);
-  say(`wrote ${opts.out}`);
-  if (added.length > 0) say(reloadTwice(added));
+  const temp = join(dirname(file), `.${process.pid}.bus-config.tmp`);
+  writeFileSync(temp, text, { mode });
+  renameSync(temp, file);
+  say(`wrote ${file}`);
   return 0;
 }
 

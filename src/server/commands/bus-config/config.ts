@@ -6,6 +6,8 @@ import { INBOX_PREFIXES } from '../../../shared/inbox.ts';
 import { boundBucket } from '../../../shared/keys.ts';
 import { HEALTH_SUBJECT, PROVISIONING_VERB, ROLLOUT_VERB, VAULT_CHANGED, VAULT_CREDENTIAL, vaultCredentialOf } from '../../../shared/subjects.ts';
 
+import { hubLeafLines, LEAF_STRANGERS_ACCOUNT, leafUserLines, type HubLeaf } from './leaf-hub.ts';
+
 export { boundBucket, INBOX_PREFIXES };
 
 /** The account holding the buckets and the mesh's own services. */
@@ -44,6 +46,8 @@ export type MeshShape = {
   storeDir: string;
   /** The public nkey (`U…`) of each user, by user name (see USERS). */
   publicKeys: ReadonlyMap<string, string>;
+  /** Sites' leaf servers connect here (leaf.ts); absent: the hub takes no leaf connection and names no JetStream domain. */
+  leaf?: HubLeaf;
 };
 
 /** One service a node imports from MESH, with what it is for; `to` is the subject the node uses when it differs. */
@@ -111,13 +115,15 @@ export function renderBusConfig(shape: MeshShape): string {
     '# nkey seed of their name (kept, mode 0600, in the credentials directory), never a password.',
     '# Only admin creates, updates, deletes or purges a stream: run `node dist/server.js init` with its seed.',
     `listen: ${q(shape.listen)}`,
-    `jetstream { store_dir: ${q(shape.storeDir)} }`,
+    `jetstream { store_dir: ${q(shape.storeDir)}${shape.leaf ? `, domain: ${q(shape.leaf.domain)}` : ''} }`,
     '',
     'accounts {',
     ...meshAccount(nodes, providers, shape.archives, key),
-    ...nodes.flatMap((n) => ['', ...nodeAccountBlock(n, providers, shape.archives, key)]),
+    ...nodes.flatMap((n) => ['', ...nodeAccountBlock(n, providers, shape.archives, key, shape.leaf)]),
+    ...(shape.leaf ? ['', ...LEAF_STRANGERS_ACCOUNT] : []),
     '}',
     '',
+    ...(shape.leaf ? [...hubLeafLines(shape.leaf), ''] : []),
   ];
   return lines.join('\n');
 }
@@ -250,18 +256,26 @@ function meshAccount(nodes: string[], providers: string[], archives: string, key
   ];
 }
 
-function nodeAccountBlock(node: string, providers: string[], archives: string, key: (u: string) => string): string[] {
+/** The lines of a node account's `users` list: its client and its runner, each with what it may do; the hub and a site's leaf server name the same. */
+export function nodeUserLines(node: string, key: (user: string) => string): string[] {
   const client = USERS.client(node);
   const runner = USERS.runner(node);
   const subs = (list: string[]) => `subscribe: { allow: [ ${list.map(q).join(', ')} ] }`;
-  const service = (g: Grant) => `      { service: { account: ${MESH_ACCOUNT}, subject: ${q(g.subject)} }${g.to ? `, to: ${q(g.to)}` : ''} }  # ${g.why}`;
   return [
-    `  ${q(nodeAccount(node))}: {`,
-    '    users: [',
     `      # ${client}: its inbox prefix must be ${INBOX_PREFIXES.node(node)}`,
     `      { nkey: ${q(key(client))}, permissions: { ${subs([`${INBOX_PREFIXES.node(node)}.>`, `prov.ask.${node}`, VAULT_CHANGED])} } }`,
     `      # ${runner}: asks its own node only; its inbox prefix must be ${INBOX_PREFIXES.runner(node)}`,
     `      { nkey: ${q(key(runner))}, permissions: { publish: { allow: [ ${q(`prov.ask.${node}`)} ] }, ${subs([`${INBOX_PREFIXES.runner(node)}.>`, `prov.changed.${node}.>`])} } }`,
+  ];
+}
+
+function nodeAccountBlock(node: string, providers: string[], archives: string, key: (u: string) => string, leaf: HubLeaf | undefined): string[] {
+  const service = (g: Grant) => `      { service: { account: ${MESH_ACCOUNT}, subject: ${q(g.subject)} }${g.to ? `, to: ${q(g.to)}` : ''} }  # ${g.why}`;
+  return [
+    `  ${q(nodeAccount(node))}: {`,
+    '    users: [',
+    ...nodeUserLines(node, key),
+    ...(leaf ? leafUserLines(node, leaf) : []),
     '    ]',
     `    exports: [ { stream: ${q(`prov.applied.${node}.>`)} }, { stream: ${q(`prov.changed.${node}.>`)} } ]`,
     '    imports: [',
@@ -274,10 +288,10 @@ function nodeAccountBlock(node: string, providers: string[], archives: string, k
 }
 
 /** Quotes a subject or name: a `$` subject unquoted would be read as a config variable. */
-function q(text: string): string {
+export function q(text: string): string {
   return JSON.stringify(text);
 }
 
-function sorted(names: readonly string[]): string[] {
+export function sorted(names: readonly string[]): string[] {
   return [...new Set(names)].sort();
 }
