@@ -31,6 +31,11 @@ export async function varz(bus: FleetBus): Promise<Varz> {
   return (await fetch(`${bus.monitor}/varz`)).json() as Promise<Varz>;
 }
 
+/** JetStream API calls the server has answered so far, and how many of them with an error. */
+export async function apiCalls(bus: FleetBus): Promise<{ total: number; errors: number }> {
+  return ((await (await fetch(`${bus.monitor}/jsz`)).json()) as { api: { total: number; errors: number } }).api;
+}
+
 /** How many consumers the server holds now, by stream (every account). */
 export async function consumersByStream(bus: FleetBus): Promise<Record<string, number>> {
   type Jsz = { account_details?: { stream_detail?: { name: string; state: { consumer_count: number } }[] }[] };

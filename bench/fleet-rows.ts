@@ -19,6 +19,10 @@ export type FleetFigures = {
   coldMs: number;
   /** Modules (of nodes × 5) never handed to their engine within the phase. */
   coldMissing: number;
+  /** Clients started at once across the fleet (0: all of them). */
+  atOnce: number;
+  /** JetStream API calls the server answered from the clients' start to the end of the cold phase, and the errors among them. */
+  coldApi: { total: number; errors: number };
   coldFloorMs: number;
   /** The worst worker's event-loop delay over the run, in ms (many clients share a process in the bench, not in a fleet). */
   loopDelay: { p99: number; max: number };
@@ -64,12 +68,13 @@ export function tableOf(f: FleetFigures): string[] {
   const n = f.nodes;
   const rows: [string, string, string, string, string][] = [
     [
-      `cold: all ${n}×5 modules applied`,
+      `cold: all ${n}×5 modules applied (${f.atOnce ? `clients started ${f.atOnce} at a time` : 'every client started at once'})`,
       '≤ 2× floor',
       `${ms(f.coldMs)} (${(f.coldMs / f.coldFloorMs).toFixed(2)}×)${missing(f.coldMissing)}`,
       ms(f.coldFloorMs),
       met(f.coldMissing === 0 && f.coldMs <= 2 * f.coldFloorMs),
     ],
+    ['cold: JetStream API calls per node (errors)', 'printed', `${(f.coldApi.total / n).toFixed(1)} (${(f.coldApi.errors / n).toFixed(1)})`, '', ''],
     [
       'a new build of one module on all nodes → every engine',
       'max ≤ 2× floor max',

@@ -18,7 +18,7 @@ import { fakeEngine } from './lib.ts';
 
 /** What the parent asks of a worker. */
 export type WorkerCommand =
-  | { type: 'clients'; url: string; nodes: string[]; dir: string }
+  | { type: 'clients'; url: string; nodes: string[]; dir: string; /** Clients started at once (0: all, the herd). */ atOnce: number }
   | { type: 'floor'; url: string; nodes: string[]; plans: string; config: string }
   | { type: 'loop-delay' }
   | { type: 'stop' };
@@ -111,6 +111,16 @@ async function startWatcher(url: string, node: string, plans: string, config: st
   seen([node, 'caught-up', '', wallNow()]);
 }
 
+/** Runs `fn` on every item, at most `limit` at once; resolves with how many ran. */
+async function atMost<T>(limit: number, items: T[], fn: (item: T) => Promise<void>): Promise<number> {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  return items.length;
+}
+
 async function stop(): Promise<void> {
   for (const w of watches) w.stop();
   await Promise.all(clients.map((c) => c.stop().catch(() => {})));
@@ -124,14 +134,14 @@ async function stop(): Promise<void> {
 process.on('message', (cmd: WorkerCommand) => {
   const started =
     cmd.type === 'clients'
-      ? Promise.all(cmd.nodes.map((n) => startNode(cmd.url, n, cmd.dir)))
+      ? atMost(cmd.atOnce || cmd.nodes.length, cmd.nodes, (n) => startNode(cmd.url, n, cmd.dir))
       : cmd.type === 'floor'
         ? Promise.all(cmd.nodes.map((n) => startWatcher(cmd.url, n, cmd.plans, cmd.config)))
         : undefined;
   if (cmd.type === 'loop-delay') return send({ type: 'loop-delay', p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 });
   if (!started) return void stop();
   started.then(
-    (all) => send({ type: 'started', count: all.length }),
+    (all) => send({ type: 'started', count: typeof all === 'number' ? all : all.length }),
     (err: unknown) => send({ type: 'error', text: String((err as Error).stack ?? err) }),
   );
 });

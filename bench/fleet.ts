@@ -6,7 +6,7 @@
 // engine has it; one config put per node at once → every engine has it; then the idle bus per node.
 // Prints one markdown table per size and the growth law over the sizes (docs/scale.md keeps them).
 //
-//   npm run bench -- fleet [--nodes 100,300,1000] [--quiet-s 20]
+//   npm run bench -- fleet [--nodes 100,300,1000] [--at-once N] [--quiet-s 20] [--phase-s 120]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,7 +17,7 @@ import { ASSIGNMENTS, CONFIG, DEFAULT_ARCHIVES, MODULES, PLANS } from '../src/sh
 import { jsonBytes } from '../src/shared/bytes.ts';
 import { KvPublisher } from '../src/shared/kv-publisher.ts';
 import { publishModule } from '../test/helpers/archive.ts';
-import { idleMessageKinds, measureQuiet, sampleUsage, startFleetBus, type FleetBus } from './fleet-bus.ts';
+import { apiCalls, idleMessageKinds, measureQuiet, sampleUsage, startFleetBus, type FleetBus } from './fleet-bus.ts';
 import { startPool, type Pool } from './fleet-pool.ts';
 import { growthOf, spreadOf, tableOf, type FleetFigures } from './fleet-rows.ts';
 import { wallNow } from './fleet-worker.ts';
@@ -32,6 +32,8 @@ const KEYS = ['a', 'b', 'c'];
 const PER_WORKER = 100;
 /** How long a phase waits for every node before it prints how many never got it. */
 const PHASE_MS = numberArg('phase-s', 120) * 1000;
+/** Clients started at once across the fleet (0: every one at once, a fleet's cold start); the rest wait for a lane. */
+const AT_ONCE = numberArg('at-once', 0);
 
 const nodeName = (i: number) => `n${String(i).padStart(5, '0')}`;
 const moduleName = (j: number) => `m${j}`;
@@ -134,12 +136,17 @@ async function runSize(n: number): Promise<FleetFigures> {
     const p = pool;
     let seat = sampleUsage(bus.seat.child.pid!);
     const everyModule = Array.from({ length: MODULES_N }, (_, j) => p.firstOf(nodes, (what) => what === moduleName(j), PHASE_MS));
+    const api0 = await apiCalls(bus);
     const t0 = wallNow();
-    await pool.start(nodes, (share) => ({ type: 'clients', url: bus.nats.url, nodes: share, dir }));
+    const atOnce = AT_ONCE === 0 ? 0 : Math.max(1, Math.round(AT_ONCE / workers));
+    // A client that never gets its watches (the bus refusing consumers) never resolves its start: the phase ends anyway.
+    await Promise.race([pool.start(nodes, (share) => ({ type: 'clients', url: bus.nats.url, nodes: share, dir, atOnce })), Promise.all(everyModule)]);
     const cold = (await Promise.all(everyModule)).map((m) => spreadOf(m, t0, n));
     const coldMs = Math.max(...cold.map((c) => c.max));
     const coldMissing = cold.reduce((sum, c) => sum + c.missing, 0);
     const seatCold = seat.done();
+    const api1 = await apiCalls(bus);
+    const coldApi = { total: api1.total - api0.total, errors: api1.errors - api0.errors };
     log(`N=${n}: cold ${coldMs.toFixed(0)} ms${coldMissing ? `, ${coldMissing} modules never` : ''}`);
 
     await untilEnginesQuiet(pool, 3000);
@@ -170,6 +177,8 @@ async function runSize(n: number): Promise<FleetFigures> {
       date: new Date().toISOString().slice(0, 10),
       coldMs,
       coldMissing,
+      atOnce: atOnce * workers,
+      coldApi,
       loopDelay: await pool.loopDelay(),
       coldFloorMs: floor.cold,
       build,
