@@ -31,6 +31,26 @@ export async function varz(bus: FleetBus): Promise<Varz> {
   return (await fetch(`${bus.monitor}/varz`)).json() as Promise<Varz>;
 }
 
+/** What the bus carried for a change, per node: messages and bytes delivered, and taken in. */
+export type Traffic = { outMsgs: number; outBytes: number; inMsgs: number; inBytes: number };
+
+/** Counts what the bus carries from now until `done(nodes)`, which says it per node. */
+export async function trafficFrom(bus: FleetBus): Promise<{ done(nodes: number): Promise<Traffic> }> {
+  const v0 = await varz(bus);
+  return {
+    async done(nodes) {
+      const v1 = await varz(bus);
+      const per = (a: number, b: number) => (b - a) / nodes;
+      return {
+        outMsgs: per(v0.out_msgs, v1.out_msgs),
+        outBytes: per(v0.out_bytes, v1.out_bytes),
+        inMsgs: per(v0.in_msgs, v1.in_msgs),
+        inBytes: per(v0.in_bytes, v1.in_bytes),
+      };
+    },
+  };
+}
+
 /** JetStream API calls the server has answered so far, and how many of them with an error. */
 export async function apiCalls(bus: FleetBus): Promise<{ total: number; errors: number }> {
   return ((await (await fetch(`${bus.monitor}/jsz`)).json()) as { api: { total: number; errors: number } }).api;

@@ -1,7 +1,7 @@
 // What bench/fleet.ts prints: one table per fleet size (each figure beside its goal and the bus's
 // floor from the same run), and the growth law fitted over the sizes run.
 import { percentile } from './lib.ts';
-import type { Quiet, Usage } from './fleet-bus.ts';
+import type { Quiet, Traffic, Usage } from './fleet-bus.ts';
 
 /** Each node's delay, in ms, from the moment a change was made, and how many nodes never got it within the phase. */
 export type Spread = { p50: number; p99: number; max: number; missing: number };
@@ -23,6 +23,8 @@ export type FleetFigures = {
   atOnce: number;
   /** JetStream API calls the server answered from the clients' start to the end of the cold phase, and the errors among them. */
   coldApi: { total: number; errors: number };
+  /** What the bus carried per node for the new build and for the burst (from the change to every engine having it). */
+  perChange: { build: Traffic; burst: Traffic };
   coldFloorMs: number;
   /** The worst worker's event-loop delay over the run, in ms (many clients share a process in the bench, not in a fleet). */
   loopDelay: { p99: number; max: number };
@@ -89,6 +91,7 @@ export function tableOf(f: FleetFigures): string[] {
       spread(f.burstFloor),
       met(f.burst.missing === 0 && f.burst.max <= 2 * f.burstFloor.max),
     ],
+    ['bus per node for the new build / the burst (delivered; taken in)', 'printed', `${traffic(f.perChange.build)} / ${traffic(f.perChange.burst)}`, '', ''],
     ['idle: bus messages/s per node (delivered)', '≤ 0.2', p.msgsPerS.toFixed(2), `seat alone: ${f.base.msgsPerS.toFixed(1)}/s in all`, met(p.msgsPerS <= 0.2)],
     ['idle: messages/s per node taken in', 'printed', p.inMsgsPerS.toFixed(2), `seat alone: ${f.base.inMsgsPerS.toFixed(1)}/s in all`, ''],
     ['idle: bus bytes/s per node', 'printed', p.bytesPerS.toFixed(0), '', ''],
@@ -108,6 +111,10 @@ export function tableOf(f: FleetFigures): string[] {
     '',
     `idle traffic by kind (whole fleet, messages/s): ${f.kinds.map(([k, v]) => `${k} ${v.toFixed(1)}`).join('; ')}`,
   ];
+}
+
+function traffic(t: Traffic): string {
+  return `${t.outMsgs.toFixed(1)} msgs ${(t.outBytes / 1024).toFixed(1)} KiB; ${t.inMsgs.toFixed(1)} msgs ${(t.inBytes / 1024).toFixed(1)} KiB`;
 }
 
 function met(ok: boolean): string {

@@ -19,7 +19,7 @@ import { fakeEngine } from './lib.ts';
 /** What the parent asks of a worker. */
 export type WorkerCommand =
   | { type: 'clients'; url: string; nodes: string[]; dir: string; /** Clients started at once (0: all, the herd). */ atOnce: number }
-  | { type: 'floor'; url: string; nodes: string[]; plans: string; config: string }
+  | { type: 'floor'; url: string; nodes: string[]; plans: string; config: string; /** Watchers started at once, as the clients are. */ atOnce: number }
   | { type: 'loop-delay' }
   | { type: 'stop' };
 
@@ -136,12 +136,12 @@ process.on('message', (cmd: WorkerCommand) => {
     cmd.type === 'clients'
       ? atMost(cmd.atOnce || cmd.nodes.length, cmd.nodes, (n) => startNode(cmd.url, n, cmd.dir))
       : cmd.type === 'floor'
-        ? Promise.all(cmd.nodes.map((n) => startWatcher(cmd.url, n, cmd.plans, cmd.config)))
+        ? atMost(cmd.atOnce || cmd.nodes.length, cmd.nodes, (n) => startWatcher(cmd.url, n, cmd.plans, cmd.config))
         : undefined;
   if (cmd.type === 'loop-delay') return send({ type: 'loop-delay', p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 });
   if (!started) return void stop();
   started.then(
-    (all) => send({ type: 'started', count: typeof all === 'number' ? all : all.length }),
+    (count) => send({ type: 'started', count }),
     (err: unknown) => send({ type: 'error', text: String((err as Error).stack ?? err) }),
   );
 });

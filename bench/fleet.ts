@@ -17,7 +17,7 @@ import { ASSIGNMENTS, CONFIG, DEFAULT_ARCHIVES, MODULES, PLANS } from '../src/sh
 import { jsonBytes } from '../src/shared/bytes.ts';
 import { KvPublisher } from '../src/shared/kv-publisher.ts';
 import { publishModule } from '../test/helpers/archive.ts';
-import { apiCalls, idleMessageKinds, measureQuiet, sampleUsage, startFleetBus, type FleetBus } from './fleet-bus.ts';
+import { apiCalls, idleMessageKinds, trafficFrom, measureQuiet, sampleUsage, startFleetBus, type FleetBus } from './fleet-bus.ts';
 import { startPool, type Pool } from './fleet-pool.ts';
 import { growthOf, spreadOf, tableOf, type FleetFigures } from './fleet-rows.ts';
 import { wallNow } from './fleet-worker.ts';
@@ -81,7 +81,14 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
   try {
     const caughtUp = pool.firstOf(nodes, (what) => what === 'caught-up', PHASE_MS);
     const t0 = wallNow();
-    await pool.start(nodes, (share) => ({ type: 'floor', url: bus.nats.url, nodes: share, plans: 'bench_floor_plans', config: 'bench_floor_config' }));
+    await pool.start(nodes, (share) => ({
+      type: 'floor',
+      url: bus.nats.url,
+      nodes: share,
+      plans: 'bench_floor_plans',
+      config: 'bench_floor_config',
+      atOnce: atOnceOf(workers),
+    }));
     const cold = spreadOf(await caughtUp, t0, nodes.length).max;
     const built = pool.firstOf(nodes, (what, text) => what.endsWith('.m0') && text === '2', PHASE_MS);
     const t1 = wallNow();
@@ -106,6 +113,9 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
     for (const b of ['bench_floor_plans', 'bench_floor_config']) await (await kvm.open(b)).destroy();
   }
 }
+
+/** The clients (or watchers) each of `workers` starts at once. */
+const atOnceOf = (workers: number) => (AT_ONCE === 0 ? 0 : Math.max(1, Math.round(AT_ONCE / workers)));
 
 /** Resolves once no engine has been handed anything for `ms`. */
 async function untilEnginesQuiet(pool: Pool, ms: number): Promise<void> {
@@ -138,7 +148,7 @@ async function runSize(n: number): Promise<FleetFigures> {
     const everyModule = Array.from({ length: MODULES_N }, (_, j) => p.firstOf(nodes, (what) => what === moduleName(j), PHASE_MS));
     const api0 = await apiCalls(bus);
     const t0 = wallNow();
-    const atOnce = AT_ONCE === 0 ? 0 : Math.max(1, Math.round(AT_ONCE / workers));
+    const atOnce = atOnceOf(workers);
     // A client that never gets its watches (the bus refusing consumers) never resolves its start: the phase ends anyway.
     await Promise.race([pool.start(nodes, (share) => ({ type: 'clients', url: bus.nats.url, nodes: share, dir, atOnce })), Promise.all(everyModule)]);
     const cold = (await Promise.all(everyModule)).map((m) => spreadOf(m, t0, n));
@@ -152,14 +162,19 @@ async function runSize(n: number): Promise<FleetFigures> {
     await untilEnginesQuiet(pool, 3000);
     seat = sampleUsage(bus.seat.child.pid!);
     const built = pool.firstOf(nodes, (what, text) => what === 'm0' && text.includes('build 2'), PHASE_MS);
+    const buildTraffic = await trafficFrom(bus);
     const t1 = wallNow();
     await publishBuild(bus, modules, 'm0', '2');
     const build = spreadOf(await built, t1, n);
     const seatBuild = seat.done();
+    // The reports follow each engine's answer within milliseconds; the phase's idle heartbeats are counted too.
+    await new Promise((r) => setTimeout(r, 500));
+    const buildBus = await buildTraffic.done(n);
 
     await untilEnginesQuiet(pool, 3000);
     seat = sampleUsage(bus.seat.child.pid!);
     const burst = pool.firstOf(nodes, (what, text) => what === 'm1' && text.includes('value burst'), PHASE_MS);
+    const burstTraffic = await trafficFrom(bus);
     const t2 = wallNow();
     await putAll(
       bus,
@@ -168,6 +183,8 @@ async function runSize(n: number): Promise<FleetFigures> {
     );
     const burstSpread = spreadOf(await burst, t2, n);
     const seatBurst = seat.done();
+    await new Promise((r) => setTimeout(r, 500));
+    const burstBus = await burstTraffic.done(n);
 
     await untilEnginesQuiet(pool, 5000);
     const idle = await measureQuiet(bus, QUIET_MS);
@@ -179,6 +196,7 @@ async function runSize(n: number): Promise<FleetFigures> {
       coldMissing,
       atOnce: atOnce * workers,
       coldApi,
+      perChange: { build: buildBus, burst: burstBus },
       loopDelay: await pool.loopDelay(),
       coldFloorMs: floor.cold,
       build,
