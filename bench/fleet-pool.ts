@@ -1,0 +1,104 @@
+// The parent's side of bench/fleet-worker.ts: forks the worker processes, hands each a share of the
+// nodes, and keeps what they saw so a phase can wait for "every node has it" and read each node's time.
+import { fork, type ChildProcess } from 'node:child_process';
+import type { Seen, WorkerCommand, WorkerEvent } from './fleet-worker.ts';
+
+const WORKER = new URL('./fleet-worker.ts', import.meta.url).pathname;
+
+/** A node's first sighting that a test accepts, awaited by the phase that asked. */
+type Waiter = { node: string; match(what: string, text: string): boolean; at?: number };
+
+/** The fleet's worker processes and what they saw. */
+export type Pool = {
+  /** Sends each worker its share of `nodes` with `make(share)`; resolves once every worker started its share. */
+  start(nodes: string[], make: (share: string[]) => WorkerCommand): Promise<void>;
+  /**
+   * From now on, notes for each node the first sighting `match` accepts; resolves with each node's
+   * time (wall-clock ms) once all have one, or after `ms` with those that had (a node left out never
+   * got it: a figure is printed with how many are missing, never waited for without end).
+   */
+  firstOf(nodes: string[], match: (what: string, text: string) => boolean, ms: number): Promise<Map<string, number>>;
+  /** The workers' event-loop delay since they started, in ms (p99 and max of the worst worker): what sharing a process costs a client. */
+  loopDelay(): Promise<{ p99: number; max: number }>;
+  /** When the last sighting of anything came (wall-clock ms). */
+  lastSeenAt(): number;
+  /** The workers' process ids (their CPU and memory are the fleet's, not the bus's). */
+  pids(): number[];
+  /** Stops every worker and waits for its exit. */
+  stop(): Promise<void>;
+};
+
+/** Forks `count` workers (node with tsx, as the bench runs). */
+export function startPool(count: number): Pool {
+  const children: ChildProcess[] = [];
+  const waiters = new Set<Waiter>();
+  let started: (() => void)[] = [];
+  let failed: ((err: Error) => void)[] = [];
+  let delays: ((d: { p99: number; max: number }) => void)[] = [];
+  let last = 0;
+  const onSeen = (list: Seen[]) => {
+    for (const [node, what, text, at] of list) {
+      last = Math.max(last, at);
+      for (const w of waiters) if (w.at === undefined && w.node === node && w.match(what, text)) w.at = at;
+    }
+  };
+  for (let i = 0; i < count; i++) {
+    const child = fork(WORKER, [], { execArgv: ['--import', 'tsx', '--max-old-space-size=4096'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    child.on('message', (e: WorkerEvent) => {
+      if (e.type === 'seen') onSeen(e.seen);
+      if (e.type === 'started') started.shift()?.();
+      if (e.type === 'loop-delay') delays.shift()?.(e);
+      if (e.type === 'error') failed.forEach((f) => f(new Error(`a fleet worker: ${e.text}`)));
+    });
+    children.push(child);
+  }
+  return {
+    async start(nodes, make) {
+      const shares = children.map((_, i) => nodes.filter((_, j) => j % children.length === i));
+      const all = new Promise<void>((resolve, reject) => {
+        let left = children.length;
+        started = children.map(() => () => --left === 0 && resolve());
+        failed = [reject];
+      });
+      children.forEach((c, i) => c.send(make(shares[i]!)));
+      await all;
+    },
+    firstOf(nodes, match, ms) {
+      const mine = nodes.map((node) => ({ node, match }) as Waiter);
+      for (const w of mine) waiters.add(w);
+      return new Promise((resolve) => {
+        const until = Date.now() + ms;
+        const poll = setInterval(() => {
+          const missing = mine.filter((w) => w.at === undefined).length;
+          if (missing > 0 && Date.now() < until) return;
+          clearInterval(poll);
+          for (const w of mine) waiters.delete(w);
+          resolve(new Map(mine.filter((w) => w.at !== undefined).map((w) => [w.node, w.at!])));
+        }, 5);
+      });
+    },
+    async loopDelay() {
+      const all = await Promise.all(
+        children.map(
+          (c) => new Promise<{ p99: number; max: number }>((resolve) => (delays.push(resolve), c.send({ type: 'loop-delay' } satisfies WorkerCommand))),
+        ),
+      );
+      return { p99: Math.max(...all.map((d) => d.p99)), max: Math.max(...all.map((d) => d.max)) };
+    },
+    lastSeenAt: () => last,
+    pids: () => children.map((c) => c.pid!),
+    async stop() {
+      await Promise.all(
+        children.map(
+          (c) =>
+            new Promise<void>((resolve) => {
+              if (c.exitCode !== null || c.signalCode !== null) return resolve();
+              const kill = setTimeout(() => c.kill('SIGKILL'), 20_000);
+              c.once('exit', () => (clearTimeout(kill), resolve()));
+              c.send({ type: 'stop' } satisfies WorkerCommand);
+            }),
+        ),
+      );
+    },
+  };
+}

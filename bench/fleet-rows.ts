@@ -1,0 +1,160 @@
+// What bench/fleet.ts prints: one table per fleet size (each figure beside its goal and the bus's
+// floor from the same run), and the growth law fitted over the sizes run.
+import { percentile } from './lib.ts';
+import type { Quiet, Traffic, Usage } from './fleet-bus.ts';
+
+/** Each node's delay, in ms, from the moment a change was made, and how many nodes never got it within the phase. */
+export type Spread = { p50: number; p99: number; max: number; missing: number };
+
+/** The spread of each node's time in `times` after `t0`, of `total` nodes. */
+export function spreadOf(times: Map<string, number>, t0: number, total: number): Spread {
+  const xs = [...times.values()].map((t) => t - t0).sort((a, b) => a - b);
+  return { p50: percentile(xs, 50) ?? NaN, p99: percentile(xs, 99) ?? NaN, max: xs.at(-1) ?? NaN, missing: total - xs.length };
+}
+
+/** Everything one size measured. */
+export type FleetFigures = {
+  nodes: number;
+  date: string;
+  coldMs: number;
+  /** Modules (of nodes × 5) never handed to their engine within the phase. */
+  coldMissing: number;
+  /** Clients started at once across the fleet (0: all of them). */
+  atOnce: number;
+  /** JetStream API calls the server answered from the clients' start to the end of the cold phase, and the errors among them. */
+  coldApi: { total: number; errors: number };
+  /** What the bus carried per node for the new build and for the burst (from the change to every engine having it). */
+  perChange: { build: Traffic; burst: Traffic };
+  coldFloorMs: number;
+  /** The worst worker's event-loop delay over the run, in ms (many clients share a process in the bench, not in a fleet). */
+  loopDelay: { p99: number; max: number };
+  build: Spread;
+  buildFloor: Spread;
+  burst: Spread;
+  burstFloor: Spread;
+  /** The bus with the seat alone (after every plan was written), before any node connected. */
+  base: Quiet;
+  idle: Quiet;
+  /** The seat during each phase. */
+  seat: { cold: Usage; build: Usage; burst: Usage };
+  /** What the idle bus carries, by kind, messages a second (the whole fleet). */
+  kinds: [string, number][];
+};
+
+const ms = (x: number) => `${x.toFixed(0)} ms`;
+const missing = (k: number) => (k > 0 ? `, ${k} NEVER within the phase` : '');
+const spread = (s: Spread) => `p50 ${ms(s.p50)} · p99 ${ms(s.p99)} · max ${ms(s.max)}${missing(s.missing)}`;
+const seatText = (u: Usage) => `CPU ${u.cpuS.toFixed(1)} s, RSS ${u.rssMiB.toFixed(0)} MiB (peak ${u.peakMiB.toFixed(0)})`;
+
+/** The idle figures per node: the fleet's bus less the bus with the seat alone, over the nodes. */
+export function perNode(f: FleetFigures) {
+  const n = f.nodes;
+  return {
+    msgsPerS: (f.idle.msgsPerS - f.base.msgsPerS) / n,
+    inMsgsPerS: (f.idle.inMsgsPerS - f.base.inMsgsPerS) / n,
+    byStream: Object.entries(f.idle.byStream)
+      .map(([s, c]) => [s.replace(/^KV_/, ''), (c - (f.base.byStream[s] ?? 0)) / n] as const)
+      .filter(([, c]) => c > 0)
+      .map(([s, c]) => `${s} ${c.toFixed(1)}`)
+      .join(', '),
+    bytesPerS: (f.idle.bytesPerS - f.base.bytesPerS) / n,
+    consumers: (f.idle.consumers - f.base.consumers) / n,
+    natsCpuPct: ((f.idle.natsCpu - f.base.natsCpu) * 100) / n,
+    natsRssKiB: ((f.idle.natsRssMiB - f.base.natsRssMiB) * 1024) / n,
+  };
+}
+
+/** The table of one size, as markdown rows (what, goal, measured, floor of the same run, met). */
+export function tableOf(f: FleetFigures): string[] {
+  const p = perNode(f);
+  const n = f.nodes;
+  const rows: [string, string, string, string, string][] = [
+    [
+      `cold: all ${n}×5 modules applied (${f.atOnce ? `clients started ${f.atOnce} at a time` : 'every client started at once'})`,
+      '≤ 2× floor',
+      `${ms(f.coldMs)} (${(f.coldMs / f.coldFloorMs).toFixed(2)}×)${missing(f.coldMissing)}`,
+      ms(f.coldFloorMs),
+      met(f.coldMissing === 0 && f.coldMs <= 2 * f.coldFloorMs),
+    ],
+    ['cold: JetStream API calls per node (errors)', 'printed', `${(f.coldApi.total / n).toFixed(1)} (${(f.coldApi.errors / n).toFixed(1)})`, '', ''],
+    [
+      'a new build of one module on all nodes → every engine',
+      'max ≤ 2× floor max',
+      spread(f.build),
+      spread(f.buildFloor),
+      met(f.build.missing === 0 && f.build.max <= 2 * f.buildFloor.max),
+    ],
+    [
+      'one config put per node, all at once → every engine',
+      'max ≤ 2× floor max',
+      spread(f.burst),
+      spread(f.burstFloor),
+      met(f.burst.missing === 0 && f.burst.max <= 2 * f.burstFloor.max),
+    ],
+    ['bus per node for the new build / the burst (delivered; taken in)', 'printed', `${traffic(f.perChange.build)} / ${traffic(f.perChange.burst)}`, '', ''],
+    ['idle: bus messages/s per node (delivered)', '≤ 0.2', p.msgsPerS.toFixed(2), `seat alone: ${f.base.msgsPerS.toFixed(1)}/s in all`, met(p.msgsPerS <= 0.2)],
+    ['idle: messages/s per node taken in', 'printed', p.inMsgsPerS.toFixed(2), `seat alone: ${f.base.inMsgsPerS.toFixed(1)}/s in all`, ''],
+    ['idle: bus bytes/s per node', 'printed', p.bytesPerS.toFixed(0), '', ''],
+    ['idle: consumers per node', 'printed', `${p.consumers.toFixed(1)} (${p.byStream})`, `seat alone: ${f.base.consumers}`, ''],
+    ['idle: nats-server CPU per node', 'printed', `${p.natsCpuPct.toFixed(3)} % of a core`, `in all ${(f.idle.natsCpu * 100).toFixed(1)} %`, ''],
+    ['idle: nats-server RSS per node', 'printed', `${p.natsRssKiB.toFixed(0)} KiB`, `in all ${f.idle.natsRssMiB.toFixed(0)} MiB`, ''],
+    ['seat during cold / build / burst', 'printed', `${seatText(f.seat.cold)} / ${seatText(f.seat.build)} / ${seatText(f.seat.burst)}`, '', ''],
+    ['seat idle', 'printed', `${seatText(f.idle.seat)} over the window`, '', ''],
+    ["(the bench) a worker's event-loop delay", 'printed', `p99 ${ms(f.loopDelay.p99)} · max ${ms(f.loopDelay.max)}`, '', ''],
+  ];
+  return [
+    `N = ${n} nodes (5 modules × 3 config keys each), ${f.date}, 2 shared cores`,
+    '',
+    '| what | goal | measured | bus floor (same run) | met |',
+    '|---|---|---|---|---|',
+    ...rows.map((r) => `| ${r.join(' | ')} |`),
+    '',
+    `idle traffic by kind (whole fleet, messages/s): ${f.kinds.map(([k, v]) => `${k} ${v.toFixed(1)}`).join('; ')}`,
+  ];
+}
+
+function traffic(t: Traffic): string {
+  return `${t.outMsgs.toFixed(1)} msgs ${(t.outBytes / 1024).toFixed(1)} KiB; ${t.inMsgs.toFixed(1)} msgs ${(t.inBytes / 1024).toFixed(1)} KiB`;
+}
+
+function met(ok: boolean): string {
+  return ok ? 'yes' : 'NO';
+}
+
+/** The exponent b of y = a·N^b fitted (least squares on logs) over the sizes; NaN with fewer than two. */
+function exponent(points: [number, number][]): number {
+  const ps = points.filter(([, y]) => y > 0).map(([x, y]) => [Math.log(x), Math.log(y)] as const);
+  if (ps.length < 2) return NaN;
+  const mx = ps.reduce((s, [x]) => s + x, 0) / ps.length;
+  const my = ps.reduce((s, [, y]) => s + y, 0) / ps.length;
+  const sxy = ps.reduce((s, [x, y]) => s + (x - mx) * (y - my), 0);
+  const sxx = ps.reduce((s, [x]) => s + (x - mx) ** 2, 0);
+  return sxy / sxx;
+}
+
+/** The growth law over the sizes run: each figure's exponent in N (1: grows with N, 2: with N²). */
+export function growthOf(all: FleetFigures[]): string[] {
+  const series: [string, (f: FleetFigures) => number][] = [
+    ['cold: all applied (ms)', (f) => f.coldMs],
+    ['cold floor (ms)', (f) => f.coldFloorMs],
+    ['new build: max (ms)', (f) => f.build.max],
+    ['new build floor: max (ms)', (f) => f.buildFloor.max],
+    ['burst: max (ms)', (f) => f.burst.max],
+    ['burst floor: max (ms)', (f) => f.burstFloor.max],
+    ['idle: bus messages/s (whole fleet)', (f) => f.idle.msgsPerS - f.base.msgsPerS],
+    ['idle: consumers (whole fleet)', (f) => f.idle.consumers - f.base.consumers],
+    ['idle: nats-server CPU (whole fleet)', (f) => f.idle.natsCpu - f.base.natsCpu],
+    ['idle: nats-server RSS (whole fleet)', (f) => f.idle.natsRssMiB - f.base.natsRssMiB],
+    ['seat CPU during the new build', (f) => f.seat.build.cpuS],
+    ['seat CPU during the burst', (f) => f.seat.burst.cpuS],
+  ];
+  const sizes = all.map((f) => f.nodes);
+  return [
+    `| figure | ${sizes.map((n) => `N=${n}`).join(' | ')} | exponent in N |`,
+    `|---|${sizes.map(() => '---|').join('')}---|`,
+    ...series.map(
+      ([name, get]) =>
+        `| ${name} | ${all.map((f) => get(f).toFixed(get(f) < 10 ? 2 : 0)).join(' | ')} | ${exponent(all.map((f) => [f.nodes, get(f)])).toFixed(2)} |`,
+    ),
+  ];
+}

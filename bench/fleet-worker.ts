@@ -1,0 +1,147 @@
+// One worker process of bench/fleet.ts: runs a share of the fleet, either as real node clients (the
+// client's own startNodeClient, each node on its own connection, inbox prefix and fill socket, with
+// a confirming engine stub behind every socket) or as plain watchers (the floor: the same node's plans
+// and values watched with nats.js's own KV watch on their own connection, nothing filled). What each engine or watcher sees goes
+// to the parent in batches, stamped with the wall clock both processes share.
+import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import type { Server } from 'node:net';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { connectBus } from '../src/shared/bus.ts';
+import { INBOX_PREFIXES } from '../src/shared/inbox.ts';
+import { createLogger } from '../src/shared/log.ts';
+import { Kvm } from '@nats-io/kv';
+import type { Watch } from '../src/shared/watch/types.ts';
+import { createEngineClient, type EngineClient } from '../src/client/handoff/fill-socket.ts';
+import { startNodeClient, type NodeClient } from '../src/client/node.ts';
+import { fakeEngine } from './lib.ts';
+
+/** What the parent asks of a worker. */
+export type WorkerCommand =
+  | { type: 'clients'; url: string; nodes: string[]; dir: string; /** Clients started at once (0: all, the herd). */ atOnce: number }
+  | { type: 'floor'; url: string; nodes: string[]; plans: string; config: string; /** Watchers started at once, as the clients are. */ atOnce: number }
+  | { type: 'loop-delay' }
+  | { type: 'stop' };
+
+/** One thing seen: a node, a module (or a floor key), a short text that says which version, and when (wall-clock ms). */
+export type Seen = [node: string, what: string, text: string, at: number];
+
+/** What a worker tells the parent. */
+export type WorkerEvent =
+  | { type: 'seen'; seen: Seen[] }
+  | { type: 'started'; count: number }
+  | { type: 'loop-delay'; p99: number; max: number }
+  | { type: 'stopped' }
+  | { type: 'error'; text: string };
+
+/** Wall-clock milliseconds with sub-millisecond resolution, comparable across the bench's processes. */
+export const wallNow = (): number => performance.timeOrigin + performance.now();
+
+const send = (e: WorkerEvent) => process.send!(e);
+let batch: Seen[] = [];
+let flushing: NodeJS.Timeout | undefined;
+
+/** Queues one sighting; the batch goes every 20 ms, so thousands of fills cost the parent a few messages. */
+function seen(s: Seen): void {
+  batch.push(s);
+  flushing ??= setTimeout(() => {
+    flushing = undefined;
+    const out = batch;
+    batch = [];
+    send({ type: 'seen', seen: out });
+  }, 20);
+}
+
+// Many clients share this process's event loop where each node has its own: how late it ran says how much of a
+// figure is the bench's own crowding (a watch's heartbeat read late looks missed).
+const loop = monitorEventLoopDelay({ resolution: 10 });
+loop.enable();
+
+const log = createLogger({ prefix: false, least: 'warn', write: (line) => process.stderr.write(`fleet worker ${process.pid}: ${line}\n`) });
+const connections: NatsConnection[] = [];
+const clients: NodeClient[] = [];
+const engines: EngineClient[] = [];
+const stubs: Server[] = [];
+const watches: Watch[] = [];
+
+const connectAs = (url: string, node: string, role: string) =>
+  connectBus({ servers: [url], name: `${role} ${node}`, inboxPrefix: INBOX_PREFIXES.node(node) }).then((nc) => (connections.push(nc), nc));
+
+/** Starts a node's engine stub and its client; every fill the stub confirms is reported with its files' text. */
+async function startNode(url: string, node: string, dir: string): Promise<void> {
+  const socket = join(dir, `${node}.sock`);
+  stubs.push(
+    await fakeEngine(socket, (req) => {
+      const text = req.files.map((f) => (typeof f.content === 'string' ? f.content : '')).join('');
+      seen([node, req.module, text, wallNow()]);
+    }),
+  );
+  const nc = await connectAs(url, node, 'node-provisioner');
+  const engine = createEngineClient({ socketPath: socket, log });
+  engines.push(engine);
+  clients.push(await startNodeClient({ nc, node, engine, log, inboxPrefix: INBOX_PREFIXES.node(node), cacheDir: join(dir, `cache-${node}`), settleMs: 0 }));
+}
+
+const decoder = new TextDecoder();
+
+/**
+ * A plain watcher of a node's plans and values (the floor): nats.js's own KV watch (an ordered push
+ * consumer with the library's defaults, none of the mesh's keeping), reporting each key it sees with
+ * its value's build or text, and when it has caught up with both.
+ */
+async function startWatcher(url: string, node: string, plans: string, config: string): Promise<void> {
+  const nc = await connectAs(url, node, 'floor');
+  const kvm = new Kvm(nc);
+  const follow = async (bucket: string, key: string, text: (v: Uint8Array) => string) => {
+    let caughtUp!: () => void;
+    const done = new Promise<void>((r) => (caughtUp = r));
+    const iter = await (await kvm.open(bucket)).watch({ key });
+    watches.push({ caughtUp: done, stop: () => iter.stop() });
+    void (async () => {
+      for await (const e of iter) {
+        seen([node, e.key, e.value.length > 0 ? text(e.value) : '', wallNow()]);
+        // Every node holds entries in both buckets: the last of those stored says it has caught up.
+        if (e.delta === 0) caughtUp();
+      }
+    })();
+    return done;
+  };
+  const build = (v: Uint8Array) => /"build":"([^"]*)"/.exec(decoder.decode(v))?.[1] ?? '';
+  await Promise.all([follow(plans, `${node}.*`, build), follow(config, `${node}.>`, (v) => decoder.decode(v))]);
+  seen([node, 'caught-up', '', wallNow()]);
+}
+
+/** Runs `fn` on every item, at most `limit` at once; resolves with how many ran. */
+async function atMost<T>(limit: number, items: T[], fn: (item: T) => Promise<void>): Promise<number> {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  return items.length;
+}
+
+async function stop(): Promise<void> {
+  for (const w of watches) w.stop();
+  await Promise.all(clients.map((c) => c.stop().catch(() => {})));
+  for (const e of engines) e.close();
+  for (const s of stubs) s.close();
+  await Promise.all(connections.map((nc) => nc.close().catch(() => {})));
+  send({ type: 'stopped' });
+  setTimeout(() => process.exit(0), 50);
+}
+
+process.on('message', (cmd: WorkerCommand) => {
+  const started =
+    cmd.type === 'clients'
+      ? atMost(cmd.atOnce || cmd.nodes.length, cmd.nodes, (n) => startNode(cmd.url, n, cmd.dir))
+      : cmd.type === 'floor'
+        ? atMost(cmd.atOnce || cmd.nodes.length, cmd.nodes, (n) => startWatcher(cmd.url, n, cmd.plans, cmd.config))
+        : undefined;
+  if (cmd.type === 'loop-delay') return send({ type: 'loop-delay', p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 });
+  if (!started) return void stop();
+  started.then(
+    (count) => send({ type: 'started', count }),
+    (err: unknown) => send({ type: 'error', text: String((err as Error).stack ?? err) }),
+  );
+});

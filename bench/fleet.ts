@@ -1,0 +1,236 @@
+// Benchmarks a fleet on one bus (issue 22): N real node clients (the client's own code, each on its
+// own connection and node name, behind a confirming engine stub; spread over worker processes), one
+// nats-server, the real seat bundle; 5 modules a node, 3 config keys a module. Each size measures,
+// beside the bus's floor from the same run (the same plans and values delivered to N plain watchers,
+// each on its own connection): cold start → every module applied; a new build of one module → every
+// engine has it; one config put per node at once → every engine has it; then the idle bus per node.
+// Prints one markdown table per size and the growth law over the sizes (docs/scale.md keeps them).
+//
+//   npm run bench -- fleet [--nodes 100,300,1000] [--at-once N] [--quiet-s 20] [--phase-s 120]
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Kvm, type KV } from '@nats-io/kv';
+import { jetstream } from '@nats-io/jetstream';
+import { Objm } from '@nats-io/obj';
+import { ASSIGNMENTS, CONFIG, DEFAULT_ARCHIVES, MODULES, PLANS } from '../src/shared/buckets.ts';
+import { jsonBytes } from '../src/shared/bytes.ts';
+import { KvPublisher } from '../src/shared/kv-publisher.ts';
+import { publishModule } from '../test/helpers/archive.ts';
+import { apiCalls, idleMessageKinds, trafficFrom, measureQuiet, sampleUsage, startFleetBus, type FleetBus } from './fleet-bus.ts';
+import { startPool, type Pool } from './fleet-pool.ts';
+import { growthOf, spreadOf, tableOf, type FleetFigures } from './fleet-rows.ts';
+import { wallNow } from './fleet-worker.ts';
+import { numberArg } from './lib.ts';
+import { countingWatch, putPipelined } from './seat-lib.ts';
+
+const SIZES = (process.argv.includes('--nodes') ? process.argv[process.argv.indexOf('--nodes') + 1]! : '100,300,1000').split(',').map(Number);
+const QUIET_MS = numberArg('quiet-s', 20) * 1000;
+const MODULES_N = 5;
+const KEYS = ['a', 'b', 'c'];
+/** Clients a worker process runs at most: several processes let the system spread them over the cores. */
+const PER_WORKER = 100;
+/** How long a phase waits for every node before it prints how many never got it. */
+const PHASE_MS = numberArg('phase-s', 120) * 1000;
+/** Clients started at once across the fleet (0: every one at once, a fleet's cold start); the rest wait for a lane. */
+const AT_ONCE = numberArg('at-once', 0);
+
+const nodeName = (i: number) => `n${String(i).padStart(5, '0')}`;
+const moduleName = (j: number) => `m${j}`;
+const bytes = (text: string) => new TextEncoder().encode(text);
+
+/** Publishes `module` at `build`: three files, each naming the build and one config value. */
+function publishBuild(bus: FleetBus, modules: KV, module: string, build: string) {
+  const store = new Objm(jetstream(bus.nc)).open(DEFAULT_ARCHIVES);
+  const templates = Object.fromEntries(KEYS.map((k) => [`${k}.conf`, `# ${module} build ${build}\nvalue \${config:${k}}\n`]));
+  const files = KEYS.map((k) => ({ path: `/srv/${module}/${k}.conf`, template: `${k}.conf`, change: 'restart' }));
+  return store.then((s) => publishModule(modules, { store: s, bucket: DEFAULT_ARCHIVES }, module, { build, templates, provisioning: { files } }));
+}
+
+/** Every config value and assignment of the fleet, as the controller and mesh-config would write them. */
+function* fleetEntries(nodes: string[], bucket: 'config' | 'assignments'): Generator<[string, Uint8Array]> {
+  for (const node of nodes)
+    for (let j = 0; j < MODULES_N; j++) {
+      const module = moduleName(j);
+      if (bucket === 'assignments') yield [`${node}.${module}`, jsonBytes({ node, module, placement: {} })];
+      else for (const k of KEYS) yield [`${node}.${module}.${k}`, bytes(`${k}0`)];
+    }
+}
+
+/** Puts `entries` into `bucket`, at most 256 in flight. */
+async function putAll(bus: FleetBus, bucket: string, entries: Iterable<[string, Uint8Array]>): Promise<void> {
+  const publisher = new KvPublisher(bus.nc, bucket);
+  await putPipelined(publisher, entries);
+  publisher.close();
+}
+
+/** The bus's floor: the same plans and values, to N plain watchers on their own connections. */
+async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: number) {
+  const plan = (await (await kvm.open(PLANS)).get(`${nodes[0]}.m0`))!.string();
+  await kvm.create('bench_floor_plans');
+  await kvm.create('bench_floor_config');
+  await putAll(bus, 'bench_floor_config', fleetEntries(nodes, 'config'));
+  await putAll(
+    bus,
+    'bench_floor_plans',
+    (function* () {
+      for (const node of nodes) for (let j = 0; j < MODULES_N; j++) yield [`${node}.${moduleName(j)}`, bytes(plan)] as [string, Uint8Array];
+    })(),
+  );
+  const pool = startPool(workers);
+  try {
+    const caughtUp = pool.firstOf(nodes, (what) => what === 'caught-up', PHASE_MS);
+    const t0 = wallNow();
+    await pool.start(nodes, (share) => ({
+      type: 'floor',
+      url: bus.nats.url,
+      nodes: share,
+      plans: 'bench_floor_plans',
+      config: 'bench_floor_config',
+      atOnce: atOnceOf(workers),
+    }));
+    const cold = spreadOf(await caughtUp, t0, nodes.length).max;
+    const built = pool.firstOf(nodes, (what, text) => what.endsWith('.m0') && text === '2', PHASE_MS);
+    const t1 = wallNow();
+    const plan2 = bytes(plan.replace(/"build":"1"/, '"build":"2"'));
+    await putAll(
+      bus,
+      'bench_floor_plans',
+      nodes.map((n) => [`${n}.m0`, plan2] as [string, Uint8Array]),
+    );
+    const build = spreadOf(await built, t1, nodes.length);
+    const burst = pool.firstOf(nodes, (what, text) => what.endsWith('.m1.a') && text === 'burst', PHASE_MS);
+    const t2 = wallNow();
+    await putAll(
+      bus,
+      'bench_floor_config',
+      nodes.map((n) => [`${n}.m1.a`, bytes('burst')] as [string, Uint8Array]),
+    );
+    return { cold, build, burst: spreadOf(await burst, t2, nodes.length) };
+  } finally {
+    await pool.stop();
+    // Gone with their streams: the watchers' consumers would otherwise count as the fleet's for minutes.
+    for (const b of ['bench_floor_plans', 'bench_floor_config']) await (await kvm.open(b)).destroy();
+  }
+}
+
+/** The clients (or watchers) each of `workers` starts at once. */
+const atOnceOf = (workers: number) => (AT_ONCE === 0 ? 0 : Math.max(1, Math.round(AT_ONCE / workers)));
+
+/** Resolves once no engine has been handed anything for `ms`. */
+async function untilEnginesQuiet(pool: Pool, ms: number): Promise<void> {
+  while (wallNow() - pool.lastSeenAt() < ms) await new Promise((r) => setTimeout(r, 100));
+}
+
+/** Runs one size on a fresh bus. */
+async function runSize(n: number): Promise<FleetFigures> {
+  const nodes = Array.from({ length: n }, (_, i) => nodeName(i));
+  const workers = Math.ceil(n / PER_WORKER);
+  const bus = await startFleetBus(n);
+  const dir = mkdtempSync(join(tmpdir(), 'mesh-fleet-'));
+  let pool: Pool | undefined;
+  try {
+    const kvm = new Kvm(jetstream(bus.nc));
+    const plans = await countingWatch(bus.nc, PLANS, wallNow);
+    const modules = await kvm.open(MODULES);
+    for (let j = 0; j < MODULES_N; j++) await publishBuild(bus, modules, moduleName(j), '1');
+    await putAll(bus, CONFIG, fleetEntries(nodes, 'config'));
+    await putAll(bus, ASSIGNMENTS, fleetEntries(nodes, 'assignments'));
+    await plans.keysReached(n * MODULES_N);
+    plans.stop();
+    const base = await measureQuiet(bus, Math.min(QUIET_MS, 10_000));
+    const floor = await measureFloor(bus, nodes, kvm, workers);
+    log(`N=${n}: floor cold ${floor.cold.toFixed(0)} ms, build max ${floor.build.max.toFixed(0)} ms, burst max ${floor.burst.max.toFixed(0)} ms`);
+
+    pool = startPool(workers);
+    const p = pool;
+    let seat = sampleUsage(bus.seat.child.pid!);
+    const everyModule = Array.from({ length: MODULES_N }, (_, j) => p.firstOf(nodes, (what) => what === moduleName(j), PHASE_MS));
+    const api0 = await apiCalls(bus);
+    const t0 = wallNow();
+    const atOnce = atOnceOf(workers);
+    // A client that never gets its watches (the bus refusing consumers) never resolves its start: the phase ends anyway.
+    await Promise.race([pool.start(nodes, (share) => ({ type: 'clients', url: bus.nats.url, nodes: share, dir, atOnce })), Promise.all(everyModule)]);
+    const cold = (await Promise.all(everyModule)).map((m) => spreadOf(m, t0, n));
+    const coldMs = Math.max(...cold.map((c) => c.max));
+    const coldMissing = cold.reduce((sum, c) => sum + c.missing, 0);
+    const seatCold = seat.done();
+    const api1 = await apiCalls(bus);
+    const coldApi = { total: api1.total - api0.total, errors: api1.errors - api0.errors };
+    log(`N=${n}: cold ${coldMs.toFixed(0)} ms${coldMissing ? `, ${coldMissing} modules never` : ''}`);
+
+    await untilEnginesQuiet(pool, 3000);
+    seat = sampleUsage(bus.seat.child.pid!);
+    const built = pool.firstOf(nodes, (what, text) => what === 'm0' && text.includes('build 2'), PHASE_MS);
+    const buildTraffic = await trafficFrom(bus);
+    const t1 = wallNow();
+    await publishBuild(bus, modules, 'm0', '2');
+    const build = spreadOf(await built, t1, n);
+    const seatBuild = seat.done();
+    // The reports follow each engine's answer within milliseconds; the phase's idle heartbeats are counted too.
+    await new Promise((r) => setTimeout(r, 500));
+    const buildBus = await buildTraffic.done(n);
+
+    await untilEnginesQuiet(pool, 3000);
+    seat = sampleUsage(bus.seat.child.pid!);
+    const burst = pool.firstOf(nodes, (what, text) => what === 'm1' && text.includes('value burst'), PHASE_MS);
+    const burstTraffic = await trafficFrom(bus);
+    const t2 = wallNow();
+    await putAll(
+      bus,
+      CONFIG,
+      nodes.map((node) => [`${node}.m1.a`, bytes('burst')] as [string, Uint8Array]),
+    );
+    const burstSpread = spreadOf(await burst, t2, n);
+    const seatBurst = seat.done();
+    await new Promise((r) => setTimeout(r, 500));
+    const burstBus = await burstTraffic.done(n);
+
+    await untilEnginesQuiet(pool, 5000);
+    const idle = await measureQuiet(bus, QUIET_MS);
+    const kinds = [...(await idleMessageKinds(bus, 5000))].sort((a, b) => b[1] - a[1]);
+    return {
+      nodes: n,
+      date: new Date().toISOString().slice(0, 10),
+      coldMs,
+      coldMissing,
+      atOnce: atOnce * workers,
+      coldApi,
+      perChange: { build: buildBus, burst: burstBus },
+      loopDelay: await pool.loopDelay(),
+      coldFloorMs: floor.cold,
+      build,
+      buildFloor: floor.build,
+      burst: burstSpread,
+      burstFloor: floor.burst,
+      base,
+      idle,
+      seat: { cold: seatCold, build: seatBuild, burst: seatBurst },
+      kinds,
+    };
+  } catch (err) {
+    console.error(`seat stderr (tail):\n${bus.seat.stderr().slice(-3000)}`);
+    throw err;
+  } finally {
+    await pool?.stop();
+    await bus.seat.stop();
+    await bus.nc.close();
+    await bus.nats.cleanup();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const log = (line: string) => console.error(`# ${line}`);
+
+async function main(): Promise<void> {
+  const all: FleetFigures[] = [];
+  for (const n of SIZES) {
+    const f = await runSize(n);
+    all.push(f);
+    console.log(tableOf(f).join('\n') + '\n');
+    console.log(`FLEET ${JSON.stringify(f)}\n`);
+  }
+  if (all.length > 1) console.log(['growth over the sizes (y = a·N^b; b is the exponent):', '', ...growthOf(all)].join('\n'));
+}
+
+await main();
