@@ -56,7 +56,7 @@ function releaseFiles() {
   files.push(['README.md', readFileSync(join(ROOT, 'README.md'))]);
   files.push(['deploy/README.md', readFileSync(join(ROOT, 'deploy', 'README.md'))]);
   // The README links these: the contract, the decisions, what the mesh survives, what each login may do.
-  for (const doc of ['design.md', 'decisions.md', 'reliability.md', 'isolation.md', 'rollout.md'])
+  for (const doc of ['design.md', 'decisions.md', 'reliability.md', 'isolation.md', 'rollout.md', 'scale.md'])
     files.push([`docs/${doc}`, readFileSync(join(ROOT, 'docs', doc))]);
   files.push(['examples/postgres-provider/README.md', readFileSync(join(ROOT, 'examples', 'postgres-provider', 'README.md'))]);
   // The modules the README's lab publishes: each a composition and a directory of templates.

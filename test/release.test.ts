@@ -39,6 +39,7 @@ const EXPECTED = [
   'docs/design.md',
   'docs/isolation.md',
   'docs/rollout.md',
+  'docs/scale.md',
   'docs/reliability.md',
   'examples/postgres-provider/README.md',
   'examples/web/composition.json',
