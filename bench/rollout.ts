@@ -19,7 +19,7 @@ import { startNats } from '../test/helpers/nats.ts';
 import { now, numberArg, percentile } from './lib.ts';
 import { startSimFleet } from './rollout-fleet.ts';
 import { badBuild, composition, goodBuild, seatKilled, until, WAVES, type Row, type Run } from './rollout-rows.ts';
-import { countingWatch, putPipelined, startSeatProcess } from './seat-lib.ts';
+import { countingWatch, floorBurst, putPipelined, startSeatProcess } from './seat-lib.ts';
 
 const NODES = numberArg('nodes', 5000);
 const MODULE_NAMES = ['bad', 'good', 'restart'];
@@ -34,18 +34,7 @@ async function measureFloor(nc: NatsConnection, planBytes: Uint8Array): Promise<
   await new Kvm(jetstream(nc)).create('bench_floor');
   const publisher = new KvPublisher(nc, 'bench_floor');
   const watch = await countingWatch(nc, 'bench_floor', now);
-  const bulk = async (n: number, prefix: string) => {
-    const before = watch.puts();
-    const started = now();
-    await putPipelined(
-      publisher,
-      (function* () {
-        for (let i = 0; i < n; i++) yield [`${prefix}.${i}`, planBytes] as [string, Uint8Array];
-      })(),
-    );
-    while (watch.puts() - before < n) await new Promise((r) => setTimeout(r, 1));
-    return watch.lastAt() - started;
-  };
+  const bulk = (n: number, prefix: string) => floorBurst(publisher, watch, now, planBytes, n, prefix, 1);
   const fiftyMs = await bulk(reachedBy(WAVES, 1, NODES), 'wave');
   const allMs = await bulk(NODES, 'all');
   const one: number[] = [];

@@ -128,3 +128,28 @@ export async function untilQuiet(watch: CountingWatch, clock: () => number, quie
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/**
+ * The bus floor of a burst: `n` puts of `payload` pipelined into the watched bucket under `<prefix>.<i>`,
+ * timed from the first put until `watch` has seen the last, in ms.
+ */
+export async function floorBurst(
+  publisher: Putter,
+  watch: CountingWatch,
+  clock: () => number,
+  payload: Uint8Array,
+  n: number,
+  prefix: string,
+  pollMs = 1,
+): Promise<number> {
+  const before = watch.puts();
+  const started = clock();
+  await putPipelined(
+    publisher,
+    (function* () {
+      for (let i = 0; i < n; i++) yield [`${prefix}.${i}`, payload] as [string, Uint8Array];
+    })(),
+  );
+  while (watch.puts() - before < n) await new Promise((r) => setTimeout(r, pollMs));
+  return watch.lastAt() - started;
+}

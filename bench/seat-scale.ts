@@ -20,7 +20,16 @@ import { composePlan } from '../src/server/seat/compose.ts';
 import { KvPublisher } from '../src/shared/kv-publisher.ts';
 import { startNats } from '../test/helpers/nats.ts';
 import { now, numberArg, peakRssMiB, percentile } from './lib.ts';
-import { countingWatch, DEFAULT_SEAT_BUNDLE, putPipelined, startSeatProcess, untilQuiet, type CountingWatch, type SeatProcess } from './seat-lib.ts';
+import {
+  countingWatch,
+  floorBurst,
+  DEFAULT_SEAT_BUNDLE,
+  putPipelined,
+  startSeatProcess,
+  untilQuiet,
+  type CountingWatch,
+  type SeatProcess,
+} from './seat-lib.ts';
 
 const NODES = numberArg('nodes', 5000);
 const MODULES_PER_NODE = 10;
@@ -96,18 +105,7 @@ async function measureFloor(nc: NatsConnection, kvm: Kvm): Promise<Floor> {
   const publisher = new KvPublisher(nc, 'bench_floor');
   const watch = await countingWatch(nc, 'bench_floor', now);
   const payload = planBytes();
-  const bulk = async (n: number, prefix: string) => {
-    const before = watch.puts();
-    const started = now();
-    await putPipelined(
-      publisher,
-      (function* () {
-        for (let i = 0; i < n; i++) yield [`${prefix}.${i}`, payload] as [string, Uint8Array];
-      })(),
-    );
-    while (watch.puts() - before < n) await new Promise((r) => setTimeout(r, 2));
-    return watch.lastAt() - started;
-  };
+  const bulk = (n: number, prefix: string) => floorBurst(publisher, watch, now, payload, n, prefix, 2);
   const all = await bulk(TOTAL, 'all');
   const module = await bulk(NODES, 'module');
   const put: number[] = [];
