@@ -16,7 +16,7 @@ const BUNDLES = ['server', 'client', 'engine', 'vault', 'sdk', 'provider', 'post
 /** The bundles a module imports rather than runs: ES modules named `.mjs` (build.mjs says why). */
 const LIBRARIES = new Set(['sdk', 'provider']);
 /** The nodes of the example bus configuration. */
-const EXAMPLE_NODES = ['node-1', 'node-2'];
+const EXAMPLE_NODES = ['n1', 'n2'];
 /** An nkey seed of any kind (user, account, operator): `S`, a type letter, base32 — never shipped. */
 const SEED_PATTERN = /\bS[UANOCPX][A-Z2-7]{50,}/;
 

@@ -137,9 +137,9 @@ test('the leak checks find a real seed and this machine’s paths, and pass CONS
   assert.is(localPathIn('--root /tmp/root --socket /run/nox-mesh-host/fill.sock'), undefined);
 });
 
-test('the example bus configuration is one nats-server accepts, for node-1 and node-2, by public keys', () => {
+test('the example bus configuration is one nats-server accepts, for n1 and n2, by public keys', () => {
   const conf = files.get(`${TOP}/deploy/nats.conf.example`)!.toString('utf8');
-  for (const user of ['provisioner', 'provisioner.node-1', 'provisioner.node-2', 'runner.node-1', 'runner.node-2'])
+  for (const user of ['provisioner', 'provisioner.n1', 'provisioner.n2', 'runner.n1', 'runner.n2'])
     assert.match(conf, new RegExp(`# ${user.replace('.', '\\.')}[:\\n]`), user);
   assert.ok((conf.match(/nkey: "U[A-Z2-7]{55}"/g) ?? []).length >= 5, conf);
   const checked = spawnSync('nats-server', ['-t', '-c', join(unpacked, 'deploy', 'nats.conf.example')], { encoding: 'utf8' });
