@@ -3,7 +3,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import { BUS_FLAGS, busOptionsFrom } from '../shared/bus-flags.ts';
 import { DEFAULT_FILL_SOCKET } from '../shared/fill-protocol.ts';
-import { describeFlags, openCommand, unexpectedArgument, type FlagName, type FlagTable, type FlagValues } from '../shared/flags.ts';
+import { describeFlags, openCommand, openFlagsOnly, unexpectedArgument, type FlagName, type FlagTable, type FlagValues } from '../shared/flags.ts';
 import { INBOX_PREFIXES } from '../shared/inbox.ts';
 import { isName } from '../shared/keys.ts';
 import { ok, type Parsed } from '../shared/result.ts';
@@ -98,14 +98,9 @@ export function clientHelp(): string {
 export function parseClientOptions(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ClientOptions> {
   const [command, ...rest] = argv;
   if (command === 'lint') return parseLint(rest, env);
-  const opened = openCommand(argv, env, RUN_FLAGS, clientHelp);
+  const opened = openFlagsOnly(argv, env, RUN_FLAGS, clientHelp);
   if ('answered' in opened) return opened.answered;
-  const {
-    values,
-    onCommandLine,
-    positional: [extra],
-  } = opened;
-  if (extra !== undefined) return unexpectedArgument(extra);
+  const { values, onCommandLine } = opened;
   const { node } = values;
   if (!node) return { ok: false, reason: '--node is required (or MESH_NODE)' };
   if (!isName(node)) return { ok: false, reason: `--node: "${node}" is not a valid node name` };

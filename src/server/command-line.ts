@@ -3,7 +3,7 @@
 import { BUS_FLAGS, busOptionsFrom } from '../shared/bus-flags.ts';
 import { DEFAULT_ARCHIVES } from '../shared/buckets.ts';
 import { CONSUMERS_BESIDE_NODES, CONSUMERS_PER_NODE, DEFAULT_MESH_NODES } from '../shared/bucket-spec.ts';
-import { describeFlags, openCommand, unexpectedArgument, valueSource, type FlagTable } from '../shared/flags.ts';
+import { describeFlags, openCommand, openFlagsOnly, unexpectedArgument, valueSource, type FlagTable } from '../shared/flags.ts';
 import { isName } from '../shared/keys.ts';
 import { ok, type Parsed } from '../shared/result.ts';
 import { VERB_WHATS } from '../shared/schemas.ts';
@@ -167,15 +167,11 @@ export function parseServerOptions(argv: readonly string[], env: NodeJS.ProcessE
 }
 
 function parseServe(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
-  const opened = openCommand(argv, env, SERVE_FLAGS, serverHelp);
+  const opened = openFlagsOnly(argv, env, SERVE_FLAGS, serverHelp);
   if ('answered' in opened) return opened.answered;
-  const {
-    values,
-    positional: [extra],
-  } = opened;
+  const { values } = opened;
   const bus = busOptionsFrom(values, 'mesh-provisioner');
   if (!bus.ok) return bus;
-  if (extra !== undefined) return unexpectedArgument(extra);
   const replicasFrom = valueSource(SERVE_FLAGS, 'replicas', opened.onCommandLine, env);
   const replicas = parseReplicas(values.replicas, replicasFrom);
   if (!replicas.ok) return replicas;
@@ -258,13 +254,9 @@ function parseStatus(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<Se
 }
 
 function parseBusConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
-  const opened = openCommand(argv, env, BUS_CONFIG_FLAGS, serverHelp);
+  const opened = openFlagsOnly(argv, env, BUS_CONFIG_FLAGS, serverHelp);
   if ('answered' in opened) return opened.answered;
-  const {
-    values,
-    positional: [extra],
-  } = opened;
-  if (extra !== undefined) return unexpectedArgument(extra);
+  const { values } = opened;
   const { node: nodes = [], provider: providers = [], out } = values;
   if (nodes.length === 0) return { ok: false, reason: 'bus-config needs at least one --node' };
   for (const [flag, names] of [
@@ -297,13 +289,9 @@ function parseBusConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed
 }
 
 function parseInit(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
-  const opened = openCommand(argv, env, [...BUS_FLAGS, ...INIT_OWN_FLAGS], serverHelp);
+  const opened = openFlagsOnly(argv, env, [...BUS_FLAGS, ...INIT_OWN_FLAGS], serverHelp);
   if ('answered' in opened) return opened.answered;
-  const {
-    values,
-    positional: [extra],
-  } = opened;
-  if (extra !== undefined) return unexpectedArgument(extra);
+  const { values } = opened;
   const bus = busOptionsFrom(values, 'mesh-provisioner init');
   if (!bus.ok) return bus;
   const replicasFrom = valueSource([...BUS_FLAGS, ...INIT_OWN_FLAGS], 'replicas', opened.onCommandLine, env);

@@ -134,6 +134,14 @@ export function openCommand<const T extends FlagTable>(argv: readonly string[], 
   return flags;
 }
 
+/** openCommand for a command that takes flags only: a word beside them is refused as unexpected. */
+export function openFlagsOnly<const T extends FlagTable>(argv: readonly string[], env: NodeJS.ProcessEnv, table: T, help: () => string): Opening<T> {
+  const opened = openCommand(argv, env, table, help);
+  if ('answered' in opened) return opened;
+  const [extra] = opened.positional;
+  return extra === undefined ? opened : { answered: unexpectedArgument(extra) };
+}
+
 /** The refusal of a word a command does not take. */
 export function unexpectedArgument(word: string): { ok: false; reason: string } {
   return fail(`unexpected argument "${word}" (see --help)`);

@@ -2,7 +2,7 @@
 // rejects what is wrong naming the flag.
 import { BUS_FLAGS, busOptionsFrom } from '../shared/bus-flags.ts';
 import type { BusOptions } from '../shared/bus.ts';
-import { describeFlags, openCommand, unexpectedArgument, type Asked, type FlagTable } from '../shared/flags.ts';
+import { describeFlags, openCommand, openFlagsOnly, unexpectedArgument, type Asked, type FlagTable } from '../shared/flags.ts';
 import { INBOX_PREFIXES } from '../shared/inbox.ts';
 import { fail, ok, type Parsed } from '../shared/result.ts';
 import { VAULT_CHANGED, VAULT_CREDENTIAL } from '../shared/subjects.ts';
@@ -84,13 +84,9 @@ export function vaultHelp(): string {
 /** Parses argv (without node and script) and env; a reason names the flag and what is wrong. */
 export function parseVaultOptions(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<VaultCommand> {
   if (argv[0] === 'rotate') return parseRotate(argv.slice(1), env);
-  const opened = openCommand(argv, env, SERVE_FLAGS, vaultHelp);
+  const opened = openFlagsOnly(argv, env, SERVE_FLAGS, vaultHelp);
   if ('answered' in opened) return opened.answered;
-  const {
-    values,
-    positional: [extra],
-  } = opened;
-  if (extra !== undefined) return unexpectedArgument(extra);
+  const { values } = opened;
   const bus = busOptionsFrom(values, VAULT_CONNECTION_NAME, INBOX_PREFIXES.vault);
   if (!bus.ok) return bus;
   if (!values.store) return fail('--store is required (see --help)');

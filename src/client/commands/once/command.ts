@@ -4,6 +4,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectBus, type BusOptions } from '../../../shared/bus.ts';
 import type { Logger } from '../../../shared/log.ts';
+import type { RunOptions } from '../../options.ts';
 import { createEngineClient } from '../../handoff/fill-socket.ts';
 import { startClient } from '../../node.ts';
 import { busSinks } from '../../sinks.ts';
@@ -12,17 +13,8 @@ import { allSettled, describeStanding, engineTellingBook, ReportBook, type Stand
 /** How a one-shot run ended: every module settled, the time ran out, or a signal came. */
 export type OneShotEnd = 'settled' | 'timeout' | 'signalled';
 
-/** What --once needs: the run flags, and where it writes. */
-export type OnceOptions = {
-  node: string;
-  bus: BusOptions;
-  socket: string;
-  cache: string;
-  settleMs: number;
-  engineTimeoutMs: number;
-  archiveDir?: string;
-  /** How long to wait for every module to settle, start and bus included, in ms. */
-  timeoutMs: number;
+/** What --once needs: the run flags (its timeout the wait for every module to settle, start and bus included), and where it writes. */
+export type OnceOptions = Pick<RunOptions, 'node' | 'bus' | 'socket' | 'cache' | 'settleMs' | 'engineTimeoutMs' | 'archiveDir' | 'timeoutMs'> & {
   log: Logger;
   /** Resolves on SIGTERM or SIGINT. */
   signalled: Promise<void>;
