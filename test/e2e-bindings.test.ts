@@ -15,6 +15,7 @@ import { CREDENTIAL_SET } from '../src/shared/schemas.ts';
 import { VAULT_CHANGED } from '../src/shared/subjects.ts';
 import type { ConsumerEntry } from '../src/sdk/types.ts';
 import { startMesh, type Mesh, type MeshOptions } from './helpers/mesh.ts';
+import { plantPlan } from './helpers/planted.ts';
 import { startVault, type Vault } from './helpers/vault.ts';
 import { waitFor } from './helpers/wait.ts';
 
@@ -201,23 +202,7 @@ test('${consumers:…} in a module whose plan does not provide it fails; no cred
 
 /** A plan of node c planted straight in the plans bucket (its assignment kept, its composition missing, so the seat holds it), binding `postgres` on b. */
 async function plantConsumer(m: Mesh, module: string, local: string): Promise<void> {
-  await m.kv.assignments.put(`c.${module}`, JSON.stringify({ node: 'c', module, placement: {} }));
-  await m.kv.plans.put(
-    `c.${module}`,
-    jsonBytes({
-      node: 'c',
-      module,
-      build: '1',
-      archive: { ref: 'obj://mesh-catalog_archives/none.tar', digest: 'sha256:' + 'a'.repeat(64) },
-      files: [],
-      placement: {},
-      secrets: [],
-      provides: [],
-      items: [],
-      collections: [],
-      provisions: [{ provider: 'postgres', provision: 'database', node: 'b', local }],
-    }),
-  );
+  await plantPlan(m.kv, 'c', module, { provisions: [{ provider: 'postgres', provision: 'database', node: 'b', local }] });
 }
 
 test('a planted plan of another node whose local climbs out of its vault name is never asked of the vault; a good one planted after it is served', () =>

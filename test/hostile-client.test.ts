@@ -7,11 +7,11 @@ import { createHash } from 'node:crypto';
 import { readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { jsonBytes } from '../src/shared/bytes.ts';
 import type { Report } from '../src/shared/schemas.ts';
 import { writeComposition } from './helpers/archive.ts';
 import { cleanupBundles, ensureBuilt, type Running } from './helpers/bundle.ts';
 import { startMesh, type Mesh } from './helpers/mesh.ts';
+import { plantPlan } from './helpers/planted.ts';
 import { waitFor } from './helpers/wait.ts';
 
 type Hostile = { m: Mesh; client: Running };
@@ -101,28 +101,6 @@ async function oneFile(
   await m.assign('n1', module, placement);
 }
 
-/** Writes a plan straight into the plans bucket, as a compromised or buggy writer could; the assignment is kept and its composition absent, so the seat holds it. */
-async function plantPlan(m: Mesh, module: string, plan: Record<string, unknown>) {
-  await m.kv.assignments.put(`n1.${module}`, JSON.stringify({ node: 'n1', module, placement: {} }));
-  await m.kv.plans.put(
-    `n1.${module}`,
-    jsonBytes({
-      node: 'n1',
-      module,
-      build: '1',
-      archive: { ref: 'obj://mesh-catalog_archives/none.tar', digest: 'sha256:' + 'a'.repeat(64) },
-      files: [],
-      placement: {},
-      secrets: [],
-      provisions: [],
-      provides: [],
-      items: [],
-      collections: [],
-      ...plan,
-    }),
-  );
-}
-
 const failed = (r: Report) => r.state === 'failed';
 
 test('#2 a placement value shaped like a secret stays text; a lone surrogate or a trailing $ before a real secret leaves it whole', () =>
@@ -190,9 +168,9 @@ test('#9 a 15 MB template of unclosed `${` is handed as text in bounded memory',
 
 test('#12 #15 a planted plan with a secret the engine cannot name or a path that is not absolute and normal fails its module', () =>
   withBundles(async ({ m }) => {
-    await plantPlan(m, 'brace', { secrets: [{ name: 'a}b', vault: 'module/brace/a}b' }] });
-    await plantPlan(m, 'dots', { files: [{ path: '/etc/../etc/x.conf', template: 'x', mode: 'owned', change: 'none' }] });
-    await plantPlan(m, 'rel', { files: [{ path: 'etc/x.conf', template: 'x', mode: 'owned', change: 'none' }] });
+    await plantPlan(m.kv, 'n1', 'brace', { secrets: [{ name: 'a}b', vault: 'module/brace/a}b' }] });
+    await plantPlan(m.kv, 'n1', 'dots', { files: [{ path: '/etc/../etc/x.conf', template: 'x', mode: 'owned', change: 'none' }] });
+    await plantPlan(m.kv, 'n1', 'rel', { files: [{ path: 'etc/x.conf', template: 'x', mode: 'owned', change: 'none' }] });
     assert.match((await m.waitReport('n1', 'brace', failed)).reason!, /secrets\.0\.name/);
     assert.match((await m.waitReport('n1', 'dots', failed)).reason!, /files\.0\.path/);
     assert.match((await m.waitReport('n1', 'rel', failed)).reason!, /files\.0\.path/);
@@ -206,7 +184,7 @@ test('#13 a report too large for the bus is published cut to fit, saying what wa
     await m.publish('wide', { templates: { t: '${config:missing}${config:absent}\n' }, provisioning: {} });
     const composition = JSON.parse(new TextDecoder().decode((await m.kv.modules.get('wide'))!.value));
     await m.kv.modules.delete('wide');
-    await plantPlan(m, 'wide', { archive: composition.archive, files });
+    await plantPlan(m.kv, 'n1', 'wide', { archive: composition.archive, files });
     const r = await m.waitReport('n1', 'wide', (x) => x.state === 'waiting');
     assert.match(r.reason!, /report cut to fit \d+ bytes/);
     assert.ok(JSON.stringify(r).length < 1024 * 1024);

@@ -13,6 +13,7 @@ import { PROVISIONING_VERB } from '../src/shared/subjects.ts';
 import type { Report, VerbReply } from '../src/shared/schemas.ts';
 import { cleanupBundles, ensureBuilt, type Running } from './helpers/bundle.ts';
 import { startMesh, type Mesh } from './helpers/mesh.ts';
+import { plantPlan } from './helpers/planted.ts';
 import { waitFor } from './helpers/wait.ts';
 
 const SECRET = 'TOPSECRET-victim';
@@ -124,26 +125,13 @@ test('a composition naming another module’s secret (a name, a name with a path
  * Plants a plan of `module` as a compromised seat could: its archive real (published under another,
  * unassigned module), its assignment kept and its composition missing, so the seat holds the plan.
  */
-async function plantPlan(module: string, template: string, plan: Record<string, unknown>): Promise<void> {
+async function plantPublished(module: string, template: string, plan: Record<string, unknown>): Promise<void> {
   const published = await m.publish(`${module}-archive`, { templates: { [`${module}.conf`]: template }, provisioning: {} });
-  await m.kv.assignments.put(`n1.${module}`, JSON.stringify({ node: 'n1', module, placement: {} }));
-  await m.kv.plans.put(
-    `n1.${module}`,
-    jsonBytes({
-      node: 'n1',
-      module,
-      build: '1',
-      archive: published.composition.archive,
-      files: [{ path: join(m.root, 'etc', module, `${module}.conf`), template: `${module}.conf`, mode: 'owned', change: 'none' }],
-      placement: {},
-      secrets: [],
-      provisions: [],
-      provides: [],
-      items: [],
-      collections: [],
-      ...plan,
-    }),
-  );
+  await plantPlan(m.kv, 'n1', module, {
+    archive: published.composition.archive,
+    files: [{ path: join(m.root, 'etc', module, `${module}.conf`), template: `${module}.conf`, mode: 'owned', change: 'none' }],
+    ...plan,
+  });
 }
 
 test('a planted plan whose secret’s vault name is not its own module’s is refused by the client: failed naming the field; the engine never writes the secret', async () => {
@@ -168,7 +156,7 @@ test('a planted plan whose secret’s vault name is not its own module’s is re
       /field "provisions\.0\.local" is "\.\.\/\.\.\/.*", not a name/,
     ],
   ];
-  for (const [module, plan] of cases) await plantPlan(module, 'k=${secret:api-key}\n', plan);
+  for (const [module, plan] of cases) await plantPublished(module, 'k=${secret:api-key}\n', plan);
   for (const [module, , reason] of cases) assert.match((await m.waitReport('n1', module, failed)).reason!, reason, module);
   await passedOver('after-planted');
   assert.equal(leaked(), []);
