@@ -1,4 +1,4 @@
-// How a watch's consumer is made again while the bus fails over (src/shared/watch/remake.ts),
+// How a watch's consumer is made again on a busy bus and while the bus fails over (src/shared/watch/remake.ts),
 // against a fake of nats.js's private consumer API (src/shared/watch/internals.ts) whose creates the
 // test answers, refuses or leaves unanswered, on a fake clock: exact times, no sleeping.
 import { test } from 'uvu';
@@ -6,7 +6,16 @@ import { errors } from '@nats-io/transport-node';
 import * as assert from 'uvu/assert';
 import type { ConsumerConfig, ConsumerInfo, ConsumerMessages } from '@nats-io/jetstream';
 import { orderedConsumer } from '../src/shared/watch/internals.ts';
-import { hastenRemakes, REMAKE_HEDGE_MS, REMAKE_IN_FLIGHT, REMAKE_TIMEOUT_MS } from '../src/shared/watch/remake.ts';
+import {
+  hastenRemakes,
+  REMAKE_ANSWER_MS,
+  REMAKE_HEDGE_MS,
+  REMAKE_IN_FLIGHT,
+  REMAKE_RETRY_MAX_MS,
+  REMAKE_RETRY_MS,
+  REMAKE_TIMEOUT_MS,
+  REMAKE_UNSETTLED_MS,
+} from '../src/shared/watch/remake.ts';
 import { fakeClock, flush } from './helpers/clock.ts';
 
 /** The private consumer API as nats.js's reset calls it (`this.timeout` its request timeout). */
@@ -54,10 +63,36 @@ function fakeApi() {
 
 const config = (serial: number): ConsumerConfig => ({ name: `oc_${serial}`, deliver_subject: `_INBOX.d.${serial}` }) as ConsumerConfig;
 
-test('an unanswered create is hedged: another under its own name every 300 ms, at most three at once, the first made wins and a late one is deleted', async () => {
+test('on a calm cluster an unanswered create is asked again under its own name after 1, 2, 4, 4 s, and its late answer is the consumer: nothing deleted, nothing more asked', async () => {
+  const f = fakeApi();
+  const remakes = hastenRemakes(f.consumer, 'watch w', undefined, f.clock);
+  const made = f.internals.consumer.api.add('KV_x', config(2));
+  assert.ok(remakes.busy(), 'a re-make in flight');
+  await f.clock.advance(REMAKE_RETRY_MS + 2 * REMAKE_RETRY_MS + REMAKE_RETRY_MAX_MS * 2);
+  assert.equal(
+    f.creates.map((c) => [c.name, c.at, c.timeout]),
+    [0, 1000, 3000, 7000, 11000].map((at) => ['oc_2', at, REMAKE_ANSWER_MS]),
+    'one name, asked again on a doubling wait up to 4 s, each waiting 10 s for its answer',
+  );
+  assert.ok(f.creates.every((c) => c.deliver === '_INBOX.d.2'));
+  // The bus was busy: the first ask is answered 11 s late, then a second.
+  f.creates[0]!.made();
+  assert.is((await made).name, 'oc_2');
+  assert.not.ok(remakes.busy());
+  f.creates[1]!.made();
+  f.creates[2]!.lost();
+  await flush();
+  assert.equal(f.deleted, [], 'the same consumer answered twice is not deleted');
+  await f.clock.advance(REMAKE_RETRY_MAX_MS * 2);
+  assert.is(f.creates.length, 5, 'no ask after one was answered');
+  assert.equal(f.clock.pending(), [], 'no retry left armed');
+});
+
+test('within 20 s of a cluster change an unanswered create is hedged: another under its own name every 300 ms, at most three at once, the first made wins and a late one is deleted', async () => {
   const f = fakeApi();
   const lines: string[] = [];
-  hastenRemakes(f.consumer, 'watch w', { debug: (l) => lines.push(l) }, f.clock);
+  const remakes = hastenRemakes(f.consumer, 'watch w', { debug: (l) => lines.push(l) }, f.clock);
+  remakes.clusterChanged();
   const made = f.internals.consumer.api.add('KV_x', config(2));
   await f.clock.advance(REMAKE_HEDGE_MS * REMAKE_IN_FLIGHT + 200);
   assert.equal(
@@ -86,14 +121,48 @@ test('an unanswered create is hedged: another under its own name every 300 ms, a
   assert.equal(f.clock.pending(), [], 'no hedge left armed');
 });
 
-test('a create answered at once sends no hedge', async () => {
+test('a cluster change during a calm re-make hedges it at once; 20 s later re-makes are calm again', async () => {
   const f = fakeApi();
-  hastenRemakes(f.consumer, 'watch w', undefined, f.clock);
-  const made = f.internals.consumer.api.add('KV_x', config(2));
+  const remakes = hastenRemakes(f.consumer, 'watch w', undefined, f.clock);
+  const first = f.internals.consumer.api.add('KV_x', config(2));
+  await f.clock.advance(500);
+  remakes.clusterChanged();
+  await flush();
+  assert.equal(
+    f.creates.map((c) => [c.name, c.at, c.timeout]),
+    [
+      ['oc_2', 0, REMAKE_ANSWER_MS],
+      ['oc_2_1', 500, REMAKE_TIMEOUT_MS],
+    ],
+  );
+  f.creates[1]!.made();
+  assert.is((await first).name, 'oc_2_1');
   f.creates[0]!.made();
-  assert.is((await made).name, 'oc_2');
-  await f.clock.advance(REMAKE_HEDGE_MS + 50);
-  assert.is(f.creates.length, 1);
+  await flush();
+  assert.equal(f.deleted, ['oc_2'], 'the calm ask made late is another consumer: deleted');
+  await f.clock.advance(REMAKE_UNSETTLED_MS);
+  void f.internals.consumer.api.add('KV_x', config(3));
+  await f.clock.advance(REMAKE_RETRY_MS + 50);
+  assert.equal(
+    f.creates.slice(2).map((c) => [c.name, c.timeout]),
+    [
+      ['oc_3', REMAKE_ANSWER_MS],
+      ['oc_3', REMAKE_ANSWER_MS],
+    ],
+  );
+});
+
+test('a create answered at once asks nothing more, calm or hedged', async () => {
+  for (const changed of [false, true]) {
+    const f = fakeApi();
+    const remakes = hastenRemakes(f.consumer, 'watch w', undefined, f.clock);
+    if (changed) remakes.clusterChanged();
+    const made = f.internals.consumer.api.add('KV_x', config(2));
+    f.creates[0]!.made();
+    assert.is((await made).name, 'oc_2');
+    await f.clock.advance(REMAKE_RETRY_MAX_MS);
+    assert.is(f.creates.length, 1);
+  }
 });
 
 test('an answered refusal goes to nats.js at once, which waits before its next reset', async () => {
@@ -105,7 +174,7 @@ test('an answered refusal goes to nats.js at once, which waits before its next r
     () => assert.unreachable('made'),
     (err: Error) => assert.is(err.message, 'stream not found'),
   );
-  await f.clock.advance(REMAKE_HEDGE_MS + 50);
+  await f.clock.advance(REMAKE_RETRY_MAX_MS);
   assert.is(f.creates.length, 1);
 });
 
@@ -118,7 +187,7 @@ test('a re-make replaced by a later reset never settles, sends nothing more, and
   f.creates[0]!.made();
   f.creates[1]!.made();
   assert.is((await newer).name, 'oc_3');
-  await f.clock.advance(REMAKE_HEDGE_MS + 50);
+  await f.clock.advance(REMAKE_RETRY_MAX_MS);
   assert.not.ok(settled);
   assert.equal(f.deleted, ['oc_2']);
   assert.equal(
@@ -132,8 +201,9 @@ test('a stopped watch sends no more creates', async () => {
   const remakes = hastenRemakes(f.consumer, 'watch w', undefined, f.clock);
   void f.internals.consumer.api.add('KV_x', config(2));
   remakes.stop();
-  await f.clock.advance(REMAKE_HEDGE_MS * 2);
+  await f.clock.advance(REMAKE_RETRY_MAX_MS * 2);
   assert.is(f.creates.length, 1);
+  assert.not.ok(remakes.busy());
 });
 
 test.run();

@@ -202,6 +202,37 @@ test('a watch’s consumer is made with a short idle heartbeat, so a lost one is
   }
 });
 
+test('watches whose creates are answered seconds late (a busy process, a busy bus) make one consumer each and are not made again', async () => {
+  const server = await startNats();
+  const nc = await connectBus({ servers: [server.url], name: 'test' });
+  try {
+    const kv = await ensureKv(nc, 'late', 1);
+    await kv.put('k0', 'one');
+    const log = memoryLogger();
+    const seen: string[] = [];
+    const watches = await Promise.all(
+      Array.from({ length: 10 }, () => watchKv(nc, 'late', '>', (e) => e.value && seen.push(new TextDecoder().decode(e.value)), log)),
+    );
+    // Each watch has just sent the create of the consumer it reads with; the answers wait in the
+    // socket while the process is busy past a create's first retry and two silent heartbeat periods.
+    const busyUntil = Date.now() + 2500;
+    while (Date.now() < busyUntil);
+    await Promise.all(watches.map((w) => w.caughtUp));
+    await new Promise((resolve) => setTimeout(resolve, (WATCH_MISSED_HEARTBEATS + 1) * WATCH_HEARTBEAT_MS));
+    const consumers = await consumersOf(nc, 'late');
+    assert.is(consumers.length, 10, consumers.map((c) => c.name).join(', '));
+    assert.equal(
+      log.lines.filter((l) => /making its consumer again/.test(l)),
+      [],
+    );
+    assert.equal(seen, Array(10).fill('one'));
+    for (const w of watches) w.stop();
+  } finally {
+    await nc.close();
+    await server.cleanup();
+  }
+});
+
 test('after a reconnect a watch whose consumer the server lost is made again at once, resuming after what it saw', async () => {
   const w = await watchedBucket('lost', ['one', 'two']);
   try {

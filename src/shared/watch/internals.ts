@@ -36,11 +36,11 @@ export class NatsInternalsError extends Error {
   override name = 'NatsInternalsError';
 }
 
-/** Consumer calls that reach the bus, each waiting at most the timeout they were made with. */
+/** Consumer calls that reach the bus. */
 export type ConsumerCalls = {
-  /** Creates a consumer. */
-  add(stream: string, config: ConsumerConfig): Promise<ConsumerInfo>;
-  /** Deletes a consumer. */
+  /** Creates a consumer, waiting at most `timeoutMs` for the bus's answer (a later one is lost). */
+  add(stream: string, config: ConsumerConfig, timeoutMs: number): Promise<ConsumerInfo>;
+  /** Deletes a consumer, waiting at most the timeout interceptCreates was given. */
   delete(stream: string, name: string): Promise<boolean>;
 };
 
@@ -55,8 +55,8 @@ export type OrderedConsumer = {
   /** Gives every consumer a reset makes this idle heartbeat (nats.js takes no such option for an ordered consumer). */
   setIdleHeartbeat(ms: number): void;
   /**
-   * Sends every create a reset makes to `add` instead, and returns the calls that reach the bus; those,
-   * and every other call of this consumer (its info, the reset's delete), wait at most `timeoutMs`.
+   * Sends every create a reset makes to `add` instead, and returns the calls that reach the bus; every
+   * other call of this consumer (its info, the reset's delete) waits at most `timeoutMs`.
    */
   interceptCreates(timeoutMs: number, add: (stream: string, config: ConsumerConfig) => Promise<ConsumerInfo>): ConsumerCalls;
 };
@@ -113,11 +113,11 @@ export function orderedConsumer(messages: ConsumerMessages): OrderedConsumer {
     interceptCreates(timeoutMs, add) {
       const api = inner.consumer.api;
       // The private calls read their timeout as `this.timeout`: the same API seen through an object
-      // with its own timeout is the API with a shorter one.
+      // with its own timeout is the API with that timeout.
       const direct = Object.create(api, { timeout: { value: timeoutMs } }) as ConsumerApi;
       inner.consumer.api = Object.create(direct, { add: { value: add } }) as ConsumerApi;
       return {
-        add: (stream, config) => api.add.call(direct, stream, config),
+        add: (stream, config, ms) => api.add.call(Object.create(api, { timeout: { value: ms } }) as ConsumerApi, stream, config),
         delete: (stream, name) => direct.delete(stream, name),
       };
     },

@@ -28,6 +28,8 @@ export const WATCH_SUSPECT_MS = WATCH_HEARTBEAT_MS + 500;
 
 /** What a watch tells its keeper. */
 export type WatchKeeper = {
+  /** Makes the watch's first real consumer (the reset watch.ts begins with): a re-make like any other. */
+  begin(): void;
   /** A message or flow-control request arrived: the consumer is alive. */
   heard(): void;
   /** A heartbeat arrived, saying the last consumer sequence the server delivered. */
@@ -95,6 +97,10 @@ class ConsumerKeeper implements WatchKeeper {
     void this.#follow();
   }
 
+  begin(): void {
+    this.#remake();
+  }
+
   heard(): void {
     this.#heard = true;
     this.#heardCount++;
@@ -104,7 +110,7 @@ class ConsumerKeeper implements WatchKeeper {
     this.heard();
     // The server delivered a message the watch never got (sent while its interest moved to another
     // server): nothing else would say so until the next change.
-    if (this.#remaking || lastConsumerSequence <= this.consumer.deliveredSeq()) return;
+    if (this.#inRemake() || lastConsumerSequence <= this.consumer.deliveredSeq()) return;
     this.#remake(`the server delivered up to ${lastConsumerSequence}, the watch got ${this.consumer.deliveredSeq()}`);
   }
 
@@ -138,13 +144,21 @@ class ConsumerKeeper implements WatchKeeper {
     this.consumer.reset();
   }
 
+  /**
+   * Whether the consumer is being made: asked for here and not yet seen made, or a reset of nats.js's
+   * own (a gap in the delivery sequence) whose create is unanswered. Silence meanwhile is no news.
+   */
+  #inRemake(): boolean {
+    return this.#remaking || this.remakes.busy();
+  }
+
   #tick(): void {
     if (this.#heard || this.#paused) {
       this.#heard = false;
       this.#silent = 0;
       return;
     }
-    if (++this.#silent < WATCH_MISSED_HEARTBEATS || this.#remaking) return;
+    if (++this.#silent < WATCH_MISSED_HEARTBEATS || this.#inRemake()) return;
     this.#remake(`no heartbeat for ${(this.#silent * WATCH_HEARTBEAT_MS) / 1000} s`);
   }
 
@@ -166,6 +180,7 @@ class ConsumerKeeper implements WatchKeeper {
   #reconnected(): void {
     const lost = this.#connectedTo;
     this.#connectedTo = this.nc.info?.server_name;
+    if (this.#connectedTo !== lost) this.remakes.clusterChanged();
     this.#servers = clientUrls(this.nc);
     this.#paused = false;
     this.#heard = true;
@@ -182,16 +197,17 @@ class ConsumerKeeper implements WatchKeeper {
     const now = clientUrls(this.nc);
     const left = [...this.#servers].filter((url) => !now.has(url));
     this.#servers = now;
+    if (left.length > 0) this.remakes.clusterChanged();
     if (left.length === 0 || this.#paused || this.#consumerServer === this.nc.info?.server_name) return;
     this.#suspectGone(`${left.join(', ')} left the cluster`);
   }
 
   #suspectGone(why: string): void {
-    if (this.#suspect || this.#remaking || this.#stopped) return;
+    if (this.#suspect || this.#inRemake() || this.#stopped) return;
     const heard = this.#heardCount;
     this.#suspect = setTimeout(() => {
       this.#suspect = undefined;
-      if (this.#heardCount !== heard || this.#remaking) return;
+      if (this.#heardCount !== heard || this.#inRemake()) return;
       this.#remake(`${why}, and its consumer${this.#consumerServer ? ` on ${this.#consumerServer}` : ''} has not been heard from for ${WATCH_SUSPECT_MS} ms`);
     }, WATCH_SUSPECT_MS);
     this.#suspect.unref();

@@ -58,7 +58,7 @@ export async function watchKv(nc: NatsConnection, bucket: string, filter: string
   keeper = kept;
   void messages.closed().then(() => kept.stop());
   void followStatus(messages, consumer, kept, state, what, log);
-  ordered.reset();
+  kept.begin();
   return {
     caughtUp: state.caughtUp,
     stop: () => {
