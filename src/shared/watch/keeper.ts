@@ -1,30 +1,28 @@
-// Keeps a watch's ordered push consumer alive (DESIGN §11: watches recover under a node's grants):
-// a short idle heartbeat; the consumer made again at once when the server it lived on is gone, and
-// within a heartbeat and a half when it may be (the connection moved to another server, or a server
-// left the cluster) and is not heard from; each re-make tried again soon while the bus fails over
-// (shared/watch/remake.ts); and the stream read again from the start when it came back holding less than
-// the watch saw (a server restarted on a wiped store).
+// Keeps a watch's ordered push consumer alive (DESIGN §11: watches recover under a node's grants) at
+// the cost of one idle heartbeat a watch every 30 s: the consumer made again at once when the
+// cluster says it may be gone (the connection moved, a server left the cluster), after two silent
+// heartbeat periods when nothing says so, and when a heartbeat says the server delivered what the
+// watch never got; each re-make asked until made (shared/watch/remake.ts); and the stream read again
+// from the start when it came back holding less than the watch saw (a server restarted on a wiped store).
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { ConsumerInfo } from '@nats-io/jetstream';
 import type { OrderedConsumer } from './internals.ts';
 import { hastenRemakes, type RemakeLog, type Remakes } from './remake.ts';
 
 /**
- * The idle heartbeat of a watch's consumer. nats.js makes every ordered push consumer with 30 s and
- * notices a lost one after two missed (a minute). At 1 s a consumer that may have gone (a server of
- * the cluster left) is known alive or made again within 1.5 s, and one lost without a word in 2–3 s.
- * The cost: the server sends each idle watch one empty message (about 100 bytes) a second — a node
- * with five watches 0.5 KB/s, a thousand nodes 5,000 messages a second across the cluster. At 2 s
- * (half that) a change whose consumer lived on a lost server reached the engine 2.5 s after the bus
- * took it, past the 2 s the mesh promises (issue 13).
+ * The idle heartbeat of a watch's consumer, nats.js's own for an ordered consumer. It is what an
+ * idle node costs the bus: one empty message (about 100 bytes) a watch every 30 s — four watches,
+ * 0.13 messages a second (docs/scale.md). It only tells what nothing else does: a consumer lost
+ * without a word (deleted by hand, a leaf link's far side gone past its 5-minute inactivity), noticed
+ * after two silent periods, and a message lost in flight, told by the heartbeat's last delivered
+ * sequence. Failover does not wait for it: a reconnect and a server leaving the cluster re-make at
+ * once every consumer that may have gone. At 1 s (before issue 22) every idle node cost 4 messages a
+ * second, 40,000 a second at 10,000 nodes.
  */
-export const WATCH_HEARTBEAT_MS = 1000;
+export const WATCH_HEARTBEAT_MS = 30_000;
 
 /** How many heartbeat periods in a row without a message or heartbeat make a watch re-make its consumer. */
 export const WATCH_MISSED_HEARTBEATS = 2;
-
-/** How long a consumer that may have gone has to be heard from before it is made again. */
-export const WATCH_SUSPECT_MS = WATCH_HEARTBEAT_MS + 500;
 
 /** What a watch tells its keeper. */
 export type WatchKeeper = {
@@ -49,27 +47,23 @@ export type WatchKeeper = {
 export type KeeperLog = RemakeLog & { warn(line: string): void };
 
 /**
- * Keeps `consumer` alive: every consumer it is re-made as has a
- * WATCH_HEARTBEAT_MS heartbeat; it is re-made after WATCH_MISSED_HEARTBEATS silent periods, when a
- * heartbeat says the server delivered what the watch never got, at once on a reconnect when it lived
- * on the server `nc` lost, and after WATCH_SUSPECT_MS without a word when it may have gone.
- * `what` names the watch in log lines.
+ * Keeps `consumer` alive: every consumer it is re-made as has a `heartbeatMs` idle heartbeat
+ * (WATCH_HEARTBEAT_MS; tests ask for shorter); it is re-made at once on a reconnect and when a server
+ * other than the one holding it is not known to be left the cluster, after WATCH_MISSED_HEARTBEATS
+ * silent periods, and when a heartbeat says the server delivered what the watch never got. `what`
+ * names the watch in log lines.
  */
-export function keepWatch(nc: NatsConnection, consumer: OrderedConsumer, what: string, log?: KeeperLog): WatchKeeper {
-  // nats.js writes 30 s into the config of every consumer a reset makes; the first one, made with
-  // it, is replaced at once.
-  consumer.setIdleHeartbeat(WATCH_HEARTBEAT_MS);
+export function keepWatch(nc: NatsConnection, consumer: OrderedConsumer, what: string, log?: KeeperLog, heartbeatMs = WATCH_HEARTBEAT_MS): WatchKeeper {
+  consumer.setIdleHeartbeat(heartbeatMs);
   const remakes = hastenRemakes(consumer, what, log);
-  return new ConsumerKeeper(nc, consumer, remakes, what, log);
+  return new ConsumerKeeper(nc, consumer, remakes, what, heartbeatMs, log);
 }
 
 class ConsumerKeeper implements WatchKeeper {
   #heard = true;
-  /** How many times the consumer was heard from, so a suspicion can tell whether it was since. */
-  #heardCount = 0;
   #silent = 0;
   #paused = false;
-  // A re-make this keeper asked for and not yet seen done: it is tried until it is made
+  // A re-make this keeper asked for and not yet seen done: it is asked until it is made
   // (shared/watch/remake.ts), so asking again every period would only pile up creates.
   #remaking = false;
   #stopped = false;
@@ -78,7 +72,6 @@ class ConsumerKeeper implements WatchKeeper {
   /** The server `nc` is connected to, and the cluster's client URLs as its last INFO said them. */
   #connectedTo: string | undefined;
   #servers: Set<string>;
-  #suspect: NodeJS.Timeout | undefined;
   readonly #timer: NodeJS.Timeout;
   readonly #status: AsyncIterable<{ type: string }> & { stop(): void };
 
@@ -87,11 +80,12 @@ class ConsumerKeeper implements WatchKeeper {
     private readonly consumer: OrderedConsumer,
     private readonly remakes: Remakes,
     private readonly what: string,
+    heartbeatMs: number,
     private readonly log?: KeeperLog,
   ) {
     this.#connectedTo = nc.info?.server_name;
     this.#servers = clientUrls(nc);
-    this.#timer = setInterval(() => this.#tick(), WATCH_HEARTBEAT_MS);
+    this.#timer = setInterval(() => this.#tick(heartbeatMs), heartbeatMs);
     this.#timer.unref();
     this.#status = nc.status() as AsyncIterable<{ type: string }> & { stop(): void };
     void this.#follow();
@@ -103,7 +97,6 @@ class ConsumerKeeper implements WatchKeeper {
 
   heard(): void {
     this.#heard = true;
-    this.#heardCount++;
   }
 
   beat(lastConsumerSequence: number): void {
@@ -131,15 +124,12 @@ class ConsumerKeeper implements WatchKeeper {
     this.#stopped = true;
     this.remakes.stop();
     clearInterval(this.#timer);
-    clearTimeout(this.#suspect);
     this.#status.stop();
   }
 
   #remake(why?: string): void {
     if (this.#stopped) return;
     if (why) this.log?.warn(`${this.what}: ${why}; making its consumer again`);
-    clearTimeout(this.#suspect);
-    this.#suspect = undefined;
     this.#remaking = true;
     this.consumer.reset();
   }
@@ -152,14 +142,14 @@ class ConsumerKeeper implements WatchKeeper {
     return this.#remaking || this.remakes.busy();
   }
 
-  #tick(): void {
+  #tick(heartbeatMs: number): void {
     if (this.#heard || this.#paused) {
       this.#heard = false;
       this.#silent = 0;
       return;
     }
     if (++this.#silent < WATCH_MISSED_HEARTBEATS || this.#inRemake()) return;
-    this.#remake(`no heartbeat for ${(this.#silent * WATCH_HEARTBEAT_MS) / 1000} s`);
+    this.#remake(`no heartbeat for ${(this.#silent * heartbeatMs) / 1000} s`);
   }
 
   async #follow(): Promise<void> {
@@ -171,46 +161,40 @@ class ConsumerKeeper implements WatchKeeper {
   }
 
   /**
-   * Back on the bus, perhaps on another server. A consumer on the server the connection lost went
-   * with it (or, a single server restarted, may have: on another store, or a wiped one) and is made
-   * again at once; one on another server is most likely alive and keeps delivering, and is made again
-   * only if not heard from: re-made anyway, it could not be before the cluster has a meta leader,
-   * which the lost server may have been.
+   * Back on the bus, perhaps on another server: the consumer is made again at once. One on the server
+   * the connection lost went with it (or, a single server restarted, may have: on another store, or a
+   * wiped one); one elsewhere may have sent a message while the connection's interest moved, lost in
+   * flight, which only the next message or a heartbeat (30 s) would tell.
    */
   #reconnected(): void {
     const lost = this.#connectedTo;
     this.#connectedTo = this.nc.info?.server_name;
-    if (this.#connectedTo !== lost) this.remakes.clusterChanged();
     this.#servers = clientUrls(this.nc);
     this.#paused = false;
     this.#heard = true;
-    if (this.#consumerServer === undefined || this.#consumerServer === lost) return this.#remake();
-    this.#suspectGone(`the connection moved from ${lost} to ${this.#connectedTo}`);
+    if (this.#connectedTo !== lost) this.remakes.clusterChanged();
+    if (this.#consumerServer !== undefined && this.#consumerServer !== lost) {
+      this.log?.debug?.(`${this.what}: the connection moved from ${lost} to ${this.#connectedTo}; making its consumer on ${this.#consumerServer} again`);
+    }
+    this.#remake();
   }
 
   // A server that leaves the cluster (killed, cut off) takes the consumers it held without a word to
-  // the watches on the others; its peers tell every connection at once (an INFO without its URL),
-  // where missed heartbeats take 2–3 s. Which server a URL is, is not said, so every watch whose
-  // consumer is not on this connection's own server must be heard from within WATCH_SUSPECT_MS.
-  // That costs nothing for those that are: only a lost consumer is made again.
+  // the watches on the others; its peers tell every connection at once (an INFO without its URL).
+  // Which server a URL is, is not said, so every watch whose consumer is not on this connection's own
+  // server is made again at once: on three servers, two watches in three, where waiting for a 30 s
+  // heartbeat would leave a change lost for a minute.
   #serversChanged(): void {
     const now = clientUrls(this.nc);
     const left = [...this.#servers].filter((url) => !now.has(url));
     this.#servers = now;
-    if (left.length > 0) this.remakes.clusterChanged();
-    if (left.length === 0 || this.#paused || this.#consumerServer === this.nc.info?.server_name) return;
-    this.#suspectGone(`${left.join(', ')} left the cluster`);
-  }
-
-  #suspectGone(why: string): void {
-    if (this.#suspect || this.#inRemake() || this.#stopped) return;
-    const heard = this.#heardCount;
-    this.#suspect = setTimeout(() => {
-      this.#suspect = undefined;
-      if (this.#heardCount !== heard || this.#inRemake()) return;
-      this.#remake(`${why}, and its consumer${this.#consumerServer ? ` on ${this.#consumerServer}` : ''} has not been heard from for ${WATCH_SUSPECT_MS} ms`);
-    }, WATCH_SUSPECT_MS);
-    this.#suspect.unref();
+    if (left.length === 0) return;
+    this.remakes.clusterChanged();
+    if (this.#paused || this.#consumerServer === this.nc.info?.server_name) return;
+    this.log?.debug?.(
+      `${this.what}: ${left.join(', ')} left the cluster; making its consumer${this.#consumerServer ? ` on ${this.#consumerServer}` : ''} again`,
+    );
+    this.#remake();
   }
 }
 

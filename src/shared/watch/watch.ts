@@ -8,6 +8,12 @@ import { keepWatch, type KeeperLog, type WatchKeeper } from './keeper.ts';
 import { WatchState } from './state.ts';
 import type { Watch, WatchEvent } from './types.ts';
 
+/** How a watch is kept. */
+export type WatchOptions = {
+  /** The consumer's idle heartbeat (default WATCH_HEARTBEAT_MS, 30 s): a test of a silently lost consumer asks for less. */
+  heartbeatMs?: number;
+};
+
 /**
  * Watches the keys matching `filter` of a bucket with a filtered ordered push consumer, so a
  * node's per-key grants are enough and the watch is recreated with the same filter after a server
@@ -16,15 +22,22 @@ import type { Watch, WatchEvent } from './types.ts';
  * test/watch.test.ts). So the first consumer delivers nothing (DeliverNew) and is at once replaced
  * through the library's own reset, which subscribes first and replays the filter from sequence 1:
  * every stored revision, then live changes. The seat's buckets keep one revision per key.
- * keepWatch (shared/watch/keeper.ts) keeps the consumer alive: a 1 s heartbeat, re-made when its server
- * is lost (a reconnect, a server leaving the cluster) or it falls silent. A re-made consumer resumes
+ * keepWatch (shared/watch/keeper.ts) keeps the consumer alive: re-made when its server may be lost (a
+ * reconnect, a server leaving the cluster) or it falls silent past two 30 s heartbeats. A re-made consumer resumes
  * after the last stream sequence delivered; only a stream that came back holding less (a wiped
  * store) is read again from the start, and once that re-read has caught up every key delivered
  * before it and not again is delivered as deleted (shared/watch/state.ts). The first watch of the
  * process checks the nats.js private parts this relies on (shared/watch/internals.ts): a
  * NatsInternalsError is thrown when one is missing.
  */
-export async function watchKv(nc: NatsConnection, bucket: string, filter: string, onEvent: (event: WatchEvent) => void, log?: KeeperLog): Promise<Watch> {
+export async function watchKv(
+  nc: NatsConnection,
+  bucket: string,
+  filter: string,
+  onEvent: (event: WatchEvent) => void,
+  log?: KeeperLog,
+  opts: WatchOptions = {},
+): Promise<Watch> {
   const prefix = `$KV.${bucket}.`;
   const consumer = await jetstream(nc).consumers.getPushConsumer(`KV_${bucket}`, {
     filter_subjects: prefix + filter,
@@ -54,7 +67,7 @@ export async function watchKv(nc: NatsConnection, bucket: string, filter: string
     throw err;
   }
   const what = `watch ${bucket} (${filter})`;
-  const kept = keepWatch(nc, ordered, what, log);
+  const kept = keepWatch(nc, ordered, what, log, opts.heartbeatMs);
   keeper = kept;
   void messages.closed().then(() => kept.stop());
   void followStatus(messages, consumer, kept, state, what, log);
