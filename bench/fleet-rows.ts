@@ -23,6 +23,9 @@ export type FleetFigures = {
   atOnce: number;
   /** JetStream API calls the server answered from the clients' start to the end of the cold phase, and the errors among them. */
   coldApi: { total: number; errors: number };
+  /** CPU seconds during the cold phase: the workers' (clients, or the floor's watchers) and nats-server's. */
+  coldCpu: ColdCpu;
+  coldFloorCpu: ColdCpu;
   /** What the bus carried per node for the new build and for the burst (from the change to every engine having it). */
   perChange: { build: Traffic; burst: Traffic };
   coldFloorMs: number;
@@ -41,7 +44,11 @@ export type FleetFigures = {
   kinds: [string, number][];
 };
 
+/** CPU seconds during a cold phase: the bench's worker processes (all of them) and nats-server. */
+export type ColdCpu = { workersS: number; natsS: number };
+
 const ms = (x: number) => `${x.toFixed(0)} ms`;
+const cpu = (c: ColdCpu) => `workers ${c.workersS.toFixed(1)} s, nats-server ${c.natsS.toFixed(1)} s`;
 const missing = (k: number) => (k > 0 ? `, ${k} NEVER within the phase` : '');
 const spread = (s: Spread) => `p50 ${ms(s.p50)} · p99 ${ms(s.p99)} · max ${ms(s.max)}${missing(s.missing)}`;
 const seatText = (u: Usage) => `CPU ${u.cpuS.toFixed(1)} s, RSS ${u.rssMiB.toFixed(0)} MiB (peak ${u.peakMiB.toFixed(0)})`;
@@ -77,6 +84,7 @@ export function tableOf(f: FleetFigures): string[] {
       met(f.coldMissing === 0 && f.coldMs <= 2 * f.coldFloorMs),
     ],
     ['cold: JetStream API calls per node (errors)', 'printed', `${(f.coldApi.total / n).toFixed(1)} (${(f.coldApi.errors / n).toFixed(1)})`, '', ''],
+    ['cold: CPU used meanwhile (2 cores shared by all)', 'printed', cpu(f.coldCpu), cpu(f.coldFloorCpu), ''],
     [
       'a new build of one module on all nodes → every engine',
       'max ≤ 2× floor max',

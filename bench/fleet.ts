@@ -19,9 +19,9 @@ import { KvPublisher } from '../src/shared/kv-publisher.ts';
 import { publishModule } from '../test/helpers/archive.ts';
 import { apiCalls, idleMessageKinds, trafficFrom, measureQuiet, sampleUsage, startFleetBus, type FleetBus } from './fleet-bus.ts';
 import { startPool, type Pool } from './fleet-pool.ts';
-import { growthOf, spreadOf, tableOf, type FleetFigures } from './fleet-rows.ts';
+import { growthOf, spreadOf, tableOf, type ColdCpu, type FleetFigures } from './fleet-rows.ts';
 import { wallNow } from './fleet-worker.ts';
-import { numberArg } from './lib.ts';
+import { cpuSeconds, numberArg } from './lib.ts';
 import { countingWatch, putPipelined } from './seat-lib.ts';
 
 const SIZES = (process.argv.includes('--nodes') ? process.argv[process.argv.indexOf('--nodes') + 1]! : '100,300,1000').split(',').map(Number);
@@ -80,6 +80,7 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
   const pool = startPool(workers);
   try {
     const caughtUp = pool.firstOf(nodes, (what) => what === 'caught-up', PHASE_MS);
+    const cpu = coldCpu(bus, pool);
     const t0 = wallNow();
     await pool.start(nodes, (share) => ({
       type: 'floor',
@@ -90,6 +91,7 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
       atOnce: atOnceOf(workers),
     }));
     const cold = spreadOf(await caughtUp, t0, nodes.length).max;
+    const coldUsed = cpu.done();
     const built = pool.firstOf(nodes, (what, text) => what.endsWith('.m0') && text === '2', PHASE_MS);
     const t1 = wallNow();
     const plan2 = bytes(plan.replace(/"build":"1"/, '"build":"2"'));
@@ -106,12 +108,20 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
       'bench_floor_config',
       nodes.map((n) => [`${n}.m1.a`, bytes('burst')] as [string, Uint8Array]),
     );
-    return { cold, build, burst: spreadOf(await burst, t2, nodes.length) };
+    return { cold, coldCpu: coldUsed, build, burst: spreadOf(await burst, t2, nodes.length) };
   } finally {
     await pool.stop();
     // Gone with their streams: the watchers' consumers would otherwise count as the fleet's for minutes.
     for (const b of ['bench_floor_plans', 'bench_floor_config']) await (await kvm.open(b)).destroy();
   }
+}
+
+/** Counts the CPU the pool's workers and nats-server use from now until `done()`. */
+function coldCpu(bus: FleetBus, pool: Pool): { done(): ColdCpu } {
+  const sum = () => pool.pids().reduce((t, pid) => t + cpuSeconds(pid), 0);
+  const nats0 = cpuSeconds(bus.nats.pid()!);
+  const workers0 = sum();
+  return { done: () => ({ workersS: sum() - workers0, natsS: cpuSeconds(bus.nats.pid()!) - nats0 }) };
 }
 
 /** The clients (or watchers) each of `workers` starts at once. */
@@ -147,6 +157,7 @@ async function runSize(n: number): Promise<FleetFigures> {
     let seat = sampleUsage(bus.seat.child.pid!);
     const everyModule = Array.from({ length: MODULES_N }, (_, j) => p.firstOf(nodes, (what) => what === moduleName(j), PHASE_MS));
     const api0 = await apiCalls(bus);
+    const cpu = coldCpu(bus, p);
     const t0 = wallNow();
     const atOnce = atOnceOf(workers);
     // A client that never gets its watches (the bus refusing consumers) never resolves its start: the phase ends anyway.
@@ -155,6 +166,7 @@ async function runSize(n: number): Promise<FleetFigures> {
     const coldMs = Math.max(...cold.map((c) => c.max));
     const coldMissing = cold.reduce((sum, c) => sum + c.missing, 0);
     const seatCold = seat.done();
+    const coldUsed = cpu.done();
     const api1 = await apiCalls(bus);
     const coldApi = { total: api1.total - api0.total, errors: api1.errors - api0.errors };
     log(`N=${n}: cold ${coldMs.toFixed(0)} ms${coldMissing ? `, ${coldMissing} modules never` : ''}`);
@@ -196,6 +208,8 @@ async function runSize(n: number): Promise<FleetFigures> {
       coldMissing,
       atOnce: atOnce * workers,
       coldApi,
+      coldCpu: coldUsed,
+      coldFloorCpu: floor.coldCpu,
       perChange: { build: buildBus, burst: burstBus },
       loopDelay: await pool.loopDelay(),
       coldFloorMs: floor.cold,

@@ -7,7 +7,7 @@ import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerInfo, type Con
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import { connectBus, ensureKv } from '../src/shared/bus.ts';
 import { watchBucket } from '../src/shared/watch/bucket.ts';
-import { checkInternals, missingInternals, NatsInternalsError, PINNED_NATS_JS } from '../src/shared/watch/internals.ts';
+import { checkInternals, missingInternals, NatsInternalsError, PINNED_NATS_JS, unmadePushConsumer } from '../src/shared/watch/internals.ts';
 import type { WatchEvent } from '../src/shared/watch/types.ts';
 import { watchKv } from '../src/shared/watch/watch.ts';
 import { memoryLogger } from '../src/shared/log.ts';
@@ -21,13 +21,17 @@ test('the object consume() returns has the private parts the watch relies on, as
   const nc = await connectBus({ servers: [server.url], name: 'test' });
   try {
     await ensureKv(nc, 'resettable', 1);
-    // The same consumer watchKv makes: ordered, push, filtered, delivering new messages only.
-    const consumer = await jetstream(nc).consumers.getPushConsumer('KV_resettable', {
-      filter_subjects: '$KV.resettable.>',
-      deliver_policy: DeliverPolicy.New,
-    });
+    // The same consumer watchKv makes: ordered, push, filtered, its first consumer never made.
+    const consumers = jetstream(nc).consumers;
+    const consumer = await unmadePushConsumer(consumers, 'KV_resettable', { filter_subjects: '$KV.resettable.>', deliver_policy: DeliverPolicy.New });
     const messages = await consumer.consume({ callback: () => {} });
     try {
+      assert.equal(await consumersOf(nc, 'resettable'), [], 'no consumer made on the bus');
+      const refused = await unmadePushConsumer(Object.create(consumers, { getOrderedPushConsumer: { value: undefined } }), 'KV_resettable', {}).then(
+        () => undefined,
+        (err: Error) => err,
+      );
+      assert.ok(refused instanceof NatsInternalsError && refused.message.includes('jetstream(nc).consumers has no getOrderedPushConsumer()'), String(refused));
       try {
         checkInternals(messages);
       } catch (err) {

@@ -5,7 +5,7 @@
 // named here as nats.js PINNED_NATS_JS has them, checked on the first watch of the process, and given
 // to the rest of the watch as OrderedConsumer; a nats.js that changed them stops the program with one
 // line saying so, where it would otherwise retry a TypeError for ever.
-import type { ConsumerConfig, ConsumerInfo, ConsumerMessages } from '@nats-io/jetstream';
+import type { ConsumerConfig, ConsumerInfo, ConsumerMessages, OrderedPushConsumerOptions, PushConsumer } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 
 /** The nats.js release whose private shapes this file names: every `@nats-io/*` package is pinned to it. */
@@ -84,12 +84,46 @@ export function missingInternals(messages: ConsumerMessages): string[] {
 /** Throws a NatsInternalsError saying what `messages` lacks, the pinned version, and what to do. */
 export function checkInternals(messages: ConsumerMessages): void {
   const missing = missingInternals(messages);
-  if (missing.length === 0) return;
-  throw new NatsInternalsError(
-    `the installed nats.js is not the one the watch was proven on: the ordered consumer behind consume() has no ${missing.join(', ')} ` +
+  if (missing.length > 0) throw internalsError('the ordered consumer behind consume()', missing);
+}
+
+function internalsError(what: string, missing: string[]): NatsInternalsError {
+  return new NatsInternalsError(
+    `the installed nats.js is not the one the watch was proven on: ${what} has no ${missing.join(', ')} ` +
       `(private parts of @nats-io/jetstream ${PINNED_NATS_JS}, used by src/shared/watch/internals.ts); ` +
       `install @nats-io/* ${PINNED_NATS_JS} as package.json pins them, or re-prove the watch on the new version (test/watch.test.ts)`,
   );
+}
+
+/** The private parts of `jetstream(nc).consumers` that make an ordered push consumer, in nats.js PINNED_NATS_JS. */
+type ConsumersInternals = {
+  /** The consumer API the ordered consumer is made with and keeps. */
+  api: ConsumerApi;
+  /** Makes the first consumer through `this.api.add`, then the PushConsumer holding `this.api`. */
+  getOrderedPushConsumer(stream: string, opts: Partial<OrderedPushConsumerOptions>): Promise<PushConsumer>;
+};
+
+/**
+ * An ordered push consumer of `stream` whose first consumer is never made. nats.js makes one before
+ * it subscribes to its deliver subject, of no use to a watch (watch.ts says why), and a node may not
+ * delete it (it lingers 5 minutes); here a stand-in answers that create with its config, unnamed so
+ * the first reset deletes nothing, and the first reset (the watch's begin) makes the consumer the watch
+ * reads with: one create a watch, where there were two and a delete.
+ */
+export async function unmadePushConsumer(consumers: unknown, stream: string, opts: Partial<OrderedPushConsumerOptions>): Promise<PushConsumer> {
+  const c = consumers as Partial<ConsumersInternals>;
+  const missing = [
+    ...(typeof c.getOrderedPushConsumer === 'function' ? [] : ['getOrderedPushConsumer()']),
+    ...(typeof c.api?.add === 'function' ? [] : ['api.add()']),
+  ];
+  if (missing.length > 0) throw internalsError('jetstream(nc).consumers', missing);
+  const api = c.api!;
+  const add = async (stream_name: string, config: ConsumerConfig) =>
+    ({ stream_name, name: '', config: { ...config, name: undefined } }) as unknown as ConsumerInfo;
+  const standIn = Object.create(api, { add: { value: add } }) as ConsumerApi;
+  const made = await c.getOrderedPushConsumer!.call(Object.create(c, { api: { value: standIn } }) as ConsumersInternals, stream, opts);
+  (made as unknown as { api: ConsumerApi }).api = api;
+  return made;
 }
 
 /** Whether a consume() object of this process has passed checkInternals: every one is of the same nats.js. */

@@ -26,8 +26,11 @@ export const WATCH_MISSED_HEARTBEATS = 2;
 
 /** What a watch tells its keeper. */
 export type WatchKeeper = {
-  /** Makes the watch's first real consumer (the reset watch.ts begins with): a re-make like any other. */
-  begin(): void;
+  /**
+   * Makes the watch's first consumer (the reset watch.ts begins with), a re-make like any other;
+   * resolves once one is made, rejects with the bus's refusal (the stream missing, not granted).
+   */
+  begin(): Promise<void>;
   /** A message or flow-control request arrived: the consumer is alive. */
   heard(): void;
   /** A heartbeat arrived, saying the last consumer sequence the server delivered. */
@@ -55,8 +58,7 @@ export type KeeperLog = RemakeLog & { warn(line: string): void };
  */
 export function keepWatch(nc: NatsConnection, consumer: OrderedConsumer, what: string, log?: KeeperLog, heartbeatMs = WATCH_HEARTBEAT_MS): WatchKeeper {
   consumer.setIdleHeartbeat(heartbeatMs);
-  const remakes = hastenRemakes(consumer, what, log);
-  return new ConsumerKeeper(nc, consumer, remakes, what, heartbeatMs, log);
+  return new ConsumerKeeper(nc, consumer, what, heartbeatMs, log);
 }
 
 class ConsumerKeeper implements WatchKeeper {
@@ -72,17 +74,23 @@ class ConsumerKeeper implements WatchKeeper {
   /** The server `nc` is connected to, and the cluster's client URLs as its last INFO said them. */
   #connectedTo: string | undefined;
   #servers: Set<string>;
+  /** What begin() waits for: the first consumer made, or a refusal. */
+  #began: { resolve(): void; reject(err: Error): void } | undefined;
+  private readonly remakes: Remakes;
   readonly #timer: NodeJS.Timeout;
   readonly #status: AsyncIterable<{ type: string }> & { stop(): void };
 
   constructor(
     private readonly nc: NatsConnection,
     private readonly consumer: OrderedConsumer,
-    private readonly remakes: Remakes,
     private readonly what: string,
     heartbeatMs: number,
     private readonly log?: KeeperLog,
   ) {
+    this.remakes = hastenRemakes(consumer, what, log, undefined, (err) => {
+      this.#began?.reject(err);
+      this.#began = undefined;
+    });
     this.#connectedTo = nc.info?.server_name;
     this.#servers = clientUrls(nc);
     this.#timer = setInterval(() => this.#tick(heartbeatMs), heartbeatMs);
@@ -91,8 +99,10 @@ class ConsumerKeeper implements WatchKeeper {
     void this.#follow();
   }
 
-  begin(): void {
+  begin(): Promise<void> {
+    const began = new Promise<void>((resolve, reject) => (this.#began = { resolve, reject }));
     this.#remake();
+    return began;
   }
 
   heard(): void {
@@ -110,6 +120,8 @@ class ConsumerKeeper implements WatchKeeper {
   recreated(info: ConsumerInfo): boolean {
     this.heard();
     this.#remaking = false;
+    this.#began?.resolve();
+    this.#began = undefined;
     this.#consumerServer = info.cluster?.leader;
     // The server starts a consumer asked to begin past the stream's end at the end; a KV stream's
     // last sequence never goes back, so this stream is not the one the watch read.

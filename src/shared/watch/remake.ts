@@ -58,8 +58,15 @@ const REAL_TIME: RemakeTime = { timer: unrefTimer, now: Date.now };
  * `<name>_<n>` on the same deliver subject), each waiting REMAKE_TIMEOUT_MS. An answered refusal
  * (the stream gone, not granted) goes to nats.js, which waits longer before its next reset. A
  * create a later reset replaced never settles and its consumer is deleted where the grants allow.
+ * `refused` hears each refusal.
  */
-export function hastenRemakes(consumer: Pick<OrderedConsumer, 'interceptCreates'>, what: string, log?: RemakeLog, time: RemakeTime = REAL_TIME): Remakes {
+export function hastenRemakes(
+  consumer: Pick<OrderedConsumer, 'interceptCreates'>,
+  what: string,
+  log?: RemakeLog,
+  time: RemakeTime = REAL_TIME,
+  refused?: (err: Error) => void,
+): Remakes {
   let latest = 0;
   let stopped = false;
   let unsettledUntil = -Infinity;
@@ -67,6 +74,7 @@ export function hastenRemakes(consumer: Pick<OrderedConsumer, 'interceptCreates'
   const calls = consumer.interceptCreates(REMAKE_TIMEOUT_MS, (stream, config) => {
     const remake = new Remake(calls, stream, config, ++latest, { what, log, time, current, unsettled });
     inFlight = remake;
+    if (refused) remake.made.catch(refused);
     return remake.made;
   });
   const current = (mine: number) => !stopped && mine === latest;

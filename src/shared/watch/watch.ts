@@ -3,7 +3,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { DeliverPolicy, jetstream, type ConsumerMessages, type PushConsumer } from '@nats-io/jetstream';
 import { bucketManager } from '../bucket-bind.ts';
-import { orderedConsumer, type OrderedConsumer } from './internals.ts';
+import { orderedConsumer, unmadePushConsumer, type OrderedConsumer } from './internals.ts';
 import { keepWatch, type KeeperLog, type WatchKeeper } from './keeper.ts';
 import { WatchState } from './state.ts';
 import type { Watch, WatchEvent } from './types.ts';
@@ -39,10 +39,7 @@ export async function watchKv(
   opts: WatchOptions = {},
 ): Promise<Watch> {
   const prefix = `$KV.${bucket}.`;
-  const consumer = await jetstream(nc).consumers.getPushConsumer(`KV_${bucket}`, {
-    filter_subjects: prefix + filter,
-    deliver_policy: DeliverPolicy.New,
-  });
+  const consumer = await unmadePushConsumer(jetstream(nc).consumers, `KV_${bucket}`, { filter_subjects: prefix + filter, deliver_policy: DeliverPolicy.New });
   // Asked of the stream's leader: a cluster replica still catching up looks like a wiped stream to a
   // consumer made on it; a login that may not read the stream's info takes the consumer's word.
   const state = new WatchState(onEvent, async (seen) => {
@@ -71,7 +68,13 @@ export async function watchKv(
   keeper = kept;
   void messages.closed().then(() => kept.stop());
   void followStatus(messages, consumer, kept, state, what, log);
-  kept.begin();
+  try {
+    await kept.begin();
+  } catch (err) {
+    kept.stop();
+    void messages.stop();
+    throw err;
+  }
   return {
     caughtUp: state.caughtUp,
     stop: () => {
