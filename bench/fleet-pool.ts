@@ -43,7 +43,15 @@ export function startPool(count: number): Pool {
     }
   };
   for (let i = 0; i < count; i++) {
-    const child = fork(WORKER, [], { execArgv: ['--import', 'tsx', '--max-old-space-size=4096'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    const child = fork(WORKER, [], {
+      execArgv: [
+        '--import',
+        'tsx',
+        '--max-old-space-size=4096',
+        ...(process.env['FLEET_PROF'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['FLEET_PROF']}`] : []),
+      ],
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    });
     child.on('message', (e: WorkerEvent) => {
       if (e.type === 'seen') onSeen(e.seen);
       if (e.type === 'started') started.shift()?.();

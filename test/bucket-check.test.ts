@@ -7,6 +7,7 @@ import * as assert from 'uvu/assert';
 import { jetstreamManager, type StreamConfig } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectBus } from '../src/shared/bus.ts';
+import { BucketRefusedError, refuseBadBucket } from '../src/shared/bucket-bind.ts';
 import { bucketProblems, kvBucket, maxConsumersFor, objBucket, ownSubject, streamConfigOf } from '../src/shared/bucket-spec.ts';
 import { meshBuckets, PLANS, REGISTRY_BUCKET } from '../src/shared/buckets.ts';
 import { memoryLogger } from '../src/shared/log.ts';
@@ -74,6 +75,39 @@ function init(url: string, args: string[] = []) {
   ensureBuilt('server');
   return runBundle('node', ROOT, 'dist/server', ['init', '--nats', url, ...args], {}, 20_000);
 }
+
+test('a bucket checked twice on one connection within 5 s is asked of the bus once; a failed check is asked again', async () => {
+  const server = await startNats();
+  const nc = await connectBus({ servers: [server.url], name: 'test' });
+  try {
+    await (await jetstreamManager(nc)).streams.add(streamConfigOf(kvBucket('once'), { replicas: 1, maxConsumers: 10 }) as StreamConfig);
+    const asked: string[] = [];
+    const sub = nc.subscribe('$JS.API.STREAM.INFO.>', { callback: (_e, m) => void asked.push(m.subject) });
+    await nc.flush();
+    await Promise.all([refuseBadBucket(nc, kvBucket('once')), refuseBadBucket(nc, kvBucket('once'))]);
+    await refuseBadBucket(nc, kvBucket('once'));
+    const other = await connectBus({ servers: [server.url], name: 'other' });
+    await refuseBadBucket(other, kvBucket('once'));
+    await other.close();
+    await nc.flush();
+    assert.equal(asked, ['$JS.API.STREAM.INFO.KV_once', '$JS.API.STREAM.INFO.KV_once'], 'once a connection');
+    // A refused bucket is refused again, asked each time: it may have been mended meanwhile.
+    await (
+      await jetstreamManager(nc)
+    ).streams.add({ ...(streamConfigOf(kvBucket('bad'), { replicas: 1, maxConsumers: 10 }) as StreamConfig), subjects: ['$KV.bad.>', '_R_.>'] });
+    for (let i = 0; i < 2; i++)
+      await refuseBadBucket(nc, kvBucket('bad')).then(
+        () => assert.unreachable('refused'),
+        (err: Error) => assert.instance(err, BucketRefusedError),
+      );
+    await nc.flush();
+    assert.is(asked.filter((s) => s.endsWith('KV_bad')).length, 2);
+    sub.unsubscribe();
+  } finally {
+    await nc.close();
+    await server.cleanup();
+  }
+});
 
 test('init makes every bucket of the mesh exactly, and a second run finds them as they should be', async () => {
   const bus = await openBus();

@@ -54,10 +54,34 @@ export async function inspectBucket(jsm: JetStreamManager, spec: BucketSpec): Pr
   return { state: 'ok', config, warnings: bucketWarnings(config) };
 }
 
-/** Throws BucketRefusedError when a bucket holds more than it should; a missing or unreadable one passes (it is waited for, or not this login's to read). */
-export async function refuseBadBucket(nc: NatsConnection, spec: BucketSpec, warn?: (line: string) => void): Promise<void> {
-  const found = await inspectBucket(await bucketManager(nc), spec);
-  if (found.state === 'ok') for (const w of found.warnings) warn?.(`bucket ${spec.name}: ${w}`);
+/**
+ * How long a check of a bucket answers for the same connection's next one: a client's start checks
+ * its buckets, then each watch checks its own as it binds, a stream info apiece that a fleet started
+ * together pays for at once (docs/scale.md).
+ */
+export const CHECK_REUSE_MS = 5000;
+
+const recentChecks = new WeakMap<NatsConnection, Map<string, { at: number; done: Promise<void> }>>();
+
+/**
+ * Throws BucketRefusedError when a bucket holds more than it should; a missing or unreadable one
+ * passes (it is waited for, or not this login's to read). A check of the same bucket on `nc` begun
+ * within CHECK_REUSE_MS and not failed is its answer (its warnings said once).
+ */
+export function refuseBadBucket(nc: NatsConnection, spec: BucketSpec, warn?: (line: string) => void): Promise<void> {
+  const checks = recentChecks.get(nc) ?? new Map<string, { at: number; done: Promise<void> }>();
+  recentChecks.set(nc, checks);
+  const recent = checks.get(spec.name);
+  if (recent && Date.now() - recent.at < CHECK_REUSE_MS) return recent.done;
+  const done = (async () => {
+    const found = await inspectBucket(await bucketManager(nc), spec);
+    if (found.state === 'ok') for (const w of found.warnings) warn?.(`bucket ${spec.name}: ${w}`);
+  })();
+  const entry = { at: Date.now(), done };
+  checks.set(spec.name, entry);
+  // A check that failed answers for nothing: the next one asks the bus again.
+  done.catch(() => checks.get(spec.name) === entry && checks.delete(spec.name));
+  return done;
 }
 
 /**

@@ -56,8 +56,12 @@ export function directObjectReader(nc: NatsConnection): (bucket: string, name: s
 /** The largest object meta read here (name, digest, sizes, a few headers); a larger one is read the library's way. */
 const MAX_OBJECT_META_BYTES = 64 * 1024;
 
-/** How long one direct get may take before the bucket is read the library's way. */
-export const DIRECT_TIMEOUT_MS = 1000;
+/**
+ * How long one direct get may take before the bucket is read the library's way. A fleet started
+ * together waits seconds for its answers (docs/scale.md): at 1 s, most clients of a hundred started
+ * at once gave up direct get for good and read every archive through a consumer of their own.
+ */
+export const DIRECT_TIMEOUT_MS = 5000;
 
 /** An object's name as its meta subject carries it: base64url with padding. */
 function base64UrlPadded(name: string): string {
