@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kvm, type KV } from '@nats-io/kv';
-import { jetstream } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Objm } from '@nats-io/obj';
 import { ASSIGNMENTS, CONFIG, DEFAULT_ARCHIVES, MODULES, PLANS } from '../src/shared/buckets.ts';
 import { jsonBytes } from '../src/shared/bytes.ts';
@@ -112,7 +112,9 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
   } finally {
     await pool.stop();
     // Gone with their streams: the watchers' consumers would otherwise count as the fleet's for minutes.
-    for (const b of ['bench_floor_plans', 'bench_floor_config']) await (await kvm.open(b)).destroy();
+    // A stream with thousands of consumers takes the server more than the API's default 5 s to delete.
+    const jsm = await jetstreamManager(bus.nc, { timeout: 120_000 });
+    for (const b of ['bench_floor_plans', 'bench_floor_config']) await jsm.streams.delete(`KV_${b}`);
   }
 }
 
