@@ -28,6 +28,25 @@ export function numberArg(name: string, fallback: number): number {
   return i >= 0 ? Number(args[i + 1]) : fallback;
 }
 
+/** Reads `--name VALUE` from argv, else `fallback`. */
+export function stringArg(name: string, fallback: string): string {
+  const args = process.argv.slice(2);
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : fallback;
+}
+
+/** The type of the file system `path` lies on (the longest mount point of /proc/mounts above it). */
+export function fileSystemOf(path: string): string {
+  let best = { at: '', type: 'unknown' };
+  for (const line of readFileSync('/proc/mounts', 'utf8').split('\n')) {
+    const [, at, type] = line.split(' ');
+    if (at === undefined || type === undefined) continue;
+    const above = at === '/' || path === at || path.startsWith(`${at}/`);
+    if (above && at.length > best.at.length) best = { at, type };
+  }
+  return best.type;
+}
+
 /** The request the fake engine hands to a benchmark. */
 export type SeenRequest = { module: string; files: { path: string; content: string | unknown[] }[] };
 
