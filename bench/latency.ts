@@ -8,8 +8,7 @@
 //
 // --root-in is where the engine's root is made (default the OS temp dir): its file system's fsync is
 // part of every write (DESIGN §9), so the run prints which one it is.
-import { spawn, spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KV } from '@nats-io/kv';
@@ -17,10 +16,11 @@ import type { ObjectStore } from '@nats-io/obj';
 import { connectBus } from '../src/shared/bus.ts';
 import { watchKv } from '../src/shared/watch/watch.ts';
 import { APPLIED, CONFIG, PLANS } from '../src/shared/buckets.ts';
-import { DENO } from '../test/helpers/bundle.ts';
+import { measureStart } from './bundle-start.ts';
 import { startBenchEngine } from './engine-lib.ts';
 import {
   cpuSeconds,
+  fakeEngine,
   fileSystemOf,
   latencyRow,
   now,
@@ -28,7 +28,6 @@ import {
   peakRssMiB,
   percentile,
   publishBenchModule,
-  ROOT,
   startBenchMesh,
   stringArg,
   waitUntil,
@@ -67,22 +66,57 @@ async function main(): Promise<void> {
   }
 }
 
-/** One module, one value changed CHANGES times, one at a time: put → the file's new bytes on disk, beside put → a plain watcher. */
+/**
+ * One module, one value changed CHANGES times, one at a time, each timed beside the floor: first
+ * to the request at a stub engine's socket (what this bench timed before issue 22), then to the
+ * file on disk written by the reference engine (what a user sees).
+ */
 async function measureLatency(mesh: BenchMesh): Promise<void> {
   const { kvm, kv, store } = mesh;
   const engine = await startBenchEngine(BASE, 'lat');
+  const applied = await kvm.open(APPLIED);
+  const appliedOn = (node: string) =>
+    waitUntil(`${node}.lat applied`, async () => (await applied.get(`${node}.lat`))?.json<{ state: string }>().state === 'applied', 20_000);
+  const rows: { name: string; fill: number[]; floor: number[] }[] = [];
+
+  // The stub answers every file `written` without writing it, timed as its request line arrives.
+  const atStub = new Map<string, (t: number) => void>();
+  const stub = await fakeEngine(join(mesh.dir, 'stub.sock'), (req) => {
+    const t = now();
+    for (const f of req.files) if (typeof f.content === 'string') atStub.get(/^value (.*)$/m.exec(f.content)?.[1] ?? '')?.(t);
+  });
+  await publish(kv, store, 'lat', 'stub', engine.root);
+  const stubClient = mesh.startClient('stub', join(mesh.dir, 'stub.sock'));
+  await appliedOn('stub');
+  rows.push({ name: 'client: KV put → request at a stub', ...(await timeChanges(mesh, 'stub', atStub)) });
+  stubClient.kill('SIGTERM');
+  stub.close();
+
+  const onDisk = new Map<string, (t: number) => void>();
+  engine.onWritten((module, t) => onDisk.get(/^value (.*)$/m.exec(readFileSync(join(engine.root, module, 'a.conf'), 'utf8'))?.[1] ?? '')?.(t));
   await publish(kv, store, 'lat', 'bench', engine.root);
   const client = mesh.startClient('bench', engine.socket);
-  const applied = await kvm.open(APPLIED);
-  await waitUntil('lat applied', async () => (await applied.get('bench.lat'))?.json<{ state: string }>().state === 'applied', 20_000);
-  const onDisk = new Map<string, (t: number) => void>();
-  engine.onWritten((module, t) => {
-    const value = /^value (.*)$/m.exec(readFileSync(join(engine.root, module, 'a.conf'), 'utf8'))?.[1];
-    if (value !== undefined) onDisk.get(value)?.(t);
-  });
+  await appliedOn('bench');
+  rows.push({ name: 'client: KV put → file on disk', ...(await timeChanges(mesh, 'bench', onDisk)) });
+  const oneModuleRss = peakRssMiB(client.pid!);
+  client.kill('SIGTERM');
+  await engine.close();
+
+  console.log(`latency over ${CHANGES} changes (client --settle 0), each row beside the floor of its own changes`);
+  for (const row of rows) {
+    console.log(latencyRow('  floor: KV put → watcher', row.floor));
+    console.log(latencyRow(`  ${row.name}`, row.fill));
+    console.log(`  ratio client/floor                       p50 ${ratio(row.fill, row.floor, 50)}x   p99 ${ratio(row.fill, row.floor, 99)}x`);
+  }
+  console.log(`  client peak RSS with one module  ${oneModuleRss.toFixed(0)} MiB (node, the bundle and the connection: the floor of the row below)`);
+  if (engine.problems.length > 0) console.log(`  the engine said: ${engine.problems.slice(0, 3).join(' | ')}`);
+}
+
+/** Puts `v<i>x` under `<node>.lat.a` CHANGES times, one at a time: each timed from its put to `arrivals` hearing it, and to a plain watcher (the floor). */
+async function timeChanges(mesh: BenchMesh, node: string, arrivals: Map<string, (t: number) => void>): Promise<{ fill: number[]; floor: number[] }> {
   const floorSeen = new Map<string, (t: number) => void>();
   const watchNc = await connectBus({ servers: [mesh.url], name: 'bench-floor' });
-  const floorWatch = await watchKv(watchNc, CONFIG, 'bench.lat.a', (e) => {
+  const floorWatch = await watchKv(watchNc, CONFIG, `${node}.lat.a`, (e) => {
     const t = now();
     floorSeen.get(e.value ? new TextDecoder().decode(e.value) : '')?.(t);
   });
@@ -91,31 +125,24 @@ async function measureLatency(mesh: BenchMesh): Promise<void> {
   const floor: number[] = [];
   for (let i = 1; i <= CHANGES; i++) {
     const value = `v${i}x`;
-    const diskAt = new Promise<number>((resolve) => onDisk.set(value, resolve));
+    const arrived = new Promise<number>((resolve) => arrivals.set(value, resolve));
     const floorAt = new Promise<number>((resolve) => floorSeen.set(value, resolve));
     const put = now();
-    await kv.config.put('bench.lat.a', value);
-    const [d, f] = await Promise.all([diskAt, floorAt]);
-    onDisk.delete(value);
+    await mesh.kv.config.put(`${node}.lat.a`, value);
+    const [a, f] = await Promise.all([arrived, floorAt]);
+    arrivals.delete(value);
     floorSeen.delete(value);
-    fill.push(d - put);
+    fill.push(a - put);
     floor.push(f - put);
   }
   floorWatch.stop();
   await watchNc.close();
-  const oneModuleRss = peakRssMiB(client.pid!);
-  client.kill('SIGTERM');
-  await engine.close();
-  fill.sort((a, b) => a - b);
-  floor.sort((a, b) => a - b);
-  console.log(`latency over ${CHANGES} changes (client --settle 0, the reference engine)`);
-  console.log(latencyRow('  floor: KV put → watcher', floor));
-  console.log(latencyRow('  client: KV put → file on disk', fill));
-  console.log(
-    `  ratio client/floor              p50 ${(percentile(fill, 50) / percentile(floor, 50)).toFixed(2)}x   p99 ${(percentile(fill, 99) / percentile(floor, 99)).toFixed(2)}x`,
-  );
-  console.log(`  client peak RSS with one module  ${oneModuleRss.toFixed(0)} MiB (node, the bundle and the connection: the floor of the row below)`);
-  if (engine.problems.length > 0) console.log(`  the engine said: ${engine.problems.slice(0, 3).join(' | ')}`);
+  return { fill: fill.sort((a, b) => a - b), floor: floor.sort((a, b) => a - b) };
+}
+
+/** `xs` over `floor` at percentile `p`, two decimals. */
+function ratio(xs: number[], floor: number[], p: number): string {
+  return (percentile(xs, p) / percentile(floor, p)).toFixed(2);
 }
 
 /** MODULES_N modules of three files each, from client start to every report applied and every file on disk. */
@@ -158,51 +185,6 @@ async function measureScale(mesh: BenchMesh): Promise<void> {
     `  CPU used meanwhile               client ${clientCpu.toFixed(2)} s, engine ${engineCpu.toFixed(2)} s, nats-server ${(cpuSeconds(mesh.natsPid) - cpu.bus).toFixed(2)} s, this bench (report watch) ${((benchUsed.user + benchUsed.system) / 1e6).toFixed(2)} s`,
   );
   if (engine.problems.length > 0) console.log(`  the engine said: ${engine.problems.slice(0, 3).join(' | ')}`);
-}
-
-/** `node dist/client.js` (and deno) spawned → its first line that needed the bus's answer. */
-async function measureStart(mesh: BenchMesh): Promise<void> {
-  console.log('bundle start: process spawned → first line after the bus answered (median of 7)');
-  for (const [name, argv] of [
-    ['node', [process.execPath]],
-    ['deno', [DENO, 'run', '-A']],
-  ] as const) {
-    const times: number[] = [];
-    for (let i = 0; i < 8; i++) times.push(await firstBusLine([...argv], mesh.url, join(mesh.dir, `start-cache-${i}`)));
-    const sorted = times.slice(1).sort((a, b) => a - b); // the first run warms deno's own cache
-    console.log(`  ${name.padEnd(6)} p50 ${sorted[3]!.toFixed(0)} ms   (bare \`${name}\` with an empty script: ${(await bareStart([...argv])).toFixed(0)} ms)`);
-  }
-}
-
-/** Milliseconds from spawning the client to its line saying a bucket's state (the bus answered). */
-async function firstBusLine(argv: string[], url: string, cache: string): Promise<number> {
-  const started = now();
-  const child = spawn(
-    argv[0]!,
-    [...argv.slice(1), join(ROOT, 'dist/client.js'), '--node', 'nobody', '--nats', url, '--socket', join(cache, 'sock'), '--cache', cache],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  const at = await new Promise<number>((resolve, reject) => {
-    const seen = (d: Buffer) => (/bucket|client ready/.test(d.toString()) ? resolve(now()) : undefined);
-    child.stdout!.on('data', seen);
-    child.stderr!.on('data', seen);
-    child.once('exit', (code) => reject(new Error(`the client exited ${code} before a bus line`)));
-  });
-  child.kill('SIGKILL');
-  return at - started;
-}
-
-/** Milliseconds for the runtime to run an empty script: the part of the start no bundle can shave. */
-async function bareStart(argv: string[]): Promise<number> {
-  const script = join(tmpdir(), `mesh-empty-${process.pid}.mjs`);
-  writeFileSync(script, '');
-  const times: number[] = [];
-  for (let i = 0; i < 7; i++) {
-    const started = now();
-    spawnSync(argv[0]!, [...argv.slice(1), script]);
-    times.push(now() - started);
-  }
-  return times.sort((a, b) => a - b)[3]!;
 }
 
 await main();
