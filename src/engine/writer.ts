@@ -11,7 +11,7 @@ import {
   mkdirSync,
   openSync,
   readdirSync,
-  readFileSync,
+  readSync,
   renameSync,
   rmSync,
   statSync,
@@ -39,7 +39,7 @@ export async function readOnDisk(path: string): Promise<OnDisk | undefined> {
     const fd = openSync(path, 'r');
     try {
       const info = fstatSync(fd);
-      return { bytes: readFileSync(fd), mode: info.mode & 0o7777, uid: info.uid, gid: info.gid };
+      return { bytes: readAll(fd, info.size), mode: info.mode & 0o7777, uid: info.uid, gid: info.gid };
     } finally {
       closeSync(fd);
     }
@@ -47,6 +47,22 @@ export async function readOnDisk(path: string): Promise<OnDisk | undefined> {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw err;
   }
+}
+
+// Reads to the end in one call when the file is as large as its stat said: a buffer one byte larger
+// sees the end at once, where readFileSync stats the file again and reads once more to find it.
+function readAll(fd: number, size: number): Buffer {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for (let room = size + 1; ; room = Math.max(room * 2, 64 * 1024)) {
+    const chunk = Buffer.allocUnsafe(room);
+    const got = readSync(fd, chunk, 0, room, null);
+    if (got === 0) break;
+    chunks.push(chunk.subarray(0, got));
+    total += got;
+    if (got < room) break;
+  }
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
 }
 
 /** Whether anything exists at the path (a seed is kept even when it is not a regular file). */
