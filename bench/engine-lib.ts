@@ -6,9 +6,9 @@
 // (the temp file created, written, chmod'ed, moved from, moved to), which on two cores slowed the
 // engine it was timing.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, readFileSync, fsyncSync, mkdirSync, mkdtempSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { now, ROOT, waitUntil } from './lib.ts';
+import { now, percentile, ROOT, waitUntil } from './lib.ts';
 
 /** A running reference engine. */
 export type BenchEngine = {
@@ -71,4 +71,40 @@ export async function startBenchEngine(base: string, name: string): Promise<Benc
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** What one small file costs in `base` written as the engine writes it (temp file, write, fsync, rename, directory fsync), in this process: p50 and p99 in ms over `n`. */
+export function diskWrite(base: string, n = 200): { p50: number; p99: number } {
+  const dir = mkdtempSync(join(base, 'mesh-bench-disk-'));
+  const times: number[] = [];
+  try {
+    for (let i = 0; i < n; i++) {
+      const started = now();
+      const fd = openSync(join(dir, `t${i}`), 'wx', 0o600);
+      writeSync(fd, `# a small file\nvalue v${i}x\n`);
+      fsyncSync(fd);
+      closeSync(fd);
+      renameSync(join(dir, `t${i}`), join(dir, 'f'));
+      const dirFd = openSync(dir, 'r');
+      fsyncSync(dirFd);
+      closeSync(dirFd);
+      times.push(now() - started);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  times.sort((a, b) => a - b);
+  return { p50: percentile(times, 50), p99: percentile(times, 99) };
+}
+
+/** The type of the file system `path` lies on (the longest mount point of /proc/mounts above it). */
+export function fileSystemOf(path: string): string {
+  let best = { at: '', type: 'unknown' };
+  for (const line of readFileSync('/proc/mounts', 'utf8').split('\n')) {
+    const [, at, type] = line.split(' ');
+    if (at === undefined || type === undefined) continue;
+    const above = at === '/' || path === at || path.startsWith(`${at}/`);
+    if (above && at.length > best.at.length) best = { at, type };
+  }
+  return best.type;
 }

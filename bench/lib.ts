@@ -35,18 +35,6 @@ export function stringArg(name: string, fallback: string): string {
   return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : fallback;
 }
 
-/** The type of the file system `path` lies on (the longest mount point of /proc/mounts above it). */
-export function fileSystemOf(path: string): string {
-  let best = { at: '', type: 'unknown' };
-  for (const line of readFileSync('/proc/mounts', 'utf8').split('\n')) {
-    const [, at, type] = line.split(' ');
-    if (at === undefined || type === undefined) continue;
-    const above = at === '/' || path === at || path.startsWith(`${at}/`);
-    if (above && at.length > best.at.length) best = { at, type };
-  }
-  return best.type;
-}
-
 /** The request the fake engine hands to a benchmark. */
 export type SeenRequest = { module: string; files: { path: string; content: string | unknown[] }[] };
 
@@ -208,4 +196,15 @@ export async function publishBenchModule(mesh: Pick<BenchMesh, 'kv' | 'store'>, 
   await publishModule(mesh.kv.modules, { store: mesh.store, bucket: DEFAULT_ARCHIVES }, module, { templates: spec.templates, provisioning: { files } });
   for (const [key, value] of Object.entries(spec.config)) await mesh.kv.config.put(`${node}.${module}.${key}`, value);
   await mesh.kv.assignments.put(`${node}.${module}`, JSON.stringify({ node, module, placement: spec.placement }));
+}
+
+/** Publishes `module` for `node` as bench/latency.ts's rows use it: three files `<root>/<module>/{a,b,c}.conf`, each naming a port and one config value. */
+export function publishThreeFiles(mesh: Pick<BenchMesh, 'kv' | 'store'>, module: string, node: string, root: string): Promise<void> {
+  const names = ['a', 'b', 'c'];
+  return publishBenchModule(mesh, module, node, {
+    templates: Object.fromEntries(names.map((t) => [`${t}.conf`, `# ${module} ${t}\nport \${port:http}\nvalue \${config:${t}}\n`])),
+    dir: join(root, module),
+    config: Object.fromEntries(names.map((t) => [t, `${t}0`])),
+    placement: { port: { http: 8080 } },
+  });
 }
