@@ -20,23 +20,18 @@ export async function resolveInsideRoot(realRoot: string, requested: string): Pr
   return { ok: true, value: target };
 }
 
-// realpath of the deepest existing ancestor, with the components that do not exist yet put back.
+// realpath of the deepest existing ancestor, with the components that do not exist yet put back. A
+// missing component is not an exception: a cold start asks for thousands of files that are not there yet.
 function realpathSoFar(path: string): string {
   const missing: string[] = [];
-  let at = path;
-  for (;;) {
+  for (let at = path; ; at = dirname(at)) {
     try {
-      lstatSync(at);
-      return join(realpathSync.native(at), ...missing.reverse());
+      if (lstatSync(at, { throwIfNoEntry: false }) !== undefined) return join(realpathSync.native(at), ...missing.reverse());
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      // A dangling link or a missing component: the rest of the path is still to be created.
-      if (code !== 'ENOENT' || dirname(at) === at) {
-        if (code === 'ENOENT') return path;
-        throw err;
-      }
-      missing.push(basename(at));
-      at = dirname(at);
+      // A dangling link (lstat found it, realpath did not): the rest of the path is still to be created.
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
+    if (dirname(at) === at) return path;
+    missing.push(basename(at));
   }
 }
