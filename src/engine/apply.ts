@@ -136,7 +136,6 @@ async function writeIfDifferent(target: string, current: OnDisk | undefined, byt
   const sameOwner = !ownership || (current?.uid === ownership.uid && current.gid === ownership.gid);
   if (current && current.bytes.equals(bytes) && current.mode === mode && sameOwner) return { action: 'unchanged' };
   // The directory is synced once per request by applyFill, after every file of it is renamed.
-  // The directory is synced once per request by applyFill, after every file of it is renamed.
   await writeAtomic(target, bytes, mode, ownership, { syncDir: false });
   return { action: 'written', dir: dirname(target) };
 }

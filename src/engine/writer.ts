@@ -80,7 +80,7 @@ export async function exists(path: string): Promise<boolean> {
 export type WriteOptions = {
   /**
    * Whether the directory is synced before it returns (the default); false leaves it to the caller,
-   * who syncs it (syncDirs) once for every file it wrote there before it says any of them is written.
+   * who syncs it (syncDir) once for every file it wrote there before it says any of them is written.
    */
   syncDir?: boolean;
 };
