@@ -44,6 +44,12 @@ export async function startBenchEngine(base: string, name: string): Promise<Benc
     stdio: ['ignore', 'ignore', 'pipe'],
     env,
   });
+  // A bench that dies takes its engine and the engine's files with it.
+  const leftBehind = () => {
+    child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  };
+  process.once('exit', leftBehind);
   const problems: string[] = [];
   const written: ((module: string, t: number) => void)[] = [];
   let partial = '';
@@ -65,6 +71,7 @@ export async function startBenchEngine(base: string, name: string): Promise<Benc
     problems,
     onWritten: (fn) => void written.push(fn),
     async close() {
+      process.off('exit', leftBehind);
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');
       await exited;

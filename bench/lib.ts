@@ -124,6 +124,12 @@ export async function startBenchMesh(opts: BenchMeshOptions = {}): Promise<Bench
   const nats = await startNats(opts.natsConfig);
   const dir = mkdtempSync(join(tmpdir(), 'mesh-bench-'));
   const children: ChildProcess[] = [];
+  // A bench that dies (its output piped to `head`, say) takes its processes with it, not leaving them to the machine.
+  process.once('exit', () => {
+    for (const c of children) c.kill('SIGKILL');
+    void nats.kill();
+    rmSync(dir, { recursive: true, force: true });
+  });
   const nc = await connectBus({ servers: [nats.url], name: 'bench' });
   children.push(spawn(process.execPath, [join(ROOT, 'dist/server.js'), '--nats', nats.url], { stdio: ['ignore', 'ignore', 'ignore'] }));
   const kvm = new Kvm(jetstream(nc));
