@@ -28,6 +28,13 @@ export function numberArg(name: string, fallback: number): number {
   return i >= 0 ? Number(args[i + 1]) : fallback;
 }
 
+/** Reads `--name VALUE` from argv, else `fallback`. */
+export function stringArg(name: string, fallback: string): string {
+  const args = process.argv.slice(2);
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : fallback;
+}
+
 /** The request the fake engine hands to a benchmark. */
 export type SeenRequest = { module: string; files: { path: string; content: string | unknown[] }[] };
 
@@ -117,6 +124,12 @@ export async function startBenchMesh(opts: BenchMeshOptions = {}): Promise<Bench
   const nats = await startNats(opts.natsConfig);
   const dir = mkdtempSync(join(tmpdir(), 'mesh-bench-'));
   const children: ChildProcess[] = [];
+  // A bench that dies (its output piped to `head`, say) takes its processes with it, not leaving them to the machine.
+  process.once('exit', () => {
+    for (const c of children) c.kill('SIGKILL');
+    void nats.kill();
+    rmSync(dir, { recursive: true, force: true });
+  });
   const nc = await connectBus({ servers: [nats.url], name: 'bench' });
   children.push(spawn(process.execPath, [join(ROOT, 'dist/server.js'), '--nats', nats.url], { stdio: ['ignore', 'ignore', 'ignore'] }));
   const kvm = new Kvm(jetstream(nc));
@@ -189,4 +202,15 @@ export async function publishBenchModule(mesh: Pick<BenchMesh, 'kv' | 'store'>, 
   await publishModule(mesh.kv.modules, { store: mesh.store, bucket: DEFAULT_ARCHIVES }, module, { templates: spec.templates, provisioning: { files } });
   for (const [key, value] of Object.entries(spec.config)) await mesh.kv.config.put(`${node}.${module}.${key}`, value);
   await mesh.kv.assignments.put(`${node}.${module}`, JSON.stringify({ node, module, placement: spec.placement }));
+}
+
+/** Publishes `module` for `node` as bench/latency.ts's rows use it: three files `<root>/<module>/{a,b,c}.conf`, each naming a port and one config value. */
+export function publishThreeFiles(mesh: Pick<BenchMesh, 'kv' | 'store'>, module: string, node: string, root: string): Promise<void> {
+  const names = ['a', 'b', 'c'];
+  return publishBenchModule(mesh, module, node, {
+    templates: Object.fromEntries(names.map((t) => [`${t}.conf`, `# ${module} ${t}\nport \${port:http}\nvalue \${config:${t}}\n`])),
+    dir: join(root, module),
+    config: Object.fromEntries(names.map((t) => [t, `${t}0`])),
+    placement: { port: { http: 8080 } },
+  });
 }

@@ -1,4 +1,6 @@
 // node-provisioner, the client of one node: flags, wiring and signals. Everything else lives in src/client/.
+// First, so the heap is set before the rest of the bundle allocates (client/v8-flags.ts says why).
+import './client/v8-flags.ts';
 import { connectBus, drainBus } from './shared/bus.ts';
 import { printLine, runMain, untilSignalled } from './shared/entry.ts';
 import { createLogger, underSystemd } from './shared/log.ts';

@@ -10,7 +10,7 @@ import { resolveOwner, type Ownership } from './owner.ts';
 import { resolveInsideRoot } from './paths.ts';
 import type { WrittenFile } from './record.ts';
 import { fillSecrets, type SecretSource } from './secrets.ts';
-import { exists, readOnDisk, writeAtomic, type OnDisk } from './writer.ts';
+import { exists, readOnDisk, syncDir, writeAtomic, type OnDisk } from './writer.ts';
 import { errorText } from '../shared/errors.ts';
 
 /** What applying a request needs from the engine. */
@@ -34,15 +34,22 @@ export type ApplyContext = {
 /** The permission bits of a file holding a secret part whose request gives no `fileMode` (DESIGN §9). */
 export const SECRET_FILE_MODE = '0600';
 
-type Outcome = { action: 'written' | 'unchanged' | 'kept' } | { action: 'refused'; reason: string };
+/** What became of one file; a written file names the directory its rename is to be synced in. */
+type Outcome = { action: 'written'; dir: string } | { action: 'unchanged' | 'kept' } | { action: 'refused'; reason: string };
 
-/** Applies every file in request order and restarts or reloads the module's program at most once. */
+/**
+ * Applies every file in request order, syncs each directory written once (not once per file), and
+ * restarts or reloads the module's program at most once.
+ */
 export async function applyFill(req: FillRequest, ctx: ApplyContext): Promise<FillResult[]> {
+  const outcomes: Outcome[] = [];
+  for (const file of req.files) outcomes.push(await applyFile(file, req, ctx));
+  const synced = syncWrittenDirs(outcomes);
   const results: FillResult[] = [];
   let program: ProgramAction | undefined;
-  for (const file of req.files) {
-    const outcome = await applyFile(file, req, ctx);
-    results.push({ path: file.path, ...outcome });
+  for (const [i, file] of req.files.entries()) {
+    const outcome = synced[i]!;
+    results.push(outcome.action === 'written' ? { path: file.path, action: 'written' } : { path: file.path, ...outcome });
     if (outcome.action === 'refused') ctx.log.warn(`fill ${req.module}: ${file.path} refused: ${outcome.reason}`);
     else ctx.record?.({ module: req.module, path: file.path, mode: file.mode, ...(file.comment === undefined ? {} : { comment: file.comment }) });
     if (outcome.action !== 'written' || file.change === 'none') continue;
@@ -57,6 +64,20 @@ export async function applyFill(req: FillRequest, ctx: ApplyContext): Promise<Fi
     }
   }
   return results;
+}
+
+/** The outcomes with every written file's directory synced; a file whose directory could not be is refused, naming it. */
+function syncWrittenDirs(outcomes: readonly Outcome[]): Outcome[] {
+  const failed = new Map<string, string>();
+  const dirs = new Set(outcomes.flatMap((o) => (o.action === 'written' ? [o.dir] : [])));
+  for (const dir of dirs) {
+    try {
+      syncDir(dir);
+    } catch (err) {
+      failed.set(dir, `write failed: syncing ${dir}: ${errorText(err)}`);
+    }
+  }
+  return outcomes.map((o) => (o.action === 'written' && failed.has(o.dir) ? { action: 'refused', reason: failed.get(o.dir)! } : o));
 }
 
 async function applyFile(file: FillFile, req: FillRequest, ctx: ApplyContext): Promise<Outcome> {
@@ -114,8 +135,9 @@ function markerFromSecret(file: FillFile, filled: string, comment: string, asLat
 async function writeIfDifferent(target: string, current: OnDisk | undefined, bytes: Buffer, mode: number, ownership: Ownership | undefined): Promise<Outcome> {
   const sameOwner = !ownership || (current?.uid === ownership.uid && current.gid === ownership.gid);
   if (current && current.bytes.equals(bytes) && current.mode === mode && sameOwner) return { action: 'unchanged' };
-  await writeAtomic(target, bytes, mode, ownership);
-  return { action: 'written' };
+  // The directory is synced once per request by applyFill, after every file of it is renamed.
+  await writeAtomic(target, bytes, mode, ownership, { syncDir: false });
+  return { action: 'written', dir: dirname(target) };
 }
 
 /** Whether a file's content has a secret part: its value must not be readable by every user of the node. */

@@ -1,6 +1,6 @@
 // The journal of what the engine did to programs and to files it removed: one line each,
 // `<ISO time> <action> <module>` for a restart or reload, `<ISO time> <action> <module> <path>` for a file.
-import { appendFile, mkdir } from 'node:fs/promises';
+import { appendFileSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from '../shared/log.ts';
 
@@ -31,7 +31,17 @@ export function createJournal(file: string | undefined, log: Logger, now: () => 
     const what = path === undefined ? `${action} ${module}` : `${action} ${module} ${path}`;
     log.notice(what);
     if (file === undefined) return;
-    await mkdir(dirname(file), { recursive: true });
-    await appendFile(file, `${now().toISOString()} ${what}\n`);
+    appendLine(file, `${now().toISOString()} ${what}\n`);
   };
+}
+
+// Synchronous, as the writer is (writer.ts says why); the directory is made when it is missing (at the first line, or removed since).
+function appendLine(file: string, line: string): void {
+  try {
+    return appendFileSync(file, line);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  mkdirSync(dirname(file), { recursive: true });
+  appendFileSync(file, line);
 }

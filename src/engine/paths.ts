@@ -1,5 +1,6 @@
 // Where a requested path really lands: inside the root after resolving `..` and links, or refused.
-import { lstat, realpath } from 'node:fs/promises';
+// Synchronous, as the writer is (writer.ts says why).
+import { lstatSync, realpathSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import type { Parsed } from '../shared/result.ts';
 
@@ -14,28 +15,23 @@ export function isInside(dir: string, path: string): boolean {
  * so far; the result is where the write lands, refused when that is not inside the real root.
  */
 export async function resolveInsideRoot(realRoot: string, requested: string): Promise<Parsed<string>> {
-  const target = await realpathSoFar(resolve(realRoot, requested));
+  const target = realpathSoFar(resolve(realRoot, requested));
   if (!isInside(realRoot, target)) return { ok: false, reason: `outside the root ${realRoot}` };
   return { ok: true, value: target };
 }
 
-// realpath of the deepest existing ancestor, with the components that do not exist yet put back.
-async function realpathSoFar(path: string): Promise<string> {
+// realpath of the deepest existing ancestor, with the components that do not exist yet put back. A
+// missing component is not an exception: a cold start asks for thousands of files that are not there yet.
+function realpathSoFar(path: string): string {
   const missing: string[] = [];
-  let at = path;
-  for (;;) {
+  for (let at = path; ; at = dirname(at)) {
     try {
-      await lstat(at);
-      return join(await realpath(at), ...missing.reverse());
+      if (lstatSync(at, { throwIfNoEntry: false }) !== undefined) return join(realpathSync.native(at), ...missing.reverse());
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      // A dangling link or a missing component: the rest of the path is still to be created.
-      if (code !== 'ENOENT' || dirname(at) === at) {
-        if (code === 'ENOENT') return path;
-        throw err;
-      }
-      missing.push(basename(at));
-      at = dirname(at);
+      // A dangling link (lstat found it, realpath did not): the rest of the path is still to be created.
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
+    if (dirname(at) === at) return path;
+    missing.push(basename(at));
   }
 }

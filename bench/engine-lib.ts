@@ -1,0 +1,117 @@
+// The reference engine for a benchmark (dist/engine.js writing real files under a temp root) and how
+// a benchmark learns that a request's files are on disk: the engine's own log line for the request
+// (`fill <module> <build>: … written`), which it writes to its stderr, a pipe as under systemd, once
+// every file of the request is renamed into place and its directory synced. One pipe write and one
+// wake-up of the benchmark per request: an inotify watch of the directory woke it five times per file
+// (the temp file created, written, chmod'ed, moved from, moved to), which on two cores slowed the
+// engine it was timing.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, existsSync, readFileSync, fsyncSync, mkdirSync, mkdtempSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { now, percentile, ROOT, waitUntil } from './lib.ts';
+
+/** A running reference engine. */
+export type BenchEngine = {
+  /** The directory every file is written under (the engine's --root). */
+  root: string;
+  /** Its fill socket. */
+  socket: string;
+  /** Its process id. */
+  pid: number;
+  /** The warn and error lines it said (a benchmark that saw one says so). */
+  problems: string[];
+  /** Calls `fn` with the module and the time (now()) of each request whose log line says a file was written. */
+  onWritten(fn: (module: string, t: number) => void): void;
+  /** Stops it (SIGTERM) and waits for its exit. */
+  close(): Promise<void>;
+};
+
+/** The engine's line for a request that wrote a file (apply.ts: `fill <module> <build>: <counts>`). */
+const WRITTEN = / fill (\S+) \S+: .*\bwritten\b/;
+
+/** Starts dist/engine.js with its root, socket and journal in a new directory under `base`; resolves once its socket is there. */
+export async function startBenchEngine(base: string, name: string): Promise<BenchEngine> {
+  const dir = mkdtempSync(join(base, `mesh-bench-engine-${name}-`));
+  const root = join(dir, 'root');
+  mkdirSync(root);
+  const socket = join(dir, 'fill.sock');
+  // MESH_BENCH_ENGINE=FILE runs another build of the engine (an A/B comparison in one run of the machine).
+  const bundle = process.env['MESH_BENCH_ENGINE'] ?? join(ROOT, 'dist/engine.js');
+  const prof = process.env['MESH_BENCH_PROF'] ? ['--cpu-prof', '--cpu-prof-dir', process.env['MESH_BENCH_PROF']] : [];
+  // Without systemd's variables its lines carry a time and a level, as WRITTEN expects.
+  const env = { ...process.env, JOURNAL_STREAM: '', INVOCATION_ID: '' };
+  const child: ChildProcess = spawn(process.execPath, [...prof, bundle, '--socket', socket, '--root', root, '--journal', join(dir, 'journal.log')], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env,
+  });
+  // A bench that dies takes its engine and the engine's files with it.
+  const leftBehind = () => {
+    child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  };
+  process.once('exit', leftBehind);
+  const problems: string[] = [];
+  const written: ((module: string, t: number) => void)[] = [];
+  let partial = '';
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => {
+    const t = now();
+    const lines = (partial + d).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) {
+      const module = WRITTEN.exec(line)?.[1];
+      if (module !== undefined) for (const fn of written) fn(module, t);
+      else if (/ (warn|error) /.test(line)) problems.push(line);
+    }
+  });
+  await waitUntil(`the engine socket ${socket}`, () => existsSync(socket), 20_000);
+  return {
+    root,
+    socket,
+    pid: child.pid!,
+    problems,
+    onWritten: (fn) => void written.push(fn),
+    async close() {
+      process.off('exit', leftBehind);
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** What one small file costs in `base` written as the engine writes it (temp file, write, fsync, rename, directory fsync), in this process: p50 and p99 in ms over `n`. */
+export function diskWrite(base: string, n = 200): { p50: number; p99: number } {
+  const dir = mkdtempSync(join(base, 'mesh-bench-disk-'));
+  const times: number[] = [];
+  try {
+    for (let i = 0; i < n; i++) {
+      const started = now();
+      const fd = openSync(join(dir, `t${i}`), 'wx', 0o600);
+      writeSync(fd, `# a small file\nvalue v${i}x\n`);
+      fsyncSync(fd);
+      closeSync(fd);
+      renameSync(join(dir, `t${i}`), join(dir, 'f'));
+      const dirFd = openSync(dir, 'r');
+      fsyncSync(dirFd);
+      closeSync(dirFd);
+      times.push(now() - started);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  times.sort((a, b) => a - b);
+  return { p50: percentile(times, 50), p99: percentile(times, 99) };
+}
+
+/** The type of the file system `path` lies on (the longest mount point of /proc/mounts above it). */
+export function fileSystemOf(path: string): string {
+  let best = { at: '', type: 'unknown' };
+  for (const line of readFileSync('/proc/mounts', 'utf8').split('\n')) {
+    const [, at, type] = line.split(' ');
+    if (at === undefined || type === undefined) continue;
+    const above = at === '/' || path === at || path.startsWith(`${at}/`);
+    if (above && at.length > best.at.length) best = { at, type };
+  }
+  return best.type;
+}
