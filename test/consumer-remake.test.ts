@@ -8,9 +8,8 @@ import type { ConsumerConfig, ConsumerInfo, ConsumerMessages } from '@nats-io/je
 import { orderedConsumer } from '../src/shared/watch/internals.ts';
 import {
   hastenRemakes,
+  REMAKE_AGAIN_MS,
   REMAKE_ANSWER_MS,
-  REMAKE_HEDGE_MS,
-  REMAKE_IN_FLIGHT,
   REMAKE_RETRY_MAX_MS,
   REMAKE_RETRY_MS,
   REMAKE_TIMEOUT_MS,
@@ -56,9 +55,15 @@ function fakeApi() {
       return true;
     },
   };
-  const internals = { reset() {}, getConsumerOpts: () => ({}), cursor: { stream_seq: 0, deliver_seq: 0 }, consumer: { api: api as unknown as ConsumerApi } };
+  const resets: number[] = [];
+  const internals = {
+    reset: () => void resets.push(clock.now()),
+    getConsumerOpts: () => ({}),
+    cursor: { stream_seq: 0, deliver_seq: 0 },
+    consumer: { api: api as unknown as ConsumerApi },
+  };
   const consumer = orderedConsumer(internals as unknown as ConsumerMessages);
-  return { clock, creates, deleted, internals, consumer };
+  return { clock, creates, deleted, resets, internals, consumer };
 }
 
 const config = (serial: number): ConsumerConfig => ({ name: `oc_${serial}`, deliver_subject: `_INBOX.d.${serial}` }) as ConsumerConfig;
@@ -88,71 +93,78 @@ test('on a calm cluster an unanswered create is asked again under its own name a
   assert.equal(f.clock.pending(), [], 'no retry left armed');
 });
 
-test('within 20 s of a cluster change an unanswered create is hedged: another under its own name every 300 ms, at most three at once, the first made wins and a late one is deleted', async () => {
+test('within 20 s of a cluster change an unanswered create is given up after 0.5 s and the consumer reset again (a new name, a new subject) after 0, 100, 200, 400, 500 ms', async () => {
   const f = fakeApi();
   const lines: string[] = [];
-  const remakes = hastenRemakes(f.consumer, 'watch w', { debug: (l) => lines.push(l) }, f.clock);
+  const refusals: Error[] = [];
+  const remakes = hastenRemakes(f.consumer, 'watch w', { debug: (l) => lines.push(l) }, f.clock, (err) => refusals.push(err));
   remakes.clusterChanged();
-  const made = f.internals.consumer.api.add('KV_x', config(2));
-  await f.clock.advance(REMAKE_HEDGE_MS * REMAKE_IN_FLIGHT + 200);
+  let settled = false;
+  for (let serial = 2; serial <= 6; serial++) {
+    void f.internals.consumer.api.add('KV_x', config(serial)).finally(() => (settled = true));
+    f.creates.at(-1)!.lost();
+    await flush();
+    await f.clock.advance(REMAKE_TIMEOUT_MS);
+  }
   assert.equal(
-    f.creates.map((c) => c.name),
-    ['oc_2', 'oc_2_1', 'oc_2_2'],
-    'three in flight, no more',
+    f.creates.map((c) => [c.name, c.timeout]),
+    [2, 3, 4, 5, 6].map((n) => [`oc_${n}`, REMAKE_TIMEOUT_MS]),
+    'one ask a reset: no hedge on the watch’s subject',
   );
-  assert.ok(f.creates.every((c) => c.deliver === '_INBOX.d.2' && c.timeout === REMAKE_TIMEOUT_MS));
   assert.equal(
-    f.creates.map((c) => c.at),
-    [0, REMAKE_HEDGE_MS, 2 * REMAKE_HEDGE_MS],
+    f.resets.map((at, i) => at - i * REMAKE_TIMEOUT_MS),
+    [0, REMAKE_AGAIN_MS, 2 * REMAKE_AGAIN_MS, 4 * REMAKE_AGAIN_MS, REMAKE_TIMEOUT_MS],
+    'each give-up resets again, the wait doubling to half a second',
   );
-  // The first was placed on a server that is gone: its loss sends another at once.
-  f.creates[0]!.lost();
-  await flush();
-  assert.is(f.creates.length, 4);
-  assert.is(f.creates[3]!.at, REMAKE_HEDGE_MS * REMAKE_IN_FLIGHT + 200);
-  assert.equal(lines, [`watch w: a create of its consumer went unanswered (${REMAKE_HEDGE_MS * REMAKE_IN_FLIGHT + 200} ms into the re-make); sending another`]);
-  f.creates[2]!.made();
-  assert.is((await made).name, 'oc_2_2');
-  f.creates[1]!.made();
-  await flush();
-  assert.equal(f.deleted, ['oc_2_1'], 'a second success is deleted');
-  await f.clock.advance(REMAKE_HEDGE_MS + 50);
-  assert.is(f.creates.length, 4, 'no create after one was made');
-  assert.equal(f.clock.pending(), [], 'no hedge left armed');
+  assert.not.ok(settled, 'a re-make given up never settles: nats.js neither takes it nor backs off');
+  assert.equal(refusals, [], 'a timeout is no refusal');
+  assert.is(lines.length, 5);
+  assert.match(lines[1]!, `went unanswered for ${REMAKE_TIMEOUT_MS} ms after a cluster change; making it under a new name`);
+  // Made at last: the next give-up resets at once again.
+  const made = f.internals.consumer.api.add('KV_x', config(7));
+  f.creates.at(-1)!.made();
+  assert.is((await made).name, 'oc_7');
 });
 
-test('a cluster change during a calm re-make hedges it at once; 20 s later re-makes are calm again', async () => {
+test('a re-make given up and answered before its replacement was sent is the consumer: no reset', async () => {
   const f = fakeApi();
   const remakes = hastenRemakes(f.consumer, 'watch w', undefined, f.clock);
-  const first = f.internals.consumer.api.add('KV_x', config(2));
+  const made = f.internals.consumer.api.add('KV_x', config(2));
+  remakes.clusterChanged(); // given up: its replacement goes on the next turn of the clock
+  f.creates[0]!.made();
+  assert.is((await made).name, 'oc_2');
+  await f.clock.advance(REMAKE_TIMEOUT_MS);
+  assert.equal(f.resets, [], 'no reset');
+  assert.equal(f.deleted, []);
+});
+
+test('a cluster change during a calm re-make gives it up at once; 20 s later re-makes are calm again', async () => {
+  const f = fakeApi();
+  const remakes = hastenRemakes(f.consumer, 'watch w', undefined, f.clock);
+  void f.internals.consumer.api.add('KV_x', config(2));
   await f.clock.advance(500);
   remakes.clusterChanged();
-  await flush();
-  assert.equal(
-    f.creates.map((c) => [c.name, c.at, c.timeout]),
-    [
-      ['oc_2', 0, REMAKE_ANSWER_MS],
-      ['oc_2_1', 500, REMAKE_TIMEOUT_MS],
-    ],
-  );
+  await f.clock.advance(1);
+  assert.equal(f.resets, [500], 'reset at once');
+  const next = f.internals.consumer.api.add('KV_x', config(3));
   f.creates[1]!.made();
-  assert.is((await first).name, 'oc_2_1');
+  assert.is((await next).name, 'oc_3');
   f.creates[0]!.made();
   await flush();
-  assert.equal(f.deleted, ['oc_2'], 'the calm ask made late is another consumer: deleted');
+  assert.equal(f.deleted, ['oc_2'], 'the calm ask made late is a consumer nobody holds: deleted where the grants allow');
   await f.clock.advance(REMAKE_UNSETTLED_MS);
-  void f.internals.consumer.api.add('KV_x', config(3));
+  void f.internals.consumer.api.add('KV_x', config(4));
   await f.clock.advance(REMAKE_RETRY_MS + 50);
   assert.equal(
     f.creates.slice(2).map((c) => [c.name, c.timeout]),
     [
-      ['oc_3', REMAKE_ANSWER_MS],
-      ['oc_3', REMAKE_ANSWER_MS],
+      ['oc_4', REMAKE_ANSWER_MS],
+      ['oc_4', REMAKE_ANSWER_MS],
     ],
   );
 });
 
-test('a create answered at once asks nothing more, calm or hedged', async () => {
+test('a create answered at once asks nothing more, calm or after a cluster change', async () => {
   for (const changed of [false, true]) {
     const f = fakeApi();
     const remakes = hastenRemakes(f.consumer, 'watch w', undefined, f.clock);

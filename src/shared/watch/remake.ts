@@ -10,9 +10,13 @@
 // - Never: while the cluster elects a meta leader, or when the meta leader places the consumer on a
 //   server that is gone — nats-server 2.9 still counted a killed server online 15 s later and placed
 //   about one create in three there, where a create of that name stays unanswered. So for
-//   REMAKE_UNSETTLED_MS after the cluster changed (a server left it, the connection moved) creates
-//   are hedged: while none has answered, another goes every REMAKE_HEDGE_MS under its own name, so one
-//   placed on a live server wins within about 0.3 s of the bus answering.
+//   REMAKE_UNSETTLED_MS after the cluster changed (a server left it, the connection moved) a create
+//   unanswered after REMAKE_TIMEOUT_MS is given up and the consumer reset again, under a new name on
+//   a new deliver subject, after REMAKE_AGAIN_MS (doubling to REMAKE_TIMEOUT_MS; nats.js's own
+//   backoff grows to 5 s, which left a node 9 s behind the bus). A late answer of one given up
+//   delivers to a subject nobody listens on any more: it costs a consumer for its 5-minute
+//   inactivity threshold, never a message to the watch. (Hedges on the watch's own subject, tried first, filled a stream's max_consumers at
+//   a hundred nodes in bench/fleet-failover.ts: each late one delivered there and set off a reset.)
 import type { ConsumerConfig, ConsumerInfo } from '@nats-io/jetstream';
 import { unrefTimer, type Timer } from '../timer.ts';
 import type { ConsumerCalls, OrderedConsumer } from './internals.ts';
@@ -25,14 +29,12 @@ export const REMAKE_RETRY_MS = 1000;
 /** The longest wait between a calm re-make's asks. */
 export const REMAKE_RETRY_MAX_MS = 4000;
 
-/** How long after the cluster changed creates are hedged under new names (a killed server still looks online ~15 s). */
+/** How long after the cluster changed an unanswered create is given up (a killed server still looks online ~15 s). */
 export const REMAKE_UNSETTLED_MS = 20_000;
-/** How long a hedged create waits before it counts as lost. */
-export const REMAKE_TIMEOUT_MS = 1000;
-/** While the hedged creates in flight are unanswered, another is sent this often. */
-export const REMAKE_HEDGE_MS = 300;
-/** At most this many hedged creates of one re-make in flight. */
-export const REMAKE_IN_FLIGHT = 3;
+/** How long a create waits, while the cluster is unsettled, before it is given up. */
+export const REMAKE_TIMEOUT_MS = 500;
+/** The first wait before a consumer given up is reset again; it doubles up to REMAKE_TIMEOUT_MS. */
+export const REMAKE_AGAIN_MS = 100;
 
 /** Where the re-make says what it does: lost creates at debug. */
 export type RemakeLog = { debug?(line: string): void };
@@ -41,7 +43,7 @@ export type RemakeLog = { debug?(line: string): void };
 export type Remakes = {
   /** Whether a re-make's create is unanswered: its watch hears nothing meanwhile, and that is no news. */
   busy(): boolean;
-  /** The cluster changed (a server left, the connection moved): hedge, the re-make in flight at once. */
+  /** The cluster changed (a server left, the connection moved): the re-make in flight is given up at once. */
   clusterChanged(): void;
   stop(): void;
 };
@@ -54,14 +56,13 @@ const REAL_TIME: RemakeTime = { timer: unrefTimer, now: Date.now };
 /**
  * Takes the creates behind `consumer`'s resets: a calm one asked again under its own name after
  * REMAKE_RETRY_MS, doubling to REMAKE_RETRY_MAX_MS, each ask waiting REMAKE_ANSWER_MS; within
- * REMAKE_UNSETTLED_MS of a cluster change, hedged under new names (the same consumer as
- * `<name>_<n>` on the same deliver subject), each waiting REMAKE_TIMEOUT_MS. An answered refusal
- * (the stream gone, not granted) goes to nats.js, which waits longer before its next reset. A
- * create a later reset replaced never settles and its consumer is deleted where the grants allow.
- * `refused` hears each refusal.
+ * REMAKE_UNSETTLED_MS of a cluster change, one ask given up after REMAKE_TIMEOUT_MS and the consumer
+ * reset again after REMAKE_AGAIN_MS (doubling). An answered refusal (the stream gone, not granted)
+ * goes to nats.js, which waits longer before its next reset; `refused` hears it. A create a later
+ * reset replaced, or given up, never settles and its consumer is deleted where the grants allow.
  */
 export function hastenRemakes(
-  consumer: Pick<OrderedConsumer, 'interceptCreates'>,
+  consumer: Pick<OrderedConsumer, 'interceptCreates' | 'reset'>,
   what: string,
   log?: RemakeLog,
   time: RemakeTime = REAL_TIME,
@@ -71,8 +72,16 @@ export function hastenRemakes(
   let stopped = false;
   let unsettledUntil = -Infinity;
   let inFlight: Remake | undefined;
+  let givenUp = 0;
+  // A re-make given up: the consumer is reset again (a new name, a new subject) unless another reset came first.
+  const again = (mine: number) => {
+    const wait = givenUp === 0 ? 0 : Math.min(REMAKE_AGAIN_MS * 2 ** (givenUp - 1), REMAKE_TIMEOUT_MS);
+    givenUp++;
+    return time.timer(() => current(mine) && consumer.reset(), wait);
+  };
+  const made = () => void (givenUp = 0);
   const calls = consumer.interceptCreates(REMAKE_TIMEOUT_MS, (stream, config) => {
-    const remake = new Remake(calls, stream, config, ++latest, { what, log, time, current, unsettled });
+    const remake = new Remake(calls, stream, config, ++latest, { what, log, time, current, unsettled, again, made });
     inFlight = remake;
     if (refused) remake.made.catch(refused);
     return remake.made;
@@ -83,28 +92,37 @@ export function hastenRemakes(
     busy: () => inFlight !== undefined && current(inFlight.mine) && !inFlight.settled,
     clusterChanged() {
       unsettledUntil = time.now() + REMAKE_UNSETTLED_MS;
-      if (inFlight && current(inFlight.mine) && !inFlight.settled) inFlight.hedgeNow();
+      if (inFlight && current(inFlight.mine) && !inFlight.settled) inFlight.giveUp();
     },
     stop: () => void (stopped = true),
   };
 }
 
 /** What one re-make shares with the watch's others. */
-type RemakeContext = { what: string; log?: RemakeLog; time: RemakeTime; current(mine: number): boolean; unsettled(): boolean };
+type RemakeContext = {
+  what: string;
+  log?: RemakeLog;
+  time: RemakeTime;
+  current(mine: number): boolean;
+  unsettled(): boolean;
+  /** Resets the consumer again soon, this re-make given up; cancelled, it is not. */
+  again(mine: number): { cancel(): void };
+  /** A re-make was made. */
+  made(): void;
+};
 
-/** One reset's create, asked until made, refused, or replaced by a later reset. */
+/** One reset's create, asked until made, refused, given up, or replaced by a later reset. */
 class Remake {
   readonly made: Promise<ConsumerInfo>;
   settled = false;
   #resolve!: (info: ConsumerInfo) => void;
   #reject!: (err: Error) => void;
-  readonly #began: number;
   #asks = 0;
-  #hedges = 0;
-  #hedgesInFlight = 0;
   #timer: { cancel(): void } | undefined;
   /** The name of the consumer this re-make was made as. */
   #winner: string | undefined;
+  /** Given up: the reset that replaces it, not yet sent. */
+  #again: { cancel(): void } | undefined;
 
   constructor(
     private readonly calls: ConsumerCalls,
@@ -113,7 +131,6 @@ class Remake {
     readonly mine: number,
     private readonly ctx: RemakeContext,
   ) {
-    this.#began = ctx.time.now();
     // A replaced re-make never settles: settled, nats.js would take its consumer or make yet another.
     this.made = new Promise<ConsumerInfo>((resolve, reject) => {
       this.#resolve = resolve;
@@ -122,9 +139,12 @@ class Remake {
     this.#ask();
   }
 
-  /** The cluster changed while this re-make waits: a hedge goes at once. */
-  hedgeNow(): void {
-    if (this.#asks > 0 && this.#hedgesInFlight < REMAKE_IN_FLIGHT) this.#ask();
+  /** The cluster changed while this re-make waits: its ask may sit on a gone server; another is made. */
+  giveUp(): void {
+    if (!this.#live()) return;
+    this.ctx.log?.debug?.(`${this.ctx.what}: the cluster changed while its consumer was being made; making it under a new name`);
+    this.#settle();
+    this.#again = this.ctx.again(this.mine);
   }
 
   #live(): boolean {
@@ -134,51 +154,40 @@ class Remake {
   #ask(): void {
     this.#timer?.cancel();
     if (!this.#live()) return;
-    // The first ask, and every calm one, under the reset's own name; a hedge under its own.
-    const hedged = this.ctx.unsettled();
-    const name = hedged && this.#asks > 0 ? `${this.config.name}_${++this.#hedges}` : this.config.name;
+    const unsettled = this.ctx.unsettled();
     this.#asks++;
-    if (hedged) this.#hedgesInFlight++;
-    this.calls.add(this.stream, { ...this.config, ...(name ? { name } : {}) }, hedged ? REMAKE_TIMEOUT_MS : REMAKE_ANSWER_MS).then(
-      (info) => this.#answered(info, hedged),
-      (err: Error) => this.#failed(err, hedged),
+    const waits = unsettled ? REMAKE_TIMEOUT_MS : REMAKE_ANSWER_MS;
+    this.calls.add(this.stream, this.config, waits).then(
+      (info) => this.#answered(info),
+      (err: Error) => this.#failed(err, unsettled, waits),
     );
-    this.#arm();
-  }
-
-  /** The next ask: a hedge while the cluster is unsettled and fewer are in flight, else a calm retry. */
-  #arm(): void {
-    if (this.ctx.unsettled()) {
-      if (this.#hedgesInFlight < REMAKE_IN_FLIGHT) this.#timer = this.ctx.time.timer(() => this.#ask(), REMAKE_HEDGE_MS);
-      return;
-    }
+    if (unsettled) return;
     const wait = Math.min(REMAKE_RETRY_MS * 2 ** (this.#asks - 1), REMAKE_RETRY_MAX_MS);
     this.#timer = this.ctx.time.timer(() => this.#ask(), wait);
   }
 
-  #answered(info: ConsumerInfo, hedged: boolean): void {
-    if (hedged) this.#hedgesInFlight--;
-    if (this.#live()) {
+  #answered(info: ConsumerInfo): void {
+    // Given up, then answered before its replacement was sent: the consumer is there, on the watch's subject.
+    const adopted = this.#again !== undefined && this.#winner === undefined && this.ctx.current(this.mine);
+    if (adopted) this.#again!.cancel();
+    if (this.#live() || adopted) {
       this.#settle();
       this.#winner = info.name;
+      this.ctx.made();
       return this.#resolve(info);
     }
-    // The same consumer answered twice is no extra; another (a hedge, a replaced re-make's) is.
+    // The same consumer answered twice is no extra; another (one given up, a replaced re-make's) is.
     if (info.name !== this.#winner) void this.calls.delete(this.stream, info.name).catch(() => {});
   }
 
-  #failed(err: Error, hedged: boolean): void {
-    if (hedged) this.#hedgesInFlight--;
+  #failed(err: Error, unsettled: boolean, waited: number): void {
     if (!this.#live()) return;
-    if (!isTimeout(err)) {
-      this.#settle();
-      return this.#reject(err);
-    }
-    if (!hedged) return; // the calm retry is armed already
-    this.ctx.log?.debug?.(
-      `${this.ctx.what}: a create of its consumer went unanswered (${this.ctx.time.now() - this.#began} ms into the re-make); sending another`,
-    );
-    if (this.#hedgesInFlight < REMAKE_IN_FLIGHT) this.#ask();
+    // A calm ask's timeout is no news: the next ask is armed already.
+    if (isTimeout(err) && !unsettled) return;
+    this.#settle();
+    if (!isTimeout(err)) return this.#reject(err);
+    this.ctx.log?.debug?.(`${this.ctx.what}: a create of its consumer went unanswered for ${waited} ms after a cluster change; making it under a new name`);
+    this.#again = this.ctx.again(this.mine);
   }
 
   #settle(): void {
