@@ -64,8 +64,12 @@ const engines: EngineClient[] = [];
 const stubs: Server[] = [];
 const watches: Watch[] = [];
 
-const connectAs = (url: string, node: string, role: string) =>
-  connectBus({ servers: [url], name: `${role} ${node}`, inboxPrefix: INBOX_PREFIXES.node(node) }).then((nc) => (connections.push(nc), nc));
+/** Connects as `node`; given several URLs (a cluster, comma-separated), each node to one of them by its number. */
+const connectAs = (url: string, node: string, role: string) => {
+  const urls = url.split(',');
+  const server = urls[Number(node.replace(/\D/g, '')) % urls.length]!;
+  return connectBus({ servers: [server], name: `${role} ${node}`, inboxPrefix: INBOX_PREFIXES.node(node) }).then((nc) => (connections.push(nc), nc));
+};
 
 /** Starts a node's engine stub and its client; every fill the stub confirms is reported with its files' text. */
 async function startNode(url: string, node: string, dir: string): Promise<void> {

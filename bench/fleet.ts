@@ -10,24 +10,18 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Kvm, type KV } from '@nats-io/kv';
+import { Kvm } from '@nats-io/kv';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { Objm } from '@nats-io/obj';
-import { ASSIGNMENTS, CONFIG, DEFAULT_ARCHIVES, MODULES, PLANS } from '../src/shared/buckets.ts';
-import { jsonBytes } from '../src/shared/bytes.ts';
-import { KvPublisher } from '../src/shared/kv-publisher.ts';
-import { publishModule } from '../test/helpers/archive.ts';
+import { CONFIG, PLANS } from '../src/shared/buckets.ts';
+import { bytes, fleetEntries, loadFleet, moduleName, MODULES_N, nodeName, publishBuild, putAll } from './fleet-load.ts';
 import { apiCalls, idleMessageKinds, trafficFrom, measureQuiet, sampleUsage, startFleetBus, type FleetBus } from './fleet-bus.ts';
 import { startPool, type Pool } from './fleet-pool.ts';
 import { growthOf, spreadOf, tableOf, type ColdCpu, type FleetFigures } from './fleet-rows.ts';
 import { wallNow } from './fleet-worker.ts';
 import { cpuSeconds, numberArg } from './lib.ts';
-import { countingWatch, putPipelined } from './seat-lib.ts';
 
 const SIZES = (process.argv.includes('--nodes') ? process.argv[process.argv.indexOf('--nodes') + 1]! : '100,300,1000').split(',').map(Number);
 const QUIET_MS = numberArg('quiet-s', 20) * 1000;
-const MODULES_N = 5;
-const KEYS = ['a', 'b', 'c'];
 /** Clients a worker process runs at most: several processes let the system spread them over the cores. */
 const PER_WORKER = 100;
 /** How long a phase waits for every node before it prints how many never got it. */
@@ -35,43 +29,14 @@ const PHASE_MS = numberArg('phase-s', 120) * 1000;
 /** Clients started at once across the fleet (0: every one at once, a fleet's cold start); the rest wait for a lane. */
 const AT_ONCE = numberArg('at-once', 0);
 
-const nodeName = (i: number) => `n${String(i).padStart(5, '0')}`;
-const moduleName = (j: number) => `m${j}`;
-const bytes = (text: string) => new TextEncoder().encode(text);
-
-/** Publishes `module` at `build`: three files, each naming the build and one config value. */
-function publishBuild(bus: FleetBus, modules: KV, module: string, build: string) {
-  const store = new Objm(jetstream(bus.nc)).open(DEFAULT_ARCHIVES);
-  const templates = Object.fromEntries(KEYS.map((k) => [`${k}.conf`, `# ${module} build ${build}\nvalue \${config:${k}}\n`]));
-  const files = KEYS.map((k) => ({ path: `/srv/${module}/${k}.conf`, template: `${k}.conf`, change: 'restart' }));
-  return store.then((s) => publishModule(modules, { store: s, bucket: DEFAULT_ARCHIVES }, module, { build, templates, provisioning: { files } }));
-}
-
-/** Every config value and assignment of the fleet, as the controller and mesh-config would write them. */
-function* fleetEntries(nodes: string[], bucket: 'config' | 'assignments'): Generator<[string, Uint8Array]> {
-  for (const node of nodes)
-    for (let j = 0; j < MODULES_N; j++) {
-      const module = moduleName(j);
-      if (bucket === 'assignments') yield [`${node}.${module}`, jsonBytes({ node, module, placement: {} })];
-      else for (const k of KEYS) yield [`${node}.${module}.${k}`, bytes(`${k}0`)];
-    }
-}
-
-/** Puts `entries` into `bucket`, at most 256 in flight. */
-async function putAll(bus: FleetBus, bucket: string, entries: Iterable<[string, Uint8Array]>): Promise<void> {
-  const publisher = new KvPublisher(bus.nc, bucket);
-  await putPipelined(publisher, entries);
-  publisher.close();
-}
-
 /** The bus's floor: the same plans and values, to N plain watchers on their own connections. */
 async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: number) {
   const plan = (await (await kvm.open(PLANS)).get(`${nodes[0]}.m0`))!.string();
   await kvm.create('bench_floor_plans');
   await kvm.create('bench_floor_config');
-  await putAll(bus, 'bench_floor_config', fleetEntries(nodes, 'config'));
+  await putAll(bus.nc, 'bench_floor_config', fleetEntries(nodes, 'config'));
   await putAll(
-    bus,
+    bus.nc,
     'bench_floor_plans',
     (function* () {
       for (const node of nodes) for (let j = 0; j < MODULES_N; j++) yield [`${node}.${moduleName(j)}`, bytes(plan)] as [string, Uint8Array];
@@ -96,7 +61,7 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
     const t1 = wallNow();
     const plan2 = bytes(plan.replace(/"build":"1"/, '"build":"2"'));
     await putAll(
-      bus,
+      bus.nc,
       'bench_floor_plans',
       nodes.map((n) => [`${n}.m0`, plan2] as [string, Uint8Array]),
     );
@@ -104,7 +69,7 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
     const burst = pool.firstOf(nodes, (what, text) => what.endsWith('.m1.a') && text === 'burst', PHASE_MS);
     const t2 = wallNow();
     await putAll(
-      bus,
+      bus.nc,
       'bench_floor_config',
       nodes.map((n) => [`${n}.m1.a`, bytes('burst')] as [string, Uint8Array]),
     );
@@ -143,13 +108,7 @@ async function runSize(n: number): Promise<FleetFigures> {
   let pool: Pool | undefined;
   try {
     const kvm = new Kvm(jetstream(bus.nc));
-    const plans = await countingWatch(bus.nc, PLANS, wallNow);
-    const modules = await kvm.open(MODULES);
-    for (let j = 0; j < MODULES_N; j++) await publishBuild(bus, modules, moduleName(j), '1');
-    await putAll(bus, CONFIG, fleetEntries(nodes, 'config'));
-    await putAll(bus, ASSIGNMENTS, fleetEntries(nodes, 'assignments'));
-    await plans.keysReached(n * MODULES_N);
-    plans.stop();
+    const modules = await loadFleet(bus.nc, nodes);
     const base = await measureQuiet(bus, Math.min(QUIET_MS, 10_000));
     const floor = await measureFloor(bus, nodes, kvm, workers);
     log(`N=${n}: floor cold ${floor.cold.toFixed(0)} ms, build max ${floor.build.max.toFixed(0)} ms, burst max ${floor.burst.max.toFixed(0)} ms`);
@@ -178,7 +137,7 @@ async function runSize(n: number): Promise<FleetFigures> {
     const built = pool.firstOf(nodes, (what, text) => what === 'm0' && text.includes('build 2'), PHASE_MS);
     const buildTraffic = await trafficFrom(bus);
     const t1 = wallNow();
-    await publishBuild(bus, modules, 'm0', '2');
+    await publishBuild(bus.nc, modules, 'm0', '2');
     const build = spreadOf(await built, t1, n);
     const seatBuild = seat.done();
     // The reports follow each engine's answer within milliseconds; the phase's idle heartbeats are counted too.
@@ -191,7 +150,7 @@ async function runSize(n: number): Promise<FleetFigures> {
     const burstTraffic = await trafficFrom(bus);
     const t2 = wallNow();
     await putAll(
-      bus,
+      bus.nc,
       CONFIG,
       nodes.map((node) => [`${node}.m1.a`, bytes('burst')] as [string, Uint8Array]),
     );
