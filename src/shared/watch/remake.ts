@@ -12,11 +12,13 @@
 //   about one create in three there, where a create of that name stays unanswered. So for
 //   REMAKE_UNSETTLED_MS after the cluster changed (a server left it, the connection moved) a create
 //   unanswered after REMAKE_TIMEOUT_MS is given up and the consumer reset again, under a new name on
-//   a new deliver subject, after REMAKE_AGAIN_MS (doubling to REMAKE_TIMEOUT_MS; nats.js's own
-//   backoff grows to 5 s, which left a node 9 s behind the bus). A late answer of one given up
-//   delivers to a subject nobody listens on any more: it costs a consumer for its 5-minute
-//   inactivity threshold, never a message to the watch. (Hedges on the watch's own subject, tried first, filled a stream's max_consumers at
-//   a hundred nodes in bench/fleet-failover.ts: each late one delivered there and set off a reset.)
+//   a new deliver subject, at once the first time and REMAKE_AGAIN_MS later after that (nats.js's
+//   own backoff grows to 5 s, which left a node 9 s behind the bus). While the cluster has no meta
+//   leader every create is dropped, so the cycle is what a watch waits past the bus's failover. A
+//   late answer of one given up delivers to a subject nobody listens on any more: it costs a
+//   consumer for its 5-minute inactivity threshold, never a message to the watch. (Hedges on the
+//   watch's own subject, tried first, filled a stream's max_consumers at a hundred nodes in
+//   bench/fleet-failover.ts: each late one delivered there and set off a reset.)
 import type { ConsumerConfig, ConsumerInfo } from '@nats-io/jetstream';
 import { unrefTimer, type Timer } from '../timer.ts';
 import type { ConsumerCalls, OrderedConsumer } from './internals.ts';
@@ -33,7 +35,7 @@ export const REMAKE_RETRY_MAX_MS = 4000;
 export const REMAKE_UNSETTLED_MS = 20_000;
 /** How long a create waits, while the cluster is unsettled, before it is given up. */
 export const REMAKE_TIMEOUT_MS = 500;
-/** The first wait before a consumer given up is reset again; it doubles up to REMAKE_TIMEOUT_MS. */
+/** The wait before a consumer given up is reset again, from the second give-up in a row on (the first: none). */
 export const REMAKE_AGAIN_MS = 100;
 
 /** Where the re-make says what it does: lost creates at debug. */
@@ -57,7 +59,7 @@ const REAL_TIME: RemakeTime = { timer: unrefTimer, now: Date.now };
  * Takes the creates behind `consumer`'s resets: a calm one asked again under its own name after
  * REMAKE_RETRY_MS, doubling to REMAKE_RETRY_MAX_MS, each ask waiting REMAKE_ANSWER_MS; within
  * REMAKE_UNSETTLED_MS of a cluster change, one ask given up after REMAKE_TIMEOUT_MS and the consumer
- * reset again after REMAKE_AGAIN_MS (doubling). An answered refusal (the stream gone, not granted)
+ * reset again (at once, then after REMAKE_AGAIN_MS). An answered refusal (the stream gone, not granted)
  * goes to nats.js, which waits longer before its next reset; `refused` hears it. A create a later
  * reset replaced, or given up, never settles and its consumer is deleted where the grants allow.
  */
@@ -75,7 +77,7 @@ export function hastenRemakes(
   let givenUp = 0;
   // A re-make given up: the consumer is reset again (a new name, a new subject) unless another reset came first.
   const again = (mine: number) => {
-    const wait = givenUp === 0 ? 0 : Math.min(REMAKE_AGAIN_MS * 2 ** (givenUp - 1), REMAKE_TIMEOUT_MS);
+    const wait = givenUp === 0 ? 0 : REMAKE_AGAIN_MS;
     givenUp++;
     return time.timer(() => current(mine) && consumer.reset(), wait);
   };
