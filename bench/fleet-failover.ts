@@ -26,7 +26,7 @@ const N = numberArg('nodes', 100);
 const PHASE_MS = numberArg('phase-s', 60) * 1000;
 
 /** Consumers on each stream, counted through the JetStream API (the whole cluster's). */
-async function consumersByStream(jsm: Awaited<ReturnType<typeof jetstreamManager>>): Promise<Map<string, number>> {
+async function consumersOfCluster(jsm: Awaited<ReturnType<typeof jetstreamManager>>): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   for await (const s of jsm.streams.list()) out.set(s.config.name, s.state.consumer_count);
   return out;
@@ -55,7 +55,7 @@ async function main(): Promise<void> {
     await Promise.race([pool.start(nodes, (share) => ({ type: 'clients', url: urls, nodes: share, dir, atOnce: 0 })), Promise.all(cold)]);
     const coldMs = Math.max(...(await Promise.all(cold)).map((c) => spreadOf(c, t0, N).max));
     await new Promise((r) => setTimeout(r, 3000));
-    const before = await consumersByStream(jsm);
+    const before = await consumersOfCluster(jsm);
     const victim = cluster.servers[1]!;
     const burst = pool.firstOf(nodes, (what, text) => what === 'm1' && text.includes('value after'), PHASE_MS);
     const killedAt = wallNow();
@@ -88,7 +88,7 @@ async function main(): Promise<void> {
     const failedOver = Math.max(writtenAt, await makes);
     const spread = spreadOf(await burst, killedAt, N);
     await new Promise((r) => setTimeout(r, 30_000));
-    const after = await consumersByStream(jsm);
+    const after = await consumersOfCluster(jsm);
     const bound = maxConsumersFor(N);
     const fullest = Math.max(...after.values());
     console.log(

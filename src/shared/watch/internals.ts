@@ -1,7 +1,7 @@
-// The one file of src/ that reaches into nats.js's private parts. A watch needs three things the public
-// API of an ordered push consumer does not give: replacing its first consumer through the library's
-// own reset (shared/watch/watch.ts says why), a short idle heartbeat and a resume point it can move
-// (shared/watch/keeper.ts), and hedged creates (shared/watch/remake.ts). The shapes relied on are
+// The one file of src/ that reaches into nats.js's private parts. A watch needs what the public API of
+// an ordered push consumer does not give: no consumer made before it subscribes, its first one made
+// through the library's own reset (shared/watch/watch.ts says why), its idle heartbeat and a resume
+// point it can move (shared/watch/keeper.ts), and its creates taken (shared/watch/remake.ts). The shapes relied on are
 // named here as nats.js PINNED_NATS_JS has them, checked on the first watch of the process, and given
 // to the rest of the watch as OrderedConsumer; a nats.js that changed them stops the program with one
 // line saying so, where it would otherwise retry a TypeError for ever.

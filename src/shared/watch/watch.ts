@@ -1,7 +1,7 @@
 // Watching the keys of a bucket with a caught-up signal (DESIGN §11): one filtered ordered push
 // consumer, kept alive by shared/watch/keeper.ts, its deliveries tracked by shared/watch/state.ts.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { DeliverPolicy, jetstream, type ConsumerMessages, type PushConsumer } from '@nats-io/jetstream';
+import { jetstream, type ConsumerMessages, type PushConsumer } from '@nats-io/jetstream';
 import { bucketManager } from '../bucket-bind.ts';
 import { orderedConsumer, unmadePushConsumer, type OrderedConsumer } from './internals.ts';
 import { keepWatch, type KeeperLog, type WatchKeeper } from './keeper.ts';
@@ -19,9 +19,9 @@ export type WatchOptions = {
  * node's per-key grants are enough and the watch is recreated with the same filter after a server
  * restart. nats.js creates an ordered consumer before it subscribes to its deliver subject, and on
  * nats-server 2.9 a message stored in that window can be lost until the next one arrives (seen in
- * test/watch.test.ts). So the first consumer delivers nothing (DeliverNew) and is at once replaced
- * through the library's own reset, which subscribes first and replays the filter from sequence 1:
- * every stored revision, then live changes. The seat's buckets keep one revision per key.
+ * test/watch.test.ts). So that first consumer is never made (internals.ts' unmadePushConsumer) and
+ * the watch begins with the library's own reset, which subscribes first and replays the filter from
+ * sequence 1: every stored revision, then live changes. The seat's buckets keep one revision per key.
  * keepWatch (shared/watch/keeper.ts) keeps the consumer alive: re-made when its server may be lost (a
  * reconnect, a server leaving the cluster) or it falls silent past two 30 s heartbeats. A re-made consumer resumes
  * after the last stream sequence delivered; only a stream that came back holding less (a wiped
@@ -39,7 +39,7 @@ export async function watchKv(
   opts: WatchOptions = {},
 ): Promise<Watch> {
   const prefix = `$KV.${bucket}.`;
-  const consumer = await unmadePushConsumer(jetstream(nc).consumers, `KV_${bucket}`, { filter_subjects: prefix + filter, deliver_policy: DeliverPolicy.New });
+  const consumer = await unmadePushConsumer(jetstream(nc).consumers, `KV_${bucket}`, { filter_subjects: prefix + filter });
   // Asked of the stream's leader: a cluster replica still catching up looks like a wiped stream to a
   // consumer made on it; a login that may not read the stream's info takes the consumer's word.
   const state = new WatchState(onEvent, async (seen) => {
