@@ -1,13 +1,16 @@
 // The change row of bench/latency.ts: one module, one config value changed many times, one at a
 // time, each timed from its put to where the client's work is heard, beside the bus floor (the same
-// put → a plain KV watcher, on its own connection in this process) measured for the same changes.
-import { readFileSync } from 'node:fs';
+// put → a plain KV watcher, on its own connection in this process) measured for the same changes;
+// the same changes through two bare processes of the same shape (bench/relay.ts), the topology's own
+// floor; and the CPU each process used a change.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { connectBus } from '../src/shared/bus.ts';
 import { watchKv } from '../src/shared/watch/watch.ts';
 import { APPLIED, CONFIG } from '../src/shared/buckets.ts';
 import { startBenchEngine } from './engine-lib.ts';
-import { fakeEngine, latencyRow, now, peakRssMiB, percentile, publishThreeFiles, waitUntil, type BenchMesh } from './lib.ts';
+import { cpuSeconds, fakeEngine, latencyRow, now, peakRssMiB, percentile, publishThreeFiles, ROOT, waitUntil, type BenchMesh } from './lib.ts';
 
 /** Publishes module `lat` (three files, written under `root`) for `node`. */
 function publishLatModule(mesh: BenchMesh, node: string, root: string): Promise<void> {
@@ -25,9 +28,10 @@ export async function measureLatency(mesh: BenchMesh, base: string, tag: string,
   const applied = await kvm.open(APPLIED);
   const appliedOn = (node: string) =>
     waitUntil(`${node}.lat applied`, async () => (await applied.get(`${node}.lat`))?.json<{ state: string }>().state === 'applied', 20_000);
-  const rows: { name: string; fill: number[]; floor: number[] }[] = [];
+  const rows: Row[] = [];
 
   if (withStub) rows.push({ name: 'client: KV put → request at a stub', ...(await timeAtStub(mesh, engine.root, changes, appliedOn)) });
+  rows.push({ name: 'bare watcher → bare engine → file', ...(await timeThroughRelay(mesh, base, changes)) });
 
   const onDisk = new Map<string, (t: number) => void>();
   engine.onWritten((module, t) => onDisk.get(/^value (.*)$/m.exec(readFileSync(join(engine.root, module, 'a.conf'), 'utf8'))?.[1] ?? '')?.(t));
@@ -35,7 +39,8 @@ export async function measureLatency(mesh: BenchMesh, base: string, tag: string,
   await publishLatModule(mesh, node, engine.root);
   const client = mesh.startClient(node, engine.socket);
   await appliedOn(node);
-  rows.push({ name: 'client: KV put → file on disk', ...(await timeChanges(mesh, node, changes, onDisk)) });
+  const pids = { client: client.pid!, engine: engine.pid };
+  rows.push({ name: 'client: KV put → file on disk', ...(await withCpu(mesh, pids, changes, () => timeChanges(mesh, node, changes, onDisk))) });
   const oneModuleRss = peakRssMiB(client.pid!);
   client.kill('SIGTERM');
   await engine.close();
@@ -44,10 +49,30 @@ export async function measureLatency(mesh: BenchMesh, base: string, tag: string,
   for (const row of rows) {
     console.log(latencyRow('  floor: KV put → watcher', row.floor));
     console.log(latencyRow(`  ${row.name}`, row.fill));
-    console.log(`  ratio client/floor                       p50 ${ratio(row.fill, row.floor, 50)}x   p99 ${ratio(row.fill, row.floor, 99)}x`);
+    console.log(`  ratio to the floor                       p50 ${ratio(row.fill, row.floor, 50)}x   p99 ${ratio(row.fill, row.floor, 99)}x`);
+    if (row.cpu) console.log(`  CPU a change (ms)                        ${row.cpu}`);
   }
   console.log(`  client peak RSS with one module  ${oneModuleRss.toFixed(0)} MiB (node, the bundle and the connection: the floor of the row below)`);
   if (engine.problems.length > 0) console.log(`  the engine said: ${engine.problems.slice(0, 3).join(' | ')}`);
+}
+
+/** A row of the table: the changes' times, the floor's for the same changes, and what each process used a change. */
+type Row = Timed & { name: string; cpu?: string };
+
+/**
+ * Times the changes and says the CPU each of `pids`, nats-server and this bench used a change (ms):
+ * on two cores they take turns, so the sum bounds the row as much as any hop does.
+ */
+async function withCpu(mesh: BenchMesh, pids: Record<string, number>, changes: number, time: () => Promise<Timed>): Promise<Timed & { cpu: string }> {
+  const all = { ...pids, 'nats-server': mesh.natsPid };
+  const before = Object.fromEntries(Object.entries(all).map(([name, pid]) => [name, cpuSeconds(pid)]));
+  const bench = process.cpuUsage();
+  const timed = await time();
+  const benchUsed = process.cpuUsage(bench);
+  const perChange = (s: number) => ((s * 1000) / changes).toFixed(2);
+  const used = Object.entries(all).map(([name, pid]) => `${name} ${perChange(cpuSeconds(pid) - before[name]!)}`);
+  used.push(`this bench (put, floor, the file's line) ${perChange((benchUsed.user + benchUsed.system) / 1e6)}`);
+  return { ...timed, cpu: used.join(', ') };
 }
 
 /** The same changes to the request at a stub engine's socket, which answers every file `written` without writing it. */
@@ -64,6 +89,47 @@ async function timeAtStub(mesh: BenchMesh, root: string, changes: number, applie
   client.kill('SIGTERM');
   stub.close();
   return timed;
+}
+
+/** The line bench/relay.ts's bare engine says once a value's file is on disk. */
+const RELAY_WRITTEN = /^written (.*)$/;
+
+/**
+ * The same changes through the topology floor (bench/relay.ts): a plain watcher process hands each
+ * value to a bare engine process, which writes the file as the reference engine does and says so on
+ * stderr. No mesh code but the watch: what two processes and a file write cost on this machine.
+ */
+async function timeThroughRelay(mesh: BenchMesh, base: string, changes: number): Promise<Timed & { cpu: string }> {
+  const dir = mkdtempSync(join(base, 'mesh-bench-relay-'));
+  const root = join(dir, 'root');
+  mkdirSync(root);
+  const socket = join(dir, 'relay.sock');
+  const relay = (args: string[], stdio: ('ignore' | 'pipe')[]): ChildProcess =>
+    spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/relay.ts'), ...args], {
+      stdio: stdio as ['ignore', 'ignore' | 'pipe', 'ignore' | 'pipe'],
+      cwd: ROOT,
+    });
+  const engine = relay(['engine', socket, root], ['ignore', 'ignore', 'pipe']);
+  const written = new Map<string, (t: number) => void>();
+  let partial = '';
+  engine.stderr!.setEncoding('utf8').on('data', (d: string) => {
+    const t = now();
+    const lines = (partial + d).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) written.get(RELAY_WRITTEN.exec(line)?.[1] ?? '')?.(t);
+  });
+  let watching = false;
+  await waitUntil('the bare engine', () => existsSync(socket), 20_000);
+  const watcher = relay(['watch', mesh.url, CONFIG, 'relay.lat.a', socket], ['ignore', 'pipe', 'ignore']);
+  watcher.stdout!.on('data', () => (watching = true));
+  try {
+    await waitUntil('the bare watcher', () => watching, 20_000);
+    return await withCpu(mesh, { watcher: watcher.pid!, engine: engine.pid! }, changes, () => timeChanges(mesh, 'relay', changes, written));
+  } finally {
+    watcher.kill('SIGTERM');
+    engine.kill('SIGTERM');
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** Each change's time to where it was heard, and to the floor's watcher, both sorted. */

@@ -8,7 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, readFileSync, fsyncSync, mkdirSync, mkdtempSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { now, percentile, ROOT, waitUntil } from './lib.ts';
+import { now, percentile, profileFlags, ROOT, waitUntil } from './lib.ts';
 
 /** A running reference engine. */
 export type BenchEngine = {
@@ -37,7 +37,7 @@ export async function startBenchEngine(base: string, name: string): Promise<Benc
   const socket = join(dir, 'fill.sock');
   // MESH_BENCH_ENGINE=FILE runs another build of the engine (an A/B comparison in one run of the machine).
   const bundle = process.env['MESH_BENCH_ENGINE'] ?? join(ROOT, 'dist/engine.js');
-  const prof = process.env['MESH_BENCH_PROF'] ? ['--cpu-prof', '--cpu-prof-dir', process.env['MESH_BENCH_PROF']] : [];
+  const prof = profileFlags();
   // Without systemd's variables its lines carry a time and a level, as WRITTEN expects.
   const env = { ...process.env, JOURNAL_STREAM: '', INVOCATION_ID: '' };
   const child: ChildProcess = spawn(process.execPath, [...prof, bundle, '--socket', socket, '--root', root, '--journal', join(dir, 'journal.log')], {

@@ -160,7 +160,7 @@ export async function startBenchMesh(opts: BenchMeshOptions = {}): Promise<Bench
     store: store!,
     startClient(node, socket, stderr) {
       // MESH_BENCH_PROF=DIR writes a CPU profile of each client into DIR (a profile, not a guess).
-      const prof = process.env['MESH_BENCH_PROF'] ? ['--cpu-prof', '--cpu-prof-dir', process.env['MESH_BENCH_PROF']] : [];
+      const prof = profileFlags();
       // MESH_BENCH_CLIENT=FILE runs another build of the client (an A/B comparison in one run of the machine).
       const bundle = process.env['MESH_BENCH_CLIENT'] ?? join(ROOT, 'dist/client.js');
       // MESH_BENCH_NODE_FLAGS='--flag …' runs the client with node flags (a memory setting, say).
@@ -213,4 +213,15 @@ export function publishThreeFiles(mesh: Pick<BenchMesh, 'kv' | 'store'>, module:
     config: Object.fromEntries(names.map((t) => [t, `${t}0`])),
     placement: { port: { http: 8080 } },
   });
+}
+
+/**
+ * The node flags that profile a bench's child when MESH_BENCH_PROF=DIR is set: a CPU profile written
+ * into DIR, sampled every MESH_BENCH_PROF_INTERVAL µs (node's default, 1,000, when unset).
+ */
+export function profileFlags(): string[] {
+  const dir = process.env['MESH_BENCH_PROF'];
+  if (!dir) return [];
+  const interval = process.env['MESH_BENCH_PROF_INTERVAL'];
+  return ['--cpu-prof', '--cpu-prof-dir', dir, ...(interval ? [`--cpu-prof-interval=${interval}`] : [])];
 }

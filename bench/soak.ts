@@ -19,7 +19,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { connectBus } from '../src/shared/bus.ts';
 import { APPLIED } from '../src/shared/buckets.ts';
 import { freePort } from '../test/helpers/nats.ts';
-import { cpuSeconds, now, numberArg, openFds, publishBenchModule, ROOT, rssMiB, startBenchMesh, waitUntil, type BenchMesh } from './lib.ts';
+import { cpuSeconds, now, numberArg, openFds, profileFlags, publishBenchModule, ROOT, rssMiB, startBenchMesh, waitUntil, type BenchMesh } from './lib.ts';
 import {
   busCounts,
   expectedText,
@@ -70,7 +70,7 @@ function startEngine(dir: string): { child: ChildProcess; root: string; socket: 
   mkdirSync(paths.root, { recursive: true });
   mkdirSync(paths.secrets, { recursive: true });
   // MESH_BENCH_PROF=DIR profiles the engine too, as bench/lib.ts does the client.
-  const prof = process.env['MESH_BENCH_PROF'] ? ['--cpu-prof', '--cpu-prof-dir', process.env['MESH_BENCH_PROF']] : [];
+  const prof = profileFlags();
   const child = spawn(
     process.execPath,
     [...prof, join(ROOT, 'dist/engine.js'), '--socket', paths.socket, '--root', paths.root, '--secrets', paths.secrets, '--journal', paths.journal],
