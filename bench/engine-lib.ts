@@ -7,8 +7,10 @@
 // engine it was timing.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, readFileSync, fsyncSync, mkdirSync, mkdtempSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { createConnection } from 'node:net';
 import { join } from 'node:path';
-import { now, percentile, profileFlags, ROOT, waitUntil } from './lib.ts';
+import { contentDigest } from '../src/shared/fill-protocol.ts';
+import { cpuSeconds, now, percentile, profileFlags, ROOT, waitUntil } from './lib.ts';
 
 /** A running reference engine. */
 export type BenchEngine = {
@@ -114,4 +116,54 @@ export function fileSystemOf(path: string): string {
     if (above && at.length > best.at.length) best = { at, type };
   }
   return best.type;
+}
+
+/** The reference engine driven alone: a request's round trip (p50, ms) and the engine's CPU a request (ms). */
+export type EngineAlone = { p50: number; cpu: number };
+
+/**
+ * Sends the reference engine `n` requests of one changed file each (the change row's request), with
+ * no bus and no client, one at a time: back to back (`gapMs` 0), or each after the engine sat idle
+ * `gapMs` (as it does between a fleet's changes). What the same work costs a process woken from
+ * idle against one kept busy is the machine's, not the mesh's: on a VM it can be most of a hop.
+ */
+export async function engineAlone(base: string, gapMs: number, n = 500): Promise<EngineAlone> {
+  const engine = await startBenchEngine(base, `alone${gapMs}`);
+  const conn = createConnection(engine.socket);
+  await new Promise((resolve) => conn.once('connect', resolve));
+  let buf = '';
+  let answered: (() => void) | undefined;
+  conn.setEncoding('utf8').on('data', (d: string) => {
+    buf += d;
+    const nl = buf.lastIndexOf('\n');
+    if (nl < 0) return;
+    buf = buf.slice(nl + 1);
+    answered?.();
+  });
+  const request = (id: number) => {
+    const content = `# lat a\nport 8080\nvalue v${id}x\n`;
+    const file = { path: join(engine.root, 'lat', 'a.conf'), content, digest: contentDigest(content), mode: 'owned', change: 'restart' };
+    return JSON.stringify({ id, op: 'fill', module: 'lat', build: '1', files: [file], secrets: {} }) + '\n';
+  };
+  const times: number[] = [];
+  let cpuBefore = 0;
+  try {
+    // The first 50 warm the engine's code up, as a running engine's is.
+    for (let i = 0; i < n + 50; i++) {
+      if (i === 50) cpuBefore = cpuSeconds(engine.pid);
+      if (gapMs > 0) await new Promise((resolve) => setTimeout(resolve, gapMs));
+      const started = now();
+      await new Promise<void>((resolve) => {
+        answered = resolve;
+        conn.write(request(i));
+      });
+      if (i >= 50) times.push(now() - started);
+    }
+    const cpu = ((cpuSeconds(engine.pid) - cpuBefore) * 1000) / n;
+    times.sort((a, b) => a - b);
+    return { p50: percentile(times, 50), cpu };
+  } finally {
+    conn.destroy();
+    await engine.close();
+  }
 }

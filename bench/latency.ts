@@ -15,13 +15,15 @@ import { existsSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { measureStart } from './bundle-start.ts';
 import { measureLatency } from './change-row.ts';
-import { diskWrite, fileSystemOf } from './engine-lib.ts';
+import { diskWrite, engineAlone, fileSystemOf } from './engine-lib.ts';
 import { numberArg, startBenchMesh, stringArg } from './lib.ts';
 import { measureScale } from './scale-row.ts';
 
 const CHANGES = numberArg('changes', 1000);
 const MODULES_N = numberArg('modules', 1000);
 const BASES = stringArg('root-in', defaultBases()).split(',');
+/** How long the engine sits idle before each request of its idle line: about a change row's pace. */
+const IDLE_GAP_MS = 2;
 /** Which rows to measure (all by default): `--rows latency,scale,start`. */
 const ROWS = new Set(stringArg('rows', 'latency,scale,start').split(','));
 
@@ -42,6 +44,13 @@ async function main(): Promise<void> {
       console.log(
         `engine root in ${base} (${fileSystemOf(base)}): one small file written there as the engine does (temp, fsync, rename, directory fsync) p50 ${write.p50.toFixed(2)} ms, p99 ${write.p99.toFixed(2)} ms; load average ${load}`,
       );
+      if (ROWS.has('latency')) {
+        const busy = await engineAlone(base, 0);
+        const idle = await engineAlone(base, IDLE_GAP_MS);
+        console.log(
+          `the reference engine alone (no bus), a one-file request: back to back p50 ${busy.p50.toFixed(2)} ms, ${busy.cpu.toFixed(2)} ms of its CPU; each after ${IDLE_GAP_MS} ms idle p50 ${idle.p50.toFixed(2)} ms, ${idle.cpu.toFixed(2)} ms of its CPU`,
+        );
+      }
       // The stub's row does not depend on the file system: measured once.
       if (ROWS.has('latency')) await measureLatency(mesh, base, String(i), CHANGES, i === 0);
       if (ROWS.has('scale')) await measureScale(mesh, base, String(i), MODULES_N);
