@@ -7,8 +7,10 @@ import * as assert from 'uvu/assert';
 import { jetstreamManager, type StreamConfig } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectBus } from '../src/shared/bus.ts';
-import { BucketRefusedError, refuseBadBucket } from '../src/shared/bucket-bind.ts';
-import { bucketProblems, kvBucket, maxConsumersFor, objBucket, ownSubject, streamConfigOf } from '../src/shared/bucket-spec.ts';
+import { BucketRefusedError, ensureBucket, refuseBadBucket } from '../src/shared/bucket-bind.ts';
+import { isTimeout } from '../src/shared/errors.ts';
+import { runInit } from '../src/server/commands/init.ts';
+import { bucketProblems, kvBucket, maxConsumersFor, objBucket, ownSubject, streamConfigOf, streamOf } from '../src/shared/bucket-spec.ts';
 import { meshBuckets, PLANS, REGISTRY_BUCKET } from '../src/shared/buckets.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 import { runProvider } from '../src/sdk/provider.ts';
@@ -106,6 +108,114 @@ test('a bucket checked twice on one connection within 5 s is asked of the bus on
   } finally {
     await nc.close();
     await server.cleanup();
+  }
+});
+
+/**
+ * A JetStream API on a bus without JetStream, answering stream infos and creates as nats-server
+ * does, except the creates `unanswered` picks (by stream and how many creates of it were asked,
+ * from 1), which get no answer; `madeAnyway` makes such a create still make the stream, as a slow
+ * cluster's does. Returns what was asked, `<info|create> <stream>` in order.
+ */
+function standInJetStream(nc: NatsConnection, unanswered: (stream: string, nth: number) => boolean, madeAnyway = false): string[] {
+  const made = new Map<string, unknown>();
+  const asked: string[] = [];
+  const json = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
+  const streamOf = (subject: string) => subject.slice(subject.lastIndexOf('.') + 1);
+  nc.subscribe('$JS.API.STREAM.INFO.*', {
+    callback: (_e, m) => {
+      const stream = streamOf(m.subject);
+      asked.push(`info ${stream}`);
+      const config = made.get(stream);
+      const found = { config, created: new Date().toISOString(), state: {} };
+      const missing = { error: { code: 404, err_code: 10059, description: 'stream not found' } };
+      m.respond(json({ type: 'io.nats.jetstream.api.v1.stream_info_response', ...(config ? found : missing) }));
+    },
+  });
+  nc.subscribe('$JS.API.STREAM.CREATE.*', {
+    callback: (_e, m) => {
+      const stream = streamOf(m.subject);
+      asked.push(`create ${stream}`);
+      const nth = asked.filter((a) => a === `create ${stream}`).length;
+      const config = JSON.parse(new TextDecoder().decode(m.data)) as unknown;
+      if (!unanswered(stream, nth) || madeAnyway) made.set(stream, config);
+      if (unanswered(stream, nth)) return;
+      m.respond(json({ type: 'io.nats.jetstream.api.v1.stream_create_response', config, created: new Date().toISOString(), state: {} }));
+    },
+  });
+  return asked;
+}
+
+/** A bus without JetStream (the stand-in answers for it) and a connection to it. */
+async function busWithoutJetStream(): Promise<{ nc: NatsConnection; close(): Promise<void> }> {
+  const server = await startNats('', { whole: (w) => `listen: "${w.listen}"\n` });
+  const nc = await connectBus({ servers: [server.url], name: 'test' });
+  return { nc, close: () => nc.close().then(() => server.cleanup()) };
+}
+
+test('a stream create the bus leaves unanswered is asked again, after looking whether it was made; past three asks it fails', async () => {
+  const size = { replicas: 1, maxConsumers: 10 };
+  const timing = { timeoutMs: 300, asks: 3 };
+  /** Runs `fn` on a bus of its own whose stand-in JetStream leaves unanswered what `unanswered` picks. */
+  const onBus = async (
+    unanswered: (stream: string, nth: number) => boolean,
+    madeAnyway: boolean,
+    fn: (nc: NatsConnection, asked: string[]) => Promise<void>,
+  ) => {
+    const { nc, close } = await busWithoutJetStream();
+    try {
+      const asked = standInJetStream(nc, unanswered, madeAnyway);
+      await nc.flush();
+      await fn(nc, asked);
+    } finally {
+      await close();
+    }
+  };
+  await onBus(
+    (s, nth) => s === 'KV_late' && nth === 1,
+    false,
+    async (nc, asked) => {
+      const warned: string[] = [];
+      assert.is(await ensureBucket(nc, kvBucket('late'), size, (l) => warned.push(l), timing), 'created');
+      assert.equal(asked, ['info KV_late', 'create KV_late', 'info KV_late', 'create KV_late']);
+      assert.match(warned.join('\n'), /bucket late: the creation of its stream unanswered within 300 ms; asking again/);
+    },
+  );
+  await onBus(
+    (s, nth) => s === 'KV_slow' && nth === 1,
+    true,
+    async (nc, asked) => {
+      assert.is(await ensureBucket(nc, kvBucket('slow'), size, undefined, timing), 'found', 'the unanswered create made it: found, not made twice');
+      assert.equal(asked, ['info KV_slow', 'create KV_slow', 'info KV_slow']);
+    },
+  );
+  await onBus(
+    () => true,
+    false,
+    async (nc, asked) => {
+      await ensureBucket(nc, kvBucket('never'), size, undefined, timing).then(
+        () => assert.unreachable('never answered'),
+        (err: Error) => assert.ok(isTimeout(err), err.message),
+      );
+      assert.is(asked.filter((a) => a === 'create KV_never').length, 3);
+    },
+  );
+});
+
+test('init asks again for a bucket the bus leaves unanswered, saying so, and makes every bucket', async () => {
+  const { nc, close } = await busWithoutJetStream();
+  try {
+    const plans = streamOf(kvBucket(PLANS));
+    const asked = standInJetStream(nc, (s, nth) => s === plans && nth === 1);
+    await nc.flush();
+    const said: string[] = [];
+    const req = { replicas: 1, replicasFrom: '--replicas', providers: [], nodes: 2, archives: 'mesh-catalog_archives' };
+    assert.is(await runInit(nc, req, (l) => said.push(l), { timeoutMs: 300, asks: 3 }), 0, said.join('\n'));
+    assert.match(said.join('\n'), new RegExp(`bucket ${PLANS}: unanswered within 300 ms; asking again`));
+    assert.is(asked.filter((a) => a === `create ${plans}`).length, 2);
+    assert.match(said.at(-1)!, /buckets ready/);
+  } finally {
+    await close();
   }
 });
 

@@ -5,7 +5,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { JetStreamApiError, jetstreamManager, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
 import { retryWithBackoff } from './retry.ts';
 import { bucketProblems, bucketWarnings, describeProblems, streamConfigOf, streamOf, type BucketSize, type BucketSpec } from './bucket-spec.ts';
-import { errorText, isPermissionViolation } from './errors.ts';
+import { errorText, isPermissionViolation, isTimeout } from './errors.ts';
 import { isStreamNotFound } from './jetstream-errors.ts';
 
 /** A bucket whose stream holds more than its bucket: no program uses it. */
@@ -84,14 +84,35 @@ export function refuseBadBucket(nc: NatsConnection, spec: BucketSpec, warn?: (li
   return done;
 }
 
+/** How many times ensureBucket asks for a stream the bus leaves unanswered, looking first each time whether it was made. */
+export const BUCKET_ASKS = 3;
+
+/** How ensureBucket waits: each answer's timeout, and how many times it asks (tests make both small). */
+export type EnsureTiming = { timeoutMs: number; asks: number };
+
 /**
  * Binds a bucket the caller keeps (the seat its six, a provider its `<provider>_bound`): checked
  * when there, created as `init` would when missing and the login may create streams, and a
  * BucketMissingError (saying to run `init`) when it may not. Resolves whether it was created.
+ *
+ * A read or a create the bus leaves unanswered (a cluster still forming its replicas' groups, or
+ * busy making others: `init` run just after the servers started) is asked again, up to
+ * BUCKET_ASKS in all, each time looking first whether the unanswered create made the stream.
  */
-export async function ensureBucket(nc: NatsConnection, spec: BucketSpec, size: BucketSize, warn?: (line: string) => void): Promise<'found' | 'created'> {
-  const jsm = await bucketManager(nc);
+export async function ensureBucket(
+  nc: NatsConnection,
+  spec: BucketSpec,
+  size: BucketSize,
+  warn?: (line: string) => void,
+  timing: EnsureTiming = { timeoutMs: BUCKET_API_TIMEOUT_MS, asks: BUCKET_ASKS },
+): Promise<'found' | 'created'> {
+  const again = (what: string) => {
+    warn?.(`bucket ${spec.name}: ${what} unanswered within ${timing.timeoutMs} ms; asking again (${timing.asks - 1} more at most)`);
+    return ensureBucket(nc, spec, size, warn, { ...timing, asks: timing.asks - 1 });
+  };
+  const jsm = await jetstreamManager(nc, { checkAPI: false, timeout: timing.timeoutMs });
   const found = await inspectBucket(jsm, spec);
+  if (found.state === 'unchecked' && isTimeout(found.cause) && timing.asks > 1) return again('reading its stream');
   // A bucket the caller keeps is one its login may read the stream of: not reading it is a failure.
   if (found.state === 'unchecked') throw new Error(`bucket ${spec.name}: its stream could not be read: ${found.reason}`, { cause: found.cause });
   if (found.state === 'ok') {
@@ -103,12 +124,13 @@ export async function ensureBucket(nc: NatsConnection, spec: BucketSpec, size: B
     return 'created';
   } catch (err) {
     // Made at the same time by another program: check what it made.
-    if (err instanceof JetStreamApiError && err.code === STREAM_NAME_IN_USE) return ensureBucket(nc, spec, size, warn);
+    if (err instanceof JetStreamApiError && err.code === STREAM_NAME_IN_USE) return ensureBucket(nc, spec, size, warn, timing);
     if (isPermissionViolation(err)) {
       throw new BucketMissingError(`bucket ${spec.name} is missing and this login may not create it: run \`server.js init\` with the admin login`, {
         cause: err,
       });
     }
+    if (isTimeout(err) && timing.asks > 1) return again('the creation of its stream');
     throw err;
   }
 }
