@@ -6,7 +6,7 @@
 // (the temp file created, written, chmod'ed, moved from, moved to), which on two cores slowed the
 // engine it was timing.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, readFileSync, fsyncSync, mkdirSync, mkdtempSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, readFileSync, fsyncSync, mkdirSync, mkdtempSync, openSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { join } from 'node:path';
 import { contentDigest } from '../src/shared/fill-protocol.ts';
@@ -32,20 +32,27 @@ export type BenchEngine = {
 const WRITTEN = / fill (\S+) \S+: .*\bwritten\b/;
 
 /** Starts dist/engine.js with its root, socket and journal in a new directory under `base`; resolves once its socket is there. */
-export async function startBenchEngine(base: string, name: string): Promise<BenchEngine> {
+export async function startBenchEngine(base: string, name: string, opts: { declare?: (root: string) => unknown } = {}): Promise<BenchEngine> {
   const dir = mkdtempSync(join(base, `mesh-bench-engine-${name}-`));
   const root = join(dir, 'root');
   mkdirSync(root);
+  // A declaration (DESIGN §9), when asked: the engine then records what it writes, as a node that removes files does.
+  const declare = opts.declare ? ['--declare', join(dir, 'declare.json')] : [];
+  if (opts.declare) writeFileSync(join(dir, 'declare.json'), JSON.stringify(opts.declare(root)));
   const socket = join(dir, 'fill.sock');
   // MESH_BENCH_ENGINE=FILE runs another build of the engine (an A/B comparison in one run of the machine).
   const bundle = process.env['MESH_BENCH_ENGINE'] ?? join(ROOT, 'dist/engine.js');
   const prof = profileFlags();
   // Without systemd's variables its lines carry a time and a level, as WRITTEN expects.
   const env = { ...process.env, JOURNAL_STREAM: '', INVOCATION_ID: '' };
-  const child: ChildProcess = spawn(process.execPath, [...prof, bundle, '--socket', socket, '--root', root, '--journal', join(dir, 'journal.log')], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-    env,
-  });
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [...prof, bundle, '--socket', socket, '--root', root, '--journal', join(dir, 'journal.log'), ...declare],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env,
+    },
+  );
   // A bench that dies takes its engine and the engine's files with it.
   const leftBehind = () => {
     child.kill('SIGKILL');
@@ -162,6 +169,42 @@ export async function engineAlone(base: string, gapMs: number, n = 500): Promise
     const cpu = ((cpuSeconds(engine.pid) - cpuBefore) * 1000) / n;
     times.sort((a, b) => a - b);
     return { p50: percentile(times, 50), cpu };
+  } finally {
+    conn.destroy();
+    await engine.close();
+  }
+}
+
+/**
+ * The cold start's requests sent to the reference engine alone, all at once (as a client's start
+ * sends them, 32 in flight): `modules` requests of three new files each; with `declared`, a
+ * declaration naming every path, so the engine keeps its record too. The time to the last reply
+ * and the engine's CPU, in ms.
+ */
+export async function engineBurst(base: string, modules: number, declared: boolean): Promise<{ ms: number; cpu: number }> {
+  const paths = (root: string, i: number) => ['a', 'b', 'c'].map((f) => join(root, `s${i}`, `${f}.conf`));
+  const all = (root: string) => Array.from({ length: modules }, (_, i) => paths(root, i)).flat();
+  const engine = await startBenchEngine(base, `burst${declared ? 'd' : ''}`, declared ? { declare: all } : {});
+  const conn = createConnection(engine.socket);
+  await new Promise((resolve) => conn.once('connect', resolve));
+  let answers = 0;
+  let allAnswered: () => void = () => {};
+  const answered = new Promise<void>((resolve) => (allAnswered = resolve));
+  conn.setEncoding('utf8').on('data', (d: string) => {
+    for (const c of d) if (c === '\n' && ++answers === modules) allAnswered();
+  });
+  try {
+    const cpuBefore = cpuSeconds(engine.pid);
+    const started = now();
+    for (let i = 0; i < modules; i++) {
+      const files = paths(engine.root, i).map((path) => {
+        const content = `# s${i}\nvalue ${path}\n`;
+        return { path, content, digest: contentDigest(content), mode: 'owned', change: 'restart' };
+      });
+      conn.write(JSON.stringify({ id: i, op: 'fill', module: `s${i}`, build: '1', files, secrets: {} }) + '\n');
+    }
+    await answered;
+    return { ms: now() - started, cpu: (cpuSeconds(engine.pid) - cpuBefore) * 1000 };
   } finally {
     conn.destroy();
     await engine.close();

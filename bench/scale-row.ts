@@ -5,7 +5,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { watchKv } from '../src/shared/watch/watch.ts';
 import { APPLIED, PLANS } from '../src/shared/buckets.ts';
-import { startBenchEngine } from './engine-lib.ts';
+import { engineBurst, startBenchEngine } from './engine-lib.ts';
 import { cpuSeconds, now, peakRssMiB, publishThreeFiles, waitUntil, type BenchMesh } from './lib.ts';
 
 /** `modules` modules of three files each, from client start to every report applied and every file on disk. */
@@ -49,4 +49,10 @@ export async function measureScale(mesh: BenchMesh, base: string, tag: string, m
     `  CPU used meanwhile               client ${clientCpu.toFixed(2)} s, engine ${engineCpu.toFixed(2)} s, nats-server ${(cpuSeconds(mesh.natsPid) - cpu.bus).toFixed(2)} s, this bench (report watch) ${((benchUsed.user + benchUsed.system) / 1e6).toFixed(2)} s`,
   );
   if (engine.problems.length > 0) console.log(`  the engine said: ${engine.problems.slice(0, 3).join(' | ')}`);
+  // The engine's share alone, and what a declaration (the record it then keeps) adds to it.
+  const bare = await engineBurst(base, modules, false);
+  const declared = await engineBurst(base, modules, true);
+  console.log(
+    `  the reference engine alone, the same ${modules} requests at once: ${(bare.ms / 1000).toFixed(2)} s (CPU ${(bare.cpu / 1000).toFixed(2)} s); with a declaration of every path ${(declared.ms / 1000).toFixed(2)} s (CPU ${(declared.cpu / 1000).toFixed(2)} s)`,
+  );
 }

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createEngineClient, type EngineClient } from '../src/client/handoff/fill-socket.ts';
 import { startEngine, type RunningEngine } from '../src/engine/start.ts';
+import { WrittenRecord } from '../src/engine/record.ts';
 import { contentDigest, type FillFile, type FillReply } from '../src/shared/fill-protocol.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 import { waitFor } from './helpers/wait.ts';
@@ -136,6 +137,66 @@ test('a declaration changed while the engine was down is acted on at start, from
     // A seed is the program's once written: left, and journaled as left.
     assert.is(readFileSync(seed, 'utf8'), 'k\n');
     assert.equal(journal(r).sort(), [`leave web ${seed}`, `remove web ${a}`].sort());
+  } finally {
+    await r.cleanup();
+  }
+});
+
+test('a burst of requests is recorded whole, the record saved once for the burst, and every reply waits for its save', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'engine-record-'));
+  try {
+    const state = join(dir, 'state.json');
+    const record = await WrittenRecord.load(state, memoryLogger());
+    const saves: string[] = [];
+    const done: string[] = [];
+    record.note({ module: 'a', path: '/a', mode: 'owned' });
+    const first = record.saved(false).then(() => done.push('a'));
+    record.note({ module: 'b', path: '/b', mode: 'owned' });
+    const second = record.saved(false).then(() => done.push('b'));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.not.ok(existsSync(state), 'nothing saved while requests are queued');
+    assert.equal(done, [], 'no reply before its save');
+    record.note({ module: 'c', path: '/c', mode: 'owned' });
+    await record.saved(true).then(() => saves.push(readFileSync(state, 'utf8')));
+    await Promise.all([first, second]);
+    assert.equal(done.sort(), ['a', 'b']);
+    assert.equal(
+      (JSON.parse(saves[0]!) as { files: { module: string }[] }).files.map((f) => f.module),
+      ['a', 'b', 'c'],
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('two hundred requests sent at once with a declaration are all written and recorded, and the declared paths removed when it goes', async () => {
+  const r = rig();
+  try {
+    const paths = Array.from({ length: 200 }, (_, i) => join(r.root, `m${i}`, 'f.conf'));
+    r.declareNow(paths);
+    await r.start();
+    const replies = await Promise.all(paths.map((p, i) => r.client.fill({ module: `m${i}`, build: '1', files: [file(p, `v${i}\n`)] })));
+    assert.equal(new Set(replies.flatMap(actions)), new Set(['written']));
+    const recorded = (JSON.parse(readFileSync(`${r.journal}.files.json`, 'utf8')) as { files: { path: string }[] }).files.map((f) => f.path);
+    assert.equal(recorded.sort(), [...paths].sort());
+    r.declareNow([]);
+    await waitFor('the undeclared files removed', () => paths.every((p) => !existsSync(p)), 10_000);
+  } finally {
+    await r.cleanup();
+  }
+});
+
+test('a declaration rewritten in place at once, same size, is seen by the next request', async () => {
+  const r = rig();
+  try {
+    const [one, two] = [join(r.root, 'one.conf'), join(r.root, 'two.conf')];
+    r.declareNow([one]);
+    await r.start();
+    assert.equal(actions(await r.client.fill({ module: 'web', build: '1', files: [file(one, '1\n')] })), ['written']);
+    // Same length, same inode, within a millisecond: the engine keeps what it parsed only while the file's stat stands for it.
+    writeFileSync(r.declare, JSON.stringify([two]));
+    assert.equal(actions(await r.client.fill({ module: 'web', build: '1', files: [file(two, '2\n')] })), ['written']);
+    assert.equal(actions(await r.client.fill({ module: 'web', build: '2', files: [file(one, '1b\n')] })), ['refused: not declared']);
   } finally {
     await r.cleanup();
   }

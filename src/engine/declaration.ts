@@ -1,7 +1,6 @@
 // The --declare file: the paths the engine may write (for any module, or module by module), read
 // again on every request and watched for knocks and for files to remove.
-import { readFileSync, unwatchFile, watchFile } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readFileSync, statSync, unwatchFile, watchFile, type BigIntStats } from 'node:fs';
 import { resolve } from 'node:path';
 import * as v from 'valibot';
 import type { Parsed } from '../shared/result.ts';
@@ -41,12 +40,38 @@ export async function readDeclaration(file: string | undefined, root: string): P
  * be read or is out of shape (which declares nothing, and removes nothing either).
  */
 export async function readDeclared(file: string, root: string): Promise<Parsed<Declared>> {
-  let text: string;
+  // Read again only when the file may have changed: a node's thousand paths read, compared and
+  // parsed for each of a cold start's thousand requests were most of its time (O(N²)).
+  const stat = statSync(file, { bigint: true, throwIfNoEntry: false });
+  const last = lastRead?.file === file && lastRead.root === root ? lastRead : undefined;
+  if (stat && last?.settled && sameFile(stat, last.stat)) return last.declared;
+  let bytes: Buffer;
   try {
-    text = await readFile(file, 'utf8');
+    // Synchronous, as the writer is (writer.ts says why).
+    bytes = readFileSync(file);
   } catch (err) {
     return { ok: false, reason: `declaration ${file} unreadable: ${(err as NodeJS.ErrnoException).code}` };
   }
+  const declared = last?.bytes.equals(bytes) ? last.declared : parseDeclared(file, root, bytes.toString('utf8'));
+  // As git does with its index: a file changed within RACY_NS of this read could change again
+  // within the same tick of the file system's clock, same size, and look the same; it is read again.
+  const settled = stat !== undefined && BigInt(Date.now()) * 1_000_000n - stat.ctimeNs > RACY_NS;
+  lastRead = stat ? { file, root, stat, bytes, settled, declared } : undefined;
+  return declared;
+}
+
+/** How long before a read a declaration must have last changed for its stat to stand for its bytes. */
+const RACY_NS = 100_000_000n;
+
+/** The declaration read last, its stat then, and what it declared. */
+let lastRead: { file: string; root: string; stat: BigIntStats; bytes: Buffer; settled: boolean; declared: Parsed<Declared> } | undefined;
+
+/** Whether two stats are of the same file with the same content as far as a stat can tell. */
+function sameFile(a: BigIntStats, b: BigIntStats): boolean {
+  return a.ino === b.ino && a.dev === b.dev && a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs;
+}
+
+function parseDeclared(file: string, root: string, text: string): Parsed<Declared> {
   const parsed = decodeJson(DeclarationSchema, text);
   if (!parsed.ok) return { ok: false, reason: `declaration ${file} out of shape: ${parsed.reason}` };
   const resolved = (paths: readonly string[]) => new Set(paths.map((p) => resolve(root, p)));

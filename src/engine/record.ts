@@ -43,6 +43,8 @@ export function defaultStateFile(journalFile: string | undefined): string | unde
 export class WrittenRecord {
   readonly #files = new Map<string, WrittenFile>();
   #dirty = false;
+  /** Those waiting for what was noted to be saved: the next flush lets them go. */
+  #waiting: (() => void)[] = [];
 
   private constructor(
     private readonly file: string | undefined,
@@ -89,15 +91,34 @@ export class WrittenRecord {
     return [...this.#files.values()].sort((a, b) => compare(a.path, b.path) || compare(a.module, b.module));
   }
 
+  /**
+   * Resolves once what was noted so far has been saved: by a flush now when `now`, else by the next
+   * flush anyone makes. A request with others queued behind it waits for the last of them to save
+   * the record once for all (a cold start's thousand requests rewrote the whole record a thousand
+   * times: O(N²)); the one that finds none queued saves it at once.
+   */
+  saved(now: boolean): Promise<void> {
+    const waiting = new Promise<void>((resolve) => this.#waiting.push(resolve));
+    if (now) void this.flush();
+    return waiting;
+  }
+
   /** Saves the record atomically when it changed; a failure is said and tried again at the next flush, never thrown. */
   async flush(): Promise<void> {
-    if (!this.#dirty || this.file === undefined) return;
-    this.#dirty = false;
+    const waiting = this.#waiting;
+    this.#waiting = [];
     try {
-      await writeAtomic(this.file, Buffer.from(JSON.stringify({ files: this.list() }) + '\n'), STATE_FILE_MODE);
-    } catch (err) {
-      this.#dirty = true;
-      this.log.error(`state ${this.file} not saved: ${errorText(err)}`);
+      if (!this.#dirty || this.file === undefined) return;
+      this.#dirty = false;
+      try {
+        await writeAtomic(this.file, Buffer.from(JSON.stringify({ files: this.list() }) + '\n'), STATE_FILE_MODE);
+      } catch (err) {
+        this.#dirty = true;
+        this.log.error(`state ${this.file} not saved: ${errorText(err)}`);
+      }
+    } finally {
+      // A failed save is said, as before, and does not hold a reply: the record is saved again at the next flush.
+      for (const resolve of waiting) resolve();
     }
   }
 }

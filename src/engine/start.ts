@@ -107,17 +107,32 @@ function createAnswerer(
     queue = done.catch(() => {});
     return done;
   };
-  const answer = (line: string): Promise<string> =>
-    inTurn(async () => {
-      // Read again on every request: a declaration changed since is seen by the next fill.
-      const declaration = await readDeclaration(opts.declareFile, root);
-      const reply = await handleLine(line, (req) => applyFill(req, { realRoot, declaration, secrets, journal, log, sweep, record: note }));
-      await record?.flush();
-      return reply;
-    }).then((r) => {
-      if (!r.ok) log.warn(`request ${r.id ?? '(no id)'} answered with an error: ${r.error}`);
-      return JSON.stringify(r);
+  // Requests asked and not yet applied: one that finds others behind it leaves the record's save to the last of them.
+  let queued = 0;
+  const answer = (line: string): Promise<string> => {
+    queued++;
+    return inTurn(async () => {
+      let reply: Awaited<ReturnType<typeof handleLine>> | undefined;
+      let failure: unknown;
+      try {
+        // Read again on every request: a declaration changed since is seen by the next fill.
+        const declaration = await readDeclaration(opts.declareFile, root);
+        reply = await handleLine(line, (req) => applyFill(req, { realRoot, declaration, secrets, journal, log, sweep, record: note }));
+      } catch (err) {
+        failure = err;
+      }
+      queued--;
+      // The reply waits for its files to be in the saved record; the last request of a burst saves it, in its turn.
+      const saved = record?.saved(queued === 0);
+      if (queued === 0) await saved;
+      return { reply, failure, saved };
+    }).then(async ({ reply, failure, saved }) => {
+      await saved;
+      if (reply === undefined) throw failure;
+      if (!reply.ok) log.warn(`request ${reply.id ?? '(no id)'} answered with an error: ${reply.error}`);
+      return JSON.stringify(reply);
     });
+  };
   const removeNow = async (why: string): Promise<void> => {
     if (!record || !opts.declareFile) return;
     const declared = await readDeclared(opts.declareFile, root);
