@@ -5,13 +5,21 @@
 // consumers a node holds before, 30 s after, and the most any stream then holds against its
 // max_consumers), and the watches said made again. docs/scale.md keeps the figures.
 //
-//   npm run bench -- fleet-failover [--nodes 100] [--phase-s 60]
-import { spawnSync } from 'node:child_process';
+//   npm run bench -- fleet-failover [--nodes 100] [--phase-s 60] [--isolated]
+//
+// --isolated runs it on the bus `bus-config` generates, as an operator's is: each server's
+// configuration includes the generated one, `init` runs with the admin seed, the seat with its own,
+// and every client logs in as its node (which may not delete a consumer it replaces: the server
+// does, after its inactivity threshold, so the consumers counted are those a fleet really holds).
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AckPolicy, jetstreamManager } from '@nats-io/jetstream';
-import { connect, nanos } from '@nats-io/transport-node';
+import { nanos } from '@nats-io/transport-node';
+import { connectBus } from '../src/shared/bus.ts';
+import { USERS } from '../src/server/commands/bus-config/config.ts';
+import { seedFile } from '../src/server/commands/bus-config/credentials.ts';
 import { CONFIG } from '../src/shared/buckets.ts';
 import { maxConsumersFor } from '../src/shared/bucket-spec.ts';
 import { startNatsCluster, waitForMetaLeader } from '../test/helpers/nats-cluster.ts';
@@ -24,6 +32,41 @@ import { startSeatProcess } from './seat-lib.ts';
 
 const N = numberArg('nodes', 100);
 const PHASE_MS = numberArg('phase-s', 60) * 1000;
+const ISOLATED = process.argv.includes('--isolated');
+
+/** Runs dist/server.js with `args`; throws with what it said unless it exits 0. */
+function server(args: string[]): SpawnSyncReturns<string> {
+  const run = spawnSync(process.execPath, [join(ROOT, 'dist/server.js'), ...args], { encoding: 'utf8' });
+  if (run.status !== 0) throw new Error(`server.js ${args[0]}: ${run.stderr}`);
+  return run;
+}
+
+/**
+ * The cluster of three; with --isolated, each server's configuration is its name, monitoring port
+ * and routes around an `include` of what `bus-config` generates for it (deploy/README.md), every
+ * server's from the same seeds, made once before the servers start.
+ */
+async function startFleetCluster(nodes: string[], dir: string): Promise<{ cluster: Awaited<ReturnType<typeof startNatsCluster>>; credentials?: string }> {
+  if (!ISOLATED) return { cluster: await startNatsCluster() };
+  const credentials = join(dir, 'credentials');
+  const busConfig = (listen: string, storeDir: string, out: string) =>
+    server(['bus-config', ...nodes.flatMap((n) => ['--node', n]), '--credentials', credentials, '--listen', listen, '--store-dir', storeDir, '--out', out]);
+  busConfig('127.0.0.1:4222', join(dir, 'unused-store'), join(dir, 'unused.conf'));
+  const cluster = await startNatsCluster({
+    config: (where, s) => {
+      busConfig(where.listen, where.storeDir, join(s.dir, 'mesh.conf'));
+      const routes = s.routes.map((p) => `"nats-route://127.0.0.1:${p}"`).join(', ');
+      return [
+        `server_name: "${s.name}"`,
+        `http: "127.0.0.1:${s.http}"`,
+        `cluster { name: "mesh", listen: "127.0.0.1:${s.cluster}", routes: [${routes}] }`,
+        'include "mesh.conf"',
+        '',
+      ].join('\n');
+    },
+  });
+  return { cluster, credentials };
+}
 
 /** Consumers on each stream, counted through the JetStream API (the whole cluster's). */
 async function consumersOfCluster(jsm: Awaited<ReturnType<typeof jetstreamManager>>): Promise<Map<string, number>> {
@@ -35,24 +78,26 @@ async function consumersOfCluster(jsm: Awaited<ReturnType<typeof jetstreamManage
 const perNode = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0) / N;
 
 async function main(): Promise<void> {
-  const cluster = await startNatsCluster();
-  const urls = cluster.urls.join(',');
   const dir = mkdtempSync(join(tmpdir(), 'mesh-fleet-failover-'));
-  const init = spawnSync(process.execPath, [join(ROOT, 'dist/server.js'), 'init', '--nodes', String(N), '--replicas', '3', '--nats', urls], {
-    encoding: 'utf8',
-  });
-  if (init.status !== 0) throw new Error(`init: ${init.stderr}`);
-  const seat = startSeatProcess(urls);
-  const nc = await connect({ servers: cluster.urls, name: 'bench-failover' });
-  const jsm = await jetstreamManager(nc, { timeout: 30_000 });
   const nodes = Array.from({ length: N }, (_, i) => nodeName(i));
+  const { cluster, credentials } = await startFleetCluster(nodes, dir);
+  const urls = cluster.urls.join(',');
+  const as = (user: string) => (credentials ? ['--nkey', seedFile(credentials, user)] : []);
+  server(['init', '--nodes', String(N), '--replicas', '3', '--nats', urls, ...as(USERS.admin)]);
+  const seat = startSeatProcess(urls, [], undefined, as(USERS.seat));
+  // The bench writes the inputs and reads the streams as the admin login would.
+  const nc = await connectBus({ servers: cluster.urls, name: 'bench-failover', ...(credentials ? { nkey: seedFile(credentials, USERS.admin) } : {}) });
+  const jsm = await jetstreamManager(nc, { timeout: 30_000 });
   const pool = startPool(Math.ceil(N / 100));
   try {
     await loadFleet(nc, nodes);
     const cold = Array.from({ length: MODULES_N }, (_, j) => pool.firstOf(nodes, (what) => what === `m${j}`, PHASE_MS));
     const t0 = wallNow();
     // Each client to one of the three servers (the worker spreads them), as a fleet's would be.
-    await Promise.race([pool.start(nodes, (share) => ({ type: 'clients', url: urls, nodes: share, dir, atOnce: 0 })), Promise.all(cold)]);
+    await Promise.race([
+      pool.start(nodes, (share) => ({ type: 'clients', url: urls, nodes: share, dir, atOnce: 0, ...(credentials ? { credentials } : {}) })),
+      Promise.all(cold),
+    ]);
     const coldMs = Math.max(...(await Promise.all(cold)).map((c) => spreadOf(c, t0, N).max));
     await new Promise((r) => setTimeout(r, 3000));
     const before = await consumersOfCluster(jsm);
@@ -92,7 +137,7 @@ async function main(): Promise<void> {
     const bound = maxConsumersFor(N);
     const fullest = Math.max(...after.values());
     console.log(
-      `fleet through a server's loss: ${N} clients on 3 servers (all started at once: every module applied in ${(coldMs / 1000).toFixed(1)} s), ${new Date().toISOString().slice(0, 10)}`,
+      `fleet through a server's loss: ${N} clients on 3 servers${ISOLATED ? ' of the generated bus, each on its own nkey' : ''} (all started at once: every module applied in ${(coldMs / 1000).toFixed(1)} s), ${new Date().toISOString().slice(0, 10)}`,
     );
     console.log(
       `  a server SIGKILLed, one config put per node at once: every put acked ${((writtenAt - killedAt) / 1000).toFixed(1)} s after the kill, a consumer made again after ${((failedOver - killedAt) / 1000).toFixed(1)} s (the bus failed over)`,

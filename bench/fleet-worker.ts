@@ -15,10 +15,21 @@ import type { Watch } from '../src/shared/watch/types.ts';
 import { createEngineClient, type EngineClient } from '../src/client/handoff/fill-socket.ts';
 import { startNodeClient, type NodeClient } from '../src/client/node.ts';
 import { fakeEngine } from './lib.ts';
+import { USERS } from '../src/server/commands/bus-config/config.ts';
+import { seedFile } from '../src/server/commands/bus-config/credentials.ts';
 
 /** What the parent asks of a worker. */
 export type WorkerCommand =
-  | { type: 'clients'; url: string; nodes: string[]; dir: string; /** Clients started at once (0: all, the herd). */ atOnce: number }
+  | {
+      type: 'clients';
+      url: string;
+      nodes: string[];
+      dir: string;
+      /** Clients started at once (0: all, the herd). */
+      atOnce: number;
+      /** On a bus `bus-config` generated: the seeds' directory, each client logging in as its own node. */
+      credentials?: string;
+    }
   | { type: 'floor'; url: string; nodes: string[]; plans: string; config: string; /** Watchers started at once, as the clients are. */ atOnce: number }
   | { type: 'loop-delay' }
   | { type: 'stop' };
@@ -57,22 +68,28 @@ function seen(s: Seen): void {
 const loop = monitorEventLoopDelay({ resolution: 10 });
 loop.enable();
 
-const log = createLogger({ prefix: false, least: 'warn', write: (line) => process.stderr.write(`fleet worker ${process.pid}: ${line}\n`) });
+// MESH_BENCH_WORKER_LOG=info|debug says more of what the clients do (warn by default: a fleet's lines are many).
+const least = (['debug', 'info', 'notice'] as const).find((l) => l === process.env['MESH_BENCH_WORKER_LOG']) ?? 'warn';
+const log = createLogger({ prefix: false, least, write: (line) => process.stderr.write(`fleet worker ${process.pid}: ${line}\n`) });
 const connections: NatsConnection[] = [];
 const clients: NodeClient[] = [];
 const engines: EngineClient[] = [];
 const stubs: Server[] = [];
 const watches: Watch[] = [];
 
-/** Connects as `node`; given several URLs (a cluster, comma-separated), each node to one of them by its number. */
-const connectAs = (url: string, node: string, role: string) => {
+/**
+ * Connects as `node`; given several URLs (a cluster, comma-separated), each node to one of them by
+ * its number; given `credentials`, with the node's own nkey seed there.
+ */
+const connectAs = (url: string, node: string, role: string, credentials?: string) => {
   const urls = url.split(',');
   const server = urls[Number(node.replace(/\D/g, '')) % urls.length]!;
-  return connectBus({ servers: [server], name: `${role} ${node}`, inboxPrefix: INBOX_PREFIXES.node(node) }).then((nc) => (connections.push(nc), nc));
+  const nkey = credentials ? { nkey: seedFile(credentials, USERS.client(node)) } : {};
+  return connectBus({ servers: [server], name: `${role} ${node}`, inboxPrefix: INBOX_PREFIXES.node(node), ...nkey }).then((nc) => (connections.push(nc), nc));
 };
 
 /** Starts a node's engine stub and its client; every fill the stub confirms is reported with its files' text. */
-async function startNode(url: string, node: string, dir: string): Promise<void> {
+async function startNode(url: string, node: string, dir: string, credentials: string | undefined): Promise<void> {
   const socket = join(dir, `${node}.sock`);
   stubs.push(
     await fakeEngine(socket, (req) => {
@@ -80,7 +97,7 @@ async function startNode(url: string, node: string, dir: string): Promise<void> 
       seen([node, req.module, text, wallNow()]);
     }),
   );
-  const nc = await connectAs(url, node, 'node-provisioner');
+  const nc = await connectAs(url, node, 'node-provisioner', credentials);
   const engine = createEngineClient({ socketPath: socket, log });
   engines.push(engine);
   clients.push(await startNodeClient({ nc, node, engine, log, inboxPrefix: INBOX_PREFIXES.node(node), cacheDir: join(dir, `cache-${node}`), settleMs: 0 }));
@@ -138,7 +155,7 @@ async function stop(): Promise<void> {
 process.on('message', (cmd: WorkerCommand) => {
   const started =
     cmd.type === 'clients'
-      ? atMost(cmd.atOnce || cmd.nodes.length, cmd.nodes, (n) => startNode(cmd.url, n, cmd.dir))
+      ? atMost(cmd.atOnce || cmd.nodes.length, cmd.nodes, (n) => startNode(cmd.url, n, cmd.dir, cmd.credentials))
       : cmd.type === 'floor'
         ? atMost(cmd.atOnce || cmd.nodes.length, cmd.nodes, (n) => startWatcher(cmd.url, n, cmd.plans, cmd.config))
         : undefined;

@@ -23,9 +23,9 @@ export type SeatProcess = {
 /** The seat bundle a benchmark runs unless told another (`--seat FILE`, e.g. an unminified build to profile). */
 export const DEFAULT_SEAT_BUNDLE = join(ROOT, 'dist/server.js');
 
-/** Starts `<bundle> --nats url`; `nodeArgs` go to node before the script (e.g. --cpu-prof). */
-export function startSeatProcess(url: string, nodeArgs: string[] = [], bundle = DEFAULT_SEAT_BUNDLE): SeatProcess {
-  const child = spawn(process.execPath, [...nodeArgs, bundle, '--nats', url], { stdio: ['ignore', 'ignore', 'pipe'] });
+/** Starts `<bundle> --nats url [args]`; `nodeArgs` go to node before the script (e.g. --cpu-prof). */
+export function startSeatProcess(url: string, nodeArgs: string[] = [], bundle = DEFAULT_SEAT_BUNDLE, args: string[] = []): SeatProcess {
+  const child = spawn(process.execPath, [...nodeArgs, bundle, '--nats', url, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
   let text = '';
   const listeners = new Set<(chunk: string) => void>();
   child.stderr!.setEncoding('utf8').on('data', (d: string) => {

@@ -1,7 +1,7 @@
 // Connecting to the bus, watching and draining the connection: core NATS only, so that what imports
 // it alone (the SDK's asks) carries no JetStream client. Binding KV buckets is bus.ts.
 import { readFileSync } from 'node:fs';
-import { connect, credsAuthenticator, nkeyAuthenticator, type NatsConnection } from '@nats-io/transport-node';
+import { connect, credsAuthenticator, errors, nkeyAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import { errorText } from './errors.ts';
 
 /** How to reach and authenticate to the bus. */
@@ -46,16 +46,28 @@ export async function connectBus(opts: BusOptions, once = false): Promise<NatsCo
     maxReconnectAttempts: once ? 0 : -1,
     reconnectTimeWait: 250,
     waitOnFirstConnect: !once,
+    // nats.js gives up reconnecting for good after two refused logins in a row, and a daemon would
+    // then run on with a dead connection: a server reloaded with the node's new key before the node
+    // has its seed, or an "Authentication Timeout" while thousands reconnect at once, is a refusal
+    // that ends. A daemon keeps trying, each refusal said (watchConnection).
+    ignoreAuthErrorAbort: !once,
   });
 }
 
 /** Logs the connection's disconnects and reconnects; `onBack` runs on each reconnect. */
 export function watchConnection(nc: NatsConnection, log: { warn(l: string): void; notice(l: string): void }, onBack?: () => void): void {
+  const said = new Set<string>();
   void (async () => {
     for await (const s of nc.status()) {
       const server = 'server' in s ? ` ${s.server}` : '';
       if (s.type === 'disconnect') log.warn(`bus: disconnected from${server}`);
+      // A refused login is said once until the connection is back (a permission refused is its caller's to say).
+      if (s.type === 'error' && isAuthError(s.error) && !said.has(s.error.message)) {
+        said.add(s.error.message);
+        log.warn(`bus: ${errorText(s.error)}`);
+      }
       if (s.type === 'reconnect') {
+        said.clear();
         log.notice(`bus: reconnected to${server}`);
         onBack?.();
       }
@@ -75,4 +87,9 @@ export async function drainBus(nc: NatsConnection, log: { warn(line: string): vo
     log.warn(`bus: not drained (${errorText(err)}): closed without it`);
     await nc.close().catch(() => {});
   }
+}
+
+/** Whether the server refused the login: a bad or unknown key, an expired one, or a CONNECT too late (`Authentication Timeout`). */
+function isAuthError(err: unknown): boolean {
+  return err instanceof errors.AuthorizationError || err instanceof errors.UserAuthenticationExpiredError;
 }

@@ -44,6 +44,11 @@ export type NatsClusterOptions = {
   name?: string;
   /** Starts each process (default: quietly). */
   spawn?: Spawn;
+  /**
+   * Writes a server's configuration instead of clusterServerConfig (a generated bus's, say): `dir`
+   * is where its file goes, `routes` the other servers' cluster ports.
+   */
+  config?: (where: { listen: string; storeDir: string }, server: { name: string; http: number; cluster: number; dir: string; routes: number[] }) => string;
 };
 
 /** The configuration file of one server of the cluster. */
@@ -83,13 +88,10 @@ export async function startNatsCluster(opts: NatsClusterOptions = {}): Promise<N
         startNats('', {
           dir: join(dir, p.name),
           ...(opts.spawn ? { spawn: opts.spawn } : {}),
-          whole: (where) =>
-            clusterServerConfig(
-              where,
-              p,
-              clusterName,
-              routes.filter((r) => r !== p.cluster),
-            ),
+          whole: (where) => {
+            const others = routes.filter((r) => r !== p.cluster);
+            return opts.config ? opts.config(where, { ...p, dir: join(dir, p.name), routes: others }) : clusterServerConfig(where, p, clusterName, others);
+          },
         }),
       ),
     );
