@@ -227,13 +227,17 @@ test('past its limit of asks at once the vault answers busy at once, and the cli
   let open = () => {};
   const gate = new Promise<void>((resolve) => (open = resolve));
   const source = await VaultStore.open(store);
+  const vaultNc = await m.connect(USERS.vault, 'busy vault');
   const served = serveCredentials({
-    nc: await m.connect(USERS.vault, 'busy vault'),
+    nc: vaultNc,
     log,
     lab: true,
     maxAsks: 1,
     credentials: async (name) => (await gate, source.credential(name)),
   });
+  // Ready as the bundle is before it says so: its subscriptions on the server before anyone asks
+  // (else the first ask can find no responder, and the client's take the one slot and wait at the gate).
+  await vaultNc.flush();
   const settled: string[] = [];
   const client = new VaultCredentials(m.admin, memoryLogger(), (vault) => void settled.push(vault));
   try {
