@@ -101,4 +101,44 @@ test('a module script importing the release’s sdk.mjs by path, run as runner.n
     }
   }));
 
+test('a module watching a value through a bus restart sees the next change and asks again, without a restart of its own', () =>
+  withIsolatedMesh({ nodes: [NODE] }, async (m) => {
+    const node = m.node(NODE);
+    await m.publish('web', {
+      templates: { 'web.conf': 'level ${config:level}\n' },
+      provisioning: { files: [{ path: '${dir:config}/web.conf', template: 'web.conf' }] },
+    });
+    await m.kv.config.put(`${NODE}.web.level`, 'info');
+    await m.assign(NODE, 'web');
+    await node.startEngine();
+    await node.startClient();
+    await m.waitReport(NODE, 'web', (r) => r.state === 'applied');
+    const script = join(scripts, 'web-watch.mjs');
+    writeFileSync(script, moduleScript(sdkDir, 'trace'));
+    const run = runScript(script, { MESH_NATS_URL: m.nats.url, MESH_NATS_NKEY: m.nkey(USERS.runner(NODE)), MESH_NODE: NODE, MESH_MODULE: 'web' });
+    try {
+      await waitFor('the first watched value', () => run.stdout().includes('{"watched":"info"}'), 15_000);
+      // The bus goes and comes back (a restart, an upgrade): the module's connection with it.
+      await m.nats.stop();
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      await m.nats.restart();
+      await waitFor('the client back on the bus', () => node.log.lines.some((l) => l.includes('bus: reconnected')), 15_000);
+      // JetStream takes writes a moment after the server is back.
+      await waitFor(
+        'the change taken by the bus',
+        () =>
+          m.kv.config.put(`${NODE}.web.level`, 'trace').then(
+            () => true,
+            () => false,
+          ),
+        15_000,
+      );
+      const code = await Promise.race([run.exited, new Promise<'running'>((resolve) => setTimeout(() => resolve('running'), 20_000))]);
+      assert.is(code, 0, `stdout: ${run.stdout()}; stderr: ${run.stderr()}`);
+      assert.ok(run.stdout().endsWith('{"watched":"trace"}\n'), run.stdout());
+    } finally {
+      run.child.kill('SIGKILL');
+    }
+  }));
+
 test.run();

@@ -64,8 +64,18 @@ export function asker(opts: AskerOptions): Asker {
     if ('value' in reply.value) return reply.value.value;
     throw new AskError(reply.value.error);
   };
+  // What each watch asks again once the connection is back: a notice sent while it was away is lost.
+  const watching = new Set<() => void>();
+  let following = false;
+  const askAgainWhenBack = () => {
+    if (following) return;
+    following = true;
+    void (async () => {
+      for await (const s of nc.status()) if (s.type === 'reconnect') for (const again of [...watching]) again();
+    })().catch(() => {});
+  };
   const watch: Asker['watch'] = (kind, key, onChange) => {
-    const deliver = () => ask(kind, key).then(onChange, (err: AskError) => onChange(err));
+    const deliver = () => void ask(kind, key).then(onChange, (err: AskError) => onChange(err));
     const sub = nc.subscribe(changedSubject(node, module), {
       callback: (err, msg) => {
         if (err) return;
@@ -76,7 +86,14 @@ export function asker(opts: AskerOptions): Asker {
       },
     });
     void nc.flush().then(deliver);
-    return { stop: () => sub.unsubscribe() };
+    watching.add(deliver);
+    askAgainWhenBack();
+    return {
+      stop: () => {
+        watching.delete(deliver);
+        sub.unsubscribe();
+      },
+    };
   };
   return { ask, watch };
 }
@@ -94,7 +111,11 @@ async function environmentAsker(): Promise<Asker> {
     const { MESH_NATS_URL: url, MESH_NODE: node, MESH_MODULE: module, MESH_NATS_NKEY: nkey } = process.env;
     if (!node || !module) throw new AskError('MESH_NODE and MESH_MODULE are not set: the tool runner names the module');
     const servers = (url ?? 'nats://127.0.0.1:4222').split(',');
-    const nc = await connectBus({ servers, name: `module ${module}`, inboxPrefix: INBOX_PREFIXES.runner(node), ...(nkey ? { nkey } : {}) }, true);
+    // The first connection is tried once (a module started with the wrong seed or no bus is told at
+    // once); once made it comes back after the bus does, as a daemon's, and its watches ask again.
+    const nc = await connectBus({ servers, name: `module ${module}`, inboxPrefix: INBOX_PREFIXES.runner(node), ...(nkey ? { nkey } : {}) }, true, {
+      reconnect: true,
+    });
     return { nc, asker: asker({ nc, node, module }) };
   })();
   return (await fromEnvironment).asker;

@@ -28,9 +28,11 @@ export type BusOptions = {
 
 /**
  * Connects with reconnects forever: a daemon waits for the bus, it does not give up on it.
- * `once` is for a command a person runs: one try, and an error when the bus is not there.
+ * `once` is for a command a person runs: one try, and an error when the bus is not there; with
+ * `reconnect` (a module's asks) the first connection is tried once, and once made it comes back
+ * after the bus does, as a daemon's.
  */
-export async function connectBus(opts: BusOptions, once = false): Promise<NatsConnection> {
+export async function connectBus(opts: BusOptions, once = false, { reconnect = !once }: { reconnect?: boolean } = {}): Promise<NatsConnection> {
   return connect({
     servers: opts.servers,
     name: opts.name,
@@ -43,14 +45,14 @@ export async function connectBus(opts: BusOptions, once = false): Promise<NatsCo
     // No stack trace captured for every request (two Error objects a request, most of a cold
     // start's garbage); an error still says its subject and reason.
     noAsyncTraces: true,
-    maxReconnectAttempts: once ? 0 : -1,
+    maxReconnectAttempts: reconnect ? -1 : 0,
     reconnectTimeWait: 250,
     waitOnFirstConnect: !once,
     // nats.js gives up reconnecting for good after two refused logins in a row, and a daemon would
     // then run on with a dead connection: a server reloaded with the node's new key before the node
     // has its seed, or an "Authentication Timeout" while thousands reconnect at once, is a refusal
     // that ends. A daemon keeps trying, each refusal said (watchConnection).
-    ignoreAuthErrorAbort: !once,
+    ignoreAuthErrorAbort: reconnect,
   });
 }
 
