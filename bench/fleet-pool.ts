@@ -1,7 +1,11 @@
 // The parent's side of bench/fleet-worker.ts: forks the worker processes, hands each a share of the
 // nodes, and keeps what they saw so a phase can wait for "every node has it" and read each node's time.
 import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import type { Seen, WorkerCommand, WorkerEvent } from './fleet-worker.ts';
+
+/** Preloaded into every worker: nats.js signs with node:crypto, as the bundles do. */
+const NACL_ALIAS = fileURLToPath(new URL('./nacl-alias.cjs', import.meta.url));
 
 const WORKER = new URL('./fleet-worker.ts', import.meta.url).pathname;
 
@@ -45,6 +49,9 @@ export function startPool(count: number): Pool {
   for (let i = 0; i < count; i++) {
     const child = fork(WORKER, [], {
       execArgv: [
+        // The bundles' node:crypto signing in place of tweetnacl's pure JS (bench/nacl-alias.cjs says why).
+        '--require',
+        NACL_ALIAS,
         '--import',
         'tsx',
         '--max-old-space-size=4096',

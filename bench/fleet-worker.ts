@@ -70,7 +70,8 @@ loop.enable();
 
 // MESH_BENCH_WORKER_LOG=info|debug says more of what the clients do (warn by default: a fleet's lines are many).
 const least = (['debug', 'info', 'notice'] as const).find((l) => l === process.env['MESH_BENCH_WORKER_LOG']) ?? 'warn';
-const log = createLogger({ prefix: false, least, write: (line) => process.stderr.write(`fleet worker ${process.pid}: ${line}\n`) });
+const logOf = (who: string) => createLogger({ prefix: false, least, write: (line) => process.stderr.write(`fleet worker ${process.pid} ${who}: ${line}\n`) });
+const log = logOf('');
 const connections: NatsConnection[] = [];
 const clients: NodeClient[] = [];
 const engines: EngineClient[] = [];
@@ -97,10 +98,15 @@ async function startNode(url: string, node: string, dir: string, credentials: st
       seen([node, req.module, text, wallNow()]);
     }),
   );
+  const nodeLog = logOf(node);
+  nodeLog.debug('connecting');
   const nc = await connectAs(url, node, 'node-provisioner', credentials);
-  const engine = createEngineClient({ socketPath: socket, log });
+  nodeLog.debug('connected');
+  const engine = createEngineClient({ socketPath: socket, log: nodeLog });
   engines.push(engine);
-  clients.push(await startNodeClient({ nc, node, engine, log, inboxPrefix: INBOX_PREFIXES.node(node), cacheDir: join(dir, `cache-${node}`), settleMs: 0 }));
+  clients.push(
+    await startNodeClient({ nc, node, engine, log: nodeLog, inboxPrefix: INBOX_PREFIXES.node(node), cacheDir: join(dir, `cache-${node}`), settleMs: 0 }),
+  );
 }
 
 const decoder = new TextDecoder();
