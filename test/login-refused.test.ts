@@ -8,7 +8,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createUser, fromSeed } from '@nats-io/nkeys';
 import { USERS } from '../src/server/commands/bus-config/config.ts';
+import { connectBus, watchConnection } from '../src/shared/connect.ts';
+import { memoryLogger } from '../src/shared/log.ts';
 import { withIsolatedMesh } from './helpers/isolated-mesh.ts';
+import { startNats } from './helpers/nats.ts';
 import { waitFor } from './helpers/wait.ts';
 
 const NODE = 'n1';
@@ -49,5 +52,32 @@ test("a node's client whose login the bus refuses for a while, past two refusals
     });
     assert.match(node.log.lines.join('\n'), /bus: Authorization Violation/);
   }));
+
+test('refused logins by user and password are one disconnect, one refusal said and one return: the client does not fill everything again at each try', async () => {
+  const server = await startNats('authorization { users: [ { user: a, password: b } ] }');
+  const conf = join(server.dir, 'nats.conf');
+  const nc = await connectBus({ servers: [server.url], name: 'test', user: 'a', pass: 'b' });
+  try {
+    const log = memoryLogger();
+    let back = 0;
+    watchConnection(nc, log, () => back++);
+    const before = readFileSync(conf, 'utf8');
+    writeFileSync(conf, before.replace('password: b', 'password: c'));
+    process.kill(server.pid()!, 'SIGHUP');
+    // nats.js tries again every 250 ms or so, and says each try a reconnect before the server refuses it.
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    assert.is(back, 0, 'no return while every login is refused');
+    writeFileSync(conf, before);
+    process.kill(server.pid()!, 'SIGHUP');
+    await waitFor('the connection back', () => back > 0, 10_000);
+    await nc.flush();
+    assert.is(back, 1);
+    const said = log.lines.map((l) => l.replace(/^\S+ /, '').replace(/127\.0\.0\.1:\d+/, 'the server'));
+    assert.equal(said, ['warn bus: Authorization Violation', 'warn bus: disconnected from the server', 'notice bus: reconnected to the server']);
+  } finally {
+    await nc.close();
+    await server.cleanup();
+  }
+});
 
 test.run();

@@ -56,22 +56,42 @@ export async function connectBus(opts: BusOptions, once = false, { reconnect = !
   });
 }
 
-/** Logs the connection's disconnects and reconnects; `onBack` runs on each reconnect. */
+/**
+ * Logs the connection's disconnects and reconnects; `onBack` runs on each reconnect, once the server
+ * has answered a ping on it: a login the server refuses (a user and password) is reported as a
+ * reconnect before the refusal, and the client would fill every module again at each try.
+ */
 export function watchConnection(nc: NatsConnection, log: { warn(l: string): void; notice(l: string): void }, onBack?: () => void): void {
   const said = new Set<string>();
+  // Each disconnect and reconnect: a ping answered after the connection went again is no news.
+  let generation = 0;
+  let down = false;
   void (async () => {
     for await (const s of nc.status()) {
       const server = 'server' in s ? ` ${s.server}` : '';
-      if (s.type === 'disconnect') log.warn(`bus: disconnected from${server}`);
+      if (s.type === 'disconnect') {
+        generation++;
+        // Said once until the connection is back: a try refused after its TCP connect is a disconnect too.
+        if (!down) log.warn(`bus: disconnected from${server}`);
+        down = true;
+      }
       // A refused login is said once until the connection is back (a permission refused is its caller's to say).
       if (s.type === 'error' && isAuthError(s.error) && !said.has(s.error.message)) {
         said.add(s.error.message);
         log.warn(`bus: ${errorText(s.error)}`);
       }
       if (s.type === 'reconnect') {
-        said.clear();
-        log.notice(`bus: reconnected to${server}`);
-        onBack?.();
+        const mine = ++generation;
+        nc.flush().then(
+          () => {
+            if (mine !== generation) return;
+            down = false;
+            said.clear();
+            log.notice(`bus: reconnected to${server}`);
+            onBack?.();
+          },
+          () => {},
+        );
       }
     }
   })();
