@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { USERS } from '../src/server/commands/bus-config/config.ts';
 import { cleanEnv, cleanupBundles, copyBundleAlone, ensureBuilt, hasNodeModulesAbove } from './helpers/bundle.ts';
-import { withIsolatedMesh } from './helpers/isolated-mesh.ts';
+import { webAppliedOn, withIsolatedMesh } from './helpers/isolated-mesh.ts';
 import { waitFor } from './helpers/wait.ts';
 
 const NODE = 'n1';
@@ -60,16 +60,7 @@ test('a module script importing the release’s sdk.mjs by path, run as runner.n
   withIsolatedMesh({ nodes: [NODE] }, async (m) => {
     assert.not.ok(hasNodeModulesAbove(sdkDir), sdkDir);
     assert.not.ok(hasNodeModulesAbove(scripts), scripts);
-    const node = m.node(NODE);
-    await m.publish('web', {
-      templates: { 'web.conf': 'level ${config:level}\n' },
-      provisioning: { files: [{ path: '${dir:config}/web.conf', template: 'web.conf' }] },
-    });
-    await m.kv.config.put(`${NODE}.web.level`, 'info');
-    await m.assign(NODE, 'web');
-    await node.startEngine();
-    await node.startClient();
-    await m.waitReport(NODE, 'web', (r) => r.state === 'applied');
+    await webAppliedOn(m, NODE);
     const script = join(scripts, 'web-tool.mjs');
     writeFileSync(script, moduleScript(sdkDir, 'debug'));
     // What a tool runner sets: where the bus is, its own seed, and which node and module this is.
@@ -103,16 +94,7 @@ test('a module script importing the release’s sdk.mjs by path, run as runner.n
 
 test('a module watching a value through a bus restart sees the next change and asks again, without a restart of its own', () =>
   withIsolatedMesh({ nodes: [NODE] }, async (m) => {
-    const node = m.node(NODE);
-    await m.publish('web', {
-      templates: { 'web.conf': 'level ${config:level}\n' },
-      provisioning: { files: [{ path: '${dir:config}/web.conf', template: 'web.conf' }] },
-    });
-    await m.kv.config.put(`${NODE}.web.level`, 'info');
-    await m.assign(NODE, 'web');
-    await node.startEngine();
-    await node.startClient();
-    await m.waitReport(NODE, 'web', (r) => r.state === 'applied');
+    const node = await webAppliedOn(m, NODE);
     const script = join(scripts, 'web-watch.mjs');
     writeFileSync(script, moduleScript(sdkDir, 'trace'));
     const run = runScript(script, { MESH_NATS_URL: m.nats.url, MESH_NATS_NKEY: m.nkey(USERS.runner(NODE)), MESH_NODE: NODE, MESH_MODULE: 'web' });

@@ -10,7 +10,7 @@ import { createUser, fromSeed } from '@nats-io/nkeys';
 import { USERS } from '../src/server/commands/bus-config/config.ts';
 import { connectBus, watchConnection } from '../src/shared/connect.ts';
 import { memoryLogger } from '../src/shared/log.ts';
-import { withIsolatedMesh } from './helpers/isolated-mesh.ts';
+import { webAppliedOn, withIsolatedMesh } from './helpers/isolated-mesh.ts';
 import { startNats } from './helpers/nats.ts';
 import { waitFor } from './helpers/wait.ts';
 
@@ -18,15 +18,7 @@ const NODE = 'n1';
 
 test("a node's client whose login the bus refuses for a while, past two refusals, comes back by itself once the bus takes it again", () =>
   withIsolatedMesh({ nodes: [NODE] }, async (m) => {
-    const node = m.node(NODE);
-    await m.publish('web', {
-      templates: { 'web.conf': 'level ${config:level}\n' },
-      provisioning: { files: [{ path: '${dir:config}/web.conf', template: 'web.conf' }] },
-    });
-    await m.kv.config.put(`${NODE}.web.level`, 'info');
-    await m.assign(NODE, 'web');
-    await node.startEngine();
-    await node.startClient();
+    const node = await webAppliedOn(m, NODE);
     await waitFor('the first fill', () => node.moduleFile('web') === 'level info\n', 15_000);
 
     // The server reloaded with another key for the node (a rotation done out of order): its connection

@@ -30,9 +30,9 @@ export type BucketState =
 /** How long reading or creating a stream may take. */
 export const BUCKET_API_TIMEOUT_MS = 5000;
 
-/** A JetStream manager that does not ask `$JS.API.INFO` first (a node may not be granted it everywhere). */
-export function bucketManager(nc: NatsConnection): Promise<JetStreamManager> {
-  return jetstreamManager(nc, { checkAPI: false, timeout: BUCKET_API_TIMEOUT_MS });
+/** A JetStream manager that does not ask `$JS.API.INFO` first (a node may not be granted it everywhere); each call waits `timeoutMs`. */
+export function bucketManager(nc: NatsConnection, timeoutMs = BUCKET_API_TIMEOUT_MS): Promise<JetStreamManager> {
+  return jetstreamManager(nc, { checkAPI: false, timeout: timeoutMs });
 }
 
 /**
@@ -84,35 +84,51 @@ export function refuseBadBucket(nc: NatsConnection, spec: BucketSpec, warn?: (li
   return done;
 }
 
-/** How many times ensureBucket asks for a stream the bus leaves unanswered, looking first each time whether it was made. */
+/** How many times a stream's read or creation the bus leaves unanswered is asked in all (askedAgain). */
 export const BUCKET_ASKS = 3;
 
-/** How ensureBucket waits: each answer's timeout, and how many times it asks (tests make both small). */
-export type EnsureTiming = { timeoutMs: number; asks: number };
+/** How a bucket's calls wait: each answer's timeout, and how many times a call is asked (tests make both small). */
+export type BucketTiming = { timeoutMs: number; asks: number };
+
+/** The timing every program uses. */
+export const BUCKET_TIMING: BucketTiming = { timeoutMs: BUCKET_API_TIMEOUT_MS, asks: BUCKET_ASKS };
+
+/**
+ * Runs `attempt` (a bucket's look, then its creation) again while the bus leaves it unanswered — a
+ * cluster still forming its replicas' groups, or busy making others' (`init` run just after the
+ * servers started) — up to `timing.asks` in all, saying each retry through `say`. The attempt looks
+ * first, so an unanswered create that made the stream is found, never made twice.
+ */
+export async function askedAgain<T>(bucket: string, timing: BucketTiming, say: ((line: string) => void) | undefined, attempt: () => Promise<T>): Promise<T> {
+  for (let ask = 1; ; ask++) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (!isTimeout(err) || ask >= timing.asks) throw err;
+      say?.(`bucket ${bucket}: unanswered within ${timing.timeoutMs} ms; asking again (${timing.asks - ask} more at most)`);
+    }
+  }
+}
 
 /**
  * Binds a bucket the caller keeps (the seat its six, a provider its `<provider>_bound`): checked
  * when there, created as `init` would when missing and the login may create streams, and a
- * BucketMissingError (saying to run `init`) when it may not. Resolves whether it was created.
- *
- * A read or a create the bus leaves unanswered (a cluster still forming its replicas' groups, or
- * busy making others: `init` run just after the servers started) is asked again, up to
- * BUCKET_ASKS in all, each time looking first whether the unanswered create made the stream.
+ * BucketMissingError (saying to run `init`) when it may not. Resolves whether it was created. A
+ * look or a create the bus leaves unanswered is asked again (askedAgain).
  */
 export async function ensureBucket(
   nc: NatsConnection,
   spec: BucketSpec,
   size: BucketSize,
   warn?: (line: string) => void,
-  timing: EnsureTiming = { timeoutMs: BUCKET_API_TIMEOUT_MS, asks: BUCKET_ASKS },
+  timing: BucketTiming = BUCKET_TIMING,
 ): Promise<'found' | 'created'> {
-  const again = (what: string) => {
-    warn?.(`bucket ${spec.name}: ${what} unanswered within ${timing.timeoutMs} ms; asking again (${timing.asks - 1} more at most)`);
-    return ensureBucket(nc, spec, size, warn, { ...timing, asks: timing.asks - 1 });
-  };
-  const jsm = await jetstreamManager(nc, { checkAPI: false, timeout: timing.timeoutMs });
+  const jsm = await bucketManager(nc, timing.timeoutMs);
+  return askedAgain(spec.name, timing, warn, () => ensureOnce(jsm, spec, size, warn));
+}
+
+async function ensureOnce(jsm: JetStreamManager, spec: BucketSpec, size: BucketSize, warn?: (line: string) => void): Promise<'found' | 'created'> {
   const found = await inspectBucket(jsm, spec);
-  if (found.state === 'unchecked' && isTimeout(found.cause) && timing.asks > 1) return again('reading its stream');
   // A bucket the caller keeps is one its login may read the stream of: not reading it is a failure.
   if (found.state === 'unchecked') throw new Error(`bucket ${spec.name}: its stream could not be read: ${found.reason}`, { cause: found.cause });
   if (found.state === 'ok') {
@@ -124,13 +140,12 @@ export async function ensureBucket(
     return 'created';
   } catch (err) {
     // Made at the same time by another program: check what it made.
-    if (err instanceof JetStreamApiError && err.code === STREAM_NAME_IN_USE) return ensureBucket(nc, spec, size, warn, timing);
+    if (err instanceof JetStreamApiError && err.code === STREAM_NAME_IN_USE) return ensureOnce(jsm, spec, size, warn);
     if (isPermissionViolation(err)) {
       throw new BucketMissingError(`bucket ${spec.name} is missing and this login may not create it: run \`server.js init\` with the admin login`, {
         cause: err,
       });
     }
-    if (isTimeout(err) && timing.asks > 1) return again('the creation of its stream');
     throw err;
   }
 }

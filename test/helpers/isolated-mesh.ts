@@ -320,3 +320,21 @@ async function runServer(args: string[]): Promise<{ code: number | null; stdout:
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
   return { code, stdout, stderr: stderr() };
 }
+
+/**
+ * Module `web` (one file, `level ${config:level}`) assigned to `node` with `level` at `info`, its
+ * engine and client started, and its report `applied`: what a test of a module's life starts from.
+ */
+export async function webAppliedOn(m: IsolatedMesh, node: string): Promise<IsolatedNode> {
+  const running = m.node(node);
+  await m.publish('web', {
+    templates: { 'web.conf': 'level ${config:level}\n' },
+    provisioning: { files: [{ path: '${dir:config}/web.conf', template: 'web.conf' }] },
+  });
+  await m.kv.config.put(`${node}.web.level`, 'info');
+  await m.assign(node, 'web');
+  await running.startEngine();
+  await running.startClient();
+  await m.waitReport(node, 'web', (r) => r.state === 'applied');
+  return running;
+}

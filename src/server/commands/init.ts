@@ -4,12 +4,11 @@
 // is added: what is there is checked, hardened where an update can, and never changed otherwise.
 import type { JetStreamManager, StreamConfig } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { jetstreamManager } from '@nats-io/jetstream';
-import { BUCKET_API_TIMEOUT_MS, BUCKET_ASKS, type EnsureTiming } from '../../shared/bucket-bind.ts';
+import { askedAgain, BUCKET_TIMING, bucketManager, type BucketTiming } from '../../shared/bucket-bind.ts';
 import { bucketProblems, KV_HARDENING, maxConsumersFor, streamConfigOf, streamOf, type BucketSize, type BucketSpec } from '../../shared/bucket-spec.ts';
 import { meshBuckets } from '../../shared/buckets.ts';
 import type { InitRequest } from '../options.ts';
-import { errorText, isPermissionViolation, isTimeout } from '../../shared/errors.ts';
+import { errorText, isPermissionViolation } from '../../shared/errors.ts';
 import { isStreamNotFound } from '../../shared/jetstream-errors.ts';
 import { isTooManyReplicas, tooManyReplicasLine } from '../seat/replicas-hint.ts';
 
@@ -19,15 +18,10 @@ type Outcome = { line: string; failed: boolean };
 /**
  * Creates or checks every bucket, one line each through `say`; resolves 0, or 1 when a bucket could
  * not be made right. A bucket the bus leaves unanswered (a cluster still forming, init run just after
- * its servers started) is looked at and asked again, up to BUCKET_ASKS in all, saying so.
+ * its servers started) is looked at and asked again (askedAgain), saying so.
  */
-export async function runInit(
-  nc: NatsConnection,
-  req: InitRequest,
-  say: (line: string) => void,
-  timing: EnsureTiming = { timeoutMs: BUCKET_API_TIMEOUT_MS, asks: BUCKET_ASKS },
-): Promise<number> {
-  const jsm = await jetstreamManager(nc, { checkAPI: false, timeout: timing.timeoutMs });
+export async function runInit(nc: NatsConnection, req: InitRequest, say: (line: string) => void, timing: BucketTiming = BUCKET_TIMING): Promise<number> {
+  const jsm = await bucketManager(nc, timing.timeoutMs);
   const size: BucketSize = { replicas: req.replicas, maxConsumers: maxConsumersFor(req.nodes) };
   const buckets = meshBuckets(req.providers, req.archives);
   let failed = 0;
@@ -35,7 +29,7 @@ export async function runInit(
   for (const spec of buckets) {
     let outcome: Outcome;
     try {
-      outcome = await initBucketAsking(jsm, spec, size, timing, say);
+      outcome = await askedAgain(spec.name, timing, say, () => initBucket(jsm, spec, size));
     } catch (err) {
       // Any other login is refused at the first call: said once, not once a bucket.
       if (isPermissionViolation(err)) {
@@ -57,24 +51,6 @@ export async function runInit(
   }
   say(`${buckets.length} buckets ready, each allowing ${size.maxConsumers} consumers (${req.nodes} nodes)`);
   return 0;
-}
-
-/** initBucket, asked again (after a look at what is there) while the bus leaves it unanswered, up to `timing.asks` in all. */
-async function initBucketAsking(
-  jsm: JetStreamManager,
-  spec: BucketSpec,
-  size: BucketSize,
-  timing: EnsureTiming,
-  say: (line: string) => void,
-): Promise<Outcome> {
-  for (let ask = 1; ; ask++) {
-    try {
-      return await initBucket(jsm, spec, size);
-    } catch (err) {
-      if (!isTimeout(err) || ask >= timing.asks) throw err;
-      say(`bucket ${spec.name}: unanswered within ${timing.timeoutMs} ms; asking again (${timing.asks - ask} more at most)`);
-    }
-  }
 }
 
 /** Creates one bucket, or checks the one there and hardens it where an update can. */
