@@ -164,7 +164,7 @@ test('a failed fill still records what the module names, so fixing the value fil
   assert.is(h.last().state, 'applied');
 });
 
-test('the engine refusing, not confirming, or not reachable: waiting with the reason, or no report', async () => {
+test('the engine refusing, not confirming, or not reachable: waiting with the reason', async () => {
   const refusing = harness({ t: 'x' }, (req) => ({
     id: 1,
     ok: true,
@@ -188,10 +188,21 @@ test('the engine refusing, not confirming, or not reachable: waiting with the re
   await timing.run('web', false);
   assert.is(timing.last().state, 'applied', 'what was not confirmed goes again');
 
-  const away = harness({ t: 'x' }, () => new EngineUnavailable('no socket'));
-  away.modules.setPlan('web', plan([{ path: '/t', template: 't' }]));
-  await away.run('web', false);
-  assert.equal(away.reports, [], 'an outage waits for the knock without a report per module');
+  // The engine away: the file is not on disk, so the module is not applied (a report that stayed
+  // `applied` showed the file before the change as current).
+  let away = true;
+  const gone = harness({ t: 'x' }, (req) => (away ? new EngineUnavailable('no socket') : written(req)));
+  gone.modules.setPlan('web', plan([{ path: '/t', template: 't' }]));
+  await gone.run('web', false);
+  assert.is(gone.last().state, 'waiting');
+  assert.is(gone.last().reason, 'engine not reachable (no socket); waiting for a knock');
+  assert.equal(
+    gone.last().files.map((f) => f.action),
+    ['pending'],
+  );
+  away = false;
+  await gone.run('web', false);
+  assert.is(gone.last().state, 'applied', 'the knock sends it again');
 
   const erring = harness({ t: 'x' }, () => ({ id: 1, ok: false, error: 'disk full' }));
   erring.modules.setPlan('web', plan([{ path: '/t', template: 't' }]));

@@ -7,7 +7,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { USERS } from '../src/server/commands/bus-config/config.ts';
-import { withIsolatedMesh, type IsolatedMesh } from './helpers/isolated-mesh.ts';
+import { webAppliedOn, withIsolatedMesh, type IsolatedMesh } from './helpers/isolated-mesh.ts';
 import { placementUnder } from './helpers/mesh.ts';
 import { nodePaths } from './helpers/mesh-node.ts';
 import { waitFor } from './helpers/wait.ts';
@@ -220,6 +220,30 @@ test('status <node> <module> says where a waited value is read: the bucket and t
         { where: 'mesh-provisioner_plans', key: 'n1.cfg', field: 'placement.port.admin' },
       ],
     );
+  }));
+
+test('a change while the engine is away: the module waits saying so and status exits 1, not applied with the file before the change', () =>
+  withIsolatedMesh({ nodes: ['n1'] }, async (m) => {
+    const n1 = await webAppliedOn(m, 'n1');
+    assert.is((await status(m, ['n1', 'web'])).code, 0);
+    await n1.stopEngine();
+    await m.kv.config.put('n1.web.level', 'debug');
+    const r = await m.waitReport('n1', 'web', (x) => x.state === 'waiting');
+    assert.match(r.reason ?? '', /^engine not reachable \(.+\); waiting for a knock$/);
+    assert.equal(
+      r.files.map((f) => f.action),
+      ['pending'],
+    );
+    const run = await status(m, ['n1', 'web']);
+    assert.is(run.code, 1, run.stdout);
+    assert.match(run.stdout, /n1 web: waiting/);
+    assert.match(run.stdout, /engine not reachable/);
+    assert.is(n1.moduleFile('web'), 'level info\n', 'the file is still the one before the change');
+    // The engine back: its knock sends the module again.
+    await n1.startEngine();
+    await m.waitReport('n1', 'web', (x) => x.state === 'applied');
+    assert.is(n1.moduleFile('web'), 'level debug\n');
+    assert.is((await status(m, ['n1', 'web'])).code, 0);
   }));
 
 test.run();

@@ -45,7 +45,7 @@ export type IsolatedMeshOptions = {
 };
 
 /** A node of the mesh: its engine and paths as any mesh node, its client in this process, logged in as `provisioner.<node>`. */
-export type IsolatedNode = Pick<MeshNode, 'name' | 'root' | 'log' | 'engineLog' | 'moduleFile' | 'startEngine'> & {
+export type IsolatedNode = Pick<MeshNode, 'name' | 'root' | 'log' | 'engineLog' | 'moduleFile' | 'startEngine' | 'stopEngine'> & {
   /** Starts the client; resolves once its first fills are asked for. */
   startClient(): Promise<NodeClient>;
   /** Resolves when the client has no fill pending or running. */
@@ -275,6 +275,7 @@ function isolatedNode(paths: { name: string; dir: string; url: string; archiveDi
     engineLog: base.engineLog,
     moduleFile: base.moduleFile,
     startEngine: base.startEngine,
+    stopEngine: base.stopEngine,
     async startClient() {
       const nc = await connect(USERS.client(name), `node-provisioner ${name}`);
       const engine = createEngineClient({ socketPath: base.socketPath, log: base.log, pollMs: 50 });

@@ -10,10 +10,10 @@ import { EngineProtocolError, EngineTimeout, EngineUnavailable, type EngineClien
 export type FileResult = Report['files'][number];
 
 /**
- * How a handoff ended: confirmed, not confirmed (given up, or files the reply left out: the module
- * waits for a knock), engine away, or refused whole.
+ * How a handoff ended: confirmed, not confirmed (given up, the engine away, or files the reply left
+ * out: the module waits for a knock), or refused whole.
  */
-export type HandoffOutcome = { kind: 'confirmed' } | { kind: 'unconfirmed'; reason: string } | { kind: 'unreachable' } | { kind: 'failed'; reason: string };
+export type HandoffOutcome = { kind: 'confirmed' } | { kind: 'unconfirmed'; reason: string } | { kind: 'failed'; reason: string };
 
 /** Room left under the engine's line limit for the request's JSON besides the contents. */
 const MAX_REQUEST_BYTES = MAX_ENGINE_LINE_BYTES - 1024 * 1024;
@@ -53,15 +53,13 @@ export class Handoff {
     } catch (err) {
       // Whatever the engine did not confirm goes again, whole, on its knock, a start or the bus's return.
       handed.sent.clear();
-      if (err instanceof EngineTimeout || err instanceof EngineProtocolError) {
-        for (const f of toSend) handed.results.set(f.path, { path: f.path, action: 'pending', digest: f.digest });
-        return { kind: 'unconfirmed', reason: err.message };
-      }
-      if (!(err instanceof EngineUnavailable)) throw err;
-      // One line per outage, not one per module.
+      if (!(err instanceof EngineTimeout || err instanceof EngineProtocolError || err instanceof EngineUnavailable)) throw err;
+      for (const f of toSend) handed.results.set(f.path, { path: f.path, action: 'pending', digest: f.digest });
+      if (!(err instanceof EngineUnavailable)) return { kind: 'unconfirmed', reason: err.message };
+      // One line per outage, not one per module; each module's report says it (its files are not on disk).
       if (!this.#engineDown) this.log.warn(`engine not reachable (${err.message}); waiting for its knock`);
       this.#engineDown = true;
-      return { kind: 'unreachable' };
+      return { kind: 'unconfirmed', reason: `engine not reachable (${err.message})` };
     }
     if (this.#engineDown) this.log.notice('engine reachable again');
     this.#engineDown = false;

@@ -131,16 +131,14 @@ export class Modules {
 
     const handed = await handoff.send(plan, files, full, marks);
     const report =
-      handed.kind === 'unreachable'
-        ? undefined
-        : handed.kind === 'failed'
-          ? failedReport(plan.build, handed.reason)
-          : filledReport(plan.build, handoff.results(module, files), waiting, handed.kind === 'unconfirmed' ? handed.reason : undefined, notes);
+      handed.kind === 'failed'
+        ? failedReport(plan.build, handed.reason)
+        : filledReport(plan.build, handoff.results(module, files), waiting, handed.kind === 'unconfirmed' ? handed.reason : undefined, notes);
     this.#later(module, async () => {
       await reporter.needs(module, needs);
       // Items only when nothing waits: a module still waiting keeps its last items (DESIGN §7 point 6).
       if (waiting.length === 0) await this.deps.items.record(module, items);
-      if (report) await reporter.report(module, report);
+      await reporter.report(module, report);
     });
   }
 

@@ -1,5 +1,5 @@
 // How each module of a node stands for --once and --dry-run: its last report as its runs wrote it,
-// and whether the engine could be reached for its last fill (an unreachable engine writes no report).
+// and whether the engine could be reached for its last fill (known at once; its report is written behind the fill).
 import type { FillReply, FillRequest } from '../../../shared/fill-protocol.ts';
 import { safeText } from '../../../shared/safe-text.ts';
 import { EngineUnavailable, type EngineClient } from '../../handoff/fill-socket.ts';
