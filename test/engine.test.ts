@@ -556,6 +556,24 @@ test('the bundle answers --help with 0, a bad flag with 2 in one line, and SIGTE
   }
 });
 
+test('a secrets directory not made yet (the engine up before the vault) is said once at notice, not as a warning', async () => {
+  const r = rig();
+  rmSync(r.secrets, { recursive: true });
+  const log = memoryLogger();
+  r.engine = await startEngine({ socketPath: r.socketPath, root: r.root, secretsDir: r.secrets, journalFile: r.journal, log });
+  try {
+    const said = log.lines.filter((l) => l.includes(r.secrets));
+    assert.equal(said.length, 1, log.lines.join('\n'));
+    assert.match(said[0]!, / notice .* is not there yet: a secret put there is read at the next fill that names it$/);
+    assert.not.ok(
+      log.lines.some((l) => / warn /.test(l)),
+      log.lines.join('\n'),
+    );
+  } finally {
+    await r.cleanup();
+  }
+});
+
 function run(cmd: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(cmd, args, { cwd: REPO });

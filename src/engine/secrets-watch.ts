@@ -95,13 +95,16 @@ class SecretsTree {
   }
 
   private cannotWatch(path: string, err: unknown): void {
-    this.sayOnce(path, `cannot watch ${path} (${errorText(err)}): a secret that arrives there is picked up on the next fill only`);
+    // A directory not made yet (the engine started before the vault made its store) is no fault.
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT')
+      this.sayOnce(path, `${path} is not there yet: a secret put there is read at the next fill that names it`, 'notice');
+    else this.sayOnce(path, `cannot watch ${path} (${errorText(err)}): a secret that arrives there is picked up on the next fill only`);
   }
 
-  private sayOnce(path: string, line: string): void {
+  private sayOnce(path: string, line: string, level: 'warn' | 'notice' = 'warn'): void {
     if (this.said.has(path)) return;
     this.said.add(path);
-    this.log.warn(line);
+    this.log[level](line);
   }
 }
 

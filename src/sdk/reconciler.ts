@@ -100,7 +100,10 @@ export class Reconciler {
     const again = (err: unknown, failed: number) => {
       this.#watch?.close();
       const wait = backoffWait(this.#o.retry, failed);
-      this.#say('error', `cannot watch ${this.#o.consumersFile}: ${errorText(err)}; trying again in ${wait} ms`);
+      // A directory not made yet is how a provider starts before its module's first fill: said once, not as an error.
+      if ((err as NodeJS.ErrnoException | undefined)?.code !== 'ENOENT')
+        this.#say('error', `cannot watch ${this.#o.consumersFile}: ${errorText(err)}; trying again in ${wait} ms`);
+      else if (failed <= 1) this.#say('info', `cannot watch ${this.#o.consumersFile} yet: ${errorText(err)}; trying again until its directory is there`);
       this.#later(wait, () => this.#armWatch(failed));
     };
     try {
