@@ -92,7 +92,7 @@ test('a node added by bus-config and two reloads gets its plans; after one reloa
   }
 });
 
-test('bus-config says the accounts a run adds over an existing file, and nothing when the file is new or gains no account', () => {
+test('bus-config says the accounts a run adds or drops over an existing file, and nothing when the file is new or keeps its accounts', () => {
   const dir = mkdtempSync(join(tmpdir(), 'mesh-add-node-'));
   try {
     const run = (nodes: string[]) =>
@@ -123,7 +123,14 @@ test('bus-config says the accounts a run adds over an existing file, and nothing
       more.stderr,
     );
     assert.not.match(run(['n1', 'n2', 'n3']).stderr, /reload/);
-    assert.not.match(run(['n1', 'n3']).stderr, /reload/, 'a node removed needs no second reload');
+    const fewer = run(['n1', 'n3']);
+    assert.not.match(fewer.stderr, /reload nats-server twice/, 'a node removed needs no second reload');
+    // A node left off the run (a forgotten --node) is said, not dropped in silence.
+    assert.match(
+      fewer.stderr,
+      /^mesh-provisioner: account provisioner\.n2 no longer in the file \(not named by this run's --node\/--provider\): once nats-server reloads it, their logins are refused/m,
+    );
+    assert.not.match(run(['n1', 'n3']).stderr, /no longer in the file/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

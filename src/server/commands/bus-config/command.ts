@@ -56,6 +56,9 @@ export function runBusConfig(opts: BusConfigOptions, out: (text: string) => void
   const code = writeOut(opts.out, text, 0o644, out, say);
   const added = previous === undefined ? [] : accountsAdded(previous, text);
   if (added.length > 0) say(reloadTwice(added));
+  // A node or provider left off this run is gone from the file: said, so a forgotten flag is not a silent lockout.
+  const removed = previous === undefined ? [] : accountsAdded(text, previous);
+  if (removed.length > 0) say(accountsGone(removed));
   return code;
 }
 
@@ -90,6 +93,14 @@ export function reloadTwice(accounts: readonly string[]): string {
     '(`nats-server --signal reload`, or `systemctl reload nats-server`), the second once its log says ' +
     '"Reloaded server configuration" — the first reload makes the account, only the second wires its imports; ' +
     'on a cluster, every server the same way, one after the other'
+  );
+}
+
+/** What to say of accounts the file held before this run and no longer does. */
+export function accountsGone(accounts: readonly string[]): string {
+  return (
+    `account${accounts.length > 1 ? 's' : ''} ${accounts.join(', ')} no longer in the file (not named by this run's --node/--provider): ` +
+    'once nats-server reloads it, their logins are refused; run bus-config again naming them if that was not meant'
   );
 }
 
