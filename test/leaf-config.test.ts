@@ -35,6 +35,12 @@ test("the hub keeps only the leaf passwords' hashes, each login a user of its no
   const hub = busConfigRun(hubArgs);
   assert.is(hub.status, 0, hub.stderr);
   assert.match(hub.stderr, /generated the leaf password of leaf\.na in .*leaf\.na\.pw/);
+  assert.match(
+    hub.stderr,
+    /--leaf-listen 0\.0\.0\.0:7422 without --leaf-tls-cert: the sites' leaf passwords and the mesh's traffic cross the network in the clear/,
+  );
+  const loopback = busConfigRun(['--node', NA, '--credentials', creds, '--leaf-listen', '127.0.0.1:7422']);
+  assert.not.match(loopback.stderr, /in the clear/, 'a leaf port on the loopback only is not warned of');
   const again = busConfigRun(hubArgs);
   assert.is(again.stdout, hub.stdout, 'the same mesh renders the same bytes');
   assert.not.match(again.stderr, /generated/, 'the second run reads the passwords the first wrote');

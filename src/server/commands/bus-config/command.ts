@@ -36,6 +36,9 @@ export function runBusConfig(opts: BusConfigOptions, out: (text: string) => void
     // It holds the nodes' leaf passwords: readable by its owner alone.
     return writeOut(opts.out, text, 0o600, out, say);
   }
+  // Allowed (a lab, a link already encrypted), but said: the sites log in with passwords.
+  if (leafListen && !leafTls && !isLoopback(leafListen))
+    say(`--leaf-listen ${leafListen} without --leaf-tls-cert: the sites' leaf passwords and the mesh's traffic cross the network in the clear`);
   const hashes = new Map(leafLogins.value.map((l) => [l.node, l.hash]));
   const text = renderBusConfig({
     ...mesh,
@@ -94,6 +97,12 @@ export function reloadTwice(accounts: readonly string[]): string {
     '"Reloaded server configuration" — the first reload makes the account, only the second wires its imports; ' +
     'on a cluster, every server the same way, one after the other'
   );
+}
+
+/** Whether a `host:port` listens on the loopback only. */
+function isLoopback(listen: string): boolean {
+  const host = listen.slice(0, listen.lastIndexOf(':')).replace(/^\[|\]$/g, '');
+  return host === 'localhost' || host === '::1' || host.startsWith('127.');
 }
 
 /** What to say of accounts the file held before this run and no longer does. */
