@@ -441,12 +441,19 @@ async function startGeneratedCluster(nodes: string[]): Promise<{ cluster: NatsCl
   return { cluster, seed: (user) => seedFile(credentials, user) };
 }
 
-test('on a three-server cluster, init run again with --replicas 3 brings each one-copy bucket to three copies and says so', async () => {
+test('on a three-server cluster, init run again with --replicas 3 brings each one-copy bucket to three copies and says so; run again without it, takes none away', async () => {
   const { cluster, seed } = await startGeneratedCluster(['na']);
   try {
     const urls = cluster.urls.join(',');
     const made = await init(urls, ['--nkey', seed(USERS.admin), '--nodes', '2']);
     assert.is(made.code, 0, made.stdout + made.stderr);
+    const five = await init(urls, ['--nkey', seed(USERS.admin), '--nodes', '2', '--replicas', '5']);
+    assert.is(five.code, 1, five.stdout + five.stderr);
+    assert.match(
+      five.stdout,
+      /^bucket mesh-provisioner_plans \(stream KV_mesh-provisioner_plans\) num_replicas is 1, asked 5: not changed — nats-server refused the update \([^)]+\); run init with --replicas 1, or ask at most the cluster's number of JetStream servers$/m,
+    );
+    assert.match(five.stdout, /^--replicas asks 5 copies of each bucket, more than the bus's JetStream servers can hold/m);
     const copies = await init(urls, ['--nkey', seed(USERS.admin), '--nodes', '2', '--replicas', '3']);
     assert.is(copies.code, 0, copies.stdout + copies.stderr);
     assert.is(copies.stdout.match(/^bucket \S+ \(stream \S+\) num_replicas was 1, now 3$/gm)?.length, 10, copies.stdout);
@@ -462,6 +469,15 @@ test('on a three-server cluster, init run again with --replicas 3 brings each on
           return cluster?.leader !== undefined && new Set([cluster.leader, ...(cluster.replicas ?? []).map((r) => r.name)]).size === 3;
         });
       }
+      // Run again without --replicas (it defaults to 1), as when a provider is added: nothing is taken away.
+      const fewer = await init(urls, ['--nkey', seed(USERS.admin), '--nodes', '2']);
+      assert.is(fewer.code, 1, fewer.stdout + fewer.stderr);
+      assert.match(
+        fewer.stdout,
+        /^bucket mesh-provisioner_plans \(stream KV_mesh-provisioner_plans\) num_replicas is 3, asked 1: not changed — init never takes copies away; to keep them, run init with --replicas 3; to have fewer, `nats stream edit KV_mesh-provisioner_plans --replicas 1` with the admin login$/m,
+      );
+      assert.match(fewer.stdout, /^the buckets there hold: 10 with 3 copies, at most 80 consumers$/m);
+      for (const spec of meshBuckets([], 'mesh-catalog_archives')) assert.is((await jsm.streams.info(streamOf(spec))).config.num_replicas, 3, spec.name);
     } finally {
       await nc.close();
     }

@@ -56,7 +56,7 @@ export function streamDrifts(spec: BucketSpec, asked: Asked, config: Partial<Str
       fix: remove,
     });
   }
-  const copies = replicasDrift(config.num_replicas ?? 1, asked, clustered);
+  const copies = replicasDrift(spec, config.num_replicas ?? 1, asked, clustered);
   if (copies) drifts.push(copies);
   const bound = config.max_consumers ?? -1;
   if (bound !== asked.maxConsumers) drifts.push(consumersDrift(spec, bound, asked));
@@ -66,20 +66,25 @@ export function streamDrifts(spec: BucketSpec, asked: Asked, config: Partial<Str
 /**
  * The copies, or undefined when as asked. A server outside a cluster keeps one copy whatever its
  * stream records — nats-server 2.9 takes an update to 3 replicas there, records 3 and keeps 1 — so
- * more than one is never asked of it.
+ * more than one is never asked of it. Copies a cluster keeps are never taken away: `--replicas`
+ * defaults to 1, and init run again to add a provider without it would.
  */
-function replicasDrift(recorded: number, asked: Asked, clustered: boolean): Drift | undefined {
+function replicasDrift(spec: BucketSpec, recorded: number, asked: Asked, clustered: boolean): Drift | undefined {
   const update = { num_replicas: asked.replicas };
   const done = `num_replicas was ${recorded}, now ${asked.replicas}`;
-  const fix = `on a cluster at most its number of JetStream servers (${asked.replicasFrom})`;
+  const setting = (n: number) => (asked.replicasFrom.startsWith('--') ? `--replicas ${n}` : `${asked.replicasFrom}=${n}`);
   if (!clustered && asked.replicas > 1) {
     const record = recorded > 1 ? ` (its stream records ${recorded})` : '';
     const stays = 'its server is not in a cluster, where nats-server would record more copies and keep one';
-    const fix = `run init with ${asked.replicasFrom.startsWith('--') ? '--replicas 1' : `${asked.replicasFrom}=1`}`;
-    return { text: `keeps 1 copy${record}, asked ${asked.replicas}`, done, stays, fix, tooManyReplicas: true };
+    return { text: `keeps 1 copy${record}, asked ${asked.replicas}`, done, stays, fix: `run init with ${setting(1)}`, tooManyReplicas: true };
   }
   if (recorded === asked.replicas) return undefined;
-  return { text: `num_replicas is ${recorded}, asked ${asked.replicas}`, done, update, fix };
+  const text = `num_replicas is ${recorded}, asked ${asked.replicas}`;
+  if (clustered && recorded > asked.replicas) {
+    const fewer = `to have fewer, \`nats stream edit ${streamOf(spec)} --replicas ${asked.replicas}\` with the admin login`;
+    return { text, done, stays: 'init never takes copies away', fix: `to keep them, run init with ${setting(recorded)}; ${fewer}` };
+  }
+  return { text, done, update, fix: `run init with ${setting(recorded)}, or ask at most the cluster's number of JetStream servers` };
 }
 
 /** The bound on consumers: what is there, what was asked, and the two ways out when it cannot change. */
