@@ -4,7 +4,11 @@
 // hardening — naming the bucket and the difference, and exit 1 when they find it at start.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { jetstreamManager, type StreamConfig } from '@nats-io/jetstream';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { DiscardPolicy, jetstreamManager, type StreamConfig } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectBus } from '../src/shared/bus.ts';
 import { BucketRefusedError, ensureBucket, refuseBadBucket } from '../src/shared/bucket-bind.ts';
@@ -14,11 +18,13 @@ import { bucketProblems, kvBucket, maxConsumersFor, objBucket, ownSubject, strea
 import { meshBuckets, PLANS, REGISTRY_BUCKET } from '../src/shared/buckets.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 import { runProvider } from '../src/sdk/provider.ts';
-import { USERS } from '../src/server/commands/bus-config/config.ts';
+import { INBOX_PREFIXES, USERS } from '../src/server/commands/bus-config/config.ts';
+import { seedFile } from '../src/server/commands/bus-config/credentials.ts';
 import { cleanupBundles, ensureBuilt, ROOT, runBundle, startBundle } from './helpers/bundle.ts';
 import { startIsolatedMesh, startMeshBus } from './helpers/isolated-mesh.ts';
 import { startNats, type NatsServer } from './helpers/nats.ts';
 import { waitFor } from './helpers/wait.ts';
+import { startNatsCluster, type NatsCluster } from './helpers/nats-cluster.ts';
 
 const KV_EXACT = streamConfigOf(kvBucket('b'), { replicas: 1, maxConsumers: 10 }) as StreamConfig;
 
@@ -342,6 +348,141 @@ test('on the generated bus, the seat bundle waits for init, saying to run it, an
     );
   } finally {
     await bus.close();
+    cleanupBundles();
+  }
+});
+
+test('on the generated bus, init run again asking more copies than one server keeps, or room for more nodes, says each bucket as it is and exits 1', async () => {
+  const bus = await startMeshBus({ nodes: ['na'] });
+  try {
+    const admin = ['--nkey', bus.nkey(USERS.admin), '--provider', 'pg'];
+    const made = await init(bus.nats.url, [...admin, '--nodes', '3']);
+    assert.is(made.code, 0, made.stdout + made.stderr);
+    assert.match(made.stdout, /^11 buckets ready, each with 1 copy, at most 88 consumers \(3 nodes\)$/m);
+
+    const copies = await init(bus.nats.url, [...admin, '--nodes', '3', '--replicas', '3']);
+    assert.is(copies.code, 1, copies.stdout + copies.stderr);
+    assert.not.match(copies.stdout, /is as it should be|buckets ready/);
+    assert.is(
+      copies.stdout.match(
+        /^bucket \S+ \(stream \S+\) keeps 1 copy, asked 3: not changed — its server is not in a cluster, where nats-server would record more copies and keep one; run init with --replicas 1$/gm,
+      )?.length,
+      11,
+      copies.stdout,
+    );
+    assert.match(copies.stdout, /^0 of 11 buckets are as asked: 3 copies, at most 88 consumers \(3 nodes\)$/m);
+    assert.match(copies.stdout, /^11 of 11 buckets differ from what was asked, as said above, and are used as they are: every one$/m);
+    assert.match(copies.stdout, /^the buckets there hold: 11 with 1 copy, at most 88 consumers$/m);
+    assert.match(copies.stdout, /^--replicas asks 3 copies of each bucket.*set --replicas 1;/m);
+    const jsm = await jetstreamManager(bus.admin);
+    // nats-server 2.9 would take an update to 3 replicas on one server, record 3 and keep 1: none is asked.
+    for (const spec of meshBuckets(['pg'], 'mesh-catalog_archives')) assert.is((await jsm.streams.info(streamOf(spec))).config.num_replicas, 1, spec.name);
+
+    const room = await init(bus.nats.url, [...admin, '--nodes', '50']);
+    assert.is(room.code, 1, room.stdout + room.stderr);
+    assert.not.match(room.stdout, /buckets ready/);
+    assert.match(
+      room.stdout,
+      /bucket mesh-provisioner_plans \(stream KV_mesh-provisioner_plans\) max_consumers is 88, asked 464 \(50 nodes\): not changed — nats-server refused the update \([^)]*MaxConsumers\); to keep it, run init with --nodes 3 \(the size it was made for\); to make it the size asked, save what you need, remove the stream with the admin login \(`nats stream rm KV_mesh-provisioner_plans`\) and run init again/,
+    );
+    assert.is(room.stdout.match(/max_consumers is 88, asked 464/g)?.length, 11, room.stdout);
+    assert.match(room.stdout, /^0 of 11 buckets are as asked: 1 copy, at most 464 consumers \(50 nodes\)$/m);
+    assert.match(room.stdout, /^the buckets there hold: 11 with 1 copy, at most 88 consumers$/m);
+
+    // As `nats kv add --history 5` would have made it: fields nats-server lets an update change.
+    const modules = (await jsm.streams.info('KV_mesh-catalog_modules')).config;
+    await jsm.streams.update('KV_mesh-catalog_modules', { ...modules, max_msgs_per_subject: 5, discard: DiscardPolicy.Old });
+    const again = await init(bus.nats.url, [...admin, '--nodes', '3']);
+    assert.is(again.code, 0, again.stdout + again.stderr);
+    assert.is(again.stdout.match(/is as it should be/g)?.length, 10, again.stdout);
+    assert.match(again.stdout, /^bucket mesh-catalog_modules \(stream KV_mesh-catalog_modules\) discard was old, now new; max_msgs_per_subject was 5, now 1$/m);
+    const mended = (await jsm.streams.info('KV_mesh-catalog_modules')).config;
+    assert.equal([mended.discard, mended.max_msgs_per_subject], [DiscardPolicy.New, 1]);
+    assert.equal(bus.violations(), [], 'init as admin is refused nothing');
+  } finally {
+    await bus.close();
+    cleanupBundles();
+  }
+});
+
+/** Three nats-servers routed together, each running what `bus-config` generates for it around its name and routes (deploy/README.md). */
+async function startGeneratedCluster(nodes: string[]): Promise<{ cluster: NatsCluster; seed: (user: string) => string }> {
+  ensureBuilt('server');
+  const credentials = join(mkdtempSync(join(tmpdir(), 'mesh-init-cluster-')), 'credentials');
+  const busConfig = (listen: string, storeDir: string, out: string) => {
+    const run = spawnSync(
+      process.execPath,
+      [
+        join(ROOT, 'dist', 'server.js'),
+        'bus-config',
+        ...nodes.flatMap((n) => ['--node', n]),
+        '--credentials',
+        credentials,
+        '--listen',
+        listen,
+        '--store-dir',
+        storeDir,
+        '--out',
+        out,
+      ],
+      { encoding: 'utf8' },
+    );
+    if (run.status !== 0) throw new Error(`bus-config exited ${run.status}: ${run.stderr}`);
+  };
+  const cluster = await startNatsCluster({
+    config: (where, s) => {
+      busConfig(where.listen, where.storeDir, join(s.dir, 'mesh.conf'));
+      const routes = s.routes.map((p) => `"nats-route://127.0.0.1:${p}"`).join(', ');
+      return `server_name: "${s.name}"\nhttp: "127.0.0.1:${s.http}"\ncluster { name: "mesh", listen: "127.0.0.1:${s.cluster}", routes: [${routes}] }\ninclude "mesh.conf"\n`;
+    },
+  });
+  const cleanup = cluster.cleanup;
+  cluster.cleanup = () => cleanup().then(() => rmSync(dirname(credentials), { recursive: true, force: true }));
+  return { cluster, seed: (user) => seedFile(credentials, user) };
+}
+
+test('on a three-server cluster, init run again with --replicas 3 brings each one-copy bucket to three copies and says so; run again without it, takes none away', async () => {
+  const { cluster, seed } = await startGeneratedCluster(['na']);
+  try {
+    const urls = cluster.urls.join(',');
+    const made = await init(urls, ['--nkey', seed(USERS.admin), '--nodes', '2']);
+    assert.is(made.code, 0, made.stdout + made.stderr);
+    const five = await init(urls, ['--nkey', seed(USERS.admin), '--nodes', '2', '--replicas', '5']);
+    assert.is(five.code, 1, five.stdout + five.stderr);
+    assert.match(
+      five.stdout,
+      /^bucket mesh-provisioner_plans \(stream KV_mesh-provisioner_plans\) num_replicas is 1, asked 5: not changed — nats-server refused the update \([^)]+\); run init with --replicas 1, or ask at most the cluster's number of JetStream servers$/m,
+    );
+    assert.match(five.stdout, /^--replicas asks 5 copies of each bucket, more than the bus's JetStream servers can hold/m);
+    const copies = await init(urls, ['--nkey', seed(USERS.admin), '--nodes', '2', '--replicas', '3']);
+    assert.is(copies.code, 0, copies.stdout + copies.stderr);
+    assert.is(copies.stdout.match(/^bucket \S+ \(stream \S+\) num_replicas was 1, now 3$/gm)?.length, 10, copies.stdout);
+    assert.match(copies.stdout, /^10 buckets ready, each with 3 copies, at most 80 consumers \(2 nodes\)$/m);
+    const nc = await connectBus({ servers: cluster.urls, name: 'admin', nkey: seed(USERS.admin), inboxPrefix: INBOX_PREFIXES.admin });
+    try {
+      const jsm = await jetstreamManager(nc);
+      for (const spec of meshBuckets([], 'mesh-catalog_archives')) {
+        assert.is((await jsm.streams.info(streamOf(spec))).config.num_replicas, 3, spec.name);
+        // A stream whose copies were just added is led by one server and followed by two, once elected.
+        await waitFor(`${spec.name}: a copy on each server`, async () => {
+          const cluster = (await jsm.streams.info(streamOf(spec))).cluster;
+          return cluster?.leader !== undefined && new Set([cluster.leader, ...(cluster.replicas ?? []).map((r) => r.name)]).size === 3;
+        });
+      }
+      // Run again without --replicas (it defaults to 1), as when a provider is added: nothing is taken away.
+      const fewer = await init(urls, ['--nkey', seed(USERS.admin), '--nodes', '2']);
+      assert.is(fewer.code, 1, fewer.stdout + fewer.stderr);
+      assert.match(
+        fewer.stdout,
+        /^bucket mesh-provisioner_plans \(stream KV_mesh-provisioner_plans\) num_replicas is 3, asked 1: not changed — init never takes copies away; to keep them, run init with --replicas 3; to have fewer, `nats stream edit KV_mesh-provisioner_plans --replicas 1` with the admin login$/m,
+      );
+      assert.match(fewer.stdout, /^the buckets there hold: 10 with 3 copies, at most 80 consumers$/m);
+      for (const spec of meshBuckets([], 'mesh-catalog_archives')) assert.is((await jsm.streams.info(streamOf(spec))).config.num_replicas, 3, spec.name);
+    } finally {
+      await nc.close();
+    }
+  } finally {
+    await cluster.cleanup();
     cleanupBundles();
   }
 });

@@ -161,6 +161,32 @@ test('--dry-run exits 1 listing what a module waits for and why another failed, 
     { engine: false },
   ));
 
+test('--dry-run shows the mode the engine gives a file: its fileMode, 0600 when it holds a secret, its own when managed, else 0644', () =>
+  withMesh(
+    async (m) => {
+      await place(m, 'sec', {
+        templates: { 's.env': 'token=${secret:tok}\n', 'p.conf': 'plain\n', 'm.conf': 'managed\n', 'k.env': 'key=${secret:tok}\n' },
+        provisioning: {
+          files: [
+            { path: '${dir:config}/s.env', template: 's.env' },
+            { path: '${dir:config}/p.conf', template: 'p.conf' },
+            { path: '${dir:config}/m.conf', template: 'm.conf', mode: 'managed' },
+            { path: '${dir:config}/k.env', template: 'k.env', fileMode: '0640' },
+          ],
+          secrets: [{ name: 'tok' }],
+        },
+      });
+      const run = await client(m, ['--dry-run', join(m.dir, 'dry'), '--timeout', '20'], join(m.dir, 'absent.sock'));
+      assert.is(run.code, 0, run.stderr);
+      const shown = (file: string) => run.stdout.split('\n').find((l) => l.startsWith(`  ${join(m.root, 'etc', 'sec', file)}  `)) ?? run.stdout;
+      assert.match(shown('s.env'), /^ {2}\S+ {2}owned none 0600 \(holds a secret\) sha256:/);
+      assert.match(shown('p.conf'), /^ {2}\S+ {2}owned none 0644 \(default\) sha256:/);
+      assert.match(shown('m.conf'), /^ {2}\S+ {2}managed none its own \(0644 when new\) sha256:/);
+      assert.match(shown('k.env'), /^ {2}\S+ {2}owned none 0640 sha256:/);
+    },
+    { engine: false },
+  ));
+
 test('--dry-run refuses a DIR that holds anything, before it connects, and writes nothing there', () =>
   withMesh(
     async (m) => {

@@ -1,7 +1,16 @@
 // Applying one fill request: each file checked, filled and written as its mode says, then one restart or reload.
 import { dirname } from 'node:path';
 import type { Logger } from '../shared/log.ts';
-import { contentDigest, contentText, DEFAULT_COMMENT, DEFAULT_FILE_MODE, type FillFile, type FillRequest, type FillResult } from '../shared/fill-protocol.ts';
+import {
+  contentDigest,
+  contentText,
+  DEFAULT_COMMENT,
+  DEFAULT_FILE_MODE,
+  SECRET_FILE_MODE,
+  type FillFile,
+  type FillRequest,
+  type FillResult,
+} from '../shared/fill-protocol.ts';
 import type { Declaration } from './declaration.ts';
 import { PROGRAM_ACTIONS, type Journal, type ProgramAction } from './journal.ts';
 import type { TempSweeper } from './leftovers.ts';
@@ -30,9 +39,6 @@ export type ApplyContext = {
   /** Notes each file the request took (not refused), so that it can be removed once no declaration names it. */
   record?: (file: WrittenFile) => void;
 };
-
-/** The permission bits of a file holding a secret part whose request gives no `fileMode` (DESIGN §9). */
-export const SECRET_FILE_MODE = '0600';
 
 /** What became of one file; a written file names the directory its rename is to be synced in. */
 type Outcome = { action: 'written'; dir: string } | { action: 'unchanged' | 'kept' } | { action: 'refused'; reason: string };

@@ -10,6 +10,8 @@ import { CHANGES, FILE_ACTIONS, FILE_MODES, PLACEHOLDER_NAME_PATTERN, validate }
 export const DEFAULT_FILL_SOCKET = '/run/nox-mesh-host/fill.sock';
 /** The permission bits of a file whose request gives no `fileMode`. */
 export const DEFAULT_FILE_MODE = '0644';
+/** The permission bits of a file holding a secret part whose request gives no `fileMode` (DESIGN §9). */
+export const SECRET_FILE_MODE = '0600';
 /** The comment leader of a `managed` file's BEGIN/END lines when the request gives none. */
 export const DEFAULT_COMMENT = '#';
 /** The only operation of the protocol. */

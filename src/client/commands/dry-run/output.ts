@@ -3,7 +3,7 @@
 // computed over), and DIR/mesh-dry-run.json saying per module what it hands, waits for, or why it failed.
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { contentDigest, contentText, DEFAULT_FILE_MODE, secretNamesOf, type FillFile } from '../../../shared/fill-protocol.ts';
+import { contentDigest, contentText, DEFAULT_FILE_MODE, SECRET_FILE_MODE, secretNamesOf, type FillFile } from '../../../shared/fill-protocol.ts';
 import { fail, ok, type Parsed } from '../../../shared/result.ts';
 import { safeJson, safeText } from '../../../shared/safe-text.ts';
 import type { Rendered } from './capture.ts';
@@ -110,6 +110,16 @@ async function writeOne(dir: string, module: string, file: FillFile, taken: Set<
   }
 }
 
+/**
+ * The mode the engine gives a file (DESIGN §9, src/engine/apply.ts): its `fileMode`, else 0600 when
+ * it holds a secret part, else a managed file's own (others write it too), else 0644.
+ */
+function modeShown(f: DryRunFile): string {
+  if (f.fileMode !== undefined) return f.fileMode;
+  if (f.secrets.length > 0) return `${SECRET_FILE_MODE} (holds a secret)`;
+  return f.mode === 'managed' ? `its own (${DEFAULT_FILE_MODE} when new)` : `${DEFAULT_FILE_MODE} (default)`;
+}
+
 /** The short human summary: one line per module, one per file, and the verdict; safe text (DESIGN §3), as its paths, builds and reasons come from the bus. */
 export function describeDryRun(summary: DryRunSummary): string[] {
   const lines = [`dry run of ${summary.node} in ${summary.dir} (summary: ${join(summary.dir, DRY_RUN_SUMMARY)})`];
@@ -126,13 +136,7 @@ export function describeDryRun(summary: DryRunSummary): string[] {
       `${m.module}${build}: ${m.state === 'complete' ? `complete, ${m.files.length} file(s), ${m.items.length} item(s)` : standing.slice(m.module.length + 2)}`,
     );
     for (const f of m.files) {
-      const how = [
-        f.mode,
-        f.change,
-        f.fileMode ?? `${DEFAULT_FILE_MODE} (default)`,
-        ...(f.owner !== undefined ? [`owner ${f.owner}`] : []),
-        f.digest.slice(0, 19) + '…',
-      ];
+      const how = [f.mode, f.change, modeShown(f), ...(f.owner !== undefined ? [`owner ${f.owner}`] : []), f.digest.slice(0, 19) + '…'];
       if (f.secrets.length > 0) how.push(`secrets ${f.secrets.join(',')}`);
       const where = f.error !== undefined ? ` NOT WRITTEN: ${f.error}` : f.written !== f.path.slice(1) ? ` → ${f.written}` : '';
       lines.push(`  ${f.path}${where}  ${how.join(' ')}`);
