@@ -12,6 +12,8 @@ import { runLint } from './client/commands/lint/command.ts';
 import { startNodeClient } from './client/node.ts';
 import { runOnce } from './client/commands/once/command.ts';
 import { parseClientOptions } from './client/command-line.ts';
+import { NodeLoginRefusedError } from './client/login-check.ts';
+import { nodeClientUser, whichLogin } from './shared/login.ts';
 
 // Every line a command prints may quote bus or archive text: printed as safe text (DESIGN §3).
 const out = (line: string) => printLine(process.stdout, line);
@@ -48,10 +50,21 @@ async function main(): Promise<number> {
       inboxPrefix: opts.bus.inboxPrefix ?? '_INBOX',
       cacheDir: opts.cache,
       settleMs: opts.settleMs,
+      login: whichLogin(opts.bus, nodeClientUser(opts.node)),
       ...(opts.archiveDir ? { archiveDir: opts.archiveDir } : {}),
+    }).catch((e: unknown) => {
+      // A configuration error an operator must see at once (journalctl -p err), not a wait; see docs/decisions.md.
+      if (!(e instanceof NodeLoginRefusedError)) throw e;
+      log.error(e.message);
+      return 'refused' as const;
     }),
     signalled.then(() => undefined),
   ]);
+  if (client === 'refused') {
+    engine.close();
+    await nc.close();
+    return 1;
+  }
   if (client) {
     log.info('client ready');
     notifySystemd(log, signalled);

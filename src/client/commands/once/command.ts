@@ -1,6 +1,7 @@
 // --once (issue 14): the node's client run until every module is applied, failed, or still waits
 // when the time is up — for first boot, image builds and a module's CI. Needs, items and reports
 // are written as always; the exit code and one line per module not applied say how it went.
+import { nodeClientUser, whichLogin } from '../../../shared/login.ts';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectBus, type BusOptions } from '../../../shared/bus.ts';
 import type { Logger } from '../../../shared/log.ts';
@@ -70,7 +71,15 @@ export async function runOnce(o: OnceOptions): Promise<number> {
     if (nc === 'timeout') return (o.err(`${o.node}: the bus at ${o.bus.servers.join(',')} was not reached within ${o.timeoutMs / 1000} s`), 1);
     const book = new ReportBook();
     const engine = engineTellingBook(createEngineClient({ socketPath: o.socket, log: o.log, timeoutMs: o.engineTimeoutMs }), book);
-    const run = { nc, node: o.node, log: o.log, cacheDir: o.cache, settleMs: o.settleMs, ...(o.archiveDir ? { archiveDir: o.archiveDir } : {}) };
+    const run = {
+      nc,
+      node: o.node,
+      log: o.log,
+      cacheDir: o.cache,
+      settleMs: o.settleMs,
+      login: whichLogin(o.bus, nodeClientUser(o.node)),
+      ...(o.archiveDir ? { archiveDir: o.archiveDir } : {}),
+    };
     // The client's own sinks on the bus, its engine and reports also told to the book.
     const starting = startClient(run, busSinks({ ...run, engine, inboxPrefix: o.bus.inboxPrefix ?? '_INBOX', onReport: (m, body) => book.record(m, body) }));
     const client = await Promise.race([starting, limit.reached]);

@@ -1,0 +1,47 @@
+// Naming the login a program was given (issue 22): when the bus refuses it something, the operator
+// is told which key it was and which flag to check, never only the server's words.
+import { readFileSync } from 'node:fs';
+import { nkeys } from '@nats-io/transport-node';
+import type { BusOptions } from './connect.ts';
+
+/** A user seed as a creds file or a seed file holds it: `SU` and 56 base32 characters. */
+const USER_SEED = /\bSU[A-Z2-7]{56}\b/;
+
+/** The public key (`U…`) of the user seed in `text`, or undefined when it holds none. */
+export function publicKeyOfSeedText(text: string): string | undefined {
+  const seed = USER_SEED.exec(text)?.[0];
+  if (seed === undefined) return undefined;
+  try {
+    return nkeys.fromSeed(new TextEncoder().encode(seed)).getPublicKey();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The login of `bus` as a person checks it, to follow "for …": `this login (public key U…): is
+ * --nkey the seed of <expected>?`, or the flag to check when there is no key to name.
+ */
+export function whichLogin(bus: Pick<BusOptions, 'nkey' | 'creds' | 'user' | 'token'>, expected: string): string {
+  const file = bus.nkey ?? bus.creds;
+  const key = file === undefined ? undefined : publicKeyIn(file);
+  const named = key ? `this login (public key ${key})` : 'this login';
+  if (bus.nkey) return `${named}: is --nkey the seed of ${expected}?`;
+  if (bus.creds) return `${named}: are --creds those of ${expected}?`;
+  if (bus.user) return `${named} (--user ${bus.user}): is it ${expected}?`;
+  if (bus.token) return `${named} (a --token): is it ${expected}'s?`;
+  return `no login (no --nkey given): give the seed of ${expected} with --nkey`;
+}
+
+function publicKeyIn(file: string): string | undefined {
+  try {
+    return publicKeyOfSeedText(readFileSync(file, 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The user `bus-config` makes for a node's client (USERS.client there), whose seed the client is given. */
+export function nodeClientUser(node: string): string {
+  return `provisioner.${node}`;
+}
