@@ -1,5 +1,8 @@
 // mesh-provisioner, the seat: flags, wiring and signals. Everything else lives in src/server/.
 import { connectBus, drainBus, watchConnection } from './shared/bus.ts';
+import { connectWhenReachable } from './shared/first-connect.ts';
+import { whichLogin } from './shared/login.ts';
+import { USERS } from './server/commands/bus-config/config.ts';
 import { printLine, runMain, untilSignalled } from './shared/entry.ts';
 import { INBOX_PREFIXES } from './shared/inbox.ts';
 import { createLogger, underSystemd } from './shared/log.ts';
@@ -80,7 +83,7 @@ async function main(): Promise<number> {
   const log = createLogger({ prefix: underSystemd(), least: opts.debug ? 'debug' : 'info' });
   const signalled = untilSignalled();
   log.info(`mesh-provisioner ${VERSION} connecting to ${opts.bus.servers.join(',')}`);
-  const nc = await Promise.race([connectBus(bus), signalled.then(() => undefined)]);
+  const nc = await connectWhenReachable({ bus, log, signalled, login: whichLogin(bus, USERS.seat) });
   if (!nc) return 0;
   watchConnection(nc, log);
   const seat = await Promise.race([

@@ -8,8 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { publicKeyOfSeedText } from '../src/shared/login.ts';
 import { USERS } from '../src/server/commands/bus-config/config.ts';
-import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle } from './helpers/bundle.ts';
+import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle, startBundle } from './helpers/bundle.ts';
 import { withIsolatedMesh } from './helpers/isolated-mesh.ts';
+import { startNats } from './helpers/nats.ts';
 
 test.before(() => {
   ensureBuilt('client');
@@ -39,5 +40,44 @@ test("a client given another node's seed, or its runner's, says so at error once
       assert.not.match(run.stderr, /waiting for bucket/, run.stderr);
     }
   }));
+
+test('the seat and the client say at warning, once, that the bus cannot be reached at start, and at notice when they reach it', async () => {
+  const nats = await startNats();
+  try {
+    await nats.stop();
+    const work = mkdtempSync(join(tmpdir(), 'mesh-unreachable-'));
+    const env = { JOURNAL_STREAM: '8:1' };
+    const seat = startBundle('node', copyBundleAlone('server'), 'server', ['--nats', nats.url, '--debug'], env);
+    const client = startBundle(
+      'node',
+      copyBundleAlone('client'),
+      'client',
+      ['--node', 'n1', '--nats', nats.url, '--socket', join(work, 'fill.sock'), '--cache', join(work, 'cache'), '--debug'],
+      env,
+    );
+    const stopping = startBundle('node', copyBundleAlone('server'), 'server', ['--nats', nats.url], env);
+    const first = new RegExp(`^<4>cannot reach the bus at ${nats.url} \\(connection refused.*\\); trying again$`);
+    for (const p of [seat, client, stopping]) await p.waitForLog(first, 5000);
+    // SIGTERM while it waits for the bus: it stops at once, with 0.
+    const asked = Date.now();
+    stopping.child.kill('SIGTERM');
+    assert.equal(await stopping.exited, { code: 0, signal: null });
+    assert.ok(Date.now() - asked < 1000, `stopped after ${Date.now() - asked} ms`);
+    // Tries go on meanwhile (250 ms, 500 ms, 1 s…), each at debug only.
+    await new Promise((r) => setTimeout(r, 2000));
+    for (const p of [seat, client]) {
+      const lines = p.stderr().split('\n');
+      assert.is(lines.filter((l) => l.startsWith('<4>')).length, 1, p.stderr());
+      assert.ok(lines.filter((l) => /^<7>cannot reach the bus at .*; trying again in \d+ ms$/.test(l)).length >= 2, p.stderr());
+    }
+    await nats.restart();
+    for (const p of [seat, client]) await p.waitForLog(new RegExp(`^<5>bus: connected to 127\\.0\\.0\\.1:${nats.port} after \\d+ failed tries$`), 10_000);
+    await seat.waitForLog(/^<6>seat ready$/, 10_000);
+    seat.kill();
+    client.kill();
+  } finally {
+    await nats.cleanup();
+  }
+});
 
 test.run();

@@ -33,7 +33,7 @@ export async function runDryRun(o: DryRunOptions): Promise<number> {
   if (!ready.ok) return (o.err(ready.reason), 2);
   const limit = oneShotLimit(o.timeoutMs, o.signalled);
   try {
-    const nc = await connectWithin(o.bus, limit.reached);
+    const nc = await connectWithin(o.bus, limit.reached, o.log, whichLogin(o.bus, nodeClientUser(o.node)));
     if (nc === 'signalled') return 0;
     if (nc === 'timeout') return (o.err(`${o.node}: the bus at ${o.bus.servers.join(',')} was not reached within ${o.timeoutMs / 1000} s`), 1);
     const book = new ReportBook();
