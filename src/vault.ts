@@ -24,6 +24,7 @@ async function main(): Promise<number> {
 
   if (opts.command === 'rotate') {
     const store = await VaultStore.open(opts.store, err);
+    for (const warning of opts.bus.warnings ?? []) err(warning);
     const nc = await connectBus(opts.bus, true).catch((e: Error) => {
       throw new Error(`cannot reach the bus at ${opts.bus.servers.join(',')}: ${e.message}`);
     });

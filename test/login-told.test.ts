@@ -3,7 +3,7 @@
 // the server. Run as the bundles, on the generated bus, with the seeds an operator would mistake.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { publicKeyOfSeedText } from '../src/shared/login.ts';
@@ -13,8 +13,7 @@ import { withIsolatedMesh } from './helpers/isolated-mesh.ts';
 import { startNats } from './helpers/nats.ts';
 
 test.before(() => {
-  ensureBuilt('client');
-  ensureBuilt('server');
+  for (const program of ['client', 'server', 'vault', 'postgres-provider']) ensureBuilt(program);
 });
 test.after(() => cleanupBundles());
 
@@ -79,5 +78,52 @@ test('the seat and the client say at warning, once, that the bus cannot be reach
     await nats.cleanup();
   }
 });
+
+test('a seed file that is no seed is said as such by every program, exit 2, never blamed on the bus', async () => {
+  const work = mkdtempSync(join(tmpdir(), 'mesh-seed-'));
+  const garbage = join(work, 'g.nk');
+  writeFileSync(garbage, 'garbage\n', { mode: 0o600 });
+  // Nothing listens there: a program that got as far as the bus would say it cannot reach it.
+  const bus = ['--nats', 'nats://127.0.0.1:1', '--nkey', garbage];
+  const runs: [string, string[]][] = [
+    ['server', ['status', ...bus]],
+    ['server', bus],
+    ['client', ['--node', 'n1', ...bus]],
+    ['vault', ['--store', work, ...bus]],
+    ['postgres-provider', ['--consumers', join(work, 'consumers.json'), '--pg-password-file', garbage, ...bus]],
+  ];
+  for (const [program, args] of runs) {
+    const run = await runBundle('node', copyBundleAlone(program), program, args);
+    assert.is(run.code, 2, `${program} ${args.join(' ')}: ${run.stderr}`);
+    assert.match(run.stderr, `--nkey ${garbage}: not an nkey user seed`);
+    assert.not.match(run.stderr, /cannot reach|nkeys:/);
+  }
+});
+
+test('a seed file others may read is warned of once, naming the file and chmod 600, and used', () =>
+  withIsolatedMesh({ nodes: ['n1'] }, async (m) => {
+    const work = mkdtempSync(join(tmpdir(), 'mesh-seed-'));
+    const loose = join(work, 'admin.nk');
+    copyFileSync(m.nkey(USERS.admin), loose);
+    chmodSync(loose, 0o644);
+    const status = await runBundle('node', copyBundleAlone('server'), 'server', ['status', '--nats', m.nats.url, '--nkey', loose]);
+    assert.is(status.code, 0, status.stderr);
+    assert.equal(status.stderr.split('\n').filter(Boolean), [`mesh-provisioner: --nkey ${loose}: mode 644 lets others read the seed; chmod 600 ${loose}`]);
+
+    const clientSeed = join(work, 'n1.nk');
+    copyFileSync(m.nkey(USERS.client('n1')), clientSeed);
+    chmodSync(clientSeed, 0o640);
+    const args = ['--node', 'n1', '--nats', m.nats.url, '--nkey', clientSeed, '--socket', join(work, 'fill.sock'), '--cache', join(work, 'cache')];
+    const client = startBundle('node', copyBundleAlone('client'), 'client', args, { JOURNAL_STREAM: '8:1' });
+    await client.waitForLog(/^<6>client ready$/, 15_000);
+    client.kill();
+    assert.equal(
+      client
+        .stderr()
+        .split('\n')
+        .filter((l) => l.startsWith('<4>')),
+      [`<4>--nkey ${clientSeed}: mode 640 lets others read the seed; chmod 600 ${clientSeed}`],
+    );
+  }));
 
 test.run();

@@ -28,7 +28,8 @@ export type FirstConnect = {
 };
 
 /**
- * Connects, trying again until the bus is reached or the program stops (undefined then). A new reason
+ * Connects, trying again until the bus is reached or the program stops (undefined then), having said
+ * the login's warnings (a seed others may read) at warning. A new reason
  * is said once at warning (`cannot reach the bus at URL (reason); trying again`), its repeats at debug;
  * the connection is said at notice after a failure, at info otherwise.
  */
@@ -50,6 +51,7 @@ export async function connectWhenReachable(o: FirstConnect): Promise<NatsConnect
 }
 
 async function tryUntilConnected(o: FirstConnect, stopped: () => boolean): Promise<NatsConnection | undefined> {
+  for (const warning of o.bus.warnings ?? []) o.log.warn(warning);
   const where = o.bus.servers.join(',');
   const attempt = o.attempt ?? (() => connectBus(o.bus, true, { reconnect: true }));
   let said = '';

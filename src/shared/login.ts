@@ -1,8 +1,10 @@
 // Naming the login a program was given (issue 22): when the bus refuses it something, the operator
 // is told which key it was and which flag to check, never only the server's words.
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { nkeys } from '@nats-io/transport-node';
 import type { BusOptions } from './connect.ts';
+import { errorText } from './errors.ts';
+import { fail, ok, type Parsed } from './result.ts';
 
 /** A user seed as a creds file or a seed file holds it: `SU` and 56 base32 characters. */
 const USER_SEED = /\bSU[A-Z2-7]{56}\b/;
@@ -16,6 +18,29 @@ export function publicKeyOfSeedText(text: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** A seed file that will do: its public key, and a warning when others than its owner may read it. */
+export type SeedFile = { publicKey: string; warning?: string };
+
+/**
+ * Reads the seed file `--nkey FILE` names, as nats.js will (the file, trimmed, is the seed): refused
+ * when unreadable or not one user seed (`SU…`), which the bus would otherwise be blamed for. A seed
+ * others may read is not refused (the program would stop over what is not its to fix); it is warned of.
+ */
+export function checkSeedFile(file: string): Parsed<SeedFile> {
+  let text: string;
+  let mode: number;
+  try {
+    text = readFileSync(file, 'utf8').trim();
+    mode = statSync(file).mode & 0o777;
+  } catch (err) {
+    return fail(`--nkey ${file}: cannot read it (${errorText(err)})`);
+  }
+  const publicKey = USER_SEED.test(text) && text.length === 58 ? publicKeyOfSeedText(text) : undefined;
+  if (publicKey === undefined) return fail(`--nkey ${file}: not an nkey user seed (one line starting SU, as bus-config writes it)`);
+  if ((mode & 0o077) === 0) return ok({ publicKey });
+  return ok({ publicKey, warning: `--nkey ${file}: mode ${mode.toString(8)} lets others read the seed; chmod 600 ${file}` });
 }
 
 /**
