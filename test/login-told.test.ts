@@ -126,4 +126,28 @@ test('a seed file others may read is warned of once, naming the file and chmod 6
     );
   }));
 
+test('status with a node’s or runner’s seed, and rollout with the seat’s, say which login they need instead of the raw violation', () =>
+  withIsolatedMesh({ nodes: ['n1'] }, async (m) => {
+    for (const user of [USERS.runner('n1'), USERS.client('n1')]) {
+      const status = await m.serverCommand(user, ['status']);
+      assert.is(status.code, 1, status.stderr);
+      assert.match(
+        status.stderr,
+        /^mesh-provisioner: status: this login may not ask mesh-provisioner\.provisioning: query and status need the seat's login or admin's \(provisioner\.nk or admin\.nk, as --nkey\); the bus said: Permissions Violation for Subscription to "_INBOX_seat\./,
+      );
+    }
+    const rollout = await m.serverCommand(USERS.seat, ['rollout', 'abort', 'web']);
+    assert.is(rollout.code, 1, rollout.stderr);
+    assert.match(
+      rollout.stderr,
+      /^mesh-provisioner: rollout abort web: this login may not do it: rollout needs the admin login \(its seed, admin\.nk, as --nkey\); the bus said: Permissions Violation/,
+    );
+    const shown = await m.serverCommand(USERS.seat, ['rollout']);
+    assert.is(shown.code, 1, shown.stderr);
+    assert.match(shown.stderr, /^mesh-provisioner: rollout: reading mesh-provisioner_rollouts: this login may not do it: rollout needs the admin login/);
+    // The logins they need still work.
+    assert.is((await m.serverCommand(USERS.seat, ['status'])).code, 0);
+    assert.is((await m.serverCommand(USERS.admin, ['rollout'])).code, 0);
+  }));
+
 test.run();
