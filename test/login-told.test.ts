@@ -6,6 +6,7 @@ import * as assert from 'uvu/assert';
 import { chmodSync, copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { commandFirst } from '../src/shared/command-first.ts';
 import { publicKeyOfSeedText } from '../src/shared/login.ts';
 import { USERS } from '../src/server/commands/bus-config/config.ts';
 import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle, startBundle } from './helpers/bundle.ts';
@@ -149,5 +150,37 @@ test('status with a node’s or runner’s seed, and rollout with the seat’s, 
     assert.is((await m.serverCommand(USERS.seat, ['status'])).code, 0);
     assert.is((await m.serverCommand(USERS.admin, ['rollout'])).code, 0);
   }));
+
+test('flags before the command: each program shows the line with the command first, exit 2', async () => {
+  const hub = 'nats://127.0.0.1:4222';
+  const runs: [string, string[], string][] = [
+    ['server', ['--nats', hub, '--nkey', 'admin.nk', 'status'], `node server.js status --nats ${hub} --nkey admin.nk`],
+    [
+      'server',
+      ['--nats', hub, 'publish', 'examples/web/templates', '--composition', 'examples/web/composition.json'],
+      `node server.js publish --nats ${hub} examples/web/templates --composition examples/web/composition.json`,
+    ],
+    ['server', ['--debug', 'rollout', 'abort', 'web'], 'node server.js rollout --debug abort web'],
+    ['vault', ['--store', '/tmp/s', 'rotate', 'module/web/api-key'], 'node vault.js rotate --store /tmp/s module/web/api-key'],
+    ['client', ['--json', 'lint', 'web'], 'node client.js lint --json web'],
+  ];
+  for (const [program, args, line] of runs) {
+    const run = await runBundle('node', copyBundleAlone(program), program, args);
+    assert.is(run.code, 2, run.stderr);
+    assert.is(run.stderr.replace(/^[\w-]+: /, ''), `the command comes first: ${line}\n`);
+  }
+  // The seat's own flags alone are still the seat's, and a word that is no command still unexpected.
+  const stray = await runBundle('node', copyBundleAlone('server'), 'server', ['--nats', hub, 'stats']);
+  assert.is(stray.stderr, 'mesh-provisioner: unexpected argument "stats" (see --help)\n');
+});
+
+test('the line shown with the command first leaves out a password or a token, and quotes what a shell would split', () => {
+  assert.is(
+    commandFirst(['--user', 'a', '--password', 's3cret', '--token=t0k', 'status', 'n 1'], ['status'], 'server.js'),
+    "the command comes first: node server.js status --user a --password … --token=… 'n 1'",
+  );
+  assert.is(commandFirst(['status'], ['status'], 'server.js'), undefined, 'already first');
+  assert.is(commandFirst(['--nats', 'x'], ['status'], 'server.js'), undefined);
+});
 
 test.run();
