@@ -13,9 +13,11 @@ export const MAX_FIRST_CONNECT_WAIT_MS = 5000;
 /** Where the first connection says what happens. */
 export type FirstConnectLog = { warn(line: string): void; notice(line: string): void; info(line: string): void; debug(line: string): void };
 
-/** How the first connection is made; all but `bus` and `log` are for tests. */
+/** How the first connection is made; `attempt` and `timer` are for tests. */
 export type FirstConnect = {
+  /** Where the bus is and how to log in. */
   bus: BusOptions;
+  /** Where each failure and the connection are said. */
   log: FirstConnectLog;
   /** Resolves when the program is asked to stop: no more tries, and a connection made after it is closed. */
   signalled: Promise<void>;
@@ -29,9 +31,9 @@ export type FirstConnect = {
 
 /**
  * Connects, trying again until the bus is reached or the program stops (undefined then), having said
- * the login's warnings (a seed others may read) at warning. A new reason
- * is said once at warning (`cannot reach the bus at URL (reason); trying again`), its repeats at debug;
- * the connection is said at notice after a failure, at info otherwise.
+ * the login's warnings (a seed others may read) at warning. A new reason is said once at warning
+ * (`cannot reach the bus at URL (reason); trying again`), its repeats at debug; the connection is
+ * said at notice after a failure, at info otherwise.
  */
 export async function connectWhenReachable(o: FirstConnect): Promise<NatsConnection | undefined> {
   let stopped = false;

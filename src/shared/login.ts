@@ -21,7 +21,12 @@ export function publicKeyOfSeedText(text: string): string | undefined {
 }
 
 /** A seed file that will do: its public key, and a warning when others than its owner may read it. */
-export type SeedFile = { publicKey: string; warning?: string };
+export type SeedFile = {
+  /** The seed's public key (`U…`), as the bus configuration names the user. */
+  publicKey: string;
+  /** What to say once at warning: the file's mode lets others read the seed. */
+  warning?: string;
+};
 
 /**
  * Reads the seed file `--nkey FILE` names, as nats.js will (the file, trimmed, is the seed): refused
@@ -55,7 +60,7 @@ export function whichLogin(bus: Pick<BusOptions, 'nkey' | 'creds' | 'user' | 'to
   if (bus.creds) return `${named}: are --creds those of ${expected}?`;
   if (bus.user) return `${named} (--user ${bus.user}): is it ${expected}?`;
   if (bus.token) return `${named} (a --token): is it ${expected}'s?`;
-  return `no login (no --nkey given): give the seed of ${expected} with --nkey`;
+  return `this login (none given): give the seed of ${expected} with --nkey`;
 }
 
 function publicKeyIn(file: string): string | undefined {
