@@ -1,7 +1,8 @@
 // node-provisioner, the client of one node: flags, wiring and signals. Everything else lives in src/client/.
 // First, so the heap is set before the rest of the bundle allocates (client/v8-flags.ts says why).
 import './client/v8-flags.ts';
-import { connectBus, drainBus } from './shared/bus.ts';
+import { drainBus } from './shared/bus.ts';
+import { connectWhenReachable } from './shared/first-connect.ts';
 import { printLine, runMain, untilSignalled } from './shared/entry.ts';
 import { createLogger, underSystemd } from './shared/log.ts';
 import { notifySystemd } from './shared/notify.ts';
@@ -12,6 +13,8 @@ import { runLint } from './client/commands/lint/command.ts';
 import { startNodeClient } from './client/node.ts';
 import { runOnce } from './client/commands/once/command.ts';
 import { parseClientOptions } from './client/command-line.ts';
+import { NodeLoginRefusedError } from './client/login-check.ts';
+import { nodeClientUser, whichLogin } from './shared/login.ts';
 
 // Every line a command prints may quote bus or archive text: printed as safe text (DESIGN §3).
 const out = (line: string) => printLine(process.stdout, line);
@@ -36,7 +39,8 @@ async function main(): Promise<number> {
     return runOnce({ ...opts, log, signalled, out, err });
   }
   log.info(`node-provisioner ${VERSION} for node ${opts.node}, bus ${opts.bus.servers.join(',')}, engine ${opts.socket}`);
-  const nc = await Promise.race([connectBus(opts.bus), signalled.then(() => undefined)]);
+  const login = whichLogin(opts.bus, nodeClientUser(opts.node));
+  const nc = await connectWhenReachable({ bus: opts.bus, log, signalled, login });
   if (!nc) return 0;
   const engine = createEngineClient({ socketPath: opts.socket, log, timeoutMs: opts.engineTimeoutMs });
   const client = await Promise.race([
@@ -48,10 +52,21 @@ async function main(): Promise<number> {
       inboxPrefix: opts.bus.inboxPrefix ?? '_INBOX',
       cacheDir: opts.cache,
       settleMs: opts.settleMs,
+      login,
       ...(opts.archiveDir ? { archiveDir: opts.archiveDir } : {}),
+    }).catch((e: unknown) => {
+      // A configuration error an operator must see at once (journalctl -p err), not a wait; see docs/decisions.md.
+      if (!(e instanceof NodeLoginRefusedError)) throw e;
+      log.error(e.message);
+      return 'refused' as const;
     }),
     signalled.then(() => undefined),
   ]);
+  if (client === 'refused') {
+    engine.close();
+    await nc.close();
+    return 1;
+  }
   if (client) {
     log.info('client ready');
     notifySystemd(log, signalled);

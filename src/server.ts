@@ -1,5 +1,9 @@
 // mesh-provisioner, the seat: flags, wiring and signals. Everything else lives in src/server/.
-import { connectBus, drainBus, watchConnection } from './shared/bus.ts';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { connectBus, drainBus, watchConnection, type BusOptions } from './shared/bus.ts';
+import { connectWhenReachable } from './shared/first-connect.ts';
+import { whichLogin } from './shared/login.ts';
+import { USERS } from './server/commands/bus-config/config.ts';
 import { printLine, runMain, untilSignalled } from './shared/entry.ts';
 import { INBOX_PREFIXES } from './shared/inbox.ts';
 import { createLogger, underSystemd } from './shared/log.ts';
@@ -31,9 +35,7 @@ async function main(): Promise<number> {
   if (opts.command === 'version') return (void process.stdout.write(`mesh-provisioner ${VERSION}\n`), 0);
   if (opts.command === 'bus-config') return runBusConfig(opts, (text) => process.stdout.write(text), err);
   if (opts.command === 'init') {
-    const nc = await connectBus({ ...opts.bus, inboxPrefix: INBOX_PREFIXES.admin }, true).catch((err: Error) => {
-      throw new Error(`cannot reach the bus at ${opts.bus.servers.join(',')}: ${err.message}`);
-    });
+    const nc = await connectCommand({ ...opts.bus, inboxPrefix: INBOX_PREFIXES.admin });
     try {
       const { command: _c, bus: _b, ...req } = opts;
       return await runInit(nc, req, out);
@@ -43,18 +45,13 @@ async function main(): Promise<number> {
   }
   if (opts.command === 'publish') {
     const { command: _c, bus: _b, ...req } = opts;
-    const connect = () =>
-      connectBus({ ...opts.bus, inboxPrefix: INBOX_PREFIXES.admin }, true).catch((err: Error) => {
-        throw new Error(`cannot reach the bus at ${opts.bus.servers.join(',')}: ${err.message}`);
-      });
+    const connect = () => connectCommand({ ...opts.bus, inboxPrefix: INBOX_PREFIXES.admin });
     return runPublish(req, connect, out, err);
   }
   if (opts.command === 'assign' || opts.command === 'unassign' || opts.command === 'config') return runInputCommand(opts);
   if (opts.command === 'rollout') {
     // Only the admin login may ask the seat to resume or abort (DESIGN §12); it reads the bucket too.
-    const nc = await connectBus({ ...opts.bus, inboxPrefix: INBOX_PREFIXES.admin }, true).catch((err: Error) => {
-      throw new Error(`cannot reach the bus at ${opts.bus.servers.join(',')}: ${err.message}`);
-    });
+    const nc = await connectCommand({ ...opts.bus, inboxPrefix: INBOX_PREFIXES.admin });
     try {
       return await runRollout(nc, opts, out, err);
     } finally {
@@ -65,9 +62,7 @@ async function main(): Promise<number> {
   const bus = { ...opts.bus, inboxPrefix: INBOX_PREFIXES.seat };
 
   if (opts.command === 'query' || opts.command === 'status') {
-    const nc = await connectBus(bus, true).catch((err: Error) => {
-      throw new Error(`cannot reach the bus at ${opts.bus.servers.join(',')}: ${err.message}`);
-    });
+    const nc = await connectCommand(bus);
     try {
       if (opts.command === 'status') return await runStatus(nc, opts, out, err);
       const { command: _c, bus: _b, ...args } = opts;
@@ -80,7 +75,7 @@ async function main(): Promise<number> {
   const log = createLogger({ prefix: underSystemd(), least: opts.debug ? 'debug' : 'info' });
   const signalled = untilSignalled();
   log.info(`mesh-provisioner ${VERSION} connecting to ${opts.bus.servers.join(',')}`);
-  const nc = await Promise.race([connectBus(bus), signalled.then(() => undefined)]);
+  const nc = await connectWhenReachable({ bus, log, signalled, login: whichLogin(bus, USERS.seat) });
   if (!nc) return 0;
   watchConnection(nc, log);
   const seat = await Promise.race([
@@ -113,6 +108,14 @@ async function main(): Promise<number> {
   return 0;
 }
 
+/** Connects a command (one try), first saying what is wrong with its login's files; a bus not reached is its one line. */
+async function connectCommand(bus: BusOptions): Promise<NatsConnection> {
+  for (const warning of bus.warnings ?? []) err(warning);
+  return connectBus(bus, true).catch((e: Error) => {
+    throw new Error(`cannot reach the bus at ${bus.servers.join(',')}: ${e.message}`);
+  });
+}
+
 /** The input commands (DESIGN §13): what they read made ready first (exit 2 when wrong, nothing written), then run as the admin login. */
 async function runInputCommand(opts: InputCommandOptions): Promise<number> {
   const io: ConfigIo = {
@@ -123,9 +126,7 @@ async function runInputCommand(opts: InputCommandOptions): Promise<number> {
   };
   const ready = opts.command === 'config' ? await prepareConfig(opts.args, io) : undefined;
   if (ready && !ready.ok) return (err(ready.reason), 2);
-  const nc = await connectBus({ ...opts.bus, inboxPrefix: INBOX_PREFIXES.admin }, true).catch((e: Error) => {
-    throw new Error(`cannot reach the bus at ${opts.bus.servers.join(',')}: ${e.message}`);
-  });
+  const nc = await connectCommand({ ...opts.bus, inboxPrefix: INBOX_PREFIXES.admin });
   try {
     if (opts.command === 'assign') return await runAssign(nc, opts.assignment, opts.replicas, out, err);
     if (opts.command === 'unassign') return await runUnassign(nc, opts, opts.replicas, out, err);

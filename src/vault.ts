@@ -1,5 +1,7 @@
 // mesh-vault, the reference vault (DESIGN §13): flags, wiring and signals. Everything else lives in src/vault/.
 import { connectBus, drainBus, watchConnection } from './shared/bus.ts';
+import { connectWhenReachable } from './shared/first-connect.ts';
+import { whichLogin } from './shared/login.ts';
 import { printLine, runMain, untilSignalled } from './shared/entry.ts';
 import { createLogger, underSystemd } from './shared/log.ts';
 import { notifySystemd } from './shared/notify.ts';
@@ -22,6 +24,7 @@ async function main(): Promise<number> {
 
   if (opts.command === 'rotate') {
     const store = await VaultStore.open(opts.store, err);
+    for (const warning of opts.bus.warnings ?? []) err(warning);
     const nc = await connectBus(opts.bus, true).catch((e: Error) => {
       throw new Error(`cannot reach the bus at ${opts.bus.servers.join(',')}: ${e.message}`);
     });
@@ -45,7 +48,7 @@ async function main(): Promise<number> {
     log.warn(
       `--lab: the bare ${VAULT_CREDENTIAL} is answered without knowing the asker: whoever may publish it gets any credential (a bus without isolation only)`,
     );
-  const nc = await Promise.race([connectBus(opts.bus), signalled.then(() => undefined)]);
+  const nc = await connectWhenReachable({ bus: opts.bus, log, signalled, login: whichLogin(opts.bus, 'vault') });
   if (!nc) return 0;
   watchConnection(nc, log);
   const served = serveCredentials({ nc, credentials: (name) => store.credential(name), log, lab: opts.lab });

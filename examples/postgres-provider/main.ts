@@ -1,7 +1,9 @@
 // The PostgreSQL provider, runnable (`dist/postgres-provider.js`, DESIGN §13): flags, wiring and signals.
 // Its flags are options.ts; the adapter is adapter.ts; the consumers file, the bound entries and the
 // re-checks are the provider helper's (src/sdk/provider.ts).
-import { connectBus, watchConnection } from '../../src/shared/bus.ts';
+import { watchConnection } from '../../src/shared/bus.ts';
+import { connectWhenReachable } from '../../src/shared/first-connect.ts';
+import { whichLogin } from '../../src/shared/login.ts';
 import { printLine, runMain, untilSignalled } from '../../src/shared/entry.ts';
 import { errorText } from '../../src/shared/errors.ts';
 import { createLogger, underSystemd, type Logger } from '../../src/shared/log.ts';
@@ -28,7 +30,7 @@ async function main(): Promise<number> {
   log.info(
     `postgres-provider ${VERSION}: ${opts.provider}/${opts.provision} on ${opts.pg.host}:${opts.pg.port}, consumers from ${opts.consumersFile}, bus ${opts.bus.servers.join(',')}`,
   );
-  const nc = await Promise.race([connectBus(opts.bus), signalled.then(() => undefined)]);
+  const nc = await connectWhenReachable({ bus: opts.bus, log, signalled, login: whichLogin(opts.bus, `provider.${opts.provider}`) });
   if (!nc) return 0;
   watchConnection(nc, log);
   const adapter = postgresAdapter(opts.pg);

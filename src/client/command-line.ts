@@ -6,7 +6,8 @@ import { DEFAULT_FILL_SOCKET } from '../shared/fill-protocol.ts';
 import { describeFlags, openCommand, openFlagsOnly, unexpectedArgument, type FlagName, type FlagTable, type FlagValues } from '../shared/flags.ts';
 import { INBOX_PREFIXES } from '../shared/inbox.ts';
 import { isName } from '../shared/keys.ts';
-import { ok, type Parsed } from '../shared/result.ts';
+import { commandFirst } from '../shared/command-first.ts';
+import { fail, ok, type Parsed } from '../shared/result.ts';
 import { DEFAULT_ENGINE_TIMEOUT_MS } from './handoff/fill-socket.ts';
 import { DEFAULT_ONCE_TIMEOUT_MS, DEFAULT_SETTLE_MS, defaultCacheDir, MAX_ENGINE_TIMEOUT_S, type ClientOptions, type RunOptions } from './options.ts';
 
@@ -98,6 +99,12 @@ export function clientHelp(): string {
 export function parseClientOptions(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ClientOptions> {
   const [command, ...rest] = argv;
   if (command === 'lint') return parseLint(rest, env);
+  const run = parseRun(argv, env);
+  // `--plan F lint DIR`: the flags went first.
+  return run.ok ? run : fail(commandFirst(argv, ['lint'], 'client.js') ?? run.reason);
+}
+
+function parseRun(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ClientOptions> {
   const opened = openFlagsOnly(argv, env, RUN_FLAGS, clientHelp);
   if ('answered' in opened) return opened.answered;
   const { values, onCommandLine } = opened;

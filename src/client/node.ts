@@ -24,6 +24,7 @@ import { startSources, type Sources } from './sources/index.ts';
 import { watchPlans } from './sources/plans.ts';
 import { watchRegistry } from './sources/registry.ts';
 import { errorText } from '../shared/errors.ts';
+import { checkNodeLogin } from './login-check.ts';
 
 /** What a node's client needs to run, whatever its sinks. */
 export type ClientOptions = {
@@ -40,6 +41,8 @@ export type ClientOptions = {
   limits?: ArchiveLimits;
   /** The only directory `file://` archive refs are read from (--archive-dir); absent: refused. */
   archiveDir?: string;
+  /** The login as a refusal names it (shared/login.ts `whichLogin`): its public key and the flag to check. */
+  login?: string;
 };
 
 /** What the client handing its work to the engine's socket and the bus needs (startNodeClient). */
@@ -84,6 +87,8 @@ export function startNodeClient(opts: NodeClientOptions): Promise<NodeClient> {
 /** Starts the client of `node` handing its work to the sinks `open` makes: resolves once the first fill of every module is asked for. */
 export async function startClient(opts: ClientOptions, open: OpenSinks): Promise<NodeClient> {
   const { nc, log } = opts;
+  // Another node's seed would have every watch wait at notice, never ready: refused here, at once.
+  await checkNodeLogin(nc, opts.node, opts.login);
   // DESIGN §3: a bucket that holds more than its own subject is refused at start (the client exits 1);
   // a node reads the stream configuration only of the buckets it reads whole, the others pass unchecked.
   await Promise.all(CLIENT_BUCKETS.map((b) => refuseBadBucket(nc, kvBucket(b), (line) => log.warn(line))));

@@ -5,7 +5,8 @@ import { DEFAULT_ARCHIVES } from '../shared/buckets.ts';
 import { CONSUMERS_BESIDE_NODES, CONSUMERS_PER_NODE, DEFAULT_MESH_NODES } from '../shared/bucket-spec.ts';
 import { describeFlags, openCommand, openFlagsOnly, unexpectedArgument, valueSource, type FlagTable } from '../shared/flags.ts';
 import { isName } from '../shared/keys.ts';
-import { ok, type Parsed } from '../shared/result.ts';
+import { commandFirst } from '../shared/command-first.ts';
+import { fail, ok, type Parsed } from '../shared/result.ts';
 import { VERB_WHATS } from '../shared/schemas.ts';
 import { loginCollision } from './commands/bus-config/config.ts';
 import { LEAF_FLAGS, parseLeafFlags } from './commands/bus-config/leaf-flags.ts';
@@ -163,8 +164,13 @@ export function parseServerOptions(argv: readonly string[], env: NodeJS.ProcessE
   if (command === 'config') return parseConfig(rest, env);
   if (command === 'publish') return parsePublish(rest, env);
   if (command === 'rollout') return parseRolloutCommand(rest, env, rolloutHelp);
-  return parseServe(argv, env);
+  const served = parseServe(argv, env);
+  // `--nats URL status`: the flags went first, and the seat's parser would refuse the command's word or flags.
+  return served.ok ? served : fail(commandFirst(argv, SERVER_COMMANDS, 'server.js') ?? served.reason);
 }
+
+/** The commands of server.js besides the seat itself, each the first word of its command line. */
+const SERVER_COMMANDS = ['bus-config', 'status', 'init', 'query', 'assign', 'unassign', 'config', 'publish', 'rollout'];
 
 function parseServe(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
   const opened = openFlagsOnly(argv, env, SERVE_FLAGS, serverHelp);

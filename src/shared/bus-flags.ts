@@ -2,6 +2,7 @@
 import { existsSync } from 'node:fs';
 import type { BusOptions } from './bus.ts';
 import type { FlagTable, FlagValues } from './flags.ts';
+import { checkSeedFile } from './login.ts';
 import type { Parsed } from './result.ts';
 
 /** The bus URL used when none is given. */
@@ -35,6 +36,10 @@ export function busOptionsFrom(flags: FlagValues<typeof BUS_FLAGS>, name: string
   ] as const) {
     if (file && !existsSync(file)) return { ok: false, reason: `${flag}: no file at ${file}` };
   }
+  // Read here so that a file that is no seed is said as such (exit 2), not as a bus that cannot be reached.
+  const seed = nkey ? checkSeedFile(nkey) : undefined;
+  if (seed && !seed.ok) return seed;
+  const warnings = seed?.value.warning ? [seed.value.warning] : [];
   return {
     ok: true,
     value: {
@@ -46,6 +51,7 @@ export function busOptionsFrom(flags: FlagValues<typeof BUS_FLAGS>, name: string
       ...(token ? { token } : {}),
       ...(tlsCa ? { tlsCa } : {}),
       ...(inboxPrefix ? { inboxPrefix } : {}),
+      ...(warnings.length > 0 ? { warnings } : {}),
     },
   };
 }

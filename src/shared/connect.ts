@@ -24,6 +24,8 @@ export type BusOptions = {
   inboxPrefix?: string;
   /** The connection's name, seen by the server's monitoring. */
   name: string;
+  /** What is wrong with the login's files without stopping the program (a seed others may read): the program says each once, at warning. */
+  warnings?: string[];
 };
 
 /**

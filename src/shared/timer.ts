@@ -15,3 +15,9 @@ export const unrefTimer: Timer = (fn, ms) => {
 export function sleepOn(timer: Timer, ms: number): Promise<void> {
   return new Promise((resolve) => void timer(resolve, ms));
 }
+
+/** The real timer, kept referenced: a wait that is all a program is doing (a daemon's wait for the bus at start) must keep it running. */
+export const refTimer: Timer = (fn, ms) => {
+  const t = setTimeout(fn, ms);
+  return { cancel: () => clearTimeout(t) };
+};

@@ -4,6 +4,7 @@ import { BUS_FLAGS, busOptionsFrom } from '../shared/bus-flags.ts';
 import type { BusOptions } from '../shared/bus.ts';
 import { describeFlags, openCommand, openFlagsOnly, unexpectedArgument, type Asked, type FlagTable } from '../shared/flags.ts';
 import { INBOX_PREFIXES } from '../shared/inbox.ts';
+import { commandFirst } from '../shared/command-first.ts';
 import { fail, ok, type Parsed } from '../shared/result.ts';
 import { VAULT_CHANGED, VAULT_CREDENTIAL } from '../shared/subjects.ts';
 import { parseVaultName } from '../shared/vault-names.ts';
@@ -84,6 +85,12 @@ export function vaultHelp(): string {
 /** Parses argv (without node and script) and env; a reason names the flag and what is wrong. */
 export function parseVaultOptions(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<VaultCommand> {
   if (argv[0] === 'rotate') return parseRotate(argv.slice(1), env);
+  const served = parseServe(argv, env);
+  // `--store D rotate NAME`: the flags went first.
+  return served.ok ? served : fail(commandFirst(argv, ['rotate'], 'vault.js') ?? served.reason);
+}
+
+function parseServe(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<VaultCommand> {
   const opened = openFlagsOnly(argv, env, SERVE_FLAGS, vaultHelp);
   if ('answered' in opened) return opened.answered;
   const { values } = opened;

@@ -7,7 +7,7 @@ import { safeCell, safeJson, safeText } from '../../shared/safe-text.ts';
 import type { VerbReply } from '../../shared/schemas.ts';
 import { compareKeys, DEFAULT_MAX_PAYLOAD, REPLY_NESTING } from '../verb/serve.ts';
 import type { QueryArgs } from '../options.ts';
-import { errorText, isNoResponders, isTimeout } from '../../shared/errors.ts';
+import { errorText, isNoResponders, isPermissionViolation, isTimeout } from '../../shared/errors.ts';
 
 /** How long one page may take to come back. */
 export const DEFAULT_QUERY_TIMEOUT_MS = 5000;
@@ -83,6 +83,10 @@ function readReply(data: Uint8Array, maxBytes: number): VerbReply | QueryFailure
 function verbFailure(err: unknown): string {
   if (isNoResponders(err)) return `query: nothing answers ${PROVISIONING_VERB} (is mesh-provisioner running?)`;
   if (isTimeout(err)) return `query: ${PROVISIONING_VERB} did not answer within ${DEFAULT_QUERY_TIMEOUT_MS} ms`;
+  // A node's or a runner's seed given by mistake: told which logins may ask, as the input commands tell theirs.
+  if (isPermissionViolation(err)) {
+    return `query: this login may not ask ${PROVISIONING_VERB}: query and status need the seat's login or admin's (provisioner.nk or admin.nk, as --nkey); the bus said: ${errorText(err)}`;
+  }
   return `query: asking ${PROVISIONING_VERB} failed: ${errorText(err)}`;
 }
 

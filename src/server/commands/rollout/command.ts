@@ -3,7 +3,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { ROLLOUTS } from '../../../shared/buckets.ts';
 import { jsonBytes } from '../../../shared/bytes.ts';
-import { describeBusError, isNoResponders, isTimeout } from '../../../shared/errors.ts';
+import { describeBusError, errorText, isNoResponders, isPermissionViolation, isTimeout } from '../../../shared/errors.ts';
 import { parseBoundedJson } from '../../../shared/limits.ts';
 import { safeJson } from '../../../shared/safe-text.ts';
 import { ROLLOUT_VERB } from '../../../shared/subjects.ts';
@@ -22,7 +22,7 @@ export async function runRollout(nc: NatsConnection, opts: RolloutOptions, out: 
   try {
     data = (await nc.request(ROLLOUT_VERB, jsonBytes({ op: opts.op, module: opts.module }), { timeout: ROLLOUT_REQUEST_TIMEOUT_MS })).data;
   } catch (e) {
-    const why = isNoResponders(e) || isTimeout(e) ? 'the seat did not answer (is it running?)' : describeBusError(e);
+    const why = isNoResponders(e) || isTimeout(e) ? 'the seat did not answer (is it running?)' : isPermissionViolation(e) ? notAdmin(e) : describeBusError(e);
     return (err(`rollout ${opts.op} ${opts.module}: ${why}`), 1);
   }
   const reply = parseBoundedJson(data, { maxBytes: 64 * 1024 });
@@ -35,9 +35,13 @@ export async function runRollout(nc: NatsConnection, opts: RolloutOptions, out: 
 async function showRollouts(nc: NatsConnection, opts: RolloutOptions, out: (line: string) => void, err: (line: string) => void): Promise<number> {
   let stored: Map<string, Uint8Array>;
   try {
+    // A watch whose deliveries this login may not receive would wait for them for ever: refused first.
+    await nc.request(`$JS.API.STREAM.INFO.KV_${ROLLOUTS}`, undefined, { timeout: ROLLOUT_REQUEST_TIMEOUT_MS }).catch((e: unknown) => {
+      if (isPermissionViolation(e)) throw e;
+    });
     stored = await readAll(nc, ROLLOUTS, opts.module ?? '>');
   } catch (e) {
-    return (err(`rollout: reading ${ROLLOUTS}: ${describeBusError(e)}`), 1);
+    return (err(`rollout: reading ${ROLLOUTS}: ${isPermissionViolation(e) ? notAdmin(e) : describeBusError(e)}`), 1);
   }
   const states: RolloutState[] = [];
   const unreadable: { key: string; reason: string }[] = [];
@@ -53,4 +57,9 @@ async function showRollouts(nc: NatsConnection, opts: RolloutOptions, out: (line
     if (states.length + unreadable.length === 0) out(opts.module ? `no rollout of ${opts.module}` : 'no rollouts');
   }
   return opts.module !== undefined && states.length === 0 ? 1 : 0;
+}
+
+/** A login the bus refuses (the seat's, a node's), told to use admin's, as the input commands tell theirs. */
+function notAdmin(e: unknown): string {
+  return `this login may not do it: rollout needs the admin login (its seed, admin.nk, as --nkey); the bus said: ${errorText(e)}`;
 }

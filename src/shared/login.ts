@@ -1,0 +1,77 @@
+// Naming the login a program was given (issue 22): when the bus refuses it something, the operator
+// is told which key it was and which flag to check, never only the server's words.
+import { readFileSync, statSync } from 'node:fs';
+import { nkeys } from '@nats-io/transport-node';
+import type { BusOptions } from './connect.ts';
+import { errorText } from './errors.ts';
+import { fail, ok, type Parsed } from './result.ts';
+
+/** A user seed as a creds file or a seed file holds it: `SU` and 56 base32 characters. */
+const USER_SEED = /\bSU[A-Z2-7]{56}\b/;
+
+/** The public key (`U…`) of the user seed in `text`, or undefined when it holds none. */
+export function publicKeyOfSeedText(text: string): string | undefined {
+  const seed = USER_SEED.exec(text)?.[0];
+  if (seed === undefined) return undefined;
+  try {
+    return nkeys.fromSeed(new TextEncoder().encode(seed)).getPublicKey();
+  } catch {
+    return undefined;
+  }
+}
+
+/** A seed file that will do: its public key, and a warning when others than its owner may read it. */
+export type SeedFile = {
+  /** The seed's public key (`U…`), as the bus configuration names the user. */
+  publicKey: string;
+  /** What to say once at warning: the file's mode lets others read the seed. */
+  warning?: string;
+};
+
+/**
+ * Reads the seed file `--nkey FILE` names, as nats.js will (the file, trimmed, is the seed): refused
+ * when unreadable or not one user seed (`SU…`), which the bus would otherwise be blamed for. A seed
+ * others may read is not refused (the program would stop over what is not its to fix); it is warned of.
+ */
+export function checkSeedFile(file: string): Parsed<SeedFile> {
+  let text: string;
+  let mode: number;
+  try {
+    text = readFileSync(file, 'utf8').trim();
+    mode = statSync(file).mode & 0o777;
+  } catch (err) {
+    return fail(`--nkey ${file}: cannot read it (${errorText(err)})`);
+  }
+  const publicKey = USER_SEED.test(text) && text.length === 58 ? publicKeyOfSeedText(text) : undefined;
+  if (publicKey === undefined) return fail(`--nkey ${file}: not an nkey user seed (one line starting SU, as bus-config writes it)`);
+  if ((mode & 0o077) === 0) return ok({ publicKey });
+  return ok({ publicKey, warning: `--nkey ${file}: mode ${mode.toString(8)} lets others read the seed; chmod 600 ${file}` });
+}
+
+/**
+ * The login of `bus` as a person checks it, to follow "for …": `this login (public key U…): is
+ * --nkey the seed of <expected>?`, or the flag to check when there is no key to name.
+ */
+export function whichLogin(bus: Pick<BusOptions, 'nkey' | 'creds' | 'user' | 'token'>, expected: string): string {
+  const file = bus.nkey ?? bus.creds;
+  const key = file === undefined ? undefined : publicKeyIn(file);
+  const named = key ? `this login (public key ${key})` : 'this login';
+  if (bus.nkey) return `${named}: is --nkey the seed of ${expected}?`;
+  if (bus.creds) return `${named}: are --creds those of ${expected}?`;
+  if (bus.user) return `${named} (--user ${bus.user}): is it ${expected}?`;
+  if (bus.token) return `${named} (a --token): is it ${expected}'s?`;
+  return `this login (none given): give the seed of ${expected} with --nkey`;
+}
+
+function publicKeyIn(file: string): string | undefined {
+  try {
+    return publicKeyOfSeedText(readFileSync(file, 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The user `bus-config` makes for a node's client (USERS.client there), whose seed the client is given. */
+export function nodeClientUser(node: string): string {
+  return `provisioner.${node}`;
+}
