@@ -169,6 +169,25 @@ test('rollout --help prints the rollout command alone: its three forms and its f
   assert.not.match(run.stdout, /--replicas|status flags|query flags/);
 });
 
+test('status, query, init, publish and bus-config --help each print the command alone: its usage, its flags and, when it reaches the bus, the connection flags', async () => {
+  const own: Record<string, string[]> = {
+    status: ['status [<node> [<module>]]', '--limit', '--json', '--nkey'],
+    query: ['query <registry|needs|applied|collect|health>', '--node', '--collection', '--nkey'],
+    init: ['init [--replicas N]', '--nodes', '--provider', '--nkey'],
+    publish: ['publish DIR|ARCHIVE', '--composition', '--dry-run', '--nkey'],
+    'bus-config': ['bus-config --node NAME', '--credentials', '--leaf-listen', '--out'],
+  };
+  for (const [command, words] of Object.entries(own)) {
+    const run = await server([command, '--help']);
+    assert.is(run.code, 0, run.stderr);
+    assert.ok(run.stdout.startsWith(`usage: node server.js ${command}`), `${command}: ${run.stdout.slice(0, 200)}`);
+    for (const word of words) assert.ok(run.stdout.includes(word), `${command} --help does not name ${word}`);
+    // Not the seat's whole help: none of the other commands' sections.
+    assert.not.match(run.stdout, /the seat: keeps the registry|rollout flags|assign flags/, command);
+  }
+  assert.not.match((await server(['bus-config', '--help'])).stdout, /--nkey/, 'bus-config reaches no bus');
+});
+
 test('--version exits 0 printing mesh-provisioner and the package version', async () => {
   const run = await server(['--version']);
   assert.is(run.code, 0, run.stderr);

@@ -92,7 +92,7 @@ test.after(async () => {
 test('--help, --version and a bad flag: exit 0, 0 and 2 with one line', async () => {
   const help = await runBundle('node', dir, 'vault', ['--help']);
   assert.is(help.code, 0);
-  assert.match(help.stdout, /usage: node dist\/vault\.js --store DIR/);
+  assert.match(help.stdout, /usage: node vault\.js --store DIR/);
   assert.match(help.stdout, /rotate NAME/);
   assert.is((await runBundle('node', dir, 'vault', ['--version'])).code, 0);
   for (const args of [['--bogus'], ['--store'], [], ['rotate', '../x', '--store', '/tmp/x'], ['rotate', '--store', '/tmp/x'], ['--store', '/tmp/x', 'extra']]) {

@@ -50,7 +50,7 @@ export const ENGINE_FLAGS = [
 /** The text --help prints. */
 function engineUsage(): string {
   return [
-    'usage: node dist/engine.js --root DIR [--socket PATH] [--secrets DIR] [--journal FILE] [--declare FILE] [--state FILE]',
+    'usage: node engine.js --root DIR [--socket PATH] [--secrets DIR] [--journal FILE] [--declare FILE] [--state FILE]',
     '',
     'The reference node-engine: serves the fill socket, writes files atomically inside --root.',
     '',

@@ -96,49 +96,95 @@ const BUS_CONFIG_FLAGS = [
   ...LEAF_FLAGS,
 ] as const satisfies FlagTable;
 
-/** The text of --help. */
+/** A command of server.js whose --help is its own: its usage line, what it does, its own flags, and whether it reaches the bus. */
+type CommandHelp = { usage: string; about: string[]; flags: FlagTable; bus: boolean };
+
+const COMMAND_HELP = {
+  query: {
+    usage: 'node server.js query <registry|needs|applied|collect|health> [flags]',
+    about: ["query prints the seat's answer to one question of mesh-provisioner.provisioning, with the seat's login or admin's."],
+    flags: QUERY_OWN_FLAGS,
+    bus: true,
+  },
+  status: {
+    usage: 'node server.js status [<node> [<module>]] [flags]',
+    about: [
+      'status prints the fleet per node (reports applied, waiting, failed; assignments the seat holds or cannot compose;',
+      "the oldest waiting value), or a node's modules in detail (the last report, what the seat says, each waited value",
+      'with its owner and key, the files). It exits 0 when every module shown is applied, 1 when one is waiting, failed,',
+      'held or cannot be composed (or a node named has nothing shown), 2 on a usage error.',
+    ],
+    flags: STATUS_OWN_FLAGS,
+    bus: true,
+  },
+  'bus-config': {
+    usage: 'node server.js bus-config --node NAME [--node NAME …] [--provider NAME …] [flags]',
+    about: [
+      'bus-config prints the nats-server configuration of a mesh (DESIGN §11): the buckets in account MESH,',
+      'each node an account of its own importing exactly its subjects; users log in with nkeys.',
+    ],
+    flags: BUS_CONFIG_FLAGS,
+    bus: false,
+  },
+  init: {
+    usage: 'node server.js init [--replicas N] [--provider NAME …] [--nodes N] [flags]   (with the admin login)',
+    about: [
+      "init creates every bucket of the mesh (the seat's six, the inputs, the archives store, each provider's",
+      '<NAME>_bound) with exactly its own subject, hardened, and a bounded max_consumers; run it with the admin',
+      'login before the seat, and again when a provider is added.',
+    ],
+    flags: INIT_OWN_FLAGS,
+    bus: true,
+  },
+  publish: {
+    usage: 'node server.js publish DIR|ARCHIVE --composition FILE [--build B] [--dry-run] [flags]   (with the admin login)',
+    about: [
+      'publish puts a module (with the admin login): DIR packed as a tar (sorted, fixed times and owners: the same',
+      'DIR gives the same digest) or ARCHIVE as it is, gzipped, in the archives store as <module>-<build>.tar.gz,',
+      'and the composition with its archive in mesh-catalog_modules — after checking the composition strictly',
+      '(unknown fields, rollout) and linting every template against it; a refusal writes nothing.',
+    ],
+    flags: PUBLISH_OWN_FLAGS,
+    bus: true,
+  },
+} as const satisfies Record<string, CommandHelp>;
+
+/** The --help of one command: its usage, what it does, its flags and, when it reaches the bus, the connection's. */
+function commandHelp(name: keyof typeof COMMAND_HELP): () => string {
+  const help: CommandHelp = COMMAND_HELP[name];
+  return () =>
+    [
+      `usage: ${help.usage}`,
+      '',
+      ...help.about,
+      '',
+      `${name} flags:`,
+      describeFlags(help.flags),
+      ...(help.bus ? ['', 'flags:', describeFlags(BUS_FLAGS)] : []),
+    ].join('\n');
+}
+
+/** The text of --help: the seat's, and a paragraph of each command (`<command> --help` says one). */
 export function serverHelp(): string {
+  const section = (name: keyof typeof COMMAND_HELP) => [
+    '',
+    ...COMMAND_HELP[name].about.map((l, i, all) => (i === all.length - 1 ? `${l} ${name} flags:` : l)),
+    describeFlags(COMMAND_HELP[name].flags),
+  ];
   return [
     'mesh-provisioner — the seat: keeps the registry, composes plans, answers mesh-provisioner.provisioning.',
     '',
-    'usage: node dist/server.js [flags]',
-    '       node dist/server.js query <registry|needs|applied|collect|health> [flags]',
-    '       node dist/server.js status [<node> [<module>]] [flags]',
-    '       node dist/server.js bus-config --node NAME [--node NAME …] [--provider NAME …] [flags]',
-    '       node dist/server.js init [--replicas N] [--provider NAME …] [--nodes N] [flags]   (with the admin login)',
-    '       node dist/server.js assign NODE MODULE [--dir NAME=PATH …] [--port NAME=N …] [--access|--seat|--machine NAME=VALUE …]',
-    '       node dist/server.js unassign NODE MODULE',
-    '       node dist/server.js config set NODE MODULE KEY VALUE | get NODE MODULE [KEY] | rm NODE MODULE KEY | import FILE',
-    '       node dist/server.js publish DIR|ARCHIVE --composition FILE [--build B] [--dry-run] [flags]   (with the admin login)',
+    'usage: node server.js [flags]',
+    ...(['query', 'status', 'bus-config', 'init'] as const).map((c) => `       ${COMMAND_HELP[c].usage}`),
+    '       node server.js assign NODE MODULE [--dir NAME=PATH …] [--port NAME=N …] [--access|--seat|--machine NAME=VALUE …]',
+    '       node server.js unassign NODE MODULE',
+    '       node server.js config set NODE MODULE KEY VALUE | get NODE MODULE [KEY] | rm NODE MODULE KEY | import FILE',
+    `       ${COMMAND_HELP.publish.usage}`,
     ROLLOUT_USAGE,
     '',
     'flags:',
     describeFlags(SERVE_FLAGS),
-    '',
-    'query flags:',
-    describeFlags(QUERY_OWN_FLAGS),
-    '',
-    'status prints the fleet per node (reports applied, waiting, failed; assignments the seat holds or cannot compose;',
-    "the oldest waiting value), or a node's modules in detail (the last report, what the seat says, each waited value",
-    'with its owner and key, the files). It exits 0 when every module shown is applied, 1 when one is waiting, failed,',
-    'held or cannot be composed (or a node named has nothing shown), 2 on a usage error. status flags:',
-    describeFlags(STATUS_OWN_FLAGS),
-    '',
-    'bus-config prints the nats-server configuration of a mesh (DESIGN §11): the buckets in account MESH,',
-    'each node an account of its own importing exactly its subjects; users log in with nkeys.',
-    'bus-config flags:',
-    describeFlags(BUS_CONFIG_FLAGS),
-    '',
-    'publish puts a module (with the admin login): DIR packed as a tar (sorted, fixed times and owners: the same',
-    'DIR gives the same digest) or ARCHIVE as it is, gzipped, in the archives store as <module>-<build>.tar.gz,',
-    'and the composition with its archive in mesh-catalog_modules — after checking the composition strictly',
-    '(unknown fields, rollout) and linting every template against it; a refusal writes nothing. publish flags:',
-    describeFlags(PUBLISH_OWN_FLAGS),
-    '',
-    "init creates every bucket of the mesh (the seat's six, the inputs, the archives store, each provider's",
-    '<NAME>_bound) with exactly its own subject, hardened, and a bounded max_consumers; run it with the admin',
-    'login before the seat, and again when a provider is added. init flags:',
-    describeFlags(INIT_OWN_FLAGS),
+    ...(['query', 'status', 'bus-config', 'publish', 'init'] as const).flatMap(section),
     '',
     "assign, unassign and config write the inputs (the controller's assignments, mesh-config's values), with the admin",
     'login; `assign --help` and `config --help` say each in full. assign flags:',
@@ -197,7 +243,7 @@ function parseServe(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<Ser
 }
 
 function parseQuery(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
-  const opened = openCommand(argv, env, [...BUS_FLAGS, ...QUERY_OWN_FLAGS], serverHelp);
+  const opened = openCommand(argv, env, [...BUS_FLAGS, ...QUERY_OWN_FLAGS], commandHelp('query'));
   if ('answered' in opened) return opened.answered;
   const {
     values,
@@ -232,7 +278,7 @@ function parseQuery(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<Ser
 }
 
 function parseStatus(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
-  const opened = openCommand(argv, env, [...BUS_FLAGS, ...STATUS_OWN_FLAGS], serverHelp);
+  const opened = openCommand(argv, env, [...BUS_FLAGS, ...STATUS_OWN_FLAGS], commandHelp('status'));
   if ('answered' in opened) return opened.answered;
   const {
     values,
@@ -260,7 +306,7 @@ function parseStatus(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<Se
 }
 
 function parseBusConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
-  const opened = openFlagsOnly(argv, env, BUS_CONFIG_FLAGS, serverHelp);
+  const opened = openFlagsOnly(argv, env, BUS_CONFIG_FLAGS, commandHelp('bus-config'));
   if ('answered' in opened) return opened.answered;
   const { values } = opened;
   const { node: nodes = [], provider: providers = [], out } = values;
@@ -295,7 +341,7 @@ function parseBusConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed
 }
 
 function parseInit(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
-  const opened = openFlagsOnly(argv, env, [...BUS_FLAGS, ...INIT_OWN_FLAGS], serverHelp);
+  const opened = openFlagsOnly(argv, env, [...BUS_FLAGS, ...INIT_OWN_FLAGS], commandHelp('init'));
   if ('answered' in opened) return opened.answered;
   const { values } = opened;
   const bus = busOptionsFrom(values, 'mesh-provisioner init');
@@ -314,7 +360,7 @@ function parseInit(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<Serv
 }
 
 function parsePublish(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
-  const opened = openCommand(argv, env, [...BUS_FLAGS, ...PUBLISH_OWN_FLAGS], serverHelp);
+  const opened = openCommand(argv, env, [...BUS_FLAGS, ...PUBLISH_OWN_FLAGS], commandHelp('publish'));
   if ('answered' in opened) return opened.answered;
   const {
     values,

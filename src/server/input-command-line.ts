@@ -36,8 +36,8 @@ const INPUT_NOTE = [
 /** The text of `assign --help` and `unassign --help`. */
 export function assignHelp(): string {
   return [
-    'usage: node dist/server.js assign NODE MODULE [--dir NAME=PATH …] [--port NAME=N …] [--access|--seat|--machine NAME=VALUE …] [flags]',
-    '       node dist/server.js unassign NODE MODULE [flags]',
+    'usage: node server.js assign NODE MODULE [--dir NAME=PATH …] [--port NAME=N …] [--access|--seat|--machine NAME=VALUE …] [flags]',
+    '       node server.js unassign NODE MODULE [flags]',
     '',
     'assign writes mesh-controller_assignments key NODE.MODULE: {node, module, placement}, the placement whole as given',
     '(an assignment already there is replaced; the same bytes are not written again). unassign deletes it, and the seat',
@@ -55,10 +55,10 @@ export function assignHelp(): string {
 /** The text of `config --help`. */
 export function configHelp(): string {
   return [
-    'usage: node dist/server.js config set NODE MODULE KEY VALUE   (VALUE - reads stdin whole)',
-    '       node dist/server.js config get NODE MODULE [KEY]',
-    '       node dist/server.js config rm NODE MODULE KEY',
-    '       node dist/server.js config import FILE                 (FILE - reads stdin)',
+    'usage: node server.js config set NODE MODULE KEY VALUE   (VALUE - reads stdin whole)',
+    '       node server.js config get NODE MODULE [KEY]',
+    '       node server.js config rm NODE MODULE KEY',
+    '       node server.js config import FILE                 (FILE - reads stdin)',
     '',
     'mesh-config_resolved keys NODE.MODULE.KEY (KEY may hold dots), each value UTF-8 text. get KEY prints the bytes as',
     'they are, nothing added; get without KEY prints key=value lines, control characters written as \\x0a, \\x1b… so each',

@@ -63,8 +63,8 @@ export function vaultHelp(): string {
   return [
     `mesh-vault — the reference vault: answers ${VAULT_CREDENTIAL}.<node> from a file store (DESIGN §11, §13).`,
     '',
-    'usage: node dist/vault.js --store DIR [--nats URL[,URL…]] [--nkey FILE] [--lab] [--debug]',
-    '       node dist/vault.js rotate NAME --store DIR [--nats URL[,URL…]] [--nkey FILE]',
+    'usage: node vault.js --store DIR [--nats URL[,URL…]] [--nkey FILE] [--lab] [--debug]',
+    '       node vault.js rotate NAME --store DIR [--nats URL[,URL…]] [--nkey FILE]',
     '',
     "A provision's credential (pair/<provider>/<provision>/<node>/<module>[/<local>]) is made on its first ask",
     "(32 random bytes, base64url) and handed only to the node the consumer's plan binds the provider on; a",

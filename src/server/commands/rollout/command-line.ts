@@ -19,16 +19,16 @@ export const ROLLOUT_FLAG = {
 export const ROLLOUT_OWN_FLAGS = [{ name: 'json', type: 'bool', help: 'print JSON instead of a table (rollout [MODULE] only)' }] as const satisfies FlagTable;
 
 /** The usage line of `rollout` in the seat's --help. */
-export const ROLLOUT_USAGE = '       node dist/server.js rollout [MODULE] [--json] | rollout resume MODULE | rollout abort MODULE   (with the admin login)';
+export const ROLLOUT_USAGE = '       node server.js rollout [MODULE] [--json] | rollout resume MODULE | rollout abort MODULE   (with the admin login)';
 
 /** The text of `rollout --help`: the command alone, not the whole seat's. */
 export function rolloutHelp(): string {
   return [
     'mesh-provisioner rollout — the progressive rollouts of builds (DESIGN §12), with the admin login.',
     '',
-    'usage: node dist/server.js rollout [MODULE] [--json]     every rollout (or one): state, build, from, wave, counts, failed nodes',
-    '       node dist/server.js rollout resume MODULE        lift a halt: the failed nodes get the build again with the next wave',
-    '       node dist/server.js rollout abort MODULE         plan every node on the new build back to the last good build',
+    'usage: node server.js rollout [MODULE] [--json]     every rollout (or one): state, build, from, wave, counts, failed nodes',
+    '       node server.js rollout resume MODULE        lift a halt: the failed nodes get the build again with the next wave',
+    '       node server.js rollout abort MODULE         plan every node on the new build back to the last good build',
     '',
     'resume and abort are asked of the seat (mesh-provisioner.rollout) and refused, exit 1, on a rollout that is done.',
     '',
