@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path';
 import { DiscardPolicy, jetstreamManager, type StreamConfig } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectBus } from '../src/shared/bus.ts';
-import { BucketRefusedError, ensureBucket, refuseBadBucket } from '../src/shared/bucket-bind.ts';
+import { BUCKET_API_TIMEOUT_MS, BucketRefusedError, ensureBucket, refuseBadBucket } from '../src/shared/bucket-bind.ts';
 import { isTimeout } from '../src/shared/errors.ts';
 import { runInit } from '../src/server/commands/init.ts';
 import { bucketProblems, kvBucket, maxConsumersFor, objBucket, ownSubject, streamConfigOf, streamOf } from '../src/shared/bucket-spec.ts';
@@ -110,6 +110,30 @@ test('a bucket checked twice on one connection within 5 s is asked of the bus on
       );
     await nc.flush();
     assert.is(asked.filter((s) => s.endsWith('KV_bad')).length, 2);
+    sub.unsubscribe();
+  } finally {
+    await nc.close();
+    await server.cleanup();
+  }
+});
+
+test('a check the bus leaves unanswered until its timeout answers for the checks just after it, not asked again', async () => {
+  // A site's leaf server carried a stream info a node may not read to the hub, where nothing answers it:
+  // here a bus without JetStream, where a subscriber that never answers stands for the hub.
+  const server = await startNats('', { whole: ({ listen }) => `listen: ${JSON.stringify(listen)}\n` });
+  const nc = await connectBus({ servers: [server.url], name: 'test' });
+  try {
+    const asked: string[] = [];
+    const sub = nc.subscribe('$JS.API.STREAM.INFO.>', { callback: (_e, m) => void asked.push(m.subject) });
+    await nc.flush();
+    const first = Date.now();
+    await refuseBadBucket(nc, kvBucket('silent'));
+    assert.ok(Date.now() - first >= BUCKET_API_TIMEOUT_MS - 100, 'the first check waited out its timeout');
+    const again = Date.now();
+    await refuseBadBucket(nc, kvBucket('silent'));
+    assert.ok(Date.now() - again < 1000, `answered by the first check (took ${Date.now() - again} ms)`);
+    await nc.flush();
+    assert.equal(asked, ['$JS.API.STREAM.INFO.KV_silent']);
     sub.unsubscribe();
   } finally {
     await nc.close();

@@ -187,6 +187,39 @@ test('a bucket there at the first try is watched without a line', async () => {
   assert.equal(waits, []);
 });
 
+test('a watch is settled by its first answered refusal (the bucket missing or not granted), never by an ask left unanswered', async () => {
+  const settledAt = (w: Watch) => {
+    let done = false;
+    void w.settled?.then(() => (done = true));
+    return () => done;
+  };
+  const flush = () => new Promise((r) => setImmediate(r));
+  // Unanswered twice, then refused: settled only after the refusal, before the bucket is there.
+  const held = heldTimer();
+  const timedOut = () => new errors.TimeoutError();
+  const open = openAfter([timedOut(), timedOut(), noResponders(), noResponders()]);
+  const w = waitForWatch('bucket b (>)', lineLog(), { open: open.open, closed: () => false, timer: held.timer });
+  const settled = settledAt(w);
+  for (let unanswered = 0; unanswered < 2; unanswered++) {
+    await held.asked();
+    await flush();
+    assert.not.ok(settled(), `not settled after ${unanswered + 1} unanswered ask(s)`);
+    held.wake();
+  }
+  await held.asked();
+  await flush();
+  assert.ok(settled(), 'settled by the refusal');
+  held.wake();
+  await held.asked();
+  held.wake();
+  await w.caughtUp;
+  assert.is(open.tries(), 5);
+  // A watch opened at once is settled when it has caught up.
+  const at = waitForWatch('bucket b (>)', lineLog(), { ...openAfter([]), closed: () => false });
+  await at.settled;
+  await at.caughtUp;
+});
+
 test('stop() while waiting for the bucket ends the wait: no more tries, caughtUp resolves', async () => {
   const held = heldTimer();
   const log = lineLog();

@@ -9,7 +9,8 @@ import { dirname, join } from 'node:path';
 import bcrypt from 'bcryptjs';
 import { connectBus } from '../src/shared/bus.ts';
 import { INBOX_PREFIXES } from '../src/shared/inbox.ts';
-import { USERS } from '../src/server/commands/bus-config/config.ts';
+import { nodeImports, USERS } from '../src/server/commands/bus-config/config.ts';
+import { domainMappings } from '../src/server/commands/bus-config/leaf.ts';
 import { busConfigOut, busConfigRun } from './helpers/bus-config-run.ts';
 import { jetStreamFor } from './helpers/isolated-mesh.ts';
 import { freePort, startNats } from './helpers/nats.ts';
@@ -18,6 +19,45 @@ import { waitFor } from './helpers/wait.ts';
 
 const [NA, NB] = ['na', 'nb'];
 const SITE = 'site1';
+
+/** Whether the subject pattern `pattern` matches every subject `subject` (itself a pattern) can stand for. */
+function covers(pattern: string, subject: string): boolean {
+  const [p, t] = [pattern.split('.'), subject.split('.')];
+  for (let i = 0; i < p.length; i++) {
+    if (p[i] === '>') return t.length > i;
+    if (i >= t.length || (p[i] !== '*' && p[i] !== t[i])) return false;
+  }
+  return p.length === t.length;
+}
+
+test("a site maps to the hub's domain exactly the JetStream API its nodes' accounts import there, so an ask outside it finds no responder at once", () => {
+  const archives = 'mesh-catalog_archives';
+  const froms = domainMappings('mesh', archives).map(([from]) => from);
+  const granted = nodeImports(NA, ['pg', 'other'], archives)
+    .map((g) => g.subject)
+    .filter((s) => s.startsWith('$JS.API.') || s.startsWith('$KV.'));
+  for (const subject of granted)
+    assert.ok(
+      froms.some((f) => covers(f, subject)),
+      `${subject} crosses to the hub`,
+    );
+  const infos = froms.filter((f) => f.startsWith('$JS.API.STREAM.'));
+  assert.equal(
+    infos,
+    granted.filter((s) => s.startsWith('$JS.API.STREAM.')),
+    'only the streams a node may read',
+  );
+  for (const notGranted of [
+    '$JS.API.STREAM.INFO.KV_mesh-config_resolved',
+    '$JS.API.STREAM.INFO.KV_pg_bound',
+    '$JS.API.STREAM.NAMES',
+    '$JS.API.CONSUMER.DELETE.KV_x.y',
+  ])
+    assert.not.ok(
+      froms.some((f) => covers(f, notGranted)),
+      `${notGranted} stays at the site`,
+    );
+});
 
 test('without --leaf-listen the hub names no domain, takes no leaf and makes no leaf password', () => {
   const creds = join(mkdtempSync(join(tmpdir(), 'mesh-leaf-')), 'creds');
@@ -74,7 +114,22 @@ test("the hub keeps only the leaf passwords' hashes, each login a user of its no
   const text = readFileSync(out, 'utf8');
   const password = readFileSync(join(creds, `leaf.${NA}.pw`), 'utf8').trim();
   assert.ok(text.includes(`"nats-leaf://leaf.${NA}:${password}@hub1:7422", "nats-leaf://leaf.${NA}:${password}@hub2:7422"`));
-  assert.match(text, /"\$JS\.API\.>": "\$JS\.central\.API\.>", "\$KV\.>": "\$JS\.central\.API\.\$KV\.>"/);
+  // Only what the node's account imports crosses to the hub: any other JetStream ask finds no responder at the site, as on the hub.
+  const mapped = (from: string, to: string) => `      ${JSON.stringify(from)}: ${JSON.stringify(to)}\n`;
+  assert.ok(
+    text.includes(
+      '    mappings: {\n' +
+        mapped('$JS.API.INFO', '$JS.central.API.INFO') +
+        mapped('$JS.API.STREAM.INFO.KV_mesh-provisioner_plans', '$JS.central.API.STREAM.INFO.KV_mesh-provisioner_plans') +
+        mapped('$JS.API.STREAM.INFO.KV_mesh-provisioner_registry', '$JS.central.API.STREAM.INFO.KV_mesh-provisioner_registry') +
+        mapped('$JS.API.STREAM.INFO.OBJ_mesh-catalog_archives', '$JS.central.API.STREAM.INFO.OBJ_mesh-catalog_archives') +
+        mapped('$JS.API.DIRECT.GET.>', '$JS.central.API.DIRECT.GET.>') +
+        mapped('$JS.API.CONSUMER.CREATE.>', '$JS.central.API.CONSUMER.CREATE.>') +
+        mapped('$KV.>', '$JS.central.API.$KV.>') +
+        '    }\n',
+    ),
+    text,
+  );
   assert.not.match(text, /jetstream|provisioner\.nb|leaf\.nb/, 'no JetStream at the site, nothing of a node elsewhere');
   chmodSync(join(creds, `leaf.${NA}.pw`), 0o644);
   const open = busConfigRun(hubArgs);

@@ -10,16 +10,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectBus } from '../src/shared/bus.ts';
+import { Kvm } from '@nats-io/kv';
 import { APPLIED, CONFIG } from '../src/shared/buckets.ts';
+import { boundBucket } from '../src/shared/keys.ts';
 import { INBOX_PREFIXES } from '../src/shared/inbox.ts';
 import { USERS } from '../src/server/commands/bus-config/config.ts';
 import { WATCH_HEARTBEAT_MS, WATCH_MISSED_HEARTBEATS } from '../src/shared/watch/keeper.ts';
 import { VAULT_CREDENTIAL } from '../src/shared/subjects.ts';
 import { startVault } from './helpers/vault.ts';
 import type { ModuleSpec } from './helpers/archive.ts';
+import type { Report } from '../src/shared/schemas.ts';
 import { busConfigOut } from './helpers/bus-config-run.ts';
 import { jetStreamFor, withIsolatedMesh, type IsolatedMesh } from './helpers/isolated-mesh.ts';
-import { createMeshNode } from './helpers/mesh-node.ts';
+import { createMeshNode, type MeshNode } from './helpers/mesh-node.ts';
+import type { Running } from './helpers/bundle.ts';
+import { BUCKET_API_TIMEOUT_MS } from '../src/shared/bucket-bind.ts';
 import { freePort, startNats, type NatsServer } from './helpers/nats.ts';
 import { attempt, stored, sameStored } from './helpers/isolation-probe.ts';
 import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.ts';
@@ -29,10 +34,21 @@ import { spawnSync } from 'node:child_process';
 const [NA, NB] = ['na', 'nb'];
 const SITE = 'site1';
 const MODULE = 'web';
+const PROVIDER = 'pg';
 const WEB: ModuleSpec = {
   templates: { 'web.conf': 'level ${config:level}\n' },
   provisioning: { files: [{ path: '${dir:config}/web.conf', template: 'web.conf', mode: 'owned', change: 'restart' }] },
 };
+/** A module reading a config value and a provider's bound entry, each of a bucket a node reads only its own keys of. */
+const BOUND_WEB: ModuleSpec = {
+  templates: { 'web.conf': 'level ${config:level}\nuser ${bound:database:user}\n' },
+  provisioning: {
+    files: [{ path: '${dir:config}/web.conf', template: 'web.conf', mode: 'owned', change: 'restart' }],
+    provisions: [{ provider: PROVIDER, provision: 'database' }],
+  },
+};
+/** How long a site's client, restarted, may take to fill and report `applied`: a client on the hub takes about 50 ms besides its process's start. */
+const RESTART_BUDGET_MS = 3000;
 /**
  * How long a change may take to reach a site's engine once the WAN link is back: the leaf connection's
  * reconnect (1 s) and the watch's recovery. The client's own connection to its site never drops, so
@@ -75,10 +91,11 @@ function selfSignedCert(dir: string): { cert: string; key: string } {
   return { cert, key };
 }
 
-/** The site's leaf server on the file bus-config renders, reaching the hub through `proxy`. */
-async function startSite(m: IsolatedMesh, proxy: TcpProxy, hubCa: string): Promise<NatsServer> {
-  const hub = `nats-leaf://127.0.0.1:${proxy.port}`;
-  return startNats('', { dir: join(m.dir, SITE), whole: ({ listen }) => busConfig(m, ['--leaf', SITE, '--hub', hub, '--hub-ca', hubCa, '--listen', listen]) });
+/** The site's leaf server on the file bus-config renders, reaching the hub at `port` (through a proxy, or the hub's own leaf port), trusting `hubCa` when given. */
+async function startSite(m: IsolatedMesh, port: number, hubCa?: string): Promise<NatsServer> {
+  const hub = `nats-leaf://127.0.0.1:${port}`;
+  const ca = hubCa ? ['--hub-ca', hubCa] : [];
+  return startNats('', { dir: join(m.dir, SITE), whole: ({ listen }) => busConfig(m, ['--leaf', SITE, '--hub', hub, ...ca, '--listen', listen]) });
 }
 
 /** A connection to the site's server as `user`, with the inbox prefix its grants allow. */
@@ -126,7 +143,7 @@ test('a node at a site fills, follows a change, answers asks and keeps its isola
         ]),
       );
       // The WAN link carries TLS: the site verifies the hub's certificate, and its passwords never cross in the clear.
-      site = await startSite(m, proxy, tls.cert);
+      site = await startSite(m, proxy.port, tls.cert);
       closing.push(() => site?.cleanup());
 
       const password = readFileSync(join(m.dir, 'credentials', `leaf.${NA}.pw`), 'utf8').trim();
@@ -195,6 +212,103 @@ test('a node at a site fills, follows a change, answers asks and keeps its isola
       assert.is(running.child.pid, pid);
       assert.is(running.child.exitCode, null, 'the client was not restarted');
       await m.waitReport(NA, MODULE, (r) => r.state === 'applied', 10_000);
+    } finally {
+      for (const step of closing.reverse())
+        await Promise.resolve()
+          .then(step)
+          .catch(() => {});
+    }
+  });
+});
+
+/** Stops a client bundle as systemd does: SIGTERM, and it exits 0. */
+async function stopClient(running: Running): Promise<void> {
+  running.child.kill('SIGTERM');
+  assert.is((await running.exited).code, 0);
+}
+
+/** Starts `node`'s client bundle: the process, and how long after its start it reported `applied` (seen in `reports`). */
+async function startTimed(node: MeshNode, reports: readonly Report[]): Promise<{ running: Running; tookMs: number }> {
+  const startedAt = new Date();
+  const running = node.startClientProcess();
+  const applied = await waitFor(
+    'an applied report of the restarted client',
+    () => reports.find((r) => r.state === 'applied' && new Date(r.at) >= startedAt),
+    15_000,
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}; its log:\n${running.stderr()}`);
+  });
+  return { running, tookMs: new Date(applied.at).getTime() - startedAt.getTime() };
+}
+
+/** A site's leaf file as bus-config rendered it before issue 22: every JetStream API call of a node crossed to the hub. */
+function everyApiMapped(conf: string): string {
+  const before = conf.replace(/mappings: \{[^}]*\}/, 'mappings: { "$JS.API.>": "$JS.mesh.API.>", "$KV.>": "$JS.mesh.API.$KV.>" }');
+  assert.is.not(before, conf, 'the leaf file has its mappings');
+  return before;
+}
+
+/** The module's file, every value filled. */
+const FILLED = 'level one\nuser web_user\n';
+
+test("a site's client restarted fills and reports applied within seconds, never `waiting` for a value that is there", async () => {
+  const hubLeafPort = await freePort();
+  await withIsolatedMesh({ nodes: [NA, NB], providers: [PROVIDER], leaf: { listen: `127.0.0.1:${hubLeafPort}` } }, async (m) => {
+    const closing: (() => unknown)[] = [];
+    try {
+      const site = await startSite(m, hubLeafPort);
+      closing.push(() => site.cleanup());
+      // Every value is there before the client first starts: no report may ever say it is waited for.
+      await m.kv.config.put(`${NA}.${MODULE}.level`, 'one');
+      const bound = await new Kvm(m.admin).open(boundBucket(PROVIDER));
+      await bound.put(`${NA}.${MODULE}.database`, JSON.stringify({ as: 'web', user: 'web_user', values: {} }));
+      await m.publish(MODULE, BOUND_WEB);
+      await m.assign(NA, MODULE);
+      const reports: Report[] = [];
+      const watch = await m.kv.applied.watch({ key: `${NA}.${MODULE}` });
+      closing.push(() => watch.stop());
+      void (async () => {
+        for await (const e of watch) if (e.operation === 'PUT') reports.push(e.json<Report>());
+      })();
+      const login = { nkey: m.nkey(USERS.client(NA)) };
+      const node = createMeshNode({ name: NA, dir: join(m.dir, NA), url: site.url, archiveDir: m.archiveDir, login });
+      closing.push(() => node.stop());
+      await node.startEngine();
+      const first = node.startClientProcess();
+      await m.waitReport(NA, MODULE, (r) => r.state === 'applied', 20_000);
+      assert.is(node.moduleFile(MODULE), FILLED);
+
+      await stopClient(first);
+      const restarted = await startTimed(node, reports);
+      console.log(`  the restarted client at the site reported applied ${restarted.tookMs} ms after its start`);
+      assert.ok(restarted.tookMs < RESTART_BUDGET_MS, `applied ${restarted.tookMs} ms after its start; its log:\n${restarted.running.stderr()}`);
+
+      // A site still on the previous release's leaf file: a check of a stream the node may not read is
+      // unanswered until its timeout — once for the start's buckets and their watches, once for the
+      // provider's bucket its plan names — and the start waits for the values all the same.
+      await stopClient(restarted.running);
+      await site.cleanup();
+      const before = await startNats('', {
+        dir: join(m.dir, `${SITE}-before`),
+        whole: ({ listen }) => everyApiMapped(busConfig(m, ['--leaf', SITE, '--hub', `nats-leaf://127.0.0.1:${hubLeafPort}`, '--listen', listen])),
+      });
+      closing.push(() => before.cleanup());
+      const probe = await onSite(before, m, USERS.client(NA), INBOX_PREFIXES.node(NA));
+      closing.push(() => probe.close());
+      await waitFor('JetStream through the leaf connection', async () => ((await jetStreamFor(probe)) === 'ok' ? true : null), 10_000);
+      const atBefore = createMeshNode({ name: NA, dir: join(m.dir, NA), url: before.url, archiveDir: m.archiveDir, login });
+      closing.push(() => atBefore.stop());
+      const old = await startTimed(atBefore, reports);
+      console.log(`  on the previous leaf file: applied ${old.tookMs} ms after its start`);
+      const budget = 2 * BUCKET_API_TIMEOUT_MS + RESTART_BUDGET_MS;
+      assert.ok(old.tookMs < budget, `applied ${old.tookMs} ms after its start (at most ${budget}); its log:\n${old.running.stderr()}`);
+
+      assert.equal(
+        reports.filter((r) => r.state === 'waiting').map((r) => ({ at: r.at, waiting: r.waiting.map((w) => `${w.kind}:${w.name}`) })),
+        [],
+        'no report waits for a value that is there',
+      );
+      assert.is(node.moduleFile(MODULE), FILLED);
     } finally {
       for (const step of closing.reverse())
         await Promise.resolve()

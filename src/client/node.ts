@@ -66,7 +66,7 @@ export type NodeClient = {
 /** The buckets every client binds (a provider's `<provider>_bound` is checked when a plan names it). */
 const CLIENT_BUCKETS = [PLANS, REGISTRY_BUCKET, CONFIG, NEEDS, APPLIED, COLLECT];
 
-/** How long the start waits for the sources' buckets (and the node's stored needs) before filling what it can. */
+/** How long the start waits for the node's stored needs before filling. */
 const START_WAIT_MS = 2000;
 
 /** `promise`'s value, or `late` when it has not settled within `ms`. */
@@ -198,14 +198,17 @@ async function begin(opts: ClientOptions, sinks: ClientSinks, stages: Stages, it
   const { node, log } = opts;
   const { modules, sources } = stages;
   await stages.plans.caughtUp;
-  const [caughtUp, needs] = await Promise.all([
-    within(
-      sources.caughtUp().then(() => true),
-      START_WAIT_MS,
-      false,
-    ),
-    within(sinks.storedNeeds, START_WAIT_MS, 'late' as const),
-  ]);
+  // No fill before each source has read what its bucket holds, or heard that it holds nothing yet: a
+  // value not read is never reported waited for (DESIGN §7 point 4). A timer here filled a site's
+  // node while its config watch was still being made, reporting `waiting` for values that were there
+  // (issue 22). A bus that answers nothing holds the start, as it holds the plans' watch above.
+  const [, needs] = await Promise.all([sources.settled(), within(sinks.storedNeeds, START_WAIT_MS, 'late' as const)]);
+  // A bucket missing settles its source without catching up: the items are then not all read.
+  const caughtUp = await within(
+    sources.caughtUp().then(() => true),
+    0,
+    false,
+  );
   stages.go();
   // Needs of modules whose plans went (and their reports), or that a plan's new build no longer names,
   // while this client was down: handed over before the first fills, so each fill deletes what its

@@ -55,32 +55,40 @@ export async function inspectBucket(jsm: JetStreamManager, spec: BucketSpec): Pr
 }
 
 /**
- * How long a check of a bucket answers for the same connection's next one: a client's start checks
- * its buckets, then each watch checks its own as it binds, a stream info apiece that a fleet started
- * together pays for at once (docs/scale.md).
+ * How long a check of a bucket answers for the same connection's next one, from its answer: a
+ * client's start checks its buckets, then each watch checks its own as it binds, a stream info
+ * apiece that a fleet started together pays for at once (docs/scale.md).
  */
 export const CHECK_REUSE_MS = 5000;
 
-const recentChecks = new WeakMap<NatsConnection, Map<string, { at: number; done: Promise<void> }>>();
+/** A check of one bucket: its outcome, and when it was answered (undefined while it waits). */
+type Check = { done: Promise<void>; answeredAt?: number };
+
+const recentChecks = new WeakMap<NatsConnection, Map<string, Check>>();
 
 /**
  * Throws BucketRefusedError when a bucket holds more than it should; a missing or unreadable one
- * passes (it is waited for, or not this login's to read). A check of the same bucket on `nc` begun
- * within CHECK_REUSE_MS and not failed is its answer (its warnings said once).
+ * passes (it is waited for, or not this login's to read). A check of the same bucket on `nc` still
+ * waiting for its answer, or answered within CHECK_REUSE_MS and not failed, is its answer (its
+ * warnings said once): counted from the ask, a check the bus answered only at its timeout was
+ * asked again by every watch binding just after.
  */
 export function refuseBadBucket(nc: NatsConnection, spec: BucketSpec, warn?: (line: string) => void): Promise<void> {
-  const checks = recentChecks.get(nc) ?? new Map<string, { at: number; done: Promise<void> }>();
+  const checks = recentChecks.get(nc) ?? new Map<string, Check>();
   recentChecks.set(nc, checks);
   const recent = checks.get(spec.name);
-  if (recent && Date.now() - recent.at < CHECK_REUSE_MS) return recent.done;
+  if (recent && (recent.answeredAt === undefined || Date.now() - recent.answeredAt < CHECK_REUSE_MS)) return recent.done;
   const done = (async () => {
     const found = await inspectBucket(await bucketManager(nc), spec);
     if (found.state === 'ok') for (const w of found.warnings) warn?.(`bucket ${spec.name}: ${w}`);
   })();
-  const entry = { at: Date.now(), done };
+  const entry: Check = { done };
   checks.set(spec.name, entry);
   // A check that failed answers for nothing: the next one asks the bus again.
-  done.catch(() => checks.get(spec.name) === entry && checks.delete(spec.name));
+  done.then(
+    () => void (entry.answeredAt = Date.now()),
+    () => checks.get(spec.name) === entry && checks.delete(spec.name),
+  );
   return done;
 }
 

@@ -111,6 +111,7 @@ export function boundSource(nc: NatsConnection, node: string, log: Logger, onCha
         entries.delete(bucket);
       }
     },
+    settled: () => Promise.all([...watches.values()].map((w) => w.settled ?? w.caughtUp)).then(() => undefined),
     stop() {
       for (const watch of watches.values()) watch.stop();
       watches.clear();

@@ -115,6 +115,7 @@ export function collectedSource(nc: NatsConnection, items: NodeItems, log: Logge
     name: 'collected',
     lookup: (plan, wanted) => ({ ...assemble(plan, items, wanted), dependency: collectionDependency(collectionOf(wanted)) }),
     caughtUp: watch.caughtUp,
+    settled: () => watch.settled ?? watch.caughtUp,
     stop: () => watch.stop(),
   };
 }

@@ -62,6 +62,7 @@ export function configSource(nc: NatsConnection, node: string, log: Logger, onCh
     values,
     lookup: (plan: Plan, wanted: Wanted) => ({ ...values.lookup(plan.module, wanted.name), dependency: configDependency(plan.module, wanted.name) }),
     caughtUp: watch.caughtUp,
+    settled: () => watch.settled ?? watch.caughtUp,
     stop: () => watch.stop(),
   };
 }

@@ -68,6 +68,11 @@ export class Sources implements ValueLookup {
     return Promise.all([...this.#byName.values()].map((s) => s.caughtUp)).then(() => undefined);
   }
 
+  /** Resolves once every source has read what there is to read now (Source.settled), its bucket there or not. */
+  settled(): Promise<void> {
+    return Promise.all([...this.#byName.values()].map((s) => s.settled?.() ?? s.caughtUp)).then(() => undefined);
+  }
+
   /** Stops every source's watches. */
   stop(): void {
     for (const source of this.#byName.values()) source.stop?.();

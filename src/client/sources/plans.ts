@@ -14,7 +14,7 @@ import type { TemplateCache } from '../fill/templates.ts';
 /**
  * Watches `<node>.*` of the plans: a plan's new value is handed to `modules`; when the module needs
  * a run, `onPlan(module)` is called. Templates no plan names are dropped and the sources told the
- * node's plans, once per turn.
+ * node's plans, once per turn; the watch is caught up once they were told the plans it read first.
  */
 export function watchPlans(
   nc: NatsConnection,
@@ -43,7 +43,9 @@ export function watchPlans(
     log,
   );
   return {
-    caughtUp: watch.caughtUp,
+    // Once the sources were told the plans too: a watch a plan names (a provider's bound entries) is
+    // then one the start waits for.
+    caughtUp: watch.caughtUp.then(() => new Promise<void>((resolve) => setImmediate(resolve))),
     stop() {
       if (pass) clearImmediate(pass);
       watch.stop();

@@ -42,6 +42,12 @@ export type Source = ValueLookup & {
   plansChanged?(plans: ReadonlyMap<string, Plan>): void;
   /** Resolves once the source's watches delivered what was stored when they began. */
   readonly caughtUp?: Promise<void>;
+  /**
+   * Resolves once each of the source's watches has caught up or been answered that its bucket is not
+   * there: until then a value it does not hold may be one it has not read yet, never one to report
+   * waited for (DESIGN §7 point 4). Absent: `caughtUp` says it.
+   */
+  settled?(): Promise<void>;
   /** Stops every watch. */
   stop?(): void;
 };

@@ -3,7 +3,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { BucketRefusedError, refuseBadBucket } from '../bucket-bind.ts';
 import { kvBucket } from '../bucket-spec.ts';
-import { describeBusError } from '../errors.ts';
+import { describeBusError, isTimeout } from '../errors.ts';
 import { retryWithBackoff } from '../retry.ts';
 import type { Timer } from '../timer.ts';
 import { NatsInternalsError } from './internals.ts';
@@ -47,14 +47,17 @@ export type WatchWait = {
 
 /**
  * Opens a watch of `what` (`bucket B (F)`), trying again while it fails with a wait doubling up to
- * MAX_WATCH_RETRY_MS; a new reason is logged once at notice, its repeats at debug. A nats.js without
- * the private parts the watch relies on is not waited out: caughtUp rejects with its NatsInternalsError.
+ * MAX_WATCH_RETRY_MS; a new reason is logged once at notice, its repeats at debug. It is settled once
+ * caught up or once a try is answered with a refusal (the bucket missing, not granted). A nats.js
+ * without the private parts the watch relies on is not waited out: caughtUp rejects with its NatsInternalsError.
  */
 export function waitForWatch(what: string, log: { notice(line: string): void; debug(line: string): void; error?(line: string): void }, wait: WatchWait): Watch {
   let stopped = false;
   let watch: Watch | undefined;
   let said = '';
   let fatal: NatsInternalsError | undefined;
+  let answeredMissing!: () => void;
+  const missing = new Promise<void>((resolve) => (answeredMissing = resolve));
   const caughtUp = (async () => {
     const opened = await retryWithBackoff({
       attempt: wait.open,
@@ -64,6 +67,8 @@ export function waitForWatch(what: string, log: { notice(line: string): void; de
       onFailure: (err) => {
         if (err instanceof NatsInternalsError) return ((fatal = err), false);
         if (wait.closed()) return false;
+        // An answer (a refusal, not a timeout) says there is nothing this login can read there yet.
+        if (!isTimeout(err)) answeredMissing();
         // A bucket not created yet, or no responders under a node's grants, looks the same: wait,
         // saying it once per reason and the retries only at debug.
         const refused = err instanceof BucketRefusedError;
@@ -81,8 +86,12 @@ export function waitForWatch(what: string, log: { notice(line: string): void; de
     if (said) log.notice(`${what} is there now`);
     return opened.caughtUp;
   })();
+  const settled = Promise.race([caughtUp, missing]);
+  // Most callers never read it: caughtUp's rejection is theirs to hear, not an unhandled one here.
+  settled.catch(() => {});
   return {
     caughtUp,
+    settled,
     stop: () => {
       stopped = true;
       watch?.stop();

@@ -7,6 +7,12 @@ export type WatchEvent = { key: string; revision: number; value: Uint8Array | nu
 export type Watch = {
   /** Resolves once every value present when the watch began has been delivered. */
   caughtUp: Promise<void>;
+  /**
+   * Resolves once the watch has caught up, or once the bus answered that its bucket is not there
+   * (missing, or not granted): either way its values are all there is to read for now. A bus that
+   * leaves the watch unanswered settles nothing. Absent: `caughtUp` says it.
+   */
+  settled?: Promise<void>;
   /** Stops the watch. */
   stop(): void;
 };

@@ -32,7 +32,7 @@ export function runBusConfig(opts: BusConfigOptions, out: (text: string) => void
   const { leaf, leafListen, leafAdvertise, leafTls, ...mesh } = opts;
   if (leaf) {
     const passwords = new Map(leafLogins.value.map((l) => [l.node, l.password]));
-    const text = renderLeafConfig({ ...leaf, nodes: opts.nodes, listen: opts.listen, domain: opts.jsDomain, passwords, publicKeys });
+    const text = renderLeafConfig({ ...leaf, nodes: opts.nodes, listen: opts.listen, domain: opts.jsDomain, archives: opts.archives, passwords, publicKeys });
     // It holds the nodes' leaf passwords: readable by its owner alone.
     return writeOut(opts.out, text, 0o600, out, say);
   }

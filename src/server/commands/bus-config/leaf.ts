@@ -2,6 +2,7 @@
 // so that its nodes reach the mesh's hub through one server that stays up through a WAN cut. Each
 // node keeps an account of its own here, with the same users and rights as on the hub, and one leaf
 // connection binding it to its account on the hub; the site's server runs no JetStream of its own.
+import { PLANS, REGISTRY_BUCKET } from '../../../shared/buckets.ts';
 import { nodeAccount, nodeUserLines, q, sorted } from './config.ts';
 
 /** What a site's leaf server is made of. */
@@ -16,6 +17,8 @@ export type LeafShape = {
   hubs: readonly string[];
   /** The hub's JetStream domain (HubLeaf.domain). */
   domain: string;
+  /** The object-store bucket of archives, whose stream a node checks. */
+  archives: string;
   /** The CA file (at the site) that verifies the hub's leaf certificate, when not one the system trusts; the hub's TLS is used whenever it offers it. */
   hubCa?: string;
   /** Each node's leaf password, by node (secret: the file is written 0600). */
@@ -25,12 +28,22 @@ export type LeafShape = {
 };
 
 /**
- * The JetStream subjects a node's programs use, mapped to the hub's domain: only those cross a leaf
- * connection, so the client, the runner and the SDK run unchanged, knowing no domain.
+ * The JetStream subjects a node's account imports on the hub (config.ts nodeImports), by operation,
+ * mapped to the hub's domain, so the client, the runner and the SDK run unchanged, knowing no domain.
+ * Only these: an ask outside them (the client checks every bucket's stream, and a node may read the
+ * stream of only those it reads whole) then finds no responder at the site and is answered at once,
+ * as on the hub. Mapped too, it crossed to the hub, where nothing answers it, and waited out its
+ * timeout: 5 s a bucket, twice, before a site's client started (issue 22).
  */
-export function domainMappings(domain: string): [from: string, to: string][] {
+export function domainMappings(domain: string, archives: string): [from: string, to: string][] {
+  const api = (rest: string): [string, string] => [`$JS.API.${rest}`, `$JS.${domain}.API.${rest}`];
   return [
-    ['$JS.API.>', `$JS.${domain}.API.>`],
+    api('INFO'),
+    // The streams a node reads whole; the seat's other buckets and the inputs are per node (DESIGN §11).
+    ...[`KV_${PLANS}`, `KV_${REGISTRY_BUCKET}`, `OBJ_${archives}`].map((stream) => api(`STREAM.INFO.${stream}`)),
+    // Which keys a node reads and watches, the hub's imports decide.
+    api('DIRECT.GET.>'),
+    api('CONSUMER.CREATE.>'),
     ['$KV.>', `$JS.${domain}.API.$KV.>`],
   ];
 }
@@ -43,12 +56,15 @@ export function renderLeafConfig(shape: LeafShape): string {
     if (!k) throw new Error(`no public key for user ${user}`);
     return k;
   };
-  const mappings = domainMappings(shape.domain).map(([from, to]) => `${q(from)}: ${q(to)}`);
+  const mappings = domainMappings(shape.domain, shape.archives).map(([from, to]) => `      ${q(from)}: ${q(to)}`);
   const account = (n: string) => [
     '',
     `  ${q(nodeAccount(n))}: {`,
     `    # What the node's programs ask of JetStream goes to the hub's, in domain ${shape.domain}.`,
-    `    mappings: { ${mappings.join(', ')} }`,
+    // One mapping a line, and only what the node's account imports on the hub (domainMappings).
+    '    mappings: {',
+    ...mappings,
+    '    }',
     '    users: [',
     ...nodeUserLines(n, key),
     '    ]',
