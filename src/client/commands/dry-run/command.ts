@@ -1,14 +1,13 @@
 // --dry-run DIR (issue 14): the node's modules rendered from the bus's values into DIR, as --once
 // waits for them, without the engine's socket and without a write to the bus. Exit 0 when every
 // module rendered completely, 1 when one waits or failed.
-import { nodeClientUser, whichLogin } from '../../../shared/login.ts';
 import type { BusOptions } from '../../../shared/bus.ts';
 import type { Logger } from '../../../shared/log.ts';
 import { startClient } from '../../node.ts';
 import { DryRunCapture } from './capture.ts';
 import { describeDryRun, prepareDryRunDir, writeDryRun } from './output.ts';
 import { ReportBook } from '../once/book.ts';
-import { awaitSettled, connectWithin, oneShotLimit, type OneShotEnd } from '../once/command.ts';
+import { awaitSettled, connectOneShot, oneShotLimit, type OneShotEnd } from '../once/command.ts';
 
 /** What --dry-run needs. */
 export type DryRunOptions = {
@@ -33,20 +32,10 @@ export async function runDryRun(o: DryRunOptions): Promise<number> {
   if (!ready.ok) return (o.err(ready.reason), 2);
   const limit = oneShotLimit(o.timeoutMs, o.signalled);
   try {
-    const nc = await connectWithin(o.bus, limit.reached, o.log, whichLogin(o.bus, nodeClientUser(o.node)));
-    if (nc === 'signalled') return 0;
-    if (nc === 'timeout') return (o.err(`${o.node}: the bus at ${o.bus.servers.join(',')} was not reached within ${o.timeoutMs / 1000} s`), 1);
+    const run = await connectOneShot(o, limit.reached);
+    if (typeof run === 'number') return run;
     const book = new ReportBook();
     const capture = new DryRunCapture(book);
-    const run = {
-      nc,
-      node: o.node,
-      log: o.log,
-      cacheDir: o.cache,
-      settleMs: o.settleMs,
-      login: whichLogin(o.bus, nodeClientUser(o.node)),
-      ...(o.archiveDir ? { archiveDir: o.archiveDir } : {}),
-    };
     const starting = startClient(run, async () => capture.sinks());
     const dry = await Promise.race([starting, limit.reached]);
     const end: OneShotEnd = typeof dry === 'string' ? dry : await awaitSettled(dry, book, limit.reached);
@@ -57,7 +46,7 @@ export async function runDryRun(o: DryRunOptions): Promise<number> {
       );
     const entries = typeof dry === 'string' ? [] : dry.modules().map((m) => ({ standing: book.standing(m), rendered: capture.rendered(m) }));
     if (typeof dry !== 'string') await dry.stop();
-    await nc.close();
+    await run.nc.close();
     if (end === 'signalled') return (o.log.notice('--dry-run interrupted by a signal; nothing written'), 0);
     if (typeof dry === 'string') return (o.err(`${o.node}: the node's plans were not read within ${o.timeoutMs / 1000} s`), 1);
     if (entries.length === 0) return (o.out(`${o.node}: no plans for this node; nothing to render`), 0);

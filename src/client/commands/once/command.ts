@@ -2,13 +2,12 @@
 // when the time is up — for first boot, image builds and a module's CI. Needs, items and reports
 // are written as always; the exit code and one line per module not applied say how it went.
 import { nodeClientUser, whichLogin } from '../../../shared/login.ts';
-import type { NatsConnection } from '@nats-io/transport-node';
 import type { BusOptions } from '../../../shared/bus.ts';
 import { connectWhenReachable } from '../../../shared/first-connect.ts';
 import type { Logger } from '../../../shared/log.ts';
 import type { RunOptions } from '../../options.ts';
 import { createEngineClient } from '../../handoff/fill-socket.ts';
-import { startClient } from '../../node.ts';
+import { startClient, type ClientOptions } from '../../node.ts';
 import { busSinks } from '../../sinks.ts';
 import { allSettled, describeStanding, engineTellingBook, ReportBook, type Standing } from './book.ts';
 
@@ -33,15 +32,29 @@ export function oneShotLimit(timeoutMs: number, signalled: Promise<void>): { rea
   return { reached: Promise.race([timeout, signalled.then(() => 'signalled' as const)]), clear: () => clearTimeout(timer) };
 }
 
-/** Connects to the bus unless the limit comes first (a connection made after it is closed), saying each new reason it cannot. */
-export async function connectWithin(
-  bus: BusOptions,
-  limit: Promise<'timeout' | 'signalled'>,
-  log: Logger,
-  login?: string,
-): Promise<NatsConnection | 'timeout' | 'signalled'> {
-  const nc = await connectWhenReachable({ bus, log, signalled: limit.then(() => undefined), ...(login ? { login } : {}) });
-  return nc ?? (await limit);
+/** What a one-shot run connects with and starts its client from. */
+export type OneShotStart = {
+  node: string;
+  bus: BusOptions;
+  cache: string;
+  settleMs: number;
+  archiveDir?: string;
+  timeoutMs: number;
+  log: Logger;
+  err: (line: string) => void;
+};
+
+/**
+ * Connects to the bus unless the limit comes first (a connection made after it is closed), saying
+ * each new reason it cannot: the client's options, or the exit code (0 on a signal, 1 when the bus
+ * was not reached in time, said).
+ */
+export async function connectOneShot(o: OneShotStart, limit: Promise<'timeout' | 'signalled'>): Promise<ClientOptions | number> {
+  const login = whichLogin(o.bus, nodeClientUser(o.node));
+  const nc = (await connectWhenReachable({ bus: o.bus, log: o.log, signalled: limit.then(() => undefined), login })) ?? (await limit);
+  if (nc === 'signalled') return 0;
+  if (nc === 'timeout') return (o.err(`${o.node}: the bus at ${o.bus.servers.join(',')} was not reached within ${o.timeoutMs / 1000} s`), 1);
+  return { nc, node: o.node, log: o.log, cacheDir: o.cache, settleMs: o.settleMs, login, ...(o.archiveDir ? { archiveDir: o.archiveDir } : {}) };
 }
 
 /** What a one-shot run watches: fills and their writes, and the modules planned. */
@@ -66,20 +79,10 @@ export async function awaitSettled(subject: OneShotSubject, book: ReportBook, li
 export async function runOnce(o: OnceOptions): Promise<number> {
   const limit = oneShotLimit(o.timeoutMs, o.signalled);
   try {
-    const nc = await connectWithin(o.bus, limit.reached, o.log, whichLogin(o.bus, nodeClientUser(o.node)));
-    if (nc === 'signalled') return 0;
-    if (nc === 'timeout') return (o.err(`${o.node}: the bus at ${o.bus.servers.join(',')} was not reached within ${o.timeoutMs / 1000} s`), 1);
+    const run = await connectOneShot(o, limit.reached);
+    if (typeof run === 'number') return run;
     const book = new ReportBook();
     const engine = engineTellingBook(createEngineClient({ socketPath: o.socket, log: o.log, timeoutMs: o.engineTimeoutMs }), book);
-    const run = {
-      nc,
-      node: o.node,
-      log: o.log,
-      cacheDir: o.cache,
-      settleMs: o.settleMs,
-      login: whichLogin(o.bus, nodeClientUser(o.node)),
-      ...(o.archiveDir ? { archiveDir: o.archiveDir } : {}),
-    };
     // The client's own sinks on the bus, its engine and reports also told to the book.
     const starting = startClient(run, busSinks({ ...run, engine, inboxPrefix: o.bus.inboxPrefix ?? '_INBOX', onReport: (m, body) => book.record(m, body) }));
     const client = await Promise.race([starting, limit.reached]);
@@ -95,7 +98,7 @@ export async function runOnce(o: OnceOptions): Promise<number> {
         () => undefined,
       );
     engine.close();
-    await nc.drain();
+    await run.nc.drain();
     return judge(o, end, typeof client === 'string', standings);
   } finally {
     limit.clear();
