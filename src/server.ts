@@ -16,6 +16,7 @@ import { parseServerOptions } from './server/command-line.ts';
 import { runQuery } from './server/commands/query.ts';
 import { isTooManyReplicas, tooManyReplicasLine } from './server/seat/replicas-hint.ts';
 import { startSeat } from './server/seat/seat.ts';
+import { checkSeatLogin, SeatLoginRefusedError } from './server/seat/login-check.ts';
 import { errorText } from './shared/errors.ts';
 import { runStatus } from './server/commands/status/command.ts';
 import { runAssign, runUnassign } from './server/commands/assign.ts';
@@ -75,8 +76,19 @@ async function main(): Promise<number> {
   const log = createLogger({ prefix: underSystemd(), least: opts.debug ? 'debug' : 'info' });
   const signalled = untilSignalled();
   log.info(`mesh-provisioner ${VERSION} connecting to ${opts.bus.servers.join(',')}`);
-  const nc = await connectWhenReachable({ bus, log, signalled, login: whichLogin(bus, USERS.seat) });
+  const login = whichLogin(bus, USERS.seat);
+  const nc = await connectWhenReachable({ bus, log, signalled, login });
   if (!nc) return 0;
+  // Another login's seed: said at error and exit 1 (journalctl -p err, a failed unit), not a wait; docs/decisions.md.
+  const refused = await checkSeatLogin(nc, login).then(
+    () => undefined,
+    (e: unknown) => (e instanceof SeatLoginRefusedError ? e : Promise.reject(e)),
+  );
+  if (refused) {
+    log.error(refused.message);
+    await nc.close();
+    return 1;
+  }
   watchConnection(nc, log);
   const seat = await Promise.race([
     startSeat({

@@ -42,6 +42,27 @@ test("a client given another node's seed, or its runner's, says so at error once
     }
   }));
 
+test("the seat given a node's seed, the runner's or the vault's says so at error once, naming the key and the seed to give, and exits 1", () =>
+  withIsolatedMesh({ nodes: ['n1'], seat: 'in-process' }, async (m) => {
+    const dir = copyBundleAlone('server');
+    for (const user of [USERS.client('n1'), USERS.runner('n1'), USERS.vault]) {
+      const run = await runBundle('node', dir, 'server', ['--nats', m.nats.url, '--nkey', m.nkey(user)], { JOURNAL_STREAM: '8:1' }, 20_000);
+      assert.is(run.code, 1, `${user}: ${run.stderr}`);
+      const errors = run.stderr.split('\n').filter((l) => l.startsWith('<3>'));
+      assert.is(errors.length, 1, run.stderr);
+      assert.match(
+        errors[0]!,
+        /^<3>the bus refuses the seat's requests \(Permissions Violation for (Subscription to "_INBOX_seat\.\S+"|Publish to "\$JS\.API\.INFO")\) for this login/,
+      );
+      assert.match(errors[0]!, `(public key ${publicKeyOf(m.nkey(user))}): is --nkey the seed of provisioner?`);
+      assert.not.match(run.stderr, /waiting for bucket|seat ready/, run.stderr);
+    }
+    // The seat's own seed passes the check (the seat in this process already holds the mesh: it is only started and stopped).
+    const own = startBundle('node', dir, 'server', ['--nats', m.nats.url, '--nkey', m.nkey(USERS.seat)], { JOURNAL_STREAM: '8:1' });
+    await own.waitForLog(/^<6>seat ready$/, 20_000);
+    own.kill();
+  }));
+
 test('the seat and the client say at warning, once, that the bus cannot be reached at start, and at notice when they reach it', async () => {
   const nats = await startNats();
   try {
