@@ -17,6 +17,8 @@ import { runQuery } from './server/commands/query.ts';
 import { isTooManyReplicas, tooManyReplicasLine } from './server/seat/replicas-hint.ts';
 import { startSeat } from './server/seat/seat.ts';
 import { checkSeatLogin, SeatLoginRefusedError } from './server/seat/login-check.ts';
+import { anotherSeatAnswers } from './server/seat/other-seat.ts';
+import { PROVISIONING_VERB } from './shared/subjects.ts';
 import { errorText } from './shared/errors.ts';
 import { runStatus } from './server/commands/status/command.ts';
 import { runAssign, runUnassign } from './server/commands/assign.ts';
@@ -89,6 +91,8 @@ async function main(): Promise<number> {
     await nc.close();
     return 1;
   }
+  if (await anotherSeatAnswers(nc))
+    log.warn(`another seat already answers ${PROVISIONING_VERB} on this bus: run one seat per mesh (two write the same plans, and both would move a rollout)`);
   watchConnection(nc, log);
   const seat = await Promise.race([
     startSeat({

@@ -42,7 +42,7 @@ test("a client given another node's seed, or its runner's, says so at error once
     }
   }));
 
-test("the seat given a node's seed, the runner's or the vault's says so at error once, naming the key and the seed to give, and exits 1", () =>
+test("the seat given a node's seed, the runner's or the vault's says so at error once, naming the key and the seed to give, and exits 1; a second seat is warned of", () =>
   withIsolatedMesh({ nodes: ['n1'], seat: 'in-process' }, async (m) => {
     const dir = copyBundleAlone('server');
     for (const user of [USERS.client('n1'), USERS.runner('n1'), USERS.vault]) {
@@ -57,9 +57,11 @@ test("the seat given a node's seed, the runner's or the vault's says so at error
       assert.match(errors[0]!, `(public key ${publicKeyOf(m.nkey(user))}): is --nkey the seed of provisioner?`);
       assert.not.match(run.stderr, /waiting for bucket|seat ready/, run.stderr);
     }
-    // The seat's own seed passes the check (the seat in this process already holds the mesh: it is only started and stopped).
+    // The seat's own seed passes the check; the seat in this process already serves the mesh, which a
+    // second seat says at warning (two write the same plans) and still starts.
     const own = startBundle('node', dir, 'server', ['--nats', m.nats.url, '--nkey', m.nkey(USERS.seat)], { JOURNAL_STREAM: '8:1' });
     await own.waitForLog(/^<6>seat ready$/, 20_000);
+    assert.match(own.stderr(), /^<4>another seat already answers mesh-provisioner\.provisioning on this bus: run one seat per mesh/m);
     own.kill();
   }));
 
@@ -95,6 +97,7 @@ test('the seat and the client say at warning, once, that the bus cannot be reach
     await nats.restart();
     for (const p of [seat, client]) await p.waitForLog(new RegExp(`^<5>bus: connected to 127\\.0\\.0\\.1:${nats.port} after \\d+ failed tries$`), 10_000);
     await seat.waitForLog(/^<6>seat ready$/, 10_000);
+    assert.not.match(seat.stderr(), /another seat/, 'a seat alone on its bus is not warned of another');
     seat.kill();
     client.kill();
   } finally {
