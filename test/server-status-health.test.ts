@@ -73,7 +73,7 @@ test('status exits 0 with every module applied, 1 with a module failed, waiting,
 
     const clean = await status(m);
     assert.is(clean.code, 0, clean.stdout + clean.stderr);
-    assert.match(clean.stdout, /1 nodes: 1 applied, 0 waiting, 0 failed; the seat holds 0, cannot compose 0/);
+    assert.match(clean.stdout, /1 node: 1 applied, 0 waiting, 0 failed; the seat holds 0, cannot compose 0/);
     for (const args of [['n1'], ['n1', 'web'], ['--json']]) assert.is((await status(m, args)).code, 0, args.join(' '));
     const unknown = await status(m, ['n9']);
     assert.is(unknown.code, 1, 'a node with no report and nothing held');
@@ -188,7 +188,7 @@ test('status exits 0 with every module applied, 1 with a module failed, waiting,
       const r = await status(m);
       return r.code === 0 ? r : undefined;
     });
-    assert.match(fixed.stdout, /1 nodes: 4 applied, 0 waiting, 0 failed; the seat holds 0, cannot compose 0/);
+    assert.match(fixed.stdout, /1 node: 4 applied, 0 waiting, 0 failed; the seat holds 0, cannot compose 0/);
     await waitFor('the end of the hold said', () => seatLines(m, /module ghost no longer held/).length === 1);
     assert.equal(seatLines(m, /\bghost\b/).length, 2, 'its beginning and its end');
   }));

@@ -89,7 +89,7 @@ function replicasDrift(spec: BucketSpec, recorded: number, asked: Asked, cluster
 
 /** The bound on consumers: what is there, what was asked, and the two ways out when it cannot change. */
 function consumersDrift(spec: BucketSpec, bound: number, asked: Asked): Drift {
-  const wanted = `${asked.maxConsumers} (${asked.nodes} nodes)`;
+  const wanted = `${asked.maxConsumers} (${asked.nodes} node${asked.nodes === 1 ? '' : 's'})`;
   const update = { max_consumers: asked.maxConsumers };
   const done = `max_consumers was ${bound}, now ${wanted}`;
   if (bound <= 0) return { text: `has no bound on consumers, asked ${wanted}`, done, update, fix: removeAdvice(spec) };

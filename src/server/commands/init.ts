@@ -53,7 +53,7 @@ export async function runInit(nc: NatsConnection, req: InitRequest, say: (line: 
 /** The summary: every bucket ready as asked, or how many are not, which, and what the buckets hold now. */
 function closingLines(results: readonly Result[], asked: Asked): string[] {
   const all = results.length;
-  const askedText = `${describeHolding({ copies: asked.replicas, maxConsumers: asked.maxConsumers })} (${asked.nodes} nodes)`;
+  const askedText = `${describeHolding({ copies: asked.replicas, maxConsumers: asked.maxConsumers })} (${asked.nodes} node${asked.nodes === 1 ? '' : 's'})`;
   if (results.every((r) => r.outcome?.state === 'ready')) return [`${all} buckets ready, each with ${askedText}`];
   const names = (pick: (r: Result) => boolean) => results.filter(pick).map((r) => r.name);
   const refused = names((r) => r.outcome?.state === 'refused');

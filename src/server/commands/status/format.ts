@@ -72,7 +72,7 @@ export function fleetLines(view: FleetView): string[] {
   const sum = (k: 'applied' | 'waiting' | 'failed' | 'held' | 'composeFailed') => view.nodes.reduce((total, n) => total + n[k], 0);
   lines.push(
     '',
-    `${view.nodes.length} nodes: ${sum('applied')} applied, ${sum('waiting')} waiting, ${sum('failed')} failed; ` +
+    `${view.nodes.length} node${view.nodes.length === 1 ? '' : 's'}: ${sum('applied')} applied, ${sum('waiting')} waiting, ${sum('failed')} failed; ` +
       `the seat holds ${sum('held')}, cannot compose ${sum('composeFailed')}`,
   );
   if (view.health.length > 0) {
