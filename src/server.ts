@@ -2,7 +2,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectBus, drainBus, watchConnection, type BusOptions } from './shared/bus.ts';
 import { connectWhenReachable } from './shared/first-connect.ts';
-import { whichLogin } from './shared/login.ts';
+import { permissionRefusal, whichLogin } from './shared/login.ts';
 import { USERS } from './server/commands/bus-config/config.ts';
 import { printLine, runMain, untilSignalled } from './shared/entry.ts';
 import { INBOX_PREFIXES } from './shared/inbox.ts';
@@ -16,7 +16,6 @@ import { parseServerOptions } from './server/command-line.ts';
 import { runQuery } from './server/commands/query.ts';
 import { isTooManyReplicas, tooManyReplicasLine } from './server/seat/replicas-hint.ts';
 import { startSeat } from './server/seat/seat.ts';
-import { checkSeatLogin, SeatLoginRefusedError } from './server/seat/login-check.ts';
 import { anotherSeatAnswers } from './server/seat/other-seat.ts';
 import { PROVISIONING_VERB } from './shared/subjects.ts';
 import { errorText } from './shared/errors.ts';
@@ -81,13 +80,11 @@ async function main(): Promise<number> {
   const login = whichLogin(bus, USERS.seat);
   const nc = await connectWhenReachable({ bus, log, signalled, login });
   if (!nc) return 0;
-  // Another login's seed: said at error and exit 1 (journalctl -p err, a failed unit), not a wait; docs/decisions.md.
-  const refused = await checkSeatLogin(nc, login).then(
-    () => undefined,
-    (e: unknown) => (e instanceof SeatLoginRefusedError ? e : Promise.reject(e)),
-  );
-  if (refused) {
-    log.error(refused.message);
+  // Another login's seed: said at error and exit 1 (journalctl -p err, a failed unit), not a wait, as the
+  // client does; JetStream's account info is what every bucket call of the seat asks first. docs/decisions.md.
+  const refusal = await permissionRefusal(nc, '$JS.API.INFO');
+  if (refusal) {
+    log.error(`the bus refuses the seat's requests (${refusal.message}) for ${login}`);
     await nc.close();
     return 1;
   }

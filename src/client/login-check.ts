@@ -3,10 +3,7 @@
 // forever at notice while systemd waits for a ready that never comes.
 import type { NatsConnection } from '@nats-io/transport-node';
 import { CONFIG } from '../shared/buckets.ts';
-import { isPermissionViolation } from '../shared/errors.ts';
-
-/** How long the check waits for an answer; an unanswered check is no refusal, and the start goes on. */
-export const LOGIN_CHECK_TIMEOUT_MS = 5000;
+import { permissionRefusal } from '../shared/login.ts';
 
 /** The bus refused the node's own reads to this login: a configuration error, said at once. */
 export class NodeLoginRefusedError extends Error {
@@ -30,10 +27,6 @@ export class NodeLoginRefusedError extends Error {
  * wait for those and say them.
  */
 export async function checkNodeLogin(nc: NatsConnection, node: string, login?: string): Promise<void> {
-  const subject = `$JS.API.DIRECT.GET.KV_${CONFIG}.$KV.${CONFIG}.${node}.login-check`;
-  try {
-    await nc.request(subject, undefined, { timeout: LOGIN_CHECK_TIMEOUT_MS });
-  } catch (err) {
-    if (isPermissionViolation(err)) throw new NodeLoginRefusedError(node, err as Error, login);
-  }
+  const refusal = await permissionRefusal(nc, `$JS.API.DIRECT.GET.KV_${CONFIG}.$KV.${CONFIG}.${node}.login-check`);
+  if (refusal) throw new NodeLoginRefusedError(node, refusal, login);
 }

@@ -1,9 +1,9 @@
 // Naming the login a program was given (issue 22): when the bus refuses it something, the operator
 // is told which key it was and which flag to check, never only the server's words.
 import { readFileSync, statSync } from 'node:fs';
-import { nkeys } from '@nats-io/transport-node';
+import { nkeys, type NatsConnection } from '@nats-io/transport-node';
 import type { BusOptions } from './connect.ts';
-import { errorText } from './errors.ts';
+import { errorText, isPermissionViolation } from './errors.ts';
 import { fail, ok, type Parsed } from './result.ts';
 
 /** A user seed as a creds file or a seed file holds it: `SU` and 56 base32 characters. */
@@ -74,4 +74,22 @@ function publicKeyIn(file: string): string | undefined {
 /** The user `bus-config` makes for a node's client (USERS.client there), whose seed the client is given. */
 export function nodeClientUser(node: string): string {
   return `provisioner.${node}`;
+}
+
+/** How long a login check waits for its answer; an unanswered check is no refusal, and the start goes on. */
+export const LOGIN_CHECK_TIMEOUT_MS = 5000;
+
+/**
+ * Whether the bus refuses this login a request a program makes first thing (through its own inbox):
+ * the server's permission refusal, or undefined for an answer, no answer or any other error, which
+ * the program's own waits say. Another login's seed is refused the program's inbox, and its waits
+ * would otherwise sit at notice for ever while systemd waits for a ready that never comes.
+ */
+export async function permissionRefusal(nc: NatsConnection, subject: string): Promise<Error | undefined> {
+  try {
+    await nc.request(subject, undefined, { timeout: LOGIN_CHECK_TIMEOUT_MS });
+    return undefined;
+  } catch (err) {
+    return isPermissionViolation(err) ? (err as Error) : undefined;
+  }
 }
