@@ -168,4 +168,34 @@ test("the SDK reads a client's reply and prov.changed within limits: a reply nes
   }
 });
 
+test('a watch whose ask is in flight when the module stops it or closes the connection calls back nothing more', async () => {
+  const server = await startNats();
+  const nc = await connectBus({ servers: [server.url], name: 'test' });
+  const moduleNc = await connectBus({ servers: [server.url], name: 'module' });
+  try {
+    // The stand-in client answers the first ask and holds every later one unanswered.
+    let asks = 0;
+    const sub = nc.subscribe(askSubject('n1'), { callback: (_e, msg) => void (++asks === 1 && msg.respond(jsonBytes({ value: 'v1' }))) });
+    await nc.flush();
+    const web = asker({ nc: moduleNc, node: 'n1', module: 'web' });
+    const seen: (string | AskError)[] = [];
+    const stopped = web.watch('config', 'level', (v) => seen.push(v));
+    await waitFor('the first value', () => seen.length === 1);
+    const closed = web.watch('config', 'level', (v) => seen.push(v));
+    await waitFor('the second watch asked', () => asks === 2);
+    nc.publish(changedSubject('n1', 'web'), jsonBytes({ kind: 'config', key: 'level' }));
+    await waitFor('both watches asking again', () => asks === 4);
+    stopped.stop();
+    await moduleNc.close();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(seen, ['v1'], 'no "connection closed" after the module was done');
+    void closed;
+    sub.unsubscribe();
+  } finally {
+    await moduleNc.close().catch(() => {});
+    await nc.close();
+    await server.cleanup();
+  }
+});
+
 test.run();

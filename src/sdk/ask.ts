@@ -75,7 +75,12 @@ export function asker(opts: AskerOptions): Asker {
     })().catch(() => {});
   };
   const watch: Asker['watch'] = (kind, key, onChange) => {
-    const deliver = () => void ask(kind, key).then(onChange, (err: AskError) => onChange(err));
+    let stopped = false;
+    // An answer that comes after the watch was stopped or the module closed the connection is not
+    // its to hear: an ask in flight at `close()` failed with "connection closed" into the module's
+    // callback after the module had its value and was done.
+    const hear = (value: string | AskError) => void (stopped || nc.isClosed() || onChange(value));
+    const deliver = () => void ask(kind, key).then(hear, hear);
     const sub = nc.subscribe(changedSubject(node, module), {
       callback: (err, msg) => {
         if (err) return;
@@ -90,6 +95,7 @@ export function asker(opts: AskerOptions): Asker {
     askAgainWhenBack();
     return {
       stop: () => {
+        stopped = true;
         watching.delete(deliver);
         sub.unsubscribe();
       },
