@@ -1,8 +1,8 @@
 // Runs the test/*.test.ts suites (or those whose file name holds an argument), each in its own
 // process, and closes with one line: N passed, N failed. Each suite makes its own ports and
-// directories, so several run at once: MESH_TEST_JOBS at a time, by default one per two cores (on
-// two cores one at a time, as `npm test` always ran). A suite that measures time or load runs
-// alone. A suite's output is printed whole when it ends, never mixed with another's.
+// directories, so several run at once: MESH_TEST_JOBS at a time, by default one per two cores and
+// at least two (one on a single core). A suite that measures time or load runs alone, first. A
+// pooled suite's output is printed whole when it ends, never mixed with another's.
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -71,9 +71,13 @@ console.log(`# ${suites.length} suites in ${wall}s wall time, ${jobs} at a time 
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed > 0 ? 1 : 0);
 
-/** The pool's size: MESH_TEST_JOBS when set, else one per two cores, at least one. */
+/**
+ * The pool's size: MESH_TEST_JOBS when set, else one per two cores and at least two, one on a
+ * single core. Two on two cores: a pooled suite mostly waits on servers, and one at a time took
+ * 10–11 minutes there, two at a time under 8 (docs/decisions.md).
+ */
 function poolSize(asked, cores) {
-  if (asked === undefined || asked === '') return Math.max(1, Math.floor(cores / 2));
+  if (asked === undefined || asked === '') return cores < 2 ? 1 : Math.max(2, Math.floor(cores / 2));
   const n = Number(asked);
   if (Number.isInteger(n) && n >= 1) return n;
   console.error(`test/run.mjs: MESH_TEST_JOBS is ${JSON.stringify(asked)}, not a whole number of at least 1`);
