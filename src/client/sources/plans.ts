@@ -25,6 +25,11 @@ export function watchPlans(
 ): Watch {
   const { modules, templates, sources } = deps;
   let pass: NodeJS.Immediate | undefined;
+  const runPass = () => {
+    pass = undefined;
+    templates.retain(modules.digests());
+    sources.plansChanged(modules.plans());
+  };
   const watch = watchBucket(
     nc,
     PLANS,
@@ -33,19 +38,20 @@ export function watchPlans(
       const key = parseNodeModuleKey(e.key);
       if (!key.ok) return log.warn(`${PLANS} ${e.key}: key out of shape: ${key.reason}`);
       if (!modules.setPlan(key.value.module, e.value)) return;
-      pass ??= setImmediate(() => {
-        pass = undefined;
-        templates.retain(modules.digests());
-        sources.plansChanged(modules.plans());
-      });
+      pass ??= setImmediate(runPass);
       onPlan(key.value.module);
     },
     log,
   );
   return {
     // Once the sources were told the plans too: a watch a plan names (a provider's bound entries) is
-    // then one the start waits for.
-    caughtUp: watch.caughtUp.then(() => new Promise<void>((resolve) => setImmediate(resolve))),
+    // then one the start waits for. The pass still queued is run here, not left to the order of immediates.
+    caughtUp: watch.caughtUp.then(() => {
+      if (pass) {
+        clearImmediate(pass);
+        runPass();
+      }
+    }),
     stop() {
       if (pass) clearImmediate(pass);
       watch.stop();
