@@ -8,8 +8,8 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { DiscardPolicy, jetstreamManager, type StreamConfig } from '@nats-io/jetstream';
-import type { NatsConnection } from '@nats-io/transport-node';
+import { DiscardPolicy, jetstreamManager, StorageType, type StreamConfig } from '@nats-io/jetstream';
+import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import { connectBus } from '../src/shared/bus.ts';
 import { BUCKET_API_TIMEOUT_MS, BucketRefusedError, ensureBucket, refuseBadBucket } from '../src/shared/bucket-bind.ts';
 import { isTimeout } from '../src/shared/errors.ts';
@@ -285,6 +285,40 @@ test('init refuses a bucket that holds a second subject, naming it, hardens one 
     assert.equal([plans.deny_purge, plans.allow_rollup_hdrs], [true, false]);
     assert.match(run.stdout, /created bucket mesh-provisioner_registry/);
     assert.match(run.stdout, /1 of 11 buckets are not as the mesh needs them/);
+  } finally {
+    await bus.close();
+  }
+});
+
+test('init brings a bucket made with an age, a size or a count back to no bound, saying each, and names one kept in memory', async () => {
+  const bus = await openBus();
+  try {
+    const jsm = await jetstreamManager(bus.nc);
+    const size = { replicas: 1, maxConsumers: maxConsumersFor(100) };
+    // As another tool might have made them: values dropped after an hour, a full bucket refusing writes, lost on a restart.
+    await jsm.streams.add({ ...streamConfigOf(kvBucket(PLANS), size), max_age: nanos(3_600_000), max_bytes: 1_000_000, max_msgs: 500, max_msg_size: 4096 });
+    await jsm.streams.add({ ...streamConfigOf(kvBucket(REGISTRY_BUCKET), size), storage: StorageType.Memory });
+    const run = await init(bus.nats.url);
+    assert.is(run.code, 1, run.stdout + run.stderr);
+    const said = (bucket: string) => run.stdout.split('\n').filter((l) => l.startsWith(`bucket ${bucket} `));
+    assert.equal(
+      said(PLANS),
+      [
+        `bucket ${PLANS} (stream KV_${PLANS}) max_age was 3600 s, now none; max_bytes was 1000000, now no bound; max_msgs was 500, now no bound; max_msg_size was 4096, now no bound`,
+      ],
+      run.stdout,
+    );
+    const plans = (await jsm.streams.info(`KV_${PLANS}`)).config;
+    assert.equal([plans.max_age, plans.max_bytes, plans.max_msgs, plans.max_msg_size], [0, -1, -1, -1]);
+    assert.match(
+      said(REGISTRY_BUCKET).join('\n'),
+      /keeps its values in memory, asked file \(a restart of its server loses them\): not changed — nats-server cannot change the storage of a stream; save what you need, remove the stream/,
+    );
+    assert.match(run.stdout, /1 of 10 buckets differ from what was asked, as said above, and are used as they are: mesh-provisioner_registry/);
+    // Run again: the plans are as they should be now; the registry is still named.
+    const again = await init(bus.nats.url);
+    assert.is(again.code, 1, again.stdout);
+    assert.match(again.stdout, new RegExp(`bucket ${PLANS} \\(stream KV_${PLANS}\\) is as it should be`));
   } finally {
     await bus.close();
   }

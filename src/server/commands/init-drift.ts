@@ -1,8 +1,8 @@
 // What `init` compares on a stream that is already there (DESIGN §3, §11, §13): every field it would
-// create the bucket with — the hardening, the discard policy, one value a key, the copies, the bound
-// on consumers — against the stream's, each difference with the update that would bring the stream
+// create the bucket with — the hardening, the discard policy, one value a key, what it keeps and for
+// how long, the copies, the bound on consumers — against the stream's, each difference with the update that would bring the stream
 // to it and what the operator can do when nats-server refuses that update. Pure: init-bucket.ts asks.
-import type { StreamConfig } from '@nats-io/jetstream';
+import { StorageType, type StreamConfig } from '@nats-io/jetstream';
 import { bucketProblems, CONSUMERS_BESIDE_NODES, CONSUMERS_PER_NODE, KV_HARDENING, streamConfigOf, streamOf } from '../../shared/bucket-spec.ts';
 import type { BucketSize, BucketSpec } from '../../shared/bucket-spec.ts';
 
@@ -56,11 +56,59 @@ export function streamDrifts(spec: BucketSpec, asked: Asked, config: Partial<Str
       fix: remove,
     });
   }
+  drifts.push(...keepingDrifts(spec, config));
   const copies = replicasDrift(spec, config.num_replicas ?? 1, asked, clustered);
   if (copies) drifts.push(copies);
   const bound = config.max_consumers ?? -1;
   if (bound !== asked.maxConsumers) drifts.push(consumersDrift(spec, bound, asked));
   return drifts;
+}
+
+/**
+ * What a stream keeps, which init makes without a bound: a bucket of the mesh holds each key's latest
+ * value for as long as it is not replaced, so a stream made by another tool with an age, a size, a
+ * count or a message size would lose values or refuse writes. Brought back to no bound by an update;
+ * a stream kept in memory (a server's restart loses it) cannot change its storage, only be made again.
+ */
+function keepingDrifts(spec: BucketSpec, config: Partial<StreamConfig>): Drift[] {
+  const drifts: Drift[] = [];
+  const remove = removeAdvice(spec);
+  if (config.storage !== undefined && config.storage !== StorageType.File) {
+    drifts.push({
+      text: `keeps its values in ${config.storage}, asked file (a restart of its server loses them)`,
+      done: `storage is file`,
+      stays: 'nats-server cannot change the storage of a stream',
+      fix: remove,
+    });
+  }
+  const unbounded = (field: 'max_bytes' | 'max_msgs' | 'max_msg_size', what: string, loses: string) => {
+    const there = config[field] ?? -1;
+    if (there <= 0) return;
+    drifts.push({
+      text: `${field} is ${there} (${what}), asked no bound: ${loses}`,
+      done: `${field} was ${there}, now no bound`,
+      update: { [field]: -1 },
+      fix: remove,
+    });
+  };
+  const age = config.max_age ?? 0;
+  if (age > 0) {
+    drifts.push({
+      text: `max_age is ${ageText(age)}, asked none: every value older is dropped`,
+      done: `max_age was ${ageText(age)}, now none`,
+      update: { max_age: 0 },
+      fix: remove,
+    });
+  }
+  unbounded('max_bytes', 'bytes', 'once full, every write is refused');
+  unbounded('max_msgs', 'values', 'once full, every write is refused');
+  unbounded('max_msg_size', 'bytes a value', 'a larger value is refused');
+  return drifts;
+}
+
+/** A stream's `max_age` (nanoseconds) as a person reads it: `3600 s`. */
+function ageText(nanos: number): string {
+  return `${Math.round(nanos / 1e9)} s`;
 }
 
 /**
