@@ -1,7 +1,7 @@
 // mesh-provisioner, the seat: flags, wiring and signals. Everything else lives in src/server/.
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectBus, drainBus, watchConnection, type BusOptions } from './shared/bus.ts';
-import { connectWhenReachable } from './shared/first-connect.ts';
+import { connectCommandOnce, connectWhenReachable } from './shared/first-connect.ts';
 import { permissionRefusal, whichLogin } from './shared/login.ts';
 import { USERS } from './server/commands/bus-config/config.ts';
 import { printLine, runMain, untilSignalled } from './shared/entry.ts';
@@ -64,7 +64,7 @@ async function main(): Promise<number> {
   const bus = { ...opts.bus, inboxPrefix: INBOX_PREFIXES.seat };
 
   if (opts.command === 'query' || opts.command === 'status') {
-    const nc = await connectCommand(bus);
+    const nc = await connectCommand(bus, `${USERS.seat} or ${USERS.admin}`);
     try {
       if (opts.command === 'status') return await runStatus(nc, opts, out, err);
       const { command: _c, bus: _b, ...args } = opts;
@@ -121,12 +121,9 @@ async function main(): Promise<number> {
   return 0;
 }
 
-/** Connects a command (one try), first saying what is wrong with its login's files; a bus not reached is its one line. */
-async function connectCommand(bus: BusOptions): Promise<NatsConnection> {
-  for (const warning of bus.warnings ?? []) err(warning);
-  return connectBus(bus, true).catch((e: Error) => {
-    throw new Error(`cannot reach the bus at ${bus.servers.join(',')}: ${e.message}`);
-  });
+/** Connects a command (one try) as `expected` (the login it needs, as a refusal names it); a bus not reached or a login refused is its one line. */
+function connectCommand(bus: BusOptions, expected: string = USERS.admin): Promise<NatsConnection> {
+  return connectCommandOnce(bus, expected, err);
 }
 
 /** The input commands (DESIGN §13): what they read made ready first (exit 2 when wrong, nothing written), then run as the admin login. */

@@ -1,6 +1,6 @@
 // mesh-vault, the reference vault (DESIGN §13): flags, wiring and signals. Everything else lives in src/vault/.
 import { connectBus, drainBus, watchConnection } from './shared/bus.ts';
-import { connectWhenReachable } from './shared/first-connect.ts';
+import { connectCommandOnce, connectWhenReachable } from './shared/first-connect.ts';
 import { whichLogin } from './shared/login.ts';
 import { printLine, runMain, untilSignalled } from './shared/entry.ts';
 import { createLogger, underSystemd } from './shared/log.ts';
@@ -24,10 +24,7 @@ async function main(): Promise<number> {
 
   if (opts.command === 'rotate') {
     const store = await VaultStore.open(opts.store, err);
-    for (const warning of opts.bus.warnings ?? []) err(warning);
-    const nc = await connectBus(opts.bus, true).catch((e: Error) => {
-      throw new Error(`cannot reach the bus at ${opts.bus.servers.join(',')}: ${e.message}`);
-    });
+    const nc = await connectCommandOnce(opts.bus, 'vault', err);
     try {
       const value = await rotationValue(opts.name, () => readSecretFrom(process.stdin));
       if (!value.ok) return (err(value.reason), 1);

@@ -8,7 +8,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createUser, fromSeed } from '@nats-io/nkeys';
 import { USERS } from '../src/server/commands/bus-config/config.ts';
-import { connectBus, watchConnection } from '../src/shared/connect.ts';
+import { connectBus, reconnectWait, RECONNECT_FIRST_WAIT_MS, RECONNECT_MAX_WAIT_MS, watchConnection } from '../src/shared/connect.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 import { webAppliedOn, withIsolatedMesh } from './helpers/isolated-mesh.ts';
 import { startNats } from './helpers/nats.ts';
@@ -42,7 +42,10 @@ test("a node's client whose login the bus refuses for a while, past two refusals
     await waitFor('the change at the engine, without a restart', () => node.moduleFile('web') === 'level debug\n', 15_000).catch((err: Error) => {
       throw new Error(`${err.message}; the client said: ${node.log.lines.slice(-20).join('\n')}`);
     });
-    assert.match(node.log.lines.join('\n'), /bus: Authorization Violation/);
+    assert.match(
+      node.log.lines.join('\n'),
+      /bus: the login is refused \(Authorization Violation\): is it still in the bus's configuration, and is --nkey its own seed\? trying again/,
+    );
   }));
 
 test('refused logins by user and password are one disconnect, one refusal said and one return: the client does not fill everything again at each try', async () => {
@@ -56,7 +59,7 @@ test('refused logins by user and password are one disconnect, one refusal said a
     const before = readFileSync(conf, 'utf8');
     writeFileSync(conf, before.replace('password: b', 'password: c'));
     process.kill(server.pid()!, 'SIGHUP');
-    // nats.js tries again every 250 ms or so, and says each try a reconnect before the server refuses it.
+    // nats.js says each try a reconnect before the server refuses it.
     await new Promise((resolve) => setTimeout(resolve, 2000));
     assert.is(back, 0, 'no return while every login is refused');
     writeFileSync(conf, before);
@@ -65,7 +68,60 @@ test('refused logins by user and password are one disconnect, one refusal said a
     await nc.flush();
     assert.is(back, 1);
     const said = log.lines.map((l) => l.replace(/^\S+ /, '').replace(/127\.0\.0\.1:\d+/, 'the server'));
-    assert.equal(said, ['warn bus: Authorization Violation', 'warn bus: disconnected from the server', 'notice bus: reconnected to the server']);
+    assert.equal(said, [
+      "warn bus: the login is refused (Authorization Violation): is it still in the bus's configuration, and is --nkey its own seed? trying again",
+      'warn bus: disconnected from the server',
+      'notice bus: reconnected to the server',
+    ]);
+  } finally {
+    await nc.close();
+    await server.cleanup();
+  }
+});
+
+test('the wait between reconnect tries: 250 ms at first, a quarter of the time down, at most 5 s, up to a fifth more at random', () => {
+  const none = () => 0;
+  const most = () => 0.999999;
+  assert.is(reconnectWait(0, none), RECONNECT_FIRST_WAIT_MS);
+  assert.is(reconnectWait(800, none), RECONNECT_FIRST_WAIT_MS);
+  assert.is(reconnectWait(4000, none), 1000);
+  assert.is(reconnectWait(4000, most), 1200);
+  assert.is(reconnectWait(60_000, none), RECONNECT_MAX_WAIT_MS);
+  assert.is(reconnectWait(3_600_000, most), 6000);
+});
+
+test('a login refused for long is tried less and less often, not four times a second; the connection comes back within the wait once taken again', async () => {
+  const server = await startNats('authorization { users: [ { user: a, password: b } ] }');
+  const conf = join(server.dir, 'nats.conf');
+  const nc = await connectBus({ servers: [server.url], name: 'test', user: 'a', pass: 'b' });
+  try {
+    let tries = 0;
+    let back = false;
+    void (async () => {
+      for await (const s of nc.status()) {
+        if (s.type === 'reconnecting') tries++;
+        if (s.type === 'reconnect')
+          void nc.flush().then(
+            () => (back = true),
+            () => {},
+          );
+      }
+    })();
+    const before = readFileSync(conf, 'utf8');
+    writeFileSync(conf, before.replace('password: b', 'password: c'));
+    process.kill(server.pid()!, 'SIGHUP');
+    await waitFor('the connection refused', () => tries > 0, 10_000);
+    back = false;
+    await new Promise((resolve) => setTimeout(resolve, 8000));
+    // At 250 ms a try, 32 in 8 s; waits growing with the time refused (reconnectWait), about 12.
+    assert.ok(tries <= 16, `${tries} tries in 8 s`);
+    assert.ok(tries >= 5, `${tries} tries in 8 s: it still tries`);
+    assert.not.ok(back);
+    writeFileSync(conf, before);
+    process.kill(server.pid()!, 'SIGHUP');
+    const at = Date.now();
+    await waitFor('the connection back', () => back, 10_000);
+    assert.ok(Date.now() - at < 1.2 * RECONNECT_MAX_WAIT_MS + 1000, `back after ${Date.now() - at} ms`);
   } finally {
     await nc.close();
     await server.cleanup();

@@ -11,6 +11,7 @@ import { publicKeyOfSeedText } from '../src/shared/login.ts';
 import { USERS } from '../src/server/commands/bus-config/config.ts';
 import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle, startBundle } from './helpers/bundle.ts';
 import { withIsolatedMesh } from './helpers/isolated-mesh.ts';
+import { createUser } from '@nats-io/nkeys';
 import { startNats } from './helpers/nats.ts';
 
 test.before(() => {
@@ -175,6 +176,38 @@ test('status with a node’s or runner’s seed, and rollout with the seat’s, 
     // The logins they need still work.
     assert.is((await m.serverCommand(USERS.seat, ['status'])).code, 0);
     assert.is((await m.serverCommand(USERS.admin, ['rollout'])).code, 0);
+  }));
+
+test('a command whose login the bus refuses says the login it needs, never that the bus cannot be reached', () =>
+  withIsolatedMesh({ nodes: ['n1'] }, async (m) => {
+    const server = copyBundleAlone('server');
+    const none = await runBundle('node', server, 'server', ['status', '--nats', m.nats.url]);
+    assert.is(none.code, 1, none.stderr);
+    assert.is(
+      none.stderr.trim(),
+      `mesh-provisioner: the bus at ${m.nats.url} refuses this login (none given): give the seed of provisioner or admin with --nkey (Authorization Violation)`,
+    );
+    // A seed the bus does not know (another mesh's, say), for an input command: the login it needs is admin.
+    const stranger = join(mkdtempSync(join(tmpdir(), 'mesh-stranger-')), 'stranger.nk');
+    writeFileSync(stranger, new TextDecoder().decode(createUser().getSeed()), { mode: 0o600 });
+    const key = publicKeyOfSeedText(readFileSync(stranger, 'utf8'));
+    const set = await runBundle('node', server, 'server', ['config', 'set', 'n1', 'web', 'level', 'x', '--nats', m.nats.url, '--nkey', stranger]);
+    assert.is(set.code, 1, set.stderr);
+    assert.is(
+      set.stderr.trim(),
+      `mesh-provisioner: the bus at ${m.nats.url} refuses this login (public key ${key}): is --nkey the seed of admin? (Authorization Violation)`,
+    );
+    const rotate = await runBundle(
+      'node',
+      copyBundleAlone('vault'),
+      'vault',
+      ['rotate', 'module/web/k', '--store', join(m.dir, 'store'), '--nats', m.nats.url],
+      {},
+      20_000,
+    );
+    assert.is(rotate.code, 1, rotate.stderr);
+    assert.match(rotate.stderr, /the bus at \S+ refuses this login \(none given\): give the seed of vault with --nkey \(Authorization Violation\)/);
+    assert.not.match(none.stderr + set.stderr + rotate.stderr, /cannot reach/);
   }));
 
 test('flags before the command: each program shows the line with the command first, exit 2', async () => {

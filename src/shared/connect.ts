@@ -28,6 +28,23 @@ export type BusOptions = {
   warnings?: string[];
 };
 
+/** The wait between two tries to reconnect to one server at first, in ms. */
+export const RECONNECT_FIRST_WAIT_MS = 250;
+/** The longest wait between two tries to reconnect to one server, in ms. */
+export const RECONNECT_MAX_WAIT_MS = 5000;
+
+/**
+ * The wait before trying a server again once the connection has been down `downMs`: 250 ms at first,
+ * then a quarter of the time down, at most 5 s, each with up to a fifth more at random. A bus back
+ * after an outage is reached within about a quarter of it, and a fleet refused or kept out for long
+ * (a node taken out of bus-config, a bus down for minutes) tries a server every 5 s, not 4 times a
+ * second, nor all its nodes in step.
+ */
+export function reconnectWait(downMs: number, random: () => number = Math.random): number {
+  const base = Math.min(RECONNECT_MAX_WAIT_MS, Math.max(RECONNECT_FIRST_WAIT_MS, downMs / 4));
+  return Math.round(base * (1 + random() / 5));
+}
+
 /**
  * Connects with reconnects forever: a daemon waits for the bus, it does not give up on it.
  * `once` is for a command a person runs: one try, and an error when the bus is not there; with
@@ -35,7 +52,9 @@ export type BusOptions = {
  * after the bus does, as a daemon's.
  */
 export async function connectBus(opts: BusOptions, once = false, { reconnect = !once }: { reconnect?: boolean } = {}): Promise<NatsConnection> {
-  return connect({
+  // When the connection went down and has not proved itself since (a ping answered after a reconnect).
+  const down: { since?: number } = { since: Date.now() };
+  const nc = await connect({
     servers: opts.servers,
     name: opts.name,
     ...(opts.creds ? { authenticator: credsAuthenticator(readFileSync(opts.creds)) } : {}),
@@ -48,7 +67,7 @@ export async function connectBus(opts: BusOptions, once = false, { reconnect = !
     // start's garbage); an error still says its subject and reason.
     noAsyncTraces: true,
     maxReconnectAttempts: reconnect ? -1 : 0,
-    reconnectTimeWait: 250,
+    reconnectDelayHandler: () => reconnectWait(down.since === undefined ? 0 : Date.now() - down.since),
     waitOnFirstConnect: !once,
     // nats.js gives up reconnecting for good after two refused logins in a row, and a daemon would
     // then run on with a dead connection: a server reloaded with the node's new key before the node
@@ -56,6 +75,34 @@ export async function connectBus(opts: BusOptions, once = false, { reconnect = !
     // that ends. A daemon keeps trying, each refusal said (watchConnection).
     ignoreAuthErrorAbort: reconnect,
   });
+  down.since = undefined;
+  if (reconnect) trackDowntime(nc, down);
+  return nc;
+}
+
+/**
+ * Keeps `down.since` for the reconnect's wait: set at a disconnect (and kept through the tries
+ * after it, a refused login's included), cleared once a reconnect has answered a ping.
+ */
+function trackDowntime(nc: NatsConnection, down: { since?: number }): void {
+  let generation = 0;
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === 'disconnect') {
+        generation++;
+        down.since ??= Date.now();
+      }
+      if (s.type === 'reconnect') {
+        const mine = ++generation;
+        nc.flush().then(
+          () => {
+            if (mine === generation) down.since = undefined;
+          },
+          () => {},
+        );
+      }
+    }
+  })();
 }
 
 /**
@@ -80,7 +127,7 @@ export function watchConnection(nc: NatsConnection, log: { warn(l: string): void
       // A refused login is said once until the connection is back (a permission refused is its caller's to say).
       if (s.type === 'error' && isAuthError(s.error) && !said.has(s.error.message)) {
         said.add(s.error.message);
-        log.warn(`bus: ${errorText(s.error)}`);
+        log.warn(`bus: the login is refused (${errorText(s.error)}): is it still in the bus's configuration, and is --nkey its own seed? trying again`);
       }
       if (s.type === 'reconnect') {
         const mine = ++generation;

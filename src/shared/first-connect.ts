@@ -4,6 +4,7 @@
 import { errors, type NatsConnection } from '@nats-io/transport-node';
 import { connectBus, type BusOptions } from './connect.ts';
 import { errorText, inChain } from './errors.ts';
+import { whichLogin } from './login.ts';
 import { retryWithBackoff } from './retry.ts';
 import { refTimer, type Timer } from './timer.ts';
 
@@ -77,6 +78,18 @@ async function tryUntilConnected(o: FirstConnect, stopped: () => boolean): Promi
   if (failures > 0) o.log.notice(`bus: connected to ${server} after ${failures} failed ${failures === 1 ? 'try' : 'tries'}`);
   else o.log.info(`bus: connected to ${server}`);
   return nc;
+}
+
+/**
+ * A command's one try to reach the bus (a person runs it), having said what is wrong with its login's
+ * files; a failure is thrown as its one line: a refused login names the login it needs (`expected`,
+ * as shared/login.ts `whichLogin` says it), not "cannot reach".
+ */
+export async function connectCommandOnce(bus: BusOptions, expected: string, warn: (line: string) => void): Promise<NatsConnection> {
+  for (const warning of bus.warnings ?? []) warn(warning);
+  return connectBus(bus, true).catch((err: unknown) => {
+    throw new Error(unreachableLine(bus.servers.join(','), err, whichLogin(bus, expected)));
+  });
 }
 
 /** What a failed try is, as an operator acts on it: a refused login names the login, anything else the reason. */
