@@ -199,6 +199,12 @@ const REFUSED: [what: string, args: string[], line: RegExp, stdin?: string][] = 
   ['a value from stdin that is not UTF-8', ['config', 'set', 'n1', 'web', 'k', '-'], /^config set: the value read from stdin is not UTF-8 text$/, '\xff'],
   ['import of a file that is not JSON', ['config', 'import', '-'], /^the import file is not JSON/, '{"n1": {"web": '],
   [
+    'import of a file of several lines that is not JSON: the line and column said',
+    ['config', 'import', '-'],
+    /^the import file is not JSON: .* at position 16 \(line 3, column 5\)$/,
+    '{\n  "n1": {\n    web: {}\n  }\n}',
+  ],
+  [
     'import of a value that is not a string',
     ['config', 'import', '-'],
     /^the import file's field "n1\.web\.port" is not a string/,

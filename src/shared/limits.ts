@@ -71,11 +71,24 @@ export function parseBoundedJson(data: Uint8Array | string, limits: JsonLimits):
   const maxDepth = limits.maxDepth ?? MAX_JSON_DEPTH;
   const depth = jsonDepth(data, maxDepth);
   if (depth > maxDepth) return { ok: false, reason: `nested deeper than ${maxDepth} levels` };
+  const text = typeof data === 'string' ? data : Buffer.from(data.buffer, data.byteOffset, data.length).toString('utf8');
   try {
-    return { ok: true, value: JSON.parse(typeof data === 'string' ? data : Buffer.from(data.buffer, data.byteOffset, data.length).toString('utf8')) };
+    return { ok: true, value: JSON.parse(text) };
   } catch (err) {
-    return { ok: false, reason: `not JSON: ${errorText(err)}` };
+    return { ok: false, reason: `not JSON: ${withLine(errorText(err), text)}` };
   }
+}
+
+/**
+ * JSON.parse's reason with the line and column of the position it names, for a text of several lines
+ * (a file of 2,000 keys): node 20 says only `at position 25`; a reason that names its line is kept.
+ */
+function withLine(reason: string, text: string): string {
+  const at = /at position (\d+)/.exec(reason);
+  if (!at || /\bline\b/.test(reason) || !text.includes('\n')) return reason;
+  const before = text.slice(0, Number(at[1]));
+  const line = before.split('\n').length;
+  return `${reason} (line ${line}, column ${before.length - before.lastIndexOf('\n')})`;
 }
 
 /** Says why a text is too long for a token (name, kind, collection…), or nothing when it fits. */
