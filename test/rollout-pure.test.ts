@@ -157,6 +157,12 @@ test('the seat reads --rollout or MESH_ROLLOUT, refusing a bad one naming the fl
   assert.equal(parseServerOptions(['rollout', 'resume'], {}), { ok: false, reason: 'rollout resume needs a MODULE' });
   assert.is(parseServerOptions(['rollout', 'abort', 'web', 'x'], {}).ok, false);
   assert.is(parseServerOptions(['rollout', 'Web'], {}).ok, false);
+  // A misspelt action before a module is said as such, not as the module being an argument too many.
+  assert.equal(parseServerOptions(['rollout', 'resum', 'web'], {}), {
+    ok: false,
+    reason: 'rollout: "resum" is neither resume nor abort; did you mean "resume"?',
+  });
+  assert.equal(parseServerOptions(['rollout', 'web', 'db'], {}), { ok: false, reason: 'rollout: "web" is neither resume nor abort' });
 });
 
 test.run();

@@ -4,6 +4,7 @@ import { BUS_FLAGS, busOptionsFrom } from '../../../shared/bus-flags.ts';
 import type { BusOptions } from '../../../shared/bus.ts';
 import { describeFlags, openCommand, unexpectedArgument, type Asked, type FlagTable } from '../../../shared/flags.ts';
 import { isName } from '../../../shared/keys.ts';
+import { didYouMean } from '../../../shared/nearest.ts';
 import { fail, ok, type Parsed } from '../../../shared/result.ts';
 
 /** The seat's `--rollout`. */
@@ -61,9 +62,17 @@ export function parseRolloutCommand(argv: readonly string[], env: NodeJS.Process
   const op = first === 'resume' || first === 'abort' ? first : 'show';
   const module = op === 'show' ? first : second;
   const beyond = op === 'show' ? second : extra;
+  // `rollout resum web`: a word in the action's place with a module after it was meant as the action.
+  if (op === 'show' && beyond !== undefined) return fail(`rollout: "${first}" is neither resume nor abort${actionHint(first!)}`);
   if (beyond !== undefined) return unexpectedArgument(beyond);
   if (op !== 'show' && module === undefined) return fail(`rollout ${op} needs a MODULE`);
   if (module !== undefined && !isName(module)) return fail(`rollout: module "${module}" is not a valid name`);
   if (op !== 'show' && values.json) return fail(`--json goes with rollout [MODULE] only, not rollout ${op}`);
   return ok({ command: 'rollout', bus: bus.value, op, json: values.json === true, ...(module === undefined ? {} : { module }) });
+}
+
+/** `; did you mean "resume"?` for a misspelt action, or nothing. */
+function actionHint(word: string): string {
+  const hint = didYouMean(word, ['resume', 'abort']);
+  return hint === undefined ? '' : `; ${hint}`;
 }
