@@ -198,4 +198,63 @@ test('a watch whose ask is in flight when the module stops it or closes the conn
   }
 });
 
+test('after a bus restart a watch asks an absent client again quietly, hears "no responders" once past absentMs and the value once the client answers; a stopped watch asks nothing more; a plain ask fails at once', async () => {
+  const server = await startNats();
+  const moduleNc = await connectBus({ servers: [server.url], name: 'module' });
+  // A stand-in for the node's client, answering `value`; it counts the asks it hears.
+  const standIn = async (value: string) => {
+    const nc = await connectBus({ servers: [server.url], name: 'client' });
+    let asks = 0;
+    nc.subscribe(askSubject('n1'), { callback: (_e, msg) => void (asks++, msg.respond(jsonBytes({ value }))) });
+    await nc.flush();
+    return { nc, asks: () => asks };
+  };
+  let client = await standIn('v1');
+  try {
+    const web = asker({ nc: moduleNc, node: 'n1', module: 'web', absentMs: 1500 });
+    const seen: (string | AskError)[] = [];
+    const stoppedSeen: (string | AskError)[] = [];
+    web.watch('config', 'level', (v) => seen.push(v));
+    const stopped = web.watch('config', 'level', (v) => stoppedSeen.push(v));
+    await waitFor('the first values', () => seen.length === 1 && stoppedSeen.length === 1);
+    const back = (async () => {
+      for await (const s of moduleNc.status()) if (s.type === 'reconnect') return Date.now();
+      return 0;
+    })();
+    // The client goes with the bus and stays away after the module is back.
+    await client.nc.close();
+    await server.stop();
+    await server.restart();
+    const backAt = await back;
+    stopped.stop();
+    const plain = await web.ask('config', 'level').then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    assert.instance(plain, AskError);
+    assert.match((plain as Error).message, /no responders/);
+    assert.ok(Date.now() - backAt < 1000, 'a plain ask fails at once');
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    assert.equal(seen, ['v1'], 'nothing heard while the client is absent for less than absentMs');
+    await waitFor('the absence told', () => seen.length === 2, 10_000);
+    assert.ok(Date.now() - backAt >= 1500, 'told only past absentMs');
+    assert.instance(seen[1], AskError);
+    assert.match((seen[1] as Error).message, /no responders: 'prov\.ask\.n1'/);
+    // Past the next ask (at 3.75 s), still absent: told once, not at each ask.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, backAt + 4500 - Date.now())));
+    assert.is(seen.length, 2, 'the absence told once');
+    // The client comes back without a notice: the watch's next ask gets its value.
+    client = await standIn('v2');
+    await waitFor('the value once the client answers', () => seen.length === 3, 10_000);
+    assert.is(seen[2], 'v2');
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    assert.is(client.asks(), 1, 'the stopped watch asked nothing, and the answered one stopped asking');
+    assert.equal(stoppedSeen, ['v1']);
+  } finally {
+    await moduleNc.close();
+    await client.nc.close();
+    await server.cleanup();
+  }
+});
+
 test.run();

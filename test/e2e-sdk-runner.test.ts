@@ -2,7 +2,8 @@
 // script imports the release's sdk.mjs by its path (copied alone, no node_modules anywhere above), runs
 // with the environment a tool runner sets — `runner.<node>`'s seed in MESH_NATS_NKEY, MESH_NODE,
 // MESH_MODULE — on the bus `bus-config` generates, asks its node's client for a config value, watches
-// it change, closes and ends by itself; nats-server refuses it nothing.
+// it change, closes and ends by itself; nats-server refuses it nothing. Through a bus restart its watch
+// hears the value again, also when the node's client is back on the bus seconds after the module.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
@@ -12,6 +13,7 @@ import { join } from 'node:path';
 import { USERS } from '../src/server/commands/bus-config/config.ts';
 import { cleanEnv, cleanupBundles, copyBundleAlone, ensureBuilt, hasNodeModulesAbove } from './helpers/bundle.ts';
 import { webAppliedOn, withIsolatedMesh } from './helpers/isolated-mesh.ts';
+import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.ts';
 import { waitFor } from './helpers/wait.ts';
 
 const NODE = 'n1';
@@ -39,6 +41,21 @@ function moduleScript(sdk: string, until: string): string {
     `  void watch('config', 'level', (value) => {`,
     `    say({ watched: typeof value === 'string' ? value : 'error: ' + value.message });`,
     `    if (value === ${JSON.stringify(until)}) resolve();`,
+    `  });`,
+    `});`,
+    `await close();`,
+  ].join('\n');
+}
+
+/** A module's script that watches a value and prints every callback, closing after `times` of them. */
+function watchScript(sdk: string, times: number): string {
+  return [
+    `import { watch, close } from ${JSON.stringify(join(sdk, 'sdk.mjs'))};`,
+    `let heard = 0;`,
+    `await new Promise((resolve) => {`,
+    `  void watch('config', 'level', (value) => {`,
+    `    process.stdout.write(JSON.stringify({ watched: typeof value === 'string' ? value : 'error: ' + value.message }) + '\\n');`,
+    `    if (++heard === ${times}) resolve();`,
     `  });`,
     `});`,
     `await close();`,
@@ -122,5 +139,42 @@ test('a module watching a value through a bus restart sees the next change and a
       run.child.kill('SIGKILL');
     }
   }));
+
+test('after a bus restart a watch whose node client subscribes again seconds after the module is back hears the value, with no change and no error in between', async () => {
+  let proxy: TcpProxy | undefined;
+  try {
+    await withIsolatedMesh({ nodes: [NODE] }, async (m) => {
+      // The node's client reaches the bus through a relay the test holds cut: its connection comes back after the module's.
+      proxy = await startTcpProxy(m.nats.port);
+      const node = await webAppliedOn(m, NODE, { url: `nats://127.0.0.1:${proxy.port}` });
+      const script = join(scripts, 'web-late-client.mjs');
+      writeFileSync(script, watchScript(sdkDir, 2));
+      const run = runScript(script, { MESH_NATS_URL: m.nats.url, MESH_NATS_NKEY: m.nkey(USERS.runner(NODE)), MESH_NODE: NODE, MESH_MODULE: 'web' });
+      try {
+        await waitFor('the first watched value', () => run.stdout().includes('{"watched":"info"}'), 15_000);
+        proxy.cut();
+        await m.nats.stop();
+        await m.nats.restart();
+        // The module is back within its 250 ms reconnect wait and asks at once; the client is not there.
+        await new Promise((resolve) => setTimeout(resolve, 2000));
+        const reconnectsBefore = node.log.lines.filter((l) => l.includes('bus: reconnected')).length;
+        proxy.restore();
+        await waitFor('the client back on the bus', () => node.log.lines.filter((l) => l.includes('bus: reconnected')).length > reconnectsBefore, 15_000);
+        const code = await Promise.race([run.exited, new Promise<'running'>((resolve) => setTimeout(() => resolve('running'), 15_000))]);
+        assert.is(code, 0, `stdout: ${run.stdout()}; stderr: ${run.stderr()}`);
+        assert.is(run.stdout(), '{"watched":"info"}\n{"watched":"info"}\n', 'the value again, and no "no responders" before it');
+        assert.equal(
+          m.violations().filter((l) => l.includes('module web')),
+          [],
+          'nats-server refused the runner nothing',
+        );
+      } finally {
+        run.child.kill('SIGKILL');
+      }
+    });
+  } finally {
+    await proxy?.close();
+  }
+});
 
 test.run();

@@ -9,6 +9,7 @@ import { INBOX_PREFIXES } from '../shared/inbox.ts';
 import { decodeJson } from '../shared/decode.ts';
 import { askSubject, changedSubject } from '../shared/subjects.ts';
 import { errorText } from '../shared/errors.ts';
+import { watchAsks, type WatchAsks } from './watch-asks.ts';
 
 /** An ask the client answered with `{error}`, or could not be made. */
 export class AskError extends Error {
@@ -25,10 +26,16 @@ export type AskerOptions = {
   module: string;
   /** How long one ask may take (default DEFAULT_ASK_TIMEOUT_MS). */
   timeoutMs?: number;
+  /** How long after a reconnect a watch asks again quietly before its callback hears the client is absent (default DEFAULT_CLIENT_ABSENT_MS). */
+  absentMs?: number;
 };
 
 /** How long one ask waits for the client. */
 export const DEFAULT_ASK_TIMEOUT_MS = 2000;
+/** How long after a reconnect a watch's client may stay absent (no responders, timeouts) before its callback hears so, once. */
+export const DEFAULT_CLIENT_ABSENT_MS = 30_000;
+/** The waits between a watch's asks while its client is absent after a reconnect. */
+const REASK_BACKOFF = { firstMs: 250, maxMs: 5000 };
 
 /** The largest reply read (NATS's own ceiling on a payload): a value may be as large as its bucket holds. */
 const MAX_ASK_REPLY_BYTES = 64 * 1024 * 1024;
@@ -44,7 +51,11 @@ const ChangedNoticeSchema = v.object({ kind: v.string(), key: v.optional(v.strin
 export type Asker = {
   /** The value of `kind`/`key` as the client holds it; rejects with AskError and the client's reason. */
   ask(kind: string, key: string): Promise<string>;
-  /** Asks now and again on every `prov.changed` of that kind and key; `onChange` gets the value or the AskError. */
+  /**
+   * Asks now and again on every `prov.changed` of that kind and key, and after a reconnect until the
+   * client answers; `onChange` gets the value or the AskError (a client absent after a reconnect only
+   * past `absentMs`, once).
+   */
   watch(kind: string, key: string, onChange: (value: string | AskError) => void): { stop(): void };
 };
 
@@ -64,39 +75,42 @@ export function asker(opts: AskerOptions): Asker {
     if ('value' in reply.value) return reply.value.value;
     throw new AskError(reply.value.error);
   };
-  // What each watch asks again once the connection is back: a notice sent while it was away is lost.
-  const watching = new Set<() => void>();
+  // What each watch asks again once the connection is back: a notice sent while it was away is lost,
+  // and the node's client may subscribe again after this connection is back.
+  const watching = new Set<WatchAsks>();
   let following = false;
   const askAgainWhenBack = () => {
     if (following) return;
     following = true;
     void (async () => {
-      for await (const s of nc.status()) if (s.type === 'reconnect') for (const again of [...watching]) again();
+      for await (const s of nc.status()) if (s.type === 'reconnect') for (const asks of [...watching]) asks.askNow(true);
     })().catch(() => {});
   };
+  const absentMs = opts.absentMs ?? DEFAULT_CLIENT_ABSENT_MS;
   const watch: Asker['watch'] = (kind, key, onChange) => {
     let stopped = false;
     // An answer that comes after the watch was stopped or the module closed the connection is not
     // its to hear: an ask in flight at `close()` failed with "connection closed" into the module's
     // callback after the module had its value and was done.
     const hear = (value: string | AskError) => void (stopped || nc.isClosed() || onChange(value));
-    const deliver = () => void ask(kind, key).then(hear, hear);
+    const asks = watchAsks(() => ask(kind, key), hear, { backoff: REASK_BACKOFF, absentMs });
     const sub = nc.subscribe(changedSubject(node, module), {
       callback: (err, msg) => {
         if (err) return;
         // A notice out of shape says nothing about this value: ignored, as one for another kind.
         const notice = decodeJson(ChangedNoticeSchema, msg.data, { maxBytes: MAX_CHANGED_NOTICE_BYTES, maxDepth: MAX_REPLY_DEPTH });
         if (!notice.ok) return;
-        if (notice.value.kind === kind && (notice.value.key === undefined || notice.value.key === key)) void deliver();
+        if (notice.value.kind === kind && (notice.value.key === undefined || notice.value.key === key)) asks.askNow(false);
       },
     });
-    void nc.flush().then(deliver);
-    watching.add(deliver);
+    void nc.flush().then(() => asks.askNow(false));
+    watching.add(asks);
     askAgainWhenBack();
     return {
       stop: () => {
         stopped = true;
-        watching.delete(deliver);
+        asks.stop();
+        watching.delete(asks);
         sub.unsubscribe();
       },
     };

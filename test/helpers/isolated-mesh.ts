@@ -46,8 +46,8 @@ export type IsolatedMeshOptions = {
 
 /** A node of the mesh: its engine and paths as any mesh node, its client in this process, logged in as `provisioner.<node>`. */
 export type IsolatedNode = Pick<MeshNode, 'name' | 'root' | 'log' | 'engineLog' | 'moduleFile' | 'startEngine' | 'stopEngine'> & {
-  /** Starts the client; resolves once its first fills are asked for. */
-  startClient(): Promise<NodeClient>;
+  /** Starts the client (on the bus's own address, or `url`: a relay to it); resolves once its first fills are asked for. */
+  startClient(opts?: { url?: string }): Promise<NodeClient>;
   /** Resolves when the client has no fill pending or running. */
   idle(): Promise<void>;
 };
@@ -74,8 +74,8 @@ export type IsolatedMesh = {
   serverSaid(): string;
   /** The seed file of `user`. */
   nkey(user: string): string;
-  /** A new connection as `user` (named `name`, default the user), with the inbox prefix its grants allow; closed with the mesh. */
-  connect(user: string, name?: string): Promise<NatsConnection>;
+  /** A new connection as `user` (named `name`, default the user; to `url`, default the bus's), with the inbox prefix its grants allow; closed with the mesh. */
+  connect(user: string, name?: string, url?: string): Promise<NatsConnection>;
   /** The node called `name`, set up on first use. */
   node(name: string): IsolatedNode;
   /** Publishes a module as the catalogue does: archive and composition. */
@@ -129,9 +129,9 @@ async function startGeneratedBus(opts: IsolatedMeshOptions, undo: Undo): Promise
     nkey,
     violations: () => said.split('\n').filter((l) => /Violation/.test(l)),
     serverSaid: () => said,
-    async connect(user, name = user) {
+    async connect(user, name = user, url = nats.url) {
       const prefix = prefixes.get(user);
-      const nc = await connectBus({ servers: [nats.url], name, nkey: nkey(user), ...(prefix ? { inboxPrefix: prefix } : {}) });
+      const nc = await connectBus({ servers: [url], name, nkey: nkey(user), ...(prefix ? { inboxPrefix: prefix } : {}) });
       undo(() => nc.close());
       return nc;
     },
@@ -276,8 +276,8 @@ function isolatedNode(paths: { name: string; dir: string; url: string; archiveDi
     moduleFile: base.moduleFile,
     startEngine: base.startEngine,
     stopEngine: base.stopEngine,
-    async startClient() {
-      const nc = await connect(USERS.client(name), `node-provisioner ${name}`);
+    async startClient(opts = {}) {
+      const nc = await connect(USERS.client(name), `node-provisioner ${name}`, opts.url);
       const engine = createEngineClient({ socketPath: base.socketPath, log: base.log, pollMs: 50 });
       const started = await startNodeClient({
         nc,
@@ -324,9 +324,10 @@ async function runServer(args: string[]): Promise<{ code: number | null; stdout:
 
 /**
  * Module `web` (one file, `level ${config:level}`) assigned to `node` with `level` at `info`, its
- * engine and client started, and its report `applied`: what a test of a module's life starts from.
+ * engine and client started (on `client.url` when given), and its report `applied`: what a test of a
+ * module's life starts from.
  */
-export async function webAppliedOn(m: IsolatedMesh, node: string): Promise<IsolatedNode> {
+export async function webAppliedOn(m: IsolatedMesh, node: string, client: { url?: string } = {}): Promise<IsolatedNode> {
   const running = m.node(node);
   await m.publish('web', {
     templates: { 'web.conf': 'level ${config:level}\n' },
@@ -335,7 +336,7 @@ export async function webAppliedOn(m: IsolatedMesh, node: string): Promise<Isola
   await m.kv.config.put(`${node}.web.level`, 'info');
   await m.assign(node, 'web');
   await running.startEngine();
-  await running.startClient();
+  await running.startClient(client);
   await m.waitReport(node, 'web', (r) => r.state === 'applied');
   return running;
 }

@@ -1,0 +1,80 @@
+// One SDK watch's asks: each answer heard, only the newest ask's; after a reconnect an ask the client
+// is not there to answer (no responders, a timeout) is asked again with a backoff until it answers —
+// the module's connection comes back before the node's client has subscribed `prov.ask.<node>` again.
+import { Backoff, type BackoffLimits } from '../shared/backoff.ts';
+import { isNoResponders, isTimeout } from '../shared/errors.ts';
+import { unrefTimer, type Timer } from '../shared/timer.ts';
+import type { AskError } from './ask.ts';
+
+/** How a watch asks again after a reconnect. */
+export type WatchAsksOptions = {
+  /** The waits between asks while the client is absent. */
+  backoff: BackoffLimits;
+  /** How long after the reconnect the client may stay absent before the watch's callback hears so, once. */
+  absentMs: number;
+  /** Waits between asks (default the real one, unref'd: the connection keeps the module running). */
+  timer?: Timer;
+  /** The clock the absence is measured on (default Date.now). */
+  now?: () => number;
+};
+
+/** The asks of one watch. */
+export type WatchAsks = {
+  /** Asks now; `afterReconnect` asks again while the client is absent. A newer ask makes an older one's answer stale. */
+  askNow(afterReconnect: boolean): void;
+  /** Asks nothing more and hears no answer still on its way. */
+  stop(): void;
+};
+
+/** Whether an ask failed because no client was there to answer it, rather than the client answering. */
+export function isClientAbsent(err: unknown): boolean {
+  return isNoResponders(err) || isTimeout(err);
+}
+
+/** Makes the asks of one watch: `ask` asks the client once, `hear` gets each answer. */
+export function watchAsks(ask: () => Promise<string>, hear: (value: string | AskError) => void, opts: WatchAsksOptions): WatchAsks {
+  const timer = opts.timer ?? unrefTimer;
+  const now = opts.now ?? Date.now;
+  const backoff = new Backoff(opts.backoff);
+  let newest = 0;
+  // Since when the client has been absent after a reconnect (undefined: not asking again), and
+  // whether the callback was told so: a bus that comes and goes again keeps the first reconnect's clock.
+  let absentSince: number | undefined;
+  let told = false;
+  let waiting: { cancel(): void } | undefined;
+  const answered = (mine: number, value: string | AskError) => {
+    if (mine !== newest) return;
+    absentSince = undefined;
+    told = false;
+    hear(value);
+  };
+  const attempt = (mine: number) =>
+    void ask().then(
+      (value) => answered(mine, value),
+      (err: AskError) => {
+        if (mine !== newest) return;
+        if (absentSince === undefined || !isClientAbsent(err)) return answered(mine, err);
+        if (!told && now() - absentSince >= opts.absentMs) {
+          told = true;
+          hear(err);
+        }
+        waiting = timer(() => attempt(mine), backoff.failed());
+      },
+    );
+  return {
+    askNow(afterReconnect) {
+      waiting?.cancel();
+      const mine = ++newest;
+      if (afterReconnect) {
+        absentSince ??= now();
+        backoff.reset();
+      }
+      attempt(mine);
+    },
+    stop() {
+      waiting?.cancel();
+      newest++;
+      absentSince = undefined;
+    },
+  };
+}
