@@ -173,6 +173,8 @@ test('decided: a rollout whose last good composition the seat never saw halts wi
     said.some((r) => /halted at wave 1/.test(r) && /publish b1 again/.test(r)),
     said.join('\n'),
   );
+  const shown = await fleet.command(['rollout', 'blind']);
+  assert.match(shown.stdout, /not planned back: the seat never saw b1's composition; its nodes on b3 keep it until b1 is published again/);
 });
 
 test.run();
