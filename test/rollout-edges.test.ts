@@ -137,7 +137,7 @@ test('a composition published during a rollout supersedes it from the last good 
   const order2 = await rollOut('super', names, 'b2', { waves: [0.25, 1], wait: 30 }, 2);
   await fleet.publish('super', 'b3', { rollout: { waves: [0.25, 1], wait: 30 } });
   const state = await fleet.waitState('super', (s) => s.build === 'b3', 'b3 rolling');
-  assert.equal([state.state, state.from, state.nodes.total, state.previous.build], ['rolling', 'b1', 8, 'b1']);
+  assert.equal([state.state, state.from, state.nodes.total, state.previous?.build], ['rolling', 'b1', 8, 'b1']);
   const order3 = inWaveOrder('super', 'b3', names);
   await fleet.waitPlans('super', all(order3.slice(0, 2), 'b3'));
   await sleep(300);

@@ -7,7 +7,9 @@ import { createHash } from 'node:crypto';
 import { parseRolloutFlag } from '../src/server/seat/rollout/policy.ts';
 import { measureWave, type NodeClock, type SeenReport } from '../src/server/seat/rollout/progress.ts';
 import { reachedBy, waveOrder, waveSize } from '../src/server/seat/rollout/waves.ts';
-import { describeState, haltRollout, refusal, startRollout } from '../src/server/seat/rollout/steps.ts';
+import { abortRollout, describeState, haltRollout, refusal, startRollout } from '../src/server/seat/rollout/steps.ts';
+import { compositionOf, newLive } from '../src/server/seat/rollout/live.ts';
+import { readRolloutState } from '../src/server/seat/rollout/state.ts';
 import type { Composition } from '../src/shared/schemas.ts';
 import { parseServerOptions } from '../src/server/command-line.ts';
 
@@ -141,6 +143,24 @@ test('a halt is said naming the first five failed nodes and how many more', () =
   const failed = Array.from({ length: 7 }, (_, i) => ({ node: `n${i}`, reason: 'failed: bad' }));
   const line = describeState(haltRollout(rolling, failed, 0));
   assert.match(line, /halted at wave 1 by 7 failed node\(s\) \(n0: failed: bad; .*n4: failed: bad; and 2 more\); planned back to b1/);
+});
+
+test('a rollout from a build the seat never saw stores no previous; each node keeps its plan, and halt and abort say so', () => {
+  const rolling = startRollout({ target: comp('b3'), digest: 'd', from: 'b1', policy: { waves: [0.5, 1], halt: 1, wait: 1 }, members: ['a', 'b'], now: 0 });
+  assert.equal([rolling.from, 'previous' in rolling], ['b1', false]);
+  assert.is(readRolloutState('web', Buffer.from(JSON.stringify(rolling))).ok, true, 'a state without previous is read back');
+  const live = newLive(rolling, comp('b3'), 1);
+  const [first, second] = rolling.members;
+  assert.equal(compositionOf(live, first!, true, comp('b3')), { composition: comp('b3'), reached: true });
+  assert.equal(compositionOf(live, second!, true, comp('b3')), { composition: undefined, reached: false }, 'not reached: keeps its stored plan');
+  const halted = newLive(haltRollout(rolling, [{ node: first!, reason: 'failed: bad' }], 0), comp('b3'), 1);
+  assert.is(compositionOf(halted, first!, true, comp('b3')).composition, undefined, 'no last good composition to plan back to');
+  assert.is(compositionOf(halted, 'anew', false, comp('b3')).composition?.build, 'b3', 'a node with no plan gets the newest');
+  assert.match(
+    describeState(halted.state),
+    /halted at wave 1 .*; its nodes on b3 keep it \(the seat never saw b1's composition: publish b1 again to plan them back\)/,
+  );
+  assert.match(describeState(abortRollout(rolling, 0)), /aborted by an operator; its nodes on b3 keep it/);
 });
 
 test('the seat reads --rollout or MESH_ROLLOUT, refusing a bad one naming the flag; rollout takes its words', () => {

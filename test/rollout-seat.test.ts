@@ -92,4 +92,89 @@ test('status shows a rolling or halted module on each of its nodes, the fleet an
   assert.not.match(untouched.stdout, /rollout:/);
 });
 
+/** Kills the seat (SIGKILL) and waits until it is gone. */
+async function killSeat(): Promise<void> {
+  fleet.seat.kill();
+  await fleet.seat.exited;
+}
+
+const FLAG = ['--rollout', '0.5,1//30'];
+
+test('a seat restarted with its composition unchanged starts no rollout and writes no plan', async () => {
+  await killSeat();
+  await fleet.restartSeat(FLAG);
+  const names = nodes('same', 4);
+  await settle('same', names);
+  await killSeat();
+  await fleet.restartSeat(FLAG);
+  await sleep(500);
+  assert.is(await fleet.state('same'), undefined);
+  for (const n of names) assert.equal(history('same', n), ['b1'], `${n}: written once`);
+});
+
+test('a build published while the seat is down rolls out in waves from the stored plans once it is back', async () => {
+  const names = nodes('down', 4);
+  await settle('down', names);
+  await killSeat();
+  await fleet.publish('down', 'b3');
+  await fleet.restartSeat(FLAG);
+  const order = inWaveOrder('down', 'b3', names);
+  const state = await fleet.waitState('down', (s) => s.build === 'b3', 'a rollout of b3');
+  assert.equal([state.state, state.from, state.wave, state.nodes.total, state.nodes.planned], ['rolling', 'b1', 1, 4, 2]);
+  await fleet.waitPlans('down', { ...all(names, 'b1'), ...all(order.slice(0, 2), 'b3') });
+  await sleep(300);
+  for (const n of order.slice(2)) assert.is(await fleet.planBuild('down', n), 'b1', `${n} is not in wave 1 and keeps b1`);
+  for (const n of order.slice(0, 2)) await fleet.report('down', n, 'b3', 'applied');
+  await fleet.waitPlans('down', all(names, 'b3'));
+  for (const n of order) await fleet.report('down', n, 'b3', 'applied');
+  await fleet.waitState('down', (s) => s.state === 'done', 'done');
+  for (const n of names) assert.equal(history('down', n), ['b1', 'b3'], `${n}: one write each, never back`);
+});
+
+test('a build published while the seat is down after a done rollout rolls out from the build the nodes hold', async () => {
+  const names = nodes('again', 4);
+  await settle('again', names);
+  await fleet.publish('again', 'b2');
+  const order2 = inWaveOrder('again', 'b2', names);
+  await fleet.waitState('again', (s) => s.state === 'rolling', 'b2 rolling');
+  await fleet.waitPlans('again', all(order2.slice(0, 2), 'b2'));
+  for (const n of order2.slice(0, 2)) await fleet.report('again', n, 'b2', 'applied');
+  await fleet.waitPlans('again', all(names, 'b2'));
+  for (const n of order2) await fleet.report('again', n, 'b2', 'applied');
+  await fleet.waitState('again', (s) => s.state === 'done', 'b2 done');
+  await killSeat();
+  await fleet.publish('again', 'b3');
+  await fleet.restartSeat(FLAG);
+  const order = inWaveOrder('again', 'b3', names);
+  const state = await fleet.waitState('again', (s) => s.build === 'b3', 'a rollout of b3');
+  assert.equal([state.state, state.from, state.wave, state.nodes.planned], ['rolling', 'b2', 1, 2]);
+  await fleet.waitPlans('again', { ...all(names, 'b2'), ...all(order.slice(0, 2), 'b3') });
+  await sleep(300);
+  for (const n of order.slice(2)) assert.is(await fleet.planBuild('again', n), 'b2', `${n} is not in wave 1 and keeps b2`);
+});
+
+test('decided: a rollout whose last good composition the seat never saw halts with its wave kept on the new build, said so', async () => {
+  const names = nodes('blind', 4);
+  await settle('blind', names);
+  await killSeat();
+  await fleet.publish('blind', 'b3');
+  await fleet.restartSeat(FLAG);
+  const order = inWaveOrder('blind', 'b3', names);
+  await fleet.waitState('blind', (s) => s.build === 'b3' && s.state === 'rolling', 'b3 rolling');
+  await fleet.waitPlans('blind', { ...all(names, 'b1'), ...all(order.slice(0, 2), 'b3') });
+  await fleet.report('blind', order[0]!, 'b3', 'failed', 'bad');
+  const halted = await fleet.waitState('blind', (s) => s.state === 'halted', 'halted');
+  assert.is(halted.from, 'b1');
+  await sleep(500);
+  await fleet.waitPlans('blind', { ...all(names, 'b1'), ...all(order.slice(0, 2), 'b3') });
+  for (const n of names) assert.is(history('blind', n).length, order.slice(0, 2).includes(n) ? 2 : 1, `${n}: nothing planned back or on`);
+  const said = fleet.health.filter((h) => h.module === 'blind').map((h) => h.reason);
+  assert.ok(
+    said.some((r) => /halted at wave 1/.test(r) && /publish b1 again/.test(r)),
+    said.join('\n'),
+  );
+  const shown = await fleet.command(['rollout', 'blind']);
+  assert.match(shown.stdout, /not planned back: the seat never saw b1's composition; its nodes on b3 keep it until b1 is published again/);
+});
+
 test.run();

@@ -173,18 +173,17 @@ export class Composer {
     const moved = this.#inputsMoved;
     this.#inputsMoved = false;
     this.#book.beginPass(moved);
+    // Assignments first: a new composition's rollout counts the module's nodes (DESIGN §12), which
+    // on a seat's first pass are all in the pending values.
+    const unread = this.#readAssignments(summary);
     this.#readModules(summary.pass);
-    const pending = this.#pendingAssignments;
-    const keys = [...new Set([...pending.keys(), ...this.#dirty])].sort();
-    this.#pendingAssignments = new Map();
+    const keys = [...this.#dirty].sort();
     this.#dirty = new Set();
 
     const writes = new PassWrites();
     for (const key of keys) {
-      const value = pending.has(key) ? pending.get(key)! : undefined;
-      // Each value is let go once read, so the raw bucket is not held through a long pass.
-      pending.delete(key);
-      const wanted = this.#composeKey(summary, key, value);
+      if (unread.has(key)) continue;
+      const wanted = this.#composeKey(summary, key);
       if (!wanted) continue;
       // Writes are asked in bursts while the writer has room, without yielding, so each burst leaves in one flush.
       const room = this.#writer.room();
@@ -217,6 +216,32 @@ export class Composer {
     }
   }
 
+  /**
+   * Reads the assignments changed since the last pass, each marked to compose; one key's exception
+   * is said with the key and the pass goes on. Returns the keys whose read threw (not composed).
+   */
+  #readAssignments(summary: PassSummary): Set<string> {
+    const pending = this.#pendingAssignments;
+    this.#pendingAssignments = new Map();
+    const unread = new Set<string>();
+    // In key order, as they are composed: the modules are indexed, and so said, in that order.
+    for (const key of [...pending.keys()].sort()) {
+      const value = pending.get(key)!;
+      // Each value is let go once read, so the raw bucket is not held through a long pass.
+      pending.delete(key);
+      this.#dirty.add(key);
+      try {
+        this.#readKey(summary, key, value);
+      } catch (err) {
+        // Nothing is lost on bad input: a stored plan of this key stays until the assignment is good or gone.
+        this.#inputs.keepAssignment(key, null);
+        this.#internalError(summary, key, err);
+        unread.add(key);
+      }
+    }
+    return unread;
+  }
+
   /** Reads the compositions changed since the last pass, says the refused ones, and marks their modules' keys to compose. */
   #readModules(pass: number): void {
     const pending = this.#pendingModules;
@@ -239,19 +264,8 @@ export class Composer {
     }
   }
 
-  /**
-   * Reads a key's new value when it has one (null: deleted; undefined: none new), then composes it;
-   * one key's exception is said with the key and the pass goes on.
-   */
-  #composeKey(summary: PassSummary, key: string, value: Uint8Array | null | undefined): Wanted | undefined {
-    try {
-      if (value !== undefined) this.#readKey(summary, key, value);
-    } catch (err) {
-      // Nothing is lost on bad input: a stored plan of this key stays until the assignment is good or gone.
-      this.#inputs.keepAssignment(key, null);
-      this.#internalError(summary, key, err);
-      return undefined;
-    }
+  /** Composes a key; one key's exception is said with the key and the pass goes on. */
+  #composeKey(summary: PassSummary, key: string): Wanted | undefined {
     try {
       return this.#planOf(summary, key);
     } catch (err) {

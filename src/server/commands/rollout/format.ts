@@ -20,5 +20,9 @@ export function formatRollout(state: RolloutState): string[] {
     `nodes: ${planned} planned of ${total}, ${applied} applied, ${failed} failed`,
     `since ${safeCell(state.since)}`,
   ].join('  ');
-  return [head, ...state.failed.map((f) => `  failed ${safeCell(f.node)}: ${safeCell(f.reason)}`)];
+  const failedLines = state.failed.map((f) => `  failed ${safeCell(f.node)}: ${safeCell(f.reason)}`);
+  // A rollout whose last good composition the seat never saw (published while it was down) plans no node back.
+  if (state.previous || (state.state !== 'halted' && state.state !== 'aborted')) return [head, ...failedLines];
+  const back = `  not planned back: the seat never saw ${safeCell(state.from)}'s composition; its nodes on ${safeCell(state.build)} keep it until ${safeCell(state.from)} is published again`;
+  return [head, ...failedLines, back];
 }

@@ -13,8 +13,8 @@ import { isUsable, type KnownComposition } from '../inputs.ts';
 import { judgeWave } from './judge.ts';
 import { carryOver, clockOf, compositionOf, newLive, reachedNodes, stopTimers, type Live } from './live.ts';
 import { lateFailures } from './progress.ts';
-import { markOfPlan, readSeenReport } from './marks.ts';
-import { contentOf, isOpen, type RolloutHealth, type RolloutState } from './state.ts';
+import { markOfComposition, markOfPlan, readSeenReport } from './marks.ts';
+import { contentOf, type RolloutHealth, type RolloutState } from './state.ts';
 import { abortRollout, describeState, refusal, resumeRollout, startRollout, supersedeRollout } from './steps.ts';
 import type { StateWriter } from './store.ts';
 import { waveOrder } from './waves.ts';
@@ -52,6 +52,11 @@ export class RolloutDirector {
   readonly #lives = new Map<string, Live>();
   /** The composition each module's nodes are on while no rollout holds them back. */
   readonly #settled = new Map<string, Composition>();
+  /**
+   * What each node's stored plan holds (`markOfPlan`), per module neither settled nor rolled out yet
+   * (the seat's start, a module held): its first composition rolls out on the nodes whose plan is older.
+   */
+  readonly #unseen = new Map<string, Map<string, string>>();
   readonly #pending = new Set<string>();
   readonly #now: () => number;
   readonly #timer: Timer;
@@ -101,19 +106,24 @@ export class RolloutDirector {
       if (live.state.state === 'done') this.#settled.set(module, next);
       return this.#evaluateSoon(module);
     }
-    const firstSight = !live && !this.#settled.has(module);
-    const from = this.#lastGood(module, live);
+    const unseen = this.#unseen.get(module);
+    this.#unseen.delete(module);
     const policy = next.rollout ?? this.options.policy;
-    const members = firstSight || !from || !policy ? [] : this.#membersOf(module);
+    // The last good composition when the seat saw it; else the nodes' stored plans tell which are older.
+    const from = this.#lastGood(module, live);
+    const marks = live?.marks ?? unseen ?? new Map<string, string>();
+    const members = !policy ? [] : from ? this.#membersOf(module) : this.#membersOf(module, marks, markOfComposition(next));
+    const fromBuild = from?.build ?? (live ? live.state.from : mostHeld(members, marks));
     if (live && live.state.state !== 'done' && live.state.state !== 'superseded') this.#step(live, supersedeRollout(live.state, this.#now()));
-    if (!from || !policy || members.length === 0 || digestOf(contentOf(from)) === digest) {
+    if (!policy || members.length === 0 || (from && digestOf(contentOf(from)) === digest)) {
       this.#settled.set(module, next);
       return;
     }
-    const state = startRollout({ target: next, digest, from, policy, members: waveOrder(module, next.build, members), now: this.#now() });
+    const state = startRollout({ target: next, digest, from: from ?? fromBuild, policy, members: waveOrder(module, next.build, members), now: this.#now() });
     const started = newLive(state, next, 0);
     // What the superseded rollout learnt of the nodes' plans and reports still holds.
     if (live) carryOver(live, started);
+    else for (const [node, mark] of marks) started.marks.set(node, mark);
     this.#settled.delete(module);
     this.#lives.set(module, started);
     this.#planWhenStored(started, state);
@@ -131,10 +141,13 @@ export class RolloutDirector {
   /** A plan seen on the bus (null: deleted): what a rolling module's node holds. */
   seePlan(key: string, value: Uint8Array | null): void {
     const id = parseNodeModuleKey(key);
-    const live = id.ok ? this.#lives.get(id.value.module) : undefined;
-    if (!live || !id.ok) return;
-    if (value) live.marks.set(id.value.node, markOfPlan(value));
-    else live.marks.delete(id.value.node);
+    if (!id.ok) return;
+    const { module, node } = id.value;
+    let marks = this.#lives.get(module)?.marks ?? this.#unseen.get(module);
+    if (!marks && !this.#settled.has(module) && value) this.#unseen.set(module, (marks = new Map()));
+    if (!marks) return;
+    if (value) marks.set(node, markOfPlan(value));
+    else marks.delete(node);
   }
 
   /** A report seen in `mesh-provisioner_applied` (null: deleted), with its revision. */
@@ -205,18 +218,27 @@ export class RolloutDirector {
     this.writer.close();
   }
 
-  /** The build a new rollout starts from: an open or aborted rollout's last good build, else what the nodes are on. */
+  /**
+   * The composition a new rollout starts from: what this seat settled the nodes on, else the last
+   * good build of the module's rollout (the new build once done); undefined when it saw neither.
+   */
   #lastGood(module: string, live: Live | undefined): Composition | undefined {
-    if (live && (isOpen(live.state) || live.state.state === 'aborted')) return live.state.previous;
-    return this.#settled.get(module) ?? (live?.state.state === 'done' ? live.state.previous : undefined);
+    return this.#settled.get(module) ?? live?.state.previous;
   }
 
-  /** The nodes of `module` on an older plan: every assigned node with a stored plan. */
-  #membersOf(module: string): string[] {
+  /**
+   * The nodes of `module` on an older plan: every assigned node with a stored plan; with `marks`,
+   * only those whose plan was read and holds another build than `newMark` (the seat saw no
+   * composition they are on: their plans are the only witness).
+   */
+  #membersOf(module: string, marks?: ReadonlyMap<string, string>, newMark?: string): string[] {
     const nodes: string[] = [];
     for (const key of this.#host?.keysOf(module) ?? []) {
       const id = parseNodeModuleKey(key);
-      if (id.ok && this.#host?.hasStoredPlan(key)) nodes.push(id.value.node);
+      if (!id.ok || !this.#host?.hasStoredPlan(key)) continue;
+      const mark = marks?.get(id.value.node);
+      if (marks && (mark === undefined || mark === newMark)) continue;
+      nodes.push(id.value.node);
     }
     return nodes;
   }
@@ -298,4 +320,17 @@ export class RolloutDirector {
       }, COUNTS_WRITE_MS);
     if (judged.deadline !== undefined) live.deadline = this.#timer(() => this.#evaluateSoon(module), Math.max(0, judged.deadline - this.#now()) + 1);
   }
+}
+
+/** The build most of `nodes`' stored plans hold (ties: the first by name): where a rollout the seat never saw the start of comes from. */
+function mostHeld(nodes: readonly string[], marks: ReadonlyMap<string, string>): string {
+  const counts = new Map<string, number>();
+  for (const node of nodes) {
+    const build = (marks.get(node) ?? '').split('\n')[0]!;
+    counts.set(build, (counts.get(build) ?? 0) + 1);
+  }
+  let best = '';
+  let most = 0;
+  for (const [build, n] of [...counts].sort(([a], [b]) => compareKeys(a, b))) if (n > most) [best, most] = [build, n];
+  return best;
 }

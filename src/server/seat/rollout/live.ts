@@ -65,7 +65,11 @@ export function compositionOf(
   current: Composition,
 ): { composition: Composition | undefined; reached: boolean } {
   const { state } = live;
-  if (state.state === 'halted' || state.state === 'aborted') return { composition: state.previous, reached: false };
+  if (state.state === 'halted' || state.state === 'aborted') {
+    // The last good composition never seen: every node keeps its plan, and a node with none (nothing to protect) gets the newest.
+    if (!state.previous) return { composition: hasStoredPlan ? undefined : current, reached: false };
+    return { composition: state.previous, reached: false };
+  }
   if (state.state !== 'rolling') return { composition: current, reached: false };
   const at = live.index.get(node);
   // A node assigned anew, or one whose plan is gone, has nothing to protect: the newest build at once.
@@ -73,6 +77,8 @@ export function compositionOf(
   if (at < reachedBy(state.waves, Math.min(state.wave, live.storedWave), state.nodes.total)) return { composition: current, reached: true };
   // Not reached yet: on the last good build it stays there (a placement change composed with it);
   // on a superseded build it keeps its plan until its wave.
+  // With no last good composition (a build published while the seat was down) it keeps its stored plan.
+  if (!state.previous) return { composition: undefined, reached: false };
   const mark = live.marks.get(node);
   return { composition: mark === undefined || mark === markOfComposition(state.previous) ? state.previous : undefined, reached: false };
 }

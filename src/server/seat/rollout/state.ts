@@ -40,8 +40,11 @@ export const RolloutStateSchema = v.object({
   failed: v.array(v.object({ node: name, reason: v.string() })),
   /** ISO time this state began. */
   since: v.string(),
-  /** The last good build's whole composition (the new build's once the rollout is done). */
-  previous: CompositionSchema,
+  /**
+   * The last good build's whole composition (the new build's once the rollout is done); absent when
+   * the seat never saw it (a build published while it was down, no rollout stored): nodes keep their plans.
+   */
+  previous: v.optional(CompositionSchema),
   /** The digest of what the new build gives nodes (its composition without `rollout`): a re-published build with other content is a new rollout. */
   digest: v.string(),
   /** The nodes on an older plan when the rollout started, in wave order: N and the waves are fixed by them. */

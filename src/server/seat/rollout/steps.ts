@@ -12,8 +12,8 @@ export type RolloutStart = {
   target: Composition;
   /** The digest of what the new composition gives nodes. */
   digest: string;
-  /** The last good build's composition. */
-  from: Composition;
+  /** The last good build's composition, or only its name when the seat never saw it (published while it was down). */
+  from: Composition | string;
   /** Its waves, halt and wait. */
   policy: Rollout;
   /** The nodes on an older plan, in wave order. */
@@ -28,7 +28,7 @@ export function startRollout(start: RolloutStart): RolloutState {
   return {
     module: target.module,
     build: target.build,
-    from: from.build,
+    from: typeof from === 'string' ? from : from.build,
     state: 'rolling',
     wave: 1,
     waves: [...policy.waves],
@@ -37,7 +37,7 @@ export function startRollout(start: RolloutStart): RolloutState {
     nodes: { total: members.length, planned: reachedBy(policy.waves, 1, members.length), applied: 0, failed: 0 },
     failed: [],
     since: new Date(start.now).toISOString(),
-    previous: from,
+    ...(typeof from === 'string' ? {} : { previous: from }),
     digest: start.digest,
     members,
   };
@@ -93,15 +93,19 @@ export function describeState(state: RolloutState): string {
   const shown = state.failed.slice(0, FAILED_NODES_SAID).map((f) => `${f.node}: ${f.reason}`);
   const more = state.failed.length - shown.length;
   const failed = `${shown.join('; ')}${more > 0 ? `; and ${more} more` : ''}`;
+  // With no last good composition the nodes on the new build cannot be planned back: they keep it.
+  const back = state.previous
+    ? `planned back to ${state.from}`
+    : `its nodes on ${state.build} keep it (the seat never saw ${state.from}'s composition: publish ${state.from} again to plan them back)`;
   switch (state.state) {
     case 'rolling':
       return `${head}: wave ${state.wave} of ${state.waves.length} planned (${planned} of ${total} nodes, ${applied} applied)`;
     case 'halted':
-      return `${head}: halted at wave ${state.wave} by ${state.failed.length} failed node(s) (${failed}); planned back to ${state.from}`;
+      return `${head}: halted at wave ${state.wave} by ${state.failed.length} failed node(s) (${failed}); ${back}`;
     case 'done':
       return `${head}: done, ${total} node(s) on ${state.build}`;
     case 'aborted':
-      return `${head}: aborted by an operator; planned back to ${state.from}`;
+      return `${head}: aborted by an operator; ${back}`;
     case 'superseded':
       return `${head}: superseded by a newer composition`;
   }
