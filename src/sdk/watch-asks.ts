@@ -4,7 +4,6 @@
 import { Backoff, type BackoffLimits } from '../shared/backoff.ts';
 import { isNoResponders, isTimeout } from '../shared/errors.ts';
 import { unrefTimer, type Timer } from '../shared/timer.ts';
-import type { AskError } from './ask.ts';
 
 /** How a watch asks again after a reconnect. */
 export type WatchAsksOptions = {
@@ -31,8 +30,8 @@ export function isClientAbsent(err: unknown): boolean {
   return isNoResponders(err) || isTimeout(err);
 }
 
-/** Makes the asks of one watch: `ask` asks the client once, `hear` gets each answer. */
-export function watchAsks(ask: () => Promise<string>, hear: (value: string | AskError) => void, opts: WatchAsksOptions): WatchAsks {
+/** Makes the asks of one watch: `ask` asks the client once, failing with an `E` (the SDK's AskError); `hear` gets each answer. */
+export function watchAsks<E extends Error>(ask: () => Promise<string>, hear: (value: string | E) => void, opts: WatchAsksOptions): WatchAsks {
   const timer = opts.timer ?? unrefTimer;
   const now = opts.now ?? Date.now;
   const backoff = new Backoff(opts.backoff);
@@ -42,7 +41,7 @@ export function watchAsks(ask: () => Promise<string>, hear: (value: string | Ask
   let absentSince: number | undefined;
   let told = false;
   let waiting: { cancel(): void } | undefined;
-  const answered = (mine: number, value: string | AskError) => {
+  const answered = (mine: number, value: string | E) => {
     if (mine !== newest) return;
     absentSince = undefined;
     told = false;
@@ -51,7 +50,7 @@ export function watchAsks(ask: () => Promise<string>, hear: (value: string | Ask
   const attempt = (mine: number) =>
     void ask().then(
       (value) => answered(mine, value),
-      (err: AskError) => {
+      (err: E) => {
         if (mine !== newest) return;
         if (absentSince === undefined || !isClientAbsent(err)) return answered(mine, err);
         if (!told && now() - absentSince >= opts.absentMs) {
