@@ -441,7 +441,7 @@ test('on the generated bus, init run again asking more copies than one server ke
     assert.not.match(room.stdout, /buckets ready/);
     assert.match(
       room.stdout,
-      /bucket mesh-provisioner_plans \(stream KV_mesh-provisioner_plans\) max_consumers is 88, asked 464 \(50 nodes\): not changed — nats-server refused the update \([^)]*MaxConsumers\); to keep it, run init with --nodes 3 \(the size it was made for\); to make it the size asked, save what you need, remove the stream with the admin login \(`nats stream rm KV_mesh-provisioner_plans`\) and run init again/,
+      /bucket mesh-provisioner_plans \(stream KV_mesh-provisioner_plans\) max_consumers is 88, asked 464 \(50 nodes\): not changed — nats-server refused the update \([^)]*MaxConsumers\); to keep it, run init with --nodes 3 \(the size it was made for\); to make it the size asked, save what you need, remove the stream with the admin login \(the NATS CLI's `nats stream rm KV_mesh-provisioner_plans`\) and run init again/,
     );
     assert.is(room.stdout.match(/max_consumers is 88, asked 464/g)?.length, 11, room.stdout);
     assert.match(room.stdout, /^0 of 11 buckets are as asked: 1 copy, at most 464 consumers \(50 nodes\)$/m);
@@ -532,7 +532,7 @@ test('on a three-server cluster, init run again with --replicas 3 brings each on
       assert.is(fewer.code, 1, fewer.stdout + fewer.stderr);
       assert.match(
         fewer.stdout,
-        /^bucket mesh-provisioner_plans \(stream KV_mesh-provisioner_plans\) num_replicas is 3, asked 1: not changed — init never takes copies away; to keep them, run init with --replicas 3; to have fewer, `nats stream edit KV_mesh-provisioner_plans --replicas 1` with the admin login$/m,
+        /^bucket mesh-provisioner_plans \(stream KV_mesh-provisioner_plans\) num_replicas is 3, asked 1: not changed — init never takes copies away; to keep them, run init with --replicas 3; to have fewer, the NATS CLI's `nats stream edit KV_mesh-provisioner_plans --replicas 1` with the admin login$/m,
       );
       assert.match(fewer.stdout, /^the buckets there hold: 10 with 3 copies, at most 80 consumers$/m);
       for (const spec of meshBuckets([], 'mesh-catalog_archives')) assert.is((await jsm.streams.info(streamOf(spec))).config.num_replicas, 3, spec.name);

@@ -42,7 +42,7 @@ export async function initBucket(jsm: JetStreamManager, spec: BucketSpec, asked:
     return {
       lines: [
         `bucket ${spec.name} (stream ${stream}) ${refused.map((p) => p.text).join('; ')}: left as it is — it may hold what it captured; ` +
-          `save what you need, remove the stream with the admin login (\`nats stream rm ${stream}\`) and run init again`,
+          `save what you need, remove the stream with the admin login (the NATS CLI's \`nats stream rm ${stream}\`) and run init again`,
       ],
       state: 'refused',
       holding: holdingOf(info.config, clustered),

@@ -129,7 +129,7 @@ function replicasDrift(spec: BucketSpec, recorded: number, asked: Asked, cluster
   if (recorded === asked.replicas) return undefined;
   const text = `num_replicas is ${recorded}, asked ${asked.replicas}`;
   if (clustered && recorded > asked.replicas) {
-    const fewer = `to have fewer, \`nats stream edit ${streamOf(spec)} --replicas ${asked.replicas}\` with the admin login`;
+    const fewer = `to have fewer, the NATS CLI's \`nats stream edit ${streamOf(spec)} --replicas ${asked.replicas}\` with the admin login`;
     return { text, done, stays: 'init never takes copies away', fix: `to keep them, run init with ${setting(recorded)}; ${fewer}` };
   }
   return { text, done, update, fix: `run init with ${setting(recorded)}, or ask at most the cluster's number of JetStream servers` };
@@ -149,5 +149,5 @@ function consumersDrift(spec: BucketSpec, bound: number, asked: Asked): Drift {
 /** The way out when a stream cannot be updated: made again, by init. */
 function removeAdvice(spec: BucketSpec): string {
   const stream = streamOf(spec);
-  return `save what you need, remove the stream with the admin login (\`nats stream rm ${stream}\`) and run init again`;
+  return `save what you need, remove the stream with the admin login (the NATS CLI's \`nats stream rm ${stream}\`) and run init again`;
 }
