@@ -184,7 +184,7 @@ function buildStages(opts: ClientOptions, sinks: ClientSinks, items: NodeItems):
     go: () => void (started = true),
     refillAll(why) {
       const names = modules.names();
-      log.notice(`${why}: filling ${names.length} module(s) again`);
+      log.notice(`${why}: filling ${names.length} module(s) again (a module is said again only when its report changes)`);
       for (const m of names) scheduler.schedule(m, true);
     },
   };
