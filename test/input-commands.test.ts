@@ -177,7 +177,7 @@ test('config import of 200 keys over 3 modules: checked whole, written in one bu
 
 /** Refusals: each exits 2 with one line on stderr naming what is wrong, and writes nothing. */
 const REFUSED: [what: string, args: string[], line: RegExp, stdin?: string][] = [
-  ['a node name out of its grammar', ['assign', 'N1', 'web'], /^assign: node "N1" is not a valid name/],
+  ['a node name out of its grammar', ['assign', 'N1', 'web'], /^assign: node "N1" is not a valid name \(a-z, 0-9 and -, at most 63\)$/],
   ['a module name out of its grammar', ['config', 'set', 'n1', 'web_1', 'k', 'v'], /^config set: module "web_1" is not a valid name/],
   ['--port 70000', ['assign', 'n1', 'web', '--port', 'http=70000'], /^--port http: "70000" is not a port number 1–65535$/],
   ['a relative --dir', ['assign', 'n1', 'web', '--dir', 'config=etc/web'], /^--dir config: "etc\/web" is not absolute$/],

@@ -186,7 +186,7 @@ test('a vault name parses back to its parts only when every segment is in its gr
     ['pair/postgres/database/n1/evil1/../../../../../module/victim/api-key', /^has a "\.\." segment$/],
     ['module/web', /^is neither module\/<module>\/<name> nor pair/],
     ['secret/web/api-key', /^is neither/],
-    ['module/Web/api-key', /^module "Web" is not a valid name$/],
+    ['module/Web/api-key', /^module "Web" is not a valid name \(a-z, 0-9 and -, at most 63\)$/],
     ['module/web/a:b', /^name is "a:b", not a name/],
     ['pair/postgres/data.base/n1/web', /^provision is "data\.base", not a name/],
     ['pair/postgres/database/n1/web/x y', /^local is "x y", not a name/],

@@ -88,7 +88,7 @@ export type BoundKey = NodeModuleKey & { provision: string; local?: string };
 
 /** Says why `value` of `field` is not a node, module or contributor name; nothing when it is. */
 export function checkName(field: string, value: string): string | undefined {
-  return isName(value) ? undefined : `${field} "${value}" is not a valid name`;
+  return isName(value) ? undefined : `${field} "${value}" is not a valid name (a-z, 0-9 and -, at most 63)`;
 }
 
 /** Says why `value` of `field` is not a secret name, provision or local; nothing when it is. */

@@ -27,8 +27,7 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
 /** Says why node and module cannot key an assignment; nothing when they can. */
 export function targetProblem(node: string, module: string): string | undefined {
-  const bad = checkName('node', node) ?? checkName('module', module);
-  return bad === undefined ? undefined : `${bad} (a-z, 0-9 and -, at most 63)`;
+  return checkName('node', node) ?? checkName('module', module);
 }
 
 /**

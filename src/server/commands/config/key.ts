@@ -30,7 +30,7 @@ export function configKeyNameProblem(key: string): string | undefined {
 /** Says why node, module and key cannot make a key of `mesh-config_resolved`; nothing when they can. */
 export function configTargetProblem(node: string, module: string, key: string): string | undefined {
   const bad = checkName('node', node) ?? checkName('module', module);
-  if (bad !== undefined) return `${bad} (a-z, 0-9 and -, at most 63)`;
+  if (bad !== undefined) return bad;
   const keyBad = configKeyNameProblem(key);
   if (keyBad !== undefined) return `config key ${keyBad}`;
   const whole = keyProblem(configKey(node, module, key));
