@@ -1,6 +1,7 @@
 // The seat bundle (DESIGN §1, §10) copied alone into an empty dir: serving under node and deno, flags, query, logs.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -329,6 +330,21 @@ test('outside systemd log lines carry a time and a level instead of a priority p
   const lines = linesOf(running.stderr());
   assert.ok(lines.length >= 2, running.stderr());
   for (const line of lines) assert.match(line, /^\d{4}-\d\d-\d\dT\S+Z (error|warn|notice|info|debug) /, line);
+});
+
+test('a reader that stops reading (`| head -1`) ends the command with its own code and no stack, not an unhandled EPIPE', async () => {
+  const dir = copyBundleAlone('server');
+  const nodes = Array.from({ length: 50 }, (_, i) => ['--node', `n${i}`]).flat();
+  const child = spawn(process.execPath, [join(dir, 'server.js'), 'bus-config', ...nodes, '--credentials', join(dir, 'credentials')], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  // As `head -1` does: the first chunk read, then the pipe closed.
+  child.stdout.once('data', () => child.stdout.destroy());
+  const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
+  assert.is(code, 0, stderr);
+  assert.not.match(stderr, /EPIPE|Node\.js v|    at /);
 });
 
 test.run();

@@ -10,8 +10,17 @@ export function untilSignalled(): Promise<void> {
   });
 }
 
-/** Runs an entry's main: its code becomes the exit code; a throw is one line on stderr and exit 1. */
+/**
+ * Runs an entry's main: its code becomes the exit code; a throw is one line on stderr and exit 1. A
+ * reader that stops reading (`status | head -1`) ends nothing: what is left to print is dropped and
+ * the command ends with its own code, where node threw an unhandled EPIPE with its stack.
+ */
 export function runMain(program: string, main: () => Promise<number>): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE') throw err;
+    });
+  }
   main().then(
     (code) => {
       // Let stdout flush; force the exit only if something still holds the loop open.
