@@ -68,6 +68,26 @@ test('without --leaf-listen the hub names no domain, takes no leaf and makes no 
   rmSync(dirname(creds), { recursive: true, force: true });
 });
 
+test("a hub's file rendered again without the leaf flags says its sites are gone and how to keep them; with them, says nothing of it", () => {
+  const dir = mkdtempSync(join(tmpdir(), 'mesh-leaf-'));
+  const [creds, out] = [join(dir, 'creds'), join(dir, 'hub.conf')];
+  const leafFlags = ['--leaf-listen', '127.0.0.1:7422', '--js-domain', 'mesh'];
+  const first = busConfigRun(['--node', NA, '--credentials', creds, '--out', out, ...leafFlags]);
+  assert.is(first.status, 0, first.stderr);
+  assert.match(readFileSync(out, 'utf8'), /^leafnodes \{$/m);
+  // A node added as "Adding a node" shows it, without the hub's leaf flags.
+  const added = busConfigRun(['--node', NA, '--node', NB, '--credentials', creds, '--out', out]);
+  assert.is(added.status, 0, added.stderr);
+  assert.match(added.stderr, /the file served leaf nodes \(sites\) and this run gives no --leaf-listen: .* run bus-config again with the same --leaf-listen/);
+  // The same again with them: the sites are kept and nothing is said of them.
+  const kept = busConfigRun(['--node', NA, '--node', NB, '--credentials', creds, '--out', out, ...leafFlags]);
+  assert.is(kept.status, 0, kept.stderr);
+  assert.not.match(kept.stderr, /served leaf nodes/);
+  const again = busConfigRun(['--node', NA, '--node', NB, '--credentials', creds, '--out', out, ...leafFlags]);
+  assert.not.match(again.stderr, /served leaf nodes/);
+  rmSync(dir, { recursive: true, force: true });
+});
+
 test("the hub keeps only the leaf passwords' hashes, each login a user of its node's account; the site's file holds them, mode 0600", () => {
   const dir = mkdtempSync(join(tmpdir(), 'mesh-leaf-'));
   const creds = join(dir, 'creds');

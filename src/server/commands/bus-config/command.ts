@@ -62,8 +62,21 @@ export function runBusConfig(opts: BusConfigOptions, out: (text: string) => void
   // A node or provider left off this run is gone from the file: said, so a forgotten flag is not a silent lockout.
   const removed = previous === undefined ? [] : accountsAdded(text, previous);
   if (removed.length > 0) say(accountsGone(removed));
+  if (previous !== undefined && hasLeafNodes(previous) && !hasLeafNodes(text)) say(LEAF_NODES_GONE);
   return code;
 }
+
+/** Whether a hub's file serves leaf nodes (a `leafnodes` block at its top level). */
+function hasLeafNodes(text: string): boolean {
+  return /^leafnodes \{$/m.test(text);
+}
+
+/** What to say when a run without the leaf flags overwrites a hub's file that served sites. */
+export const LEAF_NODES_GONE =
+  'the file served leaf nodes (sites) and this run gives no --leaf-listen: its leafnodes block, the leaf logins and the ' +
+  'JetStream domain are gone from it, and nats-server refuses to reload leaf nodes away ("config reload not supported for LeafNode"); ' +
+  'run bus-config again with the same --leaf-listen, --leaf-advertise, --leaf-tls-cert/--leaf-tls-key and --js-domain flags as before, ' +
+  'or, to take the sites away, restart nats-server on this file';
 
 /** Prints `text`, or writes it to `file` whole or not at all: a server reloading the file never reads half of it. */
 function writeOut(file: string | undefined, text: string, mode: number, out: (text: string) => void, say: (line: string) => void): number {
