@@ -11,6 +11,7 @@ import { parseVaultOptions } from './vault/options.ts';
 import { readSecretFrom, rotate, rotationValue } from './vault/rotate.ts';
 import { serveCredentials } from './vault/serve.ts';
 import { VaultStore } from './vault/store.ts';
+import { parseVaultName } from './shared/vault-names.ts';
 
 const out = (line: string) => printLine(process.stdout, line);
 const err = (line: string) => printLine(process.stderr, `mesh-vault: ${line}`);
@@ -23,7 +24,20 @@ async function main(): Promise<number> {
   if (opts.command === 'version') return (void process.stdout.write(`mesh-vault ${VERSION}\n`), 0);
 
   if (opts.command === 'rotate') {
-    const store = await VaultStore.open(opts.store, err);
+    // A provision's credential is rotated in the running vault's store, never one made here (a wrong
+    // --store rotated nothing the vault serves, and said it had), and only when that store holds it:
+    // it is made at its first ask, so one it does not hold is a name mistyped. A module's secret may be
+    // the store's first value (an operator gives the secrets before the vault first runs).
+    const named = parseVaultName(opts.name);
+    const pair = named.ok && named.value.kind === 'pair';
+    const store = await VaultStore.open(opts.store, err, { make: named.ok && !pair });
+    if (pair && !(await store.holds(opts.name)))
+      return (
+        err(
+          `${opts.name} is not in the store ${opts.store}: a provision's credential is made at its first ask, so this name is mistyped or the store is not the running vault's; nothing rotated`,
+        ),
+        1
+      );
     const nc = await connectCommandOnce(opts.bus, 'vault', err);
     try {
       const value = await rotationValue(opts.name, () => readSecretFrom(process.stdin));

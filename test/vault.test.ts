@@ -6,7 +6,7 @@
 // provider's consumers file; and no value is in any line it logs, at every level.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jsonBytes } from '../src/shared/bytes.ts';
@@ -200,6 +200,23 @@ test('`rotate` as the vault login writes a new value and the provider’s consum
   assert.is.not(now, before);
   await waitFor('the consumers file after rotate', () => consumers().find((c) => c.module === 'web')?.credential === now, 15_000);
   assert.is(consumers().find((c) => c.module === 'api')?.credential, readFileSync(join(store, ...API.split('/')), 'utf8'), 'api untouched');
+
+  // A provision's credential the store does not hold (a mistyped name), or a store that is not there (not the running vault's): refused, nothing written or made.
+  const typo = `pair/${PROVIDER}/databse/${NB}/web`;
+  const mistyped = await runBundle('node', dir, 'vault', ['rotate', typo, ...vaultArgs()]);
+  assert.is(mistyped.code, 1, mistyped.stderr);
+  assert.match(
+    mistyped.stderr,
+    new RegExp(
+      `^mesh-vault: ${typo} is not in the store \\S+: a provision's credential is made at its first ask, so this name is mistyped or the store is not the running vault's; nothing rotated\\n$`,
+    ),
+  );
+  assert.not.ok(existsSync(join(store, 'pair', PROVIDER, 'databse')), 'nothing written under the mistyped name');
+  const elsewhere = join(store, '..', 'not-the-store');
+  const wrongStore = await runBundle('node', dir, 'vault', ['rotate', WEB, '--nats', m.nats.url, '--nkey', m.nkey(USERS.vault), '--store', elsewhere]);
+  assert.is(wrongStore.code, 1, wrongStore.stderr);
+  assert.match(wrongStore.stderr, /no vault store there: rotate writes to the store the running vault uses/);
+  assert.not.ok(existsSync(elsewhere), 'no store made');
 
   const empty = await runBundle('node', dir, 'vault', ['rotate', 'module/web/api-key', ...vaultArgs()]);
   assert.is(empty.code, 1);

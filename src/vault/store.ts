@@ -35,8 +35,12 @@ export class VaultStore {
    * Opens the store at `dir`, made (0700) when missing; rejects when it is not a directory. `warn`
    * is told when others than its owner may enter it (the operator's choice, said, not changed).
    */
-  static async open(dir: string, warn: (line: string) => void = () => {}): Promise<VaultStore> {
-    await mkdir(dir, { recursive: true, mode: 0o700 });
+  static async open(dir: string, warn: (line: string) => void = () => {}, { make = true }: { make?: boolean } = {}): Promise<VaultStore> {
+    if (make) await mkdir(dir, { recursive: true, mode: 0o700 });
+    else if (!(await stat(dir).catch(() => undefined)))
+      throw new Error(
+        `--store ${dir}: no vault store there: rotate writes to the store the running vault uses (its --store; the unit's is /var/lib/mesh-vault); nothing rotated`,
+      );
     const real = await realpath(dir);
     const { mode } = await stat(real);
     if ((mode & constants.S_IFMT) !== constants.S_IFDIR) throw new Error(`--store ${dir} is not a directory`);
@@ -66,6 +70,11 @@ export class VaultStore {
     // Another ask made it first: its value is the one.
     const theirs = await this.#read(name);
     return theirs.state === 'value' ? ok({ value: theirs.value, made: false }) : fail(theirs.state === 'refused' ? theirs.reason : `${name} vanished`);
+  }
+
+  /** Whether the store holds a value for `name` (a link or an unreadable file is none). */
+  async holds(name: string): Promise<boolean> {
+    return (await this.#read(name)).state === 'value';
   }
 
   /** Replaces (or puts) the value of `name`, atomically; the reason says why it could not. */
