@@ -68,7 +68,7 @@ test("the helper's own lines and ordinary values hold no vault-made credential (
     'prov_bound: 3 bound entries of database at start',
     'n2/api/ro: withdrawn (api_n2_ro removed, its bound entry deleted)',
     'postgres://db1.mesh.test:5432/webdb',
-    'consumers file /run/postgres/consumers.json is absent: no consumers',
+    'consumers file /run/postgres/consumers.json is absent: nothing is withdrawn while it is absent (keeping the last good list, 3 consumers)',
   ];
   fc.assert(
     fc.property(fc.uint8Array({ minLength: 32, maxLength: 32 }), (bytes) => {

@@ -192,7 +192,7 @@ test('each create is marked in the bound entry (values["credential-set"], random
   }
 });
 
-test('a consumer gone from the file is removed by its login and its bound key deleted; an absent file withdraws every one', async () => {
+test('a consumer gone from the file is removed by its login and its bound key deleted; an explicit [] withdraws every one', async () => {
   const w = await world();
   const fake = fakeAdapter();
   try {
@@ -204,9 +204,67 @@ test('a consumer gone from the file is removed by its login and its bound key de
     await waitFor('web key deleted', async () => (await w.bound('n1.web.database')) === null);
     assert.ok(await w.bound('n1.api.database.x'), 'api stays bound');
     assert.is(fake.count('remove', 'api_n1_x'), 0);
-    unlinkSync(w.file);
+    w.write([]);
     await waitFor('api removed', () => fake.count('remove', 'api_n1_x') === 1);
     await waitFor('api key deleted', async () => (await w.bound('n1.api.database.x')) === null);
+  } finally {
+    await w.done();
+  }
+});
+
+test('an absent consumers file withdraws nothing, removed while running or a wrong path at start; said at warning once, the file back serves as before, [] withdraws', async () => {
+  const w = await world();
+  const fake = fakeAdapter();
+  const removes = () => fake.calls.filter((c) => c.op === 'remove');
+  const absentSaid = () => w.log.lines.filter((l) => l.includes(`consumers file ${w.file} is absent`));
+  try {
+    const file = [consumer('n1', 'web', null, 'cred-web-1'), consumer('n1', 'api', 'x', 'cred-api-1')];
+    w.write(file);
+    const h = w.start(fake.adapter, { recheckMs: 100 });
+    await waitFor('both served', async () => (await w.bound('n1.web.database')) && (await w.bound('n1.api.database.x')));
+    await h.reconciled();
+    unlinkSync(w.file);
+    await waitFor('the absence said', () => absentSaid().length === 1);
+    // Re-check ticks read the absent file again: still nothing withdrawn, and it is said once.
+    await new Promise((resolve) => setTimeout(resolve, 350));
+    await h.reconciled();
+    assert.equal(removes(), [], 'an absent file withdrew a consumer');
+    assert.ok(await w.bound('n1.web.database'), 'the web entry was deleted');
+    assert.ok(await w.bound('n1.api.database.x'), 'the api entry was deleted');
+    assert.is(absentSaid().length, 1, absentSaid().join('\n'));
+    assert.match(absentSaid()[0]!, / warn consumers file .* is absent: nothing is withdrawn while it is absent \(keeping the last good list, 2 consumers\)$/);
+    // The file back: served as before, said at notice, nothing created again.
+    const creates = fake.calls.filter((c) => c.op === 'create').length;
+    w.write(file);
+    await waitFor('its return said', () => w.log.lines.some((l) => / notice consumers file .* is there now/.test(l)));
+    await h.reconciled();
+    assert.is(fake.calls.filter((c) => c.op === 'create').length, creates, 'the file back created a consumer again');
+    assert.equal(removes(), []);
+    await h.stop();
+
+    // A helper started on a path that does not exist while bound entries do: nothing withdrawn, the path questioned.
+    const wrong = join(w.file, '..', 'consumer.json');
+    const blind = fakeAdapter();
+    const hb = runProvider({ nc, provider: w.provider, provision: w.provision, consumersFile: wrong, adapter: blind.adapter, log: w.log });
+    try {
+      await waitFor('the wrong path said', () =>
+        w.log.lines.some((l) => l.includes(`warn consumers file ${wrong} is absent: nothing is served or withdrawn until it is there (is --consumers right?)`)),
+      );
+      await hb.reconciled();
+      assert.equal(blind.calls, [], 'a helper without its file touched a consumer');
+      assert.ok(await w.bound('n1.web.database'), 'the web entry was deleted at start');
+      assert.ok(await w.bound('n1.api.database.x'), 'the api entry was deleted at start');
+    } finally {
+      await hb.stop();
+    }
+
+    // An explicit [] is a file that is there and names nobody: every consumer is withdrawn.
+    const last = fakeAdapter();
+    w.start(last.adapter);
+    await waitFor('both re-checked', () => last.count('check', 'web_n1') === 1 && last.count('check', 'api_n1_x') === 1);
+    w.write([]);
+    await waitFor('both removed', () => last.count('remove', 'web_n1') === 1 && last.count('remove', 'api_n1_x') === 1);
+    await waitFor('both keys deleted', async () => (await w.bound('n1.web.database')) === null && (await w.bound('n1.api.database.x')) === null);
   } finally {
     await w.done();
   }

@@ -29,7 +29,7 @@ export const ConsumersFileSchema = v.array(
   }),
 );
 
-/** What reading the file gave: no file (no consumers), its entries, or why it is not usable. */
+/** What reading the file gave: no file (not known: never taken as no consumers), its entries, or why it is not usable. */
 export type ConsumersRead =
   { state: 'absent' } | { state: 'read'; bytes: Buffer; entries: ConsumerEntry[] } | { state: 'malformed'; bytes: Buffer; reason: string };
 

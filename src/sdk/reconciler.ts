@@ -218,6 +218,8 @@ export class Reconciler {
 
   /** Every line passes here: one holding a consumer's credential in any form is withheld whole. */
   #say(level: keyof ProviderLog, line: string): void {
-    this.#o.log[level](this.#wanted.matcher.holds(line) ? WITHHELD_LINE : line);
+    const log = this.#o.log;
+    const write = level === 'notice' ? (log.notice ?? log.info) : log[level];
+    write.call(log, this.#wanted.matcher.holds(line) ? WITHHELD_LINE : line);
   }
 }

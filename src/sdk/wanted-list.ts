@@ -7,36 +7,51 @@ import { CredentialMatcher } from './credential-forms.ts';
 export class WantedList {
   readonly #file: string;
   readonly #provision: string;
-  readonly #say: (level: 'info' | 'error', line: string) => void;
-  /** The bytes last read (null: no file), so a write of the same bytes is no change. */
+  readonly #say: (level: 'notice' | 'warn' | 'error', line: string) => void;
+  /** The bytes last read (null: no file), so a write of the same bytes is no change; undefined before the first read. */
   #lastBytes: Buffer | null | undefined;
   /** What the file asks for by bound key, from its last good read; undefined until there is one. */
   wants: Map<string, Want> | undefined;
   /** The credentials of the last two good reads: a rotated-away one may still be quoted by an adapter working on it. */
   matcher = new CredentialMatcher([]);
 
-  /** Reads `file` for `provision`; `say` hears a file that is absent or malformed (never its text). */
-  constructor(file: string, provision: string, say: (level: 'info' | 'error', line: string) => void) {
+  /** Reads `file` for `provision`; `say` hears a file that is absent, back, or malformed (never its text). */
+  constructor(file: string, provision: string, say: (level: 'notice' | 'warn' | 'error', line: string) => void) {
     this.#file = file;
     this.#provision = provision;
     this.#say = say;
   }
 
-  /** Reads the file; true when what it asks for changed. A malformed file keeps the last good list. */
+  /**
+   * Reads the file; true when what it asks for changed. A malformed or absent file keeps the last good
+   * list: an absent file is not known, never "no consumers" — a mistyped path, or a file removed, must
+   * not withdraw every consumer. Only a file that is there and valid withdraws (`[]` withdraws all).
+   */
   async read(): Promise<boolean> {
     const read = await readConsumersFile(this.#file);
-    const bytes = read.state === 'absent' ? null : read.bytes;
     const last = this.#lastBytes;
-    if (last !== undefined && (bytes === null || last === null ? bytes === last : bytes.equals(last))) return false;
-    this.#lastBytes = bytes;
+    if (read.state === 'absent') {
+      if (last === null) return false;
+      this.#lastBytes = null;
+      const held =
+        last === undefined
+          ? 'nothing is served or withdrawn until it is there (is --consumers right?)'
+          : this.wants
+            ? `nothing is withdrawn while it is absent (keeping the last good list, ${this.wants.size} consumers)`
+            : 'nothing is served or withdrawn until it is there';
+      this.#say('warn', `consumers file ${this.#file} is absent: ${held}`);
+      return false;
+    }
+    if (last && read.bytes.equals(last)) return false;
+    if (last === null) this.#say('notice', `consumers file ${this.#file} is there now: reading it`);
+    this.#lastBytes = read.bytes;
     if (read.state === 'malformed') {
       const kept = this.wants ? `keeping the last good list (${this.wants.size} consumers)` : 'nothing is served or withdrawn until it is fixed';
       this.#say('error', `consumers file ${this.#file} ${read.reason}: ${kept}`);
       return false;
     }
-    if (read.state === 'absent') this.#say('info', `consumers file ${this.#file} is absent: no consumers`);
     const before = this.wants;
-    this.wants = wantsOf(read.state === 'read' ? read.entries : [], this.#provision);
+    this.wants = wantsOf(read.entries, this.#provision);
     this.matcher = new CredentialMatcher([...this.wants.values(), ...(before?.values() ?? [])].map((w) => w.grant.credential));
     return true;
   }
