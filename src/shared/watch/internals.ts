@@ -108,9 +108,16 @@ type ConsumersInternals = {
  * it subscribes to its deliver subject, of no use to a watch (watch.ts says why), and a node may not
  * delete it (it lingers 5 minutes); here a stand-in answers that create with its config, unnamed so
  * the first reset deletes nothing, and the first reset (the watch's begin) makes the consumer the watch
- * reads with: one create a watch, where there were two and a delete.
+ * reads with: one create a watch, where there were two and a delete. `heartbeatMs`, when given, is the
+ * idle heartbeat the stand-in answers with, which nats.js also times its own heartbeat monitor by (its
+ * config fixes 30 s).
  */
-export async function unmadePushConsumer(consumers: unknown, stream: string, opts: Partial<OrderedPushConsumerOptions>): Promise<PushConsumer> {
+export async function unmadePushConsumer(
+  consumers: unknown,
+  stream: string,
+  opts: Partial<OrderedPushConsumerOptions>,
+  heartbeatMs?: number,
+): Promise<PushConsumer> {
   const c = consumers as Partial<ConsumersInternals>;
   const missing = [
     ...(typeof c.getOrderedPushConsumer === 'function' ? [] : ['getOrderedPushConsumer()']),
@@ -119,7 +126,11 @@ export async function unmadePushConsumer(consumers: unknown, stream: string, opt
   if (missing.length > 0) throw internalsError('jetstream(nc).consumers', missing);
   const api = c.api!;
   const add = async (stream_name: string, config: ConsumerConfig) =>
-    ({ stream_name, name: '', config: { ...config, name: undefined } }) as unknown as ConsumerInfo;
+    ({
+      stream_name,
+      name: '',
+      config: { ...config, name: undefined, ...(heartbeatMs === undefined ? {} : { idle_heartbeat: nanos(heartbeatMs) }) },
+    }) as unknown as ConsumerInfo;
   const standIn = Object.create(api, { add: { value: add } }) as ConsumerApi;
   const made = await c.getOrderedPushConsumer!.call(Object.create(c, { api: { value: standIn } }) as ConsumersInternals, stream, opts);
   (made as unknown as { api: ConsumerApi }).api = api;
