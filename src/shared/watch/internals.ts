@@ -29,6 +29,11 @@ type OrderedMessagesInternals = {
   cursor: { stream_seq: number; deliver_seq: number };
   /** The consumer whose API a reset goes through. */
   consumer: { api: ConsumerApi };
+  /**
+   * nats.js's own idle heartbeat monitor: after two silent periods it resets the consumer every period
+   * until a message or heartbeat arrives, and a reset is no message. Null: none (every use is `monitor?.`).
+   */
+  monitor: { cancel(): void } | null;
 };
 
 /** Thrown when nats.js lacks a private part the watch relies on: a program stops on it, it is never retried. */
@@ -54,6 +59,8 @@ export type OrderedConsumer = {
   rewind(): void;
   /** Gives every consumer a reset makes this idle heartbeat (nats.js takes no such option for an ordered consumer). */
   setIdleHeartbeat(ms: number): void;
+  /** Stops nats.js's own heartbeat monitor for good: the caller tells a silent consumer itself. */
+  dropHeartbeatMonitor(): void;
   /**
    * Sends every create a reset makes to `add` instead, and returns the calls that reach the bus; every
    * other call of this consumer (its info, the reset's delete) waits at most `timeoutMs`.
@@ -77,6 +84,8 @@ export function missingInternals(messages: ConsumerMessages): string[] {
     ['consumer.api.add()', typeof api?.add === 'function'],
     ['consumer.api.delete()', typeof api?.delete === 'function'],
     ['consumer.api.timeout', typeof api?.timeout === 'number'],
+    // Null when the consumer has no idle heartbeat; absent, nats.js no longer keeps it there.
+    ['monitor', m.monitor === null || typeof (m.monitor as { cancel?: unknown } | undefined)?.cancel === 'function'],
   ];
   return wanted.filter(([, there]) => !there).map(([name]) => name);
 }
@@ -154,6 +163,11 @@ export function orderedConsumer(messages: ConsumerMessages): OrderedConsumer {
     setIdleHeartbeat(ms) {
       const made = inner.getConsumerOpts.bind(inner);
       inner.getConsumerOpts = () => ({ ...made(), idle_heartbeat: nanos(ms) });
+    },
+    dropHeartbeatMonitor() {
+      inner.monitor?.cancel();
+      // Null, not only cancelled: nats.js restarts a monitor it still holds on every reconnect.
+      inner.monitor = null;
     },
     interceptCreates(timeoutMs, add) {
       const api = inner.consumer.api;

@@ -97,9 +97,9 @@ async function followStatus(
   for await (const s of messages.status()) {
     if (s.type === 'heartbeat') kept.beat(s.lastConsumerSequence);
     if (s.type === 'flow_control') kept.heard();
-    // A lost consumer is noticed by missed heartbeats and re-created; a refused re-create would
-    // otherwise leave the watch stale without a word.
-    if (s.type === 'heartbeats_missed' || s.type === 'consumer_deleted' || s.type === 'consumer_not_found') {
+    // A consumer deleted is re-created; a refused re-create would otherwise leave the watch stale
+    // without a word. (Missed heartbeats are the keeper's to tell: nats.js's monitor is dropped.)
+    if (s.type === 'consumer_deleted' || s.type === 'consumer_not_found') {
       log?.warn(`${what}: ${s.type.replaceAll('_', ' ')}; re-creating it`);
     }
     if (s.type !== 'ordered_consumer_recreated') continue;
