@@ -3,7 +3,6 @@
 // consumer must settle on one consumer that heartbeats, not be re-made every period for ever.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { join } from 'node:path';
 import { jetstreamManager, type ConsumerInfo } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectBus, ensureKv } from '../src/shared/bus.ts';
