@@ -61,6 +61,7 @@ function fakeApi() {
     getConsumerOpts: () => ({}),
     cursor: { stream_seq: 0, deliver_seq: 0 },
     consumer: { api: api as unknown as ConsumerApi },
+    monitor: null,
   };
   const consumer = orderedConsumer(internals as unknown as ConsumerMessages);
   return { clock, creates, deleted, resets, internals, consumer };

@@ -29,6 +29,11 @@ type OrderedMessagesInternals = {
   cursor: { stream_seq: number; deliver_seq: number };
   /** The consumer whose API a reset goes through. */
   consumer: { api: ConsumerApi };
+  /**
+   * nats.js's own idle heartbeat monitor: after two silent periods it resets the consumer every period
+   * until a message or heartbeat arrives, and a reset is no message. Null: none (every use is `monitor?.`).
+   */
+  monitor: { cancel(): void } | null;
 };
 
 /** Thrown when nats.js lacks a private part the watch relies on: a program stops on it, it is never retried. */
@@ -54,6 +59,8 @@ export type OrderedConsumer = {
   rewind(): void;
   /** Gives every consumer a reset makes this idle heartbeat (nats.js takes no such option for an ordered consumer). */
   setIdleHeartbeat(ms: number): void;
+  /** Stops nats.js's own heartbeat monitor for good: the caller tells a silent consumer itself. */
+  dropHeartbeatMonitor(): void;
   /**
    * Sends every create a reset makes to `add` instead, and returns the calls that reach the bus; every
    * other call of this consumer (its info, the reset's delete) waits at most `timeoutMs`.
@@ -77,6 +84,8 @@ export function missingInternals(messages: ConsumerMessages): string[] {
     ['consumer.api.add()', typeof api?.add === 'function'],
     ['consumer.api.delete()', typeof api?.delete === 'function'],
     ['consumer.api.timeout', typeof api?.timeout === 'number'],
+    // Null when the consumer has no idle heartbeat; absent, nats.js no longer keeps it there.
+    ['monitor', m.monitor === null || typeof (m.monitor as { cancel?: unknown } | undefined)?.cancel === 'function'],
   ];
   return wanted.filter(([, there]) => !there).map(([name]) => name);
 }
@@ -108,9 +117,16 @@ type ConsumersInternals = {
  * it subscribes to its deliver subject, of no use to a watch (watch.ts says why), and a node may not
  * delete it (it lingers 5 minutes); here a stand-in answers that create with its config, unnamed so
  * the first reset deletes nothing, and the first reset (the watch's begin) makes the consumer the watch
- * reads with: one create a watch, where there were two and a delete.
+ * reads with: one create a watch, where there were two and a delete. `heartbeatMs`, when given, is the
+ * idle heartbeat the stand-in answers with, which nats.js also times its own heartbeat monitor by (its
+ * config fixes 30 s).
  */
-export async function unmadePushConsumer(consumers: unknown, stream: string, opts: Partial<OrderedPushConsumerOptions>): Promise<PushConsumer> {
+export async function unmadePushConsumer(
+  consumers: unknown,
+  stream: string,
+  opts: Partial<OrderedPushConsumerOptions>,
+  heartbeatMs?: number,
+): Promise<PushConsumer> {
   const c = consumers as Partial<ConsumersInternals>;
   const missing = [
     ...(typeof c.getOrderedPushConsumer === 'function' ? [] : ['getOrderedPushConsumer()']),
@@ -119,7 +135,11 @@ export async function unmadePushConsumer(consumers: unknown, stream: string, opt
   if (missing.length > 0) throw internalsError('jetstream(nc).consumers', missing);
   const api = c.api!;
   const add = async (stream_name: string, config: ConsumerConfig) =>
-    ({ stream_name, name: '', config: { ...config, name: undefined } }) as unknown as ConsumerInfo;
+    ({
+      stream_name,
+      name: '',
+      config: { ...config, name: undefined, ...(heartbeatMs === undefined ? {} : { idle_heartbeat: nanos(heartbeatMs) }) },
+    }) as unknown as ConsumerInfo;
   const standIn = Object.create(api, { add: { value: add } }) as ConsumerApi;
   const made = await c.getOrderedPushConsumer!.call(Object.create(c, { api: { value: standIn } }) as ConsumersInternals, stream, opts);
   (made as unknown as { api: ConsumerApi }).api = api;
@@ -143,6 +163,11 @@ export function orderedConsumer(messages: ConsumerMessages): OrderedConsumer {
     setIdleHeartbeat(ms) {
       const made = inner.getConsumerOpts.bind(inner);
       inner.getConsumerOpts = () => ({ ...made(), idle_heartbeat: nanos(ms) });
+    },
+    dropHeartbeatMonitor() {
+      inner.monitor?.cancel();
+      // Null, not only cancelled: nats.js restarts a monitor it still holds on every reconnect.
+      inner.monitor = null;
     },
     interceptCreates(timeoutMs, add) {
       const api = inner.consumer.api;

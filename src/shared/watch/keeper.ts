@@ -58,6 +58,12 @@ export type KeeperLog = RemakeLog & { warn(line: string): void };
  */
 export function keepWatch(nc: NatsConnection, consumer: OrderedConsumer, what: string, log?: KeeperLog, heartbeatMs = WATCH_HEARTBEAT_MS): WatchKeeper {
   consumer.setIdleHeartbeat(heartbeatMs);
+  // The keeper is the one judge of silence. nats.js's own monitor, once two periods went silent,
+  // resets the consumer every period until something arrives, and a reset is not something: after a
+  // WAN cut of two periods it re-made an idle watch's consumer each period just before the new one's
+  // first heartbeat was due, for ever (test/watch-wan.test.ts). It also reset under a new name
+  // while a create was still asked (remake.ts says why that fills max_consumers).
+  consumer.dropHeartbeatMonitor();
   return new ConsumerKeeper(nc, consumer, what, heartbeatMs, log);
 }
 

@@ -4,7 +4,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { jetstream, type ConsumerMessages, type PushConsumer } from '@nats-io/jetstream';
 import { bucketManager } from '../bucket-bind.ts';
 import { orderedConsumer, unmadePushConsumer, type OrderedConsumer } from './internals.ts';
-import { keepWatch, type KeeperLog, type WatchKeeper } from './keeper.ts';
+import { keepWatch, WATCH_HEARTBEAT_MS, type KeeperLog, type WatchKeeper } from './keeper.ts';
 import { WatchState } from './state.ts';
 import type { Watch, WatchEvent } from './types.ts';
 
@@ -39,7 +39,8 @@ export async function watchKv(
   opts: WatchOptions = {},
 ): Promise<Watch> {
   const prefix = `$KV.${bucket}.`;
-  const consumer = await unmadePushConsumer(jetstream(nc).consumers, `KV_${bucket}`, { filter_subjects: prefix + filter });
+  const heartbeatMs = opts.heartbeatMs ?? WATCH_HEARTBEAT_MS;
+  const consumer = await unmadePushConsumer(jetstream(nc).consumers, `KV_${bucket}`, { filter_subjects: prefix + filter }, heartbeatMs);
   // Asked of the stream's leader: a cluster replica still catching up looks like a wiped stream to a
   // consumer made on it; a login that may not read the stream's info takes the consumer's word.
   const state = new WatchState(onEvent, async (seen) => {
@@ -64,7 +65,7 @@ export async function watchKv(
     throw err;
   }
   const what = `watch ${bucket} (${filter})`;
-  const kept = keepWatch(nc, ordered, what, log, opts.heartbeatMs);
+  const kept = keepWatch(nc, ordered, what, log, heartbeatMs);
   keeper = kept;
   void messages.closed().then(() => kept.stop());
   void followStatus(messages, consumer, kept, state, what, log);
@@ -96,9 +97,9 @@ async function followStatus(
   for await (const s of messages.status()) {
     if (s.type === 'heartbeat') kept.beat(s.lastConsumerSequence);
     if (s.type === 'flow_control') kept.heard();
-    // A lost consumer is noticed by missed heartbeats and re-created; a refused re-create would
-    // otherwise leave the watch stale without a word.
-    if (s.type === 'heartbeats_missed' || s.type === 'consumer_deleted' || s.type === 'consumer_not_found') {
+    // A consumer deleted is re-created; a refused re-create would otherwise leave the watch stale
+    // without a word. (Missed heartbeats are the keeper's to tell: nats.js's monitor is dropped.)
+    if (s.type === 'consumer_deleted' || s.type === 'consumer_not_found') {
       log?.warn(`${what}: ${s.type.replaceAll('_', ' ')}; re-creating it`);
     }
     if (s.type !== 'ordered_consumer_recreated') continue;
