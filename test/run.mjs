@@ -26,6 +26,7 @@ const ALONE = [
   /^provider-calls\./, // 10 creates of 100 ms on 3 slots within 900 ms
   /^release\./, // `npm run release` rebuilds dist/, which the other suites run and copy
   /^watch\./, // a watch resumes within its missed heartbeats after a reconnect
+  /^watch-wan\./, // an idle watch's 500 ms heartbeats, none missed for 4 s after a WAN cut
 ];
 
 const here = dirname(fileURLToPath(import.meta.url));
