@@ -9,33 +9,17 @@ import { memoryLogger } from '../src/shared/log.ts';
 import { TemplateCache } from '../src/client/fill/templates.ts';
 import { Modules, type ModulesDeps } from '../src/client/schedule/modules.ts';
 import { watchPlans } from '../src/client/sources/plans.ts';
-import type { Plan } from '../src/shared/schemas.ts';
 import { startNats } from './helpers/nats.ts';
+import { emptyPlan } from './helpers/planted.ts';
 import { waitFor } from './helpers/wait.ts';
-
-function planOf(node: string, module: string): Plan {
-  return {
-    node,
-    module,
-    build: '1',
-    archive: { ref: `obj://b/${module}.tar`, digest: 'sha256:' + 'a'.repeat(64) },
-    files: [],
-    placement: {},
-    secrets: [],
-    provisions: [],
-    provides: [],
-    items: [],
-    collections: [],
-  };
-}
 
 test('the sources are told every plan read at start before the watch is caught up, and again once per turn of changes', async () => {
   const server = await startNats();
   const nc = await connectBus({ servers: [server.url], name: 'test' });
   try {
     const plans = await ensureKv(nc, PLANS, 1);
-    for (const m of ['web', 'api', 'db']) await plans.put(`n1.${m}`, JSON.stringify(planOf('n1', m)));
-    await plans.put('n2.other', JSON.stringify(planOf('n2', 'other')));
+    for (const m of ['web', 'api', 'db']) await plans.put(`n1.${m}`, JSON.stringify(emptyPlan('n1', m)));
+    await plans.put('n2.other', JSON.stringify(emptyPlan('n2', 'other')));
     // Only what setPlan and plans() read: the node.
     const modules = new Modules({ node: 'n1' } as ModulesDeps);
     const told: string[][] = [];
@@ -57,7 +41,7 @@ test('the sources are told every plan read at start before the watch is caught u
     assert.equal(heard.sort(), ['api', 'db', 'web']);
 
     // Changes after the start: one pass per turn, however many plans came in it.
-    await plans.put('n1.cache', JSON.stringify(planOf('n1', 'cache')));
+    await plans.put('n1.cache', JSON.stringify(emptyPlan('n1', 'cache')));
     await plans.delete('n1.db');
     await waitFor(`a pass over api, cache and web; told ${JSON.stringify(told)}`, () => told.at(-1)?.join() === 'api,cache,web', 5000);
     assert.ok(told.length <= 3, `passes: ${JSON.stringify(told)}`);

@@ -1,7 +1,7 @@
 // Connecting to the bus, watching and draining the connection: core NATS only, so that what imports
 // it alone (the SDK's asks) carries no JetStream client. Binding KV buckets is bus.ts.
 import { readFileSync } from 'node:fs';
-import { connect, credsAuthenticator, errors, nkeyAuthenticator, type NatsConnection } from '@nats-io/transport-node';
+import { connect, credsAuthenticator, errors, nkeyAuthenticator, type NatsConnection, type Status } from '@nats-io/transport-node';
 import { errorText } from './errors.ts';
 
 /** How to reach and authenticate to the bus. */
@@ -85,65 +85,67 @@ export async function connectBus(opts: BusOptions, once = false, { reconnect = !
  * after it, a refused login's included), cleared once a reconnect has answered a ping.
  */
 function trackDowntime(nc: NatsConnection, down: { since?: number }): void {
+  followConnection(nc, {
+    down: () => void (down.since ??= Date.now()),
+    back: () => void (down.since = undefined),
+  });
+}
+
+/** What followConnection tells: each disconnect, each return proven by a ping, and every other status. */
+type ConnectionFollower = { down(server: string): void; back(server: string): void; other?(s: Status): void };
+
+/**
+ * Follows the connection's statuses: a disconnect, and a return only once the server has answered a
+ * ping on it — a login the server refuses is reported as a reconnect before the refusal, and a ping
+ * answered after the connection went again is no news.
+ */
+function followConnection(nc: NatsConnection, on: ConnectionFollower): void {
   let generation = 0;
   void (async () => {
     for await (const s of nc.status()) {
+      const server = 'server' in s ? ` ${s.server}` : '';
       if (s.type === 'disconnect') {
         generation++;
-        down.since ??= Date.now();
-      }
-      if (s.type === 'reconnect') {
+        on.down(server);
+      } else if (s.type === 'reconnect') {
         const mine = ++generation;
         nc.flush().then(
-          () => {
-            if (mine === generation) down.since = undefined;
-          },
+          () => void (mine === generation && on.back(server)),
           () => {},
         );
-      }
+      } else on.other?.(s);
     }
   })();
 }
 
 /**
  * Logs the connection's disconnects and reconnects; `onBack` runs on each reconnect, once the server
- * has answered a ping on it: a login the server refuses (a user and password) is reported as a
- * reconnect before the refusal, and the client would fill every module again at each try.
+ * has answered a ping on it (followConnection): the client would otherwise fill every module again at
+ * each refused try.
  */
 export function watchConnection(nc: NatsConnection, log: { warn(l: string): void; notice(l: string): void }, onBack?: () => void): void {
   const said = new Set<string>();
-  // Each disconnect and reconnect: a ping answered after the connection went again is no news.
-  let generation = 0;
   let down = false;
-  void (async () => {
-    for await (const s of nc.status()) {
-      const server = 'server' in s ? ` ${s.server}` : '';
-      if (s.type === 'disconnect') {
-        generation++;
-        // Said once until the connection is back: a try refused after its TCP connect is a disconnect too.
-        if (!down) log.warn(`bus: disconnected from${server}`);
-        down = true;
-      }
+  followConnection(nc, {
+    down(server) {
+      // Said once until the connection is back: a try refused after its TCP connect is a disconnect too.
+      if (!down) log.warn(`bus: disconnected from${server}`);
+      down = true;
+    },
+    back(server) {
+      down = false;
+      said.clear();
+      log.notice(`bus: reconnected to${server}`);
+      onBack?.();
+    },
+    other(s) {
       // A refused login is said once until the connection is back (a permission refused is its caller's to say).
       if (s.type === 'error' && isAuthError(s.error) && !said.has(s.error.message)) {
         said.add(s.error.message);
         log.warn(`bus: the login is refused (${errorText(s.error)}): is it still in the bus's configuration, and is --nkey its own seed? trying again`);
       }
-      if (s.type === 'reconnect') {
-        const mine = ++generation;
-        nc.flush().then(
-          () => {
-            if (mine !== generation) return;
-            down = false;
-            said.clear();
-            log.notice(`bus: reconnected to${server}`);
-            onBack?.();
-          },
-          () => {},
-        );
-      }
-    }
-  })();
+    },
+  });
 }
 
 /**

@@ -6,27 +6,29 @@ import { jsonBytes } from '../../src/shared/bytes.ts';
 /** An archive no store holds: a planted plan that never gets as far as its templates. */
 export const NO_ARCHIVE = { ref: 'obj://mesh-catalog_archives/none.tar', digest: 'sha256:' + 'a'.repeat(64) };
 
+/** A plan of `module` on `node`, empty but for `fields`, naming an archive no store holds. */
+export function emptyPlan(node: string, module: string, fields: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    node,
+    module,
+    build: '1',
+    archive: NO_ARCHIVE,
+    files: [],
+    placement: {},
+    secrets: [],
+    provisions: [],
+    provides: [],
+    items: [],
+    collections: [],
+    ...fields,
+  };
+}
+
 /**
  * Plants the plan of `module` on `node`: empty but for `fields`, its assignment kept (with no
  * placement) and its composition absent, so the seat holds the plan rather than write over it.
  */
 export async function plantPlan(kv: { assignments: KV; plans: KV }, node: string, module: string, fields: Record<string, unknown>): Promise<void> {
   await kv.assignments.put(`${node}.${module}`, JSON.stringify({ node, module, placement: {} }));
-  await kv.plans.put(
-    `${node}.${module}`,
-    jsonBytes({
-      node,
-      module,
-      build: '1',
-      archive: NO_ARCHIVE,
-      files: [],
-      placement: {},
-      secrets: [],
-      provisions: [],
-      provides: [],
-      items: [],
-      collections: [],
-      ...fields,
-    }),
-  );
+  await kv.plans.put(`${node}.${module}`, jsonBytes(emptyPlan(node, module, fields)));
 }
