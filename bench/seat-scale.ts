@@ -19,7 +19,7 @@ import { AssignmentSchema, CompositionSchema, decodeJson, type VerbReply } from 
 import { composePlan } from '../src/server/seat/compose.ts';
 import { KvPublisher } from '../src/shared/kv-publisher.ts';
 import { startNats } from '../test/helpers/nats.ts';
-import { now, numberArg, peakRssMiB, percentile } from './lib.ts';
+import { cpuSeconds, now, numberArg, peakRssMiB, percentile } from './lib.ts';
 import {
   countingWatch,
   floorBurst,
@@ -223,7 +223,33 @@ async function measureComposition(run: Run, floor: Floor, rows: Row[]): Promise<
   await untilQuiet(run.plans, now, QUIET_MS);
 }
 
-/** 5. REPORTS reports put directly, then paged through with {what: applied, after} until no next. */
+/**
+ * 5. The seat stopped and started again over TOTAL stored plans: the time until it says it is ready,
+ * then until an assignment changed at that moment has its plan (the restart's pass over every key
+ * done), and the plans it wrote besides (none: every stored plan holds).
+ */
+async function measureRestart(run: Run, url: string, rows: Row[], profDir: string | undefined): Promise<SeatProcess> {
+  await run.seat.stop();
+  const started = now();
+  const seat = startSeatProcess(url, profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : [], SEAT_BUNDLE);
+  const ready = await within(seat.saying(/seat ready/, now), 300_000, 'the restarted seat');
+  const before = run.plans.puts();
+  const key = `${nodeName(1)}.${moduleName(1)}`;
+  const seen = run.plans.next(key, (t) => t.includes('/etc/m1/restart/a.conf'));
+  await run.assignments.put(key, jsonBytes(assignment(nodeName(1), moduleName(1), '/etc/m1/restart')));
+  const planned = await within(seen, 300_000, `plan ${key} after the restart`);
+  const cpu = cpuSeconds(seat.child.pid!);
+  await untilQuiet(run.plans, now, QUIET_MS);
+  rows.push({
+    what: `seat restarted over ${TOTAL} stored plans`,
+    goal: 'printed',
+    figure: `ready ${((ready - started) / 1000).toFixed(2)} s, a change planned ${((planned - started) / 1000).toFixed(2)} s (seat CPU ${cpu.toFixed(2)} s); ${run.plans.puts() - before - 1} other plans written; peak RSS ${peakRssMiB(seat.child.pid!).toFixed(0)} MiB`,
+    floor: '',
+  });
+  return seat;
+}
+
+/** 6. REPORTS reports put directly, then paged through with {what: applied, after} until no next. */
 async function measureVerb(run: Run, rows: Row[]): Promise<void> {
   const publisher = new KvPublisher(run.nc, APPLIED);
   await putPipelined(
@@ -281,6 +307,7 @@ async function main(): Promise<void> {
       figure: `${rss.toFixed(0)} MiB (${(rss * 1.048576).toFixed(0)} MB) VmHWM`,
       floor: '',
     });
+    run.seat = seat = await measureRestart(run, nats.url, rows, profDir);
     await measureVerb(run, rows);
     notes.push(`seat VmHWM after the verb walk: ${peakRssMiB(seat.child.pid!).toFixed(0)} MiB`);
     plans.stop();

@@ -10,7 +10,10 @@ import { reachedBy, waveOrder, waveSize } from '../src/server/seat/rollout/waves
 import { abortRollout, describeState, haltRollout, refusal, startRollout } from '../src/server/seat/rollout/steps.ts';
 import { compositionOf, newLive } from '../src/server/seat/rollout/live.ts';
 import { readRolloutState } from '../src/server/seat/rollout/state.ts';
-import type { Composition } from '../src/shared/schemas.ts';
+import { markOfComposition, markOfPlan, markOfPlanHead, markOfWholePlan } from '../src/server/seat/rollout/marks.ts';
+import { composePlan } from '../src/server/seat/compose.ts';
+import { AssignmentSchema, CompositionSchema, decodeJson, type Composition } from '../src/shared/schemas.ts';
+import { jsonBytes } from '../src/shared/bytes.ts';
 import { parseServerOptions } from '../src/server/command-line.ts';
 
 test('a wave is ⌈f·N⌉ computed exactly: 0.07 of 100 is 7, 0.1 of 30 is 3, 0.29 of 100 is 29', () => {
@@ -183,6 +186,56 @@ test('the seat reads --rollout or MESH_ROLLOUT, refusing a bad one naming the fl
     reason: 'rollout: "resum" is neither resume nor abort; did you mean "resume"?',
   });
   assert.equal(parseServerOptions(['rollout', 'web', 'db'], {}), { ok: false, reason: 'rollout: "web" is neither resume nor abort' });
+});
+
+/** A plan as the seat writes it (composer.ts: composePlan's value, stringified) for `build` and `ref`; undefined when the seat would refuse the composition. */
+function seatPlanBytes(build: string, ref: string): Uint8Array | undefined {
+  const assignment = decodeJson(AssignmentSchema, jsonBytes({ node: 'n1', module: 'web', placement: {} }));
+  const composition = decodeJson(
+    CompositionSchema,
+    jsonBytes({
+      module: 'web',
+      build,
+      published: true,
+      archive: { ref, digest: `sha256:${'ab'.repeat(32)}` },
+      provisioning: { files: [{ path: '/etc/web/a.conf', template: 'a.conf' }] },
+    }),
+  );
+  if (!assignment.ok) throw new Error(`the test's assignment: ${assignment.reason}`);
+  if (!composition.ok) return undefined;
+  const plan = composePlan(assignment.value, composition.value);
+  if (!plan.ok) throw new Error(plan.reason);
+  return Buffer.from(JSON.stringify(plan.value));
+}
+
+test("a stored plan's mark is read from its head when the seat wrote it, and equals the whole plan's", () => {
+  // The seat's own plans take the fast path: a change of compose.ts's key order fails here, not silently slower.
+  const plain = seatPlanBytes('2026.12.02-1', 'obj://mesh-catalog_archives/web.tar.gz')!;
+  assert.is(markOfPlanHead(plain), markOfComposition({ build: '2026.12.02-1', archive: { ref: '', digest: `sha256:${'ab'.repeat(32)}` } }));
+  fc.assert(
+    fc.property(fc.string({ unit: 'binary', maxLength: 40 }), fc.string({ unit: 'binary', maxLength: 60 }), (build, tail) => {
+      const bytes = seatPlanBytes(build, `obj://b/${tail}`);
+      fc.pre(bytes !== undefined);
+      assert.is(markOfPlan(bytes), markOfWholePlan(bytes), JSON.stringify(build));
+      assert.ok(markOfPlanHead(bytes) !== undefined, 'the fast path took it');
+    }),
+  );
+});
+
+test('a plan that does not begin as the seat writes one is parsed whole: another order, a long head, not JSON', () => {
+  const digest = `sha256:${'cd'.repeat(32)}`;
+  const reordered = jsonBytes({ module: 'web', node: 'n1', build: 'b1', archive: { ref: 'r', digest } });
+  assert.is(markOfPlanHead(reordered), undefined);
+  assert.is(markOfPlan(reordered), markOfComposition({ build: 'b1', archive: { ref: '', digest } }));
+  const longRef = jsonBytes({ node: 'n1', module: 'web', build: 'b2', archive: { ref: `obj://b/${'x'.repeat(5000)}`, digest } });
+  assert.is(markOfPlanHead(longRef), undefined);
+  assert.is(markOfPlan(longRef), markOfComposition({ build: 'b2', archive: { ref: '', digest } }));
+  // A raw control character in the build: the head matches the pattern but is not JSON, and neither is the whole.
+  const broken = Buffer.from(`{"node":"n1","module":"web","build":"a\tb\u0001","archive":{"ref":"r","digest":"${digest}"},"files":[]}`);
+  assert.is(markOfPlanHead(broken), undefined);
+  assert.is(markOfPlan(broken), '');
+  assert.is(markOfPlan(Buffer.from('not a plan')), '');
+  assert.is(markOfPlan(jsonBytes({ node: 'n1', module: 'web', build: 'b3' })), markOfComposition({ build: 'b3' }));
 });
 
 test.run();
