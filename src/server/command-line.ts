@@ -4,7 +4,7 @@ import { BUS_FLAGS, busOptionsFrom } from '../shared/bus-flags.ts';
 import { DEFAULT_ARCHIVES } from '../shared/buckets.ts';
 import { CONSUMERS_BESIDE_NODES, CONSUMERS_PER_NODE, DEFAULT_MESH_NODES } from '../shared/bucket-spec.ts';
 import { describeFlags, openCommand, openFlagsOnly, unexpectedArgument, valueSource, type FlagTable } from '../shared/flags.ts';
-import { isName } from '../shared/keys.ts';
+import { checkName, isName } from '../shared/keys.ts';
 import { commandFirst } from '../shared/command-first.ts';
 import { fail, ok, type Parsed } from '../shared/result.ts';
 import { VERB_WHATS } from '../shared/schemas.ts';
@@ -316,7 +316,7 @@ function parseBusConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed
     ['--provider', providers],
   ] as const) {
     const bad = names.find((n) => !isName(n));
-    if (bad !== undefined) return { ok: false, reason: `${flag}: "${bad}" is not a valid name (a-z, 0-9 and -, at most 63)` };
+    if (bad !== undefined) return { ok: false, reason: checkName(`${flag}:`, bad)! };
   }
   const clash = loginCollision({ nodes, providers });
   if (clash) return { ok: false, reason: `bus-config: ${clash}` };
@@ -353,7 +353,7 @@ function parseInit(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<Serv
   if (nodes < 1 || nodes > MAX_MESH_NODES) return { ok: false, reason: `--nodes must be 1 to ${MAX_MESH_NODES}, got ${nodes}` };
   const providers = values.provider ?? [];
   const bad = providers.find((p) => !isName(p));
-  if (bad !== undefined) return { ok: false, reason: `--provider: "${bad}" is not a valid name (a-z, 0-9 and -, at most 63)` };
+  if (bad !== undefined) return { ok: false, reason: checkName('--provider:', bad)! };
   const archives = parseArchives(values.archives);
   if (!archives.ok) return archives;
   return ok({ command: 'init', bus: bus.value, replicas: replicas.value, replicasFrom, nodes, providers, archives: archives.value });

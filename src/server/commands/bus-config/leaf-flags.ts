@@ -1,7 +1,7 @@
 // bus-config's leaf-node flags (deploy/README.md, sites): the hub taking sites' leaf servers
 // (--leaf-listen …), or a site's leaf server rendered instead of the hub (--leaf SITE --hub URL…).
 import type { FlagTable, FlagValues } from '../../../shared/flags.ts';
-import { isName } from '../../../shared/keys.ts';
+import { checkName } from '../../../shared/keys.ts';
 import { ok, type Parsed } from '../../../shared/result.ts';
 import type { BusConfigOptions } from '../../options.ts';
 import { DEFAULT_JS_DOMAIN } from './leaf-hub.ts';
@@ -33,7 +33,8 @@ export function parseLeafFlags(
   values: FlagValues<typeof LEAF_FLAGS>,
 ): Parsed<Pick<BusConfigOptions, 'leafListen' | 'leafAdvertise' | 'leafTls' | 'jsDomain' | 'leaf'>> {
   const { leaf: site, hub: hubs = [], 'leaf-listen': leafListen, 'leaf-advertise': leafAdvertise, 'js-domain': jsDomain = DEFAULT_JS_DOMAIN } = values;
-  if (!isName(jsDomain)) return { ok: false, reason: `--js-domain: "${jsDomain}" is not a valid name (a-z, 0-9 and -, at most 63)` };
+  const badDomain = checkName('--js-domain:', jsDomain);
+  if (badDomain !== undefined) return { ok: false, reason: badDomain };
   const { 'leaf-tls-cert': cert, 'leaf-tls-key': key, 'hub-ca': hubCa } = values;
   for (const [flag, v] of [
     ['--leaf-advertise', leafAdvertise],
@@ -54,7 +55,8 @@ export function parseLeafFlags(
     }
     return ok({ jsDomain, ...(leafListen === undefined ? {} : { leafListen }), ...(leafAdvertise === undefined ? {} : { leafAdvertise }), ...leafTls });
   }
-  if (!isName(site)) return { ok: false, reason: `--leaf: "${site}" is not a valid name (a-z, 0-9 and -, at most 63)` };
+  const badSite = checkName('--leaf:', site);
+  if (badSite !== undefined) return { ok: false, reason: badSite };
   if (leafListen !== undefined) return { ok: false, reason: "--leaf and --leaf-listen contradict: --leaf-listen is the hub's, --leaf a site's" };
   if (hubs.length === 0) return { ok: false, reason: "--leaf needs --hub: every hub server's leaf URL (nats-leaf://HOST:PORT)" };
   const bad = hubs.find((h) => !/^nats-leaf:\/\/[^\s@/]+:\d{1,5}$/.test(h));
