@@ -222,6 +222,35 @@ test('status <node> <module> says where a waited value is read: the bucket and t
     );
   }));
 
+test("status <node> <module>, run as the seat's login, says whom a bound value waits on and that nothing binds it while its provider is not planned", () =>
+  withIsolatedMesh({ nodes: ['n1'], providers: ['pg'] }, async (m) => {
+    const n1 = m.node('n1');
+    await n1.startEngine();
+    await n1.startClient();
+    await m.publish('shop', {
+      templates: { 'shop.conf': 'user=${bound:database:user}\n' },
+      provisioning: { ...file('shop'), provisions: [{ provider: 'pg', provision: 'database' }] },
+    });
+    await m.assign('n1', 'shop');
+    await m.waitReport('n1', 'shop', (r) => r.state === 'waiting' && r.waiting.length === 1);
+    const run = await status(m, ['n1', 'shop']);
+    assert.is(run.code, 1, run.stdout);
+    assert.equal(
+      tableAt(run.stdout, 'WAITING FOR').map((w) => [w['WAITING FOR'], w['OWNER'], w['WHERE']]),
+      [['bound:database:user', 'pg', 'pg_bound n1.shop.database user']],
+      run.stdout,
+    );
+    assert.match(run.stdout, /bound:database:user: no module pg is planned on n1, so nothing binds it/);
+    // pg planned on n1, providing it: only waited for.
+    await m.publish('pg', { templates: { 'pg.conf': 'x\n' }, provisioning: { ...file('pg'), provides: [{ provision: 'database' }] } });
+    await m.assign('n1', 'pg');
+    await waitFor('n1.pg planned', async () => (await m.kv.plans.get('n1.pg'))?.operation === 'PUT');
+    const after = await status(m, ['n1', 'shop']);
+    assert.is(after.code, 1, after.stdout);
+    assert.not.match(after.stdout, /nothing binds it/);
+    assert.match(after.stdout, /pg_bound n1\.shop\.database/);
+  }));
+
 test('a change while the engine is away: the module waits saying so and status exits 1, not applied with the file before the change', () =>
   withIsolatedMesh({ nodes: ['n1'] }, async (m) => {
     const n1 = await webAppliedOn(m, 'n1');

@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
-import { APPLIED, ASSIGNMENTS, MODULES } from '../src/shared/buckets.ts';
+import { APPLIED, ASSIGNMENTS, MODULES, PLANS } from '../src/shared/buckets.ts';
 import { PROVISIONING_VERB } from '../src/shared/subjects.ts';
 import type { Report } from '../src/shared/schemas.ts';
 import { formatAge } from '../src/server/commands/status/format.ts';
@@ -282,6 +282,59 @@ test('a node summary keeps the oldest waiting report across pages, counts the se
 
 test('ages read as seconds, minutes, hours or days', () => {
   assert.equal([0, 42, 60, 307, 3600, 3 * 3600 + 5 * 60 + 9, 86_400 * 2 + 4 * 3600].map(formatAge), ['0s', '42s', '1m00s', '5m07s', '1h00m', '3h05m', '2d04h']);
+});
+
+test("status n5 shop says whom a bound value waits on, from the plan: the provider's bucket, and that nothing binds it while no module there provides it", async () => {
+  const kvm = new Kvm(jetstream(nc));
+  const [applied, assignments, modules, plans] = await Promise.all([APPLIED, ASSIGNMENTS, MODULES, PLANS].map((b) => kvm.open(b)));
+  const provisions = [{ provider: 'pg', provision: 'database', local: 'main', node: 'db1' }];
+  await modules!.put('shop', JSON.stringify(composition('shop', '1', { provisions })));
+  await assignments!.put('n5.shop', JSON.stringify(assignment('n5', 'shop')));
+  await applied!.put(
+    'n5.shop',
+    JSON.stringify(report('n5', 'shop', 'waiting', { waiting: [{ kind: 'bound', name: 'database.main:user', files: ['/etc/shop/shop.conf'] }] })),
+  );
+  const planned = (key: string, build: string) =>
+    waitFor(`plan ${key} build ${build}`, async () => (await plans!.get(key))?.json<{ build: string }>().build === build);
+  await planned('n5.shop', '1');
+  const waitedRow = (stdout: string) => {
+    const lines = stdout.split('\n');
+    const at = lines.findIndex((l) => l.trim().startsWith('WAITING FOR'));
+    return readTable(lines.slice(at, at + 2).map((l) => l.slice(2)))[0];
+  };
+  try {
+    // No pg on db1: the provider's own bucket, and the note that nothing binds it.
+    let run = await status(['n5', 'shop']);
+    assert.is(run.code, 1, run.stderr + run.stdout);
+    assert.equal(waitedRow(run.stdout), {
+      'WAITING FOR': 'bound:database.main:user',
+      OWNER: 'pg',
+      WHERE: 'pg_bound n5.shop.database.main user',
+      FILES: '/etc/shop/shop.conf',
+    });
+    assert.match(run.stdout, /\n    bound:database\.main:user: no module pg is planned on db1, so nothing binds it: assign pg there/);
+    // pg on db1, providing something else: said with what it provides.
+    await modules!.put('pg', JSON.stringify(composition('pg', '1', { provides: [{ provision: 'cache' }] })));
+    await assignments!.put('db1.pg', JSON.stringify(assignment('db1', 'pg')));
+    await planned('db1.pg', '1');
+    run = await status(['n5', 'shop', '--json']);
+    const json = JSON.parse(run.stdout) as { modules: { waiting: { owner: string; where: string; note?: string }[] }[] };
+    assert.is(json.modules[0]!.waiting[0]!.note, 'pg on db1 does not provide database (its plan provides cache), so nothing binds it');
+    // pg providing database: the value is only waited for, with no note.
+    await modules!.put('pg', JSON.stringify(composition('pg', '2', { provides: [{ provision: 'database' }] })));
+    await planned('db1.pg', '2');
+    run = await status(['n5', 'shop']);
+    assert.is(run.code, 1, run.stderr + run.stdout);
+    assert.is(waitedRow(run.stdout)!['OWNER'], 'pg');
+    assert.not.match(run.stdout, /nothing binds it/);
+  } finally {
+    for (const [kv, key] of [
+      [applied, 'n5.shop'],
+      [assignments, 'n5.shop'],
+      [assignments, 'db1.pg'],
+    ] as const)
+      await kv!.delete(key);
+  }
 });
 
 test.run();

@@ -1,6 +1,7 @@
 // `mesh-provisioner status [<node> [<module>]]`: the fleet at a glance, or one node's modules in
 // detail, and an exit code a check can rely on (DESIGN §13). Reports and the seat's health come from
-// the verb page by page (server/commands/query.ts), each page folded into the view and dropped.
+// the verb page by page (server/commands/query.ts), each page folded into the view and dropped; a
+// bound value waited for is read against its plan and its provider's (provisions.ts).
 import type { NatsConnection } from '@nats-io/transport-node';
 import { safeJson } from '../../../shared/safe-text.ts';
 import { forEachPage, type QueryFailure } from '../query.ts';
@@ -10,6 +11,7 @@ import { FleetSummary } from './summary.ts';
 import { ownershipOf, type Ownership } from './where.ts';
 import { DEFAULT_STATUS_LIMIT, type StatusArgs } from '../../options.ts';
 import { readRollouts, type RolloutMark } from './rollouts.ts';
+import { resolveBoundWaits } from './provisions.ts';
 
 /** The rollouts shown, by module. */
 type Rollouts = ReadonlyMap<string, RolloutMark>;
@@ -83,7 +85,7 @@ async function node(nc: NatsConnection, args: StatusArgs, out: Say, now: number,
   const view: NodeView = {
     node: args.node!,
     ...(args.module ? { module: args.module } : {}),
-    modules: detail.modules(),
+    modules: await resolveBoundWaits(nc, detail.modules()),
     outOfShape: detail.outOfShape.listed,
     outOfShapeCount: detail.outOfShape.count,
   };

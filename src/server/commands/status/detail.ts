@@ -21,6 +21,8 @@ export type WaitedValue = {
   field?: string;
   /** The files that name it. */
   files: string[];
+  /** Why it may never come (a bound value whose provider is not on its node: status/provisions.ts). */
+  note?: string;
 };
 
 /** What the seat says of a module of the node (the verb's `health`), with its age. */

@@ -103,6 +103,8 @@ export function detailLines(view: NodeView): string[] {
         w.files.map(cell).join(','),
       ]);
       lines.push(...indent(formatTable(['WAITING FOR', 'OWNER', 'WHERE', 'FILES'], rows)));
+      // Under the table, indented past its rows: why a value may never come.
+      for (const w of m.waiting) if (w.note !== undefined) lines.push(`    ${cell(w.kind)}:${cell(w.name)}: ${cell(w.note)}`);
     }
     if (m.files.length > 0) {
       // A reason is the engine's word on a refused file; without one the column is left out.
