@@ -63,6 +63,12 @@ test("a site's idle watch recovers after a WAN cut of many heartbeat periods: on
     );
     // Past the re-make the cut left in flight and its first heartbeats.
     await sleep(6 * HEARTBEAT_MS);
+    // The cut was said at warning, and its end at notice: no warning is left standing.
+    const warned = log.lines.filter((l) => /making its consumer again/.test(l));
+    const ended = log.lines.filter((l) => /its consumer is made again; the watch goes on/.test(l));
+    assert.ok(warned.length >= 1, `the silence said: ${log.lines.join(' | ')}`);
+    assert.is(ended.length, warned.length, `each re-make said at warning is said made: ${log.lines.join(' | ')}`);
+    assert.ok(log.lines.lastIndexOf(ended.at(-1)!) > log.lines.lastIndexOf(warned.at(-1)!), 'the end after the warning');
     const from = log.lines.length;
     const before = (await consumersOf(hubNc, 'idle')).map((c) => c.name);
     await sleep(8 * HEARTBEAT_MS);

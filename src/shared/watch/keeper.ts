@@ -46,8 +46,8 @@ export type WatchKeeper = {
   stop(): void;
 };
 
-/** Where a keeper says what it does. */
-export type KeeperLog = RemakeLog & { warn(line: string): void };
+/** Where a keeper says what it does: a re-make it warned of, and its end (at notice, when the log says notices). */
+export type KeeperLog = RemakeLog & { warn(line: string): void; notice?(line: string): void };
 
 /**
  * Keeps `consumer` alive: every consumer it is re-made as has a `heartbeatMs` idle heartbeat
@@ -74,6 +74,8 @@ class ConsumerKeeper implements WatchKeeper {
   // A re-make this keeper asked for and not yet seen done: it is asked until it is made
   // (shared/watch/remake.ts), so asking again every period would only pile up creates.
   #remaking = false;
+  /** A re-make said at warning and not yet made: its end is said too, so a warning is never left standing. */
+  #warned = false;
   #stopped = false;
   /** The server the consumer lives on (its leader, as its create said). */
   #consumerServer: string | undefined;
@@ -126,6 +128,8 @@ class ConsumerKeeper implements WatchKeeper {
   recreated(info: ConsumerInfo): boolean {
     this.heard();
     this.#remaking = false;
+    if (this.#warned) this.log?.notice?.(`${this.what}: its consumer is made again; the watch goes on from where it was`);
+    this.#warned = false;
     this.#began?.resolve();
     this.#began = undefined;
     this.#consumerServer = info.cluster?.leader;
@@ -148,6 +152,7 @@ class ConsumerKeeper implements WatchKeeper {
   #remake(why?: string): void {
     if (this.#stopped) return;
     if (why) this.log?.warn(`${this.what}: ${why}; making its consumer again`);
+    if (why) this.#warned = true;
     this.#remaking = true;
     this.consumer.reset();
   }
