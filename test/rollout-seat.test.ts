@@ -153,6 +153,26 @@ test('a build published while the seat is down after a done rollout rolls out fr
   for (const n of order.slice(2)) assert.is(await fleet.planBuild('again', n), 'b2', `${n} is not in wave 1 and keeps b2`);
 });
 
+test("a restarted seat counts a node's wait from its plan's write: the halt comes wait seconds after it, not after the restart", async () => {
+  const names = nodes('clock', 4);
+  const rollout = { waves: [0.5, 1], wait: 4 };
+  await settle('clock', names, rollout);
+  await fleet.publish('clock', 'b2', { rollout });
+  const wave1 = inWaveOrder('clock', 'b2', names).slice(0, 2);
+  await fleet.waitPlans('clock', all(wave1, 'b2'));
+  const written = Math.max(...fleet.writes.filter((w) => w.build === 'b2' && w.key.endsWith('.clock')).map((w) => w.at));
+  // Down for most of the wait, then back: the deadline is the plan's write + 4 s, past by then or near.
+  await sleep(2500);
+  await killSeat();
+  await fleet.restartSeat(FLAG);
+  const restarted = Date.now();
+  const halted = await fleet.waitState('clock', (s) => s.state === 'halted', 'halted', 15_000);
+  const at = Date.now();
+  assert.ok(at - written >= 4000 - 200, `not before the wait: ${at - written} ms after the write`);
+  assert.ok(at - restarted < 3500, `halted ${at - restarted} ms after the restart, ${at - written} ms after the write: the clock began again at the restart`);
+  assert.match(halted.failed.map((f) => f.reason).join('\n'), /no applied report of b2 within 4 s/);
+});
+
 test('decided: a rollout whose last good composition the seat never saw halts with its wave kept on the new build, said so', async () => {
   const names = nodes('blind', 4);
   await settle('blind', names);

@@ -102,7 +102,7 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
       bucket,
       '>',
       (e) => {
-        if (input === 'plans') rollouts.seePlan(e.key, e.value);
+        if (input === 'plans') rollouts.seePlan(e.key, e.value, e.at);
         composer.update(input, e.key, e.value, e.revision);
       },
       log,

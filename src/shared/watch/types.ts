@@ -1,7 +1,10 @@
 // What a watch hands its caller (DESIGN §11): the events it delivers and the handle that stops it.
 
-/** One change seen by a watch: a put (with its value) or a delete. */
-export type WatchEvent = { key: string; revision: number; value: Uint8Array | null };
+/**
+ * One change seen by a watch: a put (with its value) or a delete; `at` is when the bus stored it (ms
+ * since the epoch, the server's clock), absent for a delete the watch infers from a re-read.
+ */
+export type WatchEvent = { key: string; revision: number; value: Uint8Array | null; at?: number };
 
 /** A running watch. */
 export type Watch = {

@@ -53,7 +53,7 @@ export async function watchKv(
       keeper?.heard();
       const op = m.headers?.get('KV-Operation');
       const deleted = op === 'DEL' || op === 'PURGE';
-      state.deliver({ key: m.subject.slice(prefix.length), revision: m.seq, value: deleted ? null : m.data });
+      state.deliver({ key: m.subject.slice(prefix.length), revision: m.seq, value: deleted ? null : m.data, at: m.info.timestampNanos / 1e6 });
       if (m.info.pending === 0) state.drained(m.info.consumer);
     },
   });

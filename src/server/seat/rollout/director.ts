@@ -138,16 +138,19 @@ export class RolloutDirector {
     return chosen.composition;
   }
 
-  /** A plan seen on the bus (null: deleted): what a rolling module's node holds. */
-  seePlan(key: string, value: Uint8Array | null): void {
+  /** A plan seen on the bus (null: deleted), stored `at` (ms, the bus's clock): what a rolling module's node holds, and since when. */
+  seePlan(key: string, value: Uint8Array | null, at?: number): void {
     const id = parseNodeModuleKey(key);
     if (!id.ok) return;
     const { module, node } = id.value;
-    let marks = this.#lives.get(module)?.marks ?? this.#unseen.get(module);
+    const live = this.#lives.get(module);
+    let marks = live?.marks ?? this.#unseen.get(module);
     if (!marks && !this.#settled.has(module) && value) this.#unseen.set(module, (marks = new Map()));
     if (!marks) return;
     if (value) marks.set(node, markOfPlan(value));
     else marks.delete(node);
+    if (value && at !== undefined) live?.planTimes.set(node, at);
+    else live?.planTimes.delete(node);
   }
 
   /** A report seen in `mesh-provisioner_applied` (null: deleted), with its revision. */

@@ -20,6 +20,8 @@ export type Live = {
   reports: Map<string, SeenReport>;
   /** What each node's stored plan holds (`markOfPlan`). */
   marks: Map<string, string>;
+  /** When each node's stored plan was written (ms, the bus's clock): a restarted seat's `wait` counts from there. */
+  planTimes: Map<string, number>;
   /** The wave known stored in the bucket: no node is planned past it, so a restarted seat never plans one backwards. */
   storedWave: number;
   /** The timer of the next `wait` deadline. */
@@ -31,13 +33,25 @@ export type Live = {
 /** A rollout's memory for `state`, its wave `storedWave` known stored (the state's own when read from the bucket). */
 export function newLive(state: RolloutState, target: Composition | undefined, storedWave: number): Live {
   const index = new Map(state.members.map((node, i) => [node, i]));
-  return { state, index, target, clocks: new Map(), reports: new Map(), marks: new Map(), storedWave, deadline: undefined, counts: undefined };
+  return {
+    state,
+    index,
+    target,
+    clocks: new Map(),
+    reports: new Map(),
+    marks: new Map(),
+    planTimes: new Map(),
+    storedWave,
+    deadline: undefined,
+    counts: undefined,
+  };
 }
 
 /** Hands what a superseded rollout learnt of the nodes' plans and reports to the one replacing it, and stops its timers. */
 export function carryOver(from: Live, to: Live): void {
   for (const [node, report] of from.reports) to.reports.set(node, report);
   for (const [node, mark] of from.marks) to.marks.set(node, mark);
+  for (const [node, at] of from.planTimes) to.planTimes.set(node, at);
   stopTimers(from);
 }
 
@@ -83,13 +97,19 @@ export function compositionOf(
   return { composition: mark === undefined || mark === markOfComposition(state.previous) ? state.previous : undefined, reached: false };
 }
 
-/** A planned node's clock, started the first time it is asked for; `reportsSeen` is the newest report revision seen. */
+/**
+ * A planned node's clock, started the first time it is asked for; `reportsSeen` is the newest report
+ * revision seen. `wait` counts from the write of the node's new plan (DESIGN §12): for a plan
+ * already holding the new build (a restarted seat), from when the bus stored it, so a seat
+ * restarted more often than `wait` still halts a wave that never applies.
+ */
 export function clockOf(live: Live, node: string, now: number, reportsSeen: number): NodeClock {
   let clock = live.clocks.get(node);
   if (!clock) {
     // A node already holding the new build (a restarted seat, a node assigned anew) counts the reports it has.
     const holds = live.target !== undefined && live.marks.get(node) === markOfComposition(live.target);
-    clock = { since: now, after: holds ? 0 : reportsSeen, applied: false };
+    const written = holds ? live.planTimes.get(node) : undefined;
+    clock = { since: written === undefined ? now : Math.min(now, written), after: holds ? 0 : reportsSeen, applied: false };
     live.clocks.set(node, clock);
   }
   return clock;
