@@ -137,6 +137,10 @@ test('resume and abort are refused on a done rollout, saying so; resume only lif
   assert.match(refusal({ ...rolling, state: 'done' }, 'resume')!, /is done: nothing to resume/);
   assert.match(refusal({ ...rolling, state: 'done' }, 'abort')!, /is done: nothing to abort/);
   assert.match(refusal(rolling, 'resume')!, /not halted/);
+  assert.match(
+    refusal({ ...rolling, state: 'aborted' }, 'resume')!,
+    /is aborted, not halted: an aborted rollout is not resumed; publish a new build to roll out again$/,
+  );
   assert.is(refusal(rolling, 'abort'), undefined);
   assert.is(refusal({ ...rolling, state: 'halted' }, 'resume'), undefined);
 });
@@ -146,6 +150,7 @@ test('a halt is said naming the first five failed nodes and how many more', () =
   const failed = Array.from({ length: 7 }, (_, i) => ({ node: `n${i}`, reason: 'failed: bad' }));
   const line = describeState(haltRollout(rolling, failed, 0));
   assert.match(line, /halted at wave 1 by 7 failed node\(s\) \(n0: failed: bad; .*n4: failed: bad; and 2 more\); planned back to b1/);
+  assert.match(line, /; next: `rollout resume web` \(the failed nodes again, with the next wave\), `rollout abort web`, or publish a fixed build$/);
 });
 
 test('a rollout from a build the seat never saw stores no previous; each node keeps its plan, and halt and abort say so', () => {
@@ -163,7 +168,7 @@ test('a rollout from a build the seat never saw stores no previous; each node ke
     describeState(halted.state),
     /halted at wave 1 .*; its nodes on b3 keep it \(the seat never saw b1's composition: publish b1 again to plan them back\)/,
   );
-  assert.match(describeState(abortRollout(rolling, 0)), /aborted by an operator; its nodes on b3 keep it/);
+  assert.match(describeState(abortRollout(rolling, 0)), /aborted by an operator; its nodes on b3 keep it.*; publish a new build to roll out again$/);
 });
 
 test('the seat reads --rollout or MESH_ROLLOUT, refusing a bad one naming the flag; rollout takes its words', () => {

@@ -64,6 +64,8 @@ test('a new build goes out in waves: the first ⌈f·N⌉ nodes by sha256, the n
   await fleet.waitPlans('web', all(names, 'b2'));
   for (const n of order) await fleet.report('web', n, 'b2', 'applied');
   state = await fleet.waitState('web', (s) => s.state === 'done', 'done');
+  const done = await fleet.command(['status', order[0]!]);
+  assert.is(done.code, 0, `a done rollout leaves its module applied: ${done.stdout}`);
   assert.is(state.nodes.applied, 10);
   assert.ok(!(await fleet.verbHealth('web')).some((e) => e.key === 'web'), 'a done rollout is not in health');
   for (const n of names) assert.equal(history('web', n), ['b1', 'b2'], `${n}: one write each, never back`);
@@ -81,15 +83,29 @@ test('status shows a rolling or halted module on each of its nodes, the fleet an
   const rows = table.stdout.split('\n').filter((l) => /^shown\d/.test(l));
   assert.is(rows.length, 4, table.stdout);
   for (const row of rows) assert.match(row, /shown \(rolling b2, wave 1\)/);
+  assert.match(table.stdout, /rollouts not done[^\n]*\n *MODULE +STATE[^\n]*\n(?:.*\n)*shown +rolling +b2 +1 /);
   const order = inWaveOrder('shown', 'b2', names);
+  // Every node of the module reports applied (on b1): the module is not, while its rollout is not done.
+  const rolling = await fleet.command(['status', order[3]!]);
+  assert.is(rolling.code, 1, rolling.stdout);
   await fleet.report('shown', order[0]!, 'b2', 'failed', 'bad');
   await fleet.waitState('shown', (s) => s.state === 'halted', 'halted');
   const detail = await fleet.command(['status', order[3]!]);
   assert.match(detail.stdout, /rollout: halted build b2, wave 1/);
+  assert.is(detail.code, 1, detail.stdout);
   const json = JSON.parse((await fleet.command(['status', '--json'])).stdout) as { nodes: { node: string; rollouts?: string[] }[] };
   assert.equal(json.nodes.find((n) => n.node === order[1])?.rollouts, ['shown (halted b2, wave 1)']);
   const untouched = await fleet.command(['status', 'plain1']);
   assert.not.match(untouched.stdout, /rollout:/);
+  // Aborted: every node back on b1 and applied, and still not the newest build; said, and exit 1.
+  const abort = await fleet.command(['rollout', 'abort', 'shown']);
+  assert.is(abort.code, 0, abort.stderr);
+  await fleet.waitState('shown', (s) => s.state === 'aborted', 'aborted');
+  for (const n of names) await fleet.report('shown', n, 'b1', 'applied');
+  const aborted = await fleet.command(['status', order[3]!]);
+  assert.match(aborted.stdout, /rollout: aborted build b2, wave 1/);
+  assert.is(aborted.code, 1, aborted.stdout);
+  assert.match((await fleet.command(['status'])).stdout, /shown \(aborted b2, wave 1\)/);
 });
 
 /** Kills the seat (SIGKILL) and waits until it is gone. */
@@ -171,6 +187,7 @@ test("a restarted seat counts a node's wait from its plan's write: the halt come
   assert.ok(at - written >= 4000 - 200, `not before the wait: ${at - written} ms after the write`);
   assert.ok(at - restarted < 3500, `halted ${at - restarted} ms after the restart, ${at - written} ms after the write: the clock began again at the restart`);
   assert.match(halted.failed.map((f) => f.reason).join('\n'), /no applied report of b2 within 4 s/);
+  assert.match(fleet.seat.stderr(), /notice taken up where it was: rollout of clock build b2 from b1: wave 1 of 2 planned/);
 });
 
 test('decided: a rollout whose last good composition the seat never saw halts with its wave kept on the new build, said so', async () => {

@@ -3,6 +3,7 @@
 // the verb page by page (server/commands/query.ts), each page folded into the view and dropped; a
 // bound value waited for is read against its plan and its provider's (provisions.ts).
 import type { NatsConnection } from '@nats-io/transport-node';
+import { compareKeys } from '../../../shared/keys.ts';
 import { safeJson } from '../../../shared/safe-text.ts';
 import { forEachPage, type QueryFailure } from '../query.ts';
 import { NodeDetail } from './detail.ts';
@@ -20,7 +21,7 @@ type Say = (line: string) => void;
 
 /** Exit code: every module shown is applied. */
 const EXIT_ALL_APPLIED = 0;
-/** Exit code: a module shown is not applied (waiting, failed, held, cannot be composed), a key is out of shape, or a node named has nothing shown. */
+/** Exit code: a module shown is not applied (waiting, failed, held, cannot be composed, its rollout not done), a key is out of shape, or a node named has nothing shown. */
 const EXIT_NOT_ALL_APPLIED = 1;
 
 /**
@@ -52,6 +53,7 @@ async function fleet(nc: NatsConnection, args: StatusArgs, out: Say, now: number
   if (failed) return failed;
   const view: FleetView = {
     nodes: summary.nodes(),
+    rollouts: [...rollouts].map(([module, mark]) => ({ module, ...mark })).sort((a, b) => compareKeys(a.module, b.module)),
     health: summary.health(),
     healthUnlisted: summary.healthUnlisted,
     outOfShape: summary.outOfShape.listed,
@@ -59,7 +61,8 @@ async function fleet(nc: NatsConnection, args: StatusArgs, out: Say, now: number
   };
   if (args.json) out(safeJson(view));
   else fleetLines(view).forEach((line) => out(line));
-  const settled = view.outOfShapeCount === 0 && view.nodes.every((n) => n.waiting + n.failed + n.held + n.composeFailed === 0);
+  // A rollout not done is a module whose newest build is not applied (docs/decisions.md).
+  const settled = view.outOfShapeCount === 0 && view.rollouts.length === 0 && view.nodes.every((n) => n.waiting + n.failed + n.held + n.composeFailed === 0);
   return settled ? EXIT_ALL_APPLIED : EXIT_NOT_ALL_APPLIED;
 }
 
@@ -93,6 +96,8 @@ async function node(nc: NatsConnection, args: StatusArgs, out: Say, now: number,
   else detailLines(view).forEach((line) => out(line));
   // A `removed` report is a module taken off the node on purpose, counted in neither view (its key goes next).
   const settled =
-    view.modules.length > 0 && view.outOfShapeCount === 0 && view.modules.every((m) => (m.state === 'applied' || m.state === 'removed') && !m.health);
+    view.modules.length > 0 &&
+    view.outOfShapeCount === 0 &&
+    view.modules.every((m) => (m.state === 'applied' || m.state === 'removed') && !m.health && !m.rollout);
   return settled ? EXIT_ALL_APPLIED : EXIT_NOT_ALL_APPLIED;
 }

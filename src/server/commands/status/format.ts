@@ -4,6 +4,7 @@
 import { cell, formatTable } from '../query.ts';
 import type { ModuleDetail, ModuleHealth, WaitedValue } from './detail.ts';
 import type { HealthGroup, NodeSummary, OldestWaiting } from './summary.ts';
+import type { RolloutMark } from './rollouts.ts';
 
 /** A key out of shape, with why. */
 type OutOfShapeKey = { key: string; reason: string };
@@ -12,6 +13,8 @@ type OutOfShapeKey = { key: string; reason: string };
 export type FleetView = {
   /** One row per node with a report or a health entry, in name order. */
   nodes: NodeSummary[];
+  /** Every rollout not done (rolling, halted, aborted), in module order (DESIGN §12). */
+  rollouts: ({ module: string } & RolloutMark)[];
   /** What the seat holds or cannot compose, one line per module, state, build and reason. */
   health: HealthGroup[];
   /** Health entries in no listed line, counted only. */
@@ -55,7 +58,7 @@ export function fleetLines(view: FleetView): string[] {
   const lines: string[] = [];
   if (view.nodes.length === 0) lines.push('(no reports, and the seat holds nothing)');
   else {
-    // The ROLLOUT column is there only while a rollout rolls or is halted (DESIGN §12).
+    // The ROLLOUT column is there only while a rollout is not done (DESIGN §12).
     const rolling = view.nodes.some((n) => n.rollouts);
     const rows = view.nodes.map((n) => [
       cell(n.node),
@@ -73,8 +76,14 @@ export function fleetLines(view: FleetView): string[] {
   lines.push(
     '',
     `${view.nodes.length} node${view.nodes.length === 1 ? '' : 's'}: ${sum('applied')} applied, ${sum('waiting')} waiting, ${sum('failed')} failed; ` +
-      `the seat holds ${sum('held')}, cannot compose ${sum('composeFailed')}`,
+      `the seat holds ${sum('held')}, cannot compose ${sum('composeFailed')}` +
+      (view.rollouts.length > 0 ? `; ${view.rollouts.length} rollout${view.rollouts.length === 1 ? '' : 's'} not done` : ''),
   );
+  if (view.rollouts.length > 0) {
+    lines.push('', 'rollouts not done (the newest build is not on every node):');
+    const rows = view.rollouts.map((r) => [cell(r.module), cell(r.state), cell(r.build), String(r.wave), cell(r.reason)]);
+    lines.push(...formatTable(['MODULE', 'STATE', 'BUILD', 'WAVE', 'REASON'], rows));
+  }
   if (view.health.length > 0) {
     lines.push('', 'the seat holds (held) or cannot compose (failed):');
     const rows = view.health.map((h) => [cell(h.module), h.state, cell(h.build), String(h.nodes), cell(h.since), cell(h.reason)]);

@@ -84,7 +84,11 @@ export class RolloutDirector {
 
   /** Takes the states read from the bucket at start, before any pass. */
   load(states: ReadonlyMap<string, RolloutState>): void {
-    for (const state of states.values()) this.#lives.set(state.module, newLive(state, undefined, state.wave));
+    for (const state of states.values()) {
+      this.#lives.set(state.module, newLive(state, undefined, state.wave));
+      // A restarted seat says what it goes on with: a rollout under way is no surprise in its log.
+      if (state.state === 'rolling' || state.state === 'halted') this.log.notice(`taken up where it was: ${describeState(state)}`);
+    }
   }
 
   /** The composer read a module's composition (null: gone): a new one starts, supersedes or settles a rollout. */

@@ -77,6 +77,7 @@ export function supersedeRollout(state: RolloutState, now: number): RolloutState
 export function refusal(state: RolloutState, op: 'resume' | 'abort'): string | undefined {
   const what = `the rollout of ${state.module} build ${state.build} is ${state.state}`;
   if (state.state === 'done') return `${what}: nothing to ${op}`;
+  if (op === 'resume' && state.state === 'aborted') return `${what}, not halted: an aborted rollout is not resumed; publish a new build to roll out again`;
   if (op === 'resume' && state.state !== 'halted') return `${what}, not halted: only a halt is resumed`;
   if (op === 'abort' && state.state !== 'rolling' && state.state !== 'halted') return `${what}: only a rolling or halted rollout is aborted`;
   return undefined;
@@ -101,11 +102,11 @@ export function describeState(state: RolloutState): string {
     case 'rolling':
       return `${head}: wave ${state.wave} of ${state.waves.length} planned (${planned} of ${total} nodes, ${applied} applied)`;
     case 'halted':
-      return `${head}: halted at wave ${state.wave} by ${state.failed.length} failed node(s) (${failed}); ${back}`;
+      return `${head}: halted at wave ${state.wave} by ${state.failed.length} failed node(s) (${failed}); ${back}; next: \`rollout resume ${state.module}\` (the failed nodes again, with the next wave), \`rollout abort ${state.module}\`, or publish a fixed build`;
     case 'done':
       return `${head}: done, ${total} node(s) on ${state.build}`;
     case 'aborted':
-      return `${head}: aborted by an operator; ${back}`;
+      return `${head}: aborted by an operator; ${back}; publish a new build to roll out again`;
     case 'superseded':
       return `${head}: superseded by a newer composition`;
   }
