@@ -11,7 +11,7 @@ import { unrefTimer, type Timer } from '../../../shared/timer.ts';
 import { digestOf } from '../digest.ts';
 import { isUsable, type KnownComposition } from '../inputs.ts';
 import { judgeWave } from './judge.ts';
-import { carryOver, clockOf, compositionOf, newLive, reachedNodes, stopTimers, type Live } from './live.ts';
+import { carryOver, clockOf, compositionOf, newLive, reachedNodes, restartClocks, stopTimers, type Live } from './live.ts';
 import { lateFailures } from './progress.ts';
 import { markOfComposition, markOfPlan, readSeenReport } from './marks.ts';
 import { contentOf, type RolloutHealth, type RolloutState } from './state.ts';
@@ -95,17 +95,20 @@ export class RolloutDirector {
   compositionChanged(module: string, known: KnownComposition | null): void {
     const usable = known ?? undefined;
     if (!isUsable(usable)) {
-      // A held module is judged no further: a node it did not plan must not run out of time.
+      // A held module is judged no further: a node it did not plan must not run out of time, and
+      // once back its nodes' clocks start again, as their plans are written again.
       const held = this.#lives.get(module);
-      if (held) held.target = undefined;
+      if (held) {
+        held.target = undefined;
+        restartClocks(held);
+      }
       return;
     }
     const next = usable.parsed.value;
     const digest = digestOf(contentOf(next));
     const live = this.#lives.get(module);
     if (live?.state.digest === digest) {
-      // Back from held: the nodes' clocks start again, as their plans are written again.
-      if (!live.target) live.clocks.clear();
+      // Back from held (its clocks started again at the hold), or first seen by a restarted seat.
       live.target = next;
       if (live.state.state === 'done') this.#settled.set(module, next);
       return this.#evaluateSoon(module);
@@ -153,7 +156,8 @@ export class RolloutDirector {
     if (!marks) return;
     if (value) marks.set(node, markOfPlan(value));
     else marks.delete(node);
-    if (value && at !== undefined) live?.planTimes.set(node, at);
+    // Only a node with no clock yet: a plan this seat wrote started its clock as it was composed.
+    if (value && at !== undefined && live && !live.clocks.has(node)) live.planTimes.set(node, at);
     else live?.planTimes.delete(node);
   }
 
@@ -188,7 +192,7 @@ export class RolloutDirector {
     if (!live) return { ok: false, reason: `there is no rollout of ${module}` };
     const why = refusal(live.state, op);
     if (why !== undefined) return { ok: false, reason: why };
-    live.clocks.clear();
+    restartClocks(live);
     if (op === 'resume') await this.#planWhenStored(live, resumeRollout(live.state, this.#now()));
     else {
       const stored = this.#step(live, abortRollout(live.state, this.#now()));
@@ -310,7 +314,7 @@ export class RolloutDirector {
     const host = this.#host;
     const judged = judgeWave(live, this.#now(), this.#reportsSeen, (node) => host.isAssigned(nodeModuleKey(node, module)));
     if (judged.kind === 'halt') {
-      live.clocks.clear();
+      restartClocks(live);
       void this.#step(live, judged.state);
       return host.recompose(module);
     }

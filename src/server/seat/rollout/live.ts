@@ -20,7 +20,10 @@ export type Live = {
   reports: Map<string, SeenReport>;
   /** What each node's stored plan holds (`markOfPlan`). */
   marks: Map<string, string>;
-  /** When each node's stored plan was written (ms, the bus's clock): a restarted seat's `wait` counts from there. */
+  /**
+   * When each node's stored plan was written (ms, the bus's clock), kept for a node with no clock yet:
+   * a restarted seat's `wait` counts from there. Cleared with the clocks when they start again.
+   */
   planTimes: Map<string, number>;
   /** The wave known stored in the bucket: no node is planned past it, so a restarted seat never plans one backwards. */
   storedWave: number;
@@ -60,6 +63,12 @@ export function stopTimers(live: Live): void {
   live.deadline?.cancel();
   live.counts?.cancel();
   live.deadline = live.counts = undefined;
+}
+
+/** Starts every node's clock again (back from held, a halt, a resume): from now, not from its stored plan. */
+export function restartClocks(live: Live): void {
+  live.clocks.clear();
+  live.planTimes.clear();
 }
 
 /** The nodes the waves stored so far reach, in wave order. */
