@@ -267,6 +267,9 @@ test('a change while the engine is away: the module waits saying so and status e
     assert.is(run.code, 1, run.stdout);
     assert.match(run.stdout, /n1 web: waiting/);
     assert.match(run.stdout, /engine not reachable/);
+    // The fleet's OLDEST WAITING cell says why when no value is waited for.
+    const fleetRow = tableAt((await status(m)).stdout, 'NODE').find((row) => row['NODE'] === 'n1');
+    assert.match(fleetRow?.['OLDEST WAITING'] ?? '', /^engine not reachable \(.*(…)? \(web, \d+s\)$/, JSON.stringify(fleetRow));
     assert.is(n1.moduleFile('web'), 'level info\n', 'the file is still the one before the change');
     // The engine back: its knock sends the module again.
     await n1.startEngine();

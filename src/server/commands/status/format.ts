@@ -46,10 +46,18 @@ export function formatAge(seconds: number): string {
   return `${Math.floor(seconds / 86_400)}d${two(Math.floor(seconds / 3600) % 24)}h`;
 }
 
-/** The oldest waiting value as a cell: `config:db.host (api, 10m00s)`. */
+/** How much of a report's reason the OLDEST WAITING cell shows (`status <node> <module>` shows it whole). */
+const OLDEST_REASON_CHARS = 48;
+
+/**
+ * The oldest waiting value as a cell: `config:db.host (api, 10m00s)`; for a report waiting for no
+ * value, the start of its reason: `engine not reachable (connect ENOENT …)… (api, 3s)`.
+ */
 export function oldestCell(oldest: OldestWaiting | undefined): string {
   if (!oldest) return '';
-  const value = oldest.kind === undefined ? '' : `${oldest.kind}:${oldest.name} `;
+  const reason =
+    oldest.reason === undefined ? '' : oldest.reason.length > OLDEST_REASON_CHARS ? `${oldest.reason.slice(0, OLDEST_REASON_CHARS)}… ` : `${oldest.reason} `;
+  const value = oldest.kind === undefined ? reason : `${oldest.kind}:${oldest.name} `;
   return cell(`${value}(${oldest.module}, ${formatAge(oldest.seconds)})`);
 }
 

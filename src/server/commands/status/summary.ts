@@ -19,6 +19,8 @@ export type OldestWaiting = {
   kind?: string;
   /** The name of that value. */
   name?: string;
+  /** The report's reason, when it waits for no value (the engine refused a file, or is away). */
+  reason?: string;
   /** The report's `at`. */
   at: string;
   /** How long ago `at` was, in whole seconds. */
@@ -40,7 +42,7 @@ export type NodeSummary = {
   composeFailed: number;
   /** The waiting report with the oldest `at`, if any waits. */
   oldestWaiting?: OldestWaiting;
-  /** The node's modules under a rolling or halted rollout (DESIGN §12), each with its state, build and wave. */
+  /** The node's modules under a rollout not done (DESIGN §12), each with its state, build and wave. */
   rollouts?: string[];
 };
 
@@ -151,5 +153,6 @@ function older(current: OldestWaiting | undefined, report: Report, now: number):
   const then = Date.parse(report.at);
   if (current && !(then < Date.parse(current.at))) return current;
   const first = report.waiting[0];
-  return { module: report.module, ...(first ? { kind: first.kind, name: first.name } : {}), at: report.at, seconds: secondsSince(report.at, now) };
+  const what = first ? { kind: first.kind, name: first.name } : report.reason !== undefined ? { reason: report.reason } : {};
+  return { module: report.module, ...what, at: report.at, seconds: secondsSince(report.at, now) };
 }
