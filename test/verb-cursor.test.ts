@@ -19,6 +19,7 @@ import { compareKeys } from '../src/shared/keys.ts';
 import { VerbReader } from '../src/server/verb/read.ts';
 import { firstAfter, LISTING_IDLE_MS, MAX_CATCH_UP } from '../src/server/verb/key-index.ts';
 import { startNats, type NatsServer } from './helpers/nats.ts';
+import { forEachPage } from '../src/server/commands/query.ts';
 
 const SEAT_INBOX = '_INBOX_seat';
 const GRANTED = [APPLIED, NEEDS, REGISTRY_BUCKET, COLLECT].flatMap((b) => [`$JS.API.STREAM.INFO.KV_${b}`, `$JS.API.DIRECT.GET.KV_${b}`]);
@@ -287,6 +288,18 @@ test('a page reads what it returns, not the bucket: the same values per page at 
   const large = await fetchedPerPage();
   assert.equal(large, small);
   for (const fetched of large) assert.ok(fetched <= 51, `${fetched} values fetched for a page of 50`);
+});
+
+test("a query's exit code: 2 only for a request the seat refused; 1 when it is busy or could not read its bucket", async () => {
+  const answers = ['busy', 'reading mesh-provisioner_applied: timeout', 'unknown what "appled"'];
+  const sub = admin.subscribe('mesh-provisioner.provisioning', { callback: (_e, msg) => void msg.respond(jsonBytes({ error: answers.shift() })) });
+  try {
+    const codes: number[] = [];
+    for (let i = 0; i < 3; i++) codes.push((await forEachPage(admin, { what: 'applied' }, () => {}))!.code);
+    assert.equal(codes, [1, 1, 2]);
+  } finally {
+    sub.unsubscribe();
+  }
 });
 
 test.run();

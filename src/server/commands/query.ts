@@ -5,12 +5,17 @@ import { jsonBytes } from '../../shared/bytes.ts';
 import { MAX_JSON_DEPTH, parseBoundedJson } from '../../shared/limits.ts';
 import { safeCell, safeJson, safeText } from '../../shared/safe-text.ts';
 import type { VerbReply } from '../../shared/schemas.ts';
-import { compareKeys, DEFAULT_MAX_PAYLOAD, REPLY_NESTING } from '../verb/serve.ts';
+import { BUSY, compareKeys, DEFAULT_MAX_PAYLOAD, REPLY_NESTING, SEAT_READ_FAILURE } from '../verb/serve.ts';
+import { READ_TIMEOUT_MS } from '../verb/direct-get.ts';
 import type { QueryArgs } from '../options.ts';
 import { errorText, isNoResponders, isPermissionViolation, isTimeout } from '../../shared/errors.ts';
 
-/** How long one page may take to come back. */
-export const DEFAULT_QUERY_TIMEOUT_MS = 5000;
+/**
+ * How long one page may take to come back: past the seat's own read of a bucket (READ_TIMEOUT_MS),
+ * so that when the bus is slow to the seat (a server just lost) its answer naming the bucket
+ * arrives, not a bare "did not answer".
+ */
+export const DEFAULT_QUERY_TIMEOUT_MS = READ_TIMEOUT_MS + 5000;
 
 type Gathered = Pick<VerbReply, 'what' | 'entries' | 'outOfShape'>;
 /** Why asking the verb failed, with the exit code it gives: 2 for a request the seat refused, 1 otherwise. */
@@ -71,7 +76,8 @@ function readReply(data: Uint8Array, maxBytes: number): VerbReply | QueryFailure
   const parsed = parseBoundedJson(data, { maxBytes, maxDepth: MAX_JSON_DEPTH + REPLY_NESTING });
   if (!parsed.ok) return { code: 1, message: `query: ${PROVISIONING_VERB} answered something unreadable: ${parsed.reason}` };
   const r = (parsed.value ?? {}) as Partial<VerbReply> & { error?: unknown };
-  if (typeof r.error === 'string') return { code: 2, message: `query: ${r.error}` };
+  // The seat busy, or failing to read its bucket, is no refusal of the request: 1, as the bus failing is.
+  if (typeof r.error === 'string') return { code: r.error === BUSY || r.error.startsWith(SEAT_READ_FAILURE) ? 1 : 2, message: `query: ${r.error}` };
   if (typeof r.what !== 'string' || !Array.isArray(r.entries) || !Array.isArray(r.outOfShape)) {
     return { code: 1, message: `query: ${PROVISIONING_VERB} answered a reply without what, entries and outOfShape` };
   }

@@ -25,6 +25,8 @@ export const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
 export const MAX_CONCURRENT_REQUESTS = 16;
 /** The `{error}` of a request past MAX_CONCURRENT_REQUESTS. */
 export const BUSY = 'busy';
+/** How the verb's answer begins when the seat could not read a bucket (the bus, not the request). */
+export const SEAT_READ_FAILURE = 'reading ';
 /** The levels a reply wraps around a stored value (`{entries: [{value}]}`): a reader allows this much more depth. */
 export const REPLY_NESTING = 3;
 
@@ -149,7 +151,7 @@ async function answerBucket(reader: VerbReader, request: VerbRequest & { what: B
     }
     return page.reply;
   } catch (err) {
-    if (err instanceof BucketReadError) return { error: `reading ${shape.bucket}: ${err.message}` };
+    if (err instanceof BucketReadError) return { error: `${SEAT_READ_FAILURE}${shape.bucket}: ${err.message}` };
     return { error: `internal: ${errorText(err)}` };
   }
 }
