@@ -114,7 +114,16 @@ test('a wave: applied after the plan counts, a failed report fails, waiting is n
     late.failed.map((f) => f.node),
     ['b', 'c', 'd', 'e'],
   );
-  assert.is(late.failed[1]!.reason, 'no applied report of b2 within 5 s');
+  assert.is(late.failed[1]!.reason, 'no applied report of b2 within 5 s (its report: waiting)');
+  // The node's own word on why: the values it waits for, its reason; or that it sent no report of the build.
+  reports.set('c', { state: 'waiting', build: 'b2', revision: 21, waited: ['config:color', 'port:http'], reason: 'engine refused /etc/x (undeclared)' });
+  reports.set('b', { state: 'applied', build: 'b1', revision: 22 });
+  const said = measureWave({ ...input, now: 6000 }).failed;
+  assert.is(
+    said.find((f) => f.node === 'c')!.reason,
+    'no applied report of b2 within 5 s (its report: waiting for config:color, port:http: engine refused /etc/x (undeclared))',
+  );
+  assert.is(said.find((f) => f.node === 'b')!.reason, 'no applied report of b2 within 5 s (no report of b2)');
 });
 
 const comp = (build: string): Composition => ({

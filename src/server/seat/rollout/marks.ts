@@ -51,10 +51,16 @@ export function markOfWholePlan(bytes: Uint8Array): string {
   }
 }
 
+/** How many waited values a report's mark keeps. */
+const WAITED_SAID = 3;
+
 /** A report's bytes as a rollout follows them; undefined when they do not validate (the verb says those). */
 export function readSeenReport(bytes: Uint8Array, revision: number): SeenReport | undefined {
   const report = decodeJson(ReportSchema, bytes, { maxBytes: MAX_PLAN_BYTES });
   if (!report.ok) return undefined;
-  const { state, build, reason } = report.value;
-  return { state, build, revision, ...(reason === undefined ? {} : { reason }) };
+  const { state, build, reason, waiting } = report.value;
+  // The first few values it waits for: a timed-out node's reason names them (progress.ts).
+  const waited = waiting.slice(0, WAITED_SAID).map((w) => `${w.kind}:${w.name}`);
+  if (waiting.length > WAITED_SAID) waited.push(`${waiting.length - WAITED_SAID} more`);
+  return { state, build, revision, ...(reason === undefined ? {} : { reason }), ...(waited.length > 0 ? { waited } : {}) };
 }

@@ -13,8 +13,8 @@ export type NodeClock = {
   applied: boolean;
 };
 
-/** A node's latest report as the seat keeps it: its state, build and reason, and its revision in the bucket. */
-export type SeenReport = Pick<Report, 'state' | 'build' | 'reason'> & { revision: number };
+/** A node's latest report as the seat keeps it: its state, build and reason, the first values it waits for, and its revision in the bucket. */
+export type SeenReport = Pick<Report, 'state' | 'build' | 'reason'> & { revision: number; waited?: string[] };
 
 /** One failed node and why. */
 export type FailedNode = { node: string; reason: string };
@@ -49,9 +49,25 @@ export type WaveInput = {
   now: number;
 };
 
-/** The reason of a node that did not report the build applied in time. */
+/** The reason of a node that did not report the build applied in time (DESIGN §12's words first). */
 export function timeoutReason(build: string, waitS: number): string {
   return `no applied report of ${build} within ${waitS} s`;
+}
+
+/** How much of a report's own reason a timeout's reason carries. */
+const REPORT_REASON_CHARS = 200;
+
+/**
+ * What a timed-out node's latest report of the build said, for its reason: the values it waits
+ * for or its own reason (`its report: waiting for config:color`), so a halt names the node's own
+ * cause; empty when it sent no report of the build.
+ */
+export function lastWord(report: SeenReport | undefined, build: string): string {
+  if (report === undefined || report.build !== build) return ` (no report of ${build})`;
+  const waited = report.waited && report.waited.length > 0 ? ` for ${report.waited.join(', ')}` : '';
+  const why =
+    report.reason === undefined ? '' : `: ${report.reason.length > REPORT_REASON_CHARS ? `${report.reason.slice(0, REPORT_REASON_CHARS)}…` : report.reason}`;
+  return ` (its report: ${report.state}${waited}${why})`;
 }
 
 /** Measures the wave: marks each clock applied once its node reports the build applied after being planned. */
@@ -75,7 +91,7 @@ export function measureWave(input: WaveInput): Progress {
       continue;
     }
     const end = clock.since + waitMs;
-    if (input.now >= end) progress.failed.push({ node, reason: timeoutReason(input.build, input.waitS) });
+    if (input.now >= end) progress.failed.push({ node, reason: timeoutReason(input.build, input.waitS) + lastWord(report, input.build) });
     else progress.deadline = Math.min(progress.deadline ?? end, end);
   }
   return progress;
