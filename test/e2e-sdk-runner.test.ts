@@ -104,6 +104,10 @@ test('a module script importing the release’s sdk.mjs by path, run as runner.n
       const refused = runScript(script, withoutSeed);
       assert.is(await refused.exited, 1, refused.stdout());
       assert.match(refused.stderr(), /Authorization Violation/i);
+      // n1's runner seed with another node named: the bus refuses its inbox, and the error says whose seed it needs.
+      const elsewhere = runScript(script, { ...runner, MESH_NODE: 'n2' });
+      assert.is(await elsewhere.exited, 1, elsewhere.stdout());
+      assert.match(elsewhere.stderr(), /Permissions Violation.*the login is not node n2's runner: give the seed of runner\.n2 \(MESH_NATS_NKEY\)/s);
     } finally {
       run.child.kill('SIGKILL');
     }

@@ -8,7 +8,7 @@ import { jsonBytes } from '../shared/bytes.ts';
 import { INBOX_PREFIXES } from '../shared/inbox.ts';
 import { decodeJson } from '../shared/decode.ts';
 import { askSubject, changedSubject } from '../shared/subjects.ts';
-import { errorText } from '../shared/errors.ts';
+import { errorText, isPermissionViolation } from '../shared/errors.ts';
 import { watchAsks, type WatchAsks } from './watch-asks.ts';
 
 /** An ask the client answered with `{error}`, or could not be made. */
@@ -68,7 +68,11 @@ export function asker(opts: AskerOptions): Asker {
     try {
       data = (await nc.request(askSubject(node), jsonBytes({ module, kind, key }), { timeout })).data;
     } catch (err) {
-      throw new AskError(`asking ${kind} "${key}" of node ${node}: ${errorText(err)}`, { cause: err });
+      // A refused inbox or subject is a seed for another node (or not a runner's): said as such.
+      const hint = isPermissionViolation(err)
+        ? `; the login is not node ${node}'s runner: give the seed of runner.${node} (MESH_NATS_NKEY), and MESH_NODE the node it was made for`
+        : '';
+      throw new AskError(`asking ${kind} "${key}" of node ${node}: ${errorText(err)}${hint}`, { cause: err });
     }
     const reply = decodeJson(AskReplySchema, data, { maxBytes: MAX_ASK_REPLY_BYTES, maxDepth: MAX_REPLY_DEPTH });
     if (!reply.ok) throw new AskError(`the client answered out of shape: ${reply.reason.startsWith('not JSON') ? 'not JSON' : reply.reason}`);
