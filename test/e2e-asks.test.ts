@@ -257,4 +257,32 @@ test('after a bus restart a watch asks an absent client again quietly, hears "no
   }
 });
 
+test("a watch started before its node's client hears the value once the client is up, not 'no responders' first; a refusal is heard at once", async () => {
+  const server = await startNats();
+  const moduleNc = await connectBus({ servers: [server.url], name: 'module' });
+  const clientNc = await connectBus({ servers: [server.url], name: 'client' });
+  try {
+    const web = asker({ nc: moduleNc, node: 'n1', module: 'web', absentMs: 5000 });
+    const seen: (string | AskError)[] = [];
+    web.watch('config', 'level', (v) => seen.push(v));
+    await new Promise((resolve) => setTimeout(resolve, 1200));
+    assert.equal(seen, [], 'nothing heard while the client is not up yet');
+    clientNc.subscribe(askSubject('n1'), {
+      callback: (_e, msg) => void msg.respond(jsonBytes(msg.json<{ key: string }>().key === 'level' ? { value: 'v1' } : { error: 'no such key' })),
+    });
+    await clientNc.flush();
+    await waitFor('the value', () => seen.length === 1, 10_000);
+    assert.equal(seen, ['v1']);
+    // The client there and refusing: heard at once, as the client's own answer.
+    const refused: (string | AskError)[] = [];
+    web.watch('config', 'nope', (v) => refused.push(v));
+    await waitFor('the refusal', () => refused.length === 1, 3000);
+    assert.match((refused[0] as Error).message, /no such key/);
+  } finally {
+    await moduleNc.close();
+    await clientNc.close();
+    await server.cleanup();
+  }
+});
+
 test.run();

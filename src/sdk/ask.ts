@@ -107,7 +107,8 @@ export function asker(opts: AskerOptions): Asker {
         if (notice.value.kind === kind && (notice.value.key === undefined || notice.value.key === key)) asks.askNow(false);
       },
     });
-    void nc.flush().then(() => asks.askNow(false));
+    // Asked as after a reconnect: a module started before its node's client (a boot) hears the value once the client is up, not an error first.
+    void nc.flush().then(() => asks.askNow(true));
     watching.add(asks);
     askAgainWhenBack();
     return {

@@ -1,6 +1,7 @@
-// One SDK watch's asks: each answer heard, only the newest ask's; after a reconnect an ask the client
-// is not there to answer (no responders, a timeout) is asked again with a backoff until it answers —
-// the module's connection comes back before the node's client has subscribed `prov.ask.<node>` again.
+// One SDK watch's asks: each answer heard, only the newest ask's; at the watch's start and after a
+// reconnect an ask the client is not there to answer (no responders, a timeout) is asked again with a
+// backoff until it answers — a module may start before its node's client, and its connection comes
+// back before the node's client has subscribed `prov.ask.<node>` again.
 import { Backoff, type BackoffLimits } from '../shared/backoff.ts';
 import { isNoResponders, isTimeout } from '../shared/errors.ts';
 import { unrefTimer, type Timer } from '../shared/timer.ts';
@@ -19,7 +20,7 @@ export type WatchAsksOptions = {
 
 /** The asks of one watch. */
 export type WatchAsks = {
-  /** Asks now; `afterReconnect` asks again while the client is absent. A newer ask makes an older one's answer stale. */
+  /** Asks now; `afterReconnect` (or the watch's first ask) asks again while the client is absent. A newer ask makes an older one's answer stale. */
   askNow(afterReconnect: boolean): void;
   /** Asks nothing more and hears no answer still on its way. */
   stop(): void;
