@@ -124,6 +124,40 @@ test('a filled module is handed once; a run with nothing changed sends nothing; 
   assert.equal([...h.index.modulesNaming([configDependency('web', 'v')])], ['web']);
 });
 
+test("a report says what this fill did: a file the request did not carry is `unchanged`, not an earlier fill's `written`", async () => {
+  const h = harness({ a: 'a ${config:a}\n', b: 'b ${config:b}\n' });
+  h.setConfig('a', '1');
+  h.setConfig('b', '1');
+  h.modules.setPlan(
+    'web',
+    plan([
+      { path: '/etc/web/a.conf', template: 'a' },
+      { path: '/etc/web/b.conf', template: 'b' },
+    ]),
+  );
+  await h.run('web', false);
+  assert.equal(
+    h.last().files.map((f) => [f.path, f.action]),
+    [
+      ['/etc/web/a.conf', 'written'],
+      ['/etc/web/b.conf', 'written'],
+    ],
+  );
+  h.setConfig('a', '2');
+  await h.run('web', false);
+  assert.equal(
+    h.requests.at(-1)!.files.map((f) => f.path),
+    ['/etc/web/a.conf'],
+  );
+  assert.equal(
+    h.last().files.map((f) => [f.path, f.action]),
+    [
+      ['/etc/web/a.conf', 'written'],
+      ['/etc/web/b.conf', 'unchanged'],
+    ],
+  );
+});
+
 test('a value that waits keeps its file back and the report says which; the index knows it for the refill', async () => {
   const h = harness({ a: 'a', b: '${config:later}' });
   h.modules.setPlan(
