@@ -206,14 +206,14 @@ test('the engine refusing, not confirming, or not reachable: waiting with the re
   }));
   refusing.modules.setPlan('web', plan([{ path: '/t', template: 't' }]));
   await refusing.run('web', false);
-  assert.is(refusing.last().reason, 'engine refused /t (not declared); waiting for a knock');
+  assert.is(refusing.last().reason, 'engine refused /t (not declared); waiting for a knock (the engine starting, or its socket touched)');
 
   let silent = true;
   const timing = harness({ t: 'x' }, (req) => (silent ? new EngineTimeout('/s', 30_000, req.module) : written(req)));
   timing.modules.setPlan('web', plan([{ path: '/t', template: 't' }]));
   await timing.run('web', false);
   assert.is(timing.last().state, 'waiting');
-  assert.match(timing.last().reason!, /did not answer the fill of web within 30000 ms; waiting for a knock$/);
+  assert.match(timing.last().reason!, /did not answer the fill of web within 30000 ms; waiting for a knock \(the engine starting, or its socket touched\)$/);
   assert.equal(
     timing.last().files.map((f) => f.action),
     ['pending'],
@@ -229,7 +229,7 @@ test('the engine refusing, not confirming, or not reachable: waiting with the re
   gone.modules.setPlan('web', plan([{ path: '/t', template: 't' }]));
   await gone.run('web', false);
   assert.is(gone.last().state, 'waiting');
-  assert.is(gone.last().reason, 'engine not reachable (no socket); waiting for a knock');
+  assert.is(gone.last().reason, 'engine not reachable (no socket); waiting for a knock (the engine starting, or its socket touched)');
   assert.equal(
     gone.last().files.map((f) => f.action),
     ['pending'],
@@ -260,7 +260,7 @@ test('a reply that leaves a file out: the module waits naming it, the confirmed 
   );
   await h.run('web', false);
   assert.is(h.last().state, 'waiting');
-  assert.is(h.last().reason, 'engine did not confirm /b; waiting for a knock');
+  assert.is(h.last().reason, 'engine did not confirm /b; waiting for a knock (the engine starting, or its socket touched)');
   assert.equal(
     h.last().files.map((f) => [f.path, f.action]),
     [

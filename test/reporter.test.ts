@@ -20,9 +20,15 @@ test('filledReport: applied only when nothing waits and every file is confirmed'
   const rows: [Parameters<typeof filledReport>, { state: string; reason?: string }][] = [
     [['b', [done], []], { state: 'applied' }],
     [['b', [done], [wait]], { state: 'waiting' }],
-    [['b', [done, refused], []], { state: 'waiting', reason: 'engine refused /r (not declared); waiting for a knock' }],
-    [['b', [done, pending], []], { state: 'waiting', reason: 'engine has not confirmed /p; waiting for a knock' }],
-    [['b', [pending], [], 'engine timed out'], { state: 'waiting', reason: 'engine timed out; waiting for a knock' }],
+    [
+      ['b', [done, refused], []],
+      { state: 'waiting', reason: 'engine refused /r (not declared); waiting for a knock (the engine starting, or its socket touched)' },
+    ],
+    [['b', [done, pending], []], { state: 'waiting', reason: 'engine has not confirmed /p; waiting for a knock (the engine starting, or its socket touched)' }],
+    [
+      ['b', [pending], [], 'engine timed out'],
+      { state: 'waiting', reason: 'engine timed out; waiting for a knock (the engine starting, or its socket touched)' },
+    ],
   ];
   for (const [args, expected] of rows) {
     const body = filledReport(...args);

@@ -36,7 +36,7 @@ export function filledReport(build: string, files: FileResult[], waiting: Waitin
     ...(refused.length > 0 ? [`engine refused ${refused.map((f) => `${f.path} (${f.reason ?? 'no reason'})`).join(', ')}`] : []),
     ...(because === undefined && unconfirmed.length > 0 ? [`engine has not confirmed ${unconfirmed.map((f) => f.path).join(', ')}`] : []),
   ];
-  const reasons = [...notes, ...(knock.length > 0 ? [`${knock.join('; ')}; waiting for a knock`] : [])];
+  const reasons = [...notes, ...(knock.length > 0 ? [`${knock.join('; ')}; waiting for a knock (the engine starting, or its socket touched)`] : [])];
   const state = waiting.length > 0 || knock.length > 0 ? 'waiting' : 'applied';
   return { build, state, files, waiting, ...(reasons.length > 0 ? { reason: reasons.join('; ') } : {}) };
 }
