@@ -10,6 +10,7 @@ import { openKv } from '../../../shared/bus.ts';
 import { nodeModuleKey } from '../../../shared/keys.ts';
 import { decodeJson, PlanSchema, type Plan } from '../../../shared/schemas.ts';
 import type { ModuleDetail, WaitedValue } from './detail.ts';
+import { bindingOf } from './where.ts';
 
 /** A consumer's provision as its plan gives it: the provider module, the node it runs on, the binding. */
 export type PlannedProvision = Plan['provisions'][number];
@@ -19,9 +20,8 @@ export type ProviderSeen = { planned: false } | { planned: true; provides: reado
 
 /** The provision a waited bound name (`<provision>[.<local>]:<key>`, DESIGN §5) reads; undefined when the plan requires none such. */
 export function provisionOf(plan: Pick<Plan, 'provisions'>, name: string): PlannedProvision | undefined {
-  const colon = name.indexOf(':');
-  const [provision, local] = (colon < 0 ? name : name.slice(0, colon)).split('.');
-  return plan.provisions.find((p) => p.provision === provision && p.local === local);
+  const binding = bindingOf(name);
+  return binding && plan.provisions.find((p) => p.provision === binding.provision && p.local === binding.local);
 }
 
 /**

@@ -32,9 +32,18 @@ function keyOf(kind: string, name: string, node: string, module: string): { key?
   if (kind === 'config') return { key: configKey(node, module, name) };
   if (isPlacementKind(kind)) return { key: nodeModuleKey(node, module), field: `placement.${kind}.${name}` };
   if (kind !== 'bound') return {};
-  // `<provision>[.<local>]:<key>`: a provision or local holds no `.` or `:` (DESIGN §2), so the binding ends at the first `:`.
+  const binding = bindingOf(name);
+  if (!binding) return {};
+  return { key: boundKey(node, module, binding.provision, binding.local), ...(binding.field === undefined ? {} : { field: binding.field }) };
+}
+
+/**
+ * A waited bound value's name read as `<provision>[.<local>]:<key>`: a provision or local holds no
+ * `.` or `:` (DESIGN §2), so the binding ends at the first `:`. Undefined when it is not one.
+ */
+export function bindingOf(name: string): { provision: string; local?: string; field?: string } | undefined {
   const colon = name.indexOf(':');
   const [provision, local, extra] = (colon < 0 ? name : name.slice(0, colon)).split('.');
-  if (!provision || extra !== undefined) return {};
-  return { key: boundKey(node, module, provision, local), ...(colon < 0 ? {} : { field: name.slice(colon + 1) }) };
+  if (!provision || extra !== undefined) return undefined;
+  return { provision, ...(local === undefined ? {} : { local }), ...(colon < 0 ? {} : { field: name.slice(colon + 1) }) };
 }
