@@ -21,7 +21,7 @@ import {
   type Running,
   type Runtime,
 } from './helpers/bundle.ts';
-import { startNats, type NatsServer } from './helpers/nats.ts';
+import { freePort, startNats, type NatsServer } from './helpers/nats.ts';
 import { assignment, composition } from './helpers/seat.ts';
 import { waitFor } from './helpers/wait.ts';
 import { ensureKv } from '../src/shared/bus.ts';
@@ -152,6 +152,22 @@ test('a seat user that may subscribe only _INBOX_seat.>, the verb and the rollou
   assert.is(run.code, 0, run.stderr + run.stdout);
   assert.match(run.stdout, /mesh-config_resolved/);
   assert.not.match(running.stderr(), /Permissions Violation/i);
+});
+
+test('a command given every server of a cluster reaches a live one whichever comes first: one down is no failure; all down names them all', async () => {
+  const { server: live } = await bus();
+  const dead = `nats://127.0.0.1:${await freePort()}`;
+  for (const urls of [`${dead},${live.url}`, `${live.url},${dead}`]) {
+    for (let i = 0; i < 3; i++) {
+      const run = await server(['config', 'get', 'n1', 'web', 'k', '--nats', urls]);
+      // The key is missing (exit 1, said as such): the bus was reached.
+      assert.match(run.stderr, /holds no value/, `${urls}: ${run.stderr}`);
+      assert.not.match(run.stderr, /cannot reach the bus/, `${urls}: ${run.stderr}`);
+    }
+  }
+  const none = await server(['config', 'get', 'n1', 'web', 'k', '--nats', `${dead},${dead.replace(/\d+$/, String(await freePort()))}`]);
+  assert.is(none.code, 1, none.stderr);
+  assert.match(none.stderr, /cannot reach the bus at nats:\/\/127\.0\.0\.1:\d+,nats:\/\/127\.0\.0\.1:\d+/);
 });
 
 test('--help exits 0 and prints usage naming --nats, --creds, --archives, --replicas and query', async () => {

@@ -2,7 +2,7 @@
 // it alone (the SDK's asks) carries no JetStream client. Binding KV buckets is bus.ts.
 import { readFileSync } from 'node:fs';
 import { connect, credsAuthenticator, errors, nkeyAuthenticator, type NatsConnection, type Status } from '@nats-io/transport-node';
-import { errorText } from './errors.ts';
+import { errorText, inChain } from './errors.ts';
 
 /** How to reach and authenticate to the bus. */
 export type BusOptions = {
@@ -52,10 +52,34 @@ export function reconnectWait(downMs: number, random: () => number = Math.random
  * after the bus does, as a daemon's.
  */
 export async function connectBus(opts: BusOptions, once = false, { reconnect = !once }: { reconnect?: boolean } = {}): Promise<NatsConnection> {
+  if (!reconnect && opts.servers.length > 1) return connectToOneOf(opts);
+  return connectTo(opts, opts.servers, once, reconnect);
+}
+
+/**
+ * A command's one try at each server in turn, the first to answer kept: nats.js with no reconnects
+ * tries only the first server of its (shuffled) list — its pool loses the next server as it drops the
+ * failed one twice — so a command failed with one server of a cluster down, half the time.
+ */
+async function connectToOneOf(opts: BusOptions): Promise<NatsConnection> {
+  let last: unknown;
+  for (const server of opts.servers) {
+    try {
+      return await connectTo(opts, [server], true, false);
+    } catch (err) {
+      last = err;
+      // A refused login is the same on every server: said at once, not after each of them.
+      if (inChain(err, isAuthError)) throw err;
+    }
+  }
+  throw last;
+}
+
+async function connectTo(opts: BusOptions, servers: string[], once: boolean, reconnect: boolean): Promise<NatsConnection> {
   // When the connection went down and has not proved itself since (a ping answered after a reconnect).
   const down: { since?: number } = { since: Date.now() };
   const nc = await connect({
-    servers: opts.servers,
+    servers,
     name: opts.name,
     ...(opts.creds ? { authenticator: credsAuthenticator(readFileSync(opts.creds)) } : {}),
     ...(opts.nkey ? { authenticator: nkeyAuthenticator(new TextEncoder().encode(readFileSync(opts.nkey, 'utf8').trim())) } : {}),
