@@ -2,14 +2,33 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { watchKv } from './watch.ts';
 
-/** Reads every key of a whole bucket (for the seat, which may read it whole), ignoring deletes. */
-export async function readAll(nc: NatsConnection, bucket: string, filter = '>'): Promise<Map<string, Uint8Array>> {
+/** How long a command a person runs waits for a bucket read whole. */
+export const COMMAND_READ_TIMEOUT_MS = 10_000;
+
+/**
+ * Reads every key of a whole bucket (for the seat, which may read it whole), ignoring deletes. With
+ * `timeoutMs` (a command a person waits on) a read not caught up by then is given up with an error
+ * naming the bucket: a cluster that just lost a server could leave the watch's consumer unanswered
+ * for minutes, and the command hung with nothing said.
+ */
+export async function readAll(nc: NatsConnection, bucket: string, filter = '>', opts: { timeoutMs?: number } = {}): Promise<Map<string, Uint8Array>> {
   const all = new Map<string, Uint8Array>();
   const watch = await watchKv(nc, bucket, filter, (event) => {
     if (event.value) all.set(event.key, event.value);
     else all.delete(event.key);
   });
-  await watch.caughtUp;
-  watch.stop();
+  let timer: NodeJS.Timeout | undefined;
+  const late =
+    opts.timeoutMs === undefined
+      ? undefined
+      : new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`reading ${bucket}: not read whole within ${opts.timeoutMs} ms; try again`)), opts.timeoutMs);
+        });
+  try {
+    await (late ? Promise.race([watch.caughtUp, late]) : watch.caughtUp);
+  } finally {
+    clearTimeout(timer);
+    watch.stop();
+  }
   return all;
 }

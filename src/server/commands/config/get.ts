@@ -5,7 +5,7 @@ import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { CONFIG } from '../../../shared/buckets.ts';
 import { compareKeys, configKey, parseConfigKey } from '../../../shared/keys.ts';
-import { readAll } from '../../../shared/watch/read-all.ts';
+import { COMMAND_READ_TIMEOUT_MS, readAll } from '../../../shared/watch/read-all.ts';
 import { readStored } from '../input-bucket.ts';
 import { describeTarget, type ConfigTarget } from './set.ts';
 
@@ -31,7 +31,7 @@ export async function getConfig(kv: KV, target: ConfigTarget, write: (bytes: Uin
  * left out quietly. Resolves how many keys the module has.
  */
 export async function listConfig(nc: NatsConnection, node: string, module: string, out: Say, err: Say): Promise<number> {
-  const stored = await readAll(nc, CONFIG, `${node}.${module}.>`);
+  const stored = await readAll(nc, CONFIG, `${node}.${module}.>`, { timeoutMs: COMMAND_READ_TIMEOUT_MS });
   const lines: { key: string; line: string }[] = [];
   for (const [raw, bytes] of stored) {
     const parsed = parseConfigKey(raw);

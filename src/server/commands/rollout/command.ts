@@ -7,7 +7,7 @@ import { describeBusError, errorText, isNoResponders, isPermissionViolation, isT
 import { parseBoundedJson } from '../../../shared/limits.ts';
 import { safeJson } from '../../../shared/safe-text.ts';
 import { ROLLOUT_VERB } from '../../../shared/subjects.ts';
-import { readAll } from '../../../shared/watch/read-all.ts';
+import { COMMAND_READ_TIMEOUT_MS, readAll } from '../../../shared/watch/read-all.ts';
 import { readRolloutState, type RolloutState } from '../../seat/rollout/state.ts';
 import type { RolloutOptions } from './command-line.ts';
 import { formatRollout, publicState } from './format.ts';
@@ -39,7 +39,7 @@ async function showRollouts(nc: NatsConnection, opts: RolloutOptions, out: (line
     await nc.request(`$JS.API.STREAM.INFO.KV_${ROLLOUTS}`, undefined, { timeout: ROLLOUT_REQUEST_TIMEOUT_MS }).catch((e: unknown) => {
       if (isPermissionViolation(e)) throw e;
     });
-    stored = await readAll(nc, ROLLOUTS, opts.module ?? '>');
+    stored = await readAll(nc, ROLLOUTS, opts.module ?? '>', { timeoutMs: COMMAND_READ_TIMEOUT_MS });
   } catch (e) {
     return (err(`rollout: reading ${ROLLOUTS}: ${isPermissionViolation(e) ? notAdmin(e) : describeBusError(e)}`), 1);
   }
