@@ -5,7 +5,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { cleanupBundles } from './helpers/bundle.ts';
 import { all, inWaveOrder, startRolloutFleet, type RolloutFleet, type RolloutSpec } from './helpers/rollout-fleet.ts';
-import { sleep } from './helpers/wait.ts';
+import { sleep, waitFor } from './helpers/wait.ts';
 
 let fleet: RolloutFleet;
 const nodes = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i + 1}`);
@@ -52,6 +52,21 @@ test('a waiting report is not a failure, but the wait clock runs; a node that ne
     ['no applied report of b2 within 2 s (its report: waiting)', 'no applied report of b2 within 2 s (no report of b2)'].sort(),
   );
   await fleet.waitPlans('clock', all(names, 'b1'));
+});
+
+test('a node failed below halt stalls its wave, said once with the node and what to do; the wave goes on once it applies', async () => {
+  const names = nodes('stall', 4);
+  await settle('stall', names);
+  const order = await rollOut('stall', names, 'b2', { waves: [0.5, 1], halt: 2, wait: 30 }, 2);
+  await fleet.report('stall', order[0]!, 'b2', 'failed', 'bad');
+  await fleet.report('stall', order[1]!, 'b2', 'applied');
+  await waitFor('the stall said', () => fleet.health.some((h) => h.module === 'stall' && /1 failed, fewer than halt 2/.test(h.reason)));
+  const said = fleet.health.filter((h) => h.module === 'stall' && /fewer than halt/.test(h.reason));
+  assert.is(said.length, 1, said.map((h) => h.reason).join('\n'));
+  assert.match(said[0]!.reason, new RegExp(`\\(${order[0]}: failed: bad\\): the wave waits until they apply; fix them, or \`rollout abort stall\``));
+  assert.is((await fleet.state('stall'))?.state, 'rolling');
+  await fleet.report('stall', order[0]!, 'b2', 'applied');
+  await fleet.waitState('stall', (s) => s.wave === 2, 'wave 2 once the failed node applies');
 });
 
 test('a failed report halts: every node on the new build is planned back, one write each, and nothing else moves', async () => {

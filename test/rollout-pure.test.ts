@@ -154,6 +154,13 @@ test('resume and abort are refused on a done rollout, saying so; resume only lif
   assert.is(refusal({ ...rolling, state: 'halted' }, 'resume'), undefined);
 });
 
+test('a rolling wave with failed nodes below halt says they stall it and what to do', () => {
+  const rolling = startRollout({ target: comp('b2'), digest: 'd', from: comp('b1'), policy: { waves: [1], halt: 2, wait: 1 }, members: ['a', 'b'], now: 0 });
+  assert.not.match(describeState(rolling), /failed/);
+  const stalled = { ...rolling, failed: [{ node: 'a', reason: 'failed: bad' }], nodes: { ...rolling.nodes, failed: 1 } };
+  assert.match(describeState(stalled), /; 1 failed, fewer than halt 2 \(a: failed: bad\): the wave waits until they apply; fix them, or `rollout abort web`$/);
+});
+
 test('a halt is said naming the first five failed nodes and how many more', () => {
   const rolling = startRollout({ target: comp('b2'), digest: 'd', from: comp('b1'), policy: { waves: [1], halt: 7, wait: 1 }, members: ['a'], now: 0 });
   const failed = Array.from({ length: 7 }, (_, i) => ({ node: `n${i}`, reason: 'failed: bad' }));

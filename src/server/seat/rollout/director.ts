@@ -322,7 +322,14 @@ export class RolloutDirector {
       if (judged.state.state === 'done') this.#settled.set(module, live.target);
       return void (judged.state.state === 'rolling' ? this.#planWhenStored(live, judged.state) : this.#step(live, judged.state));
     }
+    const failedBefore = live.state.nodes.failed;
     live.state = judged.state;
+    // A node failed below `halt` stalls the wave (DESIGN §12): said once per new failure, as a step is.
+    if (judged.state.nodes.failed > failedBefore) {
+      const reason = describeState(judged.state);
+      this.log.notice(reason);
+      this.say({ module, build: judged.state.build, reason, passes: judged.state.wave });
+    }
     // Counts change with every report: stored at most once a second, never said (a step is said once).
     if (judged.countsMoved)
       live.counts ??= this.#timer(() => {

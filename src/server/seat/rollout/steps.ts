@@ -99,8 +99,12 @@ export function describeState(state: RolloutState): string {
     ? `planned back to ${state.from}`
     : `its nodes on ${state.build} keep it (the seat never saw ${state.from}'s composition: publish ${state.from} again to plan them back)`;
   switch (state.state) {
-    case 'rolling':
-      return `${head}: wave ${state.wave} of ${state.waves.length} planned (${planned} of ${total} nodes, ${applied} applied)`;
+    case 'rolling': {
+      const line = `${head}: wave ${state.wave} of ${state.waves.length} planned (${planned} of ${total} nodes, ${applied} applied)`;
+      // Failed nodes below `halt`: the wave is done only when each of its nodes applies (DESIGN §12), so it waits on them.
+      if (state.failed.length === 0) return line;
+      return `${line}; ${state.failed.length} failed, fewer than halt ${state.halt} (${failed}): the wave waits until they apply; fix them, or \`rollout abort ${state.module}\``;
+    }
     case 'halted':
       return `${head}: halted at wave ${state.wave} by ${state.failed.length} failed node(s) (${failed}); ${back}; next: \`rollout resume ${state.module}\` (the failed nodes again, with the next wave), \`rollout abort ${state.module}\`, or publish a fixed build`;
     case 'done':
