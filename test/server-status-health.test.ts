@@ -228,19 +228,24 @@ test("status <node> <module>, run as the seat's login, says whom a bound value w
     await n1.startEngine();
     await n1.startClient();
     await m.publish('shop', {
-      templates: { 'shop.conf': 'user=${bound:database:user}\n' },
+      templates: { 'shop.conf': 'user=${bound:database:user}\nhost=${bound:database:host}\n' },
       provisioning: { ...file('shop'), provisions: [{ provider: 'pg', provision: 'database' }] },
     });
     await m.assign('n1', 'shop');
-    await m.waitReport('n1', 'shop', (r) => r.state === 'waiting' && r.waiting.length === 1);
+    await m.waitReport('n1', 'shop', (r) => r.state === 'waiting' && r.waiting.length === 2);
     const run = await status(m, ['n1', 'shop']);
     assert.is(run.code, 1, run.stdout);
     assert.equal(
       tableAt(run.stdout, 'WAITING FOR').map((w) => [w['WAITING FOR'], w['OWNER'], w['WHERE']]),
-      [['bound:database:user', 'pg', 'pg_bound n1.shop.database user']],
+      [
+        ['bound:database:user', 'pg', 'pg_bound n1.shop.database user'],
+        ['bound:database:host', 'pg', 'pg_bound n1.shop.database host'],
+      ],
       run.stdout,
     );
-    assert.match(run.stdout, /bound:database:user: no module pg is planned on n1, so nothing binds it/);
+    // Said once for both values.
+    assert.match(run.stdout, /bound:database:user and 1 more: no module pg is planned on n1, so nothing binds it/);
+    assert.is(run.stdout.split('nothing binds it').length, 2, run.stdout);
     // pg planned on n1, providing it: only waited for.
     await m.publish('pg', { templates: { 'pg.conf': 'x\n' }, provisioning: { ...file('pg'), provides: [{ provision: 'database' }] } });
     await m.assign('n1', 'pg');

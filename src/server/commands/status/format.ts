@@ -120,8 +120,10 @@ export function detailLines(view: NodeView): string[] {
         w.files.map(cell).join(','),
       ]);
       lines.push(...indent(formatTable(['WAITING FOR', 'OWNER', 'WHERE', 'FILES'], rows)));
-      // Under the table, indented past its rows: why a value may never come.
-      for (const w of m.waiting) if (w.note !== undefined) lines.push(`    ${cell(w.kind)}:${cell(w.name)}: ${cell(w.note)}`);
+      // Under the table, indented past its rows: why a value may never come, once for the values it holds for.
+      const noted = new Map<string, string[]>();
+      for (const w of m.waiting) if (w.note !== undefined) noted.set(w.note, [...(noted.get(w.note) ?? []), `${w.kind}:${w.name}`]);
+      for (const [note, names] of noted) lines.push(`    ${cell(names[0])}${names.length > 1 ? ` and ${names.length - 1} more` : ''}: ${cell(note)}`);
     }
     if (m.files.length > 0) {
       // A reason is the engine's word on a refused file; without one the column is left out.
