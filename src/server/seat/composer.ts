@@ -338,7 +338,8 @@ export class Composer {
       if (this.#writing.get(key) === digest) this.#writing.delete(key);
       if (outcome.ok) return void this.#inputs.recordPlan(key, digest, outcome.revision);
       // A write the bus refused is tried again by the next pass (an input change's, or the retry's); the others go on.
-      this.log.error(`mesh-provisioner_plans ${key}: ${put ? 'put' : 'delete'} failed: ${errorText(outcome.error, { name: true })}`);
+      // At warning: it is tried again, and a cluster losing a server refuses writes for a moment; one still failing is said on health.
+      this.log.warn(`mesh-provisioner_plans ${key}: ${put ? 'put' : 'delete'} failed: ${errorText(outcome.error, { name: true })}; trying again`);
       (put ? this.#dirty : this.#orphans).add(key);
       this.#writesFailed++;
     });

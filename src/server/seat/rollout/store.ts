@@ -80,7 +80,7 @@ export class StateWriter {
         this.#saidTooLarge.delete(module);
       } catch (err) {
         if (isTooLarge(err)) this.#sayTooLarge(state, bytes.length, err);
-        else this.log.error(`${ROLLOUTS} ${module}: write failed: ${errorText(err, { name: true })}; trying again`);
+        else this.log.warn(`${ROLLOUTS} ${module}: write failed: ${errorText(err, { name: true })}; trying again`);
         if (!this.#latest.has(module)) this.#latest.set(module, state);
         await new Promise((resolve) => setTimeout(resolve, STATE_RETRY_MS).unref());
       }
