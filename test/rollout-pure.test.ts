@@ -123,7 +123,12 @@ test('a wave: applied after the plan counts, a failed report fails, waiting is n
     said.find((f) => f.node === 'c')!.reason,
     'no applied report of b2 within 5 s (its report: waiting for config:color, port:http: engine refused /etc/x (undeclared))',
   );
-  assert.is(said.find((f) => f.node === 'b')!.reason, 'no applied report of b2 within 5 s (no report of b2)');
+  assert.is(said.find((f) => f.node === 'b')!.reason, 'no applied report of b2 within 5 s (no report of b2; its last: applied on b1)');
+  reports.delete('b');
+  assert.is(
+    measureWave({ ...input, now: 6000 }).failed.find((f) => f.node === 'b')!.reason,
+    'no applied report of b2 within 5 s (no report of b2, nor any other)',
+  );
 });
 
 const comp = (build: string): Composition => ({

@@ -123,7 +123,10 @@ const MAX_ACK_BYTES = 64 * 1024;
  */
 export function parsePublishAck(msg: Pick<Msg, 'data' | 'headers'>): Parsed<number> {
   if (msg.data.length === 0)
-    return { ok: false, reason: `status ${msg.headers?.code ?? 'unknown'}${msg.headers?.code === 503 ? ': no stream listens (the bucket is missing, or its cluster is choosing a leader)' : ''}` };
+    return {
+      ok: false,
+      reason: `status ${msg.headers?.code ?? 'unknown'}${msg.headers?.code === 503 ? ': no stream listens (the bucket is missing, or its cluster is choosing a leader)' : ''}`,
+    };
   const parsed = parseBoundedJson(msg.data, { maxBytes: MAX_ACK_BYTES });
   if (!parsed.ok) return { ok: false, reason: parsed.reason.startsWith('not JSON') ? 'the ack is not JSON' : `the ack is ${parsed.reason}` };
   const ack = parsed.value as { seq?: unknown; error?: { description?: unknown; code?: unknown } } | null;

@@ -60,10 +60,12 @@ const REPORT_REASON_CHARS = 200;
 /**
  * What a timed-out node's latest report of the build said, for its reason: the values it waits
  * for or its own reason (`its report: waiting for config:color`), so a halt names the node's own
- * cause; empty when it sent no report of the build.
+ * cause; or, with none of the build, what its last report was.
  */
 export function lastWord(report: SeenReport | undefined, build: string): string {
-  if (report === undefined || report.build !== build) return ` (no report of ${build})`;
+  // None of the build: its last report says whether the node is silent or still on the old one.
+  if (report === undefined) return ` (no report of ${build}, nor any other)`;
+  if (report.build !== build) return ` (no report of ${build}; its last: ${report.state} on ${report.build})`;
   const waited = report.waited && report.waited.length > 0 ? ` for ${report.waited.join(', ')}` : '';
   const why =
     report.reason === undefined ? '' : `: ${report.reason.length > REPORT_REASON_CHARS ? `${report.reason.slice(0, REPORT_REASON_CHARS)}…` : report.reason}`;
