@@ -13,22 +13,28 @@ export const COMMAND_READ_TIMEOUT_MS = 10_000;
  */
 export async function readAll(nc: NatsConnection, bucket: string, filter = '>', opts: { timeoutMs?: number } = {}): Promise<Map<string, Uint8Array>> {
   const all = new Map<string, Uint8Array>();
-  const watch = await watchKv(nc, bucket, filter, (event) => {
-    if (event.value) all.set(event.key, event.value);
-    else all.delete(event.key);
-  });
+  const reading = (async () => {
+    const watch = await watchKv(nc, bucket, filter, (event) => {
+      if (event.value) all.set(event.key, event.value);
+      else all.delete(event.key);
+    });
+    try {
+      await watch.caughtUp;
+    } finally {
+      watch.stop();
+    }
+    return all;
+  })();
+  if (opts.timeoutMs === undefined) return reading;
+  // The bound covers the watch's making too: its first consumer's create can go unanswered after a
+  // cluster lost the stream's leader (the watch, made then, is left to its keeper and dropped).
   let timer: NodeJS.Timeout | undefined;
-  const late =
-    opts.timeoutMs === undefined
-      ? undefined
-      : new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`reading ${bucket}: not read whole within ${opts.timeoutMs} ms; try again`)), opts.timeoutMs);
-        });
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`reading ${bucket}: not read whole within ${opts.timeoutMs} ms; try again`)), opts.timeoutMs);
+  });
   try {
-    await (late ? Promise.race([watch.caughtUp, late]) : watch.caughtUp);
+    return await Promise.race([reading, late]);
   } finally {
     clearTimeout(timer);
-    watch.stop();
   }
-  return all;
 }
