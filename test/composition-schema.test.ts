@@ -7,6 +7,7 @@ import fc from 'fast-check';
 import { CompositionFileSchema, CompositionSchema, PlanSchema, validate, validateEach } from '../src/shared/schemas.ts';
 import { wavesProblem } from '../src/shared/rollout-schema.ts';
 import { composition } from './helpers/seat.ts';
+import { emptyPlan } from './helpers/planted.ts';
 import { SEED } from './helpers/random.ts';
 
 const reasonOf = (value: unknown) => {
@@ -73,20 +74,11 @@ test('keys an object prototype knows are unknown fields too, never dropped', () 
 test('a composition as it should be reads as before, defaults filled; a plan with a field it does not know still reads', () => {
   const read = validate(CompositionSchema, composition('web'));
   assert.ok(read.ok && read.value.provisioning.files[0]!.mode === 'owned' && read.value.rollout === undefined);
-  const plan = {
-    node: 'n1',
-    module: 'web',
-    build: '1',
+  const plan = emptyPlan('n1', 'web', {
     archive: composition('web').archive,
     files: [{ path: '/etc/web.conf', template: 'web.conf', newer: true }],
-    placement: {},
-    secrets: [],
-    provisions: [],
-    provides: [],
-    items: [],
-    collections: [],
     newer: 'a field a newer seat writes',
-  };
+  });
   assert.ok(validate(PlanSchema, plan).ok);
 });
 

@@ -13,6 +13,7 @@ import { watchKv } from '../src/shared/watch/watch.ts';
 import { memoryLogger } from '../src/shared/log.ts';
 import { WATCH_HEARTBEAT_MS, WATCH_MISSED_HEARTBEATS } from '../src/shared/watch/keeper.ts';
 import { WatchState } from '../src/shared/watch/state.ts';
+import { readAll } from '../src/shared/watch/read-all.ts';
 import { startNats, type NatsServer } from './helpers/nats.ts';
 import { waitFor } from './helpers/wait.ts';
 
@@ -443,5 +444,25 @@ function jetstreamVersion(): string {
     return '(version unknown)';
   }
 }
+
+test("a command's whole-bucket read whose consumer is never made gives up at its bound, naming the bucket", async () => {
+  // No JetStream, and every JetStream request swallowed: the watch's first consumer is asked for ever, as after a leader lost.
+  const server = await startNats('', { whole: ({ listen }) => `listen: "${listen}"\n` });
+  const nc = await connectBus({ servers: [server.url], name: 'command' }, true);
+  try {
+    nc.subscribe('$JS.API.>', { callback: () => {} });
+    await nc.flush();
+    const started = Date.now();
+    const read = await readAll(nc, 'mesh-provisioner_rollouts', '>', { timeoutMs: 1000 }).then(
+      () => undefined,
+      (err: Error) => err,
+    );
+    assert.match(read?.message ?? '', /^reading mesh-provisioner_rollouts: not read whole within 1000 ms; try again$/);
+    assert.ok(Date.now() - started < 3000, `gave up after ${Date.now() - started} ms`);
+  } finally {
+    await nc.close();
+    await server.cleanup();
+  }
+});
 
 test.run();
