@@ -1,6 +1,7 @@
 // `npm run release`: builds the bundles and packs everything a node needs — the bundles, the systemd
 // units and example env files, an example bus configuration and the READMEs — into
-// release/mesh-provisioner-<version>.tar.gz (`--out DIR` writes it elsewhere). Installed by copying:
+// release/mesh-provisioner-<version>.tar.gz (`--out DIR` writes it elsewhere; `--no-build` packs dist/
+// as it is, for a test that must not rewrite the bundles other suites run). Installed by copying:
 // deploy/README.md. Plain JS, so it runs without tsx.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -92,7 +93,7 @@ function checkNothingLeaks(files) {
 async function main() {
   const outAt = process.argv.indexOf('--out');
   const outDir = outAt >= 0 ? resolve(process.argv[outAt + 1] ?? '') : join(ROOT, 'release');
-  run(['build.mjs'], 'node build.mjs');
+  if (!process.argv.includes('--no-build')) run(['build.mjs'], 'node build.mjs');
   const files = releaseFiles();
   checkNothingLeaks(files);
   const mtime = process.env.SOURCE_DATE_EPOCH ? new Date(Number(process.env.SOURCE_DATE_EPOCH) * 1000) : new Date();

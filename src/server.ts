@@ -24,6 +24,7 @@ import { runAssign, runUnassign } from './server/commands/assign.ts';
 import { prepareConfig, readStreamWithin, runConfig, type ConfigIo } from './server/commands/config/command.ts';
 import type { InputCommandOptions } from './server/options.ts';
 import { runRollout } from './server/commands/rollout/command.ts';
+import { runBackup, runRestore } from './server/commands/backup/command.ts';
 
 // Every line a command prints may quote bus text: printed as safe text (DESIGN §3).
 const out = (line: string) => printLine(process.stdout, line);
@@ -59,6 +60,11 @@ async function main(): Promise<number> {
     } finally {
       await nc.close();
     }
+  }
+  if (opts.command === 'backup' || opts.command === 'restore') {
+    // Snapshots and restores are JetStream's admin calls: the admin login's alone (DESIGN §11).
+    const connect = () => connectCommand({ ...opts.bus, inboxPrefix: INBOX_PREFIXES.admin });
+    return opts.command === 'backup' ? runBackup(opts, connect, out, err) : runRestore(opts, connect, out, err);
   }
   // The seat's user may subscribe only its own inboxes (DESIGN §11), for serving and for a query alike.
   const bus = { ...opts.bus, inboxPrefix: INBOX_PREFIXES.seat };

@@ -13,6 +13,7 @@ import { LEAF_FLAGS, parseLeafFlags } from './commands/bus-config/leaf-flags.ts'
 import { ASSIGN_OWN_FLAGS, parseAssign, parseConfig, parseUnassign } from './input-command-line.ts';
 import { parseRolloutCommand, ROLLOUT_FLAG, ROLLOUT_OWN_FLAGS, ROLLOUT_USAGE, rolloutHelp } from './commands/rollout/command-line.ts';
 import { parseRolloutFlag } from './seat/rollout/policy.ts';
+import { BACKUP_USAGE, parseBackupCommand, RESTORE_OWN_FLAGS } from './commands/backup/command-line.ts';
 import {
   DEFAULT_CREDENTIALS_DIR,
   DEFAULT_LISTEN,
@@ -181,6 +182,7 @@ export function serverHelp(): string {
     '       node server.js config set NODE MODULE KEY VALUE | get NODE MODULE [KEY] | rm NODE MODULE KEY | import FILE',
     `       ${COMMAND_HELP.publish.usage}`,
     ROLLOUT_USAGE,
+    ...BACKUP_USAGE,
     '',
     'flags:',
     describeFlags(SERVE_FLAGS),
@@ -193,6 +195,10 @@ export function serverHelp(): string {
     "rollout shows each module's rollout (DESIGN §12); resume lifts a halt, abort plans every node back to the last",
     'good build; both are asked of the seat and refused on a rollout that is done. rollout flags:',
     describeFlags(ROLLOUT_OWN_FLAGS),
+    '',
+    'backup snapshots every stream of the mesh into a directory, a bus serving or not; restore loads one into a bus',
+    'without those streams, each entry with its revision (`backup --help` says both). restore flags:',
+    describeFlags(RESTORE_OWN_FLAGS),
     '',
     'SIGTERM drains and exits 0. Logs go to stderr, with sd-daemon prefixes under systemd.',
   ].join('\n');
@@ -210,13 +216,14 @@ export function parseServerOptions(argv: readonly string[], env: NodeJS.ProcessE
   if (command === 'config') return parseConfig(rest, env);
   if (command === 'publish') return parsePublish(rest, env);
   if (command === 'rollout') return parseRolloutCommand(rest, env, rolloutHelp);
+  if (command === 'backup' || command === 'restore') return parseBackupCommand(command, rest, env);
   const served = parseServe(argv, env);
   // `--nats URL status`: the flags went first, and the seat's parser would refuse the command's word or flags.
   return served.ok ? served : fail(commandFirst(argv, SERVER_COMMANDS, 'server.js') ?? served.reason);
 }
 
 /** The commands of server.js besides the seat itself, each the first word of its command line. */
-const SERVER_COMMANDS = ['bus-config', 'status', 'init', 'query', 'assign', 'unassign', 'config', 'publish', 'rollout'];
+const SERVER_COMMANDS = ['bus-config', 'status', 'init', 'query', 'assign', 'unassign', 'config', 'publish', 'rollout', 'backup', 'restore'];
 
 function parseServe(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
   const opened = openFlagsOnly(argv, env, SERVE_FLAGS, serverHelp);

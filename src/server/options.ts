@@ -6,6 +6,7 @@ import type { Asked } from '../shared/flags.ts';
 import type { Assignment } from '../shared/schemas.ts';
 import type { Rollout } from '../shared/rollout-schema.ts';
 import type { RolloutOptions } from './commands/rollout/command-line.ts';
+import type { BackupOptions, RestoreOptions } from './commands/backup/command-line.ts';
 
 /** Copies of each created bucket when --replicas is not given. */
 export const DEFAULT_REPLICAS = 1;
@@ -167,4 +168,14 @@ export type InputCommandOptions = AssignOptions | UnassignOptions | ConfigOption
 
 /** What the seat was asked to do. */
 export type ServerOptions =
-  Asked | ServeOptions | QueryOptions | StatusOptions | BusConfigOptions | InitOptions | InputCommandOptions | PublishOptions | RolloutOptions;
+  | Asked
+  | ServeOptions
+  | QueryOptions
+  | StatusOptions
+  | BusConfigOptions
+  | InitOptions
+  | InputCommandOptions
+  | PublishOptions
+  | RolloutOptions
+  | BackupOptions
+  | RestoreOptions;
