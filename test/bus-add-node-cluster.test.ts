@@ -1,5 +1,6 @@
 // Adding a node to a running three-server cluster as deploy/README.md says (issue 20 item 8): each
-// server runs its own nats.conf (name, routes) that includes the generated mesh.conf; bus-config is
+// server runs its own nats.conf (name, routes) that includes the generated mesh.conf, and init makes
+// three copies of each bucket (deploy/README.md, "A cluster of three servers"); bus-config is
 // run again on every server with one more --node, and each server is reloaded twice, one after the
 // other. The new node, on a server of its own, gets its plans; a node already there goes on.
 import { test } from 'uvu';
@@ -92,10 +93,16 @@ test('on a three-server cluster, a node added by bus-config on every server and 
       30_000,
     );
     undo.push(() => admin.close());
-    const init = spawnSync(process.execPath, [join(ROOT, 'dist', 'server.js'), 'init', '--nats', urls, '--nkey', seed('admin'), '--nodes', '3'], {
-      encoding: 'utf8',
-    });
+    // Three copies of each bucket, as deploy/README.md's cluster makes them.
+    const init = spawnSync(
+      process.execPath,
+      [join(ROOT, 'dist', 'server.js'), 'init', '--nats', urls, '--nkey', seed('admin'), '--nodes', '3', '--replicas', '3'],
+      {
+        encoding: 'utf8',
+      },
+    );
     assert.is(init.status, 0, init.stderr + init.stdout);
+    assert.match(init.stdout, /buckets ready, each with 3 copies/, init.stdout);
     const seat = startSeatProcess(urls, { login: { nkey: seed('provisioner') } });
     undo.push(() => seat.stop());
     const kv = { ...(await createInputBuckets(admin)), ...(await waitForSeat(admin, seat, 30_000)) };
