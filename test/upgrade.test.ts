@@ -148,8 +148,8 @@ if (!previousReachable()) {
       process.kill(only('nats-server', (p) => p.program === 'nats-server').pid, 'SIGHUP');
       await waitFor('nats-server reloaded', () => linesOf(join(lab, 'nats.log')).filter((l) => l.includes('Reloaded server configuration')).length > reloads);
     }
-    const initRun = await run(`node $NEW/server.js init ${init[1]}`);
-    assert.not.match(initRun.stdout + initRun.stderr, /differs|cannot/, initRun.stdout + initRun.stderr);
+    // init exits 1 when a bucket differs from what it would make (and the shell's -e ends the test).
+    await run(`node $NEW/server.js init ${init[1]}`);
     await statusZero('server.js');
 
     // 2. The seat; from here on the operator's commands are the new release's.
@@ -196,7 +196,7 @@ if (!previousReachable()) {
       only('the provider', (p) => p.program === 'postgres-provider.js'),
       { dir: NEW },
     );
-    await newLine('provider.log', providerFrom, /bound entries of database at start/);
+    await newLine('provider.log', providerFrom, /bus: connected to/);
     await statusZero('$NEW/server.js');
     assert.equal(
       labPrograms(pid).map((p) => p.program),
