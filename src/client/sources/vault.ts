@@ -1,6 +1,7 @@
 // Credentials asked of the vault (`mesh-vault.credential`, DESIGN §3, §7 point 8) in the client's
 // own name, kept in memory only: never logged, reported or stored. One the vault will not hand is
-// left out (said once, by name); one it could not be asked for is asked again with a capped backoff.
+// left out (said once, by name); one it could not be asked for keeps what was held — a value, or
+// pending — and is asked again with a capped backoff.
 import type { NatsConnection } from '@nats-io/transport-node';
 import * as v from 'valibot';
 import { Backoff, type BackoffLimits } from '../../shared/backoff.ts';
@@ -30,6 +31,8 @@ export class VaultCredentials {
   readonly #known = new Map<string, Credential>();
   /** The next ask of each credential the vault could not be asked for. */
   readonly #retries = new Map<string, { cancel(): void }>();
+  /** The credentials whose last ask went unanswered, said once until the vault answers one. */
+  readonly #unanswered = new Set<string>();
   #stopped = false;
 
   constructor(
@@ -91,11 +94,22 @@ export class VaultCredentials {
           : { state: 'refused', reason: reply.value.error };
     } catch (err) {
       if (this.#stopped) return;
-      // Not reached (no responders, a timeout): the consumer is left out until the vault answers.
-      this.#settle(vault, { state: 'refused', reason: `the vault did not answer (${errorText(err)})` });
+      // Not reached (no responders, a timeout; the vault restarting): what is held stays, a value or
+      // pending (the file waits). Left out, the consumer would be withdrawn by its provider — its
+      // role and database dropped — for as long as the vault is away.
+      this.#sayUnanswered(vault, err);
       return this.#retry(vault, backoff);
     }
+    this.#unanswered.delete(vault);
     if (!this.#stopped) this.#settle(vault, answer);
+  }
+
+  /** Says once, until the vault answers it, that `vault` went unanswered and what is kept meanwhile. */
+  #sayUnanswered(vault: string, err: unknown): void {
+    if (this.#unanswered.has(vault)) return;
+    this.#unanswered.add(vault);
+    const kept = this.#known.get(vault)?.state === 'value' ? 'the credential held is used' : 'the file naming it waits';
+    this.log.warn(`vault: ${vault} not answered (${errorText(err)}); ${kept}, asking again`);
   }
 
   /** Asks for `vault` again after the backoff's next wait. */
