@@ -7,7 +7,7 @@ import { describeFlags, openCommand, openFlagsOnly, unexpectedArgument, valueSou
 import { checkName, isName } from '../shared/keys.ts';
 import { commandFirst } from '../shared/command-first.ts';
 import { fail, ok, type Parsed } from '../shared/result.ts';
-import { VERB_WHATS } from '../shared/schemas.ts';
+import { buildProblem, VERB_WHATS } from '../shared/schemas.ts';
 import { loginCollision } from './commands/bus-config/config.ts';
 import { LEAF_FLAGS, parseLeafFlags } from './commands/bus-config/leaf-flags.ts';
 import { ASSIGN_OWN_FLAGS, parseAssign, parseConfig, parseUnassign } from './input-command-line.ts';
@@ -370,6 +370,8 @@ function parsePublish(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<S
   if (extra !== undefined) return unexpectedArgument(extra);
   const { composition, build } = values;
   if (composition === undefined) return { ok: false, reason: 'publish needs --composition FILE' };
+  const buildBad = build === undefined ? undefined : buildProblem(build);
+  if (buildBad !== undefined) return { ok: false, reason: `--build ${buildBad}` };
   const bus = busOptionsFrom(values, 'mesh-provisioner publish');
   if (!bus.ok) return bus;
   const archives = parseArchives(values.archives);
