@@ -21,6 +21,8 @@ export type ConfigIo = {
   err: Say;
   /** Bytes for stdout as they are: `config get` of one key. */
   write(bytes: Uint8Array): void;
+  /** Whether stdout is a terminal: `config get` of one key shows it escaped there (§3), its bytes elsewhere. */
+  terminal: boolean;
   /** Stdin, read whole up to `maxBytes` (a reason past it): a `-` value or import file. */
   readStdin(maxBytes: number): Promise<Parsed<Uint8Array>>;
 };
@@ -63,7 +65,7 @@ export async function runConfig(nc: NatsConnection, ready: ReadyConfig, replicas
         return (await removeConfig(kv, ready.target, io.out, io.err)) ? 0 : 1;
       case 'get':
         if (ready.key === undefined) return (await listConfig(nc, ready.node, ready.module, io.out, io.err), 0);
-        return (await getConfig(kv, { node: ready.node, module: ready.module, key: ready.key }, io.write, io.err)) ? 0 : 1;
+        return (await getConfig(kv, { node: ready.node, module: ready.module, key: ready.key }, io.write, io.err, io.terminal)) ? 0 : 1;
       case 'import':
         return (await importConfig(nc, ready.entries, io.out, io.err)) ? 0 : 1;
     }
