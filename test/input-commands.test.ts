@@ -75,6 +75,7 @@ test('assign, config set, get, rm and unassign as admin: the node applies the pl
     assert.equal(linesOf(encoded.stdout), ['set n1 web shell:zsh (mesh-config_resolved n1.web.shell=3Azsh): 5 bytes, revision 2']);
     const assigned = await admin(m, ['assign', 'n1', 'web', '--dir', `config=${dir}`, '--port', 'http=8081']);
     assert.is(assigned.code, 0, assigned.stderr);
+    assert.is(assigned.stderr, '', 'a published module: no warning');
     assert.is(linesOf(assigned.stdout).length, 1);
     assert.match(
       String(assigned.stdout),
@@ -273,7 +274,7 @@ test('with the seat’s or a node’s login the input commands are refused in on
     assert.is(await holds(m.kv.config, 'n1.web.k'), false);
   }));
 
-test('on the generated bus before init, every input command refuses its missing bucket, says to run init first, and makes no stream; after init they write', async () => {
+test('on the generated bus before init, every input command refuses its missing bucket, says to run init first, and makes no stream; after init they write, assign warning of a module never published', async () => {
   const bus = await startMeshBus({ nodes: ['n1'] });
   try {
     const dir = mkdtempSync(join(tmpdir(), 'mesh-before-init-'));
@@ -304,10 +305,24 @@ test('on the generated bus before init, every input command refuses its missing 
       assert.equal(streams, [], 'no stream made by an input command');
       const init = await admin(bus, ['init', '--nodes', '1']);
       assert.is(init.code, 0, init.stderr);
+      // A module never published is assigned all the same, with a warning (issue 31 item 18).
       const assigned = await admin(bus, ['assign', 'n1', 'web', '--port', 'http=80']);
       assert.is(assigned.code, 0, assigned.stderr);
+      assert.match(String(assigned.stdout), /^assigned web to n1/);
+      assert.equal(linesOf(assigned.stderr), [
+        'mesh-provisioner: warning: module web was never published (mesh-catalog_modules holds no web): the seat holds its plans until `server.js publish` puts it',
+      ]);
       const published = await admin(bus, ['publish', templates, '--composition', composition]);
       assert.is(published.code, 0, published.stderr);
+      const again = await admin(bus, ['assign', 'n1', 'web', '--port', 'http=81']);
+      assert.equal([again.code, again.stderr], [0, ''], 'published: no warning');
+      writeFileSync(composition, JSON.stringify({ module: 'web', build: '2', published: false, provisioning: { files: [] } }));
+      assert.is((await admin(bus, ['publish', templates, '--composition', composition])).code, 0);
+      const unpublished = await admin(bus, ['assign', 'n1', 'web', '--port', 'http=82']);
+      assert.is(unpublished.code, 0, unpublished.stderr);
+      assert.equal(linesOf(unpublished.stderr), [
+        'mesh-provisioner: warning: module web build 2 is not published yet (mesh-catalog_modules web: published false): the seat holds its plans until it is',
+      ]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
