@@ -138,6 +138,7 @@ async function runInputCommand(opts: InputCommandOptions): Promise<number> {
     out,
     err,
     write: (bytes) => void process.stdout.write(bytes),
+    terminal: process.stdout.isTTY === true,
     readStdin: (maxBytes) => readStreamWithin(process.stdin, maxBytes),
   };
   const ready = opts.command === 'config' ? await prepareConfig(opts.args, io) : undefined;

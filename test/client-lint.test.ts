@@ -15,6 +15,7 @@ import { fillModule, prepareTemplates } from '../src/client/fill/fill.ts';
 import { lintTemplates, type LintProblem } from '../src/client/commands/lint/judge.ts';
 import type { LintJson } from '../src/client/commands/lint/command.ts';
 import { readLintInput } from '../src/client/commands/lint/input.ts';
+import { planOfComposition } from '../src/client/commands/lint/composition.ts';
 import { firstInvalidUtf8 } from '../src/client/fill/utf8.ts';
 import type { Plan } from '../src/shared/schemas.ts';
 import { packTemplates } from './helpers/archive.ts';
@@ -333,6 +334,24 @@ test('the bundle: --plan takes a composition too (told by having no "node"): its
   assert.is(unnamed.code, 1, unnamed.stdout);
   assert.match(unnamed.stdout, /error: web\.conf:2: \$\{secret:api-key\}: secret "api-key" is not named by the plan/);
   assert.match(unnamed.stdout, /error: .*other\.conf/);
+  // A path that resolves to a `..` segment whatever the placement: an error before any node has it (issue 31 item 10).
+  writeFileSync(join(dir, 'climbs.json'), composition([{ ...file, path: '${dir:config}/../../etc/passwd' }], [{ name: 'api-key' }]));
+  const climbs = await runBundle('node', bundle, 'client', ['lint', join(dir, 'web.tar'), '--plan', join(dir, 'climbs.json')]);
+  assert.is(climbs.code, 1, climbs.stdout);
+  assert.match(climbs.stdout, /error: .*file web\.conf: path "\$\{dir:config\}\/\.\.\/\.\.\/etc\/passwd" holds a "\.\." segment whatever the placement/);
+});
+
+test('a path template with a . or .. segment of text alone is refused whatever the placement; one a placeholder touches depends on its value', () => {
+  const problemsOf = (path: string) =>
+    planOfComposition({
+      module: 'web',
+      build: '1',
+      provisioning: { files: [{ path, template: 't', mode: 'owned', change: 'none' }], secrets: [], provisions: [], provides: [], items: [], collections: [] },
+    }).problems;
+  for (const path of ['${dir:config}/../../etc/passwd', '/srv/..', '/srv/./x', '${dir:a}/..', '/a/${port:p}/../b', '/a/$${x}/../b'])
+    assert.is(problemsOf(path).length, 1, path);
+  for (const path of ['${dir:config}/web.conf', '/srv/..${dir:a}', '${dir:a}..', '/srv/.${access:x}/y', '/srv/...', '/srv/.hidden'])
+    assert.equal(problemsOf(path), [], path);
 });
 
 test.run();

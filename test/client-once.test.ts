@@ -90,6 +90,36 @@ test('--once exits 1 at once for a module that fails, with the reason, while the
     assert.is((await m.report('n1', 'good'))?.state, 'applied');
   }));
 
+test('a template’s config key with a typo waits naming the nearest key the module has, in the report and the line; a near key set later brings the hint', () =>
+  withMesh(async (m) => {
+    const typo = (module: string) => ({
+      templates: { [`${module}.conf`]: 'color ${config:colr}\n' },
+      provisioning: { files: [{ path: `\${dir:config}/${module}.conf`, template: `${module}.conf` }] },
+    });
+    await m.setConfig('n1', 'web', 'color', 'blue');
+    await m.setConfig('n1', 'web', 'size', 'xl');
+    await place(m, 'n1', 'web', typo('web'));
+    // Its keys come after its first fill: no hint then, the hint once one near the typo is set.
+    await place(m, 'n1', 'late', typo('late'));
+    const run = await once(m, ['--timeout', '2']);
+    assert.is(run.code, 1, run.stderr);
+    assert.match(run.stderr, /node-provisioner: web: waiting for config:colr \(\S+web\.conf\): config:colr: did you mean "color"\?\n/);
+    assert.match(run.stderr, /node-provisioner: late: waiting for config:colr \(\S+late\.conf\)\n/);
+    assert.is((await m.report('n1', 'web'))?.reason, 'config:colr: did you mean "color"?');
+    const before = (await m.kv.applied.get('n1.late'))!.revision;
+    const client = m.node('n1').startClientProcess();
+    try {
+      // Its first report of late written, so the key below comes after that fill: only a change of the module's keys can bring the hint.
+      await waitFor('late reported by the running client', async () => (await m.kv.applied.get('n1.late'))!.revision > before);
+      await m.setConfig('n1', 'late', 'color', 'red');
+      const hinted = await m.waitReport('n1', 'late', (r) => r.reason !== undefined);
+      assert.equal([hinted.state, hinted.reason], ['waiting', 'config:colr: did you mean "color"?']);
+    } finally {
+      client.child.kill('SIGTERM');
+      await client.exited;
+    }
+  }));
+
 test('--once on a node with no plans exits 0 saying so', () =>
   withMesh(async (m) => {
     const run = await once(m, ['--timeout', '10'], 'n9');

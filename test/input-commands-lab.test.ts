@@ -3,16 +3,19 @@
 // and the grammars they check before anything reaches the bus.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { ASSIGNMENTS, CONFIG } from '../src/shared/buckets.ts';
-import { configKey, parseConfigKey } from '../src/shared/keys.ts';
+import { parseConfigKey } from '../src/shared/keys.ts';
 import { placementFromFlags } from '../src/server/commands/assign.ts';
 import { configKeyNameProblem } from '../src/server/commands/config/key.ts';
 import { readImport } from '../src/server/commands/config/import.ts';
+import { openKv } from '../src/shared/bus.ts';
+import { configKey } from '../src/shared/keys.ts';
 import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle, type Runtime } from './helpers/bundle.ts';
 import { startNats, type NatsServer } from './helpers/nats.ts';
 import { SEED } from './helpers/random.ts';
@@ -93,6 +96,43 @@ test('a value past the bus’s max payload is refused with exit 2 naming its key
   const jsm = await jetstreamManager(nc);
   const info = await jsm.streams.info(`KV_${CONFIG}`, { subjects_filter: `$KV.${CONFIG}.n9.>` });
   assert.is(Object.keys(info.state.subjects ?? {}).length, 0, 'not even the small key');
+});
+
+// Runs a command with its stdin, stdout and stderr on a pseudo-terminal, and gives what the terminal received.
+const PTY = `
+import os, pty, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+out = b''
+while True:
+    try:
+        chunk = os.read(fd, 65536)
+    except OSError:
+        break
+    if not chunk:
+        break
+    out += chunk
+_, status = os.waitpid(pid, 0)
+sys.stdout.buffer.write(out)
+sys.exit(os.waitstatus_to_exitcode(status))
+`;
+
+test('config get of one key: to a terminal its control characters and bytes that are not UTF-8 are escaped, a newline after; piped, its bytes exactly', async () => {
+  // Written as another writer of mesh-config would: ESC sequences, BEL, a C1 CSI, a lone 0x9b byte, a newline.
+  const value = Buffer.concat([Buffer.from('a\x1b[2J\x1b]0;owned\x07b\u009bc'), Buffer.from([0x9b, 0xff]), Buffer.from('é\n')]);
+  const set = await server(['config', 'set', 'n1', 'tty', 'k', 'placeholder']);
+  assert.is(set.code, 0, set.stderr);
+  await (await openKv(nc, CONFIG)).put(configKey('n1', 'tty', 'k'), value);
+  const args = [join(dir, 'server.js'), 'config', 'get', 'n1', 'tty', 'k', '--nats', nats.url];
+  const tty = spawnSync('python3', ['-c', PTY, process.execPath, ...args], { timeout: 20_000 });
+  assert.is(tty.status, 0, String(tty.stderr));
+  // The terminal's line discipline writes each newline as CR LF.
+  const shown = tty.stdout.toString('latin1').replace(/\r\n/g, '\n');
+  assert.is(shown, 'a\\x1b[2J\\x1b]0;owned\\x07b\\x9bc\\x9b\\xff\xc3\xa9\\x0a\n');
+  const piped = spawnSync(process.execPath, args, { timeout: 20_000 });
+  assert.is(piped.status, 0, String(piped.stderr));
+  assert.ok(piped.stdout.equals(value), `piped: the bytes as they are, got ${piped.stdout.toString('hex')}`);
 });
 
 test('--help of assign, unassign and config lists their flags and the bus flags; the seat’s --help lists the commands', async () => {

@@ -4,13 +4,14 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KV } from '@nats-io/kv';
 import { USERS } from '../src/server/commands/bus-config/config.ts';
 import { ensureBuilt, ROOT } from './helpers/bundle.ts';
-import { withIsolatedMesh, type IsolatedMesh } from './helpers/isolated-mesh.ts';
+import { startMeshBus, withIsolatedMesh, type IsolatedMesh } from './helpers/isolated-mesh.ts';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { nodePaths, readIfExists } from './helpers/mesh-node.ts';
 import type { ModuleSpec } from './helpers/archive.ts';
 import { waitFor } from './helpers/wait.ts';
@@ -19,7 +20,7 @@ import { waitFor } from './helpers/wait.ts';
 type Ran = { code: number | null; stdout: Buffer; stderr: string };
 
 /** Runs `node dist/server.js <args…>` on the mesh as `user`, `stdin` written to it. */
-function server(m: IsolatedMesh, user: string, args: string[], stdin?: string | Uint8Array): Promise<Ran> {
+function server(m: Pick<IsolatedMesh, 'nats' | 'nkey'>, user: string, args: string[], stdin?: string | Uint8Array): Promise<Ran> {
   ensureBuilt('server');
   const child = spawn(process.execPath, [join(ROOT, 'dist', 'server.js'), ...args, '--nats', m.nats.url, '--nkey', m.nkey(user)], {
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -32,7 +33,7 @@ function server(m: IsolatedMesh, user: string, args: string[], stdin?: string | 
   return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout: Buffer.concat(out), stderr: err })));
 }
 
-const admin = (m: IsolatedMesh, args: string[], stdin?: string | Uint8Array) => server(m, USERS.admin, args, stdin);
+const admin = (m: Pick<IsolatedMesh, 'nats' | 'nkey'>, args: string[], stdin?: string | Uint8Array) => server(m, USERS.admin, args, stdin);
 const linesOf = (text: string | Buffer) =>
   String(text)
     .split('\n')
@@ -74,6 +75,7 @@ test('assign, config set, get, rm and unassign as admin: the node applies the pl
     assert.equal(linesOf(encoded.stdout), ['set n1 web shell:zsh (mesh-config_resolved n1.web.shell=3Azsh): 5 bytes, revision 2']);
     const assigned = await admin(m, ['assign', 'n1', 'web', '--dir', `config=${dir}`, '--port', 'http=8081']);
     assert.is(assigned.code, 0, assigned.stderr);
+    assert.is(assigned.stderr, '', 'a published module: no warning');
     assert.is(linesOf(assigned.stdout).length, 1);
     assert.match(
       String(assigned.stdout),
@@ -271,5 +273,62 @@ test('with the seat’s or a node’s login the input commands are refused in on
     assert.is(await holds(m.kv.assignments, 'n1.web'), false);
     assert.is(await holds(m.kv.config, 'n1.web.k'), false);
   }));
+
+test('on the generated bus before init, every input command refuses its missing bucket, says to run init first, and makes no stream; after init they write, assign warning of a module never published', async () => {
+  const bus = await startMeshBus({ nodes: ['n1'] });
+  try {
+    const dir = mkdtempSync(join(tmpdir(), 'mesh-before-init-'));
+    const file = (name: string, text: string) => (writeFileSync(join(dir, name), text), join(dir, name));
+    const templates = join(dir, 'templates');
+    mkdirSync(templates);
+    file('templates/web.conf', 'level ${config:level}\n');
+    const composition = file('composition.json', JSON.stringify({ module: 'web', build: '1', provisioning: { files: [] } }));
+    const imported = file('import.json', '{"n1":{"web":{"level":"info"}}}');
+    try {
+      for (const [args, bucket] of [
+        [['assign', 'n1', 'web', '--port', 'http=80'], 'mesh-controller_assignments'],
+        [['unassign', 'n1', 'web'], 'mesh-controller_assignments'],
+        [['config', 'set', 'n1', 'web', 'level', 'info'], 'mesh-config_resolved'],
+        [['config', 'get', 'n1', 'web', 'level'], 'mesh-config_resolved'],
+        [['config', 'rm', 'n1', 'web', 'level'], 'mesh-config_resolved'],
+        [['config', 'import', imported], 'mesh-config_resolved'],
+        [['publish', templates, '--composition', composition], 'mesh-catalog_archives'],
+      ] as const) {
+        const ran = await admin(bus, [...args]);
+        assert.is(ran.code, 1, `${args.join(' ')}: exit ${ran.code}: ${ran.stderr}`);
+        const said = linesOf(ran.stderr);
+        assert.is(said.length, 1, `${args.join(' ')}: one line: ${ran.stderr}`);
+        assert.match(said[0]!, new RegExp(`bucket ${bucket} is missing: run \`server\.js init\` with the admin login first`), args.join(' '));
+      }
+      const streams = [];
+      for await (const s of (await jetstreamManager(bus.admin)).streams.list()) streams.push(s.config.name);
+      assert.equal(streams, [], 'no stream made by an input command');
+      const init = await admin(bus, ['init', '--nodes', '1']);
+      assert.is(init.code, 0, init.stderr);
+      // A module never published is assigned all the same, with a warning (issue 31 item 18).
+      const assigned = await admin(bus, ['assign', 'n1', 'web', '--port', 'http=80']);
+      assert.is(assigned.code, 0, assigned.stderr);
+      assert.match(String(assigned.stdout), /^assigned web to n1/);
+      assert.equal(linesOf(assigned.stderr), [
+        'mesh-provisioner: warning: module web was never published (mesh-catalog_modules holds no web): the seat holds its plans until `server.js publish` puts it',
+      ]);
+      const published = await admin(bus, ['publish', templates, '--composition', composition]);
+      assert.is(published.code, 0, published.stderr);
+      const again = await admin(bus, ['assign', 'n1', 'web', '--port', 'http=81']);
+      assert.equal([again.code, again.stderr], [0, ''], 'published: no warning');
+      writeFileSync(composition, JSON.stringify({ module: 'web', build: '2', published: false, provisioning: { files: [] } }));
+      assert.is((await admin(bus, ['publish', templates, '--composition', composition])).code, 0);
+      const unpublished = await admin(bus, ['assign', 'n1', 'web', '--port', 'http=82']);
+      assert.is(unpublished.code, 0, unpublished.stderr);
+      assert.equal(linesOf(unpublished.stderr), [
+        'mesh-provisioner: warning: module web build 2 is not published yet (mesh-catalog_modules web: published false): the seat holds its plans until it is',
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  } finally {
+    await bus.close();
+  }
+});
 
 test.run();

@@ -166,6 +166,16 @@ test('publish --dry-run says the archive and the composition and writes nothing;
         /web\.conf:1: \$\{collected:zsh\}: collection "zsh" is not in the plan's collections/,
       ],
       ['unclosed', moduleFiles('r7', { 'web.conf': 'a=${config:name\n' }, { files: [webFile] }), /web\.conf:1: \$\{config:name is not closed/],
+      [
+        'a path climbing out of its dir',
+        moduleFiles('r10', { 'web.conf': WEB_CONF }, { files: [{ ...webFile, path: '${dir:config}/../../etc/passwd' }] }),
+        /^mesh-provisioner: file web\.conf: path "\$\{dir:config\}\/\.\.\/\.\.\/etc\/passwd" holds a "\.\." segment whatever the placement: the seat refuses every path it resolves to/m,
+      ],
+      [
+        'a secret path with a . segment',
+        moduleFiles('r11', { 'web.conf': WEB_CONF }, { files: [webFile], secrets: [{ name: 'key', path: '/srv/./${dir:config}' }] }),
+        /^mesh-provisioner: secret key: path "\/srv\/\.\/\$\{dir:config\}" holds a "\." segment whatever the placement/m,
+      ],
     ];
     for (const [why, files, expected] of refusals) {
       const run = await m.serverCommand(USERS.admin, ['publish', files.src, '--composition', files.composition]);
@@ -177,6 +187,23 @@ test('publish --dry-run says the archive and the composition and writes nothing;
       assert.is(await stored(m, module), undefined, why);
       assert.is(await m.kv.archives.info(`${module}-1.tar.gz`), null, why);
     }
+    // A build past a name's 255 bytes (DESIGN §3), from the file or --build: refused at once, naming the limit.
+    const long = 'b'.repeat(10_000);
+    const longFile = moduleFiles('r12', { 'web.conf': WEB_CONF }, { files: [webFile] }, { build: long });
+    for (const [args, code, line] of [
+      [[], 1, /composition\.json: field "build" is 10000 bytes, past the limit of 255 bytes of a name \(the archive is <module>-<build>\.tar\.gz\)/],
+      [['--build', long], 2, /^mesh-provisioner: --build is 10000 bytes, past the limit of 255 bytes of a name/],
+    ] as const) {
+      const started = Date.now();
+      const run = await m.serverCommand(USERS.admin, ['publish', longFile.src, '--composition', longFile.composition, ...args]);
+      assert.is(run.code, code, `${args.length > 0 ? '--build' : 'file'}: ${run.stdout}${run.stderr}`);
+      assert.ok(Date.now() - started < 3000, `refused at once, not after ${Date.now() - started} ms`);
+      assert.match(run.stderr, line);
+    }
+    assert.is(await stored(m, 'r12'), undefined);
+    const names: string[] = [];
+    for (const info of await m.kv.archives.list()) names.push(info.name);
+    assert.ok(!names.some((n) => n.startsWith('r1')), `no archive of a refused module: ${names.join(', ')}`);
     // Only the admin login writes the catalogue: the seat's is refused, and nothing is written.
     const asSeat = await m.serverCommand(USERS.seat, ['publish', dry.src, '--composition', dry.composition]);
     assert.is(asSeat.code, 1, asSeat.stdout);

@@ -7,7 +7,7 @@ import { describeFlags, openCommand, openFlagsOnly, unexpectedArgument, valueSou
 import { checkName, isName } from '../shared/keys.ts';
 import { commandFirst } from '../shared/command-first.ts';
 import { fail, ok, type Parsed } from '../shared/result.ts';
-import { VERB_WHATS } from '../shared/schemas.ts';
+import { buildProblem, VERB_WHATS } from '../shared/schemas.ts';
 import { loginCollision } from './commands/bus-config/config.ts';
 import { LEAF_FLAGS, parseLeafFlags } from './commands/bus-config/leaf-flags.ts';
 import { ASSIGN_OWN_FLAGS, parseAssign, parseConfig, parseUnassign } from './input-command-line.ts';
@@ -17,6 +17,7 @@ import { BACKUP_USAGE, parseBackupCommand, RESTORE_OWN_FLAGS } from './commands/
 import {
   DEFAULT_CREDENTIALS_DIR,
   DEFAULT_LISTEN,
+  DEFAULT_INIT_TIMEOUT_MS,
   DEFAULT_REPLICAS,
   DEFAULT_STATUS_LIMIT,
   DEFAULT_STORE_DIR,
@@ -63,6 +64,12 @@ const INIT_OWN_FLAGS = [
     type: 'int',
     arg: 'N',
     help: `the nodes the mesh will have; each stream allows ${CONSUMERS_PER_NODE} consumers a node and ${CONSUMERS_BESIDE_NODES} more, fixed when it is created (default ${DEFAULT_MESH_NODES})`,
+  },
+  {
+    name: 'timeout',
+    type: 'string',
+    arg: 'S',
+    help: `give up after S seconds waiting for a bus that does not answer yet (a cluster electing its leader), naming the bucket (default ${DEFAULT_INIT_TIMEOUT_MS / 1000})`,
   },
   ARCHIVES_FLAG,
 ] as const satisfies FlagTable;
@@ -128,11 +135,13 @@ const COMMAND_HELP = {
     bus: false,
   },
   init: {
-    usage: 'node server.js init [--replicas N] [--provider NAME …] [--nodes N] [flags]   (with the admin login)',
+    usage: 'node server.js init [--replicas N] [--provider NAME …] [--nodes N] [--timeout S] [flags]   (with the admin login)',
     about: [
       "init creates every bucket of the mesh (the seat's six, the inputs, the archives store, each provider's",
       '<NAME>_bound) with exactly its own subject, hardened, and a bounded max_consumers; run it with the admin',
-      'login before the seat, and again when a provider is added.',
+      'login before the seat, and again when a provider is added. It says each bucket as it is done; a bus that does not',
+      'answer yet (a cluster electing its leader) is asked again, saying so, until --timeout, then init names the bucket',
+      'it waited on and exits 1.',
     ],
     flags: INIT_OWN_FLAGS,
     bus: true,
@@ -363,7 +372,18 @@ function parseInit(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<Serv
   if (bad !== undefined) return { ok: false, reason: checkName('--provider:', bad)! };
   const archives = parseArchives(values.archives);
   if (!archives.ok) return archives;
-  return ok({ command: 'init', bus: bus.value, replicas: replicas.value, replicasFrom, nodes, providers, archives: archives.value });
+  const timeoutMs = parseInitTimeout(values.timeout);
+  if (!timeoutMs.ok) return timeoutMs;
+  return ok({
+    command: 'init',
+    bus: bus.value,
+    replicas: replicas.value,
+    replicasFrom,
+    nodes,
+    providers,
+    archives: archives.value,
+    timeoutMs: timeoutMs.value,
+  });
 }
 
 function parsePublish(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<ServerOptions> {
@@ -377,6 +397,8 @@ function parsePublish(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<S
   if (extra !== undefined) return unexpectedArgument(extra);
   const { composition, build } = values;
   if (composition === undefined) return { ok: false, reason: 'publish needs --composition FILE' };
+  const buildBad = build === undefined ? undefined : buildProblem(build);
+  if (buildBad !== undefined) return { ok: false, reason: `--build ${buildBad}` };
   const bus = busOptionsFrom(values, 'mesh-provisioner publish');
   if (!bus.ok) return bus;
   const archives = parseArchives(values.archives);
@@ -396,6 +418,18 @@ function parsePublish(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<S
 function parseReplicas(given: number | undefined, from: string): Parsed<number> {
   const replicas = given ?? DEFAULT_REPLICAS;
   return replicas < 1 || replicas > 5 ? { ok: false, reason: `${from} must be 1 to 5, got ${replicas}` } : ok(replicas);
+}
+
+/** The longest --timeout of init, in seconds: a day is past any cluster's election. */
+const MAX_INIT_TIMEOUT_S = 86_400;
+
+/** `--timeout S` of init, in ms: a number of seconds above 0, at most a day. */
+function parseInitTimeout(given: string | undefined): Parsed<number> {
+  if (given === undefined) return ok(DEFAULT_INIT_TIMEOUT_MS);
+  const seconds = /^\d+(\.\d+)?$/.test(given) ? Number(given) : NaN;
+  if (!(seconds > 0) || seconds > MAX_INIT_TIMEOUT_S)
+    return fail(`--timeout must be a number of seconds above 0 and at most ${MAX_INIT_TIMEOUT_S}, got "${given}"`);
+  return ok(Math.round(seconds * 1000));
 }
 
 function parseArchives(given: string | undefined): Parsed<string> {

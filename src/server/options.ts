@@ -80,7 +80,12 @@ export type InitRequest = {
   nodes: number;
   /** The archives object store. */
   archives: string;
+  /** How long init waits for a bus that does not answer yet before it gives up, in ms (`--timeout`). */
+  timeoutMs: number;
 };
+
+/** How long init waits for the bus when `--timeout` is not given, in ms. */
+export const DEFAULT_INIT_TIMEOUT_MS = 60_000;
 
 /** What bus-config was asked for. */
 export type BusConfigOptions = {

@@ -1,5 +1,6 @@
 // The flags every program uses to reach the bus (DESIGN §10), shared by server and client.
 import { existsSync } from 'node:fs';
+import { regularFileProblem } from './regular-file.ts';
 import type { BusOptions } from './bus.ts';
 import type { FlagTable, FlagValues } from './flags.ts';
 import { checkSeedFile } from './login.ts';
@@ -7,6 +8,9 @@ import type { Parsed } from './result.ts';
 
 /** The bus URL used when none is given. */
 export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';
+
+/** The largest login file read (a seed, a creds file, a CA bundle): far past any, short of exhausting memory. */
+export const MAX_LOGIN_FILE_BYTES = 1024 * 1024;
 
 /** Flags for reaching and authenticating to the bus. */
 export const BUS_FLAGS = [
@@ -34,7 +38,11 @@ export function busOptionsFrom(flags: FlagValues<typeof BUS_FLAGS>, name: string
     ['--nkey', nkey],
     ['--tls-ca', tlsCa],
   ] as const) {
-    if (file && !existsSync(file)) return { ok: false, reason: `${flag}: no file at ${file}` };
+    if (!file) continue;
+    if (!existsSync(file)) return { ok: false, reason: `${flag}: no file at ${file}` };
+    // A FIFO would hang the program's read, a device fill its memory: refused before anything reads it.
+    const problem = regularFileProblem(file, MAX_LOGIN_FILE_BYTES);
+    if (problem !== undefined) return { ok: false, reason: `${flag}: ${problem}` };
   }
   // Read here so that a file that is no seed is said as such (exit 2), not as a bus that cannot be reached.
   const seed = nkey ? checkSeedFile(nkey) : undefined;

@@ -1,6 +1,7 @@
 // Naming the login a program was given (issue 22): when the bus refuses it something, the operator
 // is told which key it was and which flag to check, never only the server's words.
-import { readFileSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
+import { readRegularFile } from './regular-file.ts';
 import { nkeys, type NatsConnection } from '@nats-io/transport-node';
 import type { BusOptions } from './connect.ts';
 import { errorText, isPermissionViolation } from './errors.ts';
@@ -20,6 +21,9 @@ export function publicKeyOfSeedText(text: string): string | undefined {
   }
 }
 
+/** The largest seed file read: a seed is 58 bytes; a file far larger is no seed. */
+const MAX_SEED_FILE_BYTES = 64 * 1024;
+
 /** A seed file that will do: its public key, and a warning when others than its owner may read it. */
 export type SeedFile = {
   /** The seed's public key (`U…`), as the bus configuration names the user. */
@@ -34,10 +38,12 @@ export type SeedFile = {
  * others may read is not refused (the program would stop over what is not its to fix); it is warned of.
  */
 export function checkSeedFile(file: string): Parsed<SeedFile> {
-  let text: string;
   let mode: number;
+  // Read bounded, a regular file only: a FIFO or /dev/zero given as --nkey must not hang or fill the program.
+  const read = readRegularFile(file, MAX_SEED_FILE_BYTES);
+  if (!read.ok) return fail(`--nkey ${file}: cannot read it (${read.reason})`);
+  const text = Buffer.from(read.value).toString('utf8').trim();
   try {
-    text = readFileSync(file, 'utf8').trim();
     mode = statSync(file).mode & 0o777;
   } catch (err) {
     return fail(`--nkey ${file}: cannot read it (${errorText(err)})`);
@@ -64,11 +70,8 @@ export function whichLogin(bus: Pick<BusOptions, 'nkey' | 'creds' | 'user' | 'to
 }
 
 function publicKeyIn(file: string): string | undefined {
-  try {
-    return publicKeyOfSeedText(readFileSync(file, 'utf8'));
-  } catch {
-    return undefined;
-  }
+  const read = readRegularFile(file, MAX_SEED_FILE_BYTES);
+  return read.ok ? publicKeyOfSeedText(Buffer.from(read.value).toString('utf8')) : undefined;
 }
 
 /** The user `bus-config` makes for a node's client (USERS.client there), whose seed the client is given. */

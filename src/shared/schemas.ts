@@ -52,6 +52,18 @@ export function isNormalAbsolutePath(path: string): boolean {
   return pathProblem(path) === undefined;
 }
 
+/**
+ * Says why a text cannot be a build: empty, or past MAX_TOKEN_BYTES — a name (DESIGN §3), and the
+ * archive `publish` stores is named `<module>-<build>.tar.gz` in an object store whose names travel
+ * in subjects; nothing when it can.
+ */
+export function buildProblem(build: string): string | undefined {
+  if (build === '') return 'is empty';
+  const bytes = Buffer.byteLength(build);
+  if (bytes > MAX_TOKEN_BYTES) return `is ${bytes} bytes, past the limit of ${MAX_TOKEN_BYTES} bytes of a name (the archive is <module>-<build>.tar.gz)`;
+  return undefined;
+}
+
 /** Says why a text cannot be a KV key: past MAX_KEY_BYTES. */
 export function keyProblem(text: string): string | undefined {
   const bytes = Buffer.byteLength(text);
@@ -195,7 +207,7 @@ export type Composition = v.InferOutput<typeof CompositionSchema>;
  */
 export const CompositionFileSchema = strictFields({
   ...COMPOSITION_ENTRIES,
-  build: v.optional(text),
+  build: v.optional(checked(buildProblem)),
   published: v.optional(v.boolean(), true),
 });
 /** A composition file as `publish` reads it. */

@@ -92,6 +92,7 @@ export function fillModule(plan: Plan, templates: TemplateSet, sources: ValueLoo
       const read = p.kind === 'secret' ? credentialMark(plan, p.name, sources) : sources.lookup(plan, p);
       if (read) {
         dependencies.add(read.dependency);
+        if (read.alsoRead !== undefined) dependencies.add(read.alsoRead);
         found = read;
       }
       if (found.state === 'failed')
@@ -100,6 +101,7 @@ export function fillModule(plan: Plan, templates: TemplateSet, sources: ValueLoo
       if (found.state === 'waiting') {
         need.met = false;
         note(waiting, `${p.kind}:${p.name}`, () => ({ kind: p.kind, name: p.name, files: [] }), target.label);
+        for (const n of found.notes ?? []) if (!notes.includes(n)) notes.push(n);
         waits = true;
       } else {
         values[i] = found.text;

@@ -8,6 +8,7 @@ import { configKey, parseConfigKey } from '../../shared/keys.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { Lookup, OnChange, Source, Wanted } from './source.ts';
 import type { Plan } from '../../shared/schemas.ts';
+import { didYouMean } from '../../shared/nearest.ts';
 
 // A value keeps every byte, a leading byte-order mark too.
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
@@ -25,10 +26,18 @@ export class ConfigValues {
     else values.set(key, value);
   }
 
-  /** The value of `key` for `module` as text; a value that is not UTF-8 fails the files naming it. */
+  /**
+   * The value of `key` for `module` as text; a value that is not UTF-8 fails the files naming it.
+   * A key the module has not got waits, with the nearest key it has as a hint (a typo in a
+   * template's `${config:colr}` waits for ever otherwise, saying nothing).
+   */
   lookup(module: string, key: string): Lookup {
-    const bytes = this.#byModule.get(module)?.get(key);
-    if (!bytes) return { state: 'waiting' };
+    const values = this.#byModule.get(module);
+    const bytes = values?.get(key);
+    if (!bytes) {
+      const hint = values === undefined ? undefined : didYouMean(key, values.keys());
+      return hint === undefined ? { state: 'waiting' } : { state: 'waiting', notes: [`config:${key}: ${hint}`] };
+    }
     try {
       return { state: 'value', text: UTF8.decode(bytes) };
     } catch {
@@ -42,6 +51,14 @@ export function configDependency(module: string, key: string): string {
   return `config:${module}:${key}`;
 }
 
+/**
+ * The dependency key of a module's set of config keys, which a waiting key's hint reads: any key of
+ * the module set or removed changes it. One colon only, so no `prov.changed` notice is made of it.
+ */
+export function configKeysDependency(module: string): string {
+  return `config-keys:${module}`;
+}
+
 /** Starts the config source of `node`: its watch runs until stopped, and says each changed key. */
 export function configSource(nc: NatsConnection, node: string, log: Logger, onChange: OnChange): Source & { values: ConfigValues } {
   const values = new ConfigValues(node);
@@ -53,14 +70,19 @@ export function configSource(nc: NatsConnection, node: string, log: Logger, onCh
       const key = parseConfigKey(e.key);
       if (!key.ok) return log.warn(`${CONFIG} ${e.key}: key out of shape: ${key.reason}`);
       values.set(key.value.module, key.value.key, e.value);
-      onChange([configDependency(key.value.module, key.value.key)]);
+      onChange([configDependency(key.value.module, key.value.key), configKeysDependency(key.value.module)]);
     },
     log,
   );
   return {
     name: 'config',
     values,
-    lookup: (plan: Plan, wanted: Wanted) => ({ ...values.lookup(plan.module, wanted.name), dependency: configDependency(plan.module, wanted.name) }),
+    lookup: (plan: Plan, wanted: Wanted) => {
+      const found = values.lookup(plan.module, wanted.name);
+      const dependency = configDependency(plan.module, wanted.name);
+      // A waiting key's hint reads the module's other keys: one set or removed fills the module again.
+      return found.state === 'waiting' ? { ...found, dependency, alsoRead: configKeysDependency(plan.module) } : { ...found, dependency };
+    },
     caughtUp: watch.caughtUp,
     settled: () => watch.settled ?? watch.caughtUp,
     stop: () => watch.stop(),

@@ -7,9 +7,10 @@ export type Wanted = { kind: string; name: string };
 
 /**
  * What a source knows of one value: its text (with `notes` on what it left out, said in the
- * module's report), that it is not there yet, or that it fails the module.
+ * module's report), that it is not there yet (with `notes` that help find why: a name's nearest
+ * known one), or that it fails the module.
  */
-export type Lookup = { state: 'value'; text: string; notes?: string[] } | { state: 'waiting' } | { state: 'failed'; reason: string };
+export type Lookup = { state: 'value'; text: string; notes?: string[] } | { state: 'waiting'; notes?: string[] } | { state: 'failed'; reason: string };
 
 /** A lookup's answer: the value, the wait or the failure, together with the dependency key it read. */
 export type Found = Lookup & {
@@ -20,6 +21,8 @@ export type Found = Lookup & {
    * the modules that read it again.
    */
   dependency: string;
+  /** A second key the answer read (a waiting config key's hint reads the module's other keys): its change fills the module again too. */
+  alsoRead?: string;
 };
 
 /** Finds a placeholder's value for the plan's module: the node's sources, or a test's table. */

@@ -12,6 +12,7 @@ import { fail, ok, type Parsed } from '../../shared/result.ts';
 import { MAX_PATH_BYTES, pathProblem, PLACEHOLDER_NAME_PATTERN, tokenProblem, type Assignment, type Placement } from '../../shared/schemas.ts';
 import { safeJson } from '../../shared/safe-text.ts';
 import { inputFailure, isUnchanged, openInputBucket, readStored } from './input-bucket.ts';
+import { catalogueWarning } from './assign-catalogue.ts';
 
 type Say = (line: string) => void;
 
@@ -86,7 +87,10 @@ export function assignmentSizeProblem(assignment: Assignment): string | undefine
   return bytes > MAX_PLAN_BYTES ? `the assignment is ${bytes} bytes, past the limit of ${MAX_PLAN_BYTES} bytes the seat reads` : undefined;
 }
 
-/** Writes the assignment (unless the bucket holds these bytes already); one line said, resolves the exit code. */
+/**
+ * Writes the assignment (unless the bucket holds these bytes already); one line said, and a warning
+ * when the module was never published or is not yet (exit 0 all the same). Resolves the exit code.
+ */
 export async function runAssign(nc: NatsConnection, assignment: Assignment, replicas: number, out: Say, err: Say): Promise<number> {
   const bytes = jsonBytes(assignment);
   const key = nodeModuleKey(assignment.node, assignment.module);
@@ -96,14 +100,16 @@ export async function runAssign(nc: NatsConnection, assignment: Assignment, repl
     const stored = await readStored(kv, key);
     if (isUnchanged(stored, bytes)) {
       out(`${assignment.module} is assigned to ${assignment.node} with that placement already: unchanged (${where}, revision ${stored!.revision})`);
-      return 0;
+    } else {
+      const revision = await kv.put(key, bytes);
+      out(`assigned ${assignment.module} to ${assignment.node}, placement ${safeJson(assignment.placement)} (${where}, revision ${revision})`);
     }
-    const revision = await kv.put(key, bytes);
-    out(`assigned ${assignment.module} to ${assignment.node}, placement ${safeJson(assignment.placement)} (${where}, revision ${revision})`);
-    return 0;
   } catch (e) {
     return (err(inputFailure(e, ASSIGNMENTS)), 1);
   }
+  const warning = await catalogueWarning(nc, assignment.module);
+  if (warning !== undefined) err(`warning: ${warning}`);
+  return 0;
 }
 
 /** Deletes the assignment; a missing one is said and exits 1 (the command did nothing). Resolves the exit code. */

@@ -4,7 +4,7 @@
 // there is compared with what was asked and updated where nats-server can (init-bucket.ts); what
 // stays different is said, counted in the closing lines, and makes init exit 1.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { askedAgain, BUCKET_TIMING, bucketManager, type BucketTiming } from '../../shared/bucket-bind.ts';
+import { BUCKET_API_TIMEOUT_MS, bucketManager } from '../../shared/bucket-bind.ts';
 import { maxConsumersFor } from '../../shared/bucket-spec.ts';
 import { meshBuckets } from '../../shared/buckets.ts';
 import type { InitRequest } from '../options.ts';
@@ -12,23 +12,35 @@ import { errorText, isPermissionViolation } from '../../shared/errors.ts';
 import { isTooManyReplicas, tooManyReplicasLine } from '../seat/replicas-hint.ts';
 import { describeHolding, initBucket, type Outcome } from './init-bucket.ts';
 import type { Asked } from './init-drift.ts';
+import { InitGaveUp, untilAnswered, type InitClock } from './init-wait.ts';
 
 /** One bucket's outcome, by name (absent `outcome`: it could not be made or read). */
 type Result = { name: string; outcome?: Outcome };
 
+/** How init's calls wait: each call's timeout, and the clock its `--timeout` is measured by (tests hand in their own). */
+export type InitTiming = { callMs: number; clock?: Omit<InitClock, 'deadline'> };
+
 /**
- * Creates or checks every bucket, one line each through `say`; resolves 0, or 1 when a bucket is
- * not as asked. A bucket the bus leaves unanswered (a cluster still forming, init run just after its
- * servers started) is looked at and asked again (askedAgain), saying so.
+ * Creates or checks every bucket, one line each through `say` as it is done; resolves 0, or 1 when
+ * a bucket is not as asked. A bucket the bus does not answer yet (a cluster electing its leader,
+ * init run just after its servers started) is asked again until `req.timeoutMs` has passed since
+ * init began (init-wait.ts), saying so; then init stops there, naming the bucket, and exits 1.
  */
-export async function runInit(nc: NatsConnection, req: InitRequest, say: (line: string) => void, timing: BucketTiming = BUCKET_TIMING): Promise<number> {
-  const jsm = await bucketManager(nc, timing.timeoutMs);
+export async function runInit(
+  nc: NatsConnection,
+  req: InitRequest,
+  say: (line: string) => void,
+  timing: InitTiming = { callMs: BUCKET_API_TIMEOUT_MS },
+): Promise<number> {
+  const now = timing.clock?.now ?? Date.now;
+  const clock: InitClock = { ...timing.clock, now, deadline: now() + req.timeoutMs };
   const asked: Asked = { replicas: req.replicas, maxConsumers: maxConsumersFor(req.nodes), nodes: req.nodes, replicasFrom: req.replicasFrom };
+  const specs = meshBuckets(req.providers, req.archives);
   const results: Result[] = [];
   let tooManyReplicas: string | undefined;
-  for (const spec of meshBuckets(req.providers, req.archives)) {
+  for (const spec of specs) {
     try {
-      const outcome = await askedAgain(spec.name, timing, say, () => initBucket(jsm, spec, asked));
+      const outcome = await untilAnswered(spec.name, clock, timing.callMs, say, async (ms) => initBucket(await bucketManager(nc, ms), spec, asked));
       for (const line of outcome.lines) say(line);
       results.push({ name: spec.name, outcome });
       tooManyReplicas ??= outcome.tooManyReplicas;
@@ -40,6 +52,7 @@ export async function runInit(nc: NatsConnection, req: InitRequest, say: (line: 
         );
         return 1;
       }
+      if (err instanceof InitGaveUp) return (say(gaveUpLine(err, req.timeoutMs, results.length, specs.length)), 1);
       say(`bucket ${spec.name}: ${errorText(err)}`);
       results.push({ name: spec.name });
       if (isTooManyReplicas(err)) tooManyReplicas ??= errorText(err);
@@ -48,6 +61,14 @@ export async function runInit(nc: NatsConnection, req: InitRequest, say: (line: 
   for (const line of closingLines(results, asked)) say(line);
   if (tooManyReplicas !== undefined) say(tooManyReplicasLine(req.replicas, req.replicasFrom, tooManyReplicas));
   return results.every((r) => r.outcome?.state === 'ready') ? 0 : 1;
+}
+
+/** `init gave up after 60 s waiting for bucket B (…); 3 of 11 buckets were done before it, …`. */
+function gaveUpLine(err: InitGaveUp, timeoutMs: number, done: number, all: number): string {
+  return (
+    `init gave up after ${timeoutMs / 1000} s waiting for bucket ${err.bucket} (${err.lastAnswer}); ${done} of ${all} buckets were done before it, ` +
+    'as said above: run init again once the bus answers (a cluster needs most of its servers up to elect a leader), or with a longer --timeout'
+  );
 }
 
 /** The summary: every bucket ready as asked, or how many are not, which, and what the buckets hold now. */

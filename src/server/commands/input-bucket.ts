@@ -1,11 +1,13 @@
 // The input buckets as the input commands reach them (DESIGN §3, §13): each bound as every program
-// binds a bucket — refused when it holds more than its own subject — and created as `init` would
-// when it is missing and the login may create streams (a bus without isolation); every failure
-// said as one line an operator can act on.
+// binds a bucket — refused when it holds more than its own subject — and, when missing, created as
+// `init` would on a bus without isolation, or refused on one with isolation, where only `init` makes
+// buckets (each sized for the fleet, which nats-server cannot change later); every failure said as
+// one line an operator can act on.
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { BucketMissingError, BucketRefusedError } from '../../shared/bucket-bind.ts';
-import { ensureKv } from '../../shared/bus.ts';
+import { BucketMissingError, BucketRefusedError, bucketManager, ensureBucket, inspectBucket } from '../../shared/bucket-bind.ts';
+import { DEFAULT_MESH_NODES, kvBucket, maxConsumersFor, type BucketSpec } from '../../shared/bucket-spec.ts';
+import { openKv } from '../../shared/bus.ts';
 import { describeBusError, errorText, isPermissionViolation } from '../../shared/errors.ts';
 import { sameBytes } from '../../shared/bytes.ts';
 
@@ -20,9 +22,41 @@ export type InputBucket = {
 /** A key's value as the bucket holds it now: its bytes and revision, or nothing (never written, or deleted). */
 export type Stored = { value: Uint8Array; revision: number } | undefined;
 
-/** Binds the input bucket: checked, created when missing where the login may, opened; `warn` hears what is said but not refused. */
-export function openInputBucket(nc: NatsConnection, input: InputBucket, warn: (line: string) => void): Promise<KV> {
-  return ensureKv(nc, input.bucket, input.replicas, warn);
+/** Binds the input bucket (bindInputBucket) and opens it; `warn` hears what is said but not refused. */
+export async function openInputBucket(nc: NatsConnection, input: InputBucket, warn: (line: string) => void): Promise<KV> {
+  await bindInputBucket(nc, kvBucket(input.bucket), input.replicas, warn);
+  return openKv(nc, input.bucket);
+}
+
+/**
+ * Whether the bus isolates its logins (DESIGN §11), as a command can tell: the bus asks for a login.
+ * Isolation gives every program a login of its own, so a bus that asks for none has none; one that
+ * asks but holds one shared account is taken as isolated too, which costs a run of `init`, the
+ * documented first step on any bus (docs/decisions.md).
+ */
+export function busIsolates(nc: NatsConnection): boolean {
+  return nc.info?.auth_required === true;
+}
+
+/**
+ * Checks an input bucket (or the archives store): refused when it holds more than its bucket;
+ * when missing, made as `init` makes it on a bus without isolation (`replicas` copies, the default
+ * mesh's bound on consumers), and a BucketMissingError saying to run `init` first on one with it.
+ */
+export async function bindInputBucket(nc: NatsConnection, spec: BucketSpec, replicas: number, warn: (line: string) => void): Promise<void> {
+  if (!busIsolates(nc)) {
+    await ensureBucket(nc, spec, { replicas, maxConsumers: maxConsumersFor(DEFAULT_MESH_NODES) }, warn);
+    return;
+  }
+  const found = await inspectBucket(await bucketManager(nc), spec);
+  if (found.state === 'unchecked') throw new Error(`bucket ${spec.name}: its stream could not be read: ${found.reason}`, { cause: found.cause });
+  if (found.state === 'missing') {
+    throw new BucketMissingError(
+      `bucket ${spec.name} is missing: run \`server.js init\` with the admin login first — on a bus with logins only init makes the buckets, ` +
+        'each sized by its --nodes and --replicas, which nats-server cannot change once a bucket is made',
+    );
+  }
+  for (const w of found.warnings) warn(`bucket ${spec.name}: ${w}`);
 }
 
 /** The value stored under `key`, or nothing when the key was never written or its last write deleted it. */

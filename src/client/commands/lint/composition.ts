@@ -2,7 +2,7 @@
 // would get but for the placement — which is each node's assignment — so `lint --plan` and
 // `publish` judge its templates with the very checks a plan gets. What would fail every plan
 // composed from it (a secret named twice, a path no placement can make absolute) is said too.
-import { parsePlaceholders } from '../../../shared/placeholders.ts';
+import { parsePlaceholders, scanPlaceholders } from '../../../shared/placeholders.ts';
 import { isPlacementKind } from '../../../shared/registry.ts';
 import type { Composition, Plan } from '../../../shared/schemas.ts';
 
@@ -47,11 +47,31 @@ export function planOfComposition(composition: ComposedFields): UnplacedPlan {
   return { plan, problems };
 }
 
-/** What no assignment can put right in a file's or secret's path: a placeholder that is not placement, or a start that is not `/` or one. */
+/**
+ * What no assignment can put right in a file's or secret's path: a placeholder that is not
+ * placement, a start that is not `/` or one, or a `.` or `..` segment of text alone.
+ */
 function pathProblems(what: string, path: string): string[] {
   const problems = parsePlaceholders(path)
     .filter((p) => !isPlacementKind(p.kind))
     .map((p) => `${what}: path "${path}": \${${p.kind}:${p.name}} is not a placement kind (dir, access, port, seat, machine)`);
   if (!path.startsWith('/') && !path.startsWith('${')) problems.push(`${what}: path "${path}" is not absolute`);
+  const dots = fixedDotSegment(path);
+  if (dots !== undefined)
+    problems.push(
+      `${what}: path "${path}" holds a "${dots}" segment whatever the placement: the seat refuses every path it resolves to (a path is absolute and normal)`,
+    );
   return problems;
+}
+
+/**
+ * The first `.` or `..` segment of a path template that no placement can change: one bounded by
+ * `/` or the path's ends, no placeholder inside it or touching it. (A segment touching one, `..${x}`,
+ * depends on the value.)
+ */
+function fixedDotSegment(path: string): string | undefined {
+  const { literals } = scanPlaceholders(path);
+  // Each placeholder's place is one character no literal segment can be made of.
+  const segments = literals.join('\0').split('/');
+  return segments.find((s) => s === '.' || s === '..');
 }

@@ -1,10 +1,9 @@
 // `config set|get|rm|import` (DESIGN §13) on `mesh-config_resolved`: each action made ready before the
 // bus is reached — a value read from stdin, an import file read and checked whole — so input that is
 // wrong exits 2 with nothing written, then run with the admin login.
-import { readFile, stat } from 'node:fs/promises';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { CONFIG } from '../../../shared/buckets.ts';
-import { errorText } from '../../../shared/errors.ts';
+import { readRegularFile } from '../../../shared/regular-file.ts';
 import { fail, ok, type Parsed } from '../../../shared/result.ts';
 import type { ConfigArgs } from '../../options.ts';
 import { inputFailure, openInputBucket } from '../input-bucket.ts';
@@ -22,6 +21,8 @@ export type ConfigIo = {
   err: Say;
   /** Bytes for stdout as they are: `config get` of one key. */
   write(bytes: Uint8Array): void;
+  /** Whether stdout is a terminal: `config get` of one key shows it escaped there (§3), its bytes elsewhere. */
+  terminal: boolean;
   /** Stdin, read whole up to `maxBytes` (a reason past it): a `-` value or import file. */
   readStdin(maxBytes: number): Promise<Parsed<Uint8Array>>;
 };
@@ -64,7 +65,7 @@ export async function runConfig(nc: NatsConnection, ready: ReadyConfig, replicas
         return (await removeConfig(kv, ready.target, io.out, io.err)) ? 0 : 1;
       case 'get':
         if (ready.key === undefined) return (await listConfig(nc, ready.node, ready.module, io.out, io.err), 0);
-        return (await getConfig(kv, { node: ready.node, module: ready.module, key: ready.key }, io.write, io.err)) ? 0 : 1;
+        return (await getConfig(kv, { node: ready.node, module: ready.module, key: ready.key }, io.write, io.err, io.terminal)) ? 0 : 1;
       case 'import':
         return (await importConfig(nc, ready.entries, io.out, io.err)) ? 0 : 1;
     }
@@ -84,16 +85,14 @@ function payloadProblem(ready: ReadyConfig, maxPayload: number | undefined): str
   return undefined;
 }
 
-/** The import file's bytes (stdin for `-`), refused past MAX_IMPORT_BYTES before it is read whole. */
+/**
+ * The import file's bytes (stdin for `-`): a regular file only — a FIFO, a device or a directory
+ * refused at once — refused past MAX_IMPORT_BYTES by its size, before it is read.
+ */
 async function readImportFile(file: string, readStdin: ConfigIo['readStdin']): Promise<Parsed<Uint8Array>> {
   if (file === '-') return readStdin(MAX_IMPORT_BYTES);
-  try {
-    const size = (await stat(file)).size;
-    if (size > MAX_IMPORT_BYTES) return fail(`config import: ${file} is ${size} bytes, past the limit of ${MAX_IMPORT_BYTES} bytes`);
-    return ok(await readFile(file));
-  } catch (err) {
-    return fail(`config import: cannot read ${file}: ${errorText(err)}`);
-  }
+  const read = readRegularFile(file, MAX_IMPORT_BYTES);
+  return read.ok ? read : fail(`config import: ${read.reason}`);
 }
 
 /** Reads a stream to its end, refused as soon as it passes `maxBytes`. */

@@ -5,6 +5,8 @@ import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { CONFIG } from '../../../shared/buckets.ts';
 import { compareKeys, configKey, parseConfigKey } from '../../../shared/keys.ts';
+import { safeText } from '../../../shared/safe-text.ts';
+import { firstInvalidUtf8 } from '../../../client/fill/utf8.ts';
 import { COMMAND_READ_TIMEOUT_MS, readAll } from '../../../shared/watch/read-all.ts';
 import { readStored } from '../input-bucket.ts';
 import { describeTarget, type ConfigTarget } from './set.ts';
@@ -14,15 +16,33 @@ type Say = (line: string) => void;
 // Fatal: a value that is not UTF-8 is said, not shown with replacement characters.
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
-/** Hands the value's bytes to `write` as they are; resolves false (said on `err`) when the key holds none. */
-export async function getConfig(kv: KV, target: ConfigTarget, write: (bytes: Uint8Array) => void, err: Say): Promise<boolean> {
+/**
+ * Hands the value's bytes to `write` as they are, or, for a terminal, as it shows them
+ * (valueForTerminal); resolves false (said on `err`) when the key holds none.
+ */
+export async function getConfig(kv: KV, target: ConfigTarget, write: (bytes: Uint8Array) => void, err: Say, terminal = false): Promise<boolean> {
   const stored = await readStored(kv, configKey(target.node, target.module, target.key));
   if (stored === undefined) {
     err(`${describeTarget(target)} holds no value`);
     return false;
   }
-  write(stored.value);
+  write(terminal ? new TextEncoder().encode(valueForTerminal(stored.value)) : stored.value);
   return true;
+}
+
+/**
+ * A value as a terminal is shown it (DESIGN §3, text shown to a person): safe text — a control
+ * character as `\x1b`, a newline as `\x0a` — each byte that is not UTF-8 as `\xHH` too (a lone
+ * 0x9b is CSI to some terminals), and a newline after it, so the prompt starts a line of its own.
+ */
+export function valueForTerminal(bytes: Uint8Array): string {
+  let shown = '';
+  let rest = bytes;
+  for (let bad = firstInvalidUtf8(rest); bad !== undefined; bad = firstInvalidUtf8(rest)) {
+    shown += `${safeText(UTF8.decode(rest.subarray(0, bad)))}\\x${rest[bad]!.toString(16).padStart(2, '0')}`;
+    rest = rest.subarray(bad + 1);
+  }
+  return `${shown}${safeText(UTF8.decode(rest))}\n`;
 }
 
 /**

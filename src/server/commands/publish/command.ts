@@ -6,6 +6,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { BucketMissingError, BucketRefusedError } from '../../../shared/bucket-bind.ts';
 import { MODULES } from '../../../shared/buckets.ts';
 import { errorText, isPermissionViolation } from '../../../shared/errors.ts';
+import { MAX_SUBJECT_BYTES } from '../../../shared/limits.ts';
 import { CompositionSchema, decodeJson } from '../../../shared/schemas.ts';
 import type { PublishRequest } from '../../options.ts';
 import { readModuleArchive, type ModuleArchive } from './archive.ts';
@@ -74,12 +75,25 @@ function publicationOf(
   composition: CheckedComposition,
 ): { ok: true; value: Publication } | { ok: false; reason: string } {
   const name = `${composition.module}-${composition.build}.tar.gz`;
+  const nameBad = archiveNameProblem(req.archives, name);
+  if (nameBad !== undefined) return { ok: false, reason: nameBad };
   const { module, build, published, ...rest } = composition.value;
   const value = { module, build, published, archive: { ref: `obj://${req.archives}/${name}`, digest: digestOf(archive.bytes) }, ...rest };
   const bytes = new TextEncoder().encode(JSON.stringify(value));
   const read = decodeJson(CompositionSchema, bytes);
   if (!read.ok) return read;
   return { ok: true, value: { archives: req.archives, name, bytes: archive.bytes, module: composition.module, build: composition.build, composition: bytes } };
+}
+
+/**
+ * Says why the object store cannot hold an archive of this name: nats.js carries it base64url in a
+ * subject (`$O.<bucket>.M.<name>`), which past MAX_SUBJECT_BYTES (DESIGN §3) the bus would refuse
+ * by dropping the connection; nothing when it fits.
+ */
+function archiveNameProblem(archives: string, name: string): string | undefined {
+  const bytes = `$O.${archives}.M.${Buffer.from(name).toString('base64url')}`.length;
+  if (bytes <= MAX_SUBJECT_BYTES) return undefined;
+  return `the archive name ${name.slice(0, 80)}… makes a subject of ${bytes} bytes in the object store ${archives}, past the limit of ${MAX_SUBJECT_BYTES} bytes`;
 }
 
 function digestOf(bytes: Uint8Array): string {

@@ -3,8 +3,7 @@
 // and made into the value to write, its fields as the author wrote them.
 import { MAX_PLAN_BYTES, parseBoundedJson } from '../../../shared/limits.ts';
 import { CompositionFileSchema, validateEach } from '../../../shared/schemas.ts';
-import { errorText } from '../../../shared/errors.ts';
-import { readFileWithin } from '../../../client/archive/fetch.ts';
+import { readRegularFile } from '../../../shared/regular-file.ts';
 import type { ComposedFields } from '../../../client/commands/lint/composition.ts';
 
 /** A composition file that passed: what to write (without its archive) and what the templates are judged against. */
@@ -22,15 +21,14 @@ export type CheckedComposition = {
 /** The checked composition, or every problem found (`unreadable`: the file could not be read at all). */
 export type ReadComposition = { ok: true; value: CheckedComposition } | { ok: false; problems: string[]; unreadable: boolean };
 
-/** Reads and checks the composition file at `path`, `build` (from `--build`) in place of its own. */
+/**
+ * Reads and checks the composition file at `path`, `build` (from `--build`) in place of its own: a
+ * regular file only, refused past a composition's limit (DESIGN §3) by its size, before it is read.
+ */
 export async function readCompositionFile(path: string, build?: string): Promise<ReadComposition> {
-  let bytes: Uint8Array;
-  try {
-    bytes = await readFileWithin(path, MAX_PLAN_BYTES);
-  } catch (err) {
-    return { ok: false, unreadable: true, problems: [`cannot read ${path}: ${errorText(err, { cause: true })}`] };
-  }
-  const raw = parseBoundedJson(bytes, { maxBytes: MAX_PLAN_BYTES });
+  const read = readRegularFile(path, MAX_PLAN_BYTES);
+  if (!read.ok) return { ok: false, unreadable: true, problems: [read.reason] };
+  const raw = parseBoundedJson(read.value, { maxBytes: MAX_PLAN_BYTES });
   if (!raw.ok) return refused([raw.reason]);
   if (typeof raw.value !== 'object' || raw.value === null || Array.isArray(raw.value)) return refused(['is not a JSON object']);
   return checkComposition(raw.value as Record<string, unknown>, build);

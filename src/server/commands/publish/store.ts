@@ -3,12 +3,12 @@
 // then the composition that names it, so no composition ever names an archive not there yet.
 import { Objm } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { ensureBucket } from '../../../shared/bucket-bind.ts';
-import { DEFAULT_MESH_NODES, maxConsumersFor, objBucket } from '../../../shared/bucket-spec.ts';
+import { kvBucket, objBucket } from '../../../shared/bucket-spec.ts';
 import { MODULES } from '../../../shared/buckets.ts';
-import { ensureKv } from '../../../shared/bus.ts';
+import { openKv } from '../../../shared/bus.ts';
 import { errorText } from '../../../shared/errors.ts';
 import { DEFAULT_REPLICAS } from '../../options.ts';
+import { bindInputBucket } from '../input-bucket.ts';
 
 /** What to write. */
 export type Publication = {
@@ -30,15 +30,15 @@ export type Publication = {
 export type Stored = { revision: number };
 
 /**
- * Binds both buckets, then puts the archive and the composition. A bucket missing where this login
- * may not create it, or holding more than its bucket, throws before anything is written; `warn`
- * hears what is said of a bucket without refusing it.
+ * Binds both buckets, then puts the archive and the composition. A bucket missing on a bus with
+ * isolation, or holding more than its bucket, throws before anything is written; `warn` hears what
+ * is said of a bucket without refusing it.
  */
 export async function storePublication(nc: NatsConnection, p: Publication, warn: (line: string) => void): Promise<Stored> {
-  // A bucket made here is made as `init` makes it, sized for the default mesh: on a cluster run `init` first.
-  const size = { replicas: DEFAULT_REPLICAS, maxConsumers: maxConsumersFor(DEFAULT_MESH_NODES) };
-  await ensureBucket(nc, objBucket(p.archives), size, warn);
-  const modules = await ensureKv(nc, MODULES, DEFAULT_REPLICAS, warn);
+  // Without isolation a bucket made here is made as `init` makes it, sized for the default mesh; with it, `init` must have.
+  await bindInputBucket(nc, objBucket(p.archives), DEFAULT_REPLICAS, warn);
+  await bindInputBucket(nc, kvBucket(MODULES), DEFAULT_REPLICAS, warn);
+  const modules = await openKv(nc, MODULES);
   const store = await new Objm(nc).open(p.archives);
   await store.putBlob({ name: p.name }, p.bytes);
   try {

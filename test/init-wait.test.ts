@@ -1,0 +1,113 @@
+// `init` on a cluster that cannot answer yet (issue 31 item 7): one server of three up, so no
+// JetStream leader — what init meets run just after the servers start, or during a slow election.
+// The seat's bundle, as admin on the generated configuration: it says what it waits for, gives up
+// after --timeout naming the bucket, and once the other servers are back makes every bucket.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { JetStreamApiError } from '@nats-io/jetstream';
+import { USERS } from '../src/server/commands/bus-config/config.ts';
+import { InitGaveUp, untilAnswered, type InitClock } from '../src/server/commands/init-wait.ts';
+import { meshBuckets } from '../src/shared/buckets.ts';
+import { cleanupBundles, ROOT, runBundle, startBundle } from './helpers/bundle.ts';
+import { startGeneratedCluster } from './helpers/generated-cluster.ts';
+import { waitFor } from './helpers/wait.ts';
+
+test.after(() => cleanupBundles());
+
+/** A clock that moves only when the retry waits, each wait recorded. */
+function fakeClock(giveUpMs: number): InitClock & { waits: number[] } {
+  let t = 0;
+  const waits: number[] = [];
+  return {
+    waits,
+    deadline: giveUpMs,
+    now: () => t,
+    timer: (fn, ms) => {
+      t += ms;
+      waits.push(ms);
+      queueMicrotask(fn);
+      return { cancel() {} };
+    },
+  };
+}
+
+const unavailable = () => new JetStreamApiError({ code: 503, err_code: 10008, description: 'JetStream system temporarily unavailable' });
+
+test('a bucket answered "temporarily unavailable" is asked again with the one backoff, said once; past the deadline init gives up naming it; another refusal is thrown at once', async () => {
+  const said: string[] = [];
+  const clock = fakeClock(60_000);
+  let tries = 0;
+  const made = await untilAnswered(
+    'b',
+    clock,
+    5000,
+    (l) => said.push(l),
+    async () => (++tries < 4 ? Promise.reject(unavailable()) : 'made'),
+  );
+  assert.is(made, 'made');
+  assert.equal(clock.waits, [250, 500, 1000]);
+  assert.equal(said, ['bucket b: the bus answered "JetStream system temporarily unavailable"; asking again until init\'s --timeout (60 s left)']);
+
+  const late = fakeClock(10_000);
+  const gaveUp = await untilAnswered(
+    'b',
+    late,
+    5000,
+    () => {},
+    () => Promise.reject(unavailable()),
+  ).catch((e: unknown) => e);
+  assert.instance(gaveUp, InitGaveUp);
+  assert.equal([(gaveUp as InitGaveUp).bucket, (gaveUp as InitGaveUp).lastAnswer], ['b', 'JetStream system temporarily unavailable']);
+  assert.ok(late.now() < 10_000, 'no wait past the deadline');
+
+  const other = new JetStreamApiError({ code: 503, err_code: 10039, description: 'jetstream not enabled for account' });
+  const thrown = await untilAnswered(
+    'b',
+    fakeClock(60_000),
+    5000,
+    () => {},
+    () => Promise.reject(other),
+  ).catch((e: unknown) => e);
+  assert.is(thrown, other, 'JetStream not enabled is no wait: said at once');
+});
+
+test('init with one server of three up waits, saying so, gives up after --timeout naming the bucket; run again, it makes every bucket once the others are back', async () => {
+  const { cluster, seed } = await startGeneratedCluster(['na']);
+  try {
+    const [s1, s2, s3] = cluster.servers as [(typeof cluster.servers)[0], (typeof cluster.servers)[0], (typeof cluster.servers)[0]];
+    await Promise.all([s2.kill(), s3.kill()]);
+    const args = ['init', '--nats', s1.url, '--nkey', seed(USERS.admin), '--nodes', '1'];
+    const first = meshBuckets([], 'mesh-catalog_archives')[0]!.name;
+
+    const short = await runBundle('node', ROOT, 'dist/server', [...args, '--timeout', '8'], {}, 30_000);
+    assert.is(short.code, 1, short.stdout + short.stderr);
+    assert.ok(short.ms >= 8000 && short.ms < 15_000, `gave up after ${short.ms} ms for --timeout 8`);
+    assert.match(
+      short.stdout,
+      new RegExp(
+        `^bucket ${first}: (unanswered within \\d+ ms|the bus answered "JetStream system temporarily unavailable"); asking again until init's --timeout \\(\\d+ s left\\)$`,
+        'm',
+      ),
+      short.stdout,
+    );
+    assert.match(
+      short.stdout,
+      new RegExp(
+        `^init gave up after 8 s waiting for bucket ${first} \\([^)]+\\); 0 of 10 buckets were done before it, as said above: run init again once the bus answers`,
+        'm',
+      ),
+    );
+
+    const waiting = startBundle('node', ROOT, 'dist/server', [...args, '--timeout', '120']);
+    await waitFor('init saying it waits', () => /asking again/.test(waiting.stdout()), 20_000);
+    await Promise.all([s2.restart(), s3.restart()]);
+    const { code } = await waiting.exited;
+    assert.is(code, 0, waiting.stdout() + waiting.stderr());
+    assert.is(waiting.stdout().match(/^created bucket /gm)?.length, 10, waiting.stdout());
+    assert.match(waiting.stdout(), /^10 buckets ready, each with 1 copy, at most 72 consumers \(1 node\)$/m);
+  } finally {
+    await cluster.cleanup();
+  }
+});
+
+test.run();
