@@ -3,7 +3,7 @@
 // row returns its figure and whether it met the goal; the bench prints them beside the bus floor.
 import type { KV } from '@nats-io/kv';
 import { jsonBytes } from '../src/shared/bytes.ts';
-import { reachedBy } from '../src/server/seat/rollout/waves.ts';
+import { nodeHash, reachedBy } from '../src/server/seat/rollout/waves.ts';
 import { cpuSeconds, now } from './lib.ts';
 import { ofModule, plannedBackwards, type PlanSeen, type SimFleet } from './rollout-fleet.ts';
 import { startSeatProcess, type SeatProcess } from './seat-lib.ts';
@@ -112,11 +112,9 @@ export async function goodBuild(run: Run, floor: { allMs: number }): Promise<Row
   await run.modules.put(module, composition(module, 'b2'));
   const onB2 = () => [...ofModule(run.fleet.reports, module)].filter(([, list]) => list.some((r) => r.build === 'b2' && r.state === 'applied'));
   await until(`all ${run.nodes} nodes on b2, rollout done`, () => onB2().length >= run.nodes && starts[WAVES.length + 1] !== undefined, 120_000, run);
-  const members = lastState(run, module)!.members;
-  const waveOf = (node: string) => {
-    const i = members.indexOf(node);
-    return WAVES.findIndex((_, k) => i < reachedBy(WAVES, k + 1, members.length)) + 1;
-  };
+  const { cuts, nodes } = lastState(run, module)!;
+  // Wave k is every node hashed at most its cut (DESIGN §12).
+  const waveOf = (node: string) => cuts.findIndex((cut) => nodeHash(module, 'b2', node) <= cut) + 1;
   const lastReport: number[] = [];
   const lastPlan: number[] = [];
   let slowestNode = 0;
@@ -133,7 +131,7 @@ export async function goodBuild(run: Run, floor: { allMs: number }): Promise<Row
   const bound = 4 * Math.max(...durations) + 1000;
   for (let k = 1; k <= WAVES.length; k++) {
     const gap = k < WAVES.length ? `, its last report → wave ${k + 1} stored ${(starts[k + 1]! - lastReport[k]!).toFixed(0)} ms` : '';
-    const size = reachedBy(WAVES, k, members.length) - reachedBy(WAVES, k - 1, members.length);
+    const size = reachedBy(WAVES, k, nodes.total) - reachedBy(WAVES, k - 1, nodes.total);
     const planned = (lastPlan[k]! - (k === 1 ? started : starts[k]!)).toFixed(0);
     run.notes.push(
       `good build, wave ${k} (${size} nodes): its plans seen within ${planned} ms, its last report after ${durations[k - 1]!.toFixed(0)} ms${gap}; seat CPU ${(cpu[k + 1]! - cpu[k]!).toFixed(2)} s`,

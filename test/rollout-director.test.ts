@@ -34,6 +34,7 @@ test('a rollout plans its first wave only once its state is stored', async () =>
     keysOf: () => nodes.map((n) => `${n}.web`),
     hasStoredPlan: () => true,
     isAssigned: () => true,
+    composeFailure: () => undefined,
     recompose: (m) => void recomposed.push(m),
   });
   director.compositionChanged('web', known(comp('b1')));

@@ -106,6 +106,10 @@ export class Composer {
       keysOf: (module) => this.#inputs.keysOf(module),
       hasStoredPlan: (key) => this.#inputs.storedPlan(key) !== undefined,
       isAssigned: (key) => Boolean(this.#inputs.assignment(key)),
+      composeFailure: (key, build) => {
+        const entry = this.#book.entry(key);
+        return entry?.state === 'failed' && entry.build === build ? entry.reason : undefined;
+      },
       recompose: (module) => this.recompose(module),
     });
   }

@@ -3,9 +3,9 @@
 import { safeCell } from '../../../shared/safe-text.ts';
 import type { RolloutState } from '../../seat/rollout/state.ts';
 
-/** A state as `--json` prints it: everything but the last good build's composition and the member list, which are the seat's. */
-export function publicState(state: RolloutState): Omit<RolloutState, 'previous' | 'members' | 'digest'> {
-  const { previous: _p, members: _m, digest: _d, ...shown } = state;
+/** A state as `--json` prints it: everything but the last good build's composition and its digest, which are the seat's. */
+export function publicState(state: RolloutState): Omit<RolloutState, 'previous' | 'digest'> {
+  const { previous: _p, digest: _d, ...shown } = state;
   return shown;
 }
 
