@@ -16,6 +16,7 @@ import { composePlan } from '../src/server/seat/compose.ts';
 import { AssignmentSchema, CompositionSchema, decodeJson, type Composition } from '../src/shared/schemas.ts';
 import { jsonBytes } from '../src/shared/bytes.ts';
 import { parseServerOptions } from '../src/server/command-line.ts';
+import { formatRollout } from '../src/server/commands/rollout/format.ts';
 
 test('a wave is ⌈f·N⌉ computed exactly: 0.07 of 100 is 7, 0.1 of 30 is 3, 0.29 of 100 is 29', () => {
   assert.is(waveSize(0.07, 100), 7);
@@ -258,19 +259,34 @@ test('the state keeps no member list: at 50,000 nodes with every one failed it s
     members,
     now: 0,
   });
-  // The worst a state holds: every node failed, each with a long reason of its own.
+  // The worst a state holds: every node failed, names as long as a name may be, each with a long reason of its own
+  // (control characters take six bytes each as JSON, CJK three).
+  const reasons = ['y'.repeat(5000), '\u0001'.repeat(5000), '界'.repeat(5000), '😀'.repeat(5000)];
   const failed = withFailed(
     state,
-    members.map((node) => ({ node: `${node}-${'x'.repeat(240)}`, reason: `failed: ${'y'.repeat(5000)}` })),
+    members.map((node, i) => ({ node: `${node}-${'x'.repeat(63 - node.length - 1)}`, reason: `failed: ${reasons[i % reasons.length]}` })),
   );
   assert.equal([failed.failed.length, failed.nodes.failed], [MAX_FAILED_LISTED, 50_000]);
   assert.ok(
-    failed.failed.every((f) => f.reason.length <= 301),
-    'each reason clipped',
+    failed.failed.every((f) => Buffer.byteLength(JSON.stringify(f.reason)) <= 300 && f.reason.endsWith('…') && !/[\uD800-\uDBFF]…$/.test(f.reason)),
+    'each reason clipped within 300 bytes, never inside a character',
   );
   assert.not.ok('members' in failed);
   const beside = jsonBytes(failed).length - jsonBytes(failed.previous).length;
   assert.ok(beside <= 64 * 1024, `${beside} bytes beside the previous composition`);
+});
+
+test('rollout lists the failed nodes the state keeps and counts the others', () => {
+  const state = startRollout({ target: comp('b2'), digest: 'd', from: comp('b1'), policy: { waves: [1], halt: 200, wait: 1 }, members: ['a'], now: 0 });
+  const lines = formatRollout(
+    withFailed(
+      state,
+      Array.from({ length: 150 }, (_, i) => ({ node: `n${i}`, reason: 'failed: bad' })),
+    ),
+  );
+  assert.match(lines[0]!, /nodes: 1 planned of 1, 0 applied, 150 failed/);
+  assert.is(lines.filter((l) => l.startsWith('  failed ')).length, 100);
+  assert.is(lines.at(-1), '  … and 50 more failed, not listed (the state lists the first 100)');
 });
 
 test('a state an older seat wrote with its member list is read with the cuts that list gives', () => {

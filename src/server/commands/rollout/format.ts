@@ -21,6 +21,9 @@ export function formatRollout(state: RolloutState): string[] {
     `since ${safeCell(state.since)}`,
   ].join('  ');
   const failedLines = state.failed.map((f) => `  failed ${safeCell(f.node)}: ${safeCell(f.reason)}`);
+  // The state lists the first 100 failed nodes (DESIGN §12); the count is of every one.
+  if (failed > state.failed.length)
+    failedLines.push(`  … and ${failed - state.failed.length} more failed, not listed (the state lists the first ${state.failed.length})`);
   // A rollout whose last good composition the seat never saw (published while it was down) plans no node back.
   if (state.previous || (state.state !== 'halted' && state.state !== 'aborted')) return [head, ...failedLines];
   const back = `  not planned back: the seat never saw ${safeCell(state.from)}'s composition; its nodes on ${safeCell(state.build)} keep it until ${safeCell(state.from)} is published again`;

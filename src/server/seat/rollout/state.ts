@@ -20,8 +20,21 @@ export const MAX_ROLLOUT_STATE_BYTES = 4 * 1024 * 1024;
 
 /** Failed nodes a state lists at most (DESIGN §12); `nodes.failed` counts every one. */
 export const MAX_FAILED_LISTED = 100;
-/** How much of a failed node's reason a state keeps, so 100 of them stay within a few tens of KiB. */
-export const MAX_FAILED_REASON_CHARS = 300;
+/** How many bytes a failed node's reason takes in a state at most (as JSON, UTF-8), so 100 of them stay within 40 KiB. */
+export const MAX_FAILED_REASON_BYTES = 300;
+
+/** A failed node's reason cut to MAX_FAILED_REASON_BYTES as the state writes it, with `…` where it was cut. */
+export function clipFailedReason(reason: string): string {
+  const fits = (text: string) => Buffer.byteLength(JSON.stringify(text)) <= MAX_FAILED_REASON_BYTES;
+  if (fits(reason)) return reason;
+  // A reason of control characters takes six bytes each as JSON, and one of CJK three: cut until it fits.
+  for (let cut = Math.min(reason.length, MAX_FAILED_REASON_BYTES); cut > 0; cut = Math.floor(cut * 0.8)) {
+    const at = /[\uD800-\uDBFF]/.test(reason[cut - 1] ?? '') ? cut - 1 : cut;
+    const clipped = `${reason.slice(0, at)}…`;
+    if (fits(clipped)) return clipped;
+  }
+  return '…';
+}
 
 const name = v.pipe(v.string(), v.regex(NAME_PATTERN, 'is not a valid name'));
 const count = v.pipe(v.number(), v.integer(), v.minValue(0));

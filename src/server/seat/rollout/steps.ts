@@ -3,7 +3,7 @@
 import type { Rollout } from '../../../shared/rollout-schema.ts';
 import type { Composition } from '../../../shared/schemas.ts';
 import type { FailedNode } from './progress.ts';
-import { MAX_FAILED_LISTED, MAX_FAILED_REASON_CHARS, type RolloutState } from './state.ts';
+import { clipFailedReason, MAX_FAILED_LISTED, type RolloutState } from './state.ts';
 import { reachedBy, wavesCuts } from './waves.ts';
 
 /** What a rollout starts from. */
@@ -45,9 +45,7 @@ export function startRollout(start: RolloutStart): RolloutState {
 
 /** The failed nodes as a state keeps them: every one counted, the first MAX_FAILED_LISTED listed, each reason clipped. */
 export function withFailed(state: RolloutState, failed: readonly FailedNode[]): RolloutState {
-  const listed = failed
-    .slice(0, MAX_FAILED_LISTED)
-    .map(({ node, reason }) => ({ node, reason: reason.length > MAX_FAILED_REASON_CHARS ? `${reason.slice(0, MAX_FAILED_REASON_CHARS)}…` : reason }));
+  const listed = failed.slice(0, MAX_FAILED_LISTED).map(({ node, reason }) => ({ node, reason: clipFailedReason(reason) }));
   return { ...state, failed: listed, nodes: { ...state.nodes, failed: failed.length } };
 }
 
