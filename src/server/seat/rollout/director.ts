@@ -11,11 +11,12 @@ import { unrefTimer, type Timer } from '../../../shared/timer.ts';
 import { digestOf } from '../digest.ts';
 import { isUsable, type KnownComposition } from '../inputs.ts';
 import { judgeWave } from './judge.ts';
-import { carryOver, clockOf, compositionOf, newLive, reachedNodes, restartClocks, stopTimers, type Live } from './live.ts';
-import { lateFailures, type FailedNode } from './progress.ts';
+import { carryOver, clockOf, compositionOf, newLive, plannedAhead, reachedNodes, restartClocks, stopTimers, type Live } from './live.ts';
+import { lateFailures } from './progress.ts';
 import { markOfComposition, markOfPlan, readSeenReport } from './marks.ts';
+import { failedListed, keepFailedOnly, rolloutHealthEntry, sayOnce } from './failed-nodes.ts';
 import { contentOf, MAX_FAILED_LISTED, type RolloutHealth, type RolloutState } from './state.ts';
-import { abortRollout, describeState, refusal, resumeRollout, startRollout, supersedeRollout, withFailed } from './steps.ts';
+import { abortRollout, describeState, levelOf, refusal, resumeRollout, startRollout, supersedeRollout, withFailed } from './steps.ts';
 import type { StateWriter } from './store.ts';
 import { waveOrder } from './waves.ts';
 
@@ -212,7 +213,7 @@ export class RolloutDirector {
     restartClocks(live);
     if (op === 'resume') await this.#planWhenStored(live, resumeRollout(live.state, this.#now()));
     else {
-      const back = this.#plannedAhead(live);
+      const back = plannedAhead(live, [...this.#nodesOf(live.state.module)]);
       const stored = this.#step(live, abortRollout(live.state, this.#now()));
       this.#host?.recompose(module, back);
       await stored;
@@ -227,25 +228,18 @@ export class RolloutDirector {
 
   /** The modules whose rollout is not done, or done with nodes still failed, in order: the verb's `health` keys them `<module>`. */
   healthKeys(): string[] {
+    const host = this.#host;
+    if (!host) return [];
     return [...this.#lives.values()]
-      .filter((l) => l.state.state !== 'done' || this.#stillFailed(l).length > 0)
+      .filter((l) => rolloutHealthEntry(l, host) !== undefined)
       .map((l) => l.state.module)
       .sort(compareKeys);
   }
 
-  /**
-   * The verb's `health` entry of a module's rollout that is not done, or done with failed nodes not
-   * applied since; `failed` lists the nodes that keep the new build failed (rolling or done), so
-   * `status` shows them failed.
-   */
+  /** The verb's `health` entry of a module's rollout not done, or done with failed nodes (`rolloutHealthEntry`). */
   healthEntry(module: string): RolloutHealth | undefined {
     const live = this.#lives.get(module);
-    if (!live) return undefined;
-    const { state } = live;
-    const failed = state.state === 'rolling' || state.state === 'done' ? this.#stillFailed(live) : [];
-    if (state.state === 'done' && failed.length === 0) return undefined;
-    const entry = { module, build: state.build, state: state.state, wave: state.wave, reason: describeState(state), since: state.since };
-    return failed.length > 0 ? { ...entry, failed } : entry;
+    return live && this.#host ? rolloutHealthEntry(live, this.#host) : undefined;
   }
 
   /** Stops every deadline; nothing is judged any more. */
@@ -342,42 +336,9 @@ export class RolloutDirector {
     void this.writer.write(live.state);
   }
 
-  /**
-   * The nodes a halt or an abort plans back (taken before the step, which forgets those planned anew):
-   * those the waves reached, those planned the new build anew, and any whose plan was seen on another
-   * build than the last good one (a superseded build's). The others are on the last good build (a
-   * node with no plan seen since the rollout began is, as `compositionOf` reads it): composed again,
-   * their plans would not change, and at 50,000 nodes a pass over every key took a second or more.
-   */
-  #plannedAhead(live: Live): string[] {
-    const { module, previous } = live.state;
-    const nodes = [...this.#nodesOf(module)];
-    const reached = new Set(reachedNodes(live, nodes));
-    const good = previous ? markOfComposition(previous) : undefined;
-    return nodes.filter((node) => {
-      const mark = live.marks.get(node);
-      return reached.has(node) || live.anew.has(node) || (mark !== undefined && mark !== good);
-    });
-  }
-
   /** The nodes of a module's good assignments. */
   *#nodesOf(module: string): Generator<string> {
     for (const key of this.#host?.keysOf(module) ?? []) yield key.slice(0, key.length - module.length - 1);
-  }
-
-  /**
-   * The failed nodes a rollout lists that keep the new build failed: still assigned, not reported the
-   * new build applied since, and composed (one the seat cannot compose has its own health entry).
-   */
-  #stillFailed(live: Live): FailedNode[] {
-    const { state } = live;
-    return state.failed.filter((f) => {
-      const key = nodeModuleKey(f.node, state.module);
-      if (!this.#host?.isAssigned(key) || this.#host.composeFailure(key, state.build) !== undefined) return false;
-      const report = live.reports.get(f.node);
-      const fixed = report?.build === state.build && report.state === 'applied' && report.revision > (live.clocks.get(f.node)?.after ?? 0);
-      return !fixed;
-    });
   }
 
   /** Judges the planned wave and takes what it decides. */
@@ -398,11 +359,11 @@ export class RolloutDirector {
     });
     if (judged.kind === 'halt') {
       restartClocks(live);
-      const back = this.#plannedAhead(live);
+      const back = plannedAhead(live, [...this.#nodesOf(live.state.module)]);
       void this.#step(live, judged.state);
       return host.recompose(module, back);
     }
-    const failedAnew = this.#newFailures(live, judged.failed);
+    const failedAnew = sayOnce(live, judged.failed);
     // The step's line names a node failed below `halt` anew: at warning, as a halt is.
     const level = failedAnew ? 'warn' : undefined;
     if (judged.kind === 'next' && judged.state.state === 'rolling') return void this.#planWhenStored(live, judged.state, level);
@@ -411,8 +372,13 @@ export class RolloutDirector {
       void this.#step(live, judged.state, level);
       return keepFailedOnly(live);
     }
+    this.#waitOn(live, judged, failedAnew);
+  }
+
+  /** Takes a wave that waits on: a node failed in it anew said, changed counts stored within a second, the next deadline set. */
+  #waitOn(live: Live, judged: { state: RolloutState; countsMoved: boolean; deadline: number | undefined }, failedAnew: boolean): void {
+    const { module } = judged.state;
     live.state = judged.state;
-    // A wave that waits on is said here when a node failed in it anew, once per node.
     if (failedAnew) {
       const reason = describeState(judged.state);
       this.log.warn(reason);
@@ -426,38 +392,6 @@ export class RolloutDirector {
       }, COUNTS_WRITE_MS);
     if (judged.deadline !== undefined) live.deadline = this.#timer(() => this.#evaluateSoon(module), Math.max(0, judged.deadline - this.#now()) + 1);
   }
-
-  /**
-   * Whether a node failed below `halt` that was not said yet: a budget spent (DESIGN §12), the rollout
-   * goes on and the node keeps the new build; each is said once, at warning, with the rollout's line.
-   */
-  #newFailures(live: Live, failed: readonly FailedNode[]): boolean {
-    const fresh = failed.filter((f) => !live.saidFailed.has(f.node));
-    for (const f of fresh) live.saidFailed.add(f.node);
-    return fresh.length > 0;
-  }
-}
-
-/** The level a step is logged at: a halt (and its rollback), failures left on the new build at warning; an operator's abort, a supersession at notice; the rest at info. */
-function levelOf(state: RolloutState): 'warn' | 'notice' | 'info' {
-  if (state.state === 'halted' || (state.state === 'done' && state.nodes.failed > 0)) return 'warn';
-  if (state.state === 'aborted' || state.state === 'superseded') return 'notice';
-  return 'info';
-}
-
-/** A done rollout keeps, of its nodes' reports and clocks, only its failed nodes': its health entry follows them. */
-function keepFailedOnly(live: Live): void {
-  const failed = failedListed(live);
-  for (const node of live.reports.keys()) if (!failed.has(node)) live.reports.delete(node);
-  for (const node of live.clocks.keys()) if (!failed.has(node)) live.clocks.delete(node);
-  live.hashes.clear();
-  live.reached = undefined;
-}
-
-/** The nodes a rollout's state lists failed, as a set. */
-function failedListed(live: Live): ReadonlySet<string> {
-  if (live.failedSet?.list !== live.state.failed) live.failedSet = { list: live.state.failed, nodes: new Set(live.state.failed.map((f) => f.node)) };
-  return live.failedSet.nodes;
 }
 
 /** The build most of `nodes`' stored plans hold (ties: the first by name): where a rollout the seat never saw the start of comes from. */

@@ -123,6 +123,24 @@ export function reachedNodes(live: Live, nodes: Iterable<string>): string[] {
 }
 
 /**
+ * The nodes of `nodes` (the module's) a halt or an abort plans back, taken before the step, which
+ * forgets those planned anew: those the waves reached, those planned the new build anew, and any
+ * whose plan was seen on another build than the last good one (a superseded build's). The others
+ * are on the last good build (a node with no plan seen since the rollout began is, as
+ * `compositionOf` reads it): composed again, their plans would not change, and at 50,000 nodes a
+ * pass over every key took a second or more.
+ */
+export function plannedAhead(live: Live, nodes: readonly string[]): string[] {
+  const { previous } = live.state;
+  const reached = new Set(reachedNodes(live, nodes));
+  const good = previous ? markOfComposition(previous) : undefined;
+  return nodes.filter((node) => {
+    const mark = live.marks.get(node);
+    return reached.has(node) || live.anew.has(node) || (mark !== undefined && mark !== good);
+  });
+}
+
+/**
  * The composition a node's plan is composed from, `current` being the newest: `reached` when the
  * node is planned the new build by a wave; undefined to keep the node's stored plan.
  */

@@ -128,3 +128,10 @@ function failedSaid(state: RolloutState): string {
   const more = state.nodes.failed - shown.length;
   return `${state.nodes.failed} failed node(s) (${shown.join('; ')}${more > 0 ? `; and ${more} more` : ''})`;
 }
+
+/** The level a step is logged at: a halt (and its rollback), failures left on the new build at warning; an operator's abort, a supersession at notice; the rest at info. */
+export function levelOf(state: RolloutState): 'warn' | 'notice' | 'info' {
+  if (state.state === 'halted' || (state.state === 'done' && state.nodes.failed > 0)) return 'warn';
+  if (state.state === 'aborted' || state.state === 'superseded') return 'notice';
+  return 'info';
+}
