@@ -89,8 +89,8 @@ export class RolloutDirector {
   load(states: ReadonlyMap<string, RolloutState>): void {
     for (const state of states.values()) {
       const live = newLive(state, undefined, state.wave);
-      // The reports are read after: every one of the module's is seen.
-      live.everyReportSeen = true;
+      // The reports are read after: every one of the module's is seen, while the rollout follows them.
+      live.everyReportSeen = state.state === 'rolling' || state.state === 'halted' || state.state === 'aborted';
       this.#lives.set(state.module, live);
       // A restarted seat says what it goes on with: a rollout under way is no surprise in its log, and a halt still waits on an operator.
       if (state.state === 'rolling') this.log.notice(`taken up where it was: ${describeState(state)}`);

@@ -50,6 +50,8 @@ export function keepFailedOnly(live: Live): void {
   for (const node of live.clocks.keys()) if (!failed.has(node)) live.clocks.delete(node);
   live.hashes.clear();
   live.reached = undefined;
+  // Its other nodes' reports are no longer followed: a rollout superseding it cannot say they sent none.
+  live.everyReportSeen = false;
 }
 
 /** The nodes a rollout's state lists failed, as a set (made again only when the list changes). */
