@@ -18,8 +18,8 @@ export type PlanSeen = { build: string | null; at: number };
 /** One report the bench wrote for a node: the build, its state, when the put was issued and when the bus acked it. */
 export type ReportWritten = { build: string; state: 'applied' | 'failed'; putAt: number; ackAt: number };
 
-/** One state of mesh-provisioner_rollouts seen by the bench, and when. */
-export type StateSeen = { state: RolloutState; at: number };
+/** One state of mesh-provisioner_rollouts seen by the bench, when, its size in bytes and its previous composition's. */
+export type StateSeen = { state: RolloutState; at: number; bytes: number; previousBytes: number };
 
 /** How the simulated fleet reports. */
 export type SimFleetOptions = {
@@ -100,7 +100,9 @@ export async function startSimFleet(nc: NatsConnection, opts: SimFleetOptions): 
   });
   const stateWatch: Watch = await watchKv(nc, ROLLOUTS, '>', (e) => {
     if (!e.value) return;
-    const seen: StateSeen = { state: JSON.parse(decoder.decode(e.value)) as RolloutState, at: now() };
+    const state = JSON.parse(decoder.decode(e.value)) as RolloutState;
+    const previousBytes = state.previous === undefined ? 0 : jsonBytes(state.previous).length;
+    const seen: StateSeen = { state, at: now(), bytes: e.value.length, previousBytes };
     const list = states.get(e.key) ?? [];
     list.push(seen);
     states.set(e.key, list);

@@ -3,7 +3,7 @@
 // row returns its figure and whether it met the goal; the bench prints them beside the bus floor.
 import type { KV } from '@nats-io/kv';
 import { jsonBytes } from '../src/shared/bytes.ts';
-import { reachedBy } from '../src/server/seat/rollout/waves.ts';
+import { nodeHash, reachedBy } from '../src/server/seat/rollout/waves.ts';
 import { cpuSeconds, now } from './lib.ts';
 import { ofModule, plannedBackwards, type PlanSeen, type SimFleet } from './rollout-fleet.ts';
 import { startSeatProcess, type SeatProcess } from './seat-lib.ts';
@@ -48,22 +48,31 @@ const lastState = (run: Run, module: string) => run.fleet.states.get(module)?.at
 const lastOf = (list: PlanSeen[], build: string) => Math.max(...list.filter((p) => p.build === build).map((p) => p.at));
 const hadBuild = (run: Run, module: string, build: string) => [...ofModule(run.fleet.plans, module)].filter(([, list]) => list.some((p) => p.build === build));
 
-/** Rows 1 and 4: a build failing on every node that gets it; how far it reaches, how fast it is planned back, and every plan write while halted. */
+/**
+ * Rows 1 and 4: a build failing on every node that gets it; how far it reaches, how fast it is
+ * planned back, and every plan write while halted. The nodes reached are counted once the halt has
+ * held 3 s: a plan of the new build the seat wrote just before the halt may be seen after it.
+ */
 export async function badBuild(run: Run, floor: { putP50: number; fiftyMs: number }): Promise<Row[]> {
   const module = 'bad';
   run.fleet.failBuild(module, 'b2');
+  const published = now();
   await run.modules.put(module, composition(module, 'b2'));
   await until('the bad build halted', () => lastState(run, module)?.state === 'halted', 60_000, run);
-  const reached = hadBuild(run, module, 'b2');
-  await until('every reached node planned back', () => reached.every(([, list]) => list.at(-1)!.build === 'b1'), 30_000, run);
-  const backAt = Math.max(...reached.map(([, list]) => lastOf(list, 'b1')));
+  const planned = () => hadBuild(run, module, 'b2');
+  await until('every reached node planned back', () => planned().every(([, list]) => list.at(-1)!.build === 'b1'), 30_000, run);
   // The halt held a while: the late failed reports and the nodes' reports of b1 arrive, and nothing may move.
   await new Promise((r) => setTimeout(r, 3000));
+  const reached = planned();
+  const backAt = Math.max(...reached.map(([, list]) => lastOf(list, 'b1')));
   const failed = [...ofModule(run.fleet.reports, module)].flatMap(([, list]) => list.filter((r) => r.build === 'b2' && r.state === 'failed'));
   const firstFailed = Math.min(...failed.map((r) => r.putAt));
-  const lastB2 = Math.max(...reached.map(([, list]) => lastOf(list, 'b2')));
-  const during = [...ofModule(run.fleet.plans, module)].flatMap(([key, list]) => list.filter((p) => p.at > lastB2).map((p) => ({ key, build: p.build })));
+  // Each reached node is written once after its b2 plan, back to b1; no other node is written at all.
   const reachedKeys = new Set(reached.map(([key]) => key));
+  const during = [...ofModule(run.fleet.plans, module)].flatMap(([key, list]) => {
+    const since = reachedKeys.has(key) ? lastOf(list, 'b2') : published;
+    return list.filter((p) => p.at > since).map((p) => ({ key, build: p.build }));
+  });
   const rollback = during.filter((w) => w.build === 'b1' && reachedKeys.has(w.key));
   const oneEach = new Set(rollback.map((w) => w.key)).size === rollback.length && rollback.length === reached.length;
   const cap = reachedBy(WAVES, 1, run.nodes);
@@ -112,11 +121,9 @@ export async function goodBuild(run: Run, floor: { allMs: number }): Promise<Row
   await run.modules.put(module, composition(module, 'b2'));
   const onB2 = () => [...ofModule(run.fleet.reports, module)].filter(([, list]) => list.some((r) => r.build === 'b2' && r.state === 'applied'));
   await until(`all ${run.nodes} nodes on b2, rollout done`, () => onB2().length >= run.nodes && starts[WAVES.length + 1] !== undefined, 120_000, run);
-  const members = lastState(run, module)!.members;
-  const waveOf = (node: string) => {
-    const i = members.indexOf(node);
-    return WAVES.findIndex((_, k) => i < reachedBy(WAVES, k + 1, members.length)) + 1;
-  };
+  const { cuts, nodes } = lastState(run, module)!;
+  // Wave k is every node hashed at most its cut (DESIGN §12).
+  const waveOf = (node: string) => cuts.findIndex((cut) => nodeHash(module, 'b2', node) <= cut) + 1;
   const lastReport: number[] = [];
   const lastPlan: number[] = [];
   let slowestNode = 0;
@@ -133,7 +140,7 @@ export async function goodBuild(run: Run, floor: { allMs: number }): Promise<Row
   const bound = 4 * Math.max(...durations) + 1000;
   for (let k = 1; k <= WAVES.length; k++) {
     const gap = k < WAVES.length ? `, its last report → wave ${k + 1} stored ${(starts[k + 1]! - lastReport[k]!).toFixed(0)} ms` : '';
-    const size = reachedBy(WAVES, k, members.length) - reachedBy(WAVES, k - 1, members.length);
+    const size = reachedBy(WAVES, k, nodes.total) - reachedBy(WAVES, k - 1, nodes.total);
     const planned = (lastPlan[k]! - (k === 1 ? started : starts[k]!)).toFixed(0);
     run.notes.push(
       `good build, wave ${k} (${size} nodes): its plans seen within ${planned} ms, its last report after ${durations[k - 1]!.toFixed(0)} ms${gap}; seat CPU ${(cpu[k + 1]! - cpu[k]!).toFixed(2)} s`,
@@ -180,5 +187,26 @@ export async function seatKilled(run: Run): Promise<Row> {
     figure: `done ${seconds(doneIn)} after the restart; ${backwards.length} nodes planned backwards`,
     met: lastState(run, module)?.state === 'done' && backwards.length === 0,
     floor: '',
+  };
+}
+
+/** The most a state a rollout can store may take beside its previous composition (DESIGN §12), at any fleet size. */
+export const STATE_BESIDE_PREVIOUS_BYTES = 64 * 1024;
+
+/**
+ * Row 5: the largest state each module's rollout stored, beside its previous composition (the state
+ * less that composition's bytes), against what a list of the fleet's names alone would have taken.
+ */
+export function stateSize(run: Run, nodeNames: readonly string[]): Row {
+  let largest = { beside: 0, bytes: 0, module: '' };
+  for (const [module, seen] of run.fleet.states)
+    for (const s of seen) if (s.bytes - s.previousBytes > largest.beside) largest = { beside: s.bytes - s.previousBytes, bytes: s.bytes, module };
+  const memberList = Buffer.byteLength(JSON.stringify(nodeNames));
+  return {
+    what: `rollout state beside its previous composition, largest stored (${run.nodes} nodes)`,
+    goal: `≤ ${STATE_BESIDE_PREVIOUS_BYTES / 1024} KiB`,
+    figure: `${largest.beside} bytes (${largest.bytes} with it, ${largest.module})`,
+    met: largest.beside <= STATE_BESIDE_PREVIOUS_BYTES,
+    floor: `the fleet's names alone, as a list: ${memberList} bytes`,
   };
 }

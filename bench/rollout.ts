@@ -18,7 +18,7 @@ import { reachedBy } from '../src/server/seat/rollout/waves.ts';
 import { startNats } from '../test/helpers/nats.ts';
 import { now, numberArg, percentile } from './lib.ts';
 import { startSimFleet } from './rollout-fleet.ts';
-import { badBuild, composition, goodBuild, seatKilled, until, WAVES, type Row, type Run } from './rollout-rows.ts';
+import { badBuild, composition, goodBuild, seatKilled, stateSize, until, WAVES, type Row, type Run } from './rollout-rows.ts';
 import { countingWatch, floorBurst, putPipelined, startSeatProcess } from './seat-lib.ts';
 
 const NODES = numberArg('nodes', 5000);
@@ -96,6 +96,12 @@ async function main(): Promise<void> {
     const rows: Row[] = [];
     const [reached, back, halt] = await badBuild(run, floor);
     rows.push(reached!, back!, await goodBuild(run, floor), await seatKilled(run), halt!);
+    rows.push(
+      stateSize(
+        run,
+        Array.from({ length: NODES }, (_, i) => nodeName(i)),
+      ),
+    );
     fleet.stop();
     const [l1, l5] = loadavg();
     console.log(

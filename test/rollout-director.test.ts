@@ -34,6 +34,7 @@ test('a rollout plans its first wave only once its state is stored', async () =>
     keysOf: () => nodes.map((n) => `${n}.web`),
     hasStoredPlan: () => true,
     isAssigned: () => true,
+    composeFailure: () => undefined,
     recompose: (m) => void recomposed.push(m),
   });
   director.compositionChanged('web', known(comp('b1')));
@@ -47,6 +48,40 @@ test('a rollout plans its first wave only once its state is stored', async () =>
   assert.equal(stored, ['rolling']);
   assert.equal(recomposed, ['web']);
   assert.is(director.compositionFor(`${first}.web`, first!, 'web', b2)?.build, 'b2');
+  director.close();
+});
+
+test('a wave, and then its halt, compose again only the nodes they move, not every key of the module', async () => {
+  const nodes = Array.from({ length: 10 }, (_, i) => `n${i}`);
+  const recomposed: (string[] | 'all')[] = [];
+  const writer = new StateWriter(async () => {}, memoryLogger());
+  const director = new RolloutDirector(writer, () => {}, memoryLogger());
+  director.attach({
+    keysOf: () => nodes.map((n) => `${n}.web`),
+    hasStoredPlan: () => true,
+    isAssigned: () => true,
+    composeFailure: () => undefined,
+    recompose: (_m, some) => void recomposed.push(some ? [...some].sort() : 'all'),
+  });
+  director.compositionChanged('web', known(comp('b1')));
+  const b2 = { ...comp('b2'), rollout: { waves: [0.2, 1], halt: 1, wait: 60 } };
+  director.compositionChanged('web', known(b2));
+  director.passed();
+  director.reportsRead();
+  await new Promise((r) => setTimeout(r, 10));
+  const wave1 = waveOrder('web', 'b2', nodes).slice(0, 2);
+  assert.equal(recomposed, [[...wave1].sort()], 'the first wave: its two nodes');
+  for (const n of wave1) director.compositionFor(`${n}.web`, n, 'web', b2);
+  director.seeReport(
+    `${wave1[0]}.web`,
+    Buffer.from(
+      JSON.stringify({ node: wave1[0], module: 'web', build: 'b2', state: 'failed', reason: 'bad', files: [], waiting: [], at: new Date().toISOString() }),
+    ),
+    99,
+  );
+  await new Promise((r) => setTimeout(r, 10));
+  assert.is(director.stateOf('web')?.state, 'halted');
+  assert.equal(recomposed.at(-1), [...wave1].sort(), 'the halt: the nodes on b2 only');
   director.close();
 });
 

@@ -6,6 +6,7 @@ import * as assert from 'uvu/assert';
 import { cleanupBundles } from './helpers/bundle.ts';
 import { all, inWaveOrder, startRolloutFleet, type RolloutFleet, type RolloutSpec } from './helpers/rollout-fleet.ts';
 import { sleep, waitFor } from './helpers/wait.ts';
+import { nodeHash } from '../src/server/seat/rollout/waves.ts';
 
 let fleet: RolloutFleet;
 const nodes = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i + 1}`);
@@ -49,24 +50,66 @@ test('a waiting report is not a failure, but the wait clock runs; a node that ne
   const halted = await fleet.waitState('clock', (s) => s.state === 'halted', 'halted after wait', 6000);
   assert.equal(
     halted.failed.map((f) => f.reason).sort(),
-    ['no applied report of b2 within 2 s (its report: waiting)', 'no applied report of b2 within 2 s (no report of b2, nor any other)'].sort(),
+    ['no applied report of b2 within 2 s (its report: waiting)', 'no applied report of b2 within 2 s (no report since the rollout began)'].sort(),
   );
   await fleet.waitPlans('clock', all(names, 'b1'));
 });
 
-test('a node failed below halt stalls its wave, said once with the node and what to do; the wave goes on once it applies', async () => {
-  const names = nodes('stall', 4);
-  await settle('stall', names);
-  const order = await rollOut('stall', names, 'b2', { waves: [0.5, 1], halt: 2, wait: 30 }, 2);
-  await fleet.report('stall', order[0]!, 'b2', 'failed', 'bad');
-  await fleet.report('stall', order[1]!, 'b2', 'applied');
-  await waitFor('the stall said', () => fleet.health.some((h) => h.module === 'stall' && /1 failed, fewer than halt 2/.test(h.reason)));
-  const said = fleet.health.filter((h) => h.module === 'stall' && /fewer than halt/.test(h.reason));
-  assert.is(said.length, 1, said.map((h) => h.reason).join('\n'));
-  assert.match(said[0]!.reason, new RegExp(`\\(${order[0]}: failed: bad\\): the wave waits until they apply; fix them, or \`rollout abort stall\``));
-  assert.is((await fleet.state('stall'))?.state, 'rolling');
-  await fleet.report('stall', order[0]!, 'b2', 'applied');
-  await fleet.waitState('stall', (s) => s.wave === 2, 'wave 2 once the failed node applies');
+test('halt is a budget: failed nodes below it keep the new build, said at warning; the rollout goes on and ends done with failures, which status shows', async () => {
+  const names = nodes('budget', 4);
+  await settle('budget', names);
+  for (const n of names) await fleet.report('budget', n, 'b1', 'applied');
+  const order = await rollOut('budget', names, 'b2', { waves: [0.5, 1], halt: 3, wait: 2 }, 2);
+  await fleet.report('budget', order[0]!, 'b2', 'failed', 'bad');
+  await fleet.report('budget', order[1]!, 'b2', 'applied');
+  // Each node of wave 1 applied or failed, fewer than halt: the next wave, the failed node kept on b2.
+  await fleet.waitState('budget', (s) => s.wave === 2, 'wave 2 past a failed node');
+  await fleet.waitPlans('budget', all(names, 'b2'));
+  await fleet.report('budget', order[2]!, 'b2', 'applied');
+  // order[3] never reports b2 (its last report: applied on b1): failed after wait, and the rollout is done.
+  const done = await fleet.waitState('budget', (s) => s.state === 'done', 'done with failures', 8000);
+  assert.equal([done.nodes.failed, done.nodes.applied, done.failed.map((f) => f.node)], [2, 2, [order[0], order[3]]]);
+  // Its b1 report was written just before the rollout began: seen by it, or not yet.
+  assert.match(done.failed[1]!.reason, /^no applied report of b2 within 2 s \((no report since the rollout began|no report of b2; its last: applied on b1)\)$/);
+  for (const n of names) assert.equal(history('budget', n), ['b1', 'b2'], `${n}: one write, never back`);
+  const said = fleet.health.filter((h) => h.module === 'budget' && /failed node/.test(h.reason)).map((h) => h.reason);
+  assert.match(said[0]!, new RegExp(`1 failed node\\(s\\) \\(${order[0]}: failed: bad\\), fewer than halt 3: the rollout goes on and they keep b2`));
+  assert.match(said.at(-1)!, /done with failures, 4 node\(s\) on b2, 2 failed node\(s\)/);
+  const log = fleet.seat.stderr();
+  assert.match(log, /warn rollout of budget build b2 from b1: wave \d of 2 planned .*1 failed node\(s\)/, 'a failure below halt is a warning');
+  assert.match(log, /warn rollout of budget build b2 from b1: done with failures/);
+  // status shows both failed (order[3] reports applied, on b1) and exits 1; a node that applied b2 is fine.
+  const fleetView = await fleet.command(['status']);
+  assert.is(fleetView.code, 1, fleetView.stdout);
+  assert.match(fleetView.stdout, new RegExp(`${order[3]} +0 +0 +1 .*budget \\(done b2, wave 2, failed\\)`));
+  assert.match(fleetView.stdout, /, or done with failed nodes \(they keep the new build\):/);
+  const detail = await fleet.command(['status', order[3]!]);
+  assert.is(detail.code, 1, detail.stdout);
+  assert.match(detail.stdout, /rollout: done build b2, wave 2; this node failed: no applied report of b2 within 2 s/);
+  assert.is((await fleet.command(['status', order[1]!])).code, 0, 'a node that applied b2');
+  // Put right, each node reports b2 applied: the rollout's failures are behind it, and status exits 0.
+  for (const n of [order[0]!, order[3]!]) await fleet.report('budget', n, 'b2', 'applied');
+  await waitFor('no health entry', async () => !(await fleet.verbHealth('budget')).some((e) => e.key === 'budget'));
+  assert.not.match((await fleet.command(['status'])).stdout, /budget \(/);
+  const fixed = await fleet.command(['status', order[3]!]);
+  assert.is(fixed.code, 0, fixed.stdout);
+  assert.equal((await fleet.state('budget'))?.nodes.failed, 2, 'the rollout still says how many failed');
+});
+
+test('a wave node whose plan of the new build cannot be composed fails at once with the seat’s reason, not after wait', async () => {
+  const names = nodes('nodir', 4);
+  await settle('nodir', names);
+  const started = Date.now();
+  // b2 writes under ${dir:state}, which no node's placement names.
+  await fleet.publish('nodir', 'b2', { rollout: { waves: [0.5, 1], halt: 2, wait: 30 }, dirName: 'state' });
+  const halted = await fleet.waitState('nodir', (s) => s.state === 'halted', 'halted by the nodes it cannot plan');
+  assert.ok(Date.now() - started < 5000, `halted after ${Date.now() - started} ms, not the wait of 30 s`);
+  const order = inWaveOrder('nodir', 'b2', names);
+  assert.equal(halted.failed, [
+    { node: order[0], reason: `cannot compose b2: file nodir.conf: path "\${dir:state}/nodir.conf": \${dir:state} is not in the assignment's placement` },
+    { node: order[1], reason: `cannot compose b2: file nodir.conf: path "\${dir:state}/nodir.conf": \${dir:state} is not in the assignment's placement` },
+  ]);
+  await fleet.waitPlans('nodir', all(names, 'b1'));
 });
 
 test('a failed report halts: every node on the new build is planned back, one write each, and nothing else moves', async () => {
@@ -89,6 +132,9 @@ test('a failed report halts: every node on the new build is planned back, one wr
   assert.is(entry?.value['state'], 'halted');
   assert.match(String(entry?.value['reason']), /halted at wave 1 by 2 failed node\(s\) \(.*; .*: failed: late\)/);
   assert.ok(fleet.health.some((h) => h.module === 'halt' && /halted/.test(h.reason)));
+  // An operator watches `journalctl -p warning`: the halt and its rollback are there.
+  assert.match(fleet.seat.stderr(), /warn rollout of halt build b2 from b1: halted at wave 1 by 1 failed node\(s\) .*; planned back to b1;/);
+  assert.not.match(fleet.seat.stderr(), /info rollout of halt build b2 from b1: halted/);
 
   // resume: the failed nodes get the build again with the next wave, the count starts again.
   const resumed = await fleet.command(['rollout', 'resume', 'halt']);
@@ -176,19 +222,33 @@ test('a composition published during a halt supersedes it from the last good bui
   await fleet.waitPlans('hsup', all(inWaveOrder('hsup', 'b3', names).slice(0, 2), 'b3'));
 });
 
-test('a node assigned during a rollout gets the newest build at once, uncounted; during a halt, the last good build', async () => {
+test('a node assigned during a rollout gets the newest build at once, uncounted; during a halt, the last good build, and it joins the wave its hash falls in', async () => {
   const names = nodes('late', 4);
   await settle('late', names);
-  const order = await rollOut('late', names, 'b2', { waves: [0.5, 1], wait: 30 }, 2);
+  const rollout = { waves: [0.25, 0.5, 1], wait: 30 };
+  const order = await rollOut('late', names, 'b2', rollout, 1);
   await fleet.assign('late', ['late-new']);
   await fleet.waitPlans('late', { 'late-new': 'b2' });
   assert.equal(history('late', 'late-new'), ['b2']);
   assert.is((await fleet.state('late'))?.nodes.total, 4, 'not counted');
   await fleet.report('late', order[0]!, 'b2', 'failed', 'bad');
-  await fleet.waitState('late', (s) => s.state === 'halted', 'halted');
-  await fleet.assign('late', ['late-halt']);
-  await fleet.waitPlans('late', { 'late-halt': 'b1', 'late-new': 'b1' });
-  assert.equal(history('late', 'late-halt'), ['b1']);
+  const halted = await fleet.waitState('late', (s) => s.state === 'halted', 'halted');
+  assert.not.ok('members' in halted, 'the state keeps wave cuts, not a member list');
+  assert.is(halted.cuts.length, 3);
+  const joined = nodes('late-h', 8);
+  await fleet.assign('late', joined);
+  await fleet.waitPlans('late', { ...all(joined, 'b1'), 'late-new': 'b1' });
+  for (const n of joined) assert.equal(history('late', n), ['b1']);
+  // Resumed at wave 2: a node assigned during the halt is in it when its hash is at most the wave's cut.
+  const resumed = await fleet.command(['rollout', 'resume', 'late']);
+  assert.is(resumed.code, 0, resumed.stderr);
+  const cut = halted.cuts[1]!;
+  const inWave2 = [...joined, 'late-new'].filter((n) => nodeHash('late', 'b2', n) <= cut);
+  assert.ok(inWave2.length > 0 && inWave2.length < joined.length + 1, `${inWave2.length} of them in wave 2`);
+  const want = Object.fromEntries([...joined, 'late-new'].map((n) => [n, inWave2.includes(n) ? 'b2' : 'b1']));
+  await fleet.waitPlans('late', { ...want, ...all(order.slice(0, 2), 'b2'), ...all(order.slice(2), 'b1') });
+  await sleep(300);
+  for (const n of joined) assert.equal(history('late', n), inWave2.includes(n) ? ['b1', 'b2'] : ['b1'], `${n}: planned with its wave only`);
 });
 
 test('decided: a wave node unassigned mid-wave leaves the rollout; the wave goes on without it, N and the waves unchanged', async () => {

@@ -6,15 +6,17 @@ import fc from 'fast-check';
 import { createHash } from 'node:crypto';
 import { parseRolloutFlag } from '../src/server/seat/rollout/policy.ts';
 import { measureWave, type NodeClock, type SeenReport } from '../src/server/seat/rollout/progress.ts';
-import { reachedBy, waveOrder, waveSize } from '../src/server/seat/rollout/waves.ts';
-import { abortRollout, describeState, haltRollout, refusal, startRollout } from '../src/server/seat/rollout/steps.ts';
-import { compositionOf, newLive } from '../src/server/seat/rollout/live.ts';
-import { readRolloutState } from '../src/server/seat/rollout/state.ts';
+import { cutOf, nodeHash, reachedBy, waveOrder, waveSize } from '../src/server/seat/rollout/waves.ts';
+import { judgeWave } from '../src/server/seat/rollout/judge.ts';
+import { abortRollout, describeState, haltRollout, refusal, resumeRollout, startRollout, withFailed } from '../src/server/seat/rollout/steps.ts';
+import { compositionOf, newLive, reachedNodes } from '../src/server/seat/rollout/live.ts';
+import { MAX_FAILED_LISTED, readRolloutState } from '../src/server/seat/rollout/state.ts';
 import { markOfComposition, markOfPlan, markOfPlanHead, markOfWholePlan } from '../src/server/seat/rollout/marks.ts';
 import { composePlan } from '../src/server/seat/compose.ts';
 import { AssignmentSchema, CompositionSchema, decodeJson, type Composition } from '../src/shared/schemas.ts';
 import { jsonBytes } from '../src/shared/bytes.ts';
 import { parseServerOptions } from '../src/server/command-line.ts';
+import { formatRollout } from '../src/server/commands/rollout/format.ts';
 
 test('a wave is ⌈f·N⌉ computed exactly: 0.07 of 100 is 7, 0.1 of 30 is 3, 0.29 of 100 is 29', () => {
   assert.is(waveSize(0.07, 100), 7);
@@ -103,7 +105,9 @@ test('a wave: applied after the plan counts, a failed report fails, waiting is n
     reached: ['a', 'b', 'c', 'd', 'e', 'gone'],
     assigned: (n: string) => n !== 'gone',
     clockOf,
+    composeFailure: () => undefined,
     reportOf: (n: string) => reports.get(n),
+    everyReportSeen: true,
   };
   const early = measureWave({ ...input, now: 2000 });
   assert.equal(early, { planned: 5, applied: 1, failed: [{ node: 'd', reason: 'failed: typo' }], deadline: 6000 });
@@ -128,6 +132,11 @@ test('a wave: applied after the plan counts, a failed report fails, waiting is n
   assert.is(
     measureWave({ ...input, now: 6000 }).failed.find((f) => f.node === 'b')!.reason,
     'no applied report of b2 within 5 s (no report of b2, nor any other)',
+  );
+  // A rollout started while the seat ran saw only the reports since: none seen is not none sent.
+  assert.is(
+    measureWave({ ...input, now: 6000, everyReportSeen: false }).failed.find((f) => f.node === 'b')!.reason,
+    'no applied report of b2 within 5 s (no report since the rollout began)',
   );
 });
 
@@ -159,11 +168,14 @@ test('resume and abort are refused on a done rollout, saying so; resume only lif
   assert.is(refusal({ ...rolling, state: 'halted' }, 'resume'), undefined);
 });
 
-test('a rolling wave with failed nodes below halt says they stall it and what to do', () => {
+test('a rolling wave with failed nodes below halt says the rollout goes on past them, and what to do', () => {
   const rolling = startRollout({ target: comp('b2'), digest: 'd', from: comp('b1'), policy: { waves: [1], halt: 2, wait: 1 }, members: ['a', 'b'], now: 0 });
   assert.not.match(describeState(rolling), /failed/);
-  const stalled = { ...rolling, failed: [{ node: 'a', reason: 'failed: bad' }], nodes: { ...rolling.nodes, failed: 1 } };
-  assert.match(describeState(stalled), /; 1 failed, fewer than halt 2 \(a: failed: bad\): the wave waits until they apply; fix them, or `rollout abort web`$/);
+  const spent = withFailed(rolling, [{ node: 'a', reason: 'failed: bad' }]);
+  assert.match(
+    describeState(spent),
+    /; 1 failed node\(s\) \(a: failed: bad\), fewer than halt 2: the rollout goes on and they keep b2; fix them \(`status` shows them failed\), or `rollout abort web`$/,
+  );
 });
 
 test('a halt is said naming the first five failed nodes and how many more', () => {
@@ -175,11 +187,12 @@ test('a halt is said naming the first five failed nodes and how many more', () =
 });
 
 test('a rollout from a build the seat never saw stores no previous; each node keeps its plan, and halt and abort say so', () => {
-  const rolling = startRollout({ target: comp('b3'), digest: 'd', from: 'b1', policy: { waves: [0.5, 1], halt: 1, wait: 1 }, members: ['a', 'b'], now: 0 });
+  const members = waveOrder('web', 'b3', ['a', 'b']);
+  const rolling = startRollout({ target: comp('b3'), digest: 'd', from: 'b1', policy: { waves: [0.5, 1], halt: 1, wait: 1 }, members, now: 0 });
   assert.equal([rolling.from, 'previous' in rolling], ['b1', false]);
   assert.is(readRolloutState('web', Buffer.from(JSON.stringify(rolling))).ok, true, 'a state without previous is read back');
   const live = newLive(rolling, comp('b3'), 1);
-  const [first, second] = rolling.members;
+  const [first, second] = members;
   assert.equal(compositionOf(live, first!, true, comp('b3')), { composition: comp('b3'), reached: true });
   assert.equal(compositionOf(live, second!, true, comp('b3')), { composition: undefined, reached: false }, 'not reached: keeps its stored plan');
   const halted = newLive(haltRollout(rolling, [{ node: first!, reason: 'failed: bad' }], 0), comp('b3'), 1);
@@ -212,6 +225,137 @@ test('the seat reads --rollout or MESH_ROLLOUT, refusing a bad one naming the fl
     reason: 'rollout: "resum" is neither resume nor abort; did you mean "resume"?',
   });
   assert.equal(parseServerOptions(['rollout', 'web', 'db'], {}), { ok: false, reason: 'rollout: "web" is neither resume nor abort' });
+});
+
+test('wave k is every node hashed at most its cut: the same nodes as the first ⌈fₖ·N⌉ in wave order', () => {
+  fc.assert(
+    fc.property(fc.integer({ min: 1, max: 300 }), fc.uniqueArray(fc.integer({ min: 1, max: 99 }), { maxLength: 4 }), (n, cents) => {
+      const waves = [...cents.sort((a, b) => a - b).map((c) => c / 100), 1];
+      const names = Array.from({ length: n }, (_, i) => `node-${i}`);
+      const members = waveOrder('web', 'b2', names);
+      const state = startRollout({ target: comp('b2'), digest: 'd', from: comp('b1'), policy: { waves, halt: 1, wait: 1 }, members, now: 0 });
+      assert.is(state.cuts.length, waves.length);
+      for (let k = 1; k <= waves.length; k++) {
+        const cut = cutOf(state.cuts, k)!;
+        const inWave = names.filter((node) => nodeHash('web', 'b2', node) <= cut).sort();
+        assert.equal(inWave, members.slice(0, reachedBy(waves, k, n)).sort(), `wave ${k} of ${n}`);
+      }
+    }),
+    { numRuns: 50 },
+  );
+});
+
+test('the state keeps no member list: at 50,000 nodes with every one failed it stays within 64 KiB beside the previous composition', () => {
+  const members = waveOrder(
+    'web',
+    'b2',
+    Array.from({ length: 50_000 }, (_, i) => `node-${String(i).padStart(5, '0')}`),
+  );
+  const state = startRollout({
+    target: comp('b2'),
+    digest: 'd',
+    from: comp('b1'),
+    policy: { waves: [0.01, 0.1, 0.5, 1], halt: 50_000, wait: 600 },
+    members,
+    now: 0,
+  });
+  // The worst a state holds: every node failed, names as long as a name may be, each with a long reason of its own
+  // (control characters take six bytes each as JSON, CJK three).
+  const reasons = ['y'.repeat(5000), '\u0001'.repeat(5000), '界'.repeat(5000), '😀'.repeat(5000)];
+  const failed = withFailed(
+    state,
+    members.map((node, i) => ({ node: `${node}-${'x'.repeat(63 - node.length - 1)}`, reason: `failed: ${reasons[i % reasons.length]}` })),
+  );
+  assert.equal([failed.failed.length, failed.nodes.failed], [MAX_FAILED_LISTED, 50_000]);
+  assert.ok(
+    failed.failed.every((f) => Buffer.byteLength(JSON.stringify(f.reason)) <= 300 && f.reason.endsWith('…') && !/[\uD800-\uDBFF]…$/.test(f.reason)),
+    'each reason clipped within 300 bytes, never inside a character',
+  );
+  assert.not.ok('members' in failed);
+  const beside = jsonBytes(failed).length - jsonBytes(failed.previous).length;
+  assert.ok(beside <= 64 * 1024, `${beside} bytes beside the previous composition`);
+});
+
+test('rollout lists the failed nodes the state keeps and counts the others', () => {
+  const state = startRollout({ target: comp('b2'), digest: 'd', from: comp('b1'), policy: { waves: [1], halt: 200, wait: 1 }, members: ['a'], now: 0 });
+  const lines = formatRollout(
+    withFailed(
+      state,
+      Array.from({ length: 150 }, (_, i) => ({ node: `n${i}`, reason: 'failed: bad' })),
+    ),
+  );
+  assert.match(lines[0]!, /nodes: 1 planned of 1, 0 applied, 150 failed/);
+  assert.is(lines.filter((l) => l.startsWith('  failed ')).length, 100);
+  assert.is(lines.at(-1), '  … and 50 more failed, not listed (the state lists the first 100)');
+});
+
+test('a state an older seat wrote with its member list is read with the cuts that list gives', () => {
+  const members = waveOrder('web', 'b2', ['a', 'b', 'c', 'd', 'e']);
+  const state = startRollout({ target: comp('b2'), digest: 'd', from: comp('b1'), policy: { waves: [0.4, 1], halt: 1, wait: 1 }, members, now: 0 });
+  const { cuts, ...rest } = state;
+  const legacy = readRolloutState('web', Buffer.from(JSON.stringify({ ...rest, members: [...members].reverse() })));
+  assert.ok(legacy.ok, !legacy.ok ? legacy.reason : '');
+  assert.equal(legacy.ok && legacy.value.cuts, cuts);
+  assert.not.ok(legacy.ok && 'members' in legacy.value, 'the list is not carried on');
+  const neither = readRolloutState('web', Buffer.from(JSON.stringify(rest)));
+  assert.match(!neither.ok ? neither.reason : 'read', /"cuts"/, 'neither cuts nor members: out of shape, naming cuts');
+});
+
+test('halt is a budget: a wave whose nodes each applied or failed, fewer than halt, moves on; done keeps its failures listed', () => {
+  const names = ['a', 'b', 'c', 'd'];
+  const members = waveOrder('web', 'b2', names);
+  const state = startRollout({ target: comp('b2'), digest: 'd', from: comp('b1'), policy: { waves: [0.5, 1], halt: 2, wait: 60 }, members, now: 0 });
+  const live = newLive(state, comp('b2'), 1);
+  const world = { nodes: names, assigned: () => true, composeFailure: () => undefined };
+  live.reports.set(members[0]!, { state: 'failed', build: 'b2', revision: 5, reason: 'bad' });
+  assert.is(judgeWave(live, 1000, 0, world).kind, 'wait', 'one node not heard of yet');
+  live.reports.set(members[1]!, { state: 'applied', build: 'b2', revision: 6 });
+  const next = judgeWave(live, 1000, 0, world);
+  assert.equal([next.kind, next.state.wave, next.state.nodes.failed, next.state.failed], ['next', 2, 1, [{ node: members[0], reason: 'failed: bad' }]]);
+  live.state = next.state;
+  live.storedWave = 2;
+  live.reports.set(members[2]!, { state: 'applied', build: 'b2', revision: 7 });
+  live.reports.set(members[3]!, { state: 'applied', build: 'b2', revision: 8 });
+  const done = judgeWave(live, 2000, 0, world);
+  assert.equal([done.kind, done.state.state, done.state.nodes.applied, done.state.nodes.failed, done.state.failed.length], ['next', 'done', 3, 1, 1]);
+  assert.match(describeState(done.state), /done with failures, 4 node\(s\) on b2, 1 failed node\(s\) \(.*: failed: bad\) \(fewer than halt 2\); they keep b2/);
+  // A second failure reaches halt: halted.
+  live.reports.set(members[3]!, { state: 'failed', build: 'b2', revision: 9, reason: 'worse' });
+  const halted = judgeWave(live, 2000, 0, world);
+  assert.equal([halted.kind, halted.state.nodes.failed], ['halt', 2]);
+});
+
+test('a wave node whose plan of the new build cannot be composed fails at once, not after wait', () => {
+  const names = ['a', 'b'];
+  const members = waveOrder('web', 'b2', names);
+  const state = startRollout({ target: comp('b2'), digest: 'd', from: comp('b1'), policy: { waves: [1], halt: 2, wait: 600 }, members, now: 0 });
+  const live = newLive(state, comp('b2'), 1);
+  const why = "file web.conf: ${dir:state} is not in the assignment's placement";
+  const judged = judgeWave(live, 1, 0, { nodes: names, assigned: () => true, composeFailure: (n) => (n === members[0] ? why : undefined) });
+  assert.equal(judged.state.failed, [{ node: members[0], reason: `cannot compose b2: ${why}` }]);
+  assert.not.ok(live.clocks.has(members[0]!), 'its wait starts once its plan is written');
+});
+
+test('a node assigned during a halt joins the wave its hash falls in; one assigned while rolling gets the newest at once, uncounted', () => {
+  const names = Array.from({ length: 10 }, (_, i) => `n${i}`);
+  const members = waveOrder('web', 'b2', names);
+  const rolling = startRollout({ target: comp('b2'), digest: 'd', from: comp('b1'), policy: { waves: [0.2, 0.5, 1], halt: 1, wait: 60 }, members, now: 0 });
+  const live = newLive(rolling, comp('b2'), 1);
+  // Assigned while rolling: no plan, the newest at once, and not a node of the wave.
+  const anew = Array.from({ length: 40 }, (_, i) => `new${i}`).find((n) => nodeHash('web', 'b2', n) <= rolling.cuts[0]!)!;
+  assert.equal(compositionOf(live, anew, false, comp('b2')), { composition: comp('b2'), reached: false });
+  assert.equal(reachedNodes(live, [...names, anew]), members.slice(0, 2));
+  // Halted, then resumed at wave 2: nodes assigned during the halt got b1, and join by their hash.
+  const halted = newLive(haltRollout(rolling, [{ node: members[0]!, reason: 'failed: bad' }], 0), comp('b2'), 1);
+  const joined = Array.from({ length: 40 }, (_, i) => `late${i}`);
+  for (const n of joined) assert.is(compositionOf(halted, n, false, comp('b2')).composition?.build, 'b1');
+  const resumed = newLive(resumeRollout(halted.state, 0), comp('b2'), 2);
+  const cut = resumed.state.cuts[1]!;
+  for (const n of joined) {
+    const want = nodeHash('web', 'b2', n) <= cut ? 'b2' : 'b1';
+    assert.is(compositionOf(resumed, n, true, comp('b2')).composition?.build, want, n);
+  }
+  assert.ok(joined.some((n) => nodeHash('web', 'b2', n) <= cut) && joined.some((n) => nodeHash('web', 'b2', n) > cut), 'both kinds among them');
 });
 
 /** A plan as the seat writes it (composer.ts: composePlan's value, stringified) for `build` and `ref`; undefined when the seat would refuse the composition. */

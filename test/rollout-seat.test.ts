@@ -169,6 +169,27 @@ test('a build published while the seat is down after a done rollout rolls out fr
   for (const n of order.slice(2)) assert.is(await fleet.planBuild('again', n), 'b2', `${n} is not in wave 1 and keeps b2`);
 });
 
+test('a seat upgraded mid-rollout reads the state an older seat wrote with its member list, and goes on where it was', async () => {
+  const names = nodes('legacy', 4);
+  const rollout = { waves: [0.5, 1], wait: 30 };
+  await settle('legacy', names, rollout);
+  await fleet.publish('legacy', 'b2', { rollout });
+  const order = inWaveOrder('legacy', 'b2', names);
+  await fleet.waitPlans('legacy', all(order.slice(0, 2), 'b2'));
+  await killSeat();
+  // As the seat of issue 21 stored it: the nodes in wave order, no cuts.
+  const { cuts, ...older } = (await fleet.state('legacy'))!;
+  await fleet.kv.rollouts.put('legacy', JSON.stringify({ ...older, members: order }));
+  await fleet.restartSeat(FLAG);
+  assert.match(fleet.seat.stderr(), /notice taken up where it was: rollout of legacy build b2 from b1: wave 1 of 2 planned/);
+  for (const n of order.slice(0, 2)) await fleet.report('legacy', n, 'b2', 'applied');
+  const wave2 = await fleet.waitState('legacy', (s) => s.wave === 2, 'wave 2 after the upgrade');
+  assert.equal(wave2.cuts, cuts, 'the cuts its member list gives');
+  assert.not.ok('members' in wave2, 'its next write drops the list');
+  await fleet.waitPlans('legacy', all(names, 'b2'));
+  for (const n of names) assert.equal(history('legacy', n), ['b1', 'b2'], `${n}: never planned backwards`);
+});
+
 test("a restarted seat counts a node's wait from its plan's write: the halt comes wait seconds after it, not after the restart", async () => {
   const names = nodes('clock', 4);
   const rollout = { waves: [0.5, 1], wait: 4 };

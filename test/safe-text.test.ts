@@ -191,7 +191,7 @@ test('status tables, a node’s detail and the out-of-shape list print hostile r
         },
       ],
       health: [{ module: 'web', state: 'held', build: text, reason: text, nodes: 1, since: text }],
-      rollouts: [{ module: text, state: text, build: text, wave: 1, reason: text }],
+      rollouts: [{ module: text, state: text, build: text, wave: 1, reason: text, failed: [] }],
       healthUnlisted: 0,
       outOfShape: [{ key: text, reason: text }],
       outOfShapeCount: 1,

@@ -1,7 +1,7 @@
 // The composition passes of DESIGN §4: a load gate, then one coalesced pass per input change. A
 // pass visits only the keys its changes touch: an assignment change composes its own key, a
 // composition change its module's keys; what is unchanged is neither decoded nor composed again.
-import { parseNodeModuleKey } from '../../shared/keys.ts';
+import { nodeModuleKey, parseNodeModuleKey } from '../../shared/keys.ts';
 import { MAX_PLAN_BYTES } from '../../shared/limits.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { Composition, Health } from '../../shared/schemas.ts';
@@ -106,13 +106,23 @@ export class Composer {
       keysOf: (module) => this.#inputs.keysOf(module),
       hasStoredPlan: (key) => this.#inputs.storedPlan(key) !== undefined,
       isAssigned: (key) => Boolean(this.#inputs.assignment(key)),
-      recompose: (module) => this.recompose(module),
+      composeFailure: (key, build) => {
+        const entry = this.#book.entry(key);
+        return entry?.state === 'failed' && entry.build === build ? entry.reason : undefined;
+      },
+      recompose: (module, nodes) => this.recompose(module, nodes),
     });
   }
 
-  /** Composes every key of `module` again at the next pass (a rollout moved), asking for one. */
-  recompose(module: string): void {
-    for (const key of this.#inputs.keysOf(module)) this.#dirty.add(key);
+  /** Composes every key of `module` again at the next pass (a rollout moved), or only those of `nodes`, asking for one. */
+  recompose(module: string, nodes?: Iterable<string>): void {
+    const keys = this.#inputs.keysOf(module);
+    if (nodes === undefined) for (const key of keys) this.#dirty.add(key);
+    else
+      for (const node of nodes) {
+        const key = nodeModuleKey(node, module);
+        if (keys.has(key)) this.#dirty.add(key);
+      }
     this.#request();
   }
 

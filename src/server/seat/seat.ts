@@ -80,7 +80,7 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
     },
     log,
     (summary) => {
-      rollouts.passed();
+      rollouts.passed(summary.failed);
       opts.onPass?.(summary);
     },
     { rollouts },

@@ -3,9 +3,9 @@
 import { safeCell } from '../../../shared/safe-text.ts';
 import type { RolloutState } from '../../seat/rollout/state.ts';
 
-/** A state as `--json` prints it: everything but the last good build's composition and the member list, which are the seat's. */
-export function publicState(state: RolloutState): Omit<RolloutState, 'previous' | 'members' | 'digest'> {
-  const { previous: _p, members: _m, digest: _d, ...shown } = state;
+/** A state as `--json` prints it: everything but the last good build's composition and its digest, which are the seat's. */
+export function publicState(state: RolloutState): Omit<RolloutState, 'previous' | 'digest'> {
+  const { previous: _p, digest: _d, ...shown } = state;
   return shown;
 }
 
@@ -21,6 +21,9 @@ export function formatRollout(state: RolloutState): string[] {
     `since ${safeCell(state.since)}`,
   ].join('  ');
   const failedLines = state.failed.map((f) => `  failed ${safeCell(f.node)}: ${safeCell(f.reason)}`);
+  // The state lists the first 100 failed nodes (DESIGN §12); the count is of every one.
+  if (failed > state.failed.length)
+    failedLines.push(`  … and ${failed - state.failed.length} more failed, not listed (the state lists the first ${state.failed.length})`);
   // A rollout whose last good composition the seat never saw (published while it was down) plans no node back.
   if (state.previous || (state.state !== 'halted' && state.state !== 'aborted')) return [head, ...failedLines];
   const back = `  not planned back: the seat never saw ${safeCell(state.from)}'s composition; its nodes on ${safeCell(state.build)} keep it until ${safeCell(state.from)} is published again`;

@@ -11,7 +11,7 @@ import { detailLines, fleetLines, type FleetView, type NodeView } from './format
 import { FleetSummary } from './summary.ts';
 import { ownershipOf, type Ownership } from './where.ts';
 import { DEFAULT_STATUS_LIMIT, type StatusArgs } from '../../options.ts';
-import { readRollouts, type RolloutMark } from './rollouts.ts';
+import { isNotDone, readRollouts, type RolloutMark } from './rollouts.ts';
 import { resolveBoundWaits } from './provisions.ts';
 
 /** The rollouts shown, by module. */
@@ -21,7 +21,7 @@ type Say = (line: string) => void;
 
 /** Exit code: every module shown is applied. */
 const EXIT_ALL_APPLIED = 0;
-/** Exit code: a module shown is not applied (waiting, failed, held, cannot be composed, its rollout not done), a key is out of shape, or a node named has nothing shown. */
+/** Exit code: a module shown is not applied (waiting, failed, held, cannot be composed, its rollout not done or failed on it), a key is out of shape, or a node named has nothing shown. */
 const EXIT_NOT_ALL_APPLIED = 1;
 
 /**
@@ -51,6 +51,7 @@ async function fleet(nc: NatsConnection, args: StatusArgs, out: Say, now: number
       for (const { key, reason } of page.outOfShape) summary.outOfShape.add(key, reason);
     }));
   if (failed) return failed;
+  summary.addUnreportedFailures();
   const view: FleetView = {
     nodes: summary.nodes(),
     rollouts: [...rollouts].map(([module, mark]) => ({ module, ...mark })).sort((a, b) => compareKeys(a.module, b.module)),
@@ -61,8 +62,9 @@ async function fleet(nc: NatsConnection, args: StatusArgs, out: Say, now: number
   };
   if (args.json) out(safeJson(view));
   else fleetLines(view).forEach((line) => out(line));
-  // A rollout not done is a module whose newest build is not applied (docs/decisions.md).
-  const settled = view.outOfShapeCount === 0 && view.rollouts.length === 0 && view.nodes.every((n) => n.waiting + n.failed + n.held + n.composeFailed === 0);
+  // A rollout not done is a module whose newest build is not applied (DESIGN §13); a done one's failed nodes count in their rows.
+  const settled =
+    view.outOfShapeCount === 0 && !view.rollouts.some(isNotDone) && view.nodes.every((n) => n.waiting + n.failed + n.held + n.composeFailed === 0);
   return settled ? EXIT_ALL_APPLIED : EXIT_NOT_ALL_APPLIED;
 }
 
@@ -85,6 +87,7 @@ async function node(nc: NatsConnection, args: StatusArgs, out: Say, now: number,
       for (const { key, reason } of page.outOfShape) detail.outOfShape.add(key, reason);
     }));
   if (failed) return failed;
+  detail.addUnreportedFailures(args.node!, args.module);
   const view: NodeView = {
     node: args.node!,
     ...(args.module ? { module: args.module } : {}),

@@ -2,7 +2,7 @@
 // waits for with the domain that owns it and the key it is read from, and what the seat says of it.
 import { compareKeys } from '../../../shared/keys.ts';
 import type { Report } from '../../../shared/schemas.ts';
-import { type RolloutMark } from './rollouts.ts';
+import { failedIn, type RolloutMark } from './rollouts.ts';
 import { readSeatEntry, type SeatEntry } from './seat-health.ts';
 import { OutOfShape, readReport, secondsSince } from './summary.ts';
 import { locate, type Ownership } from './where.ts';
@@ -47,12 +47,18 @@ export type ModuleDetail = {
   reason?: string;
   /** Present when the seat holds the module's plan or cannot compose it. */
   health?: ModuleHealth;
-  /** Present when the module's rollout rolls or is halted (DESIGN §12). */
-  rollout?: RolloutMark;
+  /** Present when the module's rollout is not done, or left this node failed (DESIGN §12). */
+  rollout?: NodeRollout;
   /** Every value the module waits for. */
   waiting: WaitedValue[];
   /** The files as the engine took them. */
   files: Report['files'];
+};
+
+/** A module's rollout as a node's detail shows it: the rollout's mark, and why this node failed in it when it did. */
+export type NodeRollout = Omit<RolloutMark, 'failed'> & {
+  /** The seat's reason, when the rollout lists this node failed and it has not reported the new build applied since. */
+  failed?: string;
 };
 
 /** A node's modules, fed pages of `applied` and `health` narrowed to it; memory is one detail per module of the node. */
@@ -97,11 +103,24 @@ export class NodeDetail {
     this.#modules.set(module, { ...detail, health: { ...read.value, seconds: secondsSince(read.value.since, this.now) } });
   }
 
+  /** Lists a module of `node` a rollout left failed though the node has no report of it (`module`: only that one). */
+  addUnreportedFailures(node: string, module?: string): void {
+    for (const [name, mark] of this.rollouts) {
+      if ((module === undefined || module === name) && !this.#modules.has(name) && failedIn(mark, node) !== undefined)
+        this.#modules.set(name, { node, module: name, waiting: [], files: [] });
+    }
+  }
+
   /** Every module with a report or a health entry, in name order. */
   modules(): ModuleDetail[] {
     const marked = (m: ModuleDetail): ModuleDetail => {
-      const rollout = this.rollouts.get(m.module);
-      return rollout ? { ...m, rollout } : m;
+      const mark = this.rollouts.get(m.module);
+      if (!mark) return m;
+      const { failed: listed, ...rollout } = mark;
+      const failed = failedIn(mark, m.node, m);
+      // A done rollout is shown only on a node it left failed.
+      if (failed === undefined && mark.state === 'done') return m;
+      return { ...m, rollout: failed === undefined ? rollout : { ...rollout, failed } };
     };
     return [...this.#modules.values()].map(marked).sort((a, b) => compareKeys(a.module, b.module));
   }

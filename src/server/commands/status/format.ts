@@ -13,7 +13,7 @@ type OutOfShapeKey = { key: string; reason: string };
 export type FleetView = {
   /** One row per node with a report or a health entry, in name order. */
   nodes: NodeSummary[];
-  /** Every rollout not done (rolling, halted, aborted), in module order (DESIGN §12). */
+  /** Every rollout not done (rolling, halted, aborted), or done with failed nodes, in module order (DESIGN §12). */
   rollouts: ({ module: string } & RolloutMark)[];
   /** What the seat holds or cannot compose, one line per module, state, build and reason. */
   health: HealthGroup[];
@@ -81,14 +81,20 @@ export function fleetLines(view: FleetView): string[] {
     lines.push(...formatTable(['NODE', 'APPLIED', 'WAITING', 'FAILED', 'HELD', 'COMPOSE FAILED', 'OLDEST WAITING', ...(rolling ? ['ROLLOUT'] : [])], rows));
   }
   const sum = (k: 'applied' | 'waiting' | 'failed' | 'held' | 'composeFailed') => view.nodes.reduce((total, n) => total + n[k], 0);
+  const notDone = view.rollouts.filter((r) => r.state !== 'done').length;
+  const withFailures = view.rollouts.length - notDone;
   lines.push(
     '',
     `${view.nodes.length} node${view.nodes.length === 1 ? '' : 's'}: ${sum('applied')} applied, ${sum('waiting')} waiting, ${sum('failed')} failed; ` +
       `the seat holds ${sum('held')}, cannot compose ${sum('composeFailed')}` +
-      (view.rollouts.length > 0 ? `; ${view.rollouts.length} rollout${view.rollouts.length === 1 ? '' : 's'} not done` : ''),
+      (notDone > 0 ? `; ${notDone} rollout${notDone === 1 ? '' : 's'} not done` : '') +
+      (withFailures > 0 ? `; ${withFailures} rollout${withFailures === 1 ? '' : 's'} done with failed nodes` : ''),
   );
   if (view.rollouts.length > 0) {
-    lines.push('', 'rollouts not done (the newest build is not on every node):');
+    lines.push(
+      '',
+      `rollouts ${notDone > 0 ? 'not done (the newest build is not on every node)' : ''}${notDone > 0 && withFailures > 0 ? ', or ' : ''}${withFailures > 0 ? 'done with failed nodes (they keep the new build)' : ''}:`,
+    );
     const rows = view.rollouts.map((r) => [cell(r.module), cell(r.state), cell(r.build), String(r.wave), cell(r.reason)]);
     lines.push(...formatTable(['MODULE', 'STATE', 'BUILD', 'WAVE', 'REASON'], rows));
   }
@@ -110,7 +116,10 @@ export function detailLines(view: NodeView): string[] {
     if (lines.length > 0) lines.push('');
     lines.push(headLine(m));
     if (m.reason !== undefined) lines.push(`  reason: ${cell(m.reason)}`);
-    if (m.rollout) lines.push(`  rollout: ${cell(m.rollout.state)} build ${cell(m.rollout.build)}, wave ${m.rollout.wave}`);
+    if (m.rollout) {
+      const failed = m.rollout.failed === undefined ? '' : `; this node failed: ${cell(m.rollout.failed)}`;
+      lines.push(`  rollout: ${cell(m.rollout.state)} build ${cell(m.rollout.build)}, wave ${m.rollout.wave}${failed}`);
+    }
     if (m.health) lines.push(`  ${healthLine(m.health)}`);
     if (m.waiting.length > 0) {
       const rows = m.waiting.map((w) => [

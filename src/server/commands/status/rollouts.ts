@@ -1,44 +1,77 @@
 // The rollouts `status` shows on each node of their module (DESIGN §12): the verb's `health` entries
-// keyed `<module>`, every rollout not done (rolling, halted, aborted), read page by page like the
-// reports. A module whose rollout is not done is not applied: its newest build is not on its nodes,
-// and `status` exits 1 for it (docs/decisions.md).
+// keyed `<module>`, every rollout not done (rolling, halted, aborted) and every one done with nodes
+// still failed, read page by page like the reports. A module whose rollout is not done is not
+// applied: its newest build is not on its nodes, and `status` exits 1 for it (DESIGN §13). A node a
+// rolling or done rollout lists failed keeps the new build: `status` shows it failed until it
+// reports that build applied.
 import { forEachPage } from '../query.ts';
+
+/** A failed node a rollout lists, with the seat's reason. */
+export type RolloutFailure = { node: string; reason: string };
 
 /** A module's rollout as `status` shows it. */
 export type RolloutMark = {
   /** The new build. */
   build: string;
-  /** `rolling`, `halted` or `aborted`. */
+  /** `rolling`, `halted`, `aborted`, or `done` (with failed nodes). */
   state: string;
   /** The wave planned now. */
   wave: number;
   /** The seat's line for it (what happened, and what to do). */
   reason: string;
+  /** The nodes that keep the new build failed (rolling, or done and not applied since). */
+  failed: RolloutFailure[];
 };
 
-/** The states of a rollout not done that `status` shows. */
-const NOT_DONE = new Set(['rolling', 'halted', 'aborted']);
+/** The states of a rollout `status` shows: not done, or done with failed nodes. */
+const SHOWN = new Set(['rolling', 'halted', 'aborted', 'done']);
 
-/** Reads the rollouts not done; none when the seat does not say them (an older seat, or no answer). */
+/** Reads the rollouts not done, or done with failed nodes; none when the seat does not say them (an older seat, or no answer). */
 export async function readRollouts(nc: Parameters<typeof forEachPage>[0]): Promise<Map<string, RolloutMark>> {
   const marks = new Map<string, RolloutMark>();
   await forEachPage(nc, { what: 'health' }, (page) => {
     for (const { key, value } of page.entries) {
       const v = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
       // A rollout's entry is keyed by its module alone and names no node.
-      if (v['node'] !== undefined || v['module'] !== key || typeof v['state'] !== 'string' || !NOT_DONE.has(v['state'])) continue;
+      if (v['node'] !== undefined || v['module'] !== key || typeof v['state'] !== 'string' || !SHOWN.has(v['state'])) continue;
+      const failed = failuresOf(v['failed']);
+      if (v['state'] === 'done' && failed.length === 0) continue;
       marks.set(key, {
         build: String(v['build'] ?? ''),
         state: v['state'],
         wave: typeof v['wave'] === 'number' ? v['wave'] : 0,
         reason: typeof v['reason'] === 'string' ? v['reason'] : '',
+        failed,
       });
     }
   });
   return marks;
 }
 
-/** How a node's module under a rollout reads in a cell: `web (rolling b2, wave 1)`. */
-export function rolloutCell(module: string, mark: RolloutMark): string {
-  return `${module} (${mark.state} ${mark.build}, wave ${mark.wave})`;
+/** The failed nodes of an entry, those in shape (a node and a reason, both text). */
+function failuresOf(value: unknown): RolloutFailure[] {
+  if (!Array.isArray(value)) return [];
+  return value.flatMap((f: unknown) => {
+    const { node, reason } = (typeof f === 'object' && f !== null ? f : {}) as Record<string, unknown>;
+    return typeof node === 'string' && typeof reason === 'string' ? [{ node, reason }] : [];
+  });
+}
+
+/** Whether a rollout is not done: its module is not applied on its newest build, whatever its nodes report. */
+export function isNotDone(mark: RolloutMark): boolean {
+  return mark.state !== 'done';
+}
+
+/**
+ * Why a node counts failed in its module's rollout: listed failed by the seat, and its report (if
+ * any) not the new build applied; undefined when it does not.
+ */
+export function failedIn(mark: RolloutMark, node: string, report?: { state?: string; build?: string }): string | undefined {
+  if (report?.state === 'applied' && report.build === mark.build) return undefined;
+  return mark.failed.find((f) => f.node === node)?.reason;
+}
+
+/** How a node's module under a rollout reads in a cell: `web (rolling b2, wave 1)`, `web (done b2, wave 2, failed)`. */
+export function rolloutCell(module: string, mark: RolloutMark, failed = false): string {
+  return `${module} (${mark.state} ${mark.build}, wave ${mark.wave}${failed ? ', failed' : ''})`;
 }

@@ -3,7 +3,7 @@
 import { compareKeys } from '../../../shared/keys.ts';
 import type { Parsed } from '../../../shared/result.ts';
 import { ReportSchema, validate, type Report } from '../../../shared/schemas.ts';
-import { rolloutCell, type RolloutMark } from './rollouts.ts';
+import { failedIn, rolloutCell, type RolloutMark } from './rollouts.ts';
 import { readSeatEntry, type SeatEntry } from './seat-health.ts';
 
 /** Out-of-shape keys `status` lists at most; past that it only counts them. */
@@ -42,7 +42,7 @@ export type NodeSummary = {
   composeFailed: number;
   /** The waiting report with the oldest `at`, if any waits. */
   oldestWaiting?: OldestWaiting;
-  /** The node's modules under a rollout not done (DESIGN §12), each with its state, build and wave. */
+  /** The node's modules under a rollout not done, or failed in one (DESIGN §12), each with its state, build and wave. */
   rollouts?: string[];
 };
 
@@ -94,22 +94,40 @@ export class FleetSummary {
   healthUnlisted = 0;
   /** Keys of `applied` or `health` out of shape. */
   readonly outOfShape = new OutOfShape();
+  /** The nodes rollouts list failed, by `<node>.<module>`, until a report of theirs is read. */
+  readonly #failedUnseen = new Map<string, { node: string; module: string; mark: RolloutMark }>();
 
   constructor(
     private readonly now: number,
     private readonly rollouts: ReadonlyMap<string, RolloutMark> = new Map(),
-  ) {}
+  ) {
+    for (const [module, mark] of rollouts) for (const f of mark.failed) this.#failedUnseen.set(`${f.node}.${module}`, { node: f.node, module, mark });
+  }
 
-  /** Counts one entry of `applied`. */
+  /** Counts one entry of `applied`; a node a rollout lists failed counts failed until it reports the new build applied. */
   addReport(key: string, value: unknown): void {
     const read = readReport(value);
     if (!read.ok) return this.outOfShape.add(key, `value: ${read.reason}`);
     const report = read.value;
     const node = this.#node(report.node);
-    if (report.state === 'applied' || report.state === 'waiting' || report.state === 'failed') node[report.state] += 1;
-    if (report.state === 'waiting') node.oldestWaiting = older(node.oldestWaiting, report, this.now);
     const rollout = this.rollouts.get(report.module);
-    if (rollout) (node.rollouts ??= []).push(rolloutCell(report.module, rollout));
+    this.#failedUnseen.delete(`${report.node}.${report.module}`);
+    const failedInRollout = rollout !== undefined && failedIn(rollout, report.node, report) !== undefined;
+    const state = failedInRollout ? 'failed' : report.state;
+    if (state === 'applied' || state === 'waiting' || state === 'failed') node[state] += 1;
+    if (state === 'waiting') node.oldestWaiting = older(node.oldestWaiting, report, this.now);
+    // A done rollout is shown only on the nodes it left failed.
+    if (rollout && (rollout.state !== 'done' || failedInRollout)) (node.rollouts ??= []).push(rolloutCell(report.module, rollout, failedInRollout));
+  }
+
+  /** Counts the nodes rollouts list failed that have no report at all: failed too (their plan is the new build). */
+  addUnreportedFailures(): void {
+    for (const { node, module, mark } of this.#failedUnseen.values()) {
+      const summary = this.#node(node);
+      summary.failed += 1;
+      (summary.rollouts ??= []).push(rolloutCell(module, mark, true));
+    }
+    this.#failedUnseen.clear();
   }
 
   /** Counts one entry of `health`. */

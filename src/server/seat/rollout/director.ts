@@ -4,18 +4,19 @@
 // each step. Every decision is made again from the state, the stored plans and the reports, so a
 // restarted seat goes on where it was.
 import { compareKeys, nodeModuleKey, parseNodeModuleKey } from '../../../shared/keys.ts';
-import type { Logger } from '../../../shared/log.ts';
+import type { Level, Logger } from '../../../shared/log.ts';
 import type { Rollout } from '../../../shared/rollout-schema.ts';
 import type { Composition, Health } from '../../../shared/schemas.ts';
 import { unrefTimer, type Timer } from '../../../shared/timer.ts';
 import { digestOf } from '../digest.ts';
 import { isUsable, type KnownComposition } from '../inputs.ts';
 import { judgeWave } from './judge.ts';
-import { carryOver, clockOf, compositionOf, newLive, reachedNodes, restartClocks, stopTimers, type Live } from './live.ts';
+import { carryOver, clockOf, compositionOf, newLive, plannedAhead, reachedNodes, restartClocks, stopTimers, type Live } from './live.ts';
 import { lateFailures } from './progress.ts';
 import { markOfComposition, markOfPlan, readSeenReport } from './marks.ts';
-import { contentOf, type RolloutHealth, type RolloutState } from './state.ts';
-import { abortRollout, describeState, refusal, resumeRollout, startRollout, supersedeRollout } from './steps.ts';
+import { failedListed, keepFailedOnly, rolloutHealthEntry, sayOnce } from './failed-nodes.ts';
+import { contentOf, MAX_FAILED_LISTED, type RolloutHealth, type RolloutState } from './state.ts';
+import { abortRollout, describeState, levelOf, refusal, resumeRollout, startRollout, supersedeRollout, withFailed } from './steps.ts';
 import type { StateWriter } from './store.ts';
 import { waveOrder } from './waves.ts';
 
@@ -27,8 +28,10 @@ export type RolloutHost = {
   hasStoredPlan(key: string): boolean;
   /** Whether `key` has a good assignment. */
   isAssigned(key: string): boolean;
-  /** Composes every key of `module` again at the next pass. */
-  recompose(module: string): void;
+  /** Why the seat cannot compose `key`'s plan of `build` (the reason its health entry says), when it cannot. */
+  composeFailure(key: string, build: string): string | undefined;
+  /** Composes the keys of `module` again at the next pass: every one, or those of `nodes`. */
+  recompose(module: string, nodes?: Iterable<string>): void;
 };
 
 /** How the director is built. */
@@ -85,9 +88,13 @@ export class RolloutDirector {
   /** Takes the states read from the bucket at start, before any pass. */
   load(states: ReadonlyMap<string, RolloutState>): void {
     for (const state of states.values()) {
-      this.#lives.set(state.module, newLive(state, undefined, state.wave));
-      // A restarted seat says what it goes on with: a rollout under way is no surprise in its log.
-      if (state.state === 'rolling' || state.state === 'halted') this.log.notice(`taken up where it was: ${describeState(state)}`);
+      const live = newLive(state, undefined, state.wave);
+      // The reports are read after: every one of the module's is seen, while the rollout follows them.
+      live.everyReportSeen = state.state === 'rolling' || state.state === 'halted' || state.state === 'aborted';
+      this.#lives.set(state.module, live);
+      // A restarted seat says what it goes on with: a rollout under way is no surprise in its log, and a halt still waits on an operator.
+      if (state.state === 'rolling') this.log.notice(`taken up where it was: ${describeState(state)}`);
+      if (state.state === 'halted') this.log.warn(`taken up where it was: ${describeState(state)}`);
     }
   }
 
@@ -166,18 +173,29 @@ export class RolloutDirector {
     this.#reportsSeen = Math.max(this.#reportsSeen, revision);
     const id = parseNodeModuleKey(key);
     const live = id.ok ? this.#lives.get(id.value.module) : undefined;
-    if (!live || !id.ok || live.state.state === 'done' || live.state.state === 'superseded') return;
+    if (!live || !id.ok || live.state.state === 'superseded') return;
+    // A done rollout follows only its failed nodes: its health entry lists those not applied since.
+    if (live.state.state === 'done' && !failedListed(live).has(id.value.node)) return;
     const seen = value ? readSeenReport(value, revision) : undefined;
     if (seen) live.reports.set(id.value.node, seen);
     else live.reports.delete(id.value.node);
     this.#evaluateSoon(id.value.module);
   }
 
-  /** The composer finished a pass: after the first, with the reports read, waves are judged. */
-  passed(): void {
-    if (this.#passed) return;
-    this.#passed = true;
-    this.#judgeAll();
+  /**
+   * The composer finished a pass: after the first, with the reports read, waves are judged; a
+   * rolling module with a key that `failed` to compose in it is judged again (a wave node whose
+   * plan of the new build cannot be composed fails at once).
+   */
+  passed(failed: Iterable<string> = []): void {
+    if (!this.#passed) {
+      this.#passed = true;
+      return this.#judgeAll();
+    }
+    for (const key of failed) {
+      const id = parseNodeModuleKey(key);
+      if (id.ok && this.#lives.get(id.value.module)?.state.state === 'rolling') this.#evaluateSoon(id.value.module);
+    }
   }
 
   /** The reports present at start have all been seen. */
@@ -195,8 +213,9 @@ export class RolloutDirector {
     restartClocks(live);
     if (op === 'resume') await this.#planWhenStored(live, resumeRollout(live.state, this.#now()));
     else {
+      const back = plannedAhead(live, [...this.#nodesOf(live.state.module)]);
       const stored = this.#step(live, abortRollout(live.state, this.#now()));
-      this.#host?.recompose(module);
+      this.#host?.recompose(module, back);
       await stored;
     }
     return { ok: true };
@@ -207,19 +226,20 @@ export class RolloutDirector {
     return this.#lives.get(module)?.state;
   }
 
-  /** The modules whose rollout is not done, in order: the verb's `health` keys them `<module>`. */
+  /** The modules whose rollout is not done, or done with nodes still failed, in order: the verb's `health` keys them `<module>`. */
   healthKeys(): string[] {
+    const host = this.#host;
+    if (!host) return [];
     return [...this.#lives.values()]
-      .filter((l) => l.state.state !== 'done')
+      .filter((l) => rolloutHealthEntry(l, host) !== undefined)
       .map((l) => l.state.module)
       .sort(compareKeys);
   }
 
-  /** The verb's `health` entry of a module's rollout that is not done. */
+  /** The verb's `health` entry of a module's rollout not done, or done with failed nodes (`rolloutHealthEntry`). */
   healthEntry(module: string): RolloutHealth | undefined {
-    const state = this.#lives.get(module)?.state;
-    if (!state || state.state === 'done') return undefined;
-    return { module, build: state.build, state: state.state, wave: state.wave, reason: describeState(state), since: state.since };
+    const live = this.#lives.get(module);
+    return live && this.#host ? rolloutHealthEntry(live, this.#host) : undefined;
   }
 
   /** Stops every deadline; nothing is judged any more. */
@@ -255,22 +275,31 @@ export class RolloutDirector {
   }
 
   /** Takes a rolling state whose wave moved: its nodes are planned once it is stored, then the wave is judged. */
-  #planWhenStored(live: Live, state: RolloutState): Promise<void> {
+  #planWhenStored(live: Live, state: RolloutState, level?: Level): Promise<void> {
     live.storedWave = 0;
-    return this.#step(live, state).then(() => {
+    return this.#step(live, state, level).then(() => {
       if (this.#closed || this.#lives.get(state.module) !== live || live.state.state !== 'rolling' || live.state.wave !== state.wave) return;
       live.storedWave = state.wave;
-      this.#host?.recompose(state.module);
+      // Only the nodes the waves reach now change plan: at 50,000 nodes a pass over every key took seconds.
+      this.#host?.recompose(state.module, reachedNodes(live, this.#nodesOf(state.module)));
       this.#evaluateSoon(state.module);
     });
   }
 
-  /** Takes a new state: stored, said, and logged. */
-  #step(live: Live, state: RolloutState): Promise<void> {
+  /** Takes a new state: stored, said, and logged at the level an operator watches it by. */
+  #step(live: Live, state: RolloutState, level: Level = levelOf(state)): Promise<void> {
     stopTimers(live);
     live.state = state;
+    // A halt or an abort plans the nodes back: those planned anew join their wave's hash again.
+    if (state.state === 'halted' || state.state === 'aborted') {
+      live.anew.clear();
+      live.reached = undefined;
+    }
+    // A failed node is said once, with the step that names it; a resume starts the count again.
+    if (state.state === 'rolling' && state.nodes.failed === 0) live.saidFailed.clear();
+    for (const f of state.failed) live.saidFailed.add(f.node);
     const reason = describeState(state);
-    this.log.info(reason);
+    this.log[level](reason);
     this.say({ module: state.module, build: state.build, reason, passes: state.wave });
     return this.writer.write(state);
   }
@@ -292,14 +321,24 @@ export class RolloutDirector {
     });
   }
 
-  /** A halted rollout records the failed reports of its wave that came after the halt; nothing moves for them, and they are not said (the halt was). */
+  /**
+   * A halted rollout records the failed reports of its wave that came after the halt, while its list
+   * has room (under it, every failed node is listed, so none is counted twice); nothing moves for
+   * them, and they are not said (the halt was).
+   */
   #recordLateFailures(live: Live): void {
     const { state } = live;
-    const late = lateFailures(reachedNodes(live), state.build, new Set(state.failed.map((f) => f.node)), (node) => live.reports.get(node));
+    if (state.failed.length >= MAX_FAILED_LISTED || !this.#host) return;
+    const reached = reachedNodes(live, this.#nodesOf(state.module));
+    const late = lateFailures(reached, state.build, new Set(state.failed.map((f) => f.node)), (node) => live.reports.get(node));
     if (late.length === 0) return;
-    const failed = [...state.failed, ...late];
-    live.state = { ...state, failed, nodes: { ...state.nodes, failed: failed.length } };
+    live.state = withFailed(state, [...state.failed, ...late]);
     void this.writer.write(live.state);
+  }
+
+  /** The nodes of a module's good assignments. */
+  *#nodesOf(module: string): Generator<string> {
+    for (const key of this.#host?.keysOf(module) ?? []) yield key.slice(0, key.length - module.length - 1);
   }
 
   /** Judges the planned wave and takes what it decides. */
@@ -312,22 +351,37 @@ export class RolloutDirector {
     live.deadline?.cancel();
     live.deadline = undefined;
     const host = this.#host;
-    const judged = judgeWave(live, this.#now(), this.#reportsSeen, (node) => host.isAssigned(nodeModuleKey(node, module)));
+    const build = live.state.build;
+    const judged = judgeWave(live, this.#now(), this.#reportsSeen, {
+      nodes: this.#nodesOf(module),
+      assigned: (node) => host.isAssigned(nodeModuleKey(node, module)),
+      composeFailure: (node) => host.composeFailure(nodeModuleKey(node, module), build),
+    });
     if (judged.kind === 'halt') {
       restartClocks(live);
+      const back = plannedAhead(live, [...this.#nodesOf(live.state.module)]);
       void this.#step(live, judged.state);
-      return host.recompose(module);
+      return host.recompose(module, back);
     }
+    const failedAnew = sayOnce(live, judged.failed);
+    // The step's line names a node failed below `halt` anew: at warning, as a halt is.
+    const level = failedAnew ? 'warn' : undefined;
+    if (judged.kind === 'next' && judged.state.state === 'rolling') return void this.#planWhenStored(live, judged.state, level);
     if (judged.kind === 'next') {
-      if (judged.state.state === 'done') this.#settled.set(module, live.target);
-      return void (judged.state.state === 'rolling' ? this.#planWhenStored(live, judged.state) : this.#step(live, judged.state));
+      this.#settled.set(module, live.target);
+      void this.#step(live, judged.state, level);
+      return keepFailedOnly(live);
     }
-    const failedBefore = live.state.nodes.failed;
+    this.#waitOn(live, judged, failedAnew);
+  }
+
+  /** Takes a wave that waits on: a node failed in it anew said, changed counts stored within a second, the next deadline set. */
+  #waitOn(live: Live, judged: { state: RolloutState; countsMoved: boolean; deadline: number | undefined }, failedAnew: boolean): void {
+    const { module } = judged.state;
     live.state = judged.state;
-    // A node failed below `halt` stalls the wave (DESIGN §12): said once per new failure, as a step is.
-    if (judged.state.nodes.failed > failedBefore) {
+    if (failedAnew) {
       const reason = describeState(judged.state);
-      this.log.notice(reason);
+      this.log.warn(reason);
       this.say({ module, build: judged.state.build, reason, passes: judged.state.wave });
     }
     // Counts change with every report: stored at most once a second, never said (a step is said once).

@@ -1,17 +1,30 @@
-// A rollout as the seat keeps it in memory beside its stored state (DESIGN §12): the wave order's
-// index, what each node's plan holds, its reports and clocks; and the one decision made per node,
+// A rollout as the seat keeps it in memory beside its stored state (DESIGN §12): each node's place
+// in the waves, what its plan holds, its reports and clocks; and the one decision made per node,
 // which composition its plan is composed from.
 import type { Composition } from '../../../shared/schemas.ts';
 import { markOfComposition } from './marks.ts';
 import type { NodeClock, SeenReport } from './progress.ts';
 import type { RolloutState } from './state.ts';
-import { reachedBy } from './waves.ts';
+import { cutOf, nodeHash } from './waves.ts';
 
 /** A rollout in the seat's memory. */
 export type Live = {
   state: RolloutState;
-  /** Each member's place in the wave order. */
-  index: Map<string, number>;
+  /** Each node's hash in the new build's waves (`nodeHash`), computed once. */
+  hashes: Map<string, string>;
+  /**
+   * The nodes this seat planned the new build at once, having no plan (assigned anew): not counted
+   * in the rollout (DESIGN §12). A halt plans them back, and they join the wave their hash falls in.
+   */
+  anew: Set<string>;
+  /** The nodes the stored waves reach, in wave order, kept until the cut or the nodes known change. */
+  reached: { cut: string | undefined; nodes: string[] } | undefined;
+  /** Whether every report of the module was seen: read back at the seat's start, so a node with none sent none. */
+  everyReportSeen: boolean;
+  /** The failed nodes already said (a node failed below `halt` is said once). */
+  saidFailed: Set<string>;
+  /** The state's failed nodes as a set, for the list it was made from. */
+  failedSet?: { list: readonly { node: string }[]; nodes: Set<string> };
   /** The new build's composition, once the composer has read it. */
   target: Composition | undefined;
   /** The clocks of the nodes planned the new build. */
@@ -35,10 +48,13 @@ export type Live = {
 
 /** A rollout's memory for `state`, its wave `storedWave` known stored (the state's own when read from the bucket). */
 export function newLive(state: RolloutState, target: Composition | undefined, storedWave: number): Live {
-  const index = new Map(state.members.map((node, i) => [node, i]));
   return {
     state,
-    index,
+    hashes: new Map(),
+    anew: new Set(),
+    reached: undefined,
+    saidFailed: new Set(state.failed.map((f) => f.node)),
+    everyReportSeen: false,
     target,
     clocks: new Map(),
     reports: new Map(),
@@ -55,6 +71,7 @@ export function carryOver(from: Live, to: Live): void {
   for (const [node, report] of from.reports) to.reports.set(node, report);
   for (const [node, mark] of from.marks) to.marks.set(node, mark);
   for (const [node, at] of from.planTimes) to.planTimes.set(node, at);
+  to.everyReportSeen = from.everyReportSeen;
   stopTimers(from);
 }
 
@@ -71,10 +88,56 @@ export function restartClocks(live: Live): void {
   live.planTimes.clear();
 }
 
-/** The nodes the waves stored so far reach, in wave order. */
-export function reachedNodes(live: Live): string[] {
-  const { state } = live;
-  return state.members.slice(0, reachedBy(state.waves, Math.min(state.wave, live.storedWave), state.nodes.total));
+/** The cut the waves stored so far reach (undefined: none yet). */
+export function reachedCut(live: Live): string | undefined {
+  return cutOf(live.state.cuts, Math.min(live.state.wave, live.storedWave));
+}
+
+/** A node's hash in the rollout's waves; a node new to it makes the list of reached nodes be made again. */
+export function hashOf(live: Live, node: string): string {
+  let hash = live.hashes.get(node);
+  if (hash === undefined) {
+    live.hashes.set(node, (hash = nodeHash(live.state.module, live.state.build, node)));
+    live.reached = undefined;
+  }
+  return hash;
+}
+
+/**
+ * The nodes the waves stored so far reach, in wave order: of `nodes` (the module's assigned nodes),
+ * every one hashed at most the cut, but those planned the new build anew. Made again only when the
+ * cut or the nodes known change, not on every judgement of a large wave.
+ */
+export function reachedNodes(live: Live, nodes: Iterable<string>): string[] {
+  const cut = reachedCut(live);
+  if (live.reached && live.reached.cut === cut) return live.reached.nodes;
+  const reached: { node: string; hash: string }[] = [];
+  if (cut !== undefined)
+    for (const node of nodes) {
+      const hash = hashOf(live, node);
+      if (hash <= cut && !live.anew.has(node)) reached.push({ node, hash });
+    }
+  reached.sort((a, b) => (a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : a.node < b.node ? -1 : 1));
+  live.reached = { cut, nodes: reached.map((r) => r.node) };
+  return live.reached.nodes;
+}
+
+/**
+ * The nodes of `nodes` (the module's) a halt or an abort plans back, taken before the step, which
+ * forgets those planned anew: those the waves reached, those planned the new build anew, and any
+ * whose plan was seen on another build than the last good one (a superseded build's). The others
+ * are on the last good build (a node with no plan seen since the rollout began is, as
+ * `compositionOf` reads it): composed again, their plans would not change, and at 50,000 nodes a
+ * pass over every key took a second or more.
+ */
+export function plannedAhead(live: Live, nodes: readonly string[]): string[] {
+  const { previous } = live.state;
+  const reached = new Set(reachedNodes(live, nodes));
+  const good = previous ? markOfComposition(previous) : undefined;
+  return nodes.filter((node) => {
+    const mark = live.marks.get(node);
+    return reached.has(node) || live.anew.has(node) || (mark !== undefined && mark !== good);
+  });
 }
 
 /**
@@ -94,16 +157,23 @@ export function compositionOf(
     return { composition: state.previous, reached: false };
   }
   if (state.state !== 'rolling') return { composition: current, reached: false };
-  const at = live.index.get(node);
-  // A node assigned anew, or one whose plan is gone, has nothing to protect: the newest build at once.
-  if (at === undefined || !hasStoredPlan) return { composition: current, reached: false };
-  if (at < reachedBy(state.waves, Math.min(state.wave, live.storedWave), state.nodes.total)) return { composition: current, reached: true };
-  // Not reached yet: on the last good build it stays there (a placement change composed with it);
-  // on a superseded build it keeps its plan until its wave.
-  // With no last good composition (a build published while the seat was down) it keeps its stored plan.
-  if (!state.previous) return { composition: undefined, reached: false };
+  const hash = hashOf(live, node);
+  // A node assigned anew, or one whose plan is gone, has nothing to protect: the newest build at once, uncounted.
+  if (live.anew.has(node) || !hasStoredPlan) {
+    if (!live.anew.has(node)) {
+      live.anew.add(node);
+      live.reached = undefined;
+    }
+    return { composition: current, reached: false };
+  }
+  const cut = reachedCut(live);
+  if (cut !== undefined && hash <= cut) return { composition: current, reached: true };
+  // Not reached yet: on the last good build it stays there (a placement change composed with it).
   const mark = live.marks.get(node);
-  return { composition: mark === undefined || mark === markOfComposition(state.previous) ? state.previous : undefined, reached: false };
+  if (state.previous && (mark === undefined || mark === markOfComposition(state.previous))) return { composition: state.previous, reached: false };
+  // On the new build already (assigned anew before the seat's restart) it keeps it, never planned backwards; on a
+  // superseded build, or with no last good composition (a build published while the seat was down), it keeps its stored plan.
+  return { composition: mark === markOfComposition(current) ? current : undefined, reached: false };
 }
 
 /**

@@ -1,6 +1,7 @@
 // How far the planned wave of a rollout has come (DESIGN §12): which of its nodes reported the new
-// build applied, which failed (a `failed` report, or no applied report within `wait` of the plan),
-// and when the next node runs out of time. Pure: the clock, reports and assignments are handed in.
+// build applied, which failed (a `failed` report, a plan of the new build the seat cannot compose,
+// or no applied report within `wait` of the plan), and when the next node runs out of time. Pure:
+// the clock, reports, assignments and the seat's compose failures are handed in.
 import type { Report } from '../../../shared/schemas.ts';
 
 /** A planned node's clock: when its new plan was asked, the report revision seen by then, and whether it applied the build since. */
@@ -25,7 +26,7 @@ export type Progress = {
   planned: number;
   /** Of those, the ones that reported it applied. */
   applied: number;
-  /** Of those, the ones failed, in wave order. */
+  /** Of those, the ones failed, in wave order (with the earlier waves' nodes still failed: `halt` counts over the rollout). */
   failed: FailedNode[];
   /** When the first node still waited for runs out of time, in ms; undefined when none is waited for. */
   deadline: number | undefined;
@@ -43,8 +44,16 @@ export type WaveInput = {
   assigned(node: string): boolean;
   /** A reached node's clock. */
   clockOf(node: string): NodeClock;
+  /** Why the seat cannot compose a node's plan of the new build, when it cannot: the node fails at once, not after `wait`. */
+  composeFailure(node: string): string | undefined;
   /** A node's latest report, when one was seen. */
   reportOf(node: string): SeenReport | undefined;
+  /**
+   * Whether every report of the module was seen (a rollout read back at the seat's start, the
+   * reports read after it): then a node with none sent none. A rollout started while the seat ran
+   * saw only the reports written since.
+   */
+  everyReportSeen: boolean;
   /** Now, in ms. */
   now: number;
 };
@@ -52,6 +61,11 @@ export type WaveInput = {
 /** The reason of a node that did not report the build applied in time (DESIGN §12's words first). */
 export function timeoutReason(build: string, waitS: number): string {
   return `no applied report of ${build} within ${waitS} s`;
+}
+
+/** The reason of a node whose plan of the new build the seat cannot compose (DESIGN §12's words first). */
+export function cannotComposeReason(build: string, why: string): string {
+  return `cannot compose ${build}: ${why}`;
 }
 
 /** How much of a report's own reason a timeout's reason carries. */
@@ -62,9 +76,9 @@ const REPORT_REASON_CHARS = 200;
  * for or its own reason (`its report: waiting for config:color`), so a halt names the node's own
  * cause; or, with none of the build, what its last report was.
  */
-export function lastWord(report: SeenReport | undefined, build: string): string {
+export function lastWord(report: SeenReport | undefined, build: string, everyReportSeen = true): string {
   // None of the build: its last report says whether the node is silent or still on the old one.
-  if (report === undefined) return ` (no report of ${build}, nor any other)`;
+  if (report === undefined) return everyReportSeen ? ` (no report of ${build}, nor any other)` : ` (no report since the rollout began)`;
   if (report.build !== build) return ` (no report of ${build}; its last: ${report.state} on ${report.build})`;
   const waited = report.waited && report.waited.length > 0 ? ` for ${report.waited.join(', ')}` : '';
   const why =
@@ -79,6 +93,11 @@ export function measureWave(input: WaveInput): Progress {
   for (const node of input.reached) {
     if (!input.assigned(node)) continue;
     progress.planned++;
+    const uncomposed = input.composeFailure(node);
+    if (uncomposed !== undefined) {
+      progress.failed.push({ node, reason: cannotComposeReason(input.build, uncomposed) });
+      continue;
+    }
     const clock = input.clockOf(node);
     const report = input.reportOf(node);
     const fresh = report !== undefined && report.build === input.build && report.revision > clock.after;
@@ -93,7 +112,8 @@ export function measureWave(input: WaveInput): Progress {
       continue;
     }
     const end = clock.since + waitMs;
-    if (input.now >= end) progress.failed.push({ node, reason: timeoutReason(input.build, input.waitS) + lastWord(report, input.build) });
+    if (input.now >= end)
+      progress.failed.push({ node, reason: timeoutReason(input.build, input.waitS) + lastWord(report, input.build, input.everyReportSeen) });
     else progress.deadline = Math.min(progress.deadline ?? end, end);
   }
   return progress;

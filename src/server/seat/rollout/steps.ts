@@ -3,8 +3,8 @@
 import type { Rollout } from '../../../shared/rollout-schema.ts';
 import type { Composition } from '../../../shared/schemas.ts';
 import type { FailedNode } from './progress.ts';
-import type { RolloutState } from './state.ts';
-import { reachedBy } from './waves.ts';
+import { clipFailedReason, MAX_FAILED_LISTED, type RolloutState } from './state.ts';
+import { reachedBy, wavesCuts } from './waves.ts';
 
 /** What a rollout starts from. */
 export type RolloutStart = {
@@ -16,8 +16,8 @@ export type RolloutStart = {
   from: Composition | string;
   /** Its waves, halt and wait. */
   policy: Rollout;
-  /** The nodes on an older plan, in wave order. */
-  members: string[];
+  /** The nodes on an older plan, in wave order: N, and each wave's cut. */
+  members: readonly string[];
   /** Now, in ms. */
   now: number;
 };
@@ -39,21 +39,30 @@ export function startRollout(start: RolloutStart): RolloutState {
     since: new Date(start.now).toISOString(),
     ...(typeof from === 'string' ? {} : { previous: from }),
     digest: start.digest,
-    members,
+    cuts: wavesCuts(target.module, target.build, members, policy.waves),
   };
 }
 
-/** The next wave planned, or the rollout done after the last: the new build is then the last good one. */
+/** The failed nodes as a state keeps them: every one counted, the first MAX_FAILED_LISTED listed, each reason clipped. */
+export function withFailed(state: RolloutState, failed: readonly FailedNode[]): RolloutState {
+  const listed = failed.slice(0, MAX_FAILED_LISTED).map(({ node, reason }) => ({ node, reason: clipFailedReason(reason) }));
+  return { ...state, failed: listed, nodes: { ...state.nodes, failed: failed.length } };
+}
+
+/**
+ * The next wave planned, or the rollout done after the last: the new build is then the last good
+ * one. The failed nodes below `halt` stay listed: they keep the new build, done with failures.
+ */
 export function nextWave(state: RolloutState, target: Composition, now: number): RolloutState {
   const since = new Date(now).toISOString();
-  if (state.wave >= state.waves.length) return { ...state, state: 'done', since, previous: target, failed: [] };
+  if (state.wave >= state.waves.length) return { ...state, state: 'done', since, previous: target };
   const wave = state.wave + 1;
   return { ...state, wave, since, nodes: { ...state.nodes, planned: reachedBy(state.waves, wave, state.nodes.total) } };
 }
 
 /** Halted by its failed nodes: every node on the new build goes back to the last good one. */
-export function haltRollout(state: RolloutState, failed: FailedNode[], now: number): RolloutState {
-  return { ...state, state: 'halted', since: new Date(now).toISOString(), failed, nodes: { ...state.nodes, failed: failed.length } };
+export function haltRollout(state: RolloutState, failed: readonly FailedNode[], now: number): RolloutState {
+  return withFailed({ ...state, state: 'halted', since: new Date(now).toISOString() }, failed);
 }
 
 /** A halt lifted by an operator: the failed nodes get the new build again with the next wave, the count starts again. */
@@ -90,10 +99,6 @@ export const FAILED_NODES_SAID = 5;
 export function describeState(state: RolloutState): string {
   const head = `rollout of ${state.module} build ${state.build} from ${state.from}`;
   const { total, planned, applied } = state.nodes;
-  // A line names the first few failed nodes; `rollout MODULE` lists them all.
-  const shown = state.failed.slice(0, FAILED_NODES_SAID).map((f) => `${f.node}: ${f.reason}`);
-  const more = state.failed.length - shown.length;
-  const failed = `${shown.join('; ')}${more > 0 ? `; and ${more} more` : ''}`;
   // With no last good composition the nodes on the new build cannot be planned back: they keep it.
   const back = state.previous
     ? `planned back to ${state.from}`
@@ -101,17 +106,32 @@ export function describeState(state: RolloutState): string {
   switch (state.state) {
     case 'rolling': {
       const line = `${head}: wave ${state.wave} of ${state.waves.length} planned (${planned} of ${total} nodes, ${applied} applied)`;
-      // Failed nodes below `halt`: the wave is done only when each of its nodes applies (DESIGN §12), so it waits on them.
-      if (state.failed.length === 0) return line;
-      return `${line}; ${state.failed.length} failed, fewer than halt ${state.halt} (${failed}): the wave waits until they apply; fix them, or \`rollout abort ${state.module}\``;
+      // Failed nodes below `halt` are a budget (DESIGN §12): the rollout goes on past them, and they keep the new build.
+      if (state.nodes.failed === 0) return line;
+      return `${line}; ${failedSaid(state)}, fewer than halt ${state.halt}: the rollout goes on and they keep ${state.build}; fix them (\`status\` shows them failed), or \`rollout abort ${state.module}\``;
     }
     case 'halted':
-      return `${head}: halted at wave ${state.wave} by ${state.failed.length} failed node(s) (${failed}); ${back}; next: \`rollout resume ${state.module}\` (the failed nodes again, with the next wave), \`rollout abort ${state.module}\`, or publish a fixed build`;
+      return `${head}: halted at wave ${state.wave} by ${failedSaid(state)}; ${back}; next: \`rollout resume ${state.module}\` (the failed nodes again, with the next wave), \`rollout abort ${state.module}\`, or publish a fixed build`;
     case 'done':
-      return `${head}: done, ${total} node(s) on ${state.build}`;
+      if (state.nodes.failed === 0) return `${head}: done, ${total} node(s) on ${state.build}`;
+      return `${head}: done with failures, ${total} node(s) on ${state.build}, ${failedSaid(state)} (fewer than halt ${state.halt}); they keep ${state.build}: fix them (\`status\` shows them failed)`;
     case 'aborted':
       return `${head}: aborted by an operator; ${back}; publish a new build to roll out again`;
     case 'superseded':
       return `${head}: superseded by a newer composition`;
   }
+}
+
+/** `2 failed node(s) (n1: why; n2: why)`: the count of every failed node, the first few named (`rollout MODULE` lists the rest). */
+function failedSaid(state: RolloutState): string {
+  const shown = state.failed.slice(0, FAILED_NODES_SAID).map((f) => `${f.node}: ${f.reason}`);
+  const more = state.nodes.failed - shown.length;
+  return `${state.nodes.failed} failed node(s) (${shown.join('; ')}${more > 0 ? `; and ${more} more` : ''})`;
+}
+
+/** The level a step is logged at: a halt (and its rollback), failures left on the new build at warning; an operator's abort, a supersession at notice; the rest at info. */
+export function levelOf(state: RolloutState): 'warn' | 'notice' | 'info' {
+  if (state.state === 'halted' || (state.state === 'done' && state.nodes.failed > 0)) return 'warn';
+  if (state.state === 'aborted' || state.state === 'superseded') return 'notice';
+  return 'info';
 }

@@ -1,5 +1,6 @@
 // Which of a module's nodes each wave of a rollout holds (DESIGN §12): stable and spread, the nodes
-// ordered by the sha256 of `<module>.<build>.<node>`, wave k the first ⌈fₖ·N⌉ of them.
+// ordered by the sha256 of `<module>.<build>.<node>`, wave k the first ⌈fₖ·N⌉ of them — kept as the
+// wave's cut, the hash of its last node at the start, so wave k is every node hashed at most its cut.
 import { createHash } from 'node:crypto';
 
 /**
@@ -18,11 +19,31 @@ export function waveSize(fraction: number, total: number): number {
   return Number((mantissa + divisor - 1n) / divisor);
 }
 
-/** The nodes in wave order for `module` and the new `build`: by the sha256 of `<module>.<build>.<node>` (UTF-8), ties by name. */
+/** A node's place in the waves of `module`'s `build`: the hex sha256 of `<module>.<build>.<node>` (UTF-8). */
+export function nodeHash(module: string, build: string, node: string): string {
+  return createHash('sha256').update(`${module}.${build}.${node}`, 'utf8').digest('hex');
+}
+
+/** The nodes in wave order for `module` and the new `build`: by `nodeHash`, ties by name. */
 export function waveOrder(module: string, build: string, nodes: Iterable<string>): string[] {
-  const keyed = [...new Set(nodes)].map((node) => ({ node, hash: createHash('sha256').update(`${module}.${build}.${node}`, 'utf8').digest('hex') }));
+  const keyed = [...new Set(nodes)].map((node) => ({ node, hash: nodeHash(module, build, node) }));
   keyed.sort((a, b) => (a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
   return keyed.map((k) => k.node);
+}
+
+/**
+ * Each wave's cut for the nodes on an older plan at the start, `ordered` by `waveOrder`: the hash
+ * of the wave's last node. Wave k is then every node whose hash is at most its cut (DESIGN §12),
+ * so the state keeps one hash a wave instead of the fleet's names.
+ */
+export function wavesCuts(module: string, build: string, ordered: readonly string[], waves: readonly number[]): string[] {
+  if (ordered.length === 0) return [];
+  return waves.map((_, k) => nodeHash(module, build, ordered[reachedBy(waves, k + 1, ordered.length) - 1]!));
+}
+
+/** The cut the waves up to `wave` (1-based) reach: undefined before the first, so no node is reached. */
+export function cutOf(cuts: readonly string[], wave: number): string | undefined {
+  return wave < 1 ? undefined : cuts[Math.min(wave, cuts.length) - 1];
 }
 
 /** How many of the ordered nodes the waves up to `wave` (1-based) reach. */
