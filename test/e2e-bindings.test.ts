@@ -62,7 +62,9 @@ const entries = (m: Mesh, path: string): ConsumerEntry[] | undefined => {
 test('the provider’s consumers file lists the consumer bound to it across nodes, with its credential, mode 0600; the consumer waits on its bound values, then fills', () =>
   withBindings(async ({ m, bound, consumersFile, consumerFile }) => {
     await waitFor('the consumers file', () => entries(m, consumersFile)?.length === 1);
-    assert.equal(entries(m, consumersFile), [{ consumer: 'a', module: 'web', local: null, credential: 'cred-one', value: { name: 'web' } }]);
+    // With the consumer's whole provision entry as its plan holds it: the request the bound entry answers (DESIGN §3).
+    const provision = { provider: 'postgres', provision: 'database', node: 'b', name: 'db-password', values: { name: 'web' } };
+    assert.equal(entries(m, consumersFile), [{ consumer: 'a', module: 'web', local: null, credential: 'cred-one', value: { name: 'web' }, provision }]);
     assert.is(statSync(consumersFile).mode & 0o777, 0o600);
     const waiting = await m.waitReport('a', 'web', (r) => r.state === 'waiting');
     // The credential waits too: the engine fills it, but not before the provider says it has set it.

@@ -83,4 +83,59 @@ test('the client bundle uses only well-shaped bound entries; each other one fail
     { node: 'a' },
   ));
 
+/** The `for` of `{provider: "postgres", provision: "database", node: "b"}`, made by another implementation (Python's json.dumps, sort_keys; hashlib). */
+const ANSWERS_PLAN = 'sha256:e366fb10a54661cb3394ed2107fab5c44f30c3279dd84424d39a463b2e73e10b';
+/** The `for` of another request: the same provision asking other values. */
+const ANSWERS_BEFORE = `sha256:${'0'.repeat(64)}`;
+
+test("the client bundle waits on an entry answering another request than its plan's, a refusal of it included, saying so; one answering its plan's, or naming none, is used", () =>
+  withMesh(
+    async (m) => {
+      const bound = await ensureKv(m.nc, 'postgres_bound', 1);
+      const cases: { module: string; entry: unknown }[] = [
+        { module: 'fresh', entry: { ...SERVED, for: ANSWERS_PLAN } },
+        { module: 'plain', entry: SERVED },
+        { module: 'stale', entry: { ...SERVED, for: ANSWERS_BEFORE } },
+        { module: 'stalerefused', entry: { refused: 'the request before was refused', for: ANSWERS_BEFORE } },
+      ];
+      for (const { module, entry } of cases) {
+        await m.publish(module, {
+          templates: { 'db.conf': 'database=${bound:database:database}\nport=${bound:database:port}\n' },
+          provisioning: {
+            files: [{ path: '${dir:config}/db.conf', template: 'db.conf' }],
+            provisions: [{ provider: 'postgres', provision: 'database', node: 'b' }],
+          },
+        });
+        await bound.put(boundKey('a', module, 'database'), jsonBytes(entry));
+        await m.assign('a', module);
+      }
+      const client = m.startClientProcess();
+      try {
+        for (const module of ['fresh', 'plain']) {
+          await m.waitReport('a', module, (r) => r.state === 'applied', 20_000);
+          assert.is(m.file(join(m.root, 'etc', module, 'db.conf')), 'database=db\nport=5432\n', module);
+        }
+        for (const module of ['stale', 'stalerefused']) {
+          const report = await m.waitReport('a', module, (r) => r.state === 'waiting', 20_000);
+          assert.equal(report.waiting.map((w) => `${w.kind}:${w.name}`).sort(), ['bound:database:database', 'bound:database:port'], module);
+          assert.is(
+            report.reason,
+            `postgres_bound a.${module}.database answers an earlier request of database: waiting for postgres to answer the new request (the plan's provision changed)`,
+          );
+          assert.is(m.file(join(m.root, 'etc', module, 'db.conf')), undefined, `${module}: filled from an answer to another request`);
+        }
+        // The provider answers the plan's request: the module is filled from that answer.
+        await bound.put(boundKey('a', 'stale', 'database'), jsonBytes({ ...SERVED, values: { database: 'new', port: 5433 }, for: ANSWERS_PLAN }));
+        await bound.put(boundKey('a', 'stalerefused', 'database'), jsonBytes({ refused: 'the new request is refused too', for: ANSWERS_PLAN }));
+        await m.waitReport('a', 'stale', (r) => r.state === 'applied', 20_000);
+        assert.is(m.file(join(m.root, 'etc', 'stale', 'db.conf')), 'database=new\nport=5433\n');
+        const refused = await m.waitReport('a', 'stalerefused', (r) => r.state === 'failed', 20_000);
+        assert.match(refused.reason ?? '', /the provider refused: the new request is refused too/);
+      } finally {
+        client.kill();
+      }
+    },
+    { node: 'a' },
+  ));
+
 test.run();

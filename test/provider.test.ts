@@ -14,7 +14,8 @@ import { readConsumersFile } from '../src/sdk/consumers-file.ts';
 import { WITHHELD_REFUSAL, WITHHELD_SERVED } from '../src/sdk/consumer-sync.ts';
 import { deriveLogin, MAX_LOGIN_BYTES } from '../src/sdk/logins.ts';
 import { runProvider, type Adapter } from '../src/sdk/provider-index.ts';
-import { consumer, fakeAdapter, startProviderBus, stopProviderBus, world } from './helpers/provider-world.ts';
+import { requestDigest } from '../src/shared/bound-request.ts';
+import { asking, consumer, fakeAdapter, startProviderBus, stopProviderBus, world } from './helpers/provider-world.ts';
 import fc from 'fast-check';
 import { SEED } from './helpers/random.ts';
 import { waitFor } from './helpers/wait.ts';
@@ -291,6 +292,69 @@ test('a refused consumer is published {refused} while another consumer of the sa
     fake.refuse.delete('bad_n1');
     w.write([consumer('n1', 'bad', null, 'cred-bad-2'), consumer('n1', 'web', null, 'cred-web-1'), consumer('n1', 'api', null, 'cred-api-1')]);
     assert.equal(await waitFor('bad served once it changed', async () => 'as' in ((await w.bound('n1.bad.database')) as object)), true);
+  } finally {
+    await w.done();
+  }
+});
+
+test('every served and refused entry names the request it answers (for); a new request is answered anew, its values the same; a file without the request writes none', async () => {
+  const w = await world();
+  const fake = fakeAdapter();
+  fake.refuse.set('bad_n1_main', 'no database for you');
+  const forOf = async (key: string) => ((await w.bound(key)) as { for?: string } | null)?.for;
+  try {
+    const web = asking(consumer('n1', 'web', null, 'cred-web-1'), w.provider, w.provision, { name: 'db-password' });
+    const bad = asking(consumer('n1', 'bad', 'main', 'cred-bad-1'), w.provider, w.provision);
+    w.write([web, bad, consumer('n1', 'old', null, 'cred-old-1')]);
+    const h = w.start(fake.adapter);
+    assert.is(await waitFor('web answered', () => forOf('n1.web.database')), requestDigest(web.provision!));
+    assert.is(await waitFor('bad answered', () => forOf('n1.bad.database.main')), requestDigest(bad.provision!));
+    assert.equal(await w.bound('n1.bad.database.main'), { refused: 'no database for you', for: requestDigest(bad.provision!) });
+    await waitFor('old served', () => w.served('n1.old.database'));
+    assert.is(await forOf('n1.old.database'), undefined, 'an entry whose request the file does not give names none');
+    await h.reconciled();
+
+    // The consumer's new build asks under another secret name: same credential, same values, a new request.
+    const renamed = asking(consumer('n1', 'web', null, 'cred-web-1'), w.provider, w.provision, { name: 'db-secret' });
+    w.write([renamed, bad, consumer('n1', 'old', null, 'cred-old-1')]);
+    assert.is(await waitFor('web answered anew', async () => ((await forOf('n1.web.database')) === requestDigest(renamed.provision!) ? true : null)), true);
+    assert.is(fake.count('create', 'web_n1'), 2);
+    assert.is(fake.count('create', 'bad_n1_main'), 1, 'a request unchanged is not answered again');
+    await h.stop();
+
+    // Down while the build changed again: the entry found at start answers the request before, so it is answered anew, not only checked.
+    const third = asking(consumer('n1', 'web', null, 'cred-web-1'), w.provider, w.provision, { name: 'db-third' });
+    w.write([third, bad, consumer('n1', 'old', null, 'cred-old-1')]);
+    const again = fakeAdapter();
+    const h2 = w.start(again.adapter);
+    assert.is(
+      await waitFor('web answered after a restart', async () => ((await forOf('n1.web.database')) === requestDigest(third.provision!) ? true : null)),
+      true,
+    );
+    await h2.reconciled();
+    assert.is(again.count('create', 'web_n1'), 1);
+    assert.is(again.count('create', 'old_n1'), 0, 'an entry naming no request, found at start, is checked as before');
+  } finally {
+    await w.done();
+  }
+});
+
+test('a consumers file whose provision asks other values or another local than its entry is malformed: nothing answers a request it was not asked', async () => {
+  const w = await world();
+  const fake = fakeAdapter();
+  try {
+    const web = asking(consumer('n1', 'web', null, 'cred-web-1'), w.provider, w.provision);
+    w.write([{ ...web, provision: { ...web.provision!, values: { name: 'other' } } }]);
+    w.start(fake.adapter);
+    await waitFor('said', () => w.log.lines.find((l) => l.includes('gives n1/web a provision whose local or values are not the entry')));
+    w.write([{ ...web, provision: { ...web.provision!, local: 'main' } }]);
+    await waitFor('said again', () => w.log.lines.filter((l) => l.includes('gives n1/web a provision whose local or values are not the entry')).length === 2);
+    assert.equal(fake.calls, []);
+    w.write([web]);
+    assert.is(
+      await waitFor('served once right', () => w.bound('n1.web.database').then((e) => (e as { for?: string } | null)?.for)),
+      requestDigest(web.provision!),
+    );
   } finally {
     await w.done();
   }

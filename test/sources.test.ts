@@ -220,7 +220,7 @@ test('a bound entry is {as, user, values} of strings and numbers, or {refused} a
     [{ ...served, values: { hosts: ['a', 'b'] } }, 'field "values.hosts" is neither a string nor a number'],
     [{ ...served, values: { tls: true } }, 'field "values.tls" is neither a string nor a number'],
     [{ ...served, values: ['db1'] }, 'field "values" is not an object'],
-    [{ ...served, extra: 1 }, 'field "extra" is not a field of a served entry (as, user, values)'],
+    [{ ...served, extra: 1 }, 'field "extra" is not a field of a served entry (as, user, values, for)'],
     [{ as: 'web_a', user: 'web_a' }, 'field "values" is missing'],
     [{ ...served, as: 7 }, 'field "as" is not a string'],
     [{ refused: null }, 'field "refused" is not a string'],
@@ -249,9 +249,23 @@ test('consumers of a provision: every plan bound to this provider on this node, 
     consumer('A', 'x', []),
   ]);
   assert.equal(consumersOf(plans, 'b', 'postgres', 'database'), [
-    { consumer: 'a', module: 'api', local: null, vault: 'pair/postgres/database/a/api', value: {} },
-    { consumer: 'b', module: 'web', local: 'main', vault: 'pair/postgres/database/b/web/main', value: { name: 'w' } },
-    { consumer: 'b', module: 'web', local: 'audit', vault: 'pair/postgres/database/b/web/audit', value: {} },
+    { consumer: 'a', module: 'api', local: null, vault: 'pair/postgres/database/a/api', value: {}, provision: x('postgres', 'database', 'b') },
+    {
+      consumer: 'b',
+      module: 'web',
+      local: 'main',
+      vault: 'pair/postgres/database/b/web/main',
+      value: { name: 'w' },
+      provision: x('postgres', 'database', 'b', 'main', { name: 'w' }),
+    },
+    {
+      consumer: 'b',
+      module: 'web',
+      local: 'audit',
+      vault: 'pair/postgres/database/b/web/audit',
+      value: {},
+      provision: x('postgres', 'database', 'b', 'audit'),
+    },
   ]);
 });
 

@@ -18,6 +18,8 @@ export type StoredEntry = {
   consumer: { node: string; module: string; local: string | null };
   /** What was served, when the entry says so; absent for a refusal or an entry out of shape. */
   served?: Served;
+  /** The request the entry answers (`for`), when it says one. */
+  answers?: string;
 };
 
 /** What the store says: a line for the helper's log. */
@@ -60,8 +62,9 @@ export class BoundStore {
       const entry = decodeJson(BoundEntrySchema, bytes);
       const consumer = { node, module, local: local ?? null };
       if (!entry.ok) say('warn', `${bucket} ${key}: out of shape (${entry.reason}); serving it again`);
-      if (entry.ok && 'as' in entry.value) found.push({ key, consumer, served: { user: entry.value.user, values: entry.value.values } });
-      else found.push({ key, consumer });
+      const answers = entry.ok && entry.value.for !== undefined ? { answers: entry.value.for } : {};
+      if (entry.ok && 'as' in entry.value) found.push({ key, consumer, served: { user: entry.value.user, values: entry.value.values }, ...answers });
+      else found.push({ key, consumer, ...answers });
     }
     say('info', `${bucket}: ${found.length} bound entries of ${provision} at start`);
     return { store, found };

@@ -1,5 +1,5 @@
 // One consumer brought in step (DESIGN §1, §3): checked, created or refused through the adapter
-// and published in `<provider>_bound`, or withdrawn. Whatever the adapter hands back — a served
+// and published in `<provider>_bound` with the request it answers (`for`), or withdrawn. Whatever the adapter hands back — a served
 // value, a refusal's reason — is published only when it holds no consumer's credential in any form.
 import { Buffer } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
@@ -34,7 +34,14 @@ export type Held = {
   served?: Served;
   /** The fingerprint of the want last served or refused; absent after a restart or a failure. */
   fingerprint?: string;
+  /** The request its published entry answers (`for`), as published or found at start. */
+  answers?: string;
 };
+
+/** The `for` of an entry answering `want` (DESIGN §3): nothing when the consumers file did not give its request. */
+function answering(want: Want): { for?: string } {
+  return want.answers === undefined ? {} : { for: want.answers };
+}
 
 /** What a ConsumerSync works with; the store and the matcher are read at each use (both are replaced). */
 export type SyncContext = {
@@ -67,9 +74,9 @@ export class ConsumerSync {
 
   /** Holds what the store found at start: its login is derived again, never read from the bucket; its marker is the helper's, not the adapter's. */
   adopt(found: readonly StoredEntry[]): void {
-    for (const { key, consumer, served } of found) {
+    for (const { key, consumer, served, answers } of found) {
       const { [CREDENTIAL_SET]: _marker, ...values } = served?.values ?? {};
-      const held = served ? { served: { ...served, values } } : {};
+      const held = { ...(served ? { served: { ...served, values } } : {}), ...(answers !== undefined ? { answers } : {}) };
       this.held.set(key, { as: deriveLogin(consumer), label: labelOf(consumer.node, consumer.module, consumer.local), ...held });
     }
   }
@@ -81,8 +88,8 @@ export class ConsumerSync {
     const fresh = held?.fingerprint === want.fingerprint;
     if (fresh && !(full && held?.served && check)) return;
     if (Buffer.byteLength(want.grant.credential) < MIN_CREDENTIAL_BYTES) return this.#refuse(want, this.#hold(want), SHORT_CREDENTIAL_REFUSAL);
-    // Served before a restart (fingerprint unknown) or re-checked on a full pass: check, don't recreate.
-    if (held?.served && check && (fresh || held.fingerprint === undefined)) {
+    // Served before a restart (fingerprint unknown) for this very request, or re-checked on a full pass: check, don't recreate.
+    if (held?.served && check && (fresh || (held.fingerprint === undefined && held.answers === want.answers))) {
       const served = held.served;
       if (await this.#c.calls.run(want.key, `the check of ${want.label}`, (signal) => check(want.grant, served, signal))) {
         held.fingerprint = want.fingerprint;
@@ -127,16 +134,16 @@ export class ConsumerSync {
     const value: BoundValue = { as: want.grant.as, user: checked.output.user, values: checked.output.values };
     if (this.#c.matcher().holdsIn(value)) return this.#refuse(want, held, WITHHELD_SERVED);
     // Published only now that the adapter has set the credential: the consumer's file waits for it.
-    await this.#c.store().put(want.key, { ...value, values: { ...value.values, [CREDENTIAL_SET]: credentialSetMarker() } });
-    Object.assign(held, { served: checked.output, fingerprint: want.fingerprint });
+    await this.#c.store().put(want.key, { ...value, values: { ...value.values, [CREDENTIAL_SET]: credentialSetMarker() }, ...answering(want) });
+    Object.assign(held, { served: checked.output, fingerprint: want.fingerprint, answers: want.answers });
     this.#c.say('info', `${want.label}: served as ${want.grant.as}`);
   }
 
   async #refuse(want: Want, held: Held, reason: string): Promise<void> {
     // The last guard: a reason built from the adapter's field names may hold one too.
     const text = this.#c.matcher().holds(reason) ? WITHHELD_REFUSAL : reason;
-    await this.#c.store().put(want.key, { refused: text });
-    held.fingerprint = want.fingerprint;
+    await this.#c.store().put(want.key, { refused: text, ...answering(want) });
+    Object.assign(held, { fingerprint: want.fingerprint, answers: want.answers });
     this.#c.say('warn', `${want.label}: refused: ${text}`);
   }
 }

@@ -6,6 +6,8 @@ import { watch } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import * as v from 'valibot';
+import { requestDigest } from '../shared/bound-request.ts';
+import { canonicalJson } from '../shared/canonical-json.ts';
 import { boundKey, NAME_PATTERN, SEGMENT_NAME_PATTERN } from '../shared/keys.ts';
 import { parseBoundedJson } from '../shared/limits.ts';
 import { deriveLogin } from './logins.ts';
@@ -18,6 +20,18 @@ const name = v.pipe(v.string(), v.regex(NAME_PATTERN, 'is not a valid name'));
 // The file holds credentials: the message names the grammar, never the text that missed it.
 const local = v.nullable(v.pipe(v.string(), v.regex(SEGMENT_NAME_PATTERN, 'is not a local name (A-Z a-z 0-9 _ -, at most 128)')));
 
+const segment = v.pipe(v.string(), v.regex(SEGMENT_NAME_PATTERN, 'is not a provision, local or secret name (A-Z a-z 0-9 _ -, at most 128)'));
+
+/** A consumer's provision entry as its plan holds it (DESIGN §4): what the bound entry's `for` names. */
+const ProvisionEntrySchema = v.object({
+  provider: name,
+  provision: segment,
+  node: name,
+  local: v.optional(segment),
+  name: v.optional(segment),
+  values: v.optional(v.record(v.string(), v.unknown())),
+});
+
 /** The consumers file: a JSON list of ConsumerEntry. */
 export const ConsumersFileSchema = v.array(
   v.object({
@@ -26,6 +40,7 @@ export const ConsumersFileSchema = v.array(
     local,
     credential: v.pipe(v.string(), v.minLength(1, 'is empty')),
     value: v.record(v.string(), v.unknown()),
+    provision: v.optional(ProvisionEntrySchema),
   }),
 );
 
@@ -50,6 +65,13 @@ export async function readConsumersFile(path: string): Promise<ConsumersRead> {
   if (!checked.success) return { state: 'malformed', bytes, reason: checked.issues.slice(0, 3).map(describeIssue).join('; ') };
   const twice = firstDuplicate(checked.output);
   if (twice) return { state: 'malformed', bytes, reason: `names the consumer ${twice} twice` };
+  const astray = checked.output.find((e) => !provisionAgrees(e));
+  if (astray)
+    return {
+      state: 'malformed',
+      bytes,
+      reason: `gives ${labelOf(astray.consumer, astray.module, astray.local)} a provision whose local or values are not the entry's`,
+    };
   return { state: 'read', bytes, entries: checked.output };
 }
 
@@ -72,6 +94,12 @@ function firstDuplicate(entries: ConsumerEntry[]): string | undefined {
   return undefined;
 }
 
+/** Whether an entry's provision asks what the entry says (its local and values): `for` must name the request served. */
+function provisionAgrees(e: ConsumerEntry): boolean {
+  if (!e.provision) return true;
+  return (e.provision.local ?? null) === e.local && canonicalJson(e.provision.values ?? {}) === canonicalJson(e.value);
+}
+
 /** One consumer the provider must serve: its bound key, its grant and the fingerprint of what it asks. */
 export type Want = {
   /** Its key in `<provider>_bound`. */
@@ -80,7 +108,9 @@ export type Want = {
   label: string;
   /** What the adapter is handed. */
   grant: Grant;
-  /** A hash of the credential and values: a different one means create must run again. */
+  /** The request its bound entry answers (`for`, DESIGN §3), when the file gives the consumer's provision entry. */
+  answers?: string;
+  /** A hash of the credential, the values and the request: a different one means create must run again. */
   fingerprint: string;
 };
 
@@ -91,7 +121,9 @@ export function wantsOf(entries: ConsumerEntry[], provision: string): Map<string
     const consumer = { node: e.consumer, module: e.module, local: e.local };
     const key = boundKey(e.consumer, e.module, provision, e.local ?? undefined);
     const grant = { as: deriveLogin(consumer), credential: e.credential, values: e.value, consumer };
-    wants.set(key, { key, label: labelOf(e.consumer, e.module, e.local), grant, fingerprint: fingerprintOf(e.credential, e.value) });
+    const answers = e.provision ? requestDigest(e.provision) : undefined;
+    const want: Want = { key, label: labelOf(e.consumer, e.module, e.local), grant, fingerprint: fingerprintOf(e.credential, e.value, answers) };
+    wants.set(key, answers === undefined ? want : { ...want, answers });
   }
   return wants;
 }
@@ -101,22 +133,15 @@ export function labelOf(node: string, module: string, local: string | null | und
   return local === null || local === undefined ? `${node}/${module}` : `${node}/${module}/${local}`;
 }
 
-/** A sha256 of the credential and the values (keys sorted), kept in memory only. */
-function fingerprintOf(credential: string, values: Record<string, unknown>): string {
+/**
+ * A sha256 of the credential, the values (keys sorted, so a reordered file is not a change) and the
+ * request answered (a new request — a consumer's build asking it again — is answered anew even when
+ * its values are the same), kept in memory only.
+ */
+function fingerprintOf(credential: string, values: Record<string, unknown>, answers: string | undefined): string {
   return createHash('sha256')
-    .update(JSON.stringify([credential, sortKeys(values)]))
+    .update(canonicalJson([credential, values, answers ?? null]))
     .digest('hex');
-}
-
-/** The value with every object's keys in order, so a reordered file is not a change. */
-function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(
-    Object.keys(value)
-      .sort()
-      .map((k) => [k, sortKeys((value as Record<string, unknown>)[k])]),
-  );
 }
 
 /** A watch of one file; close ends it. */

@@ -1,6 +1,7 @@
 // The contract between the node client, a provider module and its adapter (DESIGN §1, §7 points
 // 8–9): what the consumers file holds, what an adapter is handed and returns, what is published in
 // `<provider>_bound`.
+import type { ProvisionRequest } from '../shared/bound-request.ts';
 
 /**
  * One entry of a provider's consumers file (`${consumers:<provision>}`, DESIGN §7 point 8): a
@@ -18,6 +19,12 @@ export type ConsumerEntry = {
   credential: string;
   /** The consumer's values served to the provider (its provision's `values`, e.g. `{name: "web"}`). */
   value: Record<string, unknown>;
+  /**
+   * The consumer's whole provision entry as its plan holds it (`{provider, provision, node, local?,
+   * name?, values?}`, DESIGN §4): the request the bound entry answers, named in it as `for` (DESIGN
+   * §3). Absent in a file an older client filled: the entry is then published without `for`.
+   */
+  provision?: ProvisionRequest;
 };
 
 /** What an adapter is handed to serve one consumer. */
@@ -40,8 +47,12 @@ export type Served = {
   values: Record<string, string | number>;
 };
 
-/** A value of `<provider>_bound` (DESIGN §3): what was served, or why the consumer was refused. */
-export type BoundValue = { as: string; user: string; values: Record<string, string | number> } | { refused: string };
+/**
+ * A value of `<provider>_bound` (DESIGN §3): what was served, or why the consumer was refused, each
+ * with `for`, the request it answers (`sha256:` and the hex sha256 of the provision entry's canonical
+ * JSON), when the consumers file gave the entry.
+ */
+export type BoundValue = ({ as: string; user: string; values: Record<string, string | number> } | { refused: string }) & { for?: string };
 
 /**
  * The per-service half a provider module writes; the helper does the rest. Every call is handed an

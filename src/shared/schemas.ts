@@ -1,6 +1,7 @@
 // valibot schemas for every value of DESIGN §3–§7 and §9; the decoder that turns issues into a reason
 // is decode.ts, re-exported here.
 import * as v from 'valibot';
+import { REQUEST_DIGEST_PATTERN } from './bound-request.ts';
 import { encodeToken, NAME_PATTERN, KIND_PATTERN, segmentNameProblem } from './keys.ts';
 import { MAX_KEY_BYTES, MAX_TOKEN_BYTES } from './limits.ts';
 import { didYouMean } from './nearest.ts';
@@ -300,17 +301,21 @@ export type CollectItem = v.InferOutput<typeof CollectItemSchema>;
  */
 export const CREDENTIAL_SET = 'credential-set';
 
-/** What a provider served a consumer (DESIGN §3): `{as, user, values}`, every value a string or a number, no other field. */
+/** The request a bound entry answers (DESIGN §3, bound-request.ts): absent in another provider's entry. */
+const answersFor = v.optional(v.pipe(v.string('is not a string'), v.regex(REQUEST_DIGEST_PATTERN, 'is not sha256:<64 hex>')));
+
+/** What a provider served a consumer (DESIGN §3): `{as, user, values, for?}`, every value a string or a number, no other field. */
 const ServedEntrySchema = v.strictObject(
   {
     as: v.string('is not a string'),
     user: v.string('is not a string'),
     values: v.record(v.string(), v.union([v.string(), v.number()], 'is neither a string nor a number'), 'is not an object'),
+    for: answersFor,
   },
-  'is not a field of a served entry (as, user, values)',
+  'is not a field of a served entry (as, user, values, for)',
 );
-/** Why a provider refused a consumer (DESIGN §3): `{refused}` alone. */
-const RefusedEntrySchema = v.strictObject({ refused: v.string('is not a string') }, 'is not allowed beside "refused"');
+/** Why a provider refused a consumer (DESIGN §3): `{refused, for?}`. */
+const RefusedEntrySchema = v.strictObject({ refused: v.string('is not a string'), for: answersFor }, 'is not allowed beside "refused"');
 
 /**
  * A value of `<provider>_bound`: exactly one of the two shapes, told apart by `refused` — an entry

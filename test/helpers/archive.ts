@@ -23,6 +23,8 @@ export type ModuleSpec = {
   published?: boolean;
   /** Publish this digest instead of the archive's own (a catalogue mistake). */
   digest?: string;
+  /** The composition's rollout (DESIGN §12), when it has one. */
+  rollout?: Record<string, unknown>;
 };
 
 /** Where an archive goes: a bucket of the object store (an obj:// ref) or a directory (a file:// ref). */
@@ -35,6 +37,7 @@ export type Composition = {
   published: boolean;
   archive: { ref: string; digest: string };
   provisioning: Record<string, unknown>;
+  rollout?: Record<string, unknown>;
 };
 
 /** What publishing a module wrote. */
@@ -89,6 +92,7 @@ export async function publishModule(modules: KV, target: ArchiveTarget, module: 
     published: spec.published ?? true,
     archive: { ref, digest: spec.digest ?? archiveDigest(tar) },
     provisioning: spec.provisioning,
+    ...(spec.rollout ? { rollout: spec.rollout } : {}),
   };
   await writeComposition(modules, composition);
   return { composition, tar };

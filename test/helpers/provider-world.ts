@@ -152,3 +152,12 @@ export const consumer = (node: string, module: string, local: string | null, cre
   credential,
   value: { name },
 });
+
+/**
+ * The entry with the consumer's whole provision entry, as a client fills it (DESIGN §3): provider
+ * `provider` on node db1, its values the entry's, and `extra` fields of the entry (a secret name).
+ */
+export const asking = (entry: ConsumerEntry, provider: string, provision = 'database', extra: { name?: string } = {}): ConsumerEntry => ({
+  ...entry,
+  provision: { provider, provision, node: 'db1', ...(entry.local === null ? {} : { local: entry.local }), ...extra, values: entry.value },
+});

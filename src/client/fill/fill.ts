@@ -127,7 +127,7 @@ export function fillModule(plan: Plan, templates: TemplateSet, sources: ValueLoo
     } else items.push(out);
   }
 
-  const failed = fillSecretFiles(plan, sources, { files, needs, waiting, marks, dependencies });
+  const failed = fillSecretFiles(plan, sources, { files, needs, waiting, marks, dependencies, notes });
   if (failed !== undefined) return { ok: false, reason: failed, dependencies: [...dependencies] };
   // An item is recorded only when nothing of the module waits (DESIGN §7 point 6).
   const complete = waiting.size === 0;
@@ -145,6 +145,7 @@ type Gathered = {
   waiting: Map<string, Waiting>;
   marks: Map<string, string>;
   dependencies: Set<string>;
+  notes: string[];
 };
 
 /**
@@ -161,6 +162,7 @@ function fillSecretFiles(plan: Plan, sources: ValueLookup, into: Gathered): stri
     if (mark?.state === 'failed') return `secret ${secret.name} (${secret.path}): ${mark.reason}`;
     const need = note(into.needs, `secret:${secret.name}`, () => ({ kind: 'secret', name: secret.name, files: [], met: true }), secret.path);
     if (mark?.state === 'waiting') {
+      for (const n of mark.notes ?? []) if (!into.notes.includes(n)) into.notes.push(n);
       need.met = false;
       note(into.waiting, `secret:${secret.name}`, () => ({ kind: 'secret', name: secret.name, files: [] }), secret.path);
       continue;

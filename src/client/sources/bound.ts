@@ -1,7 +1,9 @@
 // Bound values (`${bound:<provision>[.<local>]:<key>}`, DESIGN §7 point 9): what a provider served
 // this node's consumers, from `<provider>_bound`, one filtered watch of `<node>.>` per provider a
-// plan of this node names, started and stopped as plans come and go.
+// plan of this node names, started and stopped as plans come and go. An entry answering another
+// request than the plan's provision (DESIGN §3, `for`) is not there yet.
 import type { NatsConnection } from '@nats-io/transport-node';
+import { requestDigest } from '../../shared/bound-request.ts';
 import { watchBucket } from '../../shared/watch/bucket.ts';
 import type { Watch } from '../../shared/watch/types.ts';
 import { boundBucket, boundKey, parseBoundKey } from '../../shared/keys.ts';
@@ -59,6 +61,26 @@ export function boundField(entry: BoundEntry, field: string, where: string): Loo
   return { state: 'value', text: String(entry.values[field]) };
 }
 
+/** The `for` each provision entry of the plans read asks to be answered with, made once per entry read. */
+const digests = new WeakMap<Provision, string>();
+
+/**
+ * Whether a bound entry answers the plan's provision (DESIGN §3): an entry naming the request it
+ * answers (`for`) must name this one; an entry without `for` (a provider that does not say it) is
+ * taken as before.
+ */
+export function answers(entry: BoundEntry, provision: Provision): boolean {
+  if (entry.for === undefined) return true;
+  let digest = digests.get(provision);
+  if (digest === undefined) digests.set(provision, (digest = requestDigest(provision)));
+  return entry.for === digest;
+}
+
+/** What the module's report says of a bound entry answering an earlier request than its plan's. */
+export function staleNote(bucket: string, key: string, p: Pick<Provision, 'provider' | 'provision'>): string {
+  return `${bucket} ${key} answers an earlier request of ${p.provision}: waiting for ${p.provider} to answer the new request (the plan's provision changed)`;
+}
+
 /** Starts the bound source of `node`: watches are opened by `plansChanged`. */
 export function boundSource(nc: NatsConnection, node: string, log: Logger, onChange: OnChange): Source {
   const watches = new Map<string, Watch>();
@@ -91,6 +113,8 @@ export function boundSource(nc: NatsConnection, node: string, log: Logger, onCha
     const entry = entries.get(bucket)?.get(key);
     if (entry === undefined) return { state: 'waiting' };
     if ('invalid' in entry) return { state: 'failed', reason: `${bucket} ${key}: the provider's entry is out of shape: ${entry.invalid}` };
+    // An answer to another request (the build before, asking other values) is not this plan's: wait for the provider's answer.
+    if (!answers(entry, provision)) return { state: 'waiting', notes: [staleNote(bucket, key, provision)] };
     return boundField(entry, field, `${bucket} ${key}`);
   };
   return {

@@ -3,6 +3,7 @@
 // plans bucket, opened while a plan of this node provides something), each with the credential the
 // vault hands for the pair. Credentials live in memory for the fill only: never logged or stored.
 import type { NatsConnection } from '@nats-io/transport-node';
+import { provisionRequest, type ProvisionRequest } from '../../shared/bound-request.ts';
 import { watchBucket } from '../../shared/watch/bucket.ts';
 import type { Watch } from '../../shared/watch/types.ts';
 import { PLANS } from '../../shared/buckets.ts';
@@ -15,8 +16,11 @@ import { VaultCredentials } from './vault.ts';
 import { vaultNoticeReader } from './vault-notice.ts';
 import type { Found, Lookup, OnChange, Source, Wanted } from './source.ts';
 
-/** One consumer of a provision, as the plans say it (the credential is the vault's). */
-type Consumer = { consumer: string; module: string; local: string | null; vault: string; value: Record<string, unknown> };
+/**
+ * One consumer of a provision, as the plans say it (the credential is the vault's), with its whole
+ * provision entry: the request the provider's bound entry answers (DESIGN §3, `for`).
+ */
+type Consumer = { consumer: string; module: string; local: string | null; vault: string; value: Record<string, unknown>; provision: ProvisionRequest };
 
 /** The dependency key of a provider module's `${consumers:<provision>}`. */
 export function consumersDependency(module: string, provision: string): string {
@@ -31,7 +35,7 @@ export function consumersOf(plans: ReadonlyMap<string, Plan>, node: string, prov
     for (const p of plan.provisions) {
       if (p.provider !== provider || p.node !== node || p.provision !== provision) continue;
       const vault = pairVault({ provider, provision, node: plan.node, module: plan.module, ...(p.local !== undefined ? { local: p.local } : {}) });
-      out.push({ consumer: plan.node, module: plan.module, local: p.local ?? null, vault, value: p.values ?? {} });
+      out.push({ consumer: plan.node, module: plan.module, local: p.local ?? null, vault, value: p.values ?? {}, provision: provisionRequest(p) });
     }
   }
   return out;
@@ -79,7 +83,7 @@ export function consumersSource(nc: NatsConnection, node: string, log: Logger, o
       const credential = credentials.get(c.vault);
       if (credential.state === 'pending') pending = true;
       if (credential.state !== 'value') continue;
-      entries.push({ consumer: c.consumer, module: c.module, local: c.local, credential: credential.value, value: c.value });
+      entries.push({ consumer: c.consumer, module: c.module, local: c.local, credential: credential.value, value: c.value, provision: c.provision });
     }
     return pending ? { state: 'waiting' } : { state: 'value', text: JSON.stringify(entries) };
   };

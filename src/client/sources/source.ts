@@ -8,7 +8,7 @@ export type Wanted = { kind: string; name: string };
 /**
  * What a source knows of one value: its text (with `notes` on what it left out, said in the
  * module's report), that it is not there yet (with `notes` that help find why: a name's nearest
- * known one), or that it fails the module.
+ * known one, an entry answering an earlier request), or that it fails the module.
  */
 export type Lookup = { state: 'value'; text: string; notes?: string[] } | { state: 'waiting'; notes?: string[] } | { state: 'failed'; reason: string };
 
