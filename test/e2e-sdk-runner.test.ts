@@ -108,6 +108,18 @@ test('a module script importing the release’s sdk.mjs by path, run as runner.n
       const elsewhere = runScript(script, { ...runner, MESH_NODE: 'n2' });
       assert.is(await elsewhere.exited, 1, elsewhere.stdout());
       assert.match(elsewhere.stderr(), /Permissions Violation.*the login is not node n2's runner: give the seed of runner\.n2 \(MESH_NATS_NKEY\)/s);
+      // A watch with that seed is refused the same way: `watch` rejects, no handle, and nothing reaches its callback.
+      const watcher = join(scripts, 'web-watch-only.mjs');
+      writeFileSync(watcher, watchScript(sdkDir, 1));
+      const watchedElsewhere = runScript(watcher, { ...runner, MESH_NODE: 'n2' });
+      const watchCode = await Promise.race([watchedElsewhere.exited, new Promise<'running'>((resolve) => setTimeout(() => resolve('running'), 10_000))]);
+      watchedElsewhere.child.kill('SIGKILL');
+      assert.is(watchCode, 1, `stdout: ${watchedElsewhere.stdout()}; stderr: ${watchedElsewhere.stderr()}`);
+      assert.is(watchedElsewhere.stdout(), '', 'the callback heard the refusal: the watch returned a handle');
+      assert.match(
+        watchedElsewhere.stderr(),
+        /watching config "level" of node n2: Permissions Violation for Subscription to "prov\.changed\.n2\.web"; the login is not node n2's runner: give the seed of runner\.n2 \(MESH_NATS_NKEY\)/,
+      );
     } finally {
       run.child.kill('SIGKILL');
     }

@@ -59,6 +59,12 @@ export type Asker = {
   watch(kind: string, key: string, onChange: (value: string | AskError) => void): { stop(): void };
 };
 
+/** What an AskError adds when the bus refused the login: whose seed it needs (another node's runner seed, or not a runner's). */
+function refusedHint(err: unknown, node: string): string {
+  if (!isPermissionViolation(err)) return '';
+  return `; the login is not node ${node}'s runner: give the seed of runner.${node} (MESH_NATS_NKEY), and MESH_NODE the node it was made for`;
+}
+
 /** Makes the asker of one module. */
 export function asker(opts: AskerOptions): Asker {
   const { nc, node, module } = opts;
@@ -68,11 +74,7 @@ export function asker(opts: AskerOptions): Asker {
     try {
       data = (await nc.request(askSubject(node), jsonBytes({ module, kind, key }), { timeout })).data;
     } catch (err) {
-      // A refused inbox or subject is a seed for another node (or not a runner's): said as such.
-      const hint = isPermissionViolation(err)
-        ? `; the login is not node ${node}'s runner: give the seed of runner.${node} (MESH_NATS_NKEY), and MESH_NODE the node it was made for`
-        : '';
-      throw new AskError(`asking ${kind} "${key}" of node ${node}: ${errorText(err)}${hint}`, { cause: err });
+      throw new AskError(`asking ${kind} "${key}" of node ${node}: ${errorText(err)}${refusedHint(err, node)}`, { cause: err });
     }
     const reply = decodeJson(AskReplySchema, data, { maxBytes: MAX_ASK_REPLY_BYTES, maxDepth: MAX_REPLY_DEPTH });
     if (!reply.ok) throw new AskError(`the client answered out of shape: ${reply.reason.startsWith('not JSON') ? 'not JSON' : reply.reason}`);
@@ -98,8 +100,20 @@ export function asker(opts: AskerOptions): Asker {
     // callback after the module had its value and was done.
     const hear = (value: string | AskError) => void (stopped || nc.isClosed() || onChange(value));
     const asks = watchAsks(() => ask(kind, key), hear, { backoff: REASK_BACKOFF, absentMs });
+    const stop = () => {
+      stopped = true;
+      asks.stop();
+      watching.delete(asks);
+      sub.unsubscribe();
+    };
     const sub = nc.subscribe(changedSubject(node, module), {
       callback: (err, msg) => {
+        // The bus refusing the notices is the login refused, as an ask is: said the same way, and the watch ends.
+        if (err && isPermissionViolation(err) && !stopped) {
+          const refused = new AskError(`watching ${kind} "${key}" of node ${node}: ${errorText(err)}${refusedHint(err, node)}`, { cause: err });
+          stop();
+          return void (nc.isClosed() || onChange(refused));
+        }
         if (err) return;
         // A notice out of shape says nothing about this value: ignored, as one for another kind.
         const notice = decodeJson(ChangedNoticeSchema, msg.data, { maxBytes: MAX_CHANGED_NOTICE_BYTES, maxDepth: MAX_REPLY_DEPTH });
@@ -108,17 +122,10 @@ export function asker(opts: AskerOptions): Asker {
       },
     });
     // Asked as after a reconnect: a module started before its node's client (a boot) hears the value once the client is up, not an error first.
-    void nc.flush().then(() => asks.askNow(true));
+    void nc.flush().then(() => stopped || asks.askNow(true));
     watching.add(asks);
     askAgainWhenBack();
-    return {
-      stop: () => {
-        stopped = true;
-        asks.stop();
-        watching.delete(asks);
-        sub.unsubscribe();
-      },
-    };
+    return { stop };
   };
   return { ask, watch };
 }
@@ -127,11 +134,11 @@ export function asker(opts: AskerOptions): Asker {
 let fromEnvironment: Promise<{ nc: NatsConnection; asker: Asker }> | undefined;
 
 /**
- * The asker the tool runner's environment names: MESH_NATS_URL, MESH_NODE, MESH_MODULE, and
+ * The connection and the asker the tool runner's environment names: MESH_NATS_URL, MESH_NODE, MESH_MODULE, and
  * MESH_NATS_NKEY (the runner's seed, `runner.<node>` on the bus `bus-config` generates), with the
  * runner's inbox prefix (DESIGN §11, §13).
  */
-async function environmentAsker(): Promise<Asker> {
+function environment(): Promise<{ nc: NatsConnection; asker: Asker }> {
   fromEnvironment ??= (async () => {
     const { MESH_NATS_URL: url, MESH_NODE: node, MESH_MODULE: module, MESH_NATS_NKEY: nkey } = process.env;
     if (!node || !module) throw new AskError('MESH_NODE and MESH_MODULE are not set: the tool runner names the module');
@@ -143,17 +150,32 @@ async function environmentAsker(): Promise<Asker> {
     });
     return { nc, asker: asker({ nc, node, module }) };
   })();
-  return (await fromEnvironment).asker;
+  return fromEnvironment;
 }
 
 /** Asks the node's client for a value of the module the tool runner named. */
 export async function ask(kind: string, key: string): Promise<string> {
-  return (await environmentAsker()).ask(kind, key);
+  return (await environment()).asker.ask(kind, key);
 }
 
-/** Watches a value of the module the tool runner named: now, and again on each change. */
+/**
+ * Watches a value of the module the tool runner named: now, and again on each change. Rejects with
+ * the AskError, as `ask` does, when the bus refuses the login its notices (another node's runner
+ * seed, or no runner's); `onChange` hears every later value and error.
+ */
 export async function watch(kind: string, key: string, onChange: (value: string | AskError) => void): Promise<{ stop(): void }> {
-  return (await environmentAsker()).watch(kind, key, onChange);
+  const { nc, asker: asks } = await environment();
+  // Until the bus has answered the subscription, a refusal is the watch's own to throw, not the callback's.
+  let refused: AskError | undefined;
+  let returned = false;
+  const handle = asks.watch(kind, key, (value) => {
+    if (!returned && value instanceof AskError && isPermissionViolation(value)) refused ??= value;
+    else onChange(value);
+  });
+  await nc.flush().catch(() => {});
+  returned = true;
+  if (refused) throw refused;
+  return handle;
 }
 
 /**
