@@ -3,12 +3,12 @@
 // environment it sets, or the options), never chosen by the module's code.
 import type { NatsConnection } from '@nats-io/transport-node';
 import * as v from 'valibot';
-import { connectBus } from '../shared/connect.ts';
+import { connectBus, isAuthError } from '../shared/connect.ts';
 import { jsonBytes } from '../shared/bytes.ts';
 import { INBOX_PREFIXES } from '../shared/inbox.ts';
 import { decodeJson } from '../shared/decode.ts';
 import { askSubject, changedSubject } from '../shared/subjects.ts';
-import { errorText, isPermissionViolation } from '../shared/errors.ts';
+import { errorText, inChain, isNoResponders, isPermissionViolation, isTimeout } from '../shared/errors.ts';
 import { watchAsks, type WatchAsks } from './watch-asks.ts';
 
 /** An ask the client answered with `{error}`, or could not be made. */
@@ -59,10 +59,13 @@ export type Asker = {
   watch(kind: string, key: string, onChange: (value: string | AskError) => void): { stop(): void };
 };
 
-/** What an AskError adds when the bus refused the login: whose seed it needs (another node's runner seed, or not a runner's). */
+/** What an AskError adds on what to do: the seed it needs (the bus refused the login), or the client to look at (none answered). */
 function refusedHint(err: unknown, node: string): string {
-  if (!isPermissionViolation(err)) return '';
-  return `; the login is not node ${node}'s runner: give the seed of runner.${node} (MESH_NATS_NKEY), and MESH_NODE the node it was made for`;
+  if (isPermissionViolation(err))
+    return `; the login is not node ${node}'s runner: give the seed of runner.${node} (MESH_NATS_NKEY), and MESH_NODE the node it was made for`;
+  if (isNoResponders(err)) return `; no client of node ${node} answers: is its node-provisioner running, on this bus?`;
+  if (isTimeout(err)) return `; node ${node}'s client did not answer in time: is it running, and its bus reachable?`;
+  return '';
 }
 
 /** Makes the asker of one module. */
@@ -141,12 +144,20 @@ let fromEnvironment: Promise<{ nc: NatsConnection; asker: Asker }> | undefined;
 function environment(): Promise<{ nc: NatsConnection; asker: Asker }> {
   fromEnvironment ??= (async () => {
     const { MESH_NATS_URL: url, MESH_NODE: node, MESH_MODULE: module, MESH_NATS_NKEY: nkey } = process.env;
-    if (!node || !module) throw new AskError('MESH_NODE and MESH_MODULE are not set: the tool runner names the module');
+    if (!node || !module)
+      throw new AskError(
+        'MESH_NODE and MESH_MODULE are not set: run the module under its node’s tool runner, which sets them, or set them (and MESH_NATS_URL, MESH_NATS_NKEY) yourself',
+      );
     const servers = (url ?? 'nats://127.0.0.1:4222').split(',');
     // The first connection is tried once (a module started with the wrong seed or no bus is told at
     // once); once made it comes back after the bus does, as a daemon's, and its watches ask again.
     const nc = await connectBus({ servers, name: `module ${module}`, inboxPrefix: INBOX_PREFIXES.runner(node), ...(nkey ? { nkey } : {}) }, true, {
       reconnect: true,
+    }).catch((err: unknown) => {
+      const hint = inChain(err, isAuthError)
+        ? `the bus refused the login: give the seed of runner.${node} in MESH_NATS_NKEY`
+        : 'is MESH_NATS_URL the address of the bus, and is it up?';
+      throw new AskError(`connecting to the bus at ${servers.join(',')} for module ${module} of node ${node}: ${errorText(err)}; ${hint}`, { cause: err });
     });
     return { nc, asker: asker({ nc, node, module }) };
   })();

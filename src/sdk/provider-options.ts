@@ -46,11 +46,12 @@ export type ProviderOptions = {
 /** The options with every default filled in. */
 export type ResolvedOptions = Required<Omit<ProviderOptions, 'recheckMs'>> & Pick<ProviderOptions, 'recheckMs'>;
 
-/** Fills in the defaults; throws a TypeError naming the option that is not usable. */
+/** Fills in the defaults; throws a TypeError naming the option that is not usable and what to give. */
 export function resolveOptions(opts: ProviderOptions): ResolvedOptions {
-  if (!isName(opts.provider)) throw new TypeError(`provider "${opts.provider}" is not a valid module name`);
+  if (!isName(opts.provider))
+    throw new TypeError(`runProvider: provider "${opts.provider}" is not a module name (a-z, 0-9 and -, at most 63): give the provider module's name`);
   const problem = segmentNameProblem(opts.provision);
-  if (problem) throw new TypeError(`provision ${problem}`);
+  if (problem) throw new TypeError(`runProvider: provision ${problem}: give the provision as the module's \${consumers:<provision>} names it`);
   const resolved: ResolvedOptions = {
     ...opts,
     retry: opts.retry ?? DEFAULT_RETRY,
@@ -61,7 +62,8 @@ export function resolveOptions(opts: ProviderOptions): ResolvedOptions {
     log: opts.log ?? createLogger({ prefix: underSystemd() }),
   };
   for (const name of ['callTimeoutMs', 'concurrency', 'stopTimeoutMs'] as const) {
-    if (!Number.isInteger(resolved[name]) || resolved[name] < 1) throw new TypeError(`${name} ${resolved[name]} is not a whole number of at least 1`);
+    if (!Number.isInteger(resolved[name]) || resolved[name] < 1)
+      throw new TypeError(`runProvider: ${name} ${resolved[name]} is not a whole number of at least 1: give one, or leave it out for the default`);
   }
   return resolved;
 }

@@ -187,6 +187,7 @@ export async function drainBus(nc: NatsConnection, log: { warn(line: string): vo
 }
 
 /** Whether the server refused the login: a bad or unknown key, an expired one, or a CONNECT too late (`Authentication Timeout`). */
-function isAuthError(err: unknown): boolean {
+/** Whether the bus refused the login itself (its seed, user or password), as opposed to not being reached. */
+export function isAuthError(err: unknown): boolean {
   return err instanceof errors.AuthorizationError || err instanceof errors.UserAuthenticationExpiredError;
 }
