@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { markFor, postgresAdapter, type PostgresAdapter } from '../examples/postgres-provider/adapter.ts';
-import { CANCEL_GRACE_MS } from '../examples/postgres-provider/sessions.ts';
+import { CANCEL_GRACE_MS, postgresAddress } from '../examples/postgres-provider/sessions.ts';
 import { Refused, type Grant } from '../src/sdk/types.ts';
 import { startPostgres, type Postgres } from './helpers/postgres.ts';
 import { sleep, waitFor } from './helpers/wait.ts';
@@ -110,6 +110,30 @@ async function refusal(p: Promise<unknown>): Promise<Refused> {
   assert.ok(err instanceof Refused, `expected Refused, got ${String(err)}`);
   return err;
 }
+
+test('PostgreSQL is named by the address the adapter reaches it at: host:port, [v6]:port, or the socket file of a directory host', () => {
+  assert.is(postgresAddress({ host: '127.0.0.1', port: 5432 }), '127.0.0.1:5432');
+  assert.is(postgresAddress({ host: 'db1.mesh.test', port: 6432 }), 'db1.mesh.test:6432');
+  assert.is(postgresAddress({ host: '::1', port: 5432 }), '[::1]:5432');
+  assert.is(postgresAddress({ host: '/var/run/postgresql/', port: 5432 }), '/var/run/postgresql/.s.PGSQL.5432');
+});
+
+test('a PostgreSQL not reached is an error naming its address, for a create and a check alike: never a check saying the login drifted', async () => {
+  const grant: Grant = { as: 'nowhere_n1', credential: 'a-credential-of-length', values: {}, consumer: { node: 'n1', module: 'nowhere', local: null } };
+  const closed = postgresAdapter({ host: '127.0.0.1', port: 1, user: 'postgres', password: 'unused', connectTimeoutMs: 1000 });
+  const failure = (p: Promise<unknown>) =>
+    p.then(
+      (value) => `resolved ${JSON.stringify(value)}`,
+      (err: Error) => err.message,
+    );
+  try {
+    assert.match(await failure(closed.create(grant)), /^cannot connect to PostgreSQL at 127\.0\.0\.1:1: connect ECONNREFUSED/);
+    const served = { user: 'nowhere_n1', values: { host: '127.0.0.1', port: 1, database: 'nowhere_n1' } };
+    assert.match(await failure(closed.check(grant, served)), /^cannot connect to PostgreSQL at 127\.0\.0\.1:1: /);
+  } finally {
+    await closed.close();
+  }
+});
 
 test('create makes a role that logs in with the credential to a database it owns; a wrong password fails', async () => {
   const g = grantFor('c_web', { name: 'web' });

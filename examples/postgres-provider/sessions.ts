@@ -17,9 +17,36 @@ export type Server = { host: string; port: number };
 /** A connected client's backend key, which a cancel request names (node-postgres keeps it, untyped). */
 type BackendKey = { processID: number | null; secretKey: number | null };
 
+/**
+ * SQLSTATEs with which PostgreSQL refuses a login whose role, password or database no longer holds:
+ * invalid_authorization_specification (no such role, or NOLOGIN), invalid_password,
+ * invalid_catalog_name (no such database). Any other failure to log in is not an answer about the
+ * login: PostgreSQL could not be reached, or would not take a connection (starting up, too many).
+ */
+const LOGIN_DOES_NOT_HOLD = new Set(['28000', '28P01', '3D000']);
+
+/** Where the adapter reaches PostgreSQL: `host:port`, `[v6]:port`, or the socket file under a directory host. */
+export function postgresAddress(server: Server): string {
+  if (server.host.startsWith('/')) return `${server.host.replace(/\/+$/, '')}/.s.PGSQL.${server.port}`;
+  return server.host.includes(':') ? `[${server.host}]:${server.port}` : `${server.host}:${server.port}`;
+}
+
+/** A connection PostgreSQL did not take, said with its address: never mistaken for what a check found. */
+export function cannotConnect(server: Server, err: unknown, what = ''): Error {
+  const e = err as Error & { code?: string };
+  const state = typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code) ? ` (SQLSTATE ${e.code})` : '';
+  return new Error(`cannot connect to PostgreSQL at ${postgresAddress(server)}${what}: ${e?.message ?? String(err)}${state}`, { cause: err });
+}
+
 /** Runs `work` on one connection of `pool`; see the file's comment. */
 export async function withSession<T>(pool: pg.Pool, server: Server, signal: AbortSignal | undefined, work: (query: Query) => Promise<T>): Promise<T> {
-  const client = await untilAborted(pool.connect(), signal, (late) => late.release());
+  const client = await untilAborted(
+    pool.connect().catch((err: unknown) => {
+      throw cannotConnect(server, err);
+    }),
+    signal,
+    (late) => late.release(),
+  );
   let aborted = false;
   let ender: NodeJS.Timeout | undefined;
   const onAbort = () => {
@@ -42,7 +69,11 @@ export async function withSession<T>(pool: pg.Pool, server: Server, signal: Abor
   }
 }
 
-/** Whether `user` logs in to `database` with `password` over a connection of its own, given up on an abort. */
+/**
+ * Whether `user` logs in to `database` with `password` over a connection of its own, given up on an
+ * abort: false only when PostgreSQL answers that the login does not hold; a connection it does not
+ * take is an error naming its address (the check cannot tell, so nothing drifted).
+ */
 export async function canLogin(
   server: Server,
   login: { user: string; password: string; database: string },
@@ -57,9 +88,10 @@ export async function canLogin(
   try {
     await client.connect();
     return (await client.query<{ me: string }>('SELECT current_user AS me')).rows[0]?.me === login.user;
-  } catch {
+  } catch (err) {
     signal?.throwIfAborted();
-    return false;
+    if (LOGIN_DOES_NOT_HOLD.has((err as { code?: string }).code ?? '')) return false;
+    throw cannotConnect(server, err, ` to check the login of ${login.user}`);
   } finally {
     signal?.removeEventListener('abort', end);
     await client.end().catch(() => undefined);

@@ -12,6 +12,8 @@ export type TcpProxy = {
   port: number;
   /** Resets every connection through it and refuses new ones until restore(). */
   cut(): void;
+  /** Refuses new connections while those open go on, until restore(): a server that takes no new connection. */
+  refuseNew(): void;
   /** Lets connections through again. */
   restore(): void;
   /** How many connections it has let through, over its life. */
@@ -27,10 +29,11 @@ export async function startTcpProxy(target: number): Promise<TcpProxy> {
   const port = await freePort();
   const open = new Set<Socket>();
   let isCut = false;
+  let refusing = false;
   let accepted = 0;
   const firstBytes: Buffer[] = [];
   const server = createServer((inbound) => {
-    if (isCut) return void inbound.destroy();
+    if (isCut || refusing) return void inbound.destroy();
     accepted += 1;
     const outbound = connect(target, '127.0.0.1');
     let kept = 0;
@@ -61,8 +64,12 @@ export async function startTcpProxy(target: number): Promise<TcpProxy> {
       isCut = true;
       resetAll();
     },
+    refuseNew() {
+      refusing = true;
+    },
     restore() {
       isCut = false;
+      refusing = false;
     },
     accepted: () => accepted,
     carried: () => Buffer.concat(firstBytes),
