@@ -16,6 +16,7 @@ import { withIsolatedMesh } from './helpers/isolated-mesh.ts';
 import { nodePaths } from './helpers/mesh-node.ts';
 import { freePort, startNats } from './helpers/nats.ts';
 import { startPostgres, tryLogin, type Postgres } from './helpers/postgres.ts';
+import { startTcpProxy } from './helpers/tcp-proxy.ts';
 import { startVault } from './helpers/vault.ts';
 import { waitFor } from './helpers/wait.ts';
 
@@ -173,6 +174,94 @@ test('SIGTERM exits 0 while the bus is out of reach, and within its bound while 
     await nats.cleanup();
   }
 });
+
+test('a PostgreSQL that takes no new connection is said as one, with its address: a check that cannot log in is no drift, and nothing is made again', async () => {
+  const proxy = await startTcpProxy(db.port);
+  const nats = await startNats();
+  const dir = join(work, 'unreachable');
+  mkdirSync(dir);
+  const consumers = join(dir, 'consumers.json');
+  writeFileSync(`${consumers}.tmp`, JSON.stringify([{ consumer: 'n1', module: 'web', local: null, credential: `reach-${Date.now()}`, value: {} }]));
+  renameSync(`${consumers}.tmp`, consumers);
+  // Re-checked every 200 ms: the administrator's pooled connection stays open through the relay.
+  const provider = startBundle(
+    'node',
+    bundle,
+    'postgres-provider',
+    ['--consumers', consumers, '--nats', nats.url, '--pg-port', String(proxy.port), '--recheck-ms', '200'],
+    { PGUSER: db.adminUser, PGPASSWORD_FILE: passwordFile },
+  );
+  try {
+    await provider.waitForLog(/n1\/web: served as web_n1/, 15_000);
+    proxy.refuseNew();
+    await provider.waitForLog(
+      new RegExp(`n1/web: serving failed \\(try \\d+\\): cannot connect to PostgreSQL at 127\\.0\\.0\\.1:${proxy.port} to check the login of web_n1: `),
+      15_000,
+    );
+    assert.not.match(provider.stderr(), /drifted/, 'a login PostgreSQL would not take was said as drift');
+    assert.is(provider.stderr().match(/served as web_n1/g)?.length, 1, 'made again while PostgreSQL could not be reached');
+  } finally {
+    provider.kill();
+    await proxy.close();
+    await nats.cleanup();
+  }
+});
+
+test('a second provider of one name and provision says which one serves and exits 1, having touched nothing; two started at once leave one; another provision runs beside', () =>
+  withIsolatedMesh({ nodes: [NODE], providers: [PROVIDER] }, async (m) => {
+    const dir = join(m.dir, 'providers');
+    mkdirSync(dir);
+    const consumers = join(dir, 'consumers.json');
+    writeFileSync(consumers, '[]');
+    const env = { MESH_NATS_URL: m.nats.url, MESH_NATS_NKEY: m.nkey(USERS.provider(PROVIDER)), PGPASSWORD: 'unused', PGPORT: '1' };
+    const start = (provision = 'database') =>
+      startBundle('node', bundle, 'postgres-provider', ['--provider', PROVIDER, '--provision', provision, '--consumers', consumers], env);
+    const first = start();
+    const running: Running[] = [first];
+    try {
+      await first.waitForLog(/pg_bound: 0 bound entries of database at start/, 15_000);
+      const second = start();
+      running.push(second);
+      const { code } = await Promise.race([
+        second.exited,
+        new Promise<{ code: 'running' }>((resolve) => setTimeout(() => resolve({ code: 'running' }), 10_000)),
+      ]);
+      assert.is(code, 1, second.stderr());
+      assert.match(
+        second.stderr(),
+        new RegExp(
+          `another helper serves database of pg on this bus \\(host \\S+, pid ${first.child.pid}, up since [^)]+\\): this one stops without serving anything`,
+        ),
+      );
+      assert.not.match(second.stderr(), /bound entries of database at start/, 'the second read the bucket');
+      await first.waitForLog(new RegExp(`a second helper of this provider and provision started \\(host \\S+, pid ${second.child.pid}, `));
+      assert.is(first.child.exitCode, null, 'the first one stopped');
+
+      // Another provision of the same provider is not a second one.
+      const other = start('cache');
+      running.push(other);
+      await other.waitForLog(/pg_bound: 0 bound entries of cache at start/, 15_000);
+      await terminate(other);
+
+      // Two started at once: one exits, the other serves.
+      await terminate(first);
+      const pair = [start(), start()];
+      running.push(...pair);
+      const gone = await Promise.race(pair.map((p, i) => p.exited.then(({ code }) => ({ i, code }))));
+      assert.is(gone.code, 1, pair[gone.i]!.stderr());
+      const kept = pair[1 - gone.i]!;
+      await kept.waitForLog(/pg_bound: 0 bound entries of database at start/, 15_000);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      assert.is(kept.child.exitCode, null, kept.stderr());
+      assert.equal(
+        m.violations().filter((l) => l.includes('postgres-provider')),
+        [],
+        'nats-server refused the providers something',
+      );
+    } finally {
+      for (const p of running) p.kill();
+    }
+  }));
 
 test('a bad flag, a missing --consumers or password, and a password flag each exit 2 with one line; --help names a variable for every flag', async () => {
   const consumers = join(work, 'c.json');

@@ -15,6 +15,7 @@ import { expected, matrixContext, startApplied, WEB } from './helpers/isolation-
 import { checkIsolationDoc, ISOLATION_DOC, renderTable, type MatrixLine } from './helpers/isolation-doc.ts';
 import { A, B, MODULE, PROVIDER } from './helpers/isolation-actions.ts';
 import { ROWS } from './helpers/isolation-rows.ts';
+import { PROVIDER_ROWS } from './helpers/isolation-rows-provider.ts';
 import { GRANT_ROWS, NAMESAKES, STREAM_ROWS } from './helpers/isolation-rows-streams.ts';
 import { widenGrants } from './helpers/isolation-widen.ts';
 import { waitFor } from './helpers/wait.ts';
@@ -27,7 +28,7 @@ test('the isolation matrix: every action by a real connection comes out as expec
     const c = await matrixContext(m);
     const lines: MatrixLine[] = [];
     const wrong: string[] = [];
-    for (const row of [...ROWS, ...STREAM_ROWS]) {
+    for (const row of [...ROWS, ...STREAM_ROWS, ...PROVIDER_ROWS]) {
       const observed = await row.run(c).catch((err: Error) => ({ verdict: 'error', how: err.message }));
       lines.push({ actor: row.actor, action: row.action, expected: row.expected, observed: `${observed.verdict}: ${observed.how}` });
       if (observed.verdict !== row.expected) wrong.push(`${row.actor}: ${row.action}: expected ${row.expected}, observed ${observed.verdict}: ${observed.how}`);

@@ -45,15 +45,16 @@ async function main(): Promise<number> {
     callTimeoutMs: opts.callTimeoutMs,
     ...(opts.recheckMs !== undefined ? { recheckMs: opts.recheckMs } : {}),
   });
-  await signalled;
-  log.info('draining');
+  // A second provider of this name and provision stops by itself, having touched nothing: the helper said why.
+  const ended = await Promise.race([signalled.then(() => undefined), running.ended]);
+  log.info(ended === undefined ? 'draining' : 'exiting: another provider serves this provision');
   await stopWithin(STOP_BOUND_MS, log, [
     ['the helper', () => running.stop()],
     ['the administrator connections', () => adapter.close()],
     ['the bus', () => nc.drain()],
   ]);
   log.info('stopped');
-  return 0;
+  return ended === undefined ? 0 : 1;
 }
 
 /** Runs each step in turn, a failing one said and passed; past `ms` in all, says which step it was on and resolves. */

@@ -14,11 +14,17 @@ export type ProviderHandle = {
   stop(): Promise<void>;
   /** Resolves once no consumer waits or is worked on (a retry waiting for its time is not waiting). */
   reconciled(): Promise<void>;
+  /**
+   * Resolves with why when the helper stops by itself, having served nothing: another helper serves
+   * the same provider and provision on this bus (a program should then exit, saying so). Never
+   * resolves otherwise.
+   */
+  ended: Promise<string>;
 };
 
 /** Serves the consumers of one provision of a provider module until stopped; see ProviderOptions. */
 export function runProvider(opts: ProviderOptions): ProviderHandle {
   const loop = new Reconciler(resolveOptions(opts));
   loop.begin();
-  return { stop: () => loop.stop(), reconciled: () => loop.reconciled() };
+  return { stop: () => loop.stop(), reconciled: () => loop.reconciled(), ended: loop.ended };
 }

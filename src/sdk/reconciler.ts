@@ -9,6 +9,7 @@ import { ConsumerSync } from './consumer-sync.ts';
 import { watchFile, type FileWatch, type Want } from './consumers-file.ts';
 import type { ProviderLog, ResolvedOptions } from './provider-options.ts';
 import { Retries } from './retries.ts';
+import { SoleProvider } from './sole-provider.ts';
 import { WantedList } from './wanted-list.ts';
 import { WorkQueue } from './work-queue.ts';
 import { errorText } from '../shared/errors.ts';
@@ -42,10 +43,17 @@ export class Reconciler {
   #stopped = false;
   #watch: FileWatch | undefined;
   readonly #timers = new Set<NodeJS.Timeout>();
+  /** This helper's claim on its provider and provision: made before anything is read or served. */
+  readonly #sole: SoleProvider;
+  #claimed = false;
+  #ended: (why: string) => void = () => {};
+  /** Resolves with why, when the helper stops by itself: another serves its provider and provision. */
+  readonly ended = new Promise<string>((resolve) => (this.#ended = resolve));
 
   constructor(opts: ResolvedOptions) {
     this.#o = opts;
     this.#wanted = new WantedList(opts.consumersFile, opts.provision, (level, line) => this.#say(level, line));
+    this.#sole = new SoleProvider(opts.nc, opts.provider, opts.provision, (level, line) => this.#say(level, line));
     this.#calls = new AdapterCalls(opts.callTimeoutMs, (key) => this.#settled(key));
     this.#readBackoff = new Backoff(opts.retry);
     this.#retries = new Retries(opts.retry, (key) => {
@@ -76,6 +84,7 @@ export class Reconciler {
   /** Stops watching and retrying, aborts the adapter calls under way, and waits for the work under way at most `stopTimeoutMs`. */
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#sole.release();
     this.#watch?.close();
     for (const t of this.#timers) clearTimeout(t);
     this.#retries.clear();
@@ -146,6 +155,7 @@ export class Reconciler {
   /** Opens the bucket when not yet open, reads the file, and queues every consumer when the file changed or a full pass is asked. */
   async #read(asked: Refresh): Promise<void> {
     if (!this.#store) await this.#open();
+    if (this.#stopped || !this.#store) return;
     const changed = asked.file && (await this.#wanted.read());
     const wants = this.#wanted.wants;
     if (!wants || !(asked.all || changed)) return;
@@ -154,9 +164,28 @@ export class Reconciler {
 
   async #open(): Promise<void> {
     const { nc, provider, provision, replicas } = this.#o;
+    if (!this.#claimed) {
+      const claim = await this.#sole.claim();
+      if (claim.state === 'taken') return this.#yield(claim.by);
+      if (claim.state === 'unchecked')
+        this.#say(
+          'warn',
+          `cannot make sure no other helper serves ${provision} of ${provider}: ${claim.reason}; serving all the same (a configuration from this release's bus-config grants provider.${provider} what it needs)`,
+        );
+      this.#claimed = true;
+    }
     const { store, found } = await BoundStore.open(nc, provider, provision, replicas, (level, line) => this.#say(level, line));
     this.#sync.adopt(found);
     this.#store = store;
+  }
+
+  /** Another helper serves this provider and provision: this one stops before it has touched anything. */
+  #yield(by: string): void {
+    const { provider, provision } = this.#o;
+    const why = `another helper serves ${provision} of ${provider} on this bus (${by}): this one stops without serving anything; run one helper a provider and provision (two would withdraw each other's consumers)`;
+    this.#say('error', why);
+    this.#ended(why);
+    void this.stop();
   }
 
   #readFailed(err: unknown): void {

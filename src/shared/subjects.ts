@@ -30,3 +30,11 @@ export function changedSubject(node: string, module: string): string {
 export function vaultCredentialOf(node: string): string {
   return `${VAULT_CREDENTIAL}.${node}`;
 }
+
+/** Where the providers of one name say they serve (`mesh-provider.<provider>.>`): one provider a provision at once (issue 31 item 19). */
+export const PROVIDER_SERVES = 'mesh-provider';
+
+/** The subject the provider helper serving `provision` of `provider` answers on, so that a second one started knows and stops. */
+export function providerServesSubject(provider: string, provision: string): string {
+  return `${PROVIDER_SERVES}.${provider}.${provision}`;
+}

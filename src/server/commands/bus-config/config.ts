@@ -4,7 +4,15 @@
 import { APPLIED, ASSIGNMENTS, COLLECT, CONFIG, MODULES, NEEDS, PLANS, REGISTRY_BUCKET, ROLLOUTS, SEAT_BUCKETS } from '../../../shared/buckets.ts';
 import { INBOX_PREFIXES } from '../../../shared/inbox.ts';
 import { boundBucket } from '../../../shared/keys.ts';
-import { HEALTH_SUBJECT, PROVISIONING_VERB, ROLLOUT_VERB, VAULT_CHANGED, VAULT_CREDENTIAL, vaultCredentialOf } from '../../../shared/subjects.ts';
+import {
+  HEALTH_SUBJECT,
+  PROVIDER_SERVES,
+  PROVISIONING_VERB,
+  ROLLOUT_VERB,
+  VAULT_CHANGED,
+  VAULT_CREDENTIAL,
+  vaultCredentialOf,
+} from '../../../shared/subjects.ts';
 
 import { hubLeafLines, LEAF_STRANGERS_ACCOUNT, leafUserLines, type HubLeaf } from './leaf-hub.ts';
 
@@ -184,7 +192,10 @@ export function seatPublish(archives: string): string[] {
   ];
 }
 
-/** What a provider's user may publish: its bound bucket's entries, reads and watches; no stream rights. */
+/**
+ * What a provider's user may publish: its bound bucket's entries, reads and watches (no stream
+ * rights), and its asks of who else serves its provisions (`mesh-provider.<provider>.>`).
+ */
 export function providerPublish(provider: string): string[] {
   const b = boundBucket(provider);
   return [
@@ -195,7 +206,18 @@ export function providerPublish(provider: string): string[] {
     `$JS.API.CONSUMER.CREATE.KV_${b}.*.$KV.${b}.>`,
     `$JS.API.CONSUMER.DELETE.KV_${b}.*`,
     `$KV.${b}.>`,
+    providerServes(provider),
   ];
+}
+
+/** What a provider's user may subscribe: its inboxes, and the subject its helpers say they serve on, so that a second one stops (src/sdk/sole-provider.ts). */
+export function providerSubscribe(provider: string): string[] {
+  return [`${INBOX_PREFIXES.provider(provider)}.>`, providerServes(provider)];
+}
+
+/** Every provision's subject of `provider`'s helpers (`mesh-provider.<provider>.>`). */
+function providerServes(provider: string): string {
+  return `${PROVIDER_SERVES}.${provider}.>`;
 }
 
 /** What the vault's user may publish: its change notices, and plan reads to learn whether the asking node may have a credential. */
@@ -218,7 +240,7 @@ function meshAccount(nodes: string[], providers: string[], archives: string, key
   const list = (subjects: string[]) => `[\n${subjects.map((x) => `            ${q(x)}`).join('\n')}\n          ]`;
   const perms = (pub: string[], sub: string[], responses: boolean) =>
     `, permissions: {\n          publish: { allow: ${list(pub)} }\n          subscribe: { allow: ${list(sub)} }${responses ? '\n          allow_responses: true' : ''} }`;
-  const providerUsers = providers.flatMap((p) => user(USERS.provider(p), perms(providerPublish(p), [`${INBOX_PREFIXES.provider(p)}.>`], true)));
+  const providerUsers = providers.flatMap((p) => user(USERS.provider(p), perms(providerPublish(p), providerSubscribe(p), true)));
   const toNode = (n: string) => `{ stream: ${q(`${INBOX_PREFIXES.node(n)}.>`)}, accounts: [${q(nodeAccount(n))}] }`;
   const vaultOf = (n: string) => `{ service: ${q(vaultCredentialOf(n))}, accounts: [${q(nodeAccount(n))}] }`;
   const nodeNames = nodes.map((n) => q(nodeAccount(n))).join(', ');
