@@ -166,6 +166,7 @@ export class Reconciler {
     const { nc, provider, provision, replicas } = this.#o;
     if (!this.#claimed) {
       const claim = await this.#sole.claim();
+      if (this.#stopped) return;
       if (claim.state === 'taken') return this.#yield(claim.by);
       if (claim.state === 'unchecked')
         this.#say(
