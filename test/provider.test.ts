@@ -13,7 +13,7 @@ import { CREDENTIAL_SET } from '../src/shared/schemas.ts';
 import { readConsumersFile } from '../src/sdk/consumers-file.ts';
 import { WITHHELD_REFUSAL, WITHHELD_SERVED } from '../src/sdk/consumer-sync.ts';
 import { deriveLogin, MAX_LOGIN_BYTES } from '../src/sdk/logins.ts';
-import { runProvider, type Adapter } from '../src/sdk/provider-index.ts';
+import { runProvider, type Adapter, type ConsumerEntry } from '../src/sdk/provider-index.ts';
 import { requestDigest } from '../src/shared/bound-request.ts';
 import { asking, consumer, fakeAdapter, startProviderBus, stopProviderBus, world } from './helpers/provider-world.ts';
 import fc from 'fast-check';
@@ -326,18 +326,28 @@ test('every served and refused entry names the request it answers (for); a new r
     assert.is(fake.count('create', 'bad_n1_main'), 1, 'a request unchanged is not answered again');
     await h.stop();
 
-    // Down while the build changed again: the entry found at start answers the request before, so it is answered anew, not only checked.
+    // Down while the build changed again: the entry found at start answers the request before; it is
+    // checked against the new one and, holding, published again naming it (its marker kept), not made again.
+    const marker = ((await w.bound('n1.web.database')) as { values: Record<string, unknown> }).values[CREDENTIAL_SET];
     const third = asking(consumer('n1', 'web', null, 'cred-web-1'), w.provider, w.provision, { name: 'db-third' });
-    w.write([third, bad, consumer('n1', 'old', null, 'cred-old-1')]);
+    const old = asking(consumer('n1', 'old', null, 'cred-old-1'), w.provider, w.provision);
+    w.write([third, bad, old]);
     const again = fakeAdapter();
+    again.refuse.set('bad_n1_main', 'no database for you');
     const h2 = w.start(again.adapter);
-    assert.is(
-      await waitFor('web answered after a restart', async () => ((await forOf('n1.web.database')) === requestDigest(third.provision!) ? true : null)),
-      true,
-    );
+    const answered = (key: string, entry: ConsumerEntry) => async () => ((await forOf(key)) === requestDigest(entry.provision!) ? true : null);
+    assert.is(await waitFor('web answered after a restart', answered('n1.web.database', third)), true);
+    assert.is(await waitFor('old answered after a restart', answered('n1.old.database', old)), true);
     await h2.reconciled();
-    assert.is(again.count('create', 'web_n1'), 1);
-    assert.is(again.count('create', 'old_n1'), 0, 'an entry naming no request, found at start, is checked as before');
+    assert.equal([again.count('check', 'web_n1'), again.count('create', 'web_n1')], [1, 0]);
+    assert.equal(
+      [again.count('check', 'old_n1'), again.count('create', 'old_n1')],
+      [1, 0],
+      'an entry naming no request (an earlier release’s) is checked, then named',
+    );
+    assert.is(((await w.bound('n1.web.database')) as { values: Record<string, unknown> }).values[CREDENTIAL_SET], marker, 'the credential was set again');
+    // A refused entry has nothing served to check: the request is asked of the adapter again.
+    assert.is(again.count('create', 'bad_n1_main'), 1);
   } finally {
     await w.done();
   }

@@ -83,6 +83,17 @@ export class BoundStore {
     this.#published.set(key, bytes);
   }
 
+  /**
+   * Puts the entry held at `key` again naming `answers` as the request it answers (`for`), its other
+   * fields as they were (the credential-set marker too: the credential was not set again).
+   */
+  async reanswer(key: string, answers: string | undefined): Promise<void> {
+    const bytes = this.#published.get(key);
+    if (!bytes) return;
+    const { for: _was, ...entry } = JSON.parse(new TextDecoder().decode(bytes)) as BoundValue;
+    await this.put(key, answers === undefined ? entry : { ...entry, for: answers });
+  }
+
   /** Deletes the entry at `key`, when the helper holds one. */
   async delete(key: string): Promise<void> {
     if (!this.#published.has(key)) return;

@@ -88,11 +88,14 @@ export class ConsumerSync {
     const fresh = held?.fingerprint === want.fingerprint;
     if (fresh && !(full && held?.served && check)) return;
     if (Buffer.byteLength(want.grant.credential) < MIN_CREDENTIAL_BYTES) return this.#refuse(want, this.#hold(want), SHORT_CREDENTIAL_REFUSAL);
-    // Served before a restart (fingerprint unknown) for this very request, or re-checked on a full pass: check, don't recreate.
-    if (held?.served && check && (fresh || (held.fingerprint === undefined && held.answers === want.answers))) {
+    // Served before a restart (fingerprint unknown) or re-checked on a full pass: check, don't recreate.
+    if (held?.served && check && (fresh || held.fingerprint === undefined)) {
       const served = held.served;
       if (await this.#c.calls.run(want.key, `the check of ${want.label}`, (signal) => check(want.grant, served, signal))) {
         held.fingerprint = want.fingerprint;
+        // Found at start answering another request, or none (an earlier release's entry): what holds for this one says so.
+        if (held.answers !== want.answers) await this.#c.store().reanswer(want.key, want.answers);
+        held.answers = want.answers;
         return;
       }
       this.#c.say('warn', `${want.label}: the check found ${want.grant.as} drifted; creating it again`);
