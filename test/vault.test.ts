@@ -155,6 +155,25 @@ test('a node’s client gets its consumers’ credentials; another node asking t
   assert.equal(m.violations(), [], 'the vault’s grants suffice: nothing it or a node’s client did was refused');
 });
 
+test('a provision bound on a node where its provider is not planned: the credential is refused to that node, and never made (issue 31 item 9)', async () => {
+  // nb's app2 binds pg with no node: its own, where no module pg is planned. Its plan alone would name nb.
+  await m.publish('app2', {
+    templates: { t: 'user=${bound:database:user}\n' },
+    provisioning: { files: [{ path: '${dir:config}/t', template: 't' }], provisions: [{ provider: PROVIDER, provision: 'database' }] },
+  });
+  await m.assign(NB, 'app2');
+  await planned(NB, 'app2');
+  const name = `pair/${PROVIDER}/database/${NB}/app2`;
+  const nb = await m.connect(USERS.client(NB));
+  assert.equal(await ask(nb, VAULT_CREDENTIAL, name), {
+    error: `${PROVIDER} is not planned on node ${NB}: it has no plan of module ${PROVIDER} providing database`,
+  });
+  assert.not.ok(existsSync(join(store, ...name.split('/'))), 'no credential made');
+  // na, where pg is planned, is not the node app2's plan binds: refused as before.
+  const na = await m.connect(USERS.client(NA));
+  assert.equal(await ask(na, VAULT_CREDENTIAL, name), { error: `node ${NA} does not serve ${PROVIDER} database to ${NB}.app2` });
+});
+
 test('the bare subject is refused without --lab, with its reason; a reply that is not an inbox is ignored', async () => {
   assert.equal(await ask(m.admin, VAULT_CREDENTIAL, WEB), { error: UNKNOWN_ASKER });
   const big = await ask(m.admin, `${VAULT_CREDENTIAL}.${NA}`, 'x'.repeat(5000));

@@ -29,10 +29,14 @@ export function askerOf(subject: string): string | null | undefined {
 }
 
 /**
- * Says why `asker` may not have the credential `name`, or nothing when it may: a pair credential
- * only to the node the consumer's plan binds that provider on, a module's own secret only to a node
- * with a plan of that module; a name out of its grammar to nobody. `plan` reads a plan by
- * `<node>.<module>` (null when there is none).
+ * Says why `asker` may not have the credential `name`, or nothing when it may: a module's own secret
+ * only to a node with a plan of that module; a pair credential
+ * `pair/<provider>/<provision>/<node>/<module>[/<local>]` only to the node where `<provider>` is
+ * planned for that consumer — the consumer's plan (`<node>.<module>`) holds a provision of that
+ * provider, provision and local bound on the asker, and the asker has a plan of module `<provider>`
+ * that provides `<provision>` (DESIGN §11; a provider is a module name, §2); a name out of its
+ * grammar to nobody. `plan` reads a plan by `<node>.<module>` (null when there is none; it throws
+ * when the plans cannot be read, which is no answer either way).
  */
 export async function askerRefusal(name: string, asker: string, plan: (key: string) => Promise<Plan | null>): Promise<string | undefined> {
   const parsed = parseVaultName(name);
@@ -42,7 +46,11 @@ export async function askerRefusal(name: string, asker: string, plan: (key: stri
   const { provider, provision, node, module, local } = vault;
   const consumer = await plan(nodeModuleKey(node, module));
   const binds = consumer?.provisions.some((p) => p.provider === provider && p.provision === provision && p.local === local && p.node === asker);
-  return binds ? undefined : `node ${asker} does not serve ${provider} ${provision} to ${node}.${module}`;
+  if (!binds) return `node ${asker} does not serve ${provider} ${provision} to ${node}.${module}`;
+  // The consumer's plan alone names a node its composition chose (by default its own): the provider must be planned there too.
+  const served = await plan(nodeModuleKey(asker, provider));
+  if (served?.provides.some((p) => p.provision === provision)) return undefined;
+  return `${provider} is not planned on node ${asker}: it has no plan of module ${provider} providing ${provision}`;
 }
 
 /** Decodes a stored plan for the check; one out of shape counts as none. */

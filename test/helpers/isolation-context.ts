@@ -1,5 +1,5 @@
 // The isolation matrix's mesh (DESIGN §11, issue 12): module `web` applied on both nodes from an
-// obj:// archive, the provider's entries, the vault, and every actor connected — on the hub, or (for
+// obj:// archive, the provider `pg` planned on na with its entries, the vault, and every actor connected — on the hub, or (for
 // a node's logins) wherever the caller connects them, as a site's leaf server (test/leaf-isolation).
 import * as assert from 'uvu/assert';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -20,6 +20,11 @@ export const WEB: ModuleSpec = {
     // Every node's web binds the provider on na: the vault hands na, and only na, their credentials.
     provisions: [{ provider: PROVIDER, provision: 'database', node: A }],
   },
+};
+/** Module `pg`, the provider: it provides `database` (its file names no consumer, so it asks the vault nothing). */
+export const PG: ModuleSpec = {
+  templates: { 'pg.conf': 'serves database\n' },
+  provisioning: { files: [{ path: '${dir:config}/pg.conf', template: 'pg.conf' }], provides: [{ provision: 'database' }] },
 };
 /** The file of `web` at `level`. */
 export const expected = (level: string) => `listen 8080\nlevel ${level}\n`;
@@ -42,6 +47,9 @@ export async function matrixContext(m: IsolatedMesh, connect: (user: string) => 
   const vault = await startVault(await m.connect(USERS.vault), []);
   await vault.set(CREDENTIAL.name, CREDENTIAL.value);
   const { tar } = await m.publish(MODULE, WEB);
+  // pg is planned on na, so the vault hands na the credentials of the consumers bound there (DESIGN §11).
+  await m.publish(PROVIDER, PG);
+  await m.assign(A, PROVIDER);
   for (const n of [A, B]) await m.assign(n, MODULE);
   for (const n of [A, B]) await startApplied(m, n, LEVEL(n));
   const actors = new Map<string, NatsConnection>([['admin', m.admin]]);

@@ -193,7 +193,7 @@ export const GRANT_ROWS: readonly Row[] = [
 /** Every row of issue 18, in the order the matrix prints them. */
 export const STREAM_ROWS: readonly Row[] = [
   ...GRANT_ROWS.slice(0, 11),
-  vaultAsk(client, `ask the vault (\`${VAULT_CREDENTIAL}\`) for nb.web's credential, which na serves (the plan binds ${PROVIDER} on na)`, 'allowed'),
+  vaultAsk(client, `ask the vault (\`${VAULT_CREDENTIAL}\`) for nb.web's credential, which na serves (the plan binds ${PROVIDER} on na, where it is planned)`, 'allowed'),
   vaultAsk(USERS.client(B), `ask the vault (\`${VAULT_CREDENTIAL}\`) for its own module's credential, which na serves`, 'refused'),
   {
     actor: client,
