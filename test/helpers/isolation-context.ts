@@ -2,9 +2,12 @@
 // obj:// archive, the provider `pg` planned on na with its entries, the vault, and every actor connected — on the hub, or (for
 // a node's logins) wherever the caller connects them, as a site's leaf server (test/leaf-isolation).
 import * as assert from 'uvu/assert';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { ensureKv } from '../../src/shared/bus.ts';
 import { boundBucket, USERS } from '../../src/server/commands/bus-config/config.ts';
+import { leafPasswordFile, leafUser } from '../../src/server/commands/bus-config/leaf-secrets.ts';
 import type { ModuleSpec } from './archive.ts';
 import type { IsolatedMesh, IsolatedNode } from './isolated-mesh.ts';
 import { A, B, COLLECTION, CREDENTIAL, LEVEL, MODULE, PROVIDER, type MatrixContext } from './isolation-actions.ts';
@@ -76,5 +79,6 @@ export async function matrixContext(m: IsolatedMesh, connect: (user: string) => 
     vaultAsked: () => vault.asked,
     vaultIgnored: () => vault.ignored,
     archive: tar,
+    leafLogin: (n) => ({ url: m.nats.url, user: leafUser(n), password: readFileSync(leafPasswordFile(join(m.dir, 'credentials'), n), 'utf8').trim() }),
   };
 }
