@@ -3,10 +3,13 @@
 // consumers' credentials and another node is refused, by the subject its account maps the ask to;
 // the bare subject is refused without --lab; a reply that is not an inbox is ignored; a credential
 // is made once however many ask at once; its files are 0600 in 0700 dirs; `rotate` reaches the
-// provider's consumers file; and no value is in any line it logs, at every level.
+// provider's consumers file, and run as root writes for the store's owner; a provision's credential
+// goes only where its provider is planned; and no value is in any line it logs, at every level.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jsonBytes } from '../src/shared/bytes.ts';
@@ -244,6 +247,29 @@ test('`rotate` as the vault login writes a new value and the provider’s consum
   await runStdin(['rotate', 'module/web/api-key', ...vaultArgs()], 'module-secret-value\n');
   assert.equal(await ask(nb, VAULT_CREDENTIAL, 'module/web/api-key'), { value: 'module-secret-value' });
   assert.equal(m.violations(), [], 'nothing rotate did was refused');
+});
+
+test('`rotate` run as root into a store another user owns (the vault unit’s) writes files and directories that user owns and can read (issue 31 item 17)', async () => {
+  if (process.getuid?.() !== 0) return void console.log('  (skipped: not root)');
+  const owner = 23456;
+  const theirs = mkdtempSync(join(tmpdir(), 'mesh-vault-theirs-'));
+  try {
+    chownSync(theirs, owner, owner);
+    await runStdin(['rotate', 'module/web/api-key', '--nats', m.nats.url, '--nkey', m.nkey(USERS.vault), '--store', theirs], 'root-rotated\n');
+    for (const at of [join(theirs, 'module'), join(theirs, 'module', 'web'), join(theirs, 'module', 'web', 'api-key')]) {
+      const st = statSync(at);
+      assert.equal([st.uid, st.gid], [owner, owner], `${at} is the store owner's`);
+    }
+    // What the vault's unit does, as its own user: read the secret.
+    const read = spawnSync(process.execPath, ['-e', `process.stdout.write(require('fs').readFileSync(${JSON.stringify(join(theirs, 'module', 'web', 'api-key'))}, 'utf8'))`], {
+      uid: owner,
+      gid: owner,
+      encoding: 'utf8',
+    });
+    assert.is(read.stdout, 'root-rotated', read.stderr);
+  } finally {
+    rmSync(theirs, { recursive: true, force: true });
+  }
 });
 
 test('SIGTERM drains and exits 0; no value the vault holds is in any line it or `rotate` logged, at every level', async () => {
