@@ -1,6 +1,7 @@
 // The reference vault as an operator runs it (DESIGN §11, §13): `dist/vault.js` alone in a dir, on
-// the configuration `bus-config` generates, logged in as `vault`. A node's client gets its
-// consumers' credentials and another node is refused, by the subject its account maps the ask to;
+// the configuration `bus-config` generates, logged in as `vault`. A provider's client gets its
+// consumers' credentials, a consumer's node its own, and a third node is refused, by the subject its
+// account maps the ask to;
 // the bare subject is refused without --lab; a reply that is not an inbox is ignored; a credential
 // is made once however many ask at once; its files are 0600 in 0700 dirs; `rotate` reaches the
 // provider's consumers file, and run as root writes for the store's owner; a provision's credential
@@ -23,9 +24,9 @@ import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle, startBundle, t
 import { startIsolatedMesh, type IsolatedMesh } from './helpers/isolated-mesh.ts';
 import { waitFor } from './helpers/wait.ts';
 
-const [NA, NB] = ['na', 'nb'];
+const [NA, NB, NC] = ['na', 'nb', 'nc'];
 const PROVIDER = 'pg';
-/** nb's web, bound on na: its credential goes to na (the provider's node), never to nb. */
+/** nb's web, bound on na where pg is planned: its credential goes to na (the provider's node) and nb (the consumer's), to no other. */
 const WEB = `pair/${PROVIDER}/database/${NB}/web`;
 /** nb's api, bound on na: the name asked at once from many requests. */
 const API = `pair/${PROVIDER}/database/${NB}/api`;
@@ -63,7 +64,7 @@ const planned = (node: string, module: string) =>
 test.before(async () => {
   ensureBuilt('vault');
   dir = copyBundleAlone('vault');
-  m = await startIsolatedMesh({ nodes: [NA, NB], providers: [PROVIDER] });
+  m = await startIsolatedMesh({ nodes: [NA, NB, NC], providers: [PROVIDER] });
   store = join(m.dir, 'vault-store');
   await m.publish(PROVIDER, {
     templates: { 'consumers.json': '${consumers:database}\n' },
@@ -138,7 +139,7 @@ test('two stores on one dir, asked at once, make one credential', async () => {
   assert.is(handed.filter((h) => h.ok && h.value.made).length, 1);
 });
 
-test('a node’s client gets its consumers’ credentials; another node asking the same is refused by the subject its account maps the ask to', async () => {
+test('a provider’s client gets its consumers’ credentials, a consumer’s node its own; a third node asking the same is refused by the subject its account maps the ask to', async () => {
   const na = m.node(NA);
   await na.startEngine();
   await na.startClient();
@@ -147,10 +148,12 @@ test('a node’s client gets its consumers’ credentials; another node asking t
   assert.is(consumers().find((c) => c.module === 'web')?.credential, made);
   assert.ok(vault.stderr().includes(`made ${WEB} on its first ask, by node ${NA}`), vault.stderr());
 
-  // nb's own client asks for its own web's credential: the account maps it to mesh-vault.credential.nb.
+  // nb, web's node, asks for its own web's credential (as its engine would): the account maps it to
+  // mesh-vault.credential.nb, and pg is planned where web binds it. nc, neither, is refused.
   const nb = await m.connect(USERS.client(NB));
-  const refused = await ask(nb, VAULT_CREDENTIAL, WEB);
-  assert.equal(refused, { error: `node ${NB} does not serve ${PROVIDER} database to ${NB}.web` });
+  assert.equal(await ask(nb, VAULT_CREDENTIAL, WEB), { value: made });
+  const nc = await m.connect(USERS.client(NC));
+  assert.equal(await ask(nc, VAULT_CREDENTIAL, WEB), { error: `node ${NC} is neither the consumer (${NB}) nor where ${NB}.web binds ${PROVIDER} (${NA})` });
   assert.equal(await ask(nb, VAULT_CREDENTIAL, 'module/web/api-key'), {
     error: "module/web/api-key is not in the vault (an operator puts a module's secret; none is made)",
   });
@@ -172,9 +175,9 @@ test('a provision bound on a node where its provider is not planned: the credent
     error: `${PROVIDER} is not planned on node ${NB}: it has no plan of module ${PROVIDER} providing database`,
   });
   assert.not.ok(existsSync(join(store, ...name.split('/'))), 'no credential made');
-  // na, where pg is planned, is not the node app2's plan binds: refused as before.
+  // na, where pg is planned, is neither app2's node nor the node its plan binds pg on: refused.
   const na = await m.connect(USERS.client(NA));
-  assert.equal(await ask(na, VAULT_CREDENTIAL, name), { error: `node ${NA} does not serve ${PROVIDER} database to ${NB}.app2` });
+  assert.equal(await ask(na, VAULT_CREDENTIAL, name), { error: `node ${NA} is neither the consumer (${NB}) nor where ${NB}.app2 binds ${PROVIDER} (${NB})` });
 });
 
 test('the bare subject is refused without --lab, with its reason; a reply that is not an inbox is ignored', async () => {

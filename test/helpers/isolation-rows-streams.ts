@@ -214,7 +214,12 @@ export const GRANT_ROWS: readonly Row[] = [
 export const STREAM_ROWS: readonly Row[] = [
   ...GRANT_ROWS.slice(0, 11),
   vaultAsk(client, `ask the vault (\`${VAULT_CREDENTIAL}\`) for nb.web's credential, which na serves (the plan binds ${PROVIDER} on na, where it is planned)`, 'allowed'),
-  vaultAsk(USERS.client(B), `ask the vault (\`${VAULT_CREDENTIAL}\`) for its own module's credential, which na serves`, 'refused'),
+  vaultAsk(USERS.client(B), `ask the vault (\`${VAULT_CREDENTIAL}\`) for its own module's credential, which na serves (its engine fills it)`, 'allowed'),
+  vaultAsk(
+    USERS.client(NAMESAKES.vault),
+    `ask the vault (\`${VAULT_CREDENTIAL}\`) for nb.web's credential, neither its consumer nor where ${PROVIDER} serves it`,
+    'refused',
+  ),
   {
     actor: client,
     action: `push consumer on its own plan delivering to \`${vaultCredentialOf(A)}\``,
