@@ -75,7 +75,10 @@ test('each example env file runs as it is on one server: seat ready, then a clie
     await provisioner.waitForLog(/client ready/, 20_000);
 
     // The vault's store is the unit's (Environment=MESH_VAULT_STORE); here a temp dir's.
-    const vault = startBundle('node', copyBundleAlone('vault'), 'vault', [], { ...onTestBus(exampleEnv('vault.env.example')), MESH_VAULT_STORE: join(work, 'vault') });
+    const vault = startBundle('node', copyBundleAlone('vault'), 'vault', [], {
+      ...onTestBus(exampleEnv('vault.env.example')),
+      MESH_VAULT_STORE: join(work, 'vault'),
+    });
     running.push(vault);
     await vault.waitForLog(/vault ready: serving mesh-vault\.credential\.<node> from /, 20_000);
     for (const r of running.reverse()) {

@@ -264,11 +264,15 @@ test('`rotate` run as root into a store another user owns (the vault unit’s) w
       assert.equal([st.uid, st.gid], [owner, owner], `${at} is the store owner's`);
     }
     // What the vault's unit does, as its own user: read the secret.
-    const read = spawnSync(process.execPath, ['-e', `process.stdout.write(require('fs').readFileSync(${JSON.stringify(join(theirs, 'module', 'web', 'api-key'))}, 'utf8'))`], {
-      uid: owner,
-      gid: owner,
-      encoding: 'utf8',
-    });
+    const read = spawnSync(
+      process.execPath,
+      ['-e', `process.stdout.write(require('fs').readFileSync(${JSON.stringify(join(theirs, 'module', 'web', 'api-key'))}, 'utf8'))`],
+      {
+        uid: owner,
+        gid: owner,
+        encoding: 'utf8',
+      },
+    );
     assert.is(read.stdout, 'root-rotated', read.stderr);
   } finally {
     rmSync(theirs, { recursive: true, force: true });

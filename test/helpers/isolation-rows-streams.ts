@@ -162,7 +162,10 @@ function leafPasswordOnClientPort(node: string): Row {
         await nc.close();
         return { verdict: 'allowed', how: `logged in, to provisioner.${node}'s account` };
       } catch (err) {
-        return { verdict: 'refused', how: err instanceof Error && /Authorization Violation/.test(err.message) ? 'the server refused the login (Authorization Violation)' : refusal(err) };
+        return {
+          verdict: 'refused',
+          how: err instanceof Error && /Authorization Violation/.test(err.message) ? 'the server refused the login (Authorization Violation)' : refusal(err),
+        };
       }
     },
   };
@@ -213,7 +216,11 @@ export const GRANT_ROWS: readonly Row[] = [
 /** Every row of issue 18, in the order the matrix prints them. */
 export const STREAM_ROWS: readonly Row[] = [
   ...GRANT_ROWS.slice(0, 11),
-  vaultAsk(client, `ask the vault (\`${VAULT_CREDENTIAL}\`) for nb.web's credential, which na serves (the plan binds ${PROVIDER} on na, where it is planned)`, 'allowed'),
+  vaultAsk(
+    client,
+    `ask the vault (\`${VAULT_CREDENTIAL}\`) for nb.web's credential, which na serves (the plan binds ${PROVIDER} on na, where it is planned)`,
+    'allowed',
+  ),
   vaultAsk(USERS.client(B), `ask the vault (\`${VAULT_CREDENTIAL}\`) for its own module's credential, which na serves (its engine fills it)`, 'allowed'),
   vaultAsk(
     USERS.client(NAMESAKES.vault),
