@@ -1,5 +1,6 @@
-// Waiting for a bucket (src/shared/backoff.ts, src/shared/retry.ts, waitForWatch in src/shared/watch/bucket.ts): the waits, the lines and
-// stopping, with the timer and the watch handed in, so no time passes and no server runs.
+// Waiting for a bucket (src/shared/backoff.ts, src/shared/retry.ts, waitForWatch in src/shared/watch/bucket.ts, a daemon's
+// bind in src/shared/bind-wait.ts): the waits, the lines and stopping, with the timer and the watch handed in, so no time
+// passes and no server runs.
 import { test } from 'uvu';
 import { errors } from '@nats-io/transport-node';
 import * as assert from 'uvu/assert';
@@ -9,6 +10,10 @@ import { Backoff, backoffWait } from '../src/shared/backoff.ts';
 import { FIRST_RETRY_MS, retryWithBackoff } from '../src/shared/retry.ts';
 import type { Timer } from '../src/shared/timer.ts';
 import { NatsInternalsError } from '../src/shared/watch/internals.ts';
+import { JetStreamApiError } from '@nats-io/jetstream';
+import { bindWhenThere } from '../src/shared/bind-wait.ts';
+import { BucketMissingError, BucketRefusedError } from '../src/shared/bucket-bind.ts';
+import { JETSTREAM_UNAVAILABLE_CODE } from '../src/shared/jetstream-errors.ts';
 
 const NO_RESPONDERS = 'waiting for bucket b (>): no responders: the bucket is missing or not granted to this account';
 
@@ -279,6 +284,88 @@ test('a nats.js without the private parts the watch relies on is not waited out:
   assert.is(opens.tries(), 1);
   assert.equal(waits, []);
   assert.equal(log.lines, []);
+});
+
+/** A bind that throws each of `errs` in turn (after calling `warn` with `line` each try, when given), then resolves 'bound'. */
+function bindAfter(errs: Error[], line?: string): { bind(warn: (l: string) => void): Promise<string>; tries(): number } {
+  let tries = 0;
+  return {
+    bind: async (warn) => {
+      if (line) warn(line);
+      const err = errs[tries++];
+      if (err) throw err;
+      return 'bound';
+    },
+    tries: () => tries,
+  };
+}
+
+function bindLog(): { warn(l: string): void; notice(l: string): void; debug(l: string): void; lines: string[] } {
+  const lines: string[] = [];
+  return { lines, warn: (l) => void lines.push(`warn ${l}`), notice: (l) => void lines.push(`notice ${l}`), debug: (l) => void lines.push(`debug ${l}`) };
+}
+
+/** JetStream's 503 as nats-server 2.9 answers it while its cluster has no meta leader. */
+const unavailable = () => new JetStreamApiError({ code: 503, err_code: JETSTREAM_UNAVAILABLE_CODE, description: 'JetStream system temporarily unavailable' });
+const UNAVAILABLE_LINE = "warn the bus's JetStream does not answer (JetStream system temporarily unavailable): waiting for it, trying again";
+
+test("a daemon's bind waits while the bus's JetStream does not answer (503, unanswered, no responders): said once at warning, each try after at debug, its end at notice", async () => {
+  const { timer, waits } = instantTimer();
+  const log = bindLog();
+  const binding = bindAfter([unavailable(), new errors.TimeoutError(), noResponders(), unavailable()]);
+  assert.is(await bindWhenThere(binding.bind, log, () => false, timer), 'bound');
+  assert.is(binding.tries(), 5);
+  assert.equal(waits, [250, 500, 1000, 2000]);
+  assert.is(log.lines.length, 5, log.lines.join('\n'));
+  assert.is(log.lines[0], UNAVAILABLE_LINE);
+  assert.equal(
+    log.lines.slice(1, 4).map((l) => l.split(' ')[0]),
+    ['debug', 'debug', 'debug'],
+  );
+  assert.match(log.lines[4]!, /^notice the bus's JetStream answers again, after \d+\.\d s$/);
+});
+
+test("a bind's own warning is said once however many tries say it; a missing bucket is waited for at notice", async () => {
+  const { timer } = instantTimer();
+  const log = bindLog();
+  const missing = new BucketMissingError('bucket b is missing and this login may not create it: run `server.js init` with the admin login');
+  const binding = bindAfter([missing, unavailable(), missing], 'bucket b: has no bound on consumers');
+  assert.is(await bindWhenThere(binding.bind, log, () => false, timer), 'bound');
+  const said = log.lines.filter((l) => !l.startsWith('debug '));
+  assert.equal(said.slice(0, 3), ['warn bucket b: has no bound on consumers', `notice waiting: ${missing.message}`, UNAVAILABLE_LINE]);
+  assert.match(said[3]!, /^notice the bus's JetStream answers again/);
+  assert.equal(said.slice(4), ['notice every bucket is there now']);
+  assert.is(log.lines.filter((l) => l === 'debug bucket b: has no bound on consumers').length, 3);
+});
+
+test('a refused bucket, or JetStream refusing for good (too many replicas), ends the bind at once: thrown, no wait, no line', async () => {
+  for (const err of [
+    new BucketRefusedError('bucket b (stream KV_b) holds "x.>" besides its own subject $KV.b.>: refused'),
+    new JetStreamApiError({ code: 503, err_code: 10023, description: 'insufficient resources' }),
+  ]) {
+    const { timer, waits } = instantTimer();
+    const log = bindLog();
+    const binding = bindAfter([err]);
+    await bindWhenThere(binding.bind, log, () => false, timer).then(
+      () => assert.unreachable('bound'),
+      (thrown: unknown) => assert.is(thrown, err),
+    );
+    assert.is(binding.tries(), 1);
+    assert.equal(waits, []);
+    assert.equal(log.lines, []);
+  }
+});
+
+test('a bind stopped while JetStream does not answer resolves undefined, saying no end', async () => {
+  const held = heldTimer();
+  const log = bindLog();
+  let stopped = false;
+  const done = bindWhenThere(bindAfter([unavailable(), unavailable()]).bind, log, () => stopped, held.timer);
+  await held.asked();
+  stopped = true;
+  held.wake();
+  assert.is(await done, undefined);
+  assert.equal(log.lines, [UNAVAILABLE_LINE]);
 });
 
 test.run();

@@ -1,6 +1,6 @@
 // The example env files of deploy/systemd as an operator installs them (issue 20 item 10): on one
-// machine holding the one nats-server they run as they are — the seat, the reference engine and a
-// client, each bundle alone with only the example's variables (the bus's port aside: the test's
+// machine holding the one nats-server they run as they are — the seat, the reference engine, a
+// client and the vault, each bundle alone with only the example's variables (the bus's port aside: the test's
 // server has its own) — and a seat asked more copies than one server holds exits saying the
 // variable or the flag that asked, at error, and what to set.
 import { test } from 'uvu';
@@ -24,7 +24,7 @@ async function emptyServer(): Promise<NatsServer> {
 }
 
 test.before(async () => {
-  for (const bundle of ['server', 'client', 'engine']) ensureBuilt(bundle);
+  for (const bundle of ['server', 'client', 'engine', 'vault']) ensureBuilt(bundle);
   nats = await startNats();
 });
 test.after(async () => {
@@ -46,7 +46,7 @@ function onTestBus(env: Record<string, string>): Record<string, string> {
   return { ...env, MESH_NATS_URL: nats.url };
 }
 
-test('each example env file runs as it is on one server: seat ready, then a client of node n1 ready beside the engine', async () => {
+test('each example env file runs as it is on one server: seat ready, then a client of node n1 ready beside the engine, then the vault ready', async () => {
   const work = mkdtempSync(join(tmpdir(), 'mesh-deploy-env-'));
   dirs.push(work);
   mkdirSync(join(work, 'root'));
@@ -73,6 +73,14 @@ test('each example env file runs as it is on one server: seat ready, then a clie
     running.push(provisioner);
     await provisioner.waitForLog(/node-provisioner \S+ for node n1, bus nats:\/\/127\.0\.0\.1:\d+/);
     await provisioner.waitForLog(/client ready/, 20_000);
+
+    // The vault's store is the unit's (Environment=MESH_VAULT_STORE); here a temp dir's.
+    const vault = startBundle('node', copyBundleAlone('vault'), 'vault', [], {
+      ...onTestBus(exampleEnv('vault.env.example')),
+      MESH_VAULT_STORE: join(work, 'vault'),
+    });
+    running.push(vault);
+    await vault.waitForLog(/vault ready: serving mesh-vault\.credential\.<node> from /, 20_000);
     for (const r of running.reverse()) {
       r.child.kill('SIGTERM');
       assert.is((await r.exited).code, 0, r.stderr());

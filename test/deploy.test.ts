@@ -15,7 +15,7 @@ const UNITS = [
   { unit: 'mesh-provisioner.service', bundle: 'server', env: 'server.env.example' },
   { unit: 'mesh-provisioner-client.service', bundle: 'client', env: 'client.env.example' },
   { unit: 'mesh-engine.service', bundle: 'engine', env: undefined },
-  { unit: 'mesh-vault.service', bundle: 'vault', env: undefined },
+  { unit: 'mesh-vault.service', bundle: 'vault', env: 'vault.env.example' },
 ] as const;
 /** How far a unit's exposure may rise above its recorded score before this suite fails. */
 const EXPOSURE_SLACK = 0.1;

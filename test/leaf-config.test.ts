@@ -111,8 +111,8 @@ test("the hub keeps only the leaf passwords' hashes, each login a user of its no
     const password = readFileSync(file, 'utf8').trim();
     assert.not.ok(hub.stdout.includes(password), `the hub's file does not hold ${n}'s leaf password`);
     const account = hub.stdout.slice(hub.stdout.indexOf(`"provisioner.${n}": {`)).split('\n  }')[0]!;
-    const [, hash] = new RegExp(`\\{ user: "leaf\\.${n}", password: "([^"]+)" \\}`).exec(account) ?? [];
-    assert.ok(hash && bcrypt.compareSync(password, hash), `leaf.${n} logs in with its password, into its own account`);
+    const [, hash] = new RegExp(`\\{ user: "leaf\\.${n}", password: "([^"]+)", allowed_connection_types: \\["LEAFNODE"\\] \\}`).exec(account) ?? [];
+    assert.ok(hash && bcrypt.compareSync(password, hash), `leaf.${n} logs in with its password, into its own account, on a leaf connection only`);
   }
   const out = join(dir, 'site.conf');
   const site = busConfigRun([

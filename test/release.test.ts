@@ -35,6 +35,7 @@ const EXPECTED = [
   'deploy/systemd/mesh-provisioner.sysusers',
   'deploy/systemd/mesh-vault.service',
   'deploy/systemd/server.env.example',
+  'deploy/systemd/vault.env.example',
   'docs/decisions.md',
   'docs/design.md',
   'docs/isolation.md',

@@ -1,12 +1,16 @@
 // The reference vault as an operator runs it (DESIGN §11, §13): `dist/vault.js` alone in a dir, on
-// the configuration `bus-config` generates, logged in as `vault`. A node's client gets its
-// consumers' credentials and another node is refused, by the subject its account maps the ask to;
+// the configuration `bus-config` generates, logged in as `vault`. A provider's client gets its
+// consumers' credentials, a consumer's node its own, and a third node is refused, by the subject its
+// account maps the ask to;
 // the bare subject is refused without --lab; a reply that is not an inbox is ignored; a credential
 // is made once however many ask at once; its files are 0600 in 0700 dirs; `rotate` reaches the
-// provider's consumers file; and no value is in any line it logs, at every level.
+// provider's consumers file, and run as root writes for the store's owner; a provision's credential
+// goes only where its provider is planned; and no value is in any line it logs, at every level.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jsonBytes } from '../src/shared/bytes.ts';
@@ -20,9 +24,9 @@ import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle, startBundle, t
 import { startIsolatedMesh, type IsolatedMesh } from './helpers/isolated-mesh.ts';
 import { waitFor } from './helpers/wait.ts';
 
-const [NA, NB] = ['na', 'nb'];
+const [NA, NB, NC] = ['na', 'nb', 'nc'];
 const PROVIDER = 'pg';
-/** nb's web, bound on na: its credential goes to na (the provider's node), never to nb. */
+/** nb's web, bound on na where pg is planned: its credential goes to na (the provider's node) and nb (the consumer's), to no other. */
 const WEB = `pair/${PROVIDER}/database/${NB}/web`;
 /** nb's api, bound on na: the name asked at once from many requests. */
 const API = `pair/${PROVIDER}/database/${NB}/api`;
@@ -60,7 +64,7 @@ const planned = (node: string, module: string) =>
 test.before(async () => {
   ensureBuilt('vault');
   dir = copyBundleAlone('vault');
-  m = await startIsolatedMesh({ nodes: [NA, NB], providers: [PROVIDER] });
+  m = await startIsolatedMesh({ nodes: [NA, NB, NC], providers: [PROVIDER] });
   store = join(m.dir, 'vault-store');
   await m.publish(PROVIDER, {
     templates: { 'consumers.json': '${consumers:database}\n' },
@@ -135,7 +139,7 @@ test('two stores on one dir, asked at once, make one credential', async () => {
   assert.is(handed.filter((h) => h.ok && h.value.made).length, 1);
 });
 
-test('a node’s client gets its consumers’ credentials; another node asking the same is refused by the subject its account maps the ask to', async () => {
+test('a provider’s client gets its consumers’ credentials, a consumer’s node its own; a third node asking the same is refused by the subject its account maps the ask to', async () => {
   const na = m.node(NA);
   await na.startEngine();
   await na.startClient();
@@ -144,15 +148,36 @@ test('a node’s client gets its consumers’ credentials; another node asking t
   assert.is(consumers().find((c) => c.module === 'web')?.credential, made);
   assert.ok(vault.stderr().includes(`made ${WEB} on its first ask, by node ${NA}`), vault.stderr());
 
-  // nb's own client asks for its own web's credential: the account maps it to mesh-vault.credential.nb.
+  // nb, web's node, asks for its own web's credential (as its engine would): the account maps it to
+  // mesh-vault.credential.nb, and pg is planned where web binds it. nc, neither, is refused.
   const nb = await m.connect(USERS.client(NB));
-  const refused = await ask(nb, VAULT_CREDENTIAL, WEB);
-  assert.equal(refused, { error: `node ${NB} does not serve ${PROVIDER} database to ${NB}.web` });
+  assert.equal(await ask(nb, VAULT_CREDENTIAL, WEB), { value: made });
+  const nc = await m.connect(USERS.client(NC));
+  assert.equal(await ask(nc, VAULT_CREDENTIAL, WEB), { error: `node ${NC} is neither the consumer (${NB}) nor where ${NB}.web binds ${PROVIDER} (${NA})` });
   assert.equal(await ask(nb, VAULT_CREDENTIAL, 'module/web/api-key'), {
     error: "module/web/api-key is not in the vault (an operator puts a module's secret; none is made)",
   });
   assert.equal(await ask(nb, VAULT_CREDENTIAL, 'module/pg/api-key'), { error: `node ${NB} has no plan of module pg` });
   assert.equal(m.violations(), [], 'the vault’s grants suffice: nothing it or a node’s client did was refused');
+});
+
+test('a provision bound on a node where its provider is not planned: the credential is refused to that node, and never made (issue 31 item 9)', async () => {
+  // nb's app2 binds pg with no node: its own, where no module pg is planned. Its plan alone would name nb.
+  await m.publish('app2', {
+    templates: { t: 'user=${bound:database:user}\n' },
+    provisioning: { files: [{ path: '${dir:config}/t', template: 't' }], provisions: [{ provider: PROVIDER, provision: 'database' }] },
+  });
+  await m.assign(NB, 'app2');
+  await planned(NB, 'app2');
+  const name = `pair/${PROVIDER}/database/${NB}/app2`;
+  const nb = await m.connect(USERS.client(NB));
+  assert.equal(await ask(nb, VAULT_CREDENTIAL, name), {
+    error: `${PROVIDER} is not planned on node ${NB}: it has no plan of module ${PROVIDER} providing database`,
+  });
+  assert.not.ok(existsSync(join(store, ...name.split('/'))), 'no credential made');
+  // na, where pg is planned, is neither app2's node nor the node its plan binds pg on: refused.
+  const na = await m.connect(USERS.client(NA));
+  assert.equal(await ask(na, VAULT_CREDENTIAL, name), { error: `node ${NA} is neither the consumer (${NB}) nor where ${NB}.app2 binds ${PROVIDER} (${NB})` });
 });
 
 test('the bare subject is refused without --lab, with its reason; a reply that is not an inbox is ignored', async () => {
@@ -225,6 +250,33 @@ test('`rotate` as the vault login writes a new value and the provider’s consum
   await runStdin(['rotate', 'module/web/api-key', ...vaultArgs()], 'module-secret-value\n');
   assert.equal(await ask(nb, VAULT_CREDENTIAL, 'module/web/api-key'), { value: 'module-secret-value' });
   assert.equal(m.violations(), [], 'nothing rotate did was refused');
+});
+
+test('`rotate` run as root into a store another user owns (the vault unit’s) writes files and directories that user owns and can read (issue 31 item 17)', async () => {
+  if (process.getuid?.() !== 0) return void console.log('  (skipped: not root)');
+  const owner = 23456;
+  const theirs = mkdtempSync(join(tmpdir(), 'mesh-vault-theirs-'));
+  try {
+    chownSync(theirs, owner, owner);
+    await runStdin(['rotate', 'module/web/api-key', '--nats', m.nats.url, '--nkey', m.nkey(USERS.vault), '--store', theirs], 'root-rotated\n');
+    for (const at of [join(theirs, 'module'), join(theirs, 'module', 'web'), join(theirs, 'module', 'web', 'api-key')]) {
+      const st = statSync(at);
+      assert.equal([st.uid, st.gid], [owner, owner], `${at} is the store owner's`);
+    }
+    // What the vault's unit does, as its own user: read the secret.
+    const read = spawnSync(
+      process.execPath,
+      ['-e', `process.stdout.write(require('fs').readFileSync(${JSON.stringify(join(theirs, 'module', 'web', 'api-key'))}, 'utf8'))`],
+      {
+        uid: owner,
+        gid: owner,
+        encoding: 'utf8',
+      },
+    );
+    assert.is(read.stdout, 'root-rotated', read.stderr);
+  } finally {
+    rmSync(theirs, { recursive: true, force: true });
+  }
 });
 
 test('SIGTERM drains and exits 0; no value the vault holds is in any line it or `rotate` logged, at every level', async () => {

@@ -7,6 +7,7 @@ import { watchConnection } from '../shared/bus.ts';
 import type { Watch } from '../shared/watch/types.ts';
 import { APPLIED, COLLECT, CONFIG, NEEDS, PLANS, REGISTRY_BUCKET } from '../shared/buckets.ts';
 import { refuseBadBucket } from '../shared/bucket-bind.ts';
+import { bindWhenThere } from '../shared/bind-wait.ts';
 import { kvBucket } from '../shared/bucket-spec.ts';
 import type { Logger } from '../shared/log.ts';
 import { loadArchive, natsObjectFetcher, type ArchiveLimits } from './archive/load.ts';
@@ -91,7 +92,13 @@ export async function startClient(opts: ClientOptions, open: OpenSinks): Promise
   await checkNodeLogin(nc, opts.node, opts.login);
   // DESIGN §3: a bucket that holds more than its own subject is refused at start (the client exits 1);
   // a node reads the stream configuration only of the buckets it reads whole, the others pass unchecked.
-  await Promise.all(CLIENT_BUCKETS.map((b) => refuseBadBucket(nc, kvBucket(b), (line) => log.warn(line))));
+  // A bus whose JetStream answers 503 (a cluster without a meta leader) is waited for, said once.
+  const checked = await bindWhenThere(
+    (warn) => Promise.all(CLIENT_BUCKETS.map((b) => refuseBadBucket(nc, kvBucket(b), warn))),
+    log,
+    () => nc.isClosed(),
+  );
+  if (!checked) throw new Error("the connection closed before the client's buckets were checked");
   const items = new NodeItems(opts.node);
   const sinks = await open(items);
   const stages = buildStages(opts, sinks, items);

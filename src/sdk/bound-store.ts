@@ -3,6 +3,7 @@
 // differ. Nothing here looks at credentials: what is handed to `put` was screened before.
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { BIND_TIMING } from '../shared/bucket-bind.ts';
 import { ensureKv } from '../shared/bus.ts';
 import { jsonBytes, sameBytes } from '../shared/bytes.ts';
 import { readAll } from '../shared/watch/read-all.ts';
@@ -47,7 +48,8 @@ export class BoundStore {
     say: StoreSay,
   ): Promise<{ store: BoundStore; found: StoredEntry[] }> {
     const bucket = boundBucket(provider);
-    const kv = await ensureKv(nc, bucket, replicas, (line) => say('warn', line));
+    // One ask a try: the helper's loop tries again, saying a bus that does not answer once (reconciler.ts).
+    const kv = await ensureKv(nc, bucket, replicas, (line) => say('warn', line), BIND_TIMING);
     const store = new BoundStore(kv);
     const found: StoredEntry[] = [];
     for (const [key, bytes] of await readAll(nc, bucket, '>')) {

@@ -13,6 +13,8 @@ import { SoleProvider } from './sole-provider.ts';
 import { WantedList } from './wanted-list.ts';
 import { WorkQueue } from './work-queue.ts';
 import { errorText } from '../shared/errors.ts';
+import { isJetStreamUnavailable } from '../shared/jetstream-errors.ts';
+import { boundBucket } from '../shared/keys.ts';
 
 /** The line written in place of one that would hold a consumer's credential. */
 export const WITHHELD_LINE = "provider helper: a line was withheld: it held a consumer's credential";
@@ -40,6 +42,8 @@ export class Reconciler {
   /** Reads failed in a row, and the wait before the next. */
   readonly #readBackoff: Backoff;
   #refreshRetrying = false;
+  /** When the bucket's opening first found JetStream not answering; undefined once open, or before. */
+  #unavailableSince: number | undefined;
   #stopped = false;
   #watch: FileWatch | undefined;
   readonly #timers = new Set<NodeJS.Timeout>();
@@ -178,6 +182,12 @@ export class Reconciler {
     const { store, found } = await BoundStore.open(nc, provider, provision, replicas, (level, line) => this.#say(level, line));
     this.#sync.adopt(found);
     this.#store = store;
+    if (this.#unavailableSince !== undefined)
+      this.#say(
+        'notice',
+        `the bus's JetStream answers again, after ${((Date.now() - this.#unavailableSince) / 1000).toFixed(1)} s: ${boundBucket(provider)} is open`,
+      );
+    this.#unavailableSince = undefined;
   }
 
   /** Another helper serves this provider and provision: this one stops before it has touched anything. */
@@ -191,7 +201,11 @@ export class Reconciler {
 
   #readFailed(err: unknown): void {
     const wait = this.#readBackoff.failed();
-    this.#say('error', `reconcile of ${this.#o.provision} failed: ${this.#screen(errorText(err))}; trying again in ${wait} ms`);
+    // The bucket not opened yet for want of JetStream (a cluster without a meta leader): a wait, said once (issue 31).
+    if (!this.#store && isJetStreamUnavailable(err)) {
+      if (this.#unavailableSince === undefined) this.#say('warn', `the bus's JetStream does not answer (${errorText(err)}): waiting for it, trying again`);
+      this.#unavailableSince ??= Date.now();
+    } else this.#say('error', `reconcile of ${this.#o.provision} failed: ${this.#screen(errorText(err))}; trying again in ${wait} ms`);
     if (this.#refreshRetrying) return;
     this.#refreshRetrying = true;
     this.#later(wait, () => {

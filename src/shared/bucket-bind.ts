@@ -3,7 +3,6 @@
 // bus without isolation) — on a bus with isolation only `init`, run with the admin login, creates.
 import type { NatsConnection } from '@nats-io/transport-node';
 import { JetStreamApiError, jetstreamManager, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
-import { retryWithBackoff } from './retry.ts';
 import { bucketProblems, bucketWarnings, describeProblems, streamConfigOf, streamOf, type BucketSize, type BucketSpec } from './bucket-spec.ts';
 import { errorText, isPermissionViolation, isTimeout } from './errors.ts';
 import { isStreamNotFound } from './jetstream-errors.ts';
@@ -101,6 +100,9 @@ export type BucketTiming = { timeoutMs: number; asks: number };
 /** The timing every program uses. */
 export const BUCKET_TIMING: BucketTiming = { timeoutMs: BUCKET_API_TIMEOUT_MS, asks: BUCKET_ASKS };
 
+/** A daemon's bind inside bindWhenThere (or a loop of its own that tries again): one ask a try, since its wait asks again for as long as it takes. */
+export const BIND_TIMING: BucketTiming = { timeoutMs: BUCKET_API_TIMEOUT_MS, asks: 1 };
+
 /**
  * Runs `attempt` (a bucket's look, then its creation) again while the bus leaves it unanswered — a
  * cluster still forming its replicas' groups, or busy making others' (`init` run just after the
@@ -160,35 +162,3 @@ async function ensureOnce(jsm: JetStreamManager, spec: BucketSpec, size: BucketS
 
 /** nats-server's error code for a stream created with a name already in use. */
 const STREAM_NAME_IN_USE = 10058;
-
-/** The longest wait between two tries of a bind whose bucket is missing. */
-export const MISSING_BUCKET_RETRY_MS = 5000;
-
-/**
- * Runs `bind` until no bucket it needs is missing: a BucketMissingError is said once at notice (its
- * repeats at debug) and tried again, the wait doubling up to MISSING_BUCKET_RETRY_MS; any other
- * error — a refused bucket among them — is thrown. Undefined when `stopped` ends the wait.
- */
-export async function bindWhenThere<T>(
-  bind: () => Promise<T>,
-  log: { notice(line: string): void; debug(line: string): void },
-  stopped: () => boolean = () => false,
-): Promise<T | undefined> {
-  let fatal: unknown;
-  let said = '';
-  const bound = await retryWithBackoff({
-    attempt: bind,
-    stopped,
-    maxMs: MISSING_BUCKET_RETRY_MS,
-    onFailure: (err) => {
-      if (!(err instanceof BucketMissingError)) return ((fatal = err), false);
-      if (err.message !== said) log.notice(`waiting: ${err.message}`);
-      else log.debug(`still waiting: ${err.message}`);
-      said = err.message;
-      return true;
-    },
-  });
-  if (fatal !== undefined) throw fatal;
-  if (said && bound !== undefined) log.notice('every bucket is there now');
-  return bound;
-}

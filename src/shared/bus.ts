@@ -3,7 +3,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
-import { ensureBucket } from './bucket-bind.ts';
+import { BUCKET_TIMING, ensureBucket, type BucketTiming } from './bucket-bind.ts';
 import { DEFAULT_MESH_NODES, kvBucket, maxConsumersFor } from './bucket-spec.ts';
 
 export { connectBus, drainBus, watchConnection, type BusOptions } from './connect.ts';
@@ -18,7 +18,13 @@ export async function openKv(nc: NatsConnection, bucket: string): Promise<KV> {
  * refused when it holds more than its bucket, created hardened when missing and the login may create
  * streams (a bus without isolation; on one with isolation `init` has made it), and opened.
  */
-export async function ensureKv(nc: NatsConnection, bucket: string, replicas: number, warn?: (line: string) => void): Promise<KV> {
-  await ensureBucket(nc, kvBucket(bucket), { replicas, maxConsumers: maxConsumersFor(DEFAULT_MESH_NODES) }, warn);
+export async function ensureKv(
+  nc: NatsConnection,
+  bucket: string,
+  replicas: number,
+  warn?: (line: string) => void,
+  timing: BucketTiming = BUCKET_TIMING,
+): Promise<KV> {
+  await ensureBucket(nc, kvBucket(bucket), { replicas, maxConsumers: maxConsumersFor(DEFAULT_MESH_NODES) }, warn, timing);
   return openKv(nc, bucket);
 }

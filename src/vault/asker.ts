@@ -29,10 +29,15 @@ export function askerOf(subject: string): string | null | undefined {
 }
 
 /**
- * Says why `asker` may not have the credential `name`, or nothing when it may: a pair credential
- * only to the node the consumer's plan binds that provider on, a module's own secret only to a node
- * with a plan of that module; a name out of its grammar to nobody. `plan` reads a plan by
- * `<node>.<module>` (null when there is none).
+ * Says why `asker` may not have the credential `name`, or nothing when it may. A module's own secret
+ * goes only to a node with a plan of that module. A pair credential
+ * `pair/<provider>/<provision>/<node>/<module>[/<local>]` goes only where `<provider>` is planned
+ * for it (DESIGN §11): the consumer's plan `<node>.<module>` holds a provision of that provider,
+ * provision and local, the node that provision names has a plan of module `<provider>` (a provider
+ * is a module name, §2) providing `<provision>`, and the asker is one of the pair — the consumer's
+ * node (its engine fills the secret) or the provider's (its client fills `${consumers:…}`). A name out
+ * of its grammar goes to nobody. `plan` reads a plan by `<node>.<module>` (null when there is none;
+ * it throws when the plans cannot be read, which is no answer either way).
  */
 export async function askerRefusal(name: string, asker: string, plan: (key: string) => Promise<Plan | null>): Promise<string | undefined> {
   const parsed = parseVaultName(name);
@@ -41,8 +46,14 @@ export async function askerRefusal(name: string, asker: string, plan: (key: stri
   if (vault.kind === 'module') return (await plan(nodeModuleKey(asker, vault.module))) ? undefined : `node ${asker} has no plan of module ${vault.module}`;
   const { provider, provision, node, module, local } = vault;
   const consumer = await plan(nodeModuleKey(node, module));
-  const binds = consumer?.provisions.some((p) => p.provider === provider && p.provision === provision && p.local === local && p.node === asker);
-  return binds ? undefined : `node ${asker} does not serve ${provider} ${provision} to ${node}.${module}`;
+  const bound = consumer?.provisions.find((p) => p.provider === provider && p.provision === provision && p.local === local);
+  if (!bound) return `${node}.${module} has no plan binding ${provider} ${provision}${local === undefined ? '' : ` ${local}`}`;
+  if (asker !== node && asker !== bound.node)
+    return `node ${asker} is neither the consumer (${node}) nor where ${node}.${module} binds ${provider} (${bound.node})`;
+  // The consumer's plan alone names a node its composition chose (by default its own): the provider must be planned there.
+  const served = await plan(nodeModuleKey(bound.node, provider));
+  if (served?.provides.some((p) => p.provision === provision)) return undefined;
+  return `${provider} is not planned on node ${bound.node}: it has no plan of module ${provider} providing ${provision}`;
 }
 
 /** Decodes a stored plan for the check; one out of shape counts as none. */

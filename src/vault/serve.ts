@@ -4,16 +4,14 @@
 // limits of §3, at most MAX_CONCURRENT_ASKS at once (`{error: "busy"}` past that). No value is ever
 // logged: a line names the vault name, the node and the outcome.
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
-import { openKv } from '../shared/bus.ts';
-import { PLANS } from '../shared/buckets.ts';
 import { jsonBytes } from '../shared/bytes.ts';
 import { errorText, isPermissionViolation } from '../shared/errors.ts';
 import { isInboxSubject } from '../shared/inbox.ts';
 import type { Logger } from '../shared/log.ts';
 import type { Parsed } from '../shared/result.ts';
-import type { Plan } from '../shared/schemas.ts';
 import { VAULT_CREDENTIAL } from '../shared/subjects.ts';
-import { askerOf, askerRefusal, decodeCredentialRequest, planOf } from './asker.ts';
+import { askerOf, askerRefusal, decodeCredentialRequest } from './asker.ts';
+import { PlansUnreadableError, planReader } from './plans.ts';
 import type { Handed } from './store.ts';
 
 /** Asks answered at once at most; one past that is answered BUSY at once (DESIGN §11). */
@@ -58,11 +56,18 @@ export type ServeOptions = {
 /** Serves the credential verb until stopped; `stop` waits for the asks under way. */
 export function serveCredentials(opts: ServeOptions): { stop(): Promise<void> } {
   const { nc, log, events = {} } = opts;
-  const plan = planReader(nc);
+  const plan = planReader(nc, log);
   const limit = new AskLimit(opts.maxAsks ?? MAX_CONCURRENT_ASKS, log);
   let ignored = 0;
   const answer = async (name: string, asker: string | null): Promise<{ value: string } | { error: string }> => {
-    const refusal = asker === null ? (opts.lab ? undefined : UNKNOWN_ASKER) : await askerRefusal(name, asker, plan);
+    let refusal: string | undefined;
+    try {
+      refusal = asker === null ? (opts.lab ? undefined : UNKNOWN_ASKER) : await askerRefusal(name, asker, plan);
+    } catch (err) {
+      // The plans not read is no answer: busy, which a client asks again (plans.ts said why, once).
+      if (err instanceof PlansUnreadableError) return { error: BUSY };
+      throw err;
+    }
     const handed = refusal === undefined ? await opts.credentials(name) : { ok: false as const, reason: refusal };
     const who = asker === null ? 'an unknown asker (the bare subject)' : `node ${asker}`;
     if (!handed.ok) {
@@ -113,22 +118,6 @@ export function serveCredentials(opts: ServeOptions): { stop(): Promise<void> } 
       for (const sub of subs) if (!sub.isClosed()) sub.unsubscribe();
       await limit.settled();
     },
-  };
-}
-
-/** Reads a plan by `<node>.<module>` with direct get (the vault's grants); none when it cannot be read. */
-function planReader(nc: NatsConnection): (key: string) => Promise<Plan | null> {
-  let kv: ReturnType<typeof openKv> | undefined;
-  return async (key) => {
-    // Opened on first use and again after a failure: the seat may make the bucket after the vault starts.
-    kv ??= openKv(nc, PLANS);
-    try {
-      const entry = await (await kv).get(key);
-      return planOf(entry?.operation === 'PUT' ? entry.value : null);
-    } catch {
-      kv = undefined;
-      return null;
-    }
   };
 }
 

@@ -1,12 +1,12 @@
 // The reference vault's store (DESIGN §13): one file per vault name under its directory
 // (`<dir>/pair/pg/database/n1/web`), 0600 in 0700 directories, the same layout as the reference
-// engine's --secrets directory. A name is parsed segment by segment before it becomes a path, so it
+// engine's --secrets directory, each owned as the directory is when written by root (`rotate`). A name is parsed segment by segment before it becomes a path, so it
 // never leaves the directory, and no link below the directory is followed. Every write is atomic
 // (temp file, fsync, rename); a provision's credential is made on its first ask, once.
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { link, mkdir, open, realpath, rename, stat, unlink } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { lchown, link, mkdir, open, realpath, rename, stat, unlink } from 'node:fs/promises';
+import { dirname, join, relative, sep } from 'node:path';
 import { errorText } from '../shared/errors.ts';
 import { fail, ok, type Parsed } from '../shared/result.ts';
 import { parseVaultName } from '../shared/vault-names.ts';
@@ -26,9 +26,12 @@ export type Handed = { value: string; made: boolean };
 export class VaultStore {
   /** The directory, every link in its own path resolved. */
   readonly dir: string;
+  /** Who every file and directory written is given to: the directory's owner, when this process runs as root (else none: it writes as itself). */
+  readonly #owner: Owner | undefined;
 
-  private constructor(dir: string) {
+  private constructor(dir: string, owner: Owner | undefined) {
     this.dir = dir;
+    this.#owner = owner;
   }
 
   /**
@@ -42,11 +45,12 @@ export class VaultStore {
         `--store ${dir}: no vault store there: rotate writes to the store the running vault uses (its --store; the unit's is /var/lib/mesh-vault); nothing rotated`,
       );
     const real = await realpath(dir);
-    const { mode } = await stat(real);
+    const { mode, uid, gid } = await stat(real);
     if ((mode & constants.S_IFMT) !== constants.S_IFDIR) throw new Error(`--store ${dir} is not a directory`);
     if ((mode & 0o077) !== 0)
       warn(`--store ${dir} has mode ${(mode & 0o777).toString(8).padStart(4, '0')}: others than its owner may enter it (0700 keeps them out)`);
-    return new VaultStore(real);
+    // `rotate` run as root writes for the vault's own user (its unit's), who could not read a root-owned 0600 file.
+    return new VaultStore(real, process.getuid?.() === 0 ? { uid, gid } : undefined);
   }
 
   /**
@@ -133,11 +137,13 @@ export class VaultStore {
     // A vault name's segment never starts with a dot, so no temp file is ever a name.
     const temp = join(dir, `.${name.split('/').at(-1)}.${randomBytes(6).toString('hex')}.tmp`);
     try {
-      await mkdir(dir, { recursive: true, mode: 0o700 });
+      const made = await mkdir(dir, { recursive: true, mode: 0o700 });
       const linked = await this.#linkedDirectory(dir);
       if (linked !== undefined) return fail(`${name}: ${linked === 'missing' ? 'its directory vanished' : linked}`);
+      if (made !== undefined && this.#owner) await chownDown(made, dir, this.#owner);
       const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
       try {
+        if (this.#owner) await handle.chown(this.#owner.uid, this.#owner.gid);
         await handle.writeFile(value);
         await handle.sync();
       } finally {
@@ -158,6 +164,19 @@ export class VaultStore {
       // Renamed away already when replacing; a link leaves it behind, as does a failure.
       await unlink(temp).catch(() => {});
     }
+  }
+}
+
+/** A file's owner and group. */
+type Owner = { uid: number; gid: number };
+
+/** Gives `first` (a directory just made) and every directory below it down to `last` to `owner`; links are not followed. */
+async function chownDown(first: string, last: string, owner: Owner): Promise<void> {
+  let at = first;
+  await lchown(at, owner.uid, owner.gid);
+  for (const segment of relative(first, last).split(sep).filter(Boolean)) {
+    at = join(at, segment);
+    await lchown(at, owner.uid, owner.gid);
   }
 }
 

@@ -39,6 +39,8 @@ export type MatrixContext = {
   vaultIgnored(): readonly string[];
   /** The archive's bytes as published. */
   archive: Uint8Array;
+  /** A node's leaf login on the hub (bus-config --leaf-listen): the hub's client URL, the user and its password. */
+  leafLogin(node: string): { url: string; user: string; password: string };
 };
 
 /** One row: who does what, what should come of it, and how to see what did. */

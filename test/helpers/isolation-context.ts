@@ -1,10 +1,13 @@
 // The isolation matrix's mesh (DESIGN §11, issue 12): module `web` applied on both nodes from an
-// obj:// archive, the provider's entries, the vault, and every actor connected — on the hub, or (for
+// obj:// archive, the provider `pg` planned on na with its entries, the vault, and every actor connected — on the hub, or (for
 // a node's logins) wherever the caller connects them, as a site's leaf server (test/leaf-isolation).
 import * as assert from 'uvu/assert';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { ensureKv } from '../../src/shared/bus.ts';
 import { boundBucket, USERS } from '../../src/server/commands/bus-config/config.ts';
+import { leafPasswordFile, leafUser } from '../../src/server/commands/bus-config/leaf-secrets.ts';
 import type { ModuleSpec } from './archive.ts';
 import type { IsolatedMesh, IsolatedNode } from './isolated-mesh.ts';
 import { A, B, COLLECTION, CREDENTIAL, LEVEL, MODULE, PROVIDER, type MatrixContext } from './isolation-actions.ts';
@@ -20,6 +23,11 @@ export const WEB: ModuleSpec = {
     // Every node's web binds the provider on na: the vault hands na, and only na, their credentials.
     provisions: [{ provider: PROVIDER, provision: 'database', node: A }],
   },
+};
+/** Module `pg`, the provider: it provides `database` (its file names no consumer, so it asks the vault nothing). */
+export const PG: ModuleSpec = {
+  templates: { 'pg.conf': 'serves database\n' },
+  provisioning: { files: [{ path: '${dir:config}/pg.conf', template: 'pg.conf' }], provides: [{ provision: 'database' }] },
 };
 /** The file of `web` at `level`. */
 export const expected = (level: string) => `listen 8080\nlevel ${level}\n`;
@@ -42,6 +50,9 @@ export async function matrixContext(m: IsolatedMesh, connect: (user: string) => 
   const vault = await startVault(await m.connect(USERS.vault), []);
   await vault.set(CREDENTIAL.name, CREDENTIAL.value);
   const { tar } = await m.publish(MODULE, WEB);
+  // pg is planned on na, so the vault hands na the credentials of the consumers bound there (DESIGN §11).
+  await m.publish(PROVIDER, PG);
+  await m.assign(A, PROVIDER);
   for (const n of [A, B]) await m.assign(n, MODULE);
   for (const n of [A, B]) await startApplied(m, n, LEVEL(n));
   const actors = new Map<string, NatsConnection>([['admin', m.admin]]);
@@ -68,5 +79,6 @@ export async function matrixContext(m: IsolatedMesh, connect: (user: string) => 
     vaultAsked: () => vault.asked,
     vaultIgnored: () => vault.ignored,
     archive: tar,
+    leafLogin: (n) => ({ url: m.nats.url, user: leafUser(n), password: readFileSync(leafPasswordFile(join(m.dir, 'credentials'), n), 'utf8').trim() }),
   };
 }

@@ -1,8 +1,9 @@
 // Rows of the isolation matrix for issue 18 (DESIGN §3, §11): no login but admin creates, updates,
 // deletes or purges a stream, a node cannot fill a stream with consumers, the vault learns the asking
-// node from the subject its account's import maps the ask to, and names that were once other logins'
-// inbox prefixes give a node nothing of theirs.
-import type { NatsConnection } from '@nats-io/transport-node';
+// node from the subject its account's import maps the ask to, names that were once other logins'
+// inbox prefixes give a node nothing of theirs, and a node's leaf password logs in on a leaf
+// connection only (issue 31).
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager, type StreamConfig } from '@nats-io/jetstream';
 import { jsonBytes } from '../../src/shared/bytes.ts';
 import { APPLIED, CONFIG, PLANS, REGISTRY_BUCKET } from '../../src/shared/buckets.ts';
@@ -148,6 +149,28 @@ function namesake(node: string, prefix: string, owner: string, ask: (c: MatrixCo
 const bound = `KV_${boundBucket(PROVIDER)}`;
 const capture = { name: 'KV_capture', subjects: ['_R_.>'] };
 
+/** A node's leaf login (bus-config --leaf-listen) tried on the hub's client port: it logs in on a leaf connection only. */
+function leafPasswordOnClientPort(node: string): Row {
+  return {
+    actor: `leaf.${node}`,
+    action: `log in on the hub's client port with ${node}'s leaf password (a site's leaf server logs in with it)`,
+    expected: 'refused',
+    async run(c) {
+      const login = c.leafLogin(node);
+      try {
+        const nc = await connect({ servers: [login.url], user: login.user, pass: login.password, reconnect: false, name: `probe ${login.user}` });
+        await nc.close();
+        return { verdict: 'allowed', how: `logged in, to provisioner.${node}'s account` };
+      } catch (err) {
+        return {
+          verdict: 'refused',
+          how: err instanceof Error && /Authorization Violation/.test(err.message) ? 'the server refused the login (Authorization Violation)' : refusal(err),
+        };
+      }
+    },
+  };
+}
+
 /** The rows a grant (or, for purges, a grant and then the hardening) refuses: each flips when its grant is widened. */
 export const GRANT_ROWS: readonly Row[] = [
   streamCall(
@@ -193,8 +216,17 @@ export const GRANT_ROWS: readonly Row[] = [
 /** Every row of issue 18, in the order the matrix prints them. */
 export const STREAM_ROWS: readonly Row[] = [
   ...GRANT_ROWS.slice(0, 11),
-  vaultAsk(client, `ask the vault (\`${VAULT_CREDENTIAL}\`) for nb.web's credential, which na serves (the plan binds ${PROVIDER} on na)`, 'allowed'),
-  vaultAsk(USERS.client(B), `ask the vault (\`${VAULT_CREDENTIAL}\`) for its own module's credential, which na serves`, 'refused'),
+  vaultAsk(
+    client,
+    `ask the vault (\`${VAULT_CREDENTIAL}\`) for nb.web's credential, which na serves (the plan binds ${PROVIDER} on na, where it is planned)`,
+    'allowed',
+  ),
+  vaultAsk(USERS.client(B), `ask the vault (\`${VAULT_CREDENTIAL}\`) for its own module's credential, which na serves (its engine fills it)`, 'allowed'),
+  vaultAsk(
+    USERS.client(NAMESAKES.vault),
+    `ask the vault (\`${VAULT_CREDENTIAL}\`) for nb.web's credential, neither its consumer nor where ${PROVIDER} serves it`,
+    'refused',
+  ),
   {
     actor: client,
     action: `push consumer on its own plan delivering to \`${vaultCredentialOf(A)}\``,
@@ -214,6 +246,7 @@ export const STREAM_ROWS: readonly Row[] = [
   },
   vaultReply(`$KV.${APPLIED}.${key.report(B)}`, 'ignored', 'a subject the asker chose'),
   vaultReply(`$JS.ACK.KV_${PLANS}.probe.1.1.1.1.0`, 'refused', "a push consumer's delivery: nats-server refuses it from a client"),
+  leafPasswordOnClientPort(A),
 
   ...GRANT_ROWS.slice(11),
 ];

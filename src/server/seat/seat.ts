@@ -1,7 +1,8 @@
 // Wires the seat: its buckets, the registry, the verb, and the composer fed by watches.
 import { HEALTH_SUBJECT } from '../../shared/subjects.ts';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { bindWhenThere, ensureBucket, refuseBadBucket } from '../../shared/bucket-bind.ts';
+import { BIND_TIMING, ensureBucket, refuseBadBucket } from '../../shared/bucket-bind.ts';
+import { bindWhenThere } from '../../shared/bind-wait.ts';
 import { DEFAULT_MESH_NODES, kvBucket, maxConsumersFor, objBucket } from '../../shared/bucket-spec.ts';
 import { ensureKv } from '../../shared/bus.ts';
 import { jsonBytes } from '../../shared/bytes.ts';
@@ -41,36 +42,41 @@ export type SeatOptions = {
 export type Seat = { composer: Composer; rollouts: RolloutDirector; stop(): Promise<void> };
 
 /**
- * Starts the seat; resolves once its buckets are bound and the registry is written. A bucket that is
- * missing and not the seat's to create (a bus with isolation, before `init`) is waited for; one that
- * holds more than its bucket rejects (DESIGN §3: the seat refuses to run on it).
+ * Starts the seat; resolves once its buckets are bound, the registry is written and the rollouts are
+ * read. A bucket that is missing and not the seat's to create (a bus with isolation, before `init`)
+ * is waited for, and so is a bus whose JetStream does not answer (a cluster without a meta leader:
+ * said once at warning); one that holds more than its bucket rejects (DESIGN §3: the seat refuses
+ * to run on it).
  */
 export async function startSeat(opts: SeatOptions): Promise<Seat> {
   const { nc, log } = opts;
-  const warn = (line: string) => log.warn(line);
-  const bind = async () => {
+  const size = { replicas: opts.replicas, maxConsumers: maxConsumersFor(DEFAULT_MESH_NODES) };
+  // Every JetStream call of the start is in the one wait: a 503 on the registry's read, after the
+  // buckets were bound, ended the seat as surely as one on a bucket's check (issue 31).
+  const bind = async (warn: (line: string) => void) => {
     // The inputs it watches are checked too (a missing one is waited for by its watch).
     await Promise.all([ASSIGNMENTS, MODULES].map((b) => refuseBadBucket(nc, kvBucket(b), warn)));
-    const kvs = new Map(await Promise.all(SEAT_BUCKETS.map(async (b) => [b, await ensureKv(nc, b, opts.replicas, warn)] as const)));
-    await ensureBucket(nc, objBucket(opts.archives), { replicas: opts.replicas, maxConsumers: maxConsumersFor(DEFAULT_MESH_NODES) }, warn);
-    return kvs;
+    const kvs = new Map(await Promise.all(SEAT_BUCKETS.map(async (b) => [b, await ensureKv(nc, b, opts.replicas, warn, BIND_TIMING)] as const)));
+    await ensureBucket(nc, objBucket(opts.archives), size, warn, BIND_TIMING);
+    await syncRegistry(nc, kvs.get(REGISTRY_BUCKET)!, log);
+    // Read before the first pass: a restarted seat goes on with each rollout where it was.
+    return { kvs, states: await loadRolloutStates(nc, log) };
   };
-  const kvs = await bindWhenThere(bind, log, () => nc.isClosed());
-  if (!kvs) throw new Error("the connection closed before the seat's buckets were there");
+  const bound = await bindWhenThere(bind, log, () => nc.isClosed());
+  if (!bound) throw new Error("the connection closed before the seat's buckets were there");
+  const { kvs, states } = bound;
 
   const registry = kvs.get(REGISTRY_BUCKET)!;
-  await syncRegistry(nc, registry, log);
   const timer = setInterval(() => {
     syncRegistry(nc, registry, log).catch((err) => log.error(`registry: ${errorText(err)}`));
   }, REGISTRY_INTERVAL_MS);
 
   const plans = kvs.get(PLANS)!;
   const say = (line: Health) => nc.publish(HEALTH_SUBJECT, jsonBytes(line));
-  // Read before the first pass: a restarted seat goes on with each rollout where it was.
   const rollouts = new RolloutDirector(StateWriter.of(kvs.get(ROLLOUTS)!, log), say, log, {
     ...(opts.rollout ? { policy: opts.rollout } : {}),
   });
-  rollouts.load(await loadRolloutStates(nc, log));
+  rollouts.load(states);
   const publisher = new KvPublisher(nc, PLANS, opts.inboxPrefix === undefined ? {} : { inboxPrefix: opts.inboxPrefix });
   const composer = new Composer(
     {

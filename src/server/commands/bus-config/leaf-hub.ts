@@ -38,13 +38,14 @@ export type HubLeaf = {
   hashes: ReadonlyMap<string, string>;
 };
 
-/** The user a node's leaf connection logs in as: a user of the node's account, with the account's rights and no more. */
+/** The user a node's leaf connection logs in as: a user of the node's account, with the account's rights and no more, on a leaf connection only. */
 export function leafUserLines(node: string, leaf: HubLeaf): string[] {
   const hash = leaf.hashes.get(node);
   if (!hash) throw new Error(`no leaf password hash for node ${node}`);
   return [
-    `      # leaf.${node}: the leaf connection of ${node}'s site (bus-config --leaf); only the hash is kept here`,
-    `      { user: ${q(`leaf.${node}`)}, password: ${q(hash)} }`,
+    `      # leaf.${node}: the leaf connection of ${node}'s site (bus-config --leaf); only the hash is kept here.`,
+    '      # A leaf connection only: the same password on the client port is refused (a client login is an nkey).',
+    `      { user: ${q(`leaf.${node}`)}, password: ${q(hash)}, allowed_connection_types: ["LEAFNODE"] }`,
   ];
 }
 
