@@ -18,5 +18,10 @@ export const JETSTREAM_UNAVAILABLE_CODE = 10008;
  * JetStream is still starting answers no API call).
  */
 export function isJetStreamUnavailable(err: unknown): boolean {
-  return isTimeout(err) || isNoResponders(err) || inChain(err, (e) => e instanceof JetStreamApiError && e.code === JETSTREAM_UNAVAILABLE_CODE);
+  return isTimeout(err) || isNoResponders(err) || isTemporarilyUnavailable(err);
+}
+
+/** Whether a JetStream call was answered "JetStream system temporarily unavailable" (JETSTREAM_UNAVAILABLE_CODE). */
+export function isTemporarilyUnavailable(err: unknown): boolean {
+  return inChain(err, (e) => e instanceof JetStreamApiError && e.code === JETSTREAM_UNAVAILABLE_CODE);
 }

@@ -3,13 +3,10 @@
 // seconds, and init run just after its servers started meets that. Each bucket's calls are asked
 // again with the one backoff (shared/retry.ts), each reason said once, until `--timeout` has passed
 // since init began; then init gives up, naming the bucket it waited on and the bus's last answer.
-import { JetStreamApiError } from '@nats-io/jetstream';
-import { errorText, inChain, isTimeout } from '../../shared/errors.ts';
+import { errorText, isTimeout } from '../../shared/errors.ts';
+import { isTemporarilyUnavailable } from '../../shared/jetstream-errors.ts';
 import { retryWithBackoff } from '../../shared/retry.ts';
 import type { Timer } from '../../shared/timer.ts';
-
-/** nats-server's code for "JetStream system temporarily unavailable": no meta leader (yet) to take the request. */
-const JS_CLUSTER_NOT_AVAILABLE = 10008;
 
 /** The longest wait between two tries of a bucket the bus does not answer yet. */
 export const INIT_RETRY_MAX_MS = 5000;
@@ -17,9 +14,13 @@ export const INIT_RETRY_MAX_MS = 5000;
 /** The shortest time a call is given, even with the deadline nearer. */
 const LEAST_CALL_MS = 250;
 
-/** Whether the bus may answer later: the call went unanswered, or JetStream is temporarily unavailable. */
+/**
+ * Whether the bus may answer later: the call went unanswered, or JetStream is temporarily
+ * unavailable. Unlike a daemon's wait (shared/bind-wait.ts), no responders is not waited for: to the
+ * admin's init it says JetStream is not enabled on the server, which waiting does not mend.
+ */
 export function isNotReadyYet(err: unknown): boolean {
-  return isTimeout(err) || inChain(err, (e) => e instanceof JetStreamApiError && e.code === JS_CLUSTER_NOT_AVAILABLE);
+  return isTimeout(err) || isTemporarilyUnavailable(err);
 }
 
 /** init gave up: the bus did not answer for a bucket before the deadline. */
