@@ -6,7 +6,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { JetStreamApiError } from '@nats-io/jetstream';
 import { USERS } from '../src/server/commands/bus-config/config.ts';
-import { InitGaveUp, untilAnswered, type InitClock } from '../src/server/commands/init-wait.ts';
+import { InitGaveUp, PEERS_GRACE_MS, untilAnswered, type InitClock } from '../src/server/commands/init-wait.ts';
 import { meshBuckets } from '../src/shared/buckets.ts';
 import { cleanupBundles, ROOT, runBundle, startBundle } from './helpers/bundle.ts';
 import { startGeneratedCluster } from './helpers/generated-cluster.ts';
@@ -69,6 +69,47 @@ test('a bucket answered "temporarily unavailable" is asked again with the one ba
     () => Promise.reject(other),
   ).catch((e: unknown) => e);
   assert.is(thrown, other, 'JetStream not enabled is no wait: said at once');
+});
+
+test('copies a forming cluster cannot place yet are asked again for PEERS_GRACE_MS, said once; a lone server refusing copies is said at once', async () => {
+  const noPeers = () => new JetStreamApiError({ code: 500, err_code: 10005, description: 'no suitable peers for placement' });
+  const said: string[] = [];
+  const clock = { ...fakeClock(60_000), peersUntil: PEERS_GRACE_MS };
+  let tries = 0;
+  const made = await untilAnswered(
+    'b',
+    clock,
+    5000,
+    (l) => said.push(l),
+    async () => (++tries < 3 ? Promise.reject(noPeers()) : 'made'),
+  );
+  assert.is(made, 'made');
+  assert.equal(said, [
+    'bucket b: the bus answered "no suitable peers for placement"; asking again while its cluster\'s servers may still be joining (15 s more at most)',
+  ]);
+
+  const never = { ...fakeClock(60_000), peersUntil: PEERS_GRACE_MS };
+  const thrown = await untilAnswered(
+    'b',
+    never,
+    5000,
+    () => {},
+    () => Promise.reject(noPeers()),
+  ).catch((e: unknown) => e);
+  assert.instance(thrown, JetStreamApiError, 'past the grace the refusal is thrown as it is, for the replicas hint');
+  assert.ok(never.now() <= PEERS_GRACE_MS, 'no wait past the grace');
+
+  const lone = new JetStreamApiError({ code: 500, err_code: 10074, description: 'replicas > 1 not supported in non-clustered mode' });
+  const fast = fakeClock(60_000);
+  const refused = await untilAnswered(
+    'b',
+    { ...fast, peersUntil: PEERS_GRACE_MS },
+    5000,
+    () => {},
+    () => Promise.reject(lone),
+  ).catch((e: unknown) => e);
+  assert.is(refused, lone);
+  assert.equal(fast.waits, [], 'a lone server is no wait');
 });
 
 test('init with one server of three up waits, saying so, gives up after --timeout naming the bucket; run again, it makes every bucket once the others are back', async () => {

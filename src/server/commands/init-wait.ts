@@ -5,6 +5,7 @@
 // since init began; then init gives up, naming the bucket it waited on and the bus's last answer.
 import { errorText, isTimeout } from '../../shared/errors.ts';
 import { isTemporarilyUnavailable } from '../../shared/jetstream-errors.ts';
+import { isTooManyReplicas } from '../seat/replicas-hint.ts';
 import { retryWithBackoff } from '../../shared/retry.ts';
 import type { Timer } from '../../shared/timer.ts';
 
@@ -21,6 +22,19 @@ const LEAST_CALL_MS = 250;
  */
 export function isNotReadyYet(err: unknown): boolean {
   return isTimeout(err) || isTemporarilyUnavailable(err);
+}
+
+/** How long after init began a cluster's refusal to place copies is asked again: its servers may still be joining. */
+export const PEERS_GRACE_MS = 15_000;
+
+/**
+ * Whether JetStream refused the copies asked because it knows too few servers to place them on (no
+ * suitable peers, insufficient resources): on a cluster whose servers just started, the meta leader
+ * is elected before every peer has joined, so init run at once meets it for a few seconds. A lone
+ * server's "replicas > 1 not supported in non-clustered mode" is not this: it never mends.
+ */
+export function isPeersNotJoined(err: unknown): boolean {
+  return isTooManyReplicas(err) && !/non-clustered mode/i.test(errorText(err));
 }
 
 /** init gave up: the bus did not answer for a bucket before the deadline. */
@@ -41,6 +55,8 @@ export class InitGaveUp extends Error {
 export type InitClock = {
   /** When init gives up, in the clock's ms. */
   deadline: number;
+  /** Until when a refusal to place the copies asked (isPeersNotJoined) is asked again, in the clock's ms. */
+  peersUntil?: number;
   /** The time now, in ms. */
   now(): number;
   /** Waits between tries (tests hand in their own). */
@@ -69,9 +85,13 @@ export async function untilAnswered<T>(
     maxMs: INIT_RETRY_MAX_MS,
     ...(clock.timer ? { timer: clock.timer } : {}),
     onFailure: (err, waitMs) => {
-      if (!isNotReadyYet(err) || clock.now() + waitMs >= clock.deadline) return ((fatal = err), false);
+      const peers = isPeersNotJoined(err) && clock.now() + waitMs < (clock.peersUntil ?? -Infinity);
+      if (!(isNotReadyYet(err) || peers) || clock.now() + waitMs >= clock.deadline) return ((fatal = err), false);
       const reason = isTimeout(err) ? `unanswered within ${lastCallMs} ms` : `the bus answered "${errorText(err)}"`;
-      if (reason !== said) say(`bucket ${bucket}: ${reason}; asking again until init's --timeout (${secondsLeft(clock)} s left)`);
+      const until = peers
+        ? `while its cluster's servers may still be joining (${secondsLeft({ ...clock, deadline: clock.peersUntil! })} s more at most)`
+        : `until init's --timeout (${secondsLeft(clock)} s left)`;
+      if (reason !== said) say(`bucket ${bucket}: ${reason}; asking again ${until}`);
       said = reason;
       return true;
     },

@@ -12,7 +12,7 @@ import { errorText, isPermissionViolation } from '../../shared/errors.ts';
 import { isTooManyReplicas, tooManyReplicasLine } from '../seat/replicas-hint.ts';
 import { describeHolding, initBucket, type Outcome } from './init-bucket.ts';
 import type { Asked } from './init-drift.ts';
-import { InitGaveUp, untilAnswered, type InitClock } from './init-wait.ts';
+import { InitGaveUp, PEERS_GRACE_MS, untilAnswered, type InitClock } from './init-wait.ts';
 
 /** One bucket's outcome, by name (absent `outcome`: it could not be made or read). */
 type Result = { name: string; outcome?: Outcome };
@@ -33,7 +33,7 @@ export async function runInit(
   timing: InitTiming = { callMs: BUCKET_API_TIMEOUT_MS },
 ): Promise<number> {
   const now = timing.clock?.now ?? Date.now;
-  const clock: InitClock = { ...timing.clock, now, deadline: now() + req.timeoutMs };
+  const clock: InitClock = { ...timing.clock, now, deadline: now() + req.timeoutMs, peersUntil: now() + Math.min(req.timeoutMs, PEERS_GRACE_MS) };
   const asked: Asked = { replicas: req.replicas, maxConsumers: maxConsumersFor(req.nodes), nodes: req.nodes, replicasFrom: req.replicasFrom };
   const specs = meshBuckets(req.providers, req.archives);
   const results: Result[] = [];
