@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { labBlocks, startLabShell, type LabShell } from '../demo/lab.ts';
 import { ROOT } from './helpers/bundle.ts';
 import {
+  assertOneRestartAfterChange,
   fillsSaid,
   labEnv,
   labProgram,
@@ -212,20 +213,7 @@ if (!previousReachable()) {
     assert.match(rollout.stdout, /^web {2}done {2}build 2 from 1/m, rollout.stdout);
 
     // A change after the upgrade reaches its file and restarts web once: the only restart since the upgrade began.
-    await run('node $NEW/server.js config set n1 web workers 9');
-    await waitFor(
-      'worker_processes 9 in n1’s web.conf',
-      () => readFileSync(join(lab, 'n1', 'etc', 'web', 'web.conf'), 'utf8').includes('worker_processes 9;'),
-      15_000,
-    );
-    await waitFor('web restarted on n1', () => journal('n1').length > journals.n1.length, 10_000);
-    assert.equal(
-      journal('n1')
-        .slice(journals.n1.length)
-        .map((l) => l.replace(/^\S+ /, '')),
-      ['restart web'],
-    );
-    assert.equal(journal('n2'), journals.n2, 'n2’s engine restarted nothing');
+    await assertOneRestartAfterChange(lab, journals, () => run('node $NEW/server.js config set n1 web workers 9'));
     for (const code of await stopRestarted()) assert.is(code, 0, 'each upgraded program stops with 0');
   });
 }

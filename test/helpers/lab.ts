@@ -10,6 +10,7 @@ import type { Postgres } from './postgres.ts';
 import { envWithoutMesh, stopProcess } from './spawn.ts';
 import { ensureBuilt, ROOT } from './bundle.ts';
 import { waitFor } from './wait.ts';
+import * as assert from 'uvu/assert';
 
 /** The package's version: the release's tarball is `mesh-provisioner-<version>.tar.gz`, unpacked into a directory of that name. */
 export const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
@@ -157,4 +158,30 @@ export function fillsSaid(engineLog: string, from: number): Map<string, string> 
     if (m) fills.set(m[1]!, m[2]!);
   }
   return fills;
+}
+
+/** Each engine's journal in the lab at `lab`, as lines. */
+export function labJournal(lab: string, node: string): string[] {
+  return linesOf(join(lab, node, 'journal.log'));
+}
+
+/**
+ * A config change made by `set` (a `server.js config set n1 web workers 9` the caller runs) reaches
+ * n1's web.conf and restarts web once: the only journal line either engine gains since `journals`.
+ */
+export async function assertOneRestartAfterChange(lab: string, journals: { n1: string[]; n2: string[] }, set: () => Promise<unknown>): Promise<void> {
+  await set();
+  await waitFor(
+    'worker_processes 9 in n1’s web.conf',
+    () => readFileSync(join(lab, 'n1', 'etc', 'web', 'web.conf'), 'utf8').includes('worker_processes 9;'),
+    15_000,
+  );
+  await waitFor('web restarted on n1', () => labJournal(lab, 'n1').length > journals.n1.length, 10_000);
+  assert.equal(
+    labJournal(lab, 'n1')
+      .slice(journals.n1.length)
+      .map((l) => l.replace(/^\S+ /, '')),
+    ['restart web'],
+  );
+  assert.equal(labJournal(lab, 'n2'), journals.n2, 'n2’s engine restarted nothing');
 }
