@@ -144,7 +144,7 @@ test('a file:/// ref is refused without --archive-dir, outside it, through a lin
   assert.match(reasons[0]!, /file:\/\/ refs are refused: this client has no --archive-dir/);
   assert.match(reasons[1]!, /is not under the archive directory/);
   assert.match(reasons[2]!, /is not under the archive directory/);
-  assert.match(reasons[3]!, /pipe\.tar is not a regular file/);
+  assert.match(reasons[3]!, /pipe\.tar is a FIFO, not a regular file/);
   const outsideDigest = createHash('sha256').update('a file of the node').digest('hex');
   for (const reason of reasons) assert.not.ok(reason.includes(outsideDigest), reason);
 });

@@ -138,7 +138,7 @@ test('#3 file:// refs: outside --archive-dir refused without a digest of the fil
       await fileRef(`fifo${i}`, `file://${fifo}`);
       await m.assign('n1', `fifo${i}`);
     }
-    for (let i = 0; i < 5; i++) assert.match((await m.waitReport('n1', `fifo${i}`, failed, 5000)).reason!, /is not a regular file/);
+    for (let i = 0; i < 5; i++) assert.match((await m.waitReport('n1', `fifo${i}`, failed, 5000)).reason!, /is a FIFO, not a regular file/);
     await oneFile(m, 'after', 'ok\n');
     await m.waitReport('n1', 'after', (r) => r.state === 'applied', 5000);
   }));

@@ -1,13 +1,13 @@
 // The PostgreSQL provider's command line (DESIGN §10, §13): its flag table, --help, and the parser that
 // fills its options, refusing what is wrong in one line that names the flag.
-import { readFileSync } from 'node:fs';
 import { BUS_FLAGS, busOptionsFrom } from '../../src/shared/bus-flags.ts';
 import type { BusOptions } from '../../src/shared/bus.ts';
-import { errorText } from '../../src/shared/errors.ts';
 import { describeFlags, openCommand, unexpectedArgument, type Asked, type FlagTable, type FlagValues } from '../../src/shared/flags.ts';
 import { INBOX_PREFIXES } from '../../src/shared/inbox.ts';
 import { isName, segmentNameProblem } from '../../src/shared/keys.ts';
+import { limitText, presentFileProblem, readRegularFile } from '../../src/shared/regular-file.ts';
 import { fail, ok, type Parsed } from '../../src/shared/result.ts';
+import { MAX_CONSUMERS_FILE_BYTES } from '../../src/sdk/consumers-file.ts';
 import { DEFAULT_CALL_TIMEOUT_MS, DEFAULT_CONCURRENCY } from '../../src/sdk/provider.ts';
 import type { PostgresAdapterOptions } from './adapter.ts';
 
@@ -17,13 +17,21 @@ export const DEFAULT_PROVIDER = 'postgres';
 export const DEFAULT_PROVISION = 'database';
 /** The PostgreSQL server reached when none is given. */
 export const DEFAULT_PG = { host: '127.0.0.1', port: 5432, user: 'postgres', database: 'postgres' } as const;
+/** The largest administrator's password file read: a password is a line; a file far larger is none. */
+export const MAX_PASSWORD_FILE_BYTES = 64 * 1024;
 
 /**
  * The provider's flags, each with its variable. The administrator's password has no flag: a command
  * line is anyone's to read (`ps`, /proc/<pid>/cmdline), so it comes from a file or PGPASSWORD.
  */
 const FLAGS = [
-  { name: 'consumers', env: 'MESH_CONSUMERS_FILE', type: 'string', arg: 'FILE', help: 'the filled ${consumers:<provision>} file (required)' },
+  {
+    name: 'consumers',
+    env: 'MESH_CONSUMERS_FILE',
+    type: 'string',
+    arg: 'FILE',
+    help: `the filled \${consumers:<provision>} file (required; a regular file of at most ${limitText(MAX_CONSUMERS_FILE_BYTES)})`,
+  },
   {
     name: 'provider',
     env: 'MESH_PROVIDER',
@@ -50,7 +58,13 @@ const FLAGS = [
   { name: 'pg-host', env: 'PGHOST', type: 'string', arg: 'HOST', help: `PostgreSQL host (default ${DEFAULT_PG.host})` },
   { name: 'pg-port', env: 'PGPORT', type: 'int', arg: 'PORT', help: `PostgreSQL port (default ${DEFAULT_PG.port})` },
   { name: 'pg-user', env: 'PGUSER', type: 'string', arg: 'NAME', help: `administrator role (default ${DEFAULT_PG.user})` },
-  { name: 'pg-password-file', env: 'PGPASSWORD_FILE', type: 'string', arg: 'FILE', help: 'file holding its password (else the variable PGPASSWORD)' },
+  {
+    name: 'pg-password-file',
+    env: 'PGPASSWORD_FILE',
+    type: 'string',
+    arg: 'FILE',
+    help: `file holding its password (else the variable PGPASSWORD; a regular file of at most ${limitText(MAX_PASSWORD_FILE_BYTES)})`,
+  },
   { name: 'pg-database', env: 'PGDATABASE', type: 'string', arg: 'NAME', help: `database the administrator connects to (default ${DEFAULT_PG.database})` },
   { name: 'connect-host', env: 'MESH_PG_CONNECT_HOST', type: 'string', arg: 'HOST', help: 'host served to consumers (default --pg-host)' },
   { name: 'debug', env: 'MESH_DEBUG', type: 'bool', help: 'log debug lines' },
@@ -107,6 +121,9 @@ export function parseProviderOptions(argv: readonly string[], env: NodeJS.Proces
   if (extra !== undefined) return unexpectedArgument(extra);
   const consumersFile = f.consumers;
   if (!consumersFile) return fail('--consumers is required (or MESH_CONSUMERS_FILE)');
+  // Not there yet is how a provider starts before its module's first fill; anything else but a regular file is refused now.
+  const consumersProblem = presentFileProblem(consumersFile, MAX_CONSUMERS_FILE_BYTES);
+  if (consumersProblem !== undefined) return fail(`--consumers: ${consumersProblem}`);
   const provider = f.provider ?? DEFAULT_PROVIDER;
   if (!isName(provider)) return fail(`--provider: "${provider}" is not a valid module name`);
   const provision = f.provision ?? DEFAULT_PROVISION;
@@ -165,12 +182,10 @@ function adminPassword(file: string | undefined, env: NodeJS.ProcessEnv): Parsed
     const fromEnv = env['PGPASSWORD'];
     return fromEnv ? ok(fromEnv) : fail('no administrator password: give --pg-password-file (PGPASSWORD_FILE) or PGPASSWORD');
   }
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    return fail(`--pg-password-file: cannot read ${file}: ${errorText(err)}`);
-  }
+  // A regular file within its limit: a FIFO would hang the start, /dev/zero fill the memory.
+  const read = readRegularFile(file, MAX_PASSWORD_FILE_BYTES);
+  if (!read.ok) return fail(`--pg-password-file: ${read.reason}`);
+  const text = Buffer.from(read.value).toString('utf8');
   // One line end is the file's, not the password's: `echo pw > file` must work, a trailing space must stay.
   const password = text.replace(/\r?\n$/, '');
   return password === '' ? fail(`--pg-password-file: ${file} is empty`) : ok(password);

@@ -1,14 +1,18 @@
 // The --declare file: the paths the engine may write (for any module, or module by module), read
 // again on every request and watched for knocks and for files to remove.
-import { readFileSync, statSync, unwatchFile, watchFile, type BigIntStats } from 'node:fs';
+import { statSync, unwatchFile, watchFile, type BigIntStats } from 'node:fs';
 import { resolve } from 'node:path';
 import * as v from 'valibot';
+import { readRegularFile } from '../shared/regular-file.ts';
 import type { Parsed } from '../shared/result.ts';
 import { NAME_PATTERN } from '../shared/keys.ts';
 import { decodeJson } from '../shared/schemas.ts';
 
 /** How often the declaration file is stat'ed for a change. */
 export const DEFAULT_DECLARE_POLL_MS = 100;
+
+/** The largest declaration read: far past a node's every path, short of filling the engine's memory (a /dev/zero given). */
+export const MAX_DECLARATION_BYTES = 16 * 1024 * 1024;
 
 const PathsSchema = v.array(v.pipe(v.string(), v.minLength(1, 'is empty')));
 /**
@@ -45,13 +49,11 @@ export async function readDeclared(file: string, root: string): Promise<Parsed<D
   const stat = statSync(file, { bigint: true, throwIfNoEntry: false });
   const last = lastRead?.file === file && lastRead.root === root ? lastRead : undefined;
   if (stat && last?.settled && sameFile(stat, last.stat)) return last.declared;
-  let bytes: Buffer;
-  try {
-    // Synchronous, as the writer is (writer.ts says why).
-    bytes = readFileSync(file);
-  } catch (err) {
-    return { ok: false, reason: `declaration ${file} unreadable: ${(err as NodeJS.ErrnoException).code}` };
-  }
+  // Synchronous, as the writer is (writer.ts says why); a regular file within its limit only: a FIFO
+  // put in its place must not hang the engine, nor a device fill it.
+  const read = readRegularFile(file, MAX_DECLARATION_BYTES);
+  if (!read.ok) return { ok: false, reason: `declaration unreadable: ${read.reason}` };
+  const bytes = Buffer.from(read.value.buffer, read.value.byteOffset, read.value.byteLength);
   const declared = last?.bytes.equals(bytes) ? last.declared : parseDeclared(file, root, bytes.toString('utf8'));
   // As git does with its index: a file changed within RACY_NS of this read could change again
   // within the same tick of the file system's clock, same size, and look the same; it is read again.
@@ -72,7 +74,7 @@ function sameFile(a: BigIntStats, b: BigIntStats): boolean {
 }
 
 function parseDeclared(file: string, root: string, text: string): Parsed<Declared> {
-  const parsed = decodeJson(DeclarationSchema, text);
+  const parsed = decodeJson(DeclarationSchema, text, { maxBytes: MAX_DECLARATION_BYTES });
   if (!parsed.ok) return { ok: false, reason: `declaration ${file} out of shape: ${parsed.reason}` };
   const resolved = (paths: readonly string[]) => new Set(paths.map((p) => resolve(root, p)));
   const list = parsed.value;
@@ -97,10 +99,8 @@ export function watchDeclaration(file: string, onChange: () => void, pollMs = DE
   return () => unwatchFile(file, onStat);
 }
 
+/** The declaration's text, or undefined when it cannot be read (absent, no regular file, past the limit). */
 function readOrEmpty(file: string): string | undefined {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch {
-    return undefined;
-  }
+  const read = readRegularFile(file, MAX_DECLARATION_BYTES);
+  return read.ok ? Buffer.from(read.value).toString('utf8') : undefined;
 }

@@ -1,7 +1,10 @@
 // The reference engine's flags (DESIGN §9, §10): one Options type and the parser that rejects what is wrong.
 import { describeFlags, openCommand, unexpectedArgument, type Asked, type FlagTable } from '../shared/flags.ts';
-import { ok, type Parsed } from '../shared/result.ts';
+import { fail, ok, type Parsed } from '../shared/result.ts';
 import { DEFAULT_FILL_SOCKET } from '../shared/fill-protocol.ts';
+import { limitText, presentFileProblem } from '../shared/regular-file.ts';
+import { MAX_DECLARATION_BYTES } from './declaration.ts';
+import { MAX_STATE_BYTES } from './record.ts';
 
 /** What the reference engine is told to do. */
 export type EngineOptions = {
@@ -36,14 +39,14 @@ export const ENGINE_FLAGS = [
     env: 'MESH_ENGINE_DECLARE',
     type: 'string',
     arg: 'FILE',
-    help: 'a JSON list of the paths that may be written; a written path it stops naming is removed',
+    help: `a JSON list of the paths that may be written; a written path it stops naming is removed (a regular file of at most ${limitText(MAX_DECLARATION_BYTES)})`,
   },
   {
     name: 'state',
     env: 'MESH_ENGINE_STATE',
     type: 'string',
     arg: 'FILE',
-    help: 'where the files written per module are recorded, with --declare (default <journal>.files.json)',
+    help: `where the files written per module are recorded, with --declare (default <journal>.files.json; a regular file of at most ${limitText(MAX_STATE_BYTES)})`,
   },
 ] as const satisfies FlagTable;
 
@@ -66,6 +69,14 @@ export function parseEngineOptions(argv: readonly string[], env: NodeJS.ProcessE
   const [extra] = positional;
   if (extra !== undefined) return unexpectedArgument(extra);
   if (!values.root) return { ok: false, reason: '--root is required (see --help)' };
+  // Read at start and on every request: a FIFO there would hang the engine, a device fill its memory. Not there yet is fine.
+  for (const [flag, file, limit] of [
+    ['--declare', values.declare, MAX_DECLARATION_BYTES],
+    ['--state', values.state, MAX_STATE_BYTES],
+  ] as const) {
+    const problem = file === undefined ? undefined : presentFileProblem(file, limit);
+    if (problem !== undefined) return fail(`${flag}: ${problem}`);
+  }
   const options: EngineOptions = {
     socketPath: values.socket ?? DEFAULT_FILL_SOCKET,
     root: values.root,

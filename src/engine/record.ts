@@ -1,15 +1,18 @@
 // The files the engine wrote, per module and path (DESIGN §7.12): kept in a state file, written
 // atomically, so that a file whose declaration goes away is removed even across a restart.
-import { readFile } from 'node:fs/promises';
 import * as v from 'valibot';
 import { NAME_PATTERN } from '../shared/keys.ts';
 import type { Logger } from '../shared/log.ts';
 import { decodeJson, FILE_MODES } from '../shared/schemas.ts';
 import { writeAtomic } from './writer.ts';
 import { errorText } from '../shared/errors.ts';
+import { readRegularFileIfThere } from '../shared/regular-file.ts';
 
 /** The permission bits of the state file: it names paths, which are nobody else's business. */
 const STATE_FILE_MODE = 0o600;
+
+/** The largest state file read: a line per file written, far past a node's; short of filling the engine's memory. */
+export const MAX_STATE_BYTES = 64 * 1024 * 1024;
 
 /** One file the engine took for a module: written, found unchanged, or a seed kept. */
 export type WrittenFile = {
@@ -58,15 +61,11 @@ export class WrittenRecord {
   static async load(file: string | undefined, log: Logger): Promise<WrittenRecord> {
     const record = new WrittenRecord(file, log);
     if (file === undefined) return record;
-    let text: string;
-    try {
-      text = await readFile(file, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
-        log.warn(`state ${file} unreadable (${(err as NodeJS.ErrnoException).code}): starting with an empty record`);
-      return record;
-    }
-    const state = decodeJson(StateSchema, text);
+    // A regular file within its limit: a FIFO in its place must not hang the engine's start, nor a device fill it.
+    const read = readRegularFileIfThere(file, MAX_STATE_BYTES);
+    if (read.state === 'refused') log.warn(`state unreadable (${read.reason}): starting with an empty record`);
+    if (read.state !== 'read') return record;
+    const state = decodeJson(StateSchema, read.bytes, { maxBytes: MAX_STATE_BYTES });
     if (!state.ok) log.warn(`state ${file} out of shape (${state.reason}): starting with an empty record`);
     else for (const entry of state.value.files) record.#files.set(idOf(entry), entry);
     return record;

@@ -2,13 +2,16 @@
 // request) → file under --secrets. A vault name is used only when it is the request's module's own
 // and every segment is in its grammar; the file must be a regular file under the directory once
 // every link is resolved.
-import { constants } from 'node:fs';
-import { open, realpath } from 'node:fs/promises';
+import { realpath } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { secretNamesOf, type FillContent } from '../shared/fill-protocol.ts';
+import { readRegularFileIfThere } from '../shared/regular-file.ts';
 import type { Parsed } from '../shared/result.ts';
 import { vaultOwnerProblem } from '../shared/vault-names.ts';
 import { isInside } from './paths.ts';
+
+/** The largest secret file read: a key or a certificate chain is far smaller; a larger file is no secret of the vault's. */
+export const MAX_SECRET_FILE_BYTES = 1024 * 1024;
 
 /** Reads a secret by its vault name; a missing one is a reason, never an exception. */
 export type SecretSource = (vaultName: string) => Promise<Parsed<string>>;
@@ -28,27 +31,22 @@ export function directorySecrets(dir: string | undefined, onRead: (file: string,
       // A link inside the directory may lead anywhere: where it lands is what is checked and read.
       const real = await realpath(file);
       if (!isInside(await realpath(dir), real)) return { ok: false, reason: `secret "${vaultName}" is a link leading out of the secrets directory` };
-      const value = await readRegularFile(real);
-      return value === undefined ? { ok: false, reason: `secret "${vaultName}" is not a regular file` } : { ok: true, value: value.replace(/\r?\n$/, '') };
+      // Without following a last link swapped in since, and never waiting on a FIFO: synchronous, as the writer is.
+      const read = readRegularFileIfThere(real, MAX_SECRET_FILE_BYTES, { noFollow: true, name: `secret "${vaultName}"` });
+      if (read.state === 'absent') return { ok: false, reason: `secret "${vaultName}" is missing` };
+      if (read.state === 'refused')
+        return { ok: false, reason: read.code && read.code !== 'ELOOP' ? `secret "${vaultName}" is unreadable (${read.code})` : read.reason };
+      return {
+        ok: true,
+        value: Buffer.from(read.bytes)
+          .toString('utf8')
+          .replace(/\r?\n$/, ''),
+      };
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       return { ok: false, reason: `secret "${vaultName}" ${code === 'ENOENT' ? 'is missing' : `is unreadable (${code})`}` };
     }
   };
-}
-
-/**
- * A regular file's text, or undefined when the path is something else. Opened non-blocking and
- * without following a last link, so a FIFO or a link swapped in after the check is never read.
- */
-async function readRegularFile(path: string): Promise<string | undefined> {
-  const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW | constants.O_NOCTTY);
-  try {
-    if (!(await handle.stat()).isFile()) return undefined;
-    return await handle.readFile('utf8');
-  } finally {
-    await handle.close();
-  }
 }
 
 /**

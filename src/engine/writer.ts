@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import {
   closeSync,
+  constants,
   fchmodSync,
   fchownSync,
   fstatSync,
@@ -19,6 +20,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { notRegularKind } from '../shared/regular-file.ts';
 import type { Ownership } from './owner.ts';
 
 /** A file as it is on disk. */
@@ -33,12 +35,15 @@ export type OnDisk = {
   gid: number;
 };
 
-/** Reads a file's bytes, permission bits and owner; undefined when the path is absent. */
+/** Reads a file's bytes, permission bits and owner; undefined when the path is absent; throws naming what it is when it is no regular file. */
 export async function readOnDisk(path: string): Promise<OnDisk | undefined> {
   try {
-    const fd = openSync(path, 'r');
+    // Non-blocking: a FIFO at a written path must not hang the engine (a blocking open waits for a writer for ever).
+    const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
     try {
       const info = fstatSync(fd);
+      const kind = notRegularKind(info);
+      if (kind !== undefined) throw new Error(`${path} is ${kind}, not a regular file`);
       return { bytes: readAll(fd, info.size), mode: info.mode & 0o7777, uid: info.uid, gid: info.gid };
     } finally {
       closeSync(fd);

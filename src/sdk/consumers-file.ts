@@ -3,13 +3,13 @@
 // replaces the file by a rename. The file holds credentials: no reason said here quotes its text.
 import { createHash } from 'node:crypto';
 import { watch } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import * as v from 'valibot';
 import { requestDigest } from '../shared/bound-request.ts';
 import { canonicalJson } from '../shared/canonical-json.ts';
 import { boundKey, NAME_PATTERN, SEGMENT_NAME_PATTERN } from '../shared/keys.ts';
 import { parseBoundedJson } from '../shared/limits.ts';
+import { readRegularFileIfThere } from '../shared/regular-file.ts';
 import { deriveLogin } from './logins.ts';
 import type { ConsumerEntry, Grant } from './types.ts';
 
@@ -44,20 +44,25 @@ export const ConsumersFileSchema = v.array(
   }),
 );
 
-/** What reading the file gave: no file (not known: never taken as no consumers), its entries, or why it is not usable. */
+/**
+ * What reading the file gave: no file (not known: never taken as no consumers), its entries, why its
+ * text is not usable, or why it was not read (no regular file, past the limit, unreadable).
+ */
 export type ConsumersRead =
-  { state: 'absent' } | { state: 'read'; bytes: Buffer; entries: ConsumerEntry[] } | { state: 'malformed'; bytes: Buffer; reason: string };
+  | { state: 'absent' }
+  | { state: 'read'; bytes: Buffer; entries: ConsumerEntry[] }
+  | { state: 'malformed'; bytes: Buffer; reason: string }
+  | { state: 'refused'; reason: string };
 
-/** Reads and validates the consumers file; only a missing file is `absent`. */
+/**
+ * Reads and validates the consumers file; only a missing file is `absent`. A regular file only,
+ * within MAX_CONSUMERS_FILE_BYTES: a FIFO or a device put in its place is `refused` at once, never
+ * waited on (a read left in one of Node's file threads held the process alive after SIGTERM).
+ */
 export async function readConsumersFile(path: string): Promise<ConsumersRead> {
-  let bytes: Buffer;
-  try {
-    bytes = await readFile(path);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return { state: 'absent' };
-    return { state: 'malformed', bytes: Buffer.alloc(0), reason: `cannot be read (${code ?? 'error'})` };
-  }
+  const read = readRegularFileIfThere(path, MAX_CONSUMERS_FILE_BYTES);
+  if (read.state !== 'read') return read;
+  const bytes = Buffer.from(read.bytes.buffer, read.bytes.byteOffset, read.bytes.byteLength);
   const parsed = parseBoundedJson(bytes, { maxBytes: MAX_CONSUMERS_FILE_BYTES });
   // JSON.parse's message quotes the text around the fault, which may be a credential.
   if (!parsed.ok) return { state: 'malformed', bytes, reason: parsed.reason.startsWith('not JSON') ? 'is not JSON' : parsed.reason };

@@ -10,6 +10,8 @@ export class WantedList {
   readonly #say: (level: 'notice' | 'warn' | 'error', line: string) => void;
   /** The bytes last read (null: no file), so a write of the same bytes is no change; undefined before the first read. */
   #lastBytes: Buffer | null | undefined;
+  /** Why the file was last refused unread (no regular file, past the limit), so that it is said once. */
+  #lastRefusal: string | undefined;
   /** What the file asks for by bound key, from its last good read; undefined until there is one. */
   wants: Map<string, Want> | undefined;
   /** The credentials of the last two good reads: a rotated-away one may still be quoted by an adapter working on it. */
@@ -29,6 +31,9 @@ export class WantedList {
    */
   async read(): Promise<boolean> {
     const read = await readConsumersFile(this.#file);
+    if (read.state === 'refused') return this.#refused(read.reason);
+    if (this.#lastRefusal !== undefined && read.state !== 'absent') this.#say('notice', `consumers file ${this.#file} is a regular file again: reading it`);
+    this.#lastRefusal = undefined;
     const last = this.#lastBytes;
     if (read.state === 'absent') {
       if (last === null) return false;
@@ -54,5 +59,16 @@ export class WantedList {
     this.wants = wantsOf(read.entries, this.#provision);
     this.matcher = new CredentialMatcher([...this.wants.values(), ...(before?.values() ?? [])].map((w) => w.grant.credential));
     return true;
+  }
+
+  /** The file was not read (a FIFO, a device, past the limit): said once at error, the last good list kept. */
+  #refused(reason: string): false {
+    if (reason === this.#lastRefusal) return false;
+    this.#lastRefusal = reason;
+    const kept = this.wants
+      ? `keeping the last good list (${this.wants.size} consumers)`
+      : 'nothing is served or withdrawn until it is a regular file within the limit';
+    this.#say('error', `consumers file ${reason}: not read; ${kept}`);
+    return false;
   }
 }

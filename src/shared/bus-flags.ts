@@ -3,14 +3,14 @@ import { existsSync } from 'node:fs';
 import { regularFileProblem } from './regular-file.ts';
 import type { BusOptions } from './bus.ts';
 import type { FlagTable, FlagValues } from './flags.ts';
+import { MAX_LOGIN_FILE_BYTES } from './limits.ts';
 import { checkSeedFile } from './login.ts';
 import type { Parsed } from './result.ts';
 
 /** The bus URL used when none is given. */
 export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';
 
-/** The largest login file read (a seed, a creds file, a CA bundle): far past any, short of exhausting memory. */
-export const MAX_LOGIN_FILE_BYTES = 1024 * 1024;
+export { MAX_LOGIN_FILE_BYTES } from './limits.ts';
 
 /** Flags for reaching and authenticating to the bus. */
 export const BUS_FLAGS = [

@@ -1,8 +1,9 @@
 // Connecting to the bus, watching and draining the connection: core NATS only, so that what imports
 // it alone (the SDK's asks) carries no JetStream client. Binding KV buckets is bus.ts.
-import { readFileSync } from 'node:fs';
 import { connect, credsAuthenticator, errors, nkeyAuthenticator, type NatsConnection, type Status } from '@nats-io/transport-node';
 import { errorText, inChain } from './errors.ts';
+import { MAX_LOGIN_FILE_BYTES } from './limits.ts';
+import { readRegularFile } from './regular-file.ts';
 
 /** How to reach and authenticate to the bus. */
 export type BusOptions = {
@@ -81,11 +82,14 @@ async function connectTo(opts: BusOptions, servers: string[], once: boolean, rec
   const nc = await connect({
     servers,
     name: opts.name,
-    ...(opts.creds ? { authenticator: credsAuthenticator(readFileSync(opts.creds)) } : {}),
-    ...(opts.nkey ? { authenticator: nkeyAuthenticator(new TextEncoder().encode(readFileSync(opts.nkey, 'utf8').trim())) } : {}),
+    ...(opts.creds ? { authenticator: credsAuthenticator(loginFile(opts.creds, 'credentials file')) } : {}),
+    ...(opts.nkey
+      ? { authenticator: nkeyAuthenticator(new TextEncoder().encode(new TextDecoder().decode(loginFile(opts.nkey, 'nkey seed file')).trim())) }
+      : {}),
     ...(opts.user ? { user: opts.user, pass: opts.pass } : {}),
     ...(opts.token ? { token: opts.token } : {}),
-    ...(opts.tlsCa ? { tls: { caFile: opts.tlsCa } } : {}),
+    // Read here, not by nats.js (which reads it in one of Node's file threads, where a FIFO would hang the process's exit).
+    ...(opts.tlsCa ? { tls: { ca: new TextDecoder().decode(loginFile(opts.tlsCa, 'CA file')) } } : {}),
     ...(opts.inboxPrefix ? { inboxPrefix: opts.inboxPrefix } : {}),
     // No stack trace captured for every request (two Error objects a request, most of a cold
     // start's garbage); an error still says its subject and reason.
@@ -102,6 +106,13 @@ async function connectTo(opts: BusOptions, servers: string[], once: boolean, rec
   down.since = undefined;
   if (reconnect) trackDowntime(nc, down);
   return nc;
+}
+
+/** The bytes of a login file: a regular file within MAX_LOGIN_FILE_BYTES, else an error naming what it is. */
+function loginFile(path: string, what: string): Uint8Array {
+  const read = readRegularFile(path, MAX_LOGIN_FILE_BYTES);
+  if (!read.ok) throw new Error(`${what}: ${read.reason}`);
+  return read.value;
 }
 
 /**

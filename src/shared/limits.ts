@@ -21,6 +21,8 @@ export const MAX_TEMPLATE_BYTES = 16 * 1024 * 1024;
 export const MAX_PLAN_BYTES = 1024 * 1024;
 /** Longest reply line from the engine, in bytes. */
 export const MAX_ENGINE_LINE_BYTES = 64 * 1024 * 1024;
+/** The largest login file read (a seed, a creds file, a CA bundle): far past any, short of exhausting memory. */
+export const MAX_LOGIN_FILE_BYTES = 1024 * 1024;
 
 const OPEN_BRACE = 0x7b;
 const OPEN_BRACKET = 0x5b;

@@ -8,8 +8,12 @@ import { constants } from 'node:fs';
 import { lchown, link, mkdir, open, realpath, rename, stat, unlink } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { errorText } from '../shared/errors.ts';
+import { readRegularFileIfThere } from '../shared/regular-file.ts';
 import { fail, ok, type Parsed } from '../shared/result.ts';
 import { parseVaultName } from '../shared/vault-names.ts';
+
+/** The largest file of the store read: far past what `rotate` writes (64 KiB), short of filling the vault's memory. */
+export const MAX_STORED_BYTES = 1024 * 1024;
 
 /** How many random bytes a credential the vault makes holds (base64url: 43 characters). */
 export const CREDENTIAL_BYTES = 32;
@@ -100,22 +104,20 @@ export class VaultStore {
     const linked = await this.#linkedDirectory(dirname(file));
     if (linked === 'missing') return { state: 'missing' };
     if (linked !== undefined) return { state: 'refused', reason: `${name}: ${linked}` };
-    let handle;
-    try {
-      // Without following a last link, and without blocking on a FIFO swapped in.
-      handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW | constants.O_NOCTTY);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') return { state: 'missing' };
-      return { state: 'refused', reason: `${name} ${code === 'ELOOP' ? 'is a link: refused' : `is unreadable (${codeOf(err)})`}` };
+    // Without following a last link, never waiting on a FIFO swapped in, within its limit: synchronous (a file of the store is small).
+    const read = readRegularFileIfThere(file, MAX_STORED_BYTES, { noFollow: true, name });
+    if (read.state === 'absent') return { state: 'missing' };
+    if (read.state === 'refused') {
+      if (read.reason === `${name} is a symbolic link, not a regular file`) return { state: 'refused', reason: `${name} is a link: refused` };
+      return { state: 'refused', reason: read.code ? `${name} is unreadable (${read.code})` : read.reason };
     }
-    try {
-      if (!(await handle.stat()).isFile()) return { state: 'refused', reason: `${name} is not a regular file` };
-      // One trailing newline is an editor's, not the secret's (the reference engine reads it so too).
-      return { state: 'value', value: (await handle.readFile('utf8')).replace(/\r?\n$/, '') };
-    } finally {
-      await handle.close();
-    }
+    // One trailing newline is an editor's, not the secret's (the reference engine reads it so too).
+    return {
+      state: 'value',
+      value: Buffer.from(read.bytes)
+        .toString('utf8')
+        .replace(/\r?\n$/, ''),
+    };
   }
 
   /** Says why the directory `dir` (below the store) is reached through a link, `missing` when it is not there, nothing when it is plain. */

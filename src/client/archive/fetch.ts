@@ -8,6 +8,7 @@ import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { refuseBadBucket } from '../../shared/bucket-bind.ts';
 import { objBucket } from '../../shared/bucket-spec.ts';
+import { notRegularKind } from '../../shared/regular-file.ts';
 import { fail, type Parsed } from '../../shared/result.ts';
 import { directObjectReader } from './direct.ts';
 import { errorText, isTimeout } from '../../shared/errors.ts';
@@ -102,6 +103,13 @@ export async function fetchHttps(url: string, maxBytes: number, timeoutMs: numbe
 /** A path that is there but is no regular file (a FIFO, a device, a directory, a socket). */
 export class NotARegularFile extends Error {
   override name = 'NotARegularFile';
+  /** What it is: `a FIFO`, `a character device`… */
+  readonly kind: string;
+
+  constructor(path: string, kind: string) {
+    super(`${path} is ${kind}, not a regular file`);
+    this.kind = kind;
+  }
 }
 
 /**
@@ -112,8 +120,8 @@ export class NotARegularFile extends Error {
 export async function readFileWithin(path: string, maxBytes: number): Promise<Uint8Array> {
   const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW | constants.O_NOCTTY);
   try {
-    const info = await handle.stat();
-    if (!info.isFile()) throw new NotARegularFile(`${path} is not a regular file`);
+    const kind = notRegularKind(await handle.stat());
+    if (kind !== undefined) throw new NotARegularFile(path, kind);
     return await collectWithin(handle.createReadStream({ autoClose: false }), maxBytes);
   } finally {
     await handle.close();
@@ -130,7 +138,7 @@ async function readUnderArchiveDir(path: string, archiveDir: string | undefined,
     if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) return fail(`${path} is not under the archive directory ${archiveDir}`);
     return withinLimit(await readFileWithin(real, maxBytes), maxBytes);
   } catch (err) {
-    if (err instanceof NotARegularFile) return fail(`${path} is not a regular file`);
+    if (err instanceof NotARegularFile) return fail(`${path} is ${err.kind}, not a regular file`);
     return fail(`cannot read: ${errorText(err, { cause: true })}`);
   }
 }

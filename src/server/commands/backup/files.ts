@@ -2,12 +2,12 @@
 // gave them) and `<stream>/stream.tar.s2` (its data), and `manifest.json`, written last, naming the
 // streams in the order they were snapshotted. Files 0600, directories 0700: the plans and entries
 // name every node, module and vault name of the mesh.
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, constants, existsSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as v from 'valibot';
-import { errorText } from '../../../shared/errors.ts';
 import { parseBoundedJson } from '../../../shared/limits.ts';
+import { readRegularFile, regularFileProblem } from '../../../shared/regular-file.ts';
 import { fail, ok, type Parsed } from '../../../shared/result.ts';
 import type { SnapshotMeta } from './snapshot.ts';
 
@@ -15,6 +15,8 @@ import type { SnapshotMeta } from './snapshot.ts';
 export const MANIFEST_FILE = 'manifest.json';
 const META_FILE = 'backup.json';
 const DATA_FILE = 'stream.tar.s2';
+/** The largest manifest or stream configuration read: far past any (a FIFO or a device in its place is none). */
+const MAX_BACKUP_JSON_BYTES = 16 * 1024 * 1024;
 /** The bytes of each chunk a restore sends. */
 export const RESTORE_CHUNK_BYTES = 128 * 1024;
 
@@ -80,7 +82,11 @@ export function readBackup(dir: string): Parsed<{ manifest: Manifest; metas: Map
     if (!meta.ok) return meta;
     if (meta.value.config['name'] !== stream)
       return fail(`${join(dir, stream, META_FILE)} is the configuration of another stream (${String(meta.value.config['name'])})`);
-    if (!existsSync(join(dir, stream, DATA_FILE))) return fail(`${join(dir, stream, DATA_FILE)} is missing`);
+    const data = join(dir, stream, DATA_FILE);
+    if (!existsSync(data)) return fail(`${data} is missing`);
+    // A stream's data has no limit of its own; a regular file it must be (a FIFO would hang restore's read).
+    const problem = regularFileProblem(data, Number.MAX_SAFE_INTEGER);
+    if (problem !== undefined) return fail(problem);
     metas.set(stream, meta.value);
   }
   return ok({ manifest: manifest.value, metas });
@@ -88,7 +94,8 @@ export function readBackup(dir: string): Parsed<{ manifest: Manifest; metas: Map
 
 /** A stream's data, read from its file a chunk at a time. */
 export async function* streamData(dir: string, stream: string): AsyncGenerator<Uint8Array> {
-  const file = await open(join(dir, stream, DATA_FILE));
+  // Non-blocking: a FIFO swapped in since the look is opened without waiting for a writer, and read as empty.
+  const file = await open(join(dir, stream, DATA_FILE), constants.O_RDONLY | constants.O_NONBLOCK);
   try {
     for (;;) {
       const buffer = Buffer.alloc(RESTORE_CHUNK_BYTES);
@@ -103,13 +110,10 @@ export async function* streamData(dir: string, stream: string): AsyncGenerator<U
 
 function readJson<T>(path: string, schema: v.GenericSchema<unknown, T>, missing: string): Parsed<T> {
   if (!existsSync(path)) return fail(missing);
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (e) {
-    return fail(`cannot read ${path}: ${errorText(e)}`);
-  }
-  const parsed = parseBoundedJson(text, { maxBytes: 16 * 1024 * 1024 });
+  // A regular file within its limit: a FIFO in the backup must not hang restore, nor a device fill it.
+  const read = readRegularFile(path, MAX_BACKUP_JSON_BYTES);
+  if (!read.ok) return fail(read.reason);
+  const parsed = parseBoundedJson(read.value, { maxBytes: MAX_BACKUP_JSON_BYTES });
   if (!parsed.ok) return fail(`${path}: ${parsed.reason}`);
   const checked = v.safeParse(schema, parsed.value);
   if (!checked.success) return fail(`${path}: ${v.getDotPath(checked.issues[0]) ?? 'its value'} ${checked.issues[0].message}`);

@@ -1,11 +1,12 @@
 // `node dist/server.js bus-config …`: renders the mesh's nats-server configuration from its nodes and
 // providers, with the users' seeds read from (or generated into) the credentials directory.
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { renderBusConfig, usersOf } from './config.ts';
 import { loadOrCreateLogins } from './credentials.ts';
 import { renderLeafConfig } from './leaf.ts';
 import { loadOrCreateLeafLogins } from './leaf-secrets.ts';
+import { readRegularFile } from '../../../shared/regular-file.ts';
 import { ok } from '../../../shared/result.ts';
 import type { BusConfigOptions } from '../../options.ts';
 
@@ -126,11 +127,11 @@ export function accountsGone(accounts: readonly string[]): string {
   );
 }
 
-/** The file's text before this run, if there was one. */
+/** The largest earlier configuration compared with this run's: far past a mesh's (a FIFO or a device in its place is none). */
+const MAX_PREVIOUS_BYTES = 64 * 1024 * 1024;
+
+/** The file's text before this run, if there was one (a regular file within MAX_PREVIOUS_BYTES). */
 function previousText(path: string): string | undefined {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return undefined;
-  }
+  const read = readRegularFile(path, MAX_PREVIOUS_BYTES);
+  return read.ok ? Buffer.from(read.value).toString('utf8') : undefined;
 }

@@ -1,8 +1,10 @@
 // The nkey seeds of a mesh's users (`bus-config`): one file per user, `<user>.nk`, mode 0600 in a
 // directory of mode 0700; read when present, generated when absent, never printed unless asked.
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { nkeys } from '@nats-io/transport-node';
+import { MAX_LOGIN_FILE_BYTES } from '../../../shared/limits.ts';
+import { readRegularFile } from '../../../shared/regular-file.ts';
 import { fail, ok, type Parsed } from '../../../shared/result.ts';
 
 /** One user's login: its seed (secret) and public key (what the configuration names). */
@@ -35,7 +37,10 @@ export function loadOrCreateLogins(dir: string, users: readonly string[]): Parse
     }
     const mode = statSync(file).mode & 0o777;
     if ((mode & 0o077) !== 0) return fail(`${file}: mode ${mode.toString(8)} lets others read the seed; it must be 0600 (chmod 600 ${file})`);
-    const seed = readFileSync(file, 'utf8').trim();
+    // A regular file within its limit: a FIFO in the directory must not hang bus-config, nor a device fill it.
+    const read = readRegularFile(file, MAX_LOGIN_FILE_BYTES);
+    if (!read.ok) return fail(`--credentials: ${read.reason}`);
+    const seed = Buffer.from(read.value).toString('utf8').trim();
     const publicKey = publicKeyOf(seed);
     if (!publicKey) return fail(`${file}: not an nkey user seed (a line starting SU)`);
     found.push({ user, seed, publicKey, file });

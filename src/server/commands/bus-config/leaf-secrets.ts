@@ -4,9 +4,11 @@
 // (a remote sends no nkey, and a credentials file's JWT is checked only in operator mode), so the
 // hub's file holds each password's bcrypt hash and the site's leaf file the password itself.
 import { randomBytes, createHash } from 'node:crypto';
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
+import { MAX_LOGIN_FILE_BYTES } from '../../../shared/limits.ts';
+import { readRegularFile } from '../../../shared/regular-file.ts';
 import { fail, ok, type Parsed } from '../../../shared/result.ts';
 
 /** A node's leaf login: the user the hub's `leafnodes` block names, its password (secret) and the hash the hub keeps. */
@@ -51,7 +53,9 @@ export function loadOrCreateLeafLogins(dir: string, nodes: readonly string[]): P
     if (!generated) {
       const mode = statSync(file).mode & 0o777;
       if ((mode & 0o077) !== 0) return fail(`${file}: mode ${mode.toString(8)} lets others read the password; it must be 0600 (chmod 600 ${file})`);
-      password = readFileSync(file, 'utf8').trim();
+      const read = readRegularFile(file, MAX_LOGIN_FILE_BYTES);
+      if (!read.ok) return fail(`--credentials: ${read.reason}`);
+      password = Buffer.from(read.value).toString('utf8').trim();
       if (!/^[A-Za-z0-9_-]{16,}$/.test(password)) return fail(`${file}: not a leaf password (16 or more of A-Z a-z 0-9 _ -)`);
     } else {
       password = randomBytes(24).toString('base64url');
