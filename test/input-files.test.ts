@@ -56,11 +56,16 @@ async function refusedAtOnce(cases: Case[]): Promise<void> {
   }
 }
 
-test('config import of /dev/zero, a FIFO, a directory or a file past 64 MiB is refused at once, naming the path and why', async () => {
+test('config import of /dev/zero, a FIFO, a directory or a file past 64 MiB is refused at once, naming the path and why (and - for a stream)', async () => {
   const big = sparse('big.json', MAX_IMPORT_BYTES + 1);
   await refusedAtOnce([
-    ['/dev/zero', ['config', 'import', '/dev/zero'], /^mesh-provisioner: config import: \/dev\/zero is a character device, not a regular file$/],
-    ['a FIFO', ['config', 'import', fifo], /^mesh-provisioner: config import: \S+\/pipe is a FIFO, not a regular file$/],
+    [
+      '/dev/zero',
+      ['config', 'import', '/dev/zero'],
+      /^mesh-provisioner: config import: \/dev\/zero is a character device, not a regular file \(give - to read standard input\)$/,
+    ],
+    // What `… | config import /dev/stdin` and `config import <(…)` hand it: `-` is the way.
+    ['a FIFO', ['config', 'import', fifo], /^mesh-provisioner: config import: \S+\/pipe is a FIFO, not a regular file \(give - to read standard input\)$/],
     ['a directory', ['config', 'import', dir], /^mesh-provisioner: config import: \S+ is a directory, not a regular file$/],
     [
       'past the limit',
@@ -70,7 +75,7 @@ test('config import of /dev/zero, a FIFO, a directory or a file past 64 MiB is r
   ]);
 });
 
-test('publish’s --composition and ARCHIVE: /dev/zero, a FIFO, a directory or a composition past 1 MiB are refused at once, naming the path and why', async () => {
+test('publish’s --composition and ARCHIVE: /dev/zero, a FIFO, a directory or a composition past 1 MiB are refused at once, naming the flag, the path and why', async () => {
   const templates = join(dir, 'templates');
   const composition = join(dir, 'composition.json');
   const big = sparse('big-composition.json', MAX_PLAN_BYTES + 1);
@@ -78,21 +83,25 @@ test('publish’s --composition and ARCHIVE: /dev/zero, a FIFO, a directory or a
     [
       'composition /dev/zero',
       ['publish', templates, '--composition', '/dev/zero'],
-      /^mesh-provisioner: \/dev\/zero is a character device, not a regular file$/,
+      /^mesh-provisioner: --composition: \/dev\/zero is a character device, not a regular file$/,
     ],
-    ['composition FIFO', ['publish', templates, '--composition', fifo], /^mesh-provisioner: \S+\/pipe is a FIFO, not a regular file$/],
-    ['composition directory', ['publish', templates, '--composition', templates], /^mesh-provisioner: \S+\/templates is a directory, not a regular file$/],
+    ['composition FIFO', ['publish', templates, '--composition', fifo], /^mesh-provisioner: --composition: \S+\/pipe is a FIFO, not a regular file$/],
+    [
+      'composition directory',
+      ['publish', templates, '--composition', templates],
+      /^mesh-provisioner: --composition: \S+\/templates is a directory, not a regular file$/,
+    ],
     [
       'composition past the limit',
       ['publish', templates, '--composition', big],
-      new RegExp(`is ${MAX_PLAN_BYTES + 1} bytes, past the limit of ${MAX_PLAN_BYTES} bytes$`),
+      new RegExp(`^mesh-provisioner: --composition: \\S+ is ${MAX_PLAN_BYTES + 1} bytes, past the limit of ${MAX_PLAN_BYTES} bytes$`),
     ],
     [
       'archive /dev/zero',
       ['publish', '/dev/zero', '--composition', composition],
-      /^mesh-provisioner: cannot read \/dev\/zero: \/dev\/zero is not a regular file$/,
+      /^mesh-provisioner: cannot read \/dev\/zero: \/dev\/zero is a character device, not a regular file$/,
     ],
-    ['archive FIFO', ['publish', fifo, '--composition', composition], /^mesh-provisioner: cannot read \S+\/pipe: \S+\/pipe is not a regular file$/],
+    ['archive FIFO', ['publish', fifo, '--composition', composition], /^mesh-provisioner: cannot read \S+\/pipe: \S+\/pipe is a FIFO, not a regular file$/],
   ]);
 });
 

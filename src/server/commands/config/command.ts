@@ -1,6 +1,7 @@
 // `config set|get|rm|import` (DESIGN §13) on `mesh-config_resolved`: each action made ready before the
 // bus is reached — a value read from stdin, an import file read and checked whole — so input that is
 // wrong exits 2 with nothing written, then run with the admin login.
+import { statSync } from 'node:fs';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { CONFIG } from '../../../shared/buckets.ts';
 import { readRegularFile } from '../../../shared/regular-file.ts';
@@ -92,7 +93,11 @@ function payloadProblem(ready: ReadyConfig, maxPayload: number | undefined): str
 async function readImportFile(file: string, readStdin: ConfigIo['readStdin']): Promise<Parsed<Uint8Array>> {
   if (file === '-') return readStdin(MAX_IMPORT_BYTES);
   const read = readRegularFile(file, MAX_IMPORT_BYTES);
-  return read.ok ? read : fail(`config import: ${read.reason}`);
+  if (read.ok) return read;
+  // `config import /dev/stdin` (a pipe) or `<(…)` is a stream: `-` reads one, within the same limit.
+  const info = statSync(file, { throwIfNoEntry: false });
+  const stream = info !== undefined && (info.isFIFO() || info.isCharacterDevice() || info.isSocket());
+  return fail(`config import: ${read.reason}${stream ? ' (give - to read standard input)' : ''}`);
 }
 
 /** Reads a stream to its end, refused as soon as it passes `maxBytes`. */

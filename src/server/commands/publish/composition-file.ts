@@ -27,7 +27,8 @@ export type ReadComposition = { ok: true; value: CheckedComposition } | { ok: fa
  */
 export async function readCompositionFile(path: string, build?: string): Promise<ReadComposition> {
   const read = readRegularFile(path, MAX_PLAN_BYTES);
-  if (!read.ok) return { ok: false, unreadable: true, problems: [read.reason] };
+  // Named by its flag, as --nkey's refusal is: `publish DIR --composition FILE` takes two paths.
+  if (!read.ok) return { ok: false, unreadable: true, problems: [`--composition: ${read.reason}`] };
   const raw = parseBoundedJson(read.value, { maxBytes: MAX_PLAN_BYTES });
   if (!raw.ok) return refused([raw.reason]);
   if (typeof raw.value !== 'object' || raw.value === null || Array.isArray(raw.value)) return refused(['is not a JSON object']);
