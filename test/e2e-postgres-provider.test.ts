@@ -263,6 +263,35 @@ test('a second provider of one name and provision says which one serves and exit
     }
   }));
 
+test('a --provider its seed is not for says once what the client says of a wrong seed, and exits 1 having touched nothing', () =>
+  withIsolatedMesh({ nodes: [NODE], providers: [PROVIDER] }, async (m) => {
+    const consumers = join(m.dir, 'consumers.json');
+    writeFileSync(consumers, '[]');
+    // provider.pg's seed, started as another provider: its inbox and its bucket are refused.
+    const run = await runBundle(
+      'node',
+      bundle,
+      'postgres-provider',
+      ['--provider', 'pgx', '--consumers', consumers],
+      {
+        MESH_NATS_URL: m.nats.url,
+        MESH_NATS_NKEY: m.nkey(USERS.provider(PROVIDER)),
+        PGPASSWORD: 'unused',
+        PGPORT: '1',
+      },
+      20_000,
+    );
+    assert.is(run.code, 1, run.stderr);
+    const errors = run.stderr.split('\n').filter((l) => / error /.test(l));
+    assert.is(errors.length, 1, run.stderr);
+    assert.match(
+      errors[0]!,
+      /error the bus refuses provider pgx's requests on pgx_bound \([^)]*Permissions Violation[^)]*\) for this login \(public key U[A-Z2-7]+\): is --nkey the seed of provider\.pgx\?$/,
+    );
+    assert.not.match(run.stderr, /cannot make sure|serving all the same|bound entries of/, 'it went on past the refusal');
+    assert.match(run.stderr, /\bstopped\n$/);
+  }));
+
 test('a bad flag, a missing --consumers or password, and a password flag each exit 2 with one line; --help names a variable for every flag', async () => {
   const consumers = join(work, 'c.json');
   const rows: [string[], Record<string, string>, RegExp][] = [

@@ -30,7 +30,8 @@ async function main(): Promise<number> {
   log.info(
     `postgres-provider ${VERSION}: ${opts.provider}/${opts.provision} on ${opts.pg.host}:${opts.pg.port}, consumers from ${opts.consumersFile}, bus ${opts.bus.servers.join(',')}`,
   );
-  const nc = await connectWhenReachable({ bus: opts.bus, log, signalled, login: whichLogin(opts.bus, `provider.${opts.provider}`) });
+  const login = whichLogin(opts.bus, `provider.${opts.provider}`);
+  const nc = await connectWhenReachable({ bus: opts.bus, log, signalled, login });
   if (!nc) return 0;
   watchConnection(nc, log);
   const adapter = postgresAdapter(opts.pg);
@@ -41,13 +42,15 @@ async function main(): Promise<number> {
     consumersFile: opts.consumersFile,
     adapter,
     log,
+    login,
     concurrency: opts.concurrency,
     callTimeoutMs: opts.callTimeoutMs,
     ...(opts.recheckMs !== undefined ? { recheckMs: opts.recheckMs } : {}),
   });
-  // A second provider of this name and provision stops by itself, having touched nothing: the helper said why.
+  // The helper stops by itself, having touched nothing, when another serves this name and provision or
+  // the bus refuses the login: it said why at error; the unit fails (exit 1), as a configuration error does.
   const ended = await Promise.race([signalled.then(() => undefined), running.ended]);
-  log.info(ended === undefined ? 'draining' : 'exiting: another provider serves this provision');
+  log.info(ended === undefined ? 'draining' : 'exiting: the helper stopped (said above)');
   await stopWithin(STOP_BOUND_MS, log, [
     ['the helper', () => running.stop()],
     ['the administrator connections', () => adapter.close()],

@@ -41,6 +41,12 @@ export type ProviderOptions = {
   replicas?: number;
   /** Where lines go (default: stderr, with sd-daemon prefixes under systemd). */
   log?: ProviderLog;
+  /**
+   * How a refusal names the login the helper was given, to follow "for …" (a program passes
+   * `whichLogin`'s text: `this login (public key U…): is --nkey the seed of provider.<provider>?`);
+   * default `this login: is it provider.<provider>'s?`.
+   */
+  login?: string;
 };
 
 /** The options with every default filled in. */
@@ -60,6 +66,7 @@ export function resolveOptions(opts: ProviderOptions): ResolvedOptions {
     stopTimeoutMs: opts.stopTimeoutMs ?? DEFAULT_STOP_TIMEOUT_MS,
     replicas: opts.replicas ?? 1,
     log: opts.log ?? createLogger({ prefix: underSystemd() }),
+    login: opts.login ?? `this login: is it provider.${opts.provider}'s?`,
   };
   for (const name of ['callTimeoutMs', 'concurrency', 'stopTimeoutMs'] as const) {
     if (!Number.isInteger(resolved[name]) || resolved[name] < 1)

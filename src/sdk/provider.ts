@@ -16,7 +16,8 @@ export type ProviderHandle = {
   reconciled(): Promise<void>;
   /**
    * Resolves with why when the helper stops by itself, having served nothing: another helper serves
-   * the same provider and provision on this bus (a program should then exit, saying so). Never
+   * the same provider and provision on this bus, or the bus refuses the login its requests (another
+   * provider's seed); the helper has said why at error, and a program should then exit 1. Never
    * resolves otherwise.
    */
   ended: Promise<string>;

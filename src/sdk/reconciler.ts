@@ -15,6 +15,7 @@ import { WorkQueue } from './work-queue.ts';
 import { errorText } from '../shared/errors.ts';
 import { isJetStreamUnavailable } from '../shared/jetstream-errors.ts';
 import { boundBucket } from '../shared/keys.ts';
+import { permissionRefusal } from '../shared/login.ts';
 
 /** The line written in place of one that would hold a consumer's credential. */
 export const WITHHELD_LINE = "provider helper: a line was withheld: it held a consumer's credential";
@@ -50,8 +51,10 @@ export class Reconciler {
   /** This helper's claim on its provider and provision: made before anything is read or served. */
   readonly #sole: SoleProvider;
   #claimed = false;
+  /** Whether the bus was asked once that it lets this login read the bound bucket. */
+  #loginChecked = false;
   #ended: (why: string) => void = () => {};
-  /** Resolves with why, when the helper stops by itself: another serves its provider and provision. */
+  /** Resolves with why, when the helper stops by itself: another serves its provider and provision, or the bus refuses its login. */
   readonly ended = new Promise<string>((resolve) => (this.#ended = resolve));
 
   constructor(opts: ResolvedOptions) {
@@ -168,6 +171,14 @@ export class Reconciler {
 
   async #open(): Promise<void> {
     const { nc, provider, provision, replicas } = this.#o;
+    if (!this.#loginChecked) {
+      // Another provider's seed (a --provider that does not match it) is refused the helper's inbox and
+      // its bucket: a configuration error said once, not a failure retried for ever.
+      const refusal = await permissionRefusal(nc, `$JS.API.STREAM.INFO.KV_${boundBucket(provider)}`);
+      if (this.#stopped) return;
+      if (refusal) return this.#refusedLogin(refusal);
+      this.#loginChecked = true;
+    }
     if (!this.#claimed) {
       const claim = await this.#sole.claim();
       if (this.#stopped) return;
@@ -194,6 +205,15 @@ export class Reconciler {
   #yield(by: string): void {
     const { provider, provision } = this.#o;
     const why = `another helper serves ${provision} of ${provider} on this bus (${by}): this one stops without serving anything; run one helper a provider and provision (two would withdraw each other's consumers)`;
+    this.#say('error', why);
+    this.#ended(why);
+    void this.stop();
+  }
+
+  /** The bus refuses this login what the helper must do: said once at error; the helper stops, having touched nothing. */
+  #refusedLogin(refusal: Error): void {
+    const { provider } = this.#o;
+    const why = `the bus refuses provider ${provider}'s requests on ${boundBucket(provider)} (${errorText(refusal)}) for ${this.#o.login}`;
     this.#say('error', why);
     this.#ended(why);
     void this.stop();
