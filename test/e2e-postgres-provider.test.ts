@@ -207,6 +207,42 @@ test('a PostgreSQL that takes no new connection is said as one, with its address
   }
 });
 
+test('restarted after its consumer asked other values, the provider says the entry answers an earlier request and serves the new one, at info: no drift', async () => {
+  const nats = await startNats();
+  const dir = join(work, 'new-request');
+  mkdirSync(dir);
+  const consumers = join(dir, 'consumers.json');
+  const credential = `request-${Date.now()}`;
+  /** The consumers file as a client fills it: the entry, and the provision entry of its plan (its request). */
+  const ask = (name: string) => {
+    const provision = { provider: 'postgres', provision: 'database', node: 'n1', values: { name } };
+    writeFileSync(`${consumers}.tmp`, JSON.stringify([{ consumer: 'n1', module: 'web', local: null, credential, value: { name }, provision }]));
+    renameSync(`${consumers}.tmp`, consumers);
+  };
+  const start = () =>
+    startBundle('node', bundle, 'postgres-provider', ['--consumers', consumers, '--nats', nats.url, '--pg-port', String(db.port)], {
+      PGUSER: db.adminUser,
+      PGPASSWORD_FILE: passwordFile,
+    });
+  ask('firstdb');
+  const first = start();
+  let second: Running | undefined;
+  try {
+    await first.waitForLog(/n1\/web: served as web_n1/, 15_000);
+    assert.is((await terminate(first)).code, 0, first.stderr());
+    ask('seconddb');
+    second = start();
+    const line = await second.waitForLog(/n1\/web: its bound entry answers an earlier request/, 15_000);
+    assert.match(line, / info n1\/web: its bound entry answers an earlier request; serving the new one$/);
+    await second.waitForLog(/n1\/web: served as web_n1/, 15_000);
+    assert.not.match(second.stderr(), /drifted/, second.stderr());
+  } finally {
+    first.kill();
+    second?.kill();
+    await nats.cleanup();
+  }
+});
+
 test('a second provider of one name and provision says which one serves and exits 1, having touched nothing; two started at once leave one; another provision runs beside', () =>
   withIsolatedMesh({ nodes: [NODE], providers: [PROVIDER] }, async (m) => {
     const dir = join(m.dir, 'providers');

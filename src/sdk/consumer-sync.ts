@@ -98,7 +98,10 @@ export class ConsumerSync {
         held.answers = want.answers;
         return;
       }
-      this.#c.say('warn', `${want.label}: the check found ${want.grant.as} drifted; creating it again`);
+      // An entry answering an earlier request (`for` differs) is a request made anew, not drift.
+      if (held.answers !== undefined && want.answers !== undefined && held.answers !== want.answers)
+        this.#c.say('info', `${want.label}: its bound entry answers an earlier request; serving the new one`);
+      else this.#c.say('warn', `${want.label}: the check found ${want.grant.as} drifted; creating it again`);
     }
     await this.#serve(want);
   }
