@@ -175,7 +175,7 @@ test('SIGTERM exits 0 while the bus is out of reach, and within its bound while 
   }
 });
 
-test('a PostgreSQL that takes no new connection is said as one, with its address: a check that cannot log in is no drift, and nothing is made again', async () => {
+test('a PostgreSQL that takes no new connection is said once at warning with its address, each retry at debug, and its return at notice with how long: no drift, nothing made again', async () => {
   const proxy = await startTcpProxy(db.port);
   const nats = await startNats();
   const dir = join(work, 'unreachable');
@@ -188,18 +188,28 @@ test('a PostgreSQL that takes no new connection is said as one, with its address
     'node',
     bundle,
     'postgres-provider',
-    ['--consumers', consumers, '--nats', nats.url, '--pg-port', String(proxy.port), '--recheck-ms', '200'],
+    ['--consumers', consumers, '--nats', nats.url, '--pg-port', String(proxy.port), '--recheck-ms', '200', '--debug'],
     { PGUSER: db.adminUser, PGPASSWORD_FILE: passwordFile },
   );
   try {
     await provider.waitForLog(/n1\/web: served as web_n1/, 15_000);
     proxy.refuseNew();
-    await provider.waitForLog(
-      new RegExp(`n1/web: serving failed \\(try \\d+\\): cannot connect to PostgreSQL at 127\\.0\\.0\\.1:${proxy.port} to check the login of web_n1: `),
-      15_000,
+    const address = `127\\.0\\.0\\.1:${proxy.port}`;
+    const warned = await provider.waitForLog(/n1\/web: serving waits for the service/, 15_000);
+    assert.match(
+      warned,
+      new RegExp(
+        ` warn n1/web: serving waits for the service: cannot connect to PostgreSQL at ${address} to check the login of web_n1: .+; trying again until it answers`,
+      ),
     );
-    assert.not.match(provider.stderr(), /drifted/, 'a login PostgreSQL would not take was said as drift');
-    assert.is(provider.stderr().match(/served as web_n1/g)?.length, 1, 'made again while PostgreSQL could not be reached');
+    await provider.waitForLog(new RegExp(` debug n1/web: serving failed \\(try 2\\): cannot connect to PostgreSQL at ${address} `), 15_000);
+    proxy.restore();
+    await provider.waitForLog(/ notice the service answers again, after \d+\.\d s: serving$/, 15_000);
+    const said = provider.stderr();
+    assert.is(said.match(/waits for the service/g)?.length, 1, said);
+    assert.not.match(said, / error /, 'an outage was said at error');
+    assert.not.match(said, /drifted/, 'a login PostgreSQL would not take was said as drift');
+    assert.is(said.match(/served as web_n1/g)?.length, 1, 'made again while PostgreSQL could not be reached');
   } finally {
     provider.kill();
     await proxy.close();

@@ -4,6 +4,7 @@
 // when the server does not answer — so a call the helper gave up on does not go on in the server.
 import { connect } from 'node:net';
 import pg from 'pg';
+import { Unavailable } from '../../src/sdk/types.ts';
 
 /** How long after an abort the session's connection is ended, cancelled statement or not. */
 export const CANCEL_GRACE_MS = 1000;
@@ -31,11 +32,14 @@ export function postgresAddress(server: Server): string {
   return server.host.includes(':') ? `[${server.host}]:${server.port}` : `${server.host}:${server.port}`;
 }
 
-/** A connection PostgreSQL did not take, said with its address: never mistaken for what a check found. */
+/**
+ * A connection PostgreSQL did not take, said with its address: never mistaken for what a check found,
+ * and an outage to the helper (Unavailable: said once, not at error on every try).
+ */
 export function cannotConnect(server: Server, err: unknown, what = ''): Error {
   const e = err as Error & { code?: string };
   const state = typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code) ? ` (SQLSTATE ${e.code})` : '';
-  return new Error(`cannot connect to PostgreSQL at ${postgresAddress(server)}${what}: ${e?.message ?? String(err)}${state}`, { cause: err });
+  return new Unavailable(`cannot connect to PostgreSQL at ${postgresAddress(server)}${what}: ${e?.message ?? String(err)}${state}`, { cause: err });
 }
 
 /** Runs `work` on one connection of `pool`; see the file's comment. */

@@ -20,14 +20,19 @@ export class CallStopped extends Error {
 export class AdapterCalls {
   readonly #timeoutMs: number;
   readonly #onSettled: (key: string) => void;
+  readonly #onAnswered: () => void;
   /** The consumers whose call has not settled yet, given up on or not. */
   readonly #running = new Set<string>();
   readonly #stopping = new AbortController();
 
-  /** `onSettled` hears each call of a consumer settle, the ones given up on included. */
-  constructor(timeoutMs: number, onSettled: (key: string) => void) {
+  /**
+   * `onSettled` hears each call of a consumer settle, the ones given up on included; `onAnswered`
+   * each call the service answered: one that returned, or refused the consumer (Refused).
+   */
+  constructor(timeoutMs: number, onSettled: (key: string) => void, onAnswered: () => void = () => {}) {
     this.#timeoutMs = timeoutMs;
     this.#onSettled = onSettled;
+    this.#onAnswered = onAnswered;
   }
 
   /** Whether a call for the consumer `key` has not settled yet (one given up on included). */
@@ -50,6 +55,13 @@ export class AdapterCalls {
     // Settled only after the consumer is free again, so the caller's next call for it is allowed.
     const settled = Promise.resolve()
       .then(() => call(controller.signal))
+      .then(
+        (value) => (this.#onAnswered(), value),
+        (err: unknown) => {
+          if (err instanceof Error && err.name === 'Refused') this.#onAnswered();
+          throw err;
+        },
+      )
       .finally(() => {
         this.#stopping.signal.removeEventListener('abort', stop);
         this.#running.delete(key);

@@ -11,5 +11,5 @@ export {
   type ProviderHandle,
   type ProviderLog,
 } from './provider.ts';
-export { Refused, type Adapter, type BoundValue, type ConsumerEntry, type Grant, type Served } from './types.ts';
+export { Refused, Unavailable, type Adapter, type BoundValue, type ConsumerEntry, type Grant, type Served } from './types.ts';
 export type { ProvisionRequest } from '../shared/bound-request.ts';

@@ -12,8 +12,17 @@ export const DEFAULT_RETRY = { firstMs: 1000, maxMs: 30_000 } as const;
 /** How long stop() waits for the work under way once every adapter call has been aborted. */
 export const DEFAULT_STOP_TIMEOUT_MS = 5000;
 
-/** Where the helper says what it does; one call, one line, never a credential. A log without `notice` hears those lines at `info`. */
-export type ProviderLog = { info(line: string): void; notice?(line: string): void; warn(line: string): void; error(line: string): void };
+/**
+ * Where the helper says what it does; one call, one line, never a credential. A log without `notice`
+ * hears those lines at `info`; one without `debug` does not hear those (an outage's tries).
+ */
+export type ProviderLog = {
+  debug?(line: string): void;
+  info(line: string): void;
+  notice?(line: string): void;
+  warn(line: string): void;
+  error(line: string): void;
+};
 
 /** What runProvider is handed. */
 export type ProviderOptions = {

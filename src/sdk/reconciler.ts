@@ -8,6 +8,7 @@ import { BoundStore } from './bound-store.ts';
 import { ConsumerSync } from './consumer-sync.ts';
 import { watchFile, type FileWatch, type Want } from './consumers-file.ts';
 import type { ProviderLog, ResolvedOptions } from './provider-options.ts';
+import { isUnavailable, Outage } from './outage.ts';
 import { Retries } from './retries.ts';
 import { SoleProvider } from './sole-provider.ts';
 import { WantedList } from './wanted-list.ts';
@@ -34,6 +35,8 @@ export class Reconciler {
   #store: BoundStore | undefined;
   readonly #wanted: WantedList;
   readonly #retries: Retries;
+  /** The adapter's service not answering: said once for every consumer, its end too. */
+  readonly #outage: Outage;
   /** Consumers asked for while a call given up on still runs for them, with whether a full pass was asked. */
   readonly #deferred = new Map<string, boolean>();
   #refresh: Refresh = { file: false, all: false };
@@ -61,10 +64,17 @@ export class Reconciler {
     this.#o = opts;
     this.#wanted = new WantedList(opts.consumersFile, opts.provision, (level, line) => this.#say(level, line));
     this.#sole = new SoleProvider(opts.nc, opts.provider, opts.provision, (level, line) => this.#say(level, line));
-    this.#calls = new AdapterCalls(opts.callTimeoutMs, (key) => this.#settled(key));
+    this.#outage = new Outage((level, line) => this.#say(level, line));
+    this.#calls = new AdapterCalls(
+      opts.callTimeoutMs,
+      (key) => this.#settled(key),
+      () => this.#outage.answered(),
+    );
     this.#readBackoff = new Backoff(opts.retry);
+    // A retry is a full visit: a check that failed (a re-check's, or one at start) is made again,
+    // where a plain visit found the consumer's fingerprint unchanged, took that for done and reset its backoff.
     this.#retries = new Retries(opts.retry, (key) => {
-      if (!this.#stopped) this.#queue.add(key, false);
+      if (!this.#stopped) this.#queue.add(key, true);
     });
     this.#queue = new WorkQueue(
       opts.concurrency,
@@ -263,7 +273,11 @@ export class Reconciler {
   #failed(key: string, want: Want | undefined, err: unknown): void {
     const { failures, waitMs } = this.#retries.failed(key, want?.fingerprint);
     const label = want?.label ?? this.#sync.held.get(key)?.label ?? key;
-    this.#say('error', `${label}: ${want ? 'serving' : 'withdrawing'} failed (try ${failures}): ${this.#screen(errorText(err))}; trying again in ${waitMs} ms`);
+    const verb = want ? 'serving' : 'withdrawing';
+    const reason = this.#screen(errorText(err));
+    // A service that cannot be reached is one wait for every consumer, said once (outage.ts); anything else at error each try.
+    if (isUnavailable(err)) return this.#outage.failed(label, verb, reason, failures, waitMs);
+    this.#say('error', `${label}: ${verb} failed (try ${failures}): ${reason}; trying again in ${waitMs} ms`);
   }
 
   #later(ms: number, fn: () => void): void {
@@ -284,6 +298,6 @@ export class Reconciler {
   #say(level: keyof ProviderLog, line: string): void {
     const log = this.#o.log;
     const write = level === 'notice' ? (log.notice ?? log.info) : log[level];
-    write.call(log, this.#wanted.matcher.holds(line) ? WITHHELD_LINE : line);
+    write?.call(log, this.#wanted.matcher.holds(line) ? WITHHELD_LINE : line);
   }
 }

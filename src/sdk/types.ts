@@ -92,3 +92,12 @@ export type Adapter = {
 export class Refused extends Error {
   override name = 'Refused';
 }
+
+/**
+ * Thrown by an adapter when its service cannot be reached (refused, timed out, not taking
+ * connections), its message naming the address: the helper says the outage once at warning, each
+ * retry at debug, and its end at notice, where any other failure is said at error on every try.
+ */
+export class Unavailable extends Error {
+  override name = 'Unavailable';
+}
