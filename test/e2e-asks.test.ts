@@ -66,8 +66,18 @@ test('an unassigned module, an unresolved key, a secret, a consumers credential,
   withAsks(async (m) => {
     const rows: [unknown, RegExp][] = [
       [{ module: 'ghost', kind: 'config', key: 'level' }, /module "ghost" is not assigned to this node/],
-      [{ module: 'web', kind: 'config', key: 'missing' }, /config "missing" is not resolved for web/],
-      [{ module: 'api', kind: 'config', key: 'level' }, /config "level" is not resolved for api/],
+      [
+        { module: 'web', kind: 'config', key: 'missing' },
+        /^config "missing" is not resolved for web on node n1: set it with `server\.js config set n1 web missing VALUE`$/,
+      ],
+      [
+        { module: 'web', kind: 'config', key: 'levl' },
+        /^config "levl" is not resolved for web on node n1 \(did you mean "level"\?\): set it with `server\.js config set n1 web levl VALUE`$/,
+      ],
+      [
+        { module: 'api', kind: 'config', key: 'level' },
+        /^config "level" is not resolved for api on node n1: set it with `server\.js config set n1 api level VALUE`$/,
+      ],
       [{ module: 'web', kind: 'secret', key: 'k' }, /a secret is never answered/],
       [{ module: 'web', kind: 'consumers', key: 'database' }, /consumers' credentials are never answered/],
       [{ module: 'web', kind: 'shell', key: 'zsh:normal' }, /kind "shell" cannot be asked/],

@@ -38,8 +38,8 @@ export type AskView = {
   sources: ValueLookup;
 };
 
-/** Answers one ask body; pure over the view, so tests and the bench can call it directly. */
-export function answerAsk(body: Uint8Array, view: AskView): { value: string } | { error: string } {
+/** Answers one ask body of `node`'s client; pure over the view, so tests and the bench can call it directly. */
+export function answerAsk(body: Uint8Array, view: AskView, node: string): { value: string } | { error: string } {
   const ask = decodeJson(AskRequestSchema, body, { maxBytes: MAX_ASK_BYTES, maxDepth: 2 });
   if (!ask.ok) return { error: `bad request: ${ask.reason}` };
   const { module, kind, key } = ask.value;
@@ -49,8 +49,19 @@ export function answerAsk(body: Uint8Array, view: AskView): { value: string } | 
   if (!plan) return { error: `module "${module}" is not assigned to this node` };
   const found = view.sources.lookup(plan, { kind, name: key });
   if (found.state === 'value') return { value: found.text };
-  if (found.state === 'waiting') return { error: `${kind} "${key}" is not resolved for ${module}` };
+  if (found.state === 'waiting') return { error: `${kind} "${key}" is not resolved for ${module}${nextStep(kind, key, module, node, found.notes)}` };
   return { error: found.reason };
+}
+
+/**
+ * What to do about a config key a module has not got: the nearest key it has, when one is near (the
+ * source's note), and the command that sets it; nothing for another kind (its wait is the seat's or a
+ * provider's, which `status` shows).
+ */
+function nextStep(kind: string, key: string, module: string, node: string, notes: readonly string[] = []): string {
+  if (kind !== 'config') return '';
+  const near = notes.map((n) => /: (did you mean .*)$/.exec(n)?.[1]).find((hint) => hint !== undefined);
+  return ` on node ${node}${near ? ` (${near})` : ''}: set it with \`server.js config set ${node} ${module} ${key} VALUE\``;
 }
 
 /** Serves `prov.ask.<node>` until stopped; answers only inbox replies, `busy` past a backlog. */
@@ -66,7 +77,7 @@ export function serveAsks(nc: NatsConnection, node: string, view: AskView, log: 
         return;
       }
       try {
-        msg.respond(sub.getPending() > MAX_PENDING_ASKS ? busy : jsonBytes(answerAsk(msg.data, view)));
+        msg.respond(sub.getPending() > MAX_PENDING_ASKS ? busy : jsonBytes(answerAsk(msg.data, view, node)));
       } catch (e) {
         log.warn(`asks: could not answer: ${errorText(e)}`);
       }

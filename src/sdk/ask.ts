@@ -9,11 +9,49 @@ import { INBOX_PREFIXES } from '../shared/inbox.ts';
 import { decodeJson } from '../shared/decode.ts';
 import { askSubject, changedSubject } from '../shared/subjects.ts';
 import { errorText, inChain, isNoResponders, isPermissionViolation, isTimeout } from '../shared/errors.ts';
+import { MAX_LOGIN_FILE_BYTES } from '../shared/limits.ts';
+import { readRegularFile } from '../shared/regular-file.ts';
 import { watchAsks, type WatchAsks } from './watch-asks.ts';
 
-/** An ask the client answered with `{error}`, or could not be made. */
+/**
+ * The SDK's own file (the bundle, `sdk.mjs`): its frames are cut from an AskError's stack, which then
+ * points at the module's own line. Empty where a bundle has no import.meta (nothing is cut then).
+ */
+const HERE: string = (import.meta as { url?: string }).url ?? '';
+
+/**
+ * An ask the client answered with `{error}`, or could not be made. Left uncaught it prints its first
+ * line, which says what to do, and the module's frames: the bus's error is kept as `busError`, not
+ * as `cause`, which node and deno print whole, stacks and nested causes (~1.5 KB), however it is
+ * defined — an own property, a non-enumerable one or a getter (measured, issue 31).
+ */
 export class AskError extends Error {
   override name = 'AskError';
+  readonly #busError: unknown;
+
+  /** `busError`: the bus's own error when the ask could not be made. */
+  constructor(message: string, busError?: unknown) {
+    super(message);
+    this.#busError = busError;
+    if (typeof this.stack === 'string') this.stack = withoutOwnFrames(this.stack);
+  }
+
+  /**
+   * The bus's own error (nats.js's) when the ask could not be made — a PermissionViolationError for a
+   * login the bus refuses, a NoRespondersError or a TimeoutError when no client answered, a
+   * ConnectionError — and undefined when the client answered with its reason.
+   */
+  get busError(): unknown {
+    return this.#busError;
+  }
+}
+
+/** The stack without the SDK's own frames and the runtime's internals: the message, then the module's frames. */
+function withoutOwnFrames(stack: string): string {
+  if (HERE === '') return stack;
+  const [head = '', ...frames] = stack.split('\n');
+  const kept = frames.filter((f) => !f.includes(HERE) && !/\((node|ext):|at (node|ext):|node:internal/.test(f));
+  return [head, ...kept].join('\n');
 }
 
 /** Who asks, and over which connection. */
@@ -77,7 +115,7 @@ export function asker(opts: AskerOptions): Asker {
     try {
       data = (await nc.request(askSubject(node), jsonBytes({ module, kind, key }), { timeout })).data;
     } catch (err) {
-      throw new AskError(`asking ${kind} "${key}" of node ${node}: ${errorText(err)}${refusedHint(err, node)}`, { cause: err });
+      throw new AskError(`asking ${kind} "${key}" of node ${node}: ${errorText(err)}${refusedHint(err, node)}`, err);
     }
     const reply = decodeJson(AskReplySchema, data, { maxBytes: MAX_ASK_REPLY_BYTES, maxDepth: MAX_REPLY_DEPTH });
     if (!reply.ok) throw new AskError(`the client answered out of shape: ${reply.reason.startsWith('not JSON') ? 'not JSON' : reply.reason}`);
@@ -113,7 +151,7 @@ export function asker(opts: AskerOptions): Asker {
       callback: (err, msg) => {
         // The bus refusing the notices is the login refused, as an ask is: said the same way, and the watch ends.
         if (err && isPermissionViolation(err) && !stopped) {
-          const refused = new AskError(`watching ${kind} "${key}" of node ${node}: ${errorText(err)}${refusedHint(err, node)}`, { cause: err });
+          const refused = new AskError(`watching ${kind} "${key}" of node ${node}: ${errorText(err)}${refusedHint(err, node)}`, err);
           stop();
           return void (nc.isClosed() || onChange(refused));
         }
@@ -149,6 +187,9 @@ function environment(): Promise<{ nc: NatsConnection; asker: Asker }> {
         'MESH_NODE and MESH_MODULE are not set: run the module under its node’s tool runner, which sets them, or set them (and MESH_NATS_URL, MESH_NATS_NKEY) yourself',
       );
     const servers = (url ?? 'nats://127.0.0.1:4222').split(',');
+    // A regular file within its limit, said as the variable it came from (a FIFO would hang the module, /dev/zero fill it).
+    const seed = nkey ? readRegularFile(nkey, MAX_LOGIN_FILE_BYTES) : undefined;
+    if (seed && !seed.ok) throw new AskError(`MESH_NATS_NKEY: ${seed.reason}: give the file holding the seed of runner.${node}`);
     // The first connection is tried once (a module started with the wrong seed or no bus is told at
     // once); once made it comes back after the bus does, as a daemon's, and its watches ask again.
     const nc = await connectBus({ servers, name: `module ${module}`, inboxPrefix: INBOX_PREFIXES.runner(node), ...(nkey ? { nkey } : {}) }, true, {
@@ -157,7 +198,7 @@ function environment(): Promise<{ nc: NatsConnection; asker: Asker }> {
       const hint = inChain(err, isAuthError)
         ? `the bus refused the login: give the seed of runner.${node} in MESH_NATS_NKEY`
         : 'is MESH_NATS_URL the address of the bus, and is it up?';
-      throw new AskError(`connecting to the bus at ${servers.join(',')} for module ${module} of node ${node}: ${errorText(err)}; ${hint}`, { cause: err });
+      throw new AskError(`connecting to the bus at ${servers.join(',')} for module ${module} of node ${node}: ${errorText(err)}; ${hint}`, err);
     });
     return { nc, asker: asker({ nc, node, module }) };
   })();
@@ -180,7 +221,7 @@ export async function watch(kind: string, key: string, onChange: (value: string 
   let refused: AskError | undefined;
   let returned = false;
   const handle = asks.watch(kind, key, (value) => {
-    if (!returned && value instanceof AskError && isPermissionViolation(value)) refused ??= value;
+    if (!returned && value instanceof AskError && isPermissionViolation(value.busError)) refused ??= value;
     else onChange(value);
   });
   await nc.flush().catch(() => {});

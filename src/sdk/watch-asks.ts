@@ -26,9 +26,10 @@ export type WatchAsks = {
   stop(): void;
 };
 
-/** Whether an ask failed because no client was there to answer it, rather than the client answering. */
+/** Whether an ask failed because no client was there to answer it, rather than the client answering (an AskError's busError, or the error itself). */
 export function isClientAbsent(err: unknown): boolean {
-  return isNoResponders(err) || isTimeout(err);
+  const bus = err instanceof Error && 'busError' in err ? (err as { busError: unknown }).busError : err;
+  return isNoResponders(bus) || isTimeout(bus);
 }
 
 /** Makes the asks of one watch: `ask` asks the client once, failing with an `E` (the SDK's AskError); `hear` gets each answer. */
