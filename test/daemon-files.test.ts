@@ -108,6 +108,19 @@ test('postgres-provider: --pg-password-file and --consumers of /dev/zero, a FIFO
     ],
     { PGPASSWORD: 'x' },
   );
+  // Set by a unit's env file: the variable is what to edit, and is named.
+  await refusedAtOnce(
+    provider,
+    'postgres-provider',
+    [['PGPASSWORD_FILE FIFO', ['--consumers', consumers], /^postgres-provider: PGPASSWORD_FILE: \S+\/pipe is a FIFO, not a regular file$/]],
+    { PGPASSWORD_FILE: fifo },
+  );
+  await refusedAtOnce(
+    provider,
+    'postgres-provider',
+    [['MESH_CONSUMERS_FILE /dev/zero', [], /^postgres-provider: MESH_CONSUMERS_FILE: \/dev\/zero is a character device, not a regular file$/]],
+    { MESH_CONSUMERS_FILE: '/dev/zero', PGPASSWORD: 'x' },
+  );
 });
 
 test('engine: --declare and --state of /dev/zero, a FIFO or a file past its limit exit 2 at once, naming the flag, the path and why', async () => {
@@ -122,6 +135,9 @@ test('engine: --declare and --state of /dev/zero, a FIFO or a file past its limi
     ],
     ['state FIFO', [...root, '--declare', join(dir, 'none.json'), '--state', fifo], /^engine: --state: \S+\/pipe is a FIFO, not a regular file$/],
   ]);
+  await refusedAtOnce(engine, 'engine', [['MESH_ENGINE_DECLARE FIFO', root, /^engine: MESH_ENGINE_DECLARE: \S+\/pipe is a FIFO, not a regular file$/]], {
+    MESH_ENGINE_DECLARE: fifo,
+  });
 });
 
 test('postgres-provider: a consumers file that becomes a FIFO, then /dev/zero, is said once each at error however often read, never read; SIGTERM exits 0 within its bound', async () => {

@@ -2,7 +2,7 @@
 // fills its options, refusing what is wrong in one line that names the flag.
 import { BUS_FLAGS, busOptionsFrom } from '../../src/shared/bus-flags.ts';
 import type { BusOptions } from '../../src/shared/bus.ts';
-import { describeFlags, openCommand, unexpectedArgument, type Asked, type FlagTable, type FlagValues } from '../../src/shared/flags.ts';
+import { describeFlags, openCommand, unexpectedArgument, valueSource, type Asked, type FlagTable, type FlagValues } from '../../src/shared/flags.ts';
 import { INBOX_PREFIXES } from '../../src/shared/inbox.ts';
 import { isName, segmentNameProblem } from '../../src/shared/keys.ts';
 import { limitText, presentFileProblem, readRegularFile } from '../../src/shared/regular-file.ts';
@@ -117,13 +117,16 @@ export function parseProviderOptions(argv: readonly string[], env: NodeJS.Proces
   const {
     values: f,
     positional: [extra],
+    onCommandLine,
   } = opened;
+  // A file's refusal names where the path came from: the flag, or the variable a unit's env file set.
+  const from = (name: 'consumers' | 'pg-password-file') => valueSource(FLAGS, name, onCommandLine, env);
   if (extra !== undefined) return unexpectedArgument(extra);
   const consumersFile = f.consumers;
   if (!consumersFile) return fail('--consumers is required (or MESH_CONSUMERS_FILE)');
   // Not there yet is how a provider starts before its module's first fill; anything else but a regular file is refused now.
   const consumersProblem = presentFileProblem(consumersFile, MAX_CONSUMERS_FILE_BYTES);
-  if (consumersProblem !== undefined) return fail(`--consumers: ${consumersProblem}`);
+  if (consumersProblem !== undefined) return fail(`${from('consumers')}: ${consumersProblem}`);
   const provider = f.provider ?? DEFAULT_PROVIDER;
   if (!isName(provider)) return fail(`--provider: "${provider}" is not a valid module name`);
   const provision = f.provision ?? DEFAULT_PROVISION;
@@ -132,7 +135,7 @@ export function parseProviderOptions(argv: readonly string[], env: NodeJS.Proces
   const numbers = servingNumbers(f);
   if (!numbers.ok) return numbers;
   const { concurrency, callTimeoutMs, recheckMs, port } = numbers.value;
-  const password = adminPassword(f['pg-password-file'], env);
+  const password = adminPassword(f['pg-password-file'], from('pg-password-file'), env);
   if (!password.ok) return password;
   const bus = busOptionsFrom(f, `postgres-provider ${provider}`, INBOX_PREFIXES.provider(provider));
   if (!bus.ok) return bus;
@@ -176,17 +179,17 @@ function servingNumbers(f: FlagValues<typeof FLAGS>): Parsed<{ concurrency: numb
   return ok({ concurrency, callTimeoutMs, ...(recheckMs !== undefined ? { recheckMs } : {}), port });
 }
 
-/** The administrator's password: the file's text without its last line end, else PGPASSWORD. */
-function adminPassword(file: string | undefined, env: NodeJS.ProcessEnv): Parsed<string> {
+/** The administrator's password: the file's text without its last line end, else PGPASSWORD; `from` names the file's flag or variable. */
+function adminPassword(file: string | undefined, from: string, env: NodeJS.ProcessEnv): Parsed<string> {
   if (file === undefined) {
     const fromEnv = env['PGPASSWORD'];
     return fromEnv ? ok(fromEnv) : fail('no administrator password: give --pg-password-file (PGPASSWORD_FILE) or PGPASSWORD');
   }
   // A regular file within its limit: a FIFO would hang the start, /dev/zero fill the memory.
   const read = readRegularFile(file, MAX_PASSWORD_FILE_BYTES);
-  if (!read.ok) return fail(`--pg-password-file: ${read.reason}`);
+  if (!read.ok) return fail(`${from}: ${read.reason}`);
   const text = Buffer.from(read.value).toString('utf8');
   // One line end is the file's, not the password's: `echo pw > file` must work, a trailing space must stay.
   const password = text.replace(/\r?\n$/, '');
-  return password === '' ? fail(`--pg-password-file: ${file} is empty`) : ok(password);
+  return password === '' ? fail(`${from}: ${file} is empty`) : ok(password);
 }

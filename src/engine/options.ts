@@ -1,5 +1,5 @@
 // The reference engine's flags (DESIGN §9, §10): one Options type and the parser that rejects what is wrong.
-import { describeFlags, openCommand, unexpectedArgument, type Asked, type FlagTable } from '../shared/flags.ts';
+import { describeFlags, openCommand, unexpectedArgument, valueSource, type Asked, type FlagTable } from '../shared/flags.ts';
 import { fail, ok, type Parsed } from '../shared/result.ts';
 import { DEFAULT_FILL_SOCKET } from '../shared/fill-protocol.ts';
 import { limitText, presentFileProblem } from '../shared/regular-file.ts';
@@ -65,17 +65,17 @@ function engineUsage(): string {
 export function parseEngineOptions(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<EngineCommand> {
   const opened = openCommand(argv, env, ENGINE_FLAGS, engineUsage);
   if ('answered' in opened) return opened.answered;
-  const { values, positional } = opened;
+  const { values, positional, onCommandLine } = opened;
   const [extra] = positional;
   if (extra !== undefined) return unexpectedArgument(extra);
   if (!values.root) return { ok: false, reason: '--root is required (see --help)' };
   // Read at start and on every request: a FIFO there would hang the engine, a device fill its memory. Not there yet is fine.
-  for (const [flag, file, limit] of [
-    ['--declare', values.declare, MAX_DECLARATION_BYTES],
-    ['--state', values.state, MAX_STATE_BYTES],
+  for (const [name, file, limit] of [
+    ['declare', values.declare, MAX_DECLARATION_BYTES],
+    ['state', values.state, MAX_STATE_BYTES],
   ] as const) {
     const problem = file === undefined ? undefined : presentFileProblem(file, limit);
-    if (problem !== undefined) return fail(`${flag}: ${problem}`);
+    if (problem !== undefined) return fail(`${valueSource(ENGINE_FLAGS, name, onCommandLine, env)}: ${problem}`);
   }
   const options: EngineOptions = {
     socketPath: values.socket ?? DEFAULT_FILL_SOCKET,
