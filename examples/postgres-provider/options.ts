@@ -106,7 +106,11 @@ export function providerHelp(): string {
     'The administrator’s password is read from --pg-password-file (PGPASSWORD_FILE), else from PGPASSWORD;',
     'never from the command line, which every user of the machine can read. On the bus bus-config generates',
     'it logs in as provider.<provider> (--nkey) with the inbox prefix _INBOX_provider_<provider>.',
-    'SIGTERM stops serving, ends its connections and exits 0. Logs go to stderr, with sd-daemon prefixes under systemd.',
+    'SIGTERM stops serving, ends its connections and exits 0. It exits 2 on a bad flag or file (a FIFO, a device,',
+    'past its limit), and 1 when another helper serves this provider and provision or the bus refuses its login',
+    'its bucket (a seed that is not provider.<provider>’s). A PostgreSQL it cannot reach is said once at warning',
+    'and once at notice when it answers again; the retries between are debug lines (--debug).',
+    'Logs go to stderr, with sd-daemon prefixes under systemd.',
   ].join('\n');
 }
 
