@@ -13,6 +13,7 @@ import { CREDENTIAL_SET } from '../src/shared/schemas.ts';
 import { readConsumersFile } from '../src/sdk/consumers-file.ts';
 import { WITHHELD_REFUSAL, WITHHELD_SERVED } from '../src/sdk/consumer-sync.ts';
 import { deriveLogin, MAX_LOGIN_BYTES } from '../src/sdk/logins.ts';
+import { isUnavailable, Outage } from '../src/sdk/outage.ts';
 import { runProvider, type Adapter, type ConsumerEntry } from '../src/sdk/provider-index.ts';
 import { requestDigest } from '../src/shared/bound-request.ts';
 import { asking, consumer, fakeAdapter, startProviderBus, stopProviderBus, world } from './helpers/provider-world.ts';
@@ -66,6 +67,33 @@ test('logins are identifiers, at most 63 bytes, and distinct for distinct identi
     }),
     { numRuns: Number(process.env['MESH_FUZZ_RUNS'] ?? 30), seed: SEED },
   );
+});
+
+test('an outage of the service is said once at warning, each try after it at debug, its end once at notice with how long; the next one is said again', () => {
+  const said: string[] = [];
+  let now = 1000;
+  const outage = new Outage(
+    (level, line) => said.push(`${level} ${line}`),
+    () => now,
+  );
+  outage.answered();
+  outage.failed('n1/web', 'serving', 'cannot connect to PostgreSQL at 127.0.0.1:5432: refused', 1, 1000);
+  now += 1000;
+  outage.failed('n1/api', 'withdrawing', 'cannot connect to PostgreSQL at 127.0.0.1:5432: refused', 1, 1000);
+  outage.failed('n1/web', 'serving', 'cannot connect to PostgreSQL at 127.0.0.1:5432: refused', 2, 2000);
+  now += 2500;
+  outage.answered();
+  outage.answered();
+  outage.failed('n1/web', 'serving', 'cannot connect to PostgreSQL at 127.0.0.1:5432: timed out', 1, 1000);
+  assert.equal(said, [
+    'warn n1/web: serving waits for the service: cannot connect to PostgreSQL at 127.0.0.1:5432: refused; trying again until it answers (each try said at debug)',
+    'debug n1/api: withdrawing failed (try 1): cannot connect to PostgreSQL at 127.0.0.1:5432: refused; trying again in 1000 ms',
+    'debug n1/web: serving failed (try 2): cannot connect to PostgreSQL at 127.0.0.1:5432: refused; trying again in 2000 ms',
+    'notice the service answers again, after 3.5 s: serving',
+    'warn n1/web: serving waits for the service: cannot connect to PostgreSQL at 127.0.0.1:5432: timed out; trying again until it answers (each try said at debug)',
+  ]);
+  assert.ok(isUnavailable(Object.assign(new Error('x'), { name: 'Unavailable' })), 'told by its name, whichever copy of the class threw it');
+  assert.not.ok(isUnavailable(new Error('x')));
 });
 
 test('the consumers file: absent, good, and malformed with a reason that never quotes its text', async () => {
