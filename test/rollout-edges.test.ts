@@ -76,8 +76,8 @@ test('halt is a budget: failed nodes below it keep the new build, said at warnin
   assert.match(said[0]!, new RegExp(`1 failed node\\(s\\) \\(${order[0]}: failed: bad\\), fewer than halt 3: the rollout goes on and they keep b2`));
   assert.match(said.at(-1)!, /done with failures, 4 node\(s\) on b2, 2 failed node\(s\)/);
   const log = fleet.seat.stderr();
-  assert.match(log, /warn rollout of budget build b2 from b1: wave \d of 2 planned .*1 failed node\(s\)/, 'a failure below halt is a warning');
-  assert.match(log, /warn rollout of budget build b2 from b1: done with failures/);
+  assert.match(log, /warning rollout of budget build b2 from b1: wave \d of 2 planned .*1 failed node\(s\)/, 'a failure below halt is a warning');
+  assert.match(log, /warning rollout of budget build b2 from b1: done with failures/);
   // status shows both failed (order[3] reports applied, on b1) and exits 1; a node that applied b2 is fine.
   const fleetView = await fleet.command(['status']);
   assert.is(fleetView.code, 1, fleetView.stdout);
@@ -133,7 +133,7 @@ test('a failed report halts: every node on the new build is planned back, one wr
   assert.match(String(entry?.value['reason']), /halted at wave 1 by 2 failed node\(s\) \(.*; .*: failed: late\)/);
   assert.ok(fleet.health.some((h) => h.module === 'halt' && /halted/.test(h.reason)));
   // An operator watches `journalctl -p warning`: the halt and its rollback are there.
-  assert.match(fleet.seat.stderr(), /warn rollout of halt build b2 from b1: halted at wave 1 by 1 failed node\(s\) .*; planned back to b1;/);
+  assert.match(fleet.seat.stderr(), /warning rollout of halt build b2 from b1: halted at wave 1 by 1 failed node\(s\) .*; planned back to b1;/);
   assert.not.match(fleet.seat.stderr(), /info rollout of halt build b2 from b1: halted/);
 
   // resume: the failed nodes get the build again with the next wave, the count starts again.

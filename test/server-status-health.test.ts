@@ -172,7 +172,7 @@ test('status exits 0 with every module applied, 1 with a module failed, waiting,
 
     // Held for every one of those passes, said once each; the path the seat cannot resolve, once.
     assert.equal(seatLines(m, /\bghost\b/).length, 1, seatLines(m, /\bghost\b/).join('\n'));
-    assert.match(seatLines(m, /\bghost\b/)[0]!, /(warn |<4>)module ghost held for 3 passes: composition missing \(build unknown\)$/);
+    assert.match(seatLines(m, /\bghost\b/)[0]!, /(warning |<4>)module ghost held for 3 passes: composition missing \(build unknown\)$/);
     assert.equal(seatLines(m, /\bdraft\b/).length, 1, seatLines(m, /\bdraft\b/).join('\n'));
     for (const once of [/\bpathy\b/, /\bevil\b/]) assert.equal(seatLines(m, once).length, 1, seatLines(m, once).join('\n'));
 
