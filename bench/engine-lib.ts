@@ -69,7 +69,7 @@ export async function startBenchEngine(base: string, name: string, opts: { decla
     for (const line of lines) {
       const module = WRITTEN.exec(line)?.[1];
       if (module !== undefined) for (const fn of written) fn(module, t);
-      else if (/ (warn|error) /.test(line)) problems.push(line);
+      else if (/ (warning|error) /.test(line)) problems.push(line);
     }
   });
   await waitUntil(`the engine socket ${socket}`, () => existsSync(socket), 20_000);

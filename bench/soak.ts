@@ -91,7 +91,7 @@ function keepProblems(child: ChildProcess): string[] {
   child.stderr!.setEncoding('utf8').on('data', (d: string) => {
     const lines = (partial + d).split('\n');
     partial = lines.pop() ?? '';
-    for (const l of lines) if (/ (warn|error) /.test(l)) kept.push(l);
+    for (const l of lines) if (/ (warning|error) /.test(l)) kept.push(l);
   });
   return kept;
 }

@@ -237,7 +237,7 @@ test('a corrupted cache file is detected, said, deleted and fetched again', asyn
   assert.is(calls.length, 2);
   assert.equal(Buffer.compare(readFileSync(cached), gz), 0);
   assert.ok(
-    log.lines.some((line) => line.includes(' warn ') && line.includes(cached) && line.includes('fetching again')),
+    log.lines.some((line) => line.includes(' warning ') && line.includes(cached) && line.includes('fetching again')),
     log.lines.join('\n'),
   );
 });
@@ -256,7 +256,7 @@ test('a cache dir removed after a write is made again by the next write, which c
   assert.is(calls.length, 2);
   assert.equal(Buffer.compare(readFileSync(cached), gz), 0);
   assert.not.ok(
-    log.lines.some((line) => line.includes(' warn ')),
+    log.lines.some((line) => line.includes(' warning ')),
     log.lines.join('\n'),
   );
 });

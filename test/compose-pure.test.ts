@@ -353,7 +353,7 @@ test('Composer: a hold is said once when it begins, again when its build or reas
   await passes(2);
   assert.equal(
     log.lines.filter((l) => /ghost/.test(l)).map((l) => l.replace(/^\S+ /, '')),
-    ['warn module ghost held for 3 passes: composition missing (build unknown)', 'notice module ghost no longer held, after 12 passes'],
+    ['warning module ghost held for 3 passes: composition missing (build unknown)', 'notice module ghost no longer held, after 12 passes'],
   );
 });
 

@@ -154,7 +154,7 @@ test('mesh-vault.changed: notices of 2 MB, nested 100 deep, with a name not a st
       await waitFor('four notices said out of shape', () => said().length === 4);
       assert.match(
         said()[0]!,
-        / warn mesh-vault\.changed: a notice out of shape ignored \(2097\d+ bytes, past the limit of 4096 bytes\); any more are said at debug$/,
+        / warning mesh-vault\.changed: a notice out of shape ignored \(2097\d+ bytes, past the limit of 4096 bytes\); any more are said at debug$/,
       );
       assert.match(said()[1]!, / debug .*\(nested deeper than 4 levels\); 2 so far$/);
       assert.match(said()[2]!, / debug .*\(field "name" is not a string\); 3 so far$/);

@@ -199,7 +199,7 @@ test('a PostgreSQL that takes no new connection is said once at warning with its
     assert.match(
       warned,
       new RegExp(
-        ` warn n1/web: serving waits for the service: cannot connect to PostgreSQL at ${address} to check the login of web_n1: .+; trying again until it answers`,
+        ` warning n1/web: serving waits for the service: cannot connect to PostgreSQL at ${address} to check the login of web_n1: .+; trying again until it answers`,
       ),
     );
     await provider.waitForLog(new RegExp(` debug n1/web: serving failed \\(try 2\\): cannot connect to PostgreSQL at ${address} `), 15_000);

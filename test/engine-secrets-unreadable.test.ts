@@ -114,9 +114,9 @@ if (!isRoot) {
 
       // Each is said once, at warning, naming the file and what to do; the directory it may not list too.
       const said = await waitForLine(child, () => stderr, /db-password/);
-      assert.match(said, / warn .*unreadable by the engine \(uid \d+\): EACCES; a fill naming it is refused until the engine's user may read it/);
-      assert.match(await waitForLine(child, () => stderr, /late-root/), / warn .*unreadable by the engine/);
-      assert.match(await waitForLine(child, () => stderr, /module\/locked/), / warn .*cannot watch/);
+      assert.match(said, / warning .*unreadable by the engine \(uid \d+\): EACCES; a fill naming it is refused until the engine's user may read it/);
+      assert.match(await waitForLine(child, () => stderr, /late-root/), / warning .*unreadable by the engine/);
+      assert.match(await waitForLine(child, () => stderr, /module\/locked/), / warning .*cannot watch/);
       assert.is(stderr.split('\n').filter((l) => /unreadable by the engine/.test(l) && l.includes('db-password')).length, 1, `said once; stderr:\n${stderr}`);
       assert.not.match(stderr, /Unhandled|EACCES: permission denied, watch/);
     } finally {

@@ -566,7 +566,7 @@ test('a secrets directory not made yet (the engine up before the vault) is said 
     assert.equal(said.length, 1, log.lines.join('\n'));
     assert.match(said[0]!, / notice .* is not there yet: a secret put there is read at the next fill that names it$/);
     assert.not.ok(
-      log.lines.some((l) => / warn /.test(l)),
+      log.lines.some((l) => / warning /.test(l)),
       log.lines.join('\n'),
     );
   } finally {

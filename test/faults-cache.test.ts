@@ -215,7 +215,7 @@ test('a full cache disk: the module applied from the verified bytes, ENOSPC said
       await applied(m, '1');
       assert.is(m.moduleFile(MODULE), `${body} port=8080\n`);
       await cacheWritesSettled();
-      const warned = m.log.lines.filter((l) => l.includes(` warn archive ${v1.composition.archive.ref}: not cached at ${cacheFile(m, v1)}: ENOSPC`));
+      const warned = m.log.lines.filter((l) => l.includes(` warning archive ${v1.composition.archive.ref}: not cached at ${cacheFile(m, v1)}: ENOSPC`));
       assert.is(warned.length, 1, `ENOSPC said with the cache path; log: ${m.log.lines.join(' | ')}`);
       assert.equal(readdirSync(m.cacheDir), [], 'no partial or temp file left');
 

@@ -33,11 +33,11 @@ test('a bus not there: one warning per reason, the tries at debug on the doublin
   await clock.advance(250 + 500 + 1000 + 2000);
   assert.is(await connecting, connection);
   assert.equal(said(log.lines), [
-    'warn --nkey s.nk: mode 644 lets others read the seed; chmod 600 s.nk',
-    'warn cannot reach the bus at nats://127.0.0.1:1 (connection refused: connect ECONNREFUSED 127.0.0.1:1); trying again',
+    'warning --nkey s.nk: mode 644 lets others read the seed; chmod 600 s.nk',
+    'warning cannot reach the bus at nats://127.0.0.1:1 (connection refused: connect ECONNREFUSED 127.0.0.1:1); trying again',
     'debug cannot reach the bus at nats://127.0.0.1:1 (connection refused: connect ECONNREFUSED 127.0.0.1:1); trying again in 500 ms',
     'debug cannot reach the bus at nats://127.0.0.1:1 (connection refused: connect ECONNREFUSED 127.0.0.1:1); trying again in 1000 ms',
-    'warn the bus at nats://127.0.0.1:1 refuses this login (public key UX): is --nkey the seed of provisioner.n1? (Authorization Violation); trying again',
+    'warning the bus at nats://127.0.0.1:1 refuses this login (public key UX): is --nkey the seed of provisioner.n1? (Authorization Violation); trying again',
     'notice bus: connected to 127.0.0.1:1 after 4 failed tries',
   ]);
 });

@@ -28,7 +28,7 @@ const CREDENTIAL = `pair/${PROVIDER}/database/${NODE}/web`;
 /** How long a daemon may take to say its wait, and to come through once the cluster is whole again. */
 const SAY_MS = 15_000;
 /** The one warning a daemon says while the bus's JetStream does not answer. */
-const UNAVAILABLE = / warn the bus's JetStream does not answer \(JetStream system temporarily unavailable\): waiting for it, trying again$/;
+const UNAVAILABLE = / warning the bus's JetStream does not answer \(JetStream system temporarily unavailable\): waiting for it, trying again$/;
 /** What each daemon says once JetStream answers again. */
 const ANSWERS_AGAIN = / notice the bus's JetStream answers again, after \d+\.\d s/;
 
@@ -99,7 +99,7 @@ test('started while JetStream answers 503, the seat, a client, the vault and a p
     const warned = r
       .stderr()
       .split('\n')
-      .filter((l) => / warn .*(JetStream|temporarily unavailable)/.test(l));
+      .filter((l) => / warning .*(JetStream|temporarily unavailable)/.test(l));
     assert.is(warned.length, 1, `${name} said JetStream's absence at warning once:\n${r.stderr()}`);
   }
   // The vault reads the plans again: no plan binds pg for n1.web, so it refuses, saying why.
@@ -109,7 +109,7 @@ test('started while JetStream answers 503, the seat, a client, the vault and a p
     running.vault
       .stderr()
       .split('\n')
-      .filter((l) => / warn mesh-provisioner_plans cannot be read/.test(l)).length,
+      .filter((l) => / warning mesh-provisioner_plans cannot be read/.test(l)).length,
     1,
     running.vault.stderr(),
   );

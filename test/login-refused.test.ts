@@ -69,8 +69,8 @@ test('refused logins by user and password are one disconnect, one refusal said a
     assert.is(back, 1);
     const said = log.lines.map((l) => l.replace(/^\S+ /, '').replace(/127\.0\.0\.1:\d+/, 'the server'));
     assert.equal(said, [
-      "warn bus: the login is refused (Authorization Violation): is it still in the bus's configuration, and is --nkey its own seed? trying again",
-      'warn bus: disconnected from the server',
+      "warning bus: the login is refused (Authorization Violation): is it still in the bus's configuration, and is --nkey its own seed? trying again",
+      'warning bus: disconnected from the server',
       'notice bus: reconnected to the server',
     ]);
   } finally {

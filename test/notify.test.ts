@@ -96,12 +96,12 @@ test('a notification that fails, or no systemd-notify at all, is one warning nam
   assert.is(log.lines.length, 1, log.lines.join('\n'));
   assert.match(
     log.lines[0]!,
-    /warn could not tell systemd READY=1 on \/run\/test\/notify: systemd-notify exited 1: Failed to notify init system: Connection refused/,
+    /warning could not tell systemd READY=1 on \/run\/test\/notify: systemd-notify exited 1: Failed to notify init system: Connection refused/,
   );
   const none = memoryLogger();
   await sendNotification('READY=1', none, { PATH: tempDir(), NOTIFY_SOCKET: '/run/test/notify' });
   assert.is(none.lines.length, 1, none.lines.join('\n'));
-  assert.match(none.lines[0]!, /warn could not tell systemd READY=1 on \/run\/test\/notify: systemd-notify: spawn systemd-notify ENOENT/);
+  assert.match(none.lines[0]!, /warning could not tell systemd READY=1 on \/run\/test\/notify: systemd-notify: spawn systemd-notify ENOENT/);
 });
 
 test('systemd-notify delivers READY=1 on a unix datagram socket, by path and abstract (@)', async () => {

@@ -265,7 +265,10 @@ test('an absent consumers file withdraws nothing, removed while running or a wro
     assert.ok(await w.bound('n1.web.database'), 'the web entry was deleted');
     assert.ok(await w.bound('n1.api.database.x'), 'the api entry was deleted');
     assert.is(absentSaid().length, 1, absentSaid().join('\n'));
-    assert.match(absentSaid()[0]!, / warn consumers file .* is absent: nothing is withdrawn while it is absent \(keeping the last good list, 2 consumers\)$/);
+    assert.match(
+      absentSaid()[0]!,
+      / warning consumers file .* is absent: nothing is withdrawn while it is absent \(keeping the last good list, 2 consumers\)$/,
+    );
     // The file back: served as before, said at notice, nothing created again.
     const creates = fake.calls.filter((c) => c.op === 'create').length;
     w.write(file);
@@ -281,7 +284,9 @@ test('an absent consumers file withdraws nothing, removed while running or a wro
     const hb = runProvider({ nc, provider: w.provider, provision: w.provision, consumersFile: wrong, adapter: blind.adapter, log: w.log });
     try {
       await waitFor('the wrong path said', () =>
-        w.log.lines.some((l) => l.includes(`warn consumers file ${wrong} is absent: nothing is served or withdrawn until it is there (is --consumers right?)`)),
+        w.log.lines.some((l) =>
+          l.includes(`warning consumers file ${wrong} is absent: nothing is served or withdrawn until it is there (is --consumers right?)`),
+        ),
       );
       await hb.reconciled();
       assert.equal(blind.calls, [], 'a helper without its file touched a consumer');

@@ -256,7 +256,7 @@ test('a report put the bus does not acknowledge is tried again, the wait doublin
   assert.is((JSON.parse(bus.stored.get('applied n1.web')!) as { state: string }).state, 'applied');
   assert.is(bus.reporter.retrying, 0);
   assert.ok(
-    bus.log.lines.some((l) => /warn mesh-provisioner_applied n1\.web: put of n1\.web: no ack within 5000 ms; trying again in 250 ms/.test(l)),
+    bus.log.lines.some((l) => /warning mesh-provisioner_applied n1\.web: put of n1\.web: no ack within 5000 ms; trying again in 250 ms/.test(l)),
     bus.log.lines.join('\n'),
   );
   assert.ok(

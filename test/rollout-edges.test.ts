@@ -76,13 +76,13 @@ test('halt is a budget: failed nodes below it keep the new build, said at warnin
   assert.match(said[0]!, new RegExp(`1 failed node\\(s\\) \\(${order[0]}: failed: bad\\), fewer than halt 3: the rollout goes on and they keep b2`));
   assert.match(said.at(-1)!, /done with failures, 4 node\(s\) on b2, 2 failed node\(s\)/);
   const log = fleet.seat.stderr();
-  assert.match(log, /warn rollout of budget build b2 from b1: wave \d of 2 planned .*1 failed node\(s\)/, 'a failure below halt is a warning');
-  assert.match(log, /warn rollout of budget build b2 from b1: done with failures/);
+  assert.match(log, /warning rollout of budget build b2 from b1: wave \d of 2 planned .*1 failed node\(s\)/, 'a failure below halt is a warning');
+  assert.match(log, /warning rollout of budget build b2 from b1: done with failures/);
   // status shows both failed (order[3] reports applied, on b1) and exits 1; a node that applied b2 is fine.
   const fleetView = await fleet.command(['status']);
   assert.is(fleetView.code, 1, fleetView.stdout);
   assert.match(fleetView.stdout, new RegExp(`${order[3]} +0 +0 +1 .*budget \\(done b2, wave 2, failed\\)`));
-  assert.match(fleetView.stdout, /, or done with failed nodes \(they keep the new build\):/);
+  assert.match(fleetView.stdout, /, or done with failed nodes \(each keeps the new build, or its plan where the seat cannot compose the new one\):/);
   const detail = await fleet.command(['status', order[3]!]);
   assert.is(detail.code, 1, detail.stdout);
   assert.match(detail.stdout, /rollout: done build b2, wave 2; this node failed: no applied report of b2 within 2 s/);
@@ -93,7 +93,61 @@ test('halt is a budget: failed nodes below it keep the new build, said at warnin
   assert.not.match((await fleet.command(['status'])).stdout, /budget \(/);
   const fixed = await fleet.command(['status', order[3]!]);
   assert.is(fixed.code, 0, fixed.stdout);
-  assert.equal((await fleet.state('budget'))?.nodes.failed, 2, 'the rollout still says how many failed');
+  // …and `rollout` says the same: the state is written again with each moved out of `failed`, counted applied.
+  const recovered = await fleet.waitState('budget', (s) => s.nodes.failed === 0, 'failed no more');
+  assert.equal([recovered.state, recovered.nodes.applied, recovered.failed], ['done', 4, []]);
+  const shown = await fleet.command(['rollout', 'budget']);
+  assert.match(shown.stdout, /^budget {2}done {2}build b2 from b1 .*nodes: 4 planned of 4, 4 applied, 0 failed/m);
+  assert.not.match(shown.stdout, /failed budget/);
+  assert.match(fleet.seat.stderr(), /notice .*reported b2 applied, failed no more: rollout of budget build b2 from b1: done, 4 node\(s\) on b2\n/);
+});
+
+test('a wave node that cannot be composed, below halt, keeps its older plan and is said so; status shows it failed under the done rollout until it is put right and applies', async () => {
+  const names = nodes('keeps', 4);
+  const [lacking, ...others] = names as [string, ...string[]];
+  await fleet.publish('keeps', 'b1');
+  // b2 writes under ${dir:state}, which only `lacking`'s placement lacks.
+  await fleet.assign('keeps', others, { state: '/var/keeps' });
+  await fleet.assign('keeps', [lacking]);
+  await fleet.waitPlans('keeps', all(names, 'b1'));
+  for (const n of names) await fleet.report('keeps', n, 'b1', 'applied');
+  await fleet.publish('keeps', 'b2', { rollout: { waves: [0.5, 1], halt: 2, wait: 30 }, dirName: 'state' });
+  const order = inWaveOrder('keeps', 'b2', names);
+  for (const wave of [order.slice(0, 2), order.slice(2)]) {
+    const composed = wave.filter((n) => n !== lacking);
+    await fleet.waitPlans('keeps', all(composed, 'b2'));
+    for (const n of composed) await fleet.report('keeps', n, 'b2', 'applied');
+  }
+  const done = await fleet.waitState('keeps', (s) => s.state === 'done', 'done with failures');
+  assert.equal([done.nodes, done.failed.map((f) => f.node)], [{ total: 4, planned: 4, applied: 3, failed: 1 }, [lacking]]);
+  assert.is(await fleet.planBuild('keeps', lacking), 'b1', 'never planned b2');
+  const said = fleet.health.filter((h) => h.module === 'keeps' && /done with failures/.test(h.reason)).at(-1)!.reason;
+  assert.match(
+    said,
+    new RegExp(
+      `: done with failures, 3 of 4 node\\(s\\) on b2, 1 failed node\\(s\\) \\(${lacking} keeps its plan of b1: cannot compose b2: file keeps\\.conf: .*\\) \\(fewer than halt 2\\): fix them`,
+    ),
+  );
+  assert.not.match(said, /keep b2/);
+  // status: the node failed (and the seat cannot compose it), the rollout's section under the table, exit 1.
+  const view = await fleet.command(['status']);
+  assert.is(view.code, 1, view.stdout);
+  assert.match(view.stdout, /done with failed nodes \(each keeps the new build, or its plan where the seat cannot compose the new one\):$/m);
+  assert.match(view.stdout, /^keeps +done +b2 +2 +rollout of keeps build b2 from b1: done with failures, 3 of 4 node\(s\) on b2/m);
+  assert.match(view.stdout, new RegExp(`^${lacking} +0 +0 +1 +0 +1 .*keeps \\(done b2, wave 2, failed\\)`, 'm'));
+  const detail = await fleet.command(['status', lacking, 'keeps']);
+  assert.is(detail.code, 1, detail.stdout);
+  assert.match(detail.stdout, /^  rollout: done build b2, wave 2; this node failed: cannot compose b2: /m);
+  // Put right: composed with b2 (the entry says so), then applied: failed no more, in the state and in status.
+  await fleet.assign('keeps', [lacking], { state: '/var/keeps' });
+  await fleet.waitPlans('keeps', { [lacking]: 'b2' });
+  const entry = (await fleet.verbHealth('keeps')).find((e) => e.key === 'keeps')?.value as { failed?: { reason: string }[] } | undefined;
+  assert.match(entry?.failed?.[0]?.reason ?? '', /; composed since, planned b2, no applied report of it yet$/);
+  await fleet.report('keeps', lacking, 'b2', 'applied');
+  const fixed = await fleet.waitState('keeps', (s) => s.nodes.failed === 0, 'failed no more');
+  assert.equal(fixed.nodes, { total: 4, planned: 4, applied: 4, failed: 0 });
+  const after = await fleet.command(['status', lacking]);
+  assert.is(after.code, 0, after.stdout);
 });
 
 test('a wave node whose plan of the new build cannot be composed fails at once with the seat’s reason, not after wait', async () => {
@@ -133,7 +187,7 @@ test('a failed report halts: every node on the new build is planned back, one wr
   assert.match(String(entry?.value['reason']), /halted at wave 1 by 2 failed node\(s\) \(.*; .*: failed: late\)/);
   assert.ok(fleet.health.some((h) => h.module === 'halt' && /halted/.test(h.reason)));
   // An operator watches `journalctl -p warning`: the halt and its rollback are there.
-  assert.match(fleet.seat.stderr(), /warn rollout of halt build b2 from b1: halted at wave 1 by 1 failed node\(s\) .*; planned back to b1;/);
+  assert.match(fleet.seat.stderr(), /warning rollout of halt build b2 from b1: halted at wave 1 by 1 failed node\(s\) .*; planned back to b1;/);
   assert.not.match(fleet.seat.stderr(), /info rollout of halt build b2 from b1: halted/);
 
   // resume: the failed nodes get the build again with the next wave, the count starts again.

@@ -5,12 +5,12 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { openKv } from '../src/shared/bus.ts';
 import { jsonBytes } from '../src/shared/bytes.ts';
-import { APPLIED, ROLLOUTS } from '../src/shared/buckets.ts';
+import { APPLIED, REGISTRY_BUCKET, ROLLOUTS } from '../src/shared/buckets.ts';
 import { ROLLOUT_VERB } from '../src/shared/subjects.ts';
 import { USERS } from '../src/server/commands/bus-config/config.ts';
 import type { RolloutState } from '../src/server/seat/rollout/state.ts';
-import { cleanupBundles } from './helpers/bundle.ts';
-import { withIsolatedMesh } from './helpers/isolated-mesh.ts';
+import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle, startBundle, type Running } from './helpers/bundle.ts';
+import { startMeshBus, withIsolatedMesh } from './helpers/isolated-mesh.ts';
 import { digestFor, inWaveOrder } from './helpers/rollout-fleet.ts';
 import { waitFor } from './helpers/wait.ts';
 
@@ -89,6 +89,44 @@ test('on the generated bus the seat rolls out by the nodes’ own reports, admin
     assert.is(violations.length, 1, violations.join('\n'));
     assert.match(violations[0]!, new RegExp(`"[^"]*:${USERS.seat}-asks" - Publish Violation .*Subject "${ROLLOUT_VERB}"`));
   });
+});
+
+test('on the generated bus before init, rollout, status and query say to run init first, as the input commands do; after it they answer', async () => {
+  ensureBuilt('server');
+  const dir = copyBundleAlone('server');
+  const bus = await startMeshBus({ nodes: NODES });
+  let seat: Running | undefined;
+  const run = (user: string, args: string[]) => runBundle('node', dir, 'server', [...args, '--nats', bus.nats.url, '--nkey', bus.nkey(user)], {}, 20_000);
+  try {
+    // The seat started first waits for its buckets, answering nothing.
+    seat = startBundle('node', dir, 'server', ['--nats', bus.nats.url, '--nkey', bus.nkey(USERS.seat)]);
+    await seat.waitForLog(/waiting: bucket mesh-provisioner_registry is missing/, 15_000);
+    for (const [user, args, bucket] of [
+      [USERS.admin, ['rollout'], ROLLOUTS],
+      [USERS.admin, ['rollout', 'web', '--json'], ROLLOUTS],
+      [USERS.admin, ['rollout', 'abort', 'web'], REGISTRY_BUCKET],
+      [USERS.seat, ['status'], REGISTRY_BUCKET],
+      [USERS.seat, ['status', 'na', 'web'], REGISTRY_BUCKET],
+      [USERS.admin, ['status', '--json'], REGISTRY_BUCKET],
+      [USERS.seat, ['query', 'health'], REGISTRY_BUCKET],
+    ] as const) {
+      const ran = await run(user, [...args]);
+      const what = `${user}: ${args.join(' ')}`;
+      assert.is(ran.code, 1, `${what}: exit ${ran.code}: ${ran.stderr}`);
+      assert.equal([ran.stdout, ran.stderr.trim().split('\n').length], ['', 1], `${what}: one line: ${ran.stderr}`);
+      assert.match(ran.stderr, new RegExp(`: bucket ${bucket} is missing: run \`server\\.js init\` with the admin login first`), what);
+    }
+    const init = await run(USERS.admin, ['init', '--nodes', '2']);
+    assert.is(init.code, 0, init.stderr);
+    await seat.waitForLog(/seat ready/, 15_000);
+    const shown = await run(USERS.admin, ['rollout']);
+    assert.equal([shown.code, shown.stdout.trim()], [0, 'no rollouts'], shown.stderr);
+    const status = await run(USERS.seat, ['status']);
+    assert.is(status.code, 0, status.stderr + status.stdout);
+  } finally {
+    seat?.kill();
+    await bus.close();
+  }
 });
 
 test.run();

@@ -8,7 +8,7 @@ import { parseRolloutFlag } from '../src/server/seat/rollout/policy.ts';
 import { measureWave, type NodeClock, type SeenReport } from '../src/server/seat/rollout/progress.ts';
 import { cutOf, nodeHash, reachedBy, waveOrder, waveSize } from '../src/server/seat/rollout/waves.ts';
 import { judgeWave } from '../src/server/seat/rollout/judge.ts';
-import { abortRollout, describeState, haltRollout, refusal, resumeRollout, startRollout, withFailed } from '../src/server/seat/rollout/steps.ts';
+import { abortRollout, describeState, haltRollout, refusal, resumeRollout, startRollout, withFailed, withRecovered } from '../src/server/seat/rollout/steps.ts';
 import { compositionOf, newLive, reachedNodes } from '../src/server/seat/rollout/live.ts';
 import { MAX_FAILED_LISTED, readRolloutState } from '../src/server/seat/rollout/state.ts';
 import { markOfComposition, markOfPlan, markOfPlanHead, markOfWholePlan } from '../src/server/seat/rollout/marks.ts';
@@ -176,6 +176,44 @@ test('a rolling wave with failed nodes below halt says the rollout goes on past 
     describeState(spent),
     /; 1 failed node\(s\) \(a: failed: bad\), fewer than halt 2: the rollout goes on and they keep b2; fix them \(`status` shows them failed\), or `rollout abort web`$/,
   );
+});
+
+test('a node the seat cannot compose the new build for is said on the plan it keeps; the others keep the new build; one applied since leaves the list', () => {
+  const rolling = startRollout({
+    target: comp('b2'),
+    digest: 'd',
+    from: comp('b1'),
+    policy: { waves: [1], halt: 3, wait: 1 },
+    members: ['a', 'b', 'c'],
+    now: 0,
+  });
+  const uncomposed = { node: 'b', reason: 'cannot compose b2: file web.conf: ${dir:state} is not in the placement' };
+  const mixed = {
+    ...withFailed(rolling, [{ node: 'a', reason: 'failed: bad' }, uncomposed]),
+    state: 'done' as const,
+    nodes: { ...rolling.nodes, applied: 1, failed: 2 },
+  };
+  assert.match(
+    describeState(mixed),
+    /: done with failures, 2 of 3 node\(s\) on b2, 2 failed node\(s\) \(a: failed: bad; b keeps its plan of b1: cannot compose b2: .*\) \(fewer than halt 3\); the others keep b2: fix them/,
+  );
+  // Its stored plan, as the seat saw it, is named; once composed with the new build, it is on it.
+  assert.match(
+    describeState(mixed, (n) => (n === 'b' ? 'b0' : undefined)),
+    /b keeps its plan of b0: cannot compose b2/,
+  );
+  assert.match(
+    describeState(mixed, () => 'b2'),
+    /: done with failures, 3 node\(s\) on b2, .*\(a: failed: bad; b: cannot compose b2: .*\); they keep b2/,
+  );
+  const alone = withRecovered(mixed, new Set(['a']));
+  assert.equal([alone.nodes, alone.failed], [{ total: 3, planned: 3, applied: 2, failed: 1 }, [uncomposed]]);
+  assert.match(
+    describeState(alone),
+    /done with failures, 2 of 3 node\(s\) on b2, 1 failed node\(s\) \(b keeps its plan of b1: .*\) \(fewer than halt 3\): fix them/,
+  );
+  assert.match(describeState({ ...alone, state: 'rolling' }), /fewer than halt 3: the rollout goes on; fix them/);
+  assert.match(describeState(withRecovered(alone, new Set(['b']))), /: done, 3 node\(s\) on b2$/);
 });
 
 test('a halt is said naming the first five failed nodes and how many more', () => {

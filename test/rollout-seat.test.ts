@@ -91,8 +91,12 @@ test('status shows a rolling or halted module on each of its nodes, the fleet an
   await fleet.report('shown', order[0]!, 'b2', 'failed', 'bad');
   await fleet.waitState('shown', (s) => s.state === 'halted', 'halted');
   const detail = await fleet.command(['status', order[3]!]);
-  assert.match(detail.stdout, /rollout: halted build b2, wave 1/);
+  assert.match(detail.stdout, /^  rollout: halted build b2, wave 1$/m);
   assert.is(detail.code, 1, detail.stdout);
+  // The node the rollout failed on says so in its detail, with why, as the fleet view's line does.
+  const failedOn = await fleet.command(['status', order[0]!, 'shown']);
+  assert.match(failedOn.stdout, /^  rollout: halted build b2, wave 1 — this node failed it: failed: bad$/m);
+  assert.is(failedOn.code, 1, failedOn.stdout);
   const json = JSON.parse((await fleet.command(['status', '--json'])).stdout) as { nodes: { node: string; rollouts?: string[] }[] };
   assert.equal(json.nodes.find((n) => n.node === order[1])?.rollouts, ['shown (halted b2, wave 1)']);
   const untouched = await fleet.command(['status', 'plain1']);
@@ -103,9 +107,20 @@ test('status shows a rolling or halted module on each of its nodes, the fleet an
   await fleet.waitState('shown', (s) => s.state === 'aborted', 'aborted');
   for (const n of names) await fleet.report('shown', n, 'b1', 'applied');
   const aborted = await fleet.command(['status', order[3]!]);
-  assert.match(aborted.stdout, /rollout: aborted build b2, wave 1/);
+  assert.match(aborted.stdout, /^  rollout: aborted build b2, wave 1$/m);
   assert.is(aborted.code, 1, aborted.stdout);
+  assert.match((await fleet.command(['status', order[0]!])).stdout, /^  rollout: aborted build b2, wave 1 — this node failed it: failed: bad$/m);
+  // Planned back, it counts as its report says (applied on b1), not failed: the rollout's state says why status exits 1.
+  const row = (await fleet.command(['status'])).stdout.split('\n').find((l) => l.startsWith(`${order[0]} `));
+  assert.match(row ?? '', new RegExp(`^${order[0]} +1 +0 +0 `), row);
   assert.match((await fleet.command(['status'])).stdout, /shown \(aborted b2, wave 1\)/);
+  // Until a new build is published (deploy/README.md's upgrade says so): once its nodes apply it, status exits 0.
+  await fleet.publish('shown', 'b3');
+  await fleet.waitPlans('shown', all(names, 'b3'));
+  for (const n of names) await fleet.report('shown', n, 'b3', 'applied');
+  const settled = await fleet.command(['status', order[0]!]);
+  assert.is(settled.code, 0, settled.stdout);
+  assert.not.match(settled.stdout, /rollout:/);
 });
 
 /** Kills the seat (SIGKILL) and waits until it is gone. */

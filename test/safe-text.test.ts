@@ -171,7 +171,7 @@ test('the logger writes each message as one line of safe text, keeping its sd-da
   assert.equal(lines, ['<3>n1.web: failed (bound database: the provider refused: \\x1b]0;x\\x07\\x0a<3>forged)']);
   const plain = memoryLogger();
   plain.warn('a\rb\x9bc');
-  assert.match(plain.lines[0]!, /^\d{4}-\d\d-\d\dT[\d:.]+Z warn a\\x0db\\x9bc$/);
+  assert.match(plain.lines[0]!, /^\d{4}-\d\d-\d\dT[\d:.]+Z warning a\\x0db\\x9bc$/);
 });
 
 const HOSTILE = '\x1b[2J\x1b]0;owned\x07\x1b]52;c;Zm9yZ2Vk\x07\r\x1b[K\nn2 web: applied\x7f\x9b\u2028\u202e';

@@ -345,7 +345,7 @@ test('outside systemd log lines carry a time and a level instead of a priority p
   const running = seats.find((s) => s.stderr().includes(url))!;
   const lines = linesOf(running.stderr());
   assert.ok(lines.length >= 2, running.stderr());
-  for (const line of lines) assert.match(line, /^\d{4}-\d\d-\d\dT\S+Z (error|warn|notice|info|debug) /, line);
+  for (const line of lines) assert.match(line, /^\d{4}-\d\d-\d\dT\S+Z (error|warning|notice|info|debug) /, line);
 });
 
 test('a reader that stops reading (`| head -1`) ends the command with its own code and no stack, not an unhandled EPIPE', async () => {

@@ -172,7 +172,7 @@ test('status exits 0 with every module applied, 1 with a module failed, waiting,
 
     // Held for every one of those passes, said once each; the path the seat cannot resolve, once.
     assert.equal(seatLines(m, /\bghost\b/).length, 1, seatLines(m, /\bghost\b/).join('\n'));
-    assert.match(seatLines(m, /\bghost\b/)[0]!, /(warn |<4>)module ghost held for 3 passes: composition missing \(build unknown\)$/);
+    assert.match(seatLines(m, /\bghost\b/)[0]!, /(warning |<4>)module ghost held for 3 passes: composition missing \(build unknown\)$/);
     assert.equal(seatLines(m, /\bdraft\b/).length, 1, seatLines(m, /\bdraft\b/).join('\n'));
     for (const once of [/\bpathy\b/, /\bevil\b/]) assert.equal(seatLines(m, once).length, 1, seatLines(m, once).join('\n'));
 
@@ -220,6 +220,24 @@ test('status <node> <module> says where a waited value is read: the bucket and t
         { where: 'mesh-provisioner_plans', key: 'n1.cfg', field: 'placement.port.admin' },
       ],
     );
+  }));
+
+test('the fleet view’s OLDEST WAITING cell carries the hint the client gives for a config key’s typo, as status NODE MODULE does', () =>
+  withIsolatedMesh({ nodes: ['n1'] }, async (m) => {
+    const n1 = m.node('n1');
+    await n1.startEngine();
+    await n1.startClient();
+    await m.kv.config.put('n1.typo.color', 'blue');
+    await m.publish('typo', spec('typo', 'color ${config:colr}\n'));
+    await m.assign('n1', 'typo');
+    await m.waitReport('n1', 'typo', (r) => r.state === 'waiting' && r.reason !== undefined);
+    const run = await status(m);
+    assert.is(run.code, 1, run.stdout);
+    const row = tableAt(run.stdout, 'NODE').find((r) => r['NODE'] === 'n1');
+    assert.match(row?.['OLDEST WAITING'] ?? '', /^config:colr: did you mean "color"\? \(typo, \d+s\)$/, run.stdout);
+    const json = JSON.parse((await status(m, ['--json'])).stdout) as { nodes: { oldestWaiting?: Record<string, unknown> }[] };
+    assert.equal(json.nodes[0]?.oldestWaiting?.['hint'], 'did you mean "color"?');
+    assert.match((await status(m, ['n1', 'typo'])).stdout, /^  reason: config:colr: did you mean "color"\?$/m);
   }));
 
 test("status <node> <module>, run as the seat's login, says whom a bound value waits on and that nothing binds it while its provider is not planned", () =>

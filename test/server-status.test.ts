@@ -233,6 +233,18 @@ test('status with three positional arguments or a bad node name exits 2 with one
   }
 });
 
+test('status --help says each exit code as the command gives it (DESIGN §13): rollouts and keys out of shape among the 1s', async () => {
+  const help = await status(['--help']);
+  assert.is(help.code, 0, help.stderr);
+  const text = help.stdout.replace(/\s+/g, ' ');
+  for (const said of [
+    'It exits 0 when every module shown is applied on its newest build; 1 when one is waiting, failed (or listed failed by its rolling or done rollout and not applied the new build since), held or cannot be composed,',
+    'when its rollout is rolling, halted or aborted, when a key is out of shape, when a node (or module) named has nothing shown,',
+    "or when the seat's verb cannot be asked; 2 on a usage error or a request the seat refuses.",
+  ])
+    assert.ok(text.includes(said), `--help lacks: ${said}\n${help.stdout}`);
+});
+
 test('a module taken off a node (its report `removed`, the key going next) keeps neither view from exiting 0', async () => {
   const applied = await new Kvm(jetstream(nc)).open(APPLIED);
   await applied.put('n5.web', JSON.stringify(report('n5', 'web', 'applied')));

@@ -119,8 +119,11 @@ const COMMAND_HELP = {
     about: [
       'status prints the fleet per node (reports applied, waiting, failed; assignments the seat holds or cannot compose;',
       "the oldest waiting value), or a node's modules in detail (the last report, what the seat says, each waited value",
-      'with its owner and key, the files). It exits 0 when every module shown is applied, 1 when one is waiting, failed,',
-      'held or cannot be composed (or a node named has nothing shown), 2 on a usage error.',
+      'with its owner and key, the files). It exits 0 when every module shown is applied on its newest build; 1 when',
+      'one is waiting, failed (or listed failed by its rolling or done rollout and not applied the new build since),',
+      'held or cannot be composed, when its rollout is rolling, halted or aborted, when a key is out of shape, when a',
+      "node (or module) named has nothing shown, or when the seat's verb cannot be asked; 2 on a usage error or a",
+      'request the seat refuses. A removed report (a module just taken off a node) counts toward neither.',
     ],
     flags: STATUS_OWN_FLAGS,
     bus: true,

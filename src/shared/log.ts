@@ -5,6 +5,8 @@ import { safeText } from './safe-text.ts';
 export const LEVELS = { error: 3, warn: 4, notice: 5, info: 6, debug: 7 } as const;
 /** A log level. */
 export type Level = keyof typeof LEVELS;
+/** Each level's name as a line says it outside systemd: the names of the README's table and of `journalctl -p`. */
+const NAMES: Record<Level, string> = { error: 'error', warn: 'warning', notice: 'notice', info: 'info', debug: 'debug' };
 
 /** A logger: one call, one line. */
 export type Logger = Record<Level, (message: string) => void>;
@@ -22,7 +24,7 @@ export function createLogger(opts: { prefix: boolean; least?: Level; write?: (li
     if (LEVELS[level] > least) return;
     // A message may quote bus text (a reason, a key, a provider's refusal): escaped here, whoever built it.
     const oneLine = safeText(message);
-    write(opts.prefix ? `<${LEVELS[level]}>${oneLine}` : `${new Date().toISOString()} ${level} ${oneLine}`);
+    write(opts.prefix ? `<${LEVELS[level]}>${oneLine}` : `${new Date().toISOString()} ${NAMES[level]} ${oneLine}`);
   };
   return { error: make('error'), warn: make('warn'), notice: make('notice'), info: make('info'), debug: make('debug') };
 }

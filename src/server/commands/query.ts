@@ -9,6 +9,7 @@ import { BUSY, compareKeys, DEFAULT_MAX_PAYLOAD, REPLY_NESTING, SEAT_READ_FAILUR
 import { READ_TIMEOUT_MS } from '../verb/direct-get.ts';
 import type { QueryArgs } from '../options.ts';
 import { errorText, isNoResponders, isPermissionViolation, isTimeout } from '../../shared/errors.ts';
+import { seatWaitsForInit } from './before-init.ts';
 
 /**
  * How long one page may take to come back: past the seat's own read of a bucket (READ_TIMEOUT_MS),
@@ -57,7 +58,9 @@ export async function forEachPage(
       const body = jsonBytes(after === undefined ? request : { ...request, after });
       data = (await nc.request(PROVISIONING_VERB, body, { timeout: DEFAULT_QUERY_TIMEOUT_MS })).data;
     } catch (err) {
-      return { code: 1, message: verbFailure(err) };
+      // The seat waits for its buckets answering nothing: before `init`, say so rather than ask whether it runs.
+      const beforeInit = isNoResponders(err) ? await seatWaitsForInit(nc) : undefined;
+      return { code: 1, message: beforeInit === undefined ? verbFailure(err) : `query: ${beforeInit}` };
     }
     const reply = readReply(data, nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD);
     if ('code' in reply) return reply;

@@ -1,6 +1,7 @@
 // `mesh-provisioner rollout [MODULE] [--json]` reads the rollouts bucket; `rollout resume|abort MODULE`
 // asks the seat, the bucket's only writer, on ROLLOUT_VERB (DESIGN §12).
 import type { NatsConnection } from '@nats-io/transport-node';
+import { JetStreamApiCodes } from '@nats-io/jetstream';
 import { ROLLOUTS } from '../../../shared/buckets.ts';
 import { jsonBytes } from '../../../shared/bytes.ts';
 import { describeBusError, errorText, isNoResponders, isPermissionViolation, isTimeout } from '../../../shared/errors.ts';
@@ -11,6 +12,8 @@ import { COMMAND_READ_TIMEOUT_MS, readAll } from '../../../shared/watch/read-all
 import { readRolloutState, type RolloutState } from '../../seat/rollout/state.ts';
 import type { RolloutOptions } from './command-line.ts';
 import { formatRollout, publicState } from './format.ts';
+import { missingBucketLine, seatWaitsForInit } from '../before-init.ts';
+import { busIsolates } from '../input-bucket.ts';
 
 /** How long the seat has to answer a resume or an abort. */
 export const ROLLOUT_REQUEST_TIMEOUT_MS = 10_000;
@@ -22,7 +25,10 @@ export async function runRollout(nc: NatsConnection, opts: RolloutOptions, out: 
   try {
     data = (await nc.request(ROLLOUT_VERB, jsonBytes({ op: opts.op, module: opts.module }), { timeout: ROLLOUT_REQUEST_TIMEOUT_MS })).data;
   } catch (e) {
-    const why = isNoResponders(e) || isTimeout(e) ? 'the seat did not answer (is it running?)' : isPermissionViolation(e) ? notAdmin(e) : describeBusError(e);
+    const beforeInit = isNoResponders(e) ? await seatWaitsForInit(nc) : undefined;
+    const why =
+      beforeInit ??
+      (isNoResponders(e) || isTimeout(e) ? 'the seat did not answer (is it running?)' : isPermissionViolation(e) ? notAdmin(e) : describeBusError(e));
     return (err(`rollout ${opts.op} ${opts.module}: ${why}`), 1);
   }
   const reply = parseBoundedJson(data, { maxBytes: 64 * 1024 });
@@ -36,9 +42,11 @@ async function showRollouts(nc: NatsConnection, opts: RolloutOptions, out: (line
   let stored: Map<string, Uint8Array>;
   try {
     // A watch whose deliveries this login may not receive would wait for them for ever: refused first.
-    await nc.request(`$JS.API.STREAM.INFO.KV_${ROLLOUTS}`, undefined, { timeout: ROLLOUT_REQUEST_TIMEOUT_MS }).catch((e: unknown) => {
+    const info = await nc.request(`$JS.API.STREAM.INFO.KV_${ROLLOUTS}`, undefined, { timeout: ROLLOUT_REQUEST_TIMEOUT_MS }).catch((e: unknown) => {
       if (isPermissionViolation(e)) throw e;
     });
+    // Before `init` (or the seat's first start, without logins): the line the input commands give.
+    if (info && isStreamNotFoundReply(info.data)) return (err(`rollout: ${missingBucketLine(ROLLOUTS, busIsolates(nc))}`), 1);
     stored = await readAll(nc, ROLLOUTS, opts.module ?? '>', { timeoutMs: COMMAND_READ_TIMEOUT_MS });
   } catch (e) {
     return (err(`rollout: reading ${ROLLOUTS}: ${isPermissionViolation(e) ? notAdmin(e) : describeBusError(e)}`), 1);
@@ -57,6 +65,14 @@ async function showRollouts(nc: NatsConnection, opts: RolloutOptions, out: (line
     if (states.length + unreadable.length === 0) out(opts.module ? `no rollout of ${opts.module}` : 'no rollouts');
   }
   return opts.module !== undefined && states.length === 0 ? 1 : 0;
+}
+
+/** Whether a JetStream API reply says its stream does not exist. */
+function isStreamNotFoundReply(data: Uint8Array): boolean {
+  const reply = parseBoundedJson(data, { maxBytes: 64 * 1024 });
+  const error =
+    (reply.ok && typeof reply.value === 'object' && reply.value !== null ? (reply.value as { error?: { err_code?: unknown } }).error : undefined) ?? {};
+  return error.err_code === JetStreamApiCodes.StreamNotFound;
 }
 
 /** A login the bus refuses (the seat's, a node's), told to use admin's, as the input commands tell theirs. */

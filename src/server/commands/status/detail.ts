@@ -2,7 +2,7 @@
 // waits for with the domain that owns it and the key it is read from, and what the seat says of it.
 import { compareKeys } from '../../../shared/keys.ts';
 import type { Report } from '../../../shared/schemas.ts';
-import { failedIn, type RolloutMark } from './rollouts.ts';
+import { countsFailed, failedIn, failedNodeIn, type RolloutMark } from './rollouts.ts';
 import { readSeatEntry, type SeatEntry } from './seat-health.ts';
 import { OutOfShape, readReport, secondsSince } from './summary.ts';
 import { locate, type Ownership } from './where.ts';
@@ -57,7 +57,10 @@ export type ModuleDetail = {
 
 /** A module's rollout as a node's detail shows it: the rollout's mark, and why this node failed in it when it did. */
 export type NodeRollout = Omit<RolloutMark, 'failed'> & {
-  /** The seat's reason, when the rollout lists this node failed and it has not reported the new build applied since. */
+  /**
+   * The seat's reason, when the rollout lists this node failed: rolling or done, and it has not
+   * reported the new build applied since; halted or aborted, one of the nodes it failed on.
+   */
   failed?: string;
 };
 
@@ -103,10 +106,10 @@ export class NodeDetail {
     this.#modules.set(module, { ...detail, health: { ...read.value, seconds: secondsSince(read.value.since, this.now) } });
   }
 
-  /** Lists a module of `node` a rollout left failed though the node has no report of it (`module`: only that one). */
+  /** Lists a module of `node` a rollout lists failed though the node has no report of it (`module`: only that one). */
   addUnreportedFailures(node: string, module?: string): void {
     for (const [name, mark] of this.rollouts) {
-      if ((module === undefined || module === name) && !this.#modules.has(name) && failedIn(mark, node) !== undefined)
+      if ((module === undefined || module === name) && !this.#modules.has(name) && failedNodeIn(mark, node) !== undefined)
         this.#modules.set(name, { node, module: name, waiting: [], files: [] });
     }
   }
@@ -117,7 +120,7 @@ export class NodeDetail {
       const mark = this.rollouts.get(m.module);
       if (!mark) return m;
       const { failed: listed, ...rollout } = mark;
-      const failed = failedIn(mark, m.node, m);
+      const failed = countsFailed(mark) ? failedIn(mark, m.node, m) : failedNodeIn(mark, m.node);
       // A done rollout is shown only on a node it left failed.
       if (failed === undefined && mark.state === 'done') return m;
       return { ...m, rollout: failed === undefined ? rollout : { ...rollout, failed } };

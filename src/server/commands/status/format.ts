@@ -49,15 +49,21 @@ export function formatAge(seconds: number): string {
 /** How much of a report's reason the OLDEST WAITING cell shows (`status <node> <module>` shows it whole). */
 const OLDEST_REASON_CHARS = 48;
 
+/** The start of a text a cell shows: OLDEST_REASON_CHARS at most, `…` where it was cut. */
+function cutText(text: string): string {
+  return text.length > OLDEST_REASON_CHARS ? `${text.slice(0, OLDEST_REASON_CHARS)}…` : text;
+}
+
 /**
- * The oldest waiting value as a cell: `config:db.host (api, 10m00s)`; for a report waiting for no
+ * The oldest waiting value as a cell: `config:db.host (api, 10m00s)`, with the client's hint as its
+ * report says it (`config:colr: did you mean "color"? (web, 7s)`); for a report waiting for no
  * value, the start of its reason: `engine not reachable (connect ENOENT …)… (api, 3s)`.
  */
 export function oldestCell(oldest: OldestWaiting | undefined): string {
   if (!oldest) return '';
-  const reason =
-    oldest.reason === undefined ? '' : oldest.reason.length > OLDEST_REASON_CHARS ? `${oldest.reason.slice(0, OLDEST_REASON_CHARS)}… ` : `${oldest.reason} `;
-  const value = oldest.kind === undefined ? reason : `${oldest.kind}:${oldest.name} `;
+  const reason = oldest.reason === undefined ? '' : `${cutText(oldest.reason)} `;
+  const hint = oldest.hint === undefined ? '' : `: ${cutText(oldest.hint)}`;
+  const value = oldest.kind === undefined ? reason : `${oldest.kind}:${oldest.name}${hint} `;
   return cell(`${value}(${oldest.module}, ${formatAge(oldest.seconds)})`);
 }
 
@@ -93,7 +99,7 @@ export function fleetLines(view: FleetView): string[] {
   if (view.rollouts.length > 0) {
     lines.push(
       '',
-      `rollouts ${notDone > 0 ? 'not done (the newest build is not on every node)' : ''}${notDone > 0 && withFailures > 0 ? ', or ' : ''}${withFailures > 0 ? 'done with failed nodes (they keep the new build)' : ''}:`,
+      `rollouts ${notDone > 0 ? 'not done (the newest build is not on every node)' : ''}${notDone > 0 && withFailures > 0 ? ', or ' : ''}${withFailures > 0 ? 'done with failed nodes (each keeps the new build, or its plan where the seat cannot compose the new one)' : ''}:`,
     );
     const rows = view.rollouts.map((r) => [cell(r.module), cell(r.state), cell(r.build), String(r.wave), cell(r.reason)]);
     lines.push(...formatTable(['MODULE', 'STATE', 'BUILD', 'WAVE', 'REASON'], rows));
@@ -117,7 +123,9 @@ export function detailLines(view: NodeView): string[] {
     lines.push(headLine(m));
     if (m.reason !== undefined) lines.push(`  reason: ${cell(m.reason)}`);
     if (m.rollout) {
-      const failed = m.rollout.failed === undefined ? '' : `; this node failed: ${cell(m.rollout.failed)}`;
+      // Rolling or done, the node is failed now; halted or aborted, it is one the rollout failed on (planned back since).
+      const said = m.rollout.state === 'halted' || m.rollout.state === 'aborted' ? ' — this node failed it: ' : '; this node failed: ';
+      const failed = m.rollout.failed === undefined ? '' : `${said}${cell(m.rollout.failed)}`;
       lines.push(`  rollout: ${cell(m.rollout.state)} build ${cell(m.rollout.build)}, wave ${m.rollout.wave}${failed}`);
     }
     if (m.health) lines.push(`  ${healthLine(m.health)}`);

@@ -2,8 +2,9 @@
 // keyed `<module>`, every rollout not done (rolling, halted, aborted) and every one done with nodes
 // still failed, read page by page like the reports. A module whose rollout is not done is not
 // applied: its newest build is not on its nodes, and `status` exits 1 for it (DESIGN §13). A node a
-// rolling or done rollout lists failed keeps the new build: `status` shows it failed until it
-// reports that build applied.
+// rolling or done rollout lists failed is counted failed until it reports the new build applied
+// (it keeps that build, or its older plan when the seat cannot compose the new one); a node a halted
+// or aborted rollout failed on is said in its detail, not counted (it is planned back).
 import { forEachPage } from '../query.ts';
 
 /** A failed node a rollout lists, with the seat's reason. */
@@ -19,7 +20,10 @@ export type RolloutMark = {
   wave: number;
   /** The seat's line for it (what happened, and what to do). */
   reason: string;
-  /** The nodes that keep the new build failed (rolling, or done and not applied since). */
+  /**
+   * Rolling or done: the nodes it counts failed (not applied the new build since); halted or
+   * aborted: the nodes it failed on, planned back with the rest.
+   */
   failed: RolloutFailure[];
 };
 
@@ -62,12 +66,22 @@ export function isNotDone(mark: RolloutMark): boolean {
   return mark.state !== 'done';
 }
 
+/** Whether a rollout's failed nodes count failed (rolling or done: they are left on its build), not only said (halted, aborted). */
+export function countsFailed(mark: RolloutMark): boolean {
+  return mark.state === 'rolling' || mark.state === 'done';
+}
+
 /**
- * Why a node counts failed in its module's rollout: listed failed by the seat, and its report (if
- * any) not the new build applied; undefined when it does not.
+ * Why a node counts failed in its module's rollout: listed failed by a rolling or done rollout, and
+ * its report (if any) not the new build applied; undefined when it does not.
  */
 export function failedIn(mark: RolloutMark, node: string, report?: { state?: string; build?: string }): string | undefined {
-  if (report?.state === 'applied' && report.build === mark.build) return undefined;
+  if (!countsFailed(mark) || (report?.state === 'applied' && report.build === mark.build)) return undefined;
+  return failedNodeIn(mark, node);
+}
+
+/** The seat's reason when its rollout lists `node` failed, whatever the rollout's state. */
+export function failedNodeIn(mark: RolloutMark, node: string): string | undefined {
   return mark.failed.find((f) => f.node === node)?.reason;
 }
 

@@ -3,7 +3,7 @@
 import { compareKeys } from '../../../shared/keys.ts';
 import type { Parsed } from '../../../shared/result.ts';
 import { ReportSchema, validate, type Report } from '../../../shared/schemas.ts';
-import { failedIn, rolloutCell, type RolloutMark } from './rollouts.ts';
+import { countsFailed, failedIn, rolloutCell, type RolloutMark } from './rollouts.ts';
 import { readSeatEntry, type SeatEntry } from './seat-health.ts';
 
 /** Out-of-shape keys `status` lists at most; past that it only counts them. */
@@ -19,6 +19,8 @@ export type OldestWaiting = {
   kind?: string;
   /** The name of that value. */
   name?: string;
+  /** The client's hint for that value in the report's reason (`did you mean "color"?`), when it gives one. */
+  hint?: string;
   /** The report's reason, when it waits for no value (the engine refused a file, or is away). */
   reason?: string;
   /** The report's `at`. */
@@ -101,7 +103,8 @@ export class FleetSummary {
     private readonly now: number,
     private readonly rollouts: ReadonlyMap<string, RolloutMark> = new Map(),
   ) {
-    for (const [module, mark] of rollouts) for (const f of mark.failed) this.#failedUnseen.set(`${f.node}.${module}`, { node: f.node, module, mark });
+    for (const [module, mark] of rollouts)
+      for (const f of countsFailed(mark) ? mark.failed : []) this.#failedUnseen.set(`${f.node}.${module}`, { node: f.node, module, mark });
   }
 
   /** Counts one entry of `applied`; a node a rollout lists failed counts failed until it reports the new build applied. */
@@ -171,6 +174,25 @@ function older(current: OldestWaiting | undefined, report: Report, now: number):
   const then = Date.parse(report.at);
   if (current && !(then < Date.parse(current.at))) return current;
   const first = report.waiting[0];
-  const what = first ? { kind: first.kind, name: first.name } : report.reason !== undefined ? { reason: report.reason } : {};
+  const hint = first && report.reason !== undefined ? hintFor(`${first.kind}:${first.name}`, report.reason) : undefined;
+  const what = first
+    ? { kind: first.kind, name: first.name, ...(hint === undefined ? {} : { hint }) }
+    : report.reason !== undefined
+      ? { reason: report.reason }
+      : {};
   return { module: report.module, ...what, at: report.at, seconds: secondsSince(report.at, now) };
+}
+
+/**
+ * The client's hint for a waited value in its report's reason: the note `<kind>:<name>: did you
+ * mean "<key>"?` (src/client/sources/config.ts), one of the reason's `; `-joined parts.
+ */
+export function hintFor(value: string, reason: string): string | undefined {
+  const head = `${value}: `;
+  for (let at = reason.indexOf(head); at >= 0; at = reason.indexOf(head, at + 1)) {
+    if (at > 0 && !reason.startsWith('; ', at - 2)) continue;
+    const hint = /^did you mean "(?:[^"\\]|\\.)*"\?/.exec(reason.slice(at + head.length));
+    if (hint) return hint[0];
+  }
+  return undefined;
 }

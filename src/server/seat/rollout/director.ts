@@ -14,7 +14,7 @@ import { judgeWave } from './judge.ts';
 import { carryOver, clockOf, compositionOf, newLive, plannedAhead, reachedNodes, restartClocks, stopTimers, type Live } from './live.ts';
 import { lateFailures } from './progress.ts';
 import { markOfComposition, markOfPlan, readSeenReport } from './marks.ts';
-import { failedListed, keepFailedOnly, rolloutHealthEntry, sayOnce } from './failed-nodes.ts';
+import { failedListed, keepFailedOnly, planOfLive, rolloutHealthEntry, sayOnce, takeRecovered } from './failed-nodes.ts';
 import { contentOf, MAX_FAILED_LISTED, type RolloutHealth, type RolloutState } from './state.ts';
 import { abortRollout, describeState, levelOf, refusal, resumeRollout, startRollout, supersedeRollout, withFailed } from './steps.ts';
 import type { StateWriter } from './store.ts';
@@ -298,7 +298,7 @@ export class RolloutDirector {
     // A failed node is said once, with the step that names it; a resume starts the count again.
     if (state.state === 'rolling' && state.nodes.failed === 0) live.saidFailed.clear();
     for (const f of state.failed) live.saidFailed.add(f.node);
-    const reason = describeState(state);
+    const reason = describeState(state, planOfLive(live));
     this.log[level](reason);
     this.say({ module: state.module, build: state.build, reason, passes: state.wave });
     return this.writer.write(state);
@@ -341,10 +341,24 @@ export class RolloutDirector {
     for (const key of this.#host?.keysOf(module) ?? []) yield key.slice(0, key.length - module.length - 1);
   }
 
+  /**
+   * A done rollout's failed nodes that reported the new build applied since are failed no more: the
+   * state is written again without them (counted applied), so `rollout` says what `status` does, and
+   * said at notice, a failure that ended. A rollout left with none is done as any other.
+   */
+  #recordRecovered(live: Live): void {
+    const reason = takeRecovered(live);
+    if (reason === undefined) return;
+    this.log.notice(reason);
+    this.say({ module: live.state.module, build: live.state.build, reason, passes: live.state.wave });
+    void this.writer.write(live.state);
+  }
+
   /** Judges the planned wave and takes what it decides. */
   #judge(module: string): void {
     const live = this.#lives.get(module);
     if (live?.state.state === 'halted' && !this.#closed) return this.#recordLateFailures(live);
+    if (live?.state.state === 'done' && !this.#closed) return this.#recordRecovered(live);
     if (!live || this.#closed || !this.#passed || !this.#reportsRead || !this.#host || !live.target || live.state.state !== 'rolling') return;
     // A wave not stored yet is not planned yet: judged once it is.
     if (live.storedWave !== live.state.wave) return;
@@ -380,7 +394,7 @@ export class RolloutDirector {
     const { module } = judged.state;
     live.state = judged.state;
     if (failedAnew) {
-      const reason = describeState(judged.state);
+      const reason = describeState(judged.state, planOfLive(live));
       this.log.warn(reason);
       this.say({ module, build: judged.state.build, reason, passes: judged.state.wave });
     }

@@ -1,10 +1,11 @@
-// A rollout's failed nodes beyond its judgement (DESIGN §12): which of them still keep the new build
-// failed (the verb's `health` lists them, so `status` shows them failed), what a done rollout keeps
-// in memory to follow them, and which are newly failed and to be said once.
+// A rollout's failed nodes beyond its judgement (DESIGN §12): which of them it still counts failed
+// (the verb's `health` lists them, so `status` shows them failed), which a done rollout no longer
+// does (they applied the new build since), what it keeps in memory to follow them, and which are
+// newly failed and to be said once.
 import { nodeModuleKey } from '../../../shared/keys.ts';
-import { describeState } from './steps.ts';
+import { describeState, FAILED_NODES_SAID, withRecovered, type PlanOf } from './steps.ts';
 import type { Live } from './live.ts';
-import type { FailedNode } from './progress.ts';
+import { isComposeFailure, type FailedNode } from './progress.ts';
 import type { RolloutHealth } from './state.ts';
 
 /** What telling a failed node from a put-right one reads of the seat. */
@@ -15,32 +16,68 @@ export type FailureHost = {
   composeFailure(key: string, build: string): string | undefined;
 };
 
+/** Whether a listed failed node has reported the new build applied since it was planned it (or since the seat's start). */
+export function appliedSince(live: Live, node: string): boolean {
+  const report = live.reports.get(node);
+  return report?.build === live.state.build && report.state === 'applied' && report.revision > (live.clocks.get(node)?.after ?? 0);
+}
+
 /**
- * The failed nodes a rollout lists that keep the new build failed: still assigned, not reported the
- * new build applied since, and composed (one the seat cannot compose has its own health entry).
+ * The failed nodes a rollout lists that it still counts failed: still assigned and not reported the
+ * new build applied since. A node the seat could not compose the new build for is one (its plan
+ * stayed on an older build, which the rollout's line says); once it composes, its reason says so.
  */
 export function stillFailed(live: Live, host: FailureHost): FailedNode[] {
   const { state } = live;
-  return state.failed.filter((f) => {
+  return state.failed.flatMap((f) => {
     const key = nodeModuleKey(f.node, state.module);
-    if (!host.isAssigned(key) || host.composeFailure(key, state.build) !== undefined) return false;
-    const report = live.reports.get(f.node);
-    const fixed = report?.build === state.build && report.state === 'applied' && report.revision > (live.clocks.get(f.node)?.after ?? 0);
-    return !fixed;
+    if (!host.isAssigned(key) || appliedSince(live, f.node)) return [];
+    const composedSince = isComposeFailure(f.reason, state.build) && host.composeFailure(key, state.build) === undefined;
+    return [composedSince ? { node: f.node, reason: `${f.reason}; composed since, planned ${state.build}, no applied report of it yet` } : f];
   });
+}
+
+/** The build of each node's stored plan as the rollout last saw it, for its line (`describeState`). */
+export function planOfLive(live: Live): PlanOf {
+  return (node) => {
+    const mark = live.marks.get(node);
+    const cut = mark === undefined ? -1 : mark.lastIndexOf('\n');
+    return cut < 0 ? undefined : mark!.slice(0, cut);
+  };
 }
 
 /**
  * The verb's `health` entry of a rollout that is not done, or done with failed nodes not applied
- * since; `failed` lists the nodes that keep the new build failed (rolling or done), so `status`
- * shows them failed. Undefined for a rollout done with none.
+ * since; `failed` lists the nodes it counts failed (rolling or done: `status` shows them failed), or
+ * those a halted or aborted rollout failed on (`status NODE` says so). Undefined for a rollout done
+ * with none.
  */
 export function rolloutHealthEntry(live: Live, host: FailureHost): RolloutHealth | undefined {
   const { state } = live;
-  const failed = state.state === 'rolling' || state.state === 'done' ? stillFailed(live, host) : [];
+  const counted = state.state === 'rolling' || state.state === 'done';
+  const failed = counted ? stillFailed(live, host) : state.state === 'superseded' ? [] : state.failed;
   if (state.state === 'done' && failed.length === 0) return undefined;
-  const entry = { module: state.module, build: state.build, state: state.state, wave: state.wave, reason: describeState(state), since: state.since };
+  const reason = describeState(state, planOfLive(live));
+  const entry = { module: state.module, build: state.build, state: state.state, wave: state.wave, reason, since: state.since };
   return failed.length > 0 ? { ...entry, failed } : entry;
+}
+
+/**
+ * Takes a done rollout's listed failed nodes that reported the new build applied since out of its
+ * state (`withRecovered`) and its memory; returns the line that says so, or undefined when none did.
+ */
+export function takeRecovered(live: Live): string | undefined {
+  if (live.state.state !== 'done') return undefined;
+  const recovered = new Set(live.state.failed.filter((f) => appliedSince(live, f.node)).map((f) => f.node));
+  if (recovered.size === 0) return undefined;
+  live.state = withRecovered(live.state, recovered);
+  for (const node of recovered) {
+    live.reports.delete(node);
+    live.clocks.delete(node);
+  }
+  const named = [...recovered].slice(0, FAILED_NODES_SAID).join(', ');
+  const more = recovered.size > FAILED_NODES_SAID ? ` and ${recovered.size - FAILED_NODES_SAID} more` : '';
+  return `${named}${more} reported ${live.state.build} applied, failed no more: ${describeState(live.state, planOfLive(live))}`;
 }
 
 /** A done rollout keeps, of its nodes' reports and clocks, only its failed nodes': its health entry follows them. */

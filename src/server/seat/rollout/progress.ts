@@ -68,6 +68,11 @@ export function cannotComposeReason(build: string, why: string): string {
   return `cannot compose ${build}: ${why}`;
 }
 
+/** Whether a failed node's reason is the seat's own `cannotComposeReason` of `build`: the node was never planned it. */
+export function isComposeFailure(reason: string, build: string): boolean {
+  return reason.startsWith(cannotComposeReason(build, ''));
+}
+
 /** How much of a report's own reason a timeout's reason carries. */
 const REPORT_REASON_CHARS = 200;
 

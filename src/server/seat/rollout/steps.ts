@@ -2,7 +2,7 @@
 // halt, resume, abort, superseded; and the line each step is said with.
 import type { Rollout } from '../../../shared/rollout-schema.ts';
 import type { Composition } from '../../../shared/schemas.ts';
-import type { FailedNode } from './progress.ts';
+import { isComposeFailure, type FailedNode } from './progress.ts';
 import { clipFailedReason, MAX_FAILED_LISTED, type RolloutState } from './state.ts';
 import { reachedBy, wavesCuts } from './waves.ts';
 
@@ -65,6 +65,16 @@ export function haltRollout(state: RolloutState, failed: readonly FailedNode[], 
   return withFailed({ ...state, state: 'halted', since: new Date(now).toISOString() }, failed);
 }
 
+/**
+ * A done rollout whose listed failed `nodes` have since reported the new build applied: each moved
+ * out of `failed` and counted applied, so `rollout` says what `status` does.
+ */
+export function withRecovered(state: RolloutState, nodes: ReadonlySet<string>): RolloutState {
+  const failed = state.failed.filter((f) => !nodes.has(f.node));
+  const moved = state.failed.length - failed.length;
+  return { ...state, failed, nodes: { ...state.nodes, applied: state.nodes.applied + moved, failed: state.nodes.failed - moved } };
+}
+
 /** A halt lifted by an operator: the failed nodes get the new build again with the next wave, the count starts again. */
 export function resumeRollout(state: RolloutState, now: number): RolloutState {
   const wave = Math.min(state.wave + 1, state.waves.length);
@@ -95,26 +105,36 @@ export function refusal(state: RolloutState, op: 'resume' | 'abort'): string | u
 /** How many failed nodes a halt's line names at most. */
 export const FAILED_NODES_SAID = 5;
 
-/** The line a rollout's current state is said with, on `provisioner_health` and in the verb's `health`. */
-export function describeState(state: RolloutState): string {
+/** The build of a node's stored plan, as the seat last saw it (undefined: not seen). */
+export type PlanOf = (node: string) => string | undefined;
+
+/**
+ * The line a rollout's current state is said with, on `provisioner_health` and in the verb's
+ * `health`; `planOf` tells which build a failed node the seat cannot compose is still on (else the
+ * build the rollout started from).
+ */
+export function describeState(state: RolloutState, planOf: PlanOf = () => undefined): string {
   const head = `rollout of ${state.module} build ${state.build} from ${state.from}`;
   const { total, planned, applied } = state.nodes;
   // With no last good composition the nodes on the new build cannot be planned back: they keep it.
   const back = state.previous
     ? `planned back to ${state.from}`
     : `its nodes on ${state.build} keep it (the seat never saw ${state.from}'s composition: publish ${state.from} again to plan them back)`;
+  const failed = failedSaid(state, planOf);
   switch (state.state) {
     case 'rolling': {
       const line = `${head}: wave ${state.wave} of ${state.waves.length} planned (${planned} of ${total} nodes, ${applied} applied)`;
       // Failed nodes below `halt` are a budget (DESIGN §12): the rollout goes on past them, and they keep the new build.
       if (state.nodes.failed === 0) return line;
-      return `${line}; ${failedSaid(state)}, fewer than halt ${state.halt}: the rollout goes on and they keep ${state.build}; fix them (\`status\` shows them failed), or \`rollout abort ${state.module}\``;
+      return `${line}; ${failed.text}, fewer than halt ${state.halt}: the rollout goes on${failed.kept}; fix them (\`status\` shows them failed), or \`rollout abort ${state.module}\``;
     }
     case 'halted':
-      return `${head}: halted at wave ${state.wave} by ${failedSaid(state)}; ${back}; next: \`rollout resume ${state.module}\` (the failed nodes again, with the next wave), \`rollout abort ${state.module}\`, or publish a fixed build`;
-    case 'done':
+      return `${head}: halted at wave ${state.wave} by ${failed.text}; ${back}; next: \`rollout resume ${state.module}\` (the failed nodes again, with the next wave), \`rollout abort ${state.module}\`, or publish a fixed build`;
+    case 'done': {
       if (state.nodes.failed === 0) return `${head}: done, ${total} node(s) on ${state.build}`;
-      return `${head}: done with failures, ${total} node(s) on ${state.build}, ${failedSaid(state)} (fewer than halt ${state.halt}); they keep ${state.build}: fix them (\`status\` shows them failed)`;
+      const on = failed.uncomposed === 0 ? `${total}` : `${total - failed.uncomposed} of ${total}`;
+      return `${head}: done with failures, ${on} node(s) on ${state.build}, ${failed.text} (fewer than halt ${state.halt})${failed.kept.replace(/^ and/, ';')}: fix them (\`status\` shows them failed)`;
+    }
     case 'aborted':
       return `${head}: aborted by an operator; ${back}; publish a new build to roll out again`;
     case 'superseded':
@@ -122,11 +142,27 @@ export function describeState(state: RolloutState): string {
   }
 }
 
-/** `2 failed node(s) (n1: why; n2: why)`: the count of every failed node, the first few named (`rollout MODULE` lists the rest). */
-function failedSaid(state: RolloutState): string {
-  const shown = state.failed.slice(0, FAILED_NODES_SAID).map((f) => `${f.node}: ${f.reason}`);
+/**
+ * `2 failed node(s) (n1: why; n2 keeps its plan of b1: cannot compose b2: why)`: the count of every
+ * failed node, the first few named (`rollout MODULE` lists the rest); a node the seat cannot compose
+ * the new build for is said on the plan it keeps. `uncomposed` counts those of the listed still on
+ * another build, and `kept` says who keeps the new build (` and they keep b2`, or nothing).
+ */
+function failedSaid(state: RolloutState, planOf: PlanOf): { text: string; uncomposed: number; kept: string } {
+  const elsewhere = (node: string, reason: string): string | undefined => {
+    if (!isComposeFailure(reason, state.build)) return undefined;
+    const plan = planOf(node);
+    return plan === state.build ? undefined : (plan ?? state.from);
+  };
+  const uncomposed = state.failed.filter((f) => elsewhere(f.node, f.reason) !== undefined).length;
+  const shown = state.failed.slice(0, FAILED_NODES_SAID).map((f) => {
+    const keeps = elsewhere(f.node, f.reason);
+    return keeps === undefined ? `${f.node}: ${f.reason}` : `${f.node} keeps its plan of ${keeps}: ${f.reason}`;
+  });
   const more = state.nodes.failed - shown.length;
-  return `${state.nodes.failed} failed node(s) (${shown.join('; ')}${more > 0 ? `; and ${more} more` : ''})`;
+  const text = `${state.nodes.failed} failed node(s) (${shown.join('; ')}${more > 0 ? `; and ${more} more` : ''})`;
+  const kept = uncomposed === 0 ? ` and they keep ${state.build}` : uncomposed < state.nodes.failed ? ` and the others keep ${state.build}` : '';
+  return { text, uncomposed, kept };
 }
 
 /** The level a step is logged at: a halt (and its rollback), failures left on the new build at warning; an operator's abort, a supersession at notice; the rest at info. */
