@@ -54,15 +54,35 @@ function packPrevious(out: string): void {
   const tar = spawnSync('git', ['-C', ROOT, 'archive', '--format=tar', PREVIOUS], { maxBuffer: 512 * 1024 * 1024 });
   assert.is(tar.status, 0, `git archive ${PREVIOUS}: ${tar.stderr}`);
   assert.is(spawnSync('tar', ['-x', '-C', tree], { input: tar.stdout }).status, 0, 'tar -x of the previous tree');
-  const lock = (dir: string) => readFileSync(join(dir, 'package-lock.json'), 'utf8');
-  if (lock(tree) !== lock(ROOT)) {
+  const differs = lockedElsewise(tree);
+  if (differs.length > 0) {
     throw new Error(
-      `${PREVIOUS}'s package-lock.json differs from this checkout's: its tree needs node_modules of its own (npm ci there, from the registry) before it can be built`,
+      `${PREVIOUS}'s package-lock.json locks ${differs.join(', ')} at another version than this checkout's: its tree needs node_modules of its own (npm ci there, from the registry) before it can be built`,
     );
   }
   symlinkSync(join(ROOT, 'node_modules'), join(tree, 'node_modules'), 'dir');
   const made = spawnSync(process.execPath, [join(tree, 'scripts', 'release.mjs'), '--out', out], { cwd: tree, encoding: 'utf8' });
   assert.is(made.status, 0, `the previous release.mjs: ${made.stderr}`);
+}
+
+type Lock = { packages: Record<string, { version?: string }> };
+
+/**
+ * The packages `tree`'s package-lock.json locks at a version this checkout's node_modules does not
+ * hold (the root package aside: its own version moves with each release). This checkout may hold
+ * more packages: the previous tree's build never loads them.
+ */
+function lockedElsewise(tree: string): string[] {
+  const lock = (dir: string) => JSON.parse(readFileSync(join(dir, 'package-lock.json'), 'utf8')) as Lock;
+  const [before, now] = [lock(tree), lock(ROOT)];
+  return Object.entries(before.packages)
+    .filter(([path, p]) => path !== '' && now.packages[path]?.version !== p.version)
+    .map(([path, p]) => `${path.replace(/^node_modules\//, '')}@${p.version}`);
+}
+
+/** The release's top directory in its tarball: mesh-provisioner-<version> of the tree's package.json. */
+function releaseTop(tree: string): string {
+  return `mesh-provisioner-${(JSON.parse(readFileSync(join(tree, 'package.json'), 'utf8')) as { version: string }).version}`;
 }
 
 /** The steps of deploy/README.md's "Upgrading", each by the words in bold that open it. */
@@ -104,7 +124,7 @@ if (!previousReachable()) {
     const old = join(work, 'previous');
     const NEW = join(work, 'new', RELEASE_TOP);
     shell = startLabShell(old, { ...labEnv(work, port, db!), NEW });
-    const lab = join(old, RELEASE_TOP, 'lab');
+    const lab = join(old, releaseTop(join(work, 'previous-tree')), 'lab');
     const run = (block: string) => shell!.run(block, BLOCK_MS);
     const previousBlocks = labBlocks(readFileSync(join(work, 'previous-tree', 'README.md'), 'utf8'));
     for (const block of previousBlocks.slice(0, 7)) await run(block);
