@@ -49,7 +49,7 @@ test('the seat, a client and the vault, SIGTERM’d once nats-server is gone, sa
       const stderr = running.stderr();
       assert.is(code, 0, `${name} exited ${code}:\n${stderr}`);
       assert.match(stderr, /\bstopped\n/, `${name} says stopped:\n${stderr}`);
-      for (const line of stderr.trim().split('\n')) assert.match(line, /^\S+ (debug|info|notice|warn|error) /, `${name}: a line without a level: ${line}`);
+      for (const line of stderr.trim().split('\n')) assert.match(line, /^\S+ (debug|info|notice|warning|error) /, `${name}: a line without a level: ${line}`);
     }
   } finally {
     for (const [, running] of programs) running.kill();
