@@ -1,6 +1,7 @@
 // A fleet for rollout tests (DESIGN §12): nats-server, the seat bundle copied alone, and the test
 // standing in for each node's client by writing its reports into mesh-provisioner_applied. Every
 // plan write is recorded in order, so a test can say what each node was planned, and when.
+import { createHash } from 'node:crypto';
 import { Kvm, type KV } from '@nats-io/kv';
 import { jetstream } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -10,7 +11,6 @@ import { HEALTH_SUBJECT, PROVISIONING_VERB } from '../../src/shared/subjects.ts'
 import { watchKv } from '../../src/shared/watch/watch.ts';
 import type { Watch } from '../../src/shared/watch/types.ts';
 import type { RolloutState } from '../../src/server/seat/rollout/state.ts';
-import { waveOrder } from '../../src/server/seat/rollout/waves.ts';
 import { copyBundleAlone, ensureBuilt, runBundle, startBundle, type Finished, type Running } from './bundle.ts';
 import { startNats, type NatsServer } from './nats.ts';
 import { waitFor } from './wait.ts';
@@ -63,9 +63,19 @@ export function digestFor(content: string): string {
   return 'sha256:' + Buffer.from(content).toString('hex').padEnd(64, '0').slice(0, 64);
 }
 
-/** The nodes in the waves' order for `module` and `build`, as the seat orders them. */
+/**
+ * The nodes in the waves' order for `module` and `build`, worked out here from DESIGN §12's words
+ * (ascending hex sha256 of the UTF-8 `<module>.<build>.<node>`), not by the seat's code under test.
+ */
 export function inWaveOrder(module: string, build: string, nodes: string[]): string[] {
-  return waveOrder(module, build, nodes);
+  const hex = (node: string) =>
+    createHash('sha256')
+      .update(Buffer.from(`${module}.${build}.${node}`, 'utf8'))
+      .digest('hex');
+  return nodes
+    .map((node) => [hex(node), node] as const)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([, node]) => node);
 }
 
 /** Starts the fleet's bus, buckets and seat (`seatArgs` appended to its command line). */

@@ -6,8 +6,6 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { jsonBytes } from '../../src/shared/bytes.ts';
 import { watchKv } from '../../src/shared/watch/watch.ts';
 import { PLANS } from '../../src/shared/buckets.ts';
-import { composePlan } from '../../src/server/seat/compose.ts';
-import { AssignmentSchema, CompositionSchema, decodeJson } from '../../src/shared/schemas.ts';
 import { assignment, composition } from './seat.ts';
 
 /** What a fleet wrote: compositions by module, assignments by key, as bytes. */
@@ -35,16 +33,32 @@ export async function putFleet(inputs: { assignments: KV; modules: KV }, nodes: 
   return { compositions, assignments };
 }
 
-/** The plan bytes the seat writes for each assignment of the fleet, composed here as the seat does. */
+/**
+ * The plan bytes the seat writes for each assignment of the fleet, written out here from DESIGN §4's
+ * example for the fleet's one shape of composition (seat.ts `composition`, `assignment`): the
+ * composition's fields in the contract's order, the `${dir:config}` of its file resolved from the
+ * placement, its secret given its vault name — not composed by the seat's code under test.
+ */
 export function expectedPlans(fleet: Fleet): Map<string, Uint8Array> {
   return new Map(
     [...fleet.assignments].map(([key, bytes]) => {
-      const a = decodeJson(AssignmentSchema, bytes);
-      const c = a.ok ? decodeJson(CompositionSchema, fleet.compositions.get(a.value.module) ?? '') : a;
-      if (!a.ok || !c.ok) throw new Error(`fleet input ${key} does not validate`);
-      const plan = composePlan(a.value, c.value);
-      if (!plan.ok) throw new Error(`plan ${key}: ${plan.reason}`);
-      return [key, Buffer.from(JSON.stringify(plan.value))];
+      const a = JSON.parse(Buffer.from(bytes).toString('utf8')) as ReturnType<typeof assignment>;
+      const c = JSON.parse(Buffer.from(fleet.compositions.get(a.module)!).toString('utf8')) as ReturnType<typeof composition>;
+      const [file] = c.provisioning.files;
+      const plan = {
+        node: a.node,
+        module: a.module,
+        build: c.build,
+        archive: c.archive,
+        files: [{ ...file!, path: file!.path.replace('${dir:config}', a.placement.dir.config) }],
+        placement: a.placement,
+        secrets: c.provisioning.secrets.map((s) => ({ name: s.name, vault: `module/${a.module}/${s.name}` })),
+        provisions: [],
+        provides: [],
+        items: [],
+        collections: [],
+      };
+      return [key, Buffer.from(JSON.stringify(plan))];
     }),
   );
 }
