@@ -73,6 +73,31 @@ export function clusterServerConfig(
   ].join('\n');
 }
 
+/**
+ * A `config` for startNatsCluster that runs each server on the bus `bus-config` generates, as an
+ * operator's is (deploy/README.md): its name, monitoring port and routes around an `include` of what
+ * `busConfig` (`server.js bus-config` with these arguments) writes for it, every server's from the
+ * seeds in `credentials`, which busConfig makes on its first run.
+ */
+export function generatedServerConfig(
+  busConfig: (args: string[]) => void,
+  nodes: readonly string[],
+  credentials: string,
+): NonNullable<NatsClusterOptions['config']> {
+  return (where, s) => {
+    const out = join(s.dir, 'mesh.conf');
+    busConfig([...nodes.flatMap((n) => ['--node', n]), '--credentials', credentials, '--listen', where.listen, '--store-dir', where.storeDir, '--out', out]);
+    const routes = s.routes.map((p) => `"nats-route://127.0.0.1:${p}"`).join(', ');
+    return [
+      `server_name: "${s.name}"`,
+      `http: "127.0.0.1:${s.http}"`,
+      `cluster { name: "mesh", listen: "127.0.0.1:${s.cluster}", routes: [${routes}] }`,
+      'include "mesh.conf"',
+      '',
+    ].join('\n');
+  };
+}
+
 /** Starts the cluster and resolves once every server answers and JetStream has a meta leader. */
 export async function startNatsCluster(opts: NatsClusterOptions = {}): Promise<NatsCluster> {
   const size = opts.size ?? 3;

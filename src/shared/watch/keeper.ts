@@ -7,6 +7,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { ConsumerInfo } from '@nats-io/jetstream';
 import type { OrderedConsumer } from './internals.ts';
+import { paceOf } from './pace.ts';
 import { hastenRemakes, type RemakeLog, type Remakes } from './remake.ts';
 
 /**
@@ -95,10 +96,11 @@ class ConsumerKeeper implements WatchKeeper {
     heartbeatMs: number,
     private readonly log?: KeeperLog,
   ) {
-    this.remakes = hastenRemakes(consumer, what, log, undefined, (err) => {
+    const refused = (err: Error) => {
       this.#began?.reject(err);
       this.#began = undefined;
-    });
+    };
+    this.remakes = hastenRemakes(consumer, what, log, undefined, refused, paceOf(nc));
     this.#connectedTo = nc.info?.server_name;
     this.#servers = clientUrls(nc);
     this.#timer = setInterval(() => this.#tick(heartbeatMs), heartbeatMs);
