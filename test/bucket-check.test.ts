@@ -143,7 +143,7 @@ test('a check the bus leaves unanswered until its timeout answers for the checks
   }
 });
 
-test('a stream read left unanswered is asked again every second: a stream choosing its leader is checked a second after it has one, and a replica its leader has not heard from tells the watches on the connection the cluster is failing over', async () => {
+test('a stream read left unanswered is asked again every 0.5 s: a stream choosing its leader is checked within 0.5 s of having one, and a replica its leader has not heard from tells the watches on the connection the cluster is failing over', async () => {
   const { nc, close } = await busWithoutJetStream();
   try {
     const config = streamConfigOf(kvBucket('b'), { replicas: 3, maxConsumers: 10 });

@@ -4,10 +4,11 @@
 import { test } from 'uvu';
 import { errors } from '@nats-io/transport-node';
 import * as assert from 'uvu/assert';
-import type { ConsumerConfig, ConsumerInfo, ConsumerMessages } from '@nats-io/jetstream';
+import { JetStreamApiError, type ConsumerConfig, type ConsumerInfo, type ConsumerMessages } from '@nats-io/jetstream';
 import { orderedConsumer } from '../src/shared/watch/internals.ts';
-import { BusPace, REPLICA_SILENT_MS } from '../src/shared/watch/pace.ts';
-import { hastenRemakes, REMAKE_AGAIN_MS, REMAKE_ANSWER_MS, REMAKE_GIVE_UP_MS, REMAKE_TIMEOUT_MS, REMAKE_UNSETTLED_MS } from '../src/shared/watch/remake.ts';
+import { REMAKE_AGAIN_MS, REMAKE_GIVE_UP_MS, REMAKE_TIMEOUT_MS } from '../src/shared/watch/give-up.ts';
+import { BusPace, PACE_MEMORY_MS, REMAKE_UNSETTLED_MS, REPLICA_SILENT_MS } from '../src/shared/watch/pace.ts';
+import { hastenRemakes, REMAKE_ANSWER_MS } from '../src/shared/watch/remake.ts';
 import { fakeClock, flush } from './helpers/clock.ts';
 
 /** The private consumer API as nats.js's reset calls it (`this.timeout` its request timeout). */
@@ -17,14 +18,22 @@ type ConsumerApi = {
   delete(stream: string, name: string): Promise<boolean>;
 };
 
-type Create = { name: string; deliver: string; timeout: number; at: number; made(): void; lost(): void; refused(why: string): void };
+type Create = {
+  name: string;
+  deliver: string;
+  timeout: number;
+  at: number;
+  made(): void;
+  lost(): void;
+  refused(why: string): void;
+  refusedWith(apiError: { code: number; err_code: number; description: string }): void;
+};
 
 /**
  * An ordered consumer's private parts whose creates wait for the test; deletes recorded. `internals`
  * is the object nats.js's reset goes through, `consumer` what the watch holds of it.
  */
-function fakeApi() {
-  const clock = fakeClock();
+function fakeApi(clock = fakeClock()) {
   const creates: Create[] = [];
   const deleted: string[] = [];
   const api = {
@@ -40,6 +49,7 @@ function fakeApi() {
           made: () => resolve({ name: config.name!, config } as unknown as ConsumerInfo),
           lost: () => reject(new errors.TimeoutError()),
           refused: (why) => reject(new Error(why)),
+          refusedWith: (apiError) => reject(new JetStreamApiError(apiError)),
         });
       });
     },
@@ -220,6 +230,18 @@ test('a create answered at once asks nothing more, calm or after a cluster chang
   }
 });
 
+test('a create answered that JetStream is choosing a leader (503) is no refusal: given up and asked again under a new name', async () => {
+  const f = fakeApi();
+  const refusals: Error[] = [];
+  hastenRemakes(f.consumer, 'watch w', undefined, f.clock, (err) => refusals.push(err));
+  void f.internals.consumer.api.add('KV_x', config(2));
+  f.creates[0]!.refusedWith({ code: 503, err_code: 10008, description: 'JetStream system temporarily unavailable' });
+  await flush();
+  await f.clock.advance(1);
+  assert.equal(refusals, []);
+  assert.equal(f.resets, [0]);
+});
+
 test('an answered refusal goes to nats.js at once, which waits before its next reset', async () => {
   const f = fakeApi();
   hastenRemakes(f.consumer, 'watch w', undefined, f.clock);
@@ -249,6 +271,75 @@ test('a re-make replaced by a later reset never settles, sends nothing more, and
     f.creates.map((c) => c.name),
     ['oc_2', 'oc_3'],
   );
+});
+
+test('while another watch on the connection waits unanswered too and nothing was answered since, a create waits on: until one is answered, 1.5 s at most', async () => {
+  const clock = fakeClock();
+  const pace = new BusPace(clock.now);
+  const [a, b, c] = [fakeApi(clock), fakeApi(clock), fakeApi(clock)];
+  for (const f of [a, b, c]) hastenRemakes(f.consumer, 'watch', undefined, clock, undefined, pace).clusterChanged();
+  for (const f of [a, b, c]) void f.internals.consumer.api.add('KV_x', config(2));
+  await clock.advance(REMAKE_TIMEOUT_MS);
+  assert.equal(
+    [a, b, c].map((f) => f.resets.length),
+    [0, 0, 0],
+    'a burst: three creates wait, none given up at 0.25 s',
+  );
+  // The bus answers a's 0.4 s after the asks.
+  await clock.advance(150);
+  a.creates[0]!.made();
+  await flush();
+  await clock.advance(REMAKE_TIMEOUT_MS);
+  // b's and c's second look is at 0.5 s: a was answered since they were asked.
+  assert.equal(
+    [a, b, c].map((f) => f.resets),
+    [[], [2 * REMAKE_TIMEOUT_MS], [2 * REMAKE_TIMEOUT_MS]],
+  );
+  // Nothing answered at all: the wait ends at 1.5 s.
+  const clock2 = fakeClock();
+  const pace2 = new BusPace(clock2.now);
+  const [d, e] = [fakeApi(clock2), fakeApi(clock2)];
+  for (const f of [d, e]) hastenRemakes(f.consumer, 'watch', undefined, clock2, undefined, pace2).clusterChanged();
+  for (const f of [d, e]) void f.internals.consumer.api.add('KV_x', config(2));
+  await clock2.advance(REMAKE_GIVE_UP_MS);
+  assert.equal(
+    [d, e].map((f) => f.resets),
+    [[REMAKE_GIVE_UP_MS], [REMAKE_GIVE_UP_MS]],
+  );
+});
+
+test('while the connection is down nothing is given up, not even a create unanswered past 10 s: the reconnect makes the consumer again', async () => {
+  const f = fakeApi();
+  const remakes = hastenRemakes(f.consumer, 'watch w', undefined, f.clock);
+  remakes.clusterChanged();
+  void f.internals.consumer.api.add('KV_x', config(2));
+  remakes.disconnected(true);
+  await f.clock.advance(REMAKE_ANSWER_MS);
+  f.creates[0]!.lost();
+  await f.clock.advance(REMAKE_GIVE_UP_MS);
+  assert.equal(f.resets, []);
+  remakes.disconnected(false);
+  void f.internals.consumer.api.add('KV_x', config(3));
+  await f.clock.advance(REMAKE_TIMEOUT_MS);
+  assert.equal(f.resets, [REMAKE_ANSWER_MS + REMAKE_GIVE_UP_MS + REMAKE_TIMEOUT_MS], 'back up: given up as before');
+});
+
+test('the pace forgets answers after 5 s, and those from before a cluster change', async () => {
+  const clock = fakeClock();
+  const pace = new BusPace(clock.now);
+  pace.answered(900);
+  assert.is(pace.giveUpAfter(REMAKE_TIMEOUT_MS, REMAKE_ANSWER_MS), 1800);
+  pace.unsettle();
+  assert.is(pace.giveUpAfter(REMAKE_TIMEOUT_MS, REMAKE_ANSWER_MS), REMAKE_TIMEOUT_MS, 'a fleet’s start says nothing of its failover');
+  pace.answered(400);
+  pace.sawStream({ replicas: [{ current: false, active: 4000e6 }] });
+  assert.is(
+    pace.giveUpAfter(REMAKE_TIMEOUT_MS, REMAKE_ANSWER_MS),
+    800,
+    'a stream read showing the server gone is no new change: what the answers taught is kept',
+  );
+  await clock.advance(PACE_MEMORY_MS + 1);
+  assert.is(pace.giveUpAfter(REMAKE_TIMEOUT_MS, REMAKE_ANSWER_MS), REMAKE_TIMEOUT_MS);
 });
 
 test('a stopped watch sends no more creates', async () => {

@@ -6,7 +6,7 @@ import { JetStreamApiError, jetstreamManager, type JetStreamManager, type Stream
 import { retryWithBackoff } from './retry.ts';
 import { bucketProblems, bucketWarnings, describeProblems, streamConfigOf, streamOf, type BucketSize, type BucketSpec } from './bucket-spec.ts';
 import { errorText, isPermissionViolation, isTimeout } from './errors.ts';
-import { isStreamNotFound } from './jetstream-errors.ts';
+import { isChoosingLeader, isStreamNotFound } from './jetstream-errors.ts';
 import { paceOf } from './watch/pace.ts';
 
 /** A bucket whose stream holds more than its bucket: no program uses it. */
@@ -41,13 +41,13 @@ export function bucketManager(nc: NatsConnection, timeoutMs = BUCKET_API_TIMEOUT
  * a stream choosing a new leader drops every read until it has one (4–9 s on nats-server 2.9), and a
  * program started then waited out a whole 5 s read past it.
  */
-export const STREAM_READ_ASK_MS = 1000;
+export const STREAM_READ_ASK_MS = 500;
 
 /**
  * Reads a bucket's stream and says its state; throws BucketRefusedError, naming the bucket and
  * every difference, when it holds more than its bucket (a second subject, a mirror, a source, a
- * republish, a key/value bucket without its hardening). A read left unanswered is asked again every
- * STREAM_READ_ASK_MS until `timeoutMs`; what its answer says of the stream's replicas tells the
+ * republish, a key/value bucket without its hardening). A read left unanswered, or answered that the
+ * stream is choosing its leader (503), is asked again every STREAM_READ_ASK_MS until `timeoutMs`; what its answer says of the stream's replicas tells the
  * connection's watches whether the cluster is failing over (shared/watch/pace.ts).
  */
 export async function inspectBucket(nc: NatsConnection, spec: BucketSpec, timeoutMs = BUCKET_API_TIMEOUT_MS): Promise<BucketState> {
@@ -72,7 +72,9 @@ async function streamInfoAskedAgain(nc: NatsConnection, stream: string, timeoutM
     try {
       return await (await bucketManager(nc, ask)).streams.info(stream);
     } catch (err) {
-      if (!isTimeout(err) || Date.now() >= until) throw err;
+      if (!(isTimeout(err) || isChoosingLeader(err)) || Date.now() >= until) throw err;
+      // Answered at once that the stream is choosing its leader: asked again after the same wait.
+      if (isChoosingLeader(err)) await new Promise((r) => setTimeout(r, ask));
     }
   }
 }

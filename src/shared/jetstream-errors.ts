@@ -7,3 +7,14 @@ import { inChain } from './errors.ts';
 export function isStreamNotFound(err: unknown): boolean {
   return inChain(err, (e) => e instanceof JetStreamApiError && e.code === JetStreamApiCodes.StreamNotFound);
 }
+
+/** nats-server's status for a JetStream call made while its cluster, or the group it asks, has no leader. */
+const TEMPORARILY_UNAVAILABLE = 503;
+
+/**
+ * Whether a JetStream call was answered "JetStream system temporarily unavailable": the meta group or
+ * the stream's group is choosing a leader, and the same call asked again is answered once it has one.
+ */
+export function isChoosingLeader(err: unknown): boolean {
+  return inChain(err, (e) => e instanceof JetStreamApiError && e.status === TEMPORARILY_UNAVAILABLE);
+}

@@ -179,10 +179,16 @@ class ConsumerKeeper implements WatchKeeper {
 
   async #follow(): Promise<void> {
     for await (const s of this.#status) {
-      if (s.type === 'disconnect') this.#paused = true;
+      if (s.type === 'disconnect') this.#disconnected();
       if (s.type === 'update') this.#serversChanged();
       if (s.type === 'reconnect') this.#reconnected();
     }
+  }
+
+  /** Off the bus: silence is no news, and no create is given up (the reconnect makes the consumer again). */
+  #disconnected(): void {
+    this.#paused = true;
+    this.remakes.disconnected(true);
   }
 
   /**
@@ -196,6 +202,7 @@ class ConsumerKeeper implements WatchKeeper {
     this.#connectedTo = this.nc.info?.server_name;
     this.#servers = clientUrls(this.nc);
     this.#paused = false;
+    this.remakes.disconnected(false);
     this.#heard = true;
     if (this.#connectedTo !== lost) this.remakes.clusterChanged();
     if (this.#consumerServer !== undefined && this.#consumerServer !== lost) {

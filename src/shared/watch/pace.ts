@@ -7,8 +7,11 @@ import type { NatsConnection } from '@nats-io/transport-node';
 
 /** How many of the latest answers the pace keeps. */
 export const PACE_ANSWERS = 8;
-/** How long an answer counts: the pace of a bus long past says nothing of it now. */
-export const PACE_MEMORY_MS = 60_000;
+/**
+ * How long an answer counts: the pace of a burst past says nothing of the bus now (a burst's second-late
+ * answers, kept a minute, had the creates after it wait 0.5 s each, one in three on a dead peer).
+ */
+export const PACE_MEMORY_MS = 5000;
 /** How long after the cluster was last seen changing creates are given up as while it fails over. */
 export const REMAKE_UNSETTLED_MS = 20_000;
 /**
@@ -23,12 +26,16 @@ export type StreamCluster = { replicas?: { current: boolean; offline?: boolean; 
 /** The answers a connection's creates had, the wait that follows from them, and whether its cluster is unsettled. */
 export class BusPace {
   #answers: { ms: number; at: number }[] = [];
+  #lastAnswerAt = -Infinity;
   #unsettledUntil = -Infinity;
+  /** The watches whose create waits for its answer now. */
+  readonly #waiting = new Set<object>();
 
   constructor(private readonly now: () => number = Date.now) {}
 
   /** A create was answered `ms` after it was asked (in time, or after it was given up). */
   answered(ms: number): void {
+    this.#lastAnswerAt = this.now();
     this.#answers.push({ ms, at: this.now() });
     if (this.#answers.length > PACE_ANSWERS) this.#answers.shift();
   }
@@ -48,8 +55,29 @@ export class BusPace {
     return Math.min(ceiling, Math.max(floor, 2 * median));
   }
 
-  /** The cluster changed (a server left it, the connection moved, a stream's replica went silent). */
+  /** Whether a create was answered at or after `at`. */
+  answeredSince(at: number): boolean {
+    return this.#lastAnswerAt >= at;
+  }
+
+  /** `watch`'s create waits for its answer (`on`), or no longer. */
+  waiting(watch: object, on: boolean): void {
+    if (on) this.#waiting.add(watch);
+    else this.#waiting.delete(watch);
+  }
+
+  /** Whether a watch other than `watch` waits for its create's answer too. */
+  othersWaiting(watch: object): boolean {
+    return this.#waiting.size > (this.#waiting.has(watch) ? 1 : 0);
+  }
+
+  /**
+   * The cluster changed (a server left it, the connection moved): the answers from before it say
+   * nothing of the bus now (a pace learned at a fleet's start, creates a second late, had a running
+   * fleet's creates wait 1.7 s each after a kill, one in three on a dead server).
+   */
   unsettle(): void {
+    this.#answers = [];
     this.#unsettledUntil = this.now() + REMAKE_UNSETTLED_MS;
   }
 
@@ -58,10 +86,13 @@ export class BusPace {
     return this.now() < this.#unsettledUntil;
   }
 
-  /** A stream's info was read: a replica offline, behind or silent past REPLICA_SILENT_MS is a server gone. */
+  /**
+   * A stream's info was read: a replica offline, behind or silent past REPLICA_SILENT_MS is a server
+   * gone, and the cluster unsettled (what the answers taught since is kept: this is no new change).
+   */
   sawStream(cluster: StreamCluster | undefined): void {
     const gone = (cluster?.replicas ?? []).some((r) => r.offline === true || !r.current || r.active / 1e6 > REPLICA_SILENT_MS);
-    if (gone) this.unsettle();
+    if (gone) this.#unsettledUntil = Math.max(this.#unsettledUntil, this.now() + REMAKE_UNSETTLED_MS);
   }
 }
 

@@ -1,39 +1,32 @@
 // How a watch's consumer is made again (shared/watch/keeper.ts). A create is answered in milliseconds,
 // late, or never, and a watch cannot tell late from never until the answer comes:
 // - Never: while the cluster has no meta leader every create is dropped; and a meta leader places a
-//   consumer on a random peer of its stream, counting a killed server online long after it died
-//   (nats-server 2.9: still 35 s after a SIGKILL, one new consumer in three placed there). A create
-//   placed on the dead server is never answered, and asked again under the same name it goes to the
-//   same placement: a watch made after the kill waited for ever (issue 31). Only a new name is placed
-//   anew. So every create unanswered after REMAKE_GIVE_UP_MS is given up, whatever the connection
-//   saw, and the consumer reset under a new name on a new deliver subject; after a first give-up, and
-//   for REMAKE_UNSETTLED_MS after the cluster changed (a server left, the connection moved), each
-//   create is given up after REMAKE_TIMEOUT_MS: with one name in three placed on a dead peer, that is
-//   what keeps a watch within the bus's failover + 2 s.
-// - Late: a bus busy with a fleet's starts answers creates seconds late, and a late answer of a
-//   create given up is a consumer nobody holds. It delivers to a subject nobody listens on any more,
+//   new consumer on a random peer of its stream, counting a killed server online long after it died
+//   (nats-server 2.9: still 35 s after a SIGKILL, about one new consumer in three placed there). A
+//   create placed on the dead server is never answered, and asked again under the same name it goes
+//   to the same placement: a watch made just after a kill waited for ever (issue 31). Only a new name
+//   is placed anew. So every create left unanswered is given up, whatever the connection saw, and the
+//   consumer reset under a new name on a new deliver subject (when: shared/watch/give-up.ts; 1.5 s on
+//   a calm cluster, 0.25 s once one was given up or while the cluster fails over, which is what keeps
+//   a watch within the bus's failover + 2 s with one name in three on a dead peer).
+// - Late: a bus busy with a fleet's creates answers them a second or more late, and a late answer of
+//   a create given up is a consumer nobody holds. It delivers to a subject nobody listens on any more,
 //   never a message to the watch (hedges on the watch's own subject each set off a reset, which filled
 //   the streams' max_consumers at a hundred nodes: docs/scale.md), and costs a consumer until its
-//   5-minute inactivity threshold (deleted at once where the grants allow). To keep that cost to the
-//   first few, a create given up is still listened to for REMAKE_ANSWER_MS, and every answer teaches
-//   the connection's pace (shared/watch/pace.ts): no create is given up sooner than twice the median
-//   recent answer, so a slow bus stops losing creates once it has answered once.
+//   5-minute inactivity threshold (deleted at once where the grants allow). To keep that cost small a
+//   create given up is still listened to for REMAKE_ANSWER_MS, and every answer sets the connection's
+//   pace (shared/watch/pace.ts): no create is given up sooner than twice the median recent answer,
+//   and none while the connection's other creates wait unanswered too (give-up.ts).
 import type { ConsumerConfig, ConsumerInfo } from '@nats-io/jetstream';
 import { unrefTimer, type Timer } from '../timer.ts';
 import type { ConsumerCalls, OrderedConsumer } from './internals.ts';
 import { isTimeout } from '../errors.ts';
-import { BusPace, REMAKE_UNSETTLED_MS } from './pace.ts';
+import { isChoosingLeader } from '../jetstream-errors.ts';
+import { GiveUpRule } from './give-up.ts';
+import { BusPace } from './pace.ts';
 
-export { REMAKE_UNSETTLED_MS };
-
-/** How long a create's answer is listened for: a late one teaches the pace, and its consumer is deleted. */
+/** How long a create's answer is listened for: a late one sets the pace, and its consumer is deleted. */
 export const REMAKE_ANSWER_MS = 10_000;
-/** How long a create waits for its answer before it is given up, on a cluster that seems calm. */
-export const REMAKE_GIVE_UP_MS = 1500;
-/** How long a create waits before it is given up after one was, or while the cluster is unsettled. */
-export const REMAKE_TIMEOUT_MS = 250;
-/** The wait before a consumer given up is reset again, from the second give-up in a row on (the first: none). */
-export const REMAKE_AGAIN_MS = 50;
 
 /** Where the re-make says what it does: lost creates at debug. */
 export type RemakeLog = { debug?(line: string): void };
@@ -44,6 +37,8 @@ export type Remakes = {
   busy(): boolean;
   /** The cluster changed (a server left, the connection moved): the re-make in flight is given up at once. */
   clusterChanged(): void;
+  /** The connection went down (`true`) or came back: while it is down nothing is given up. */
+  disconnected(down: boolean): void;
   stop(): void;
 };
 
@@ -56,12 +51,10 @@ const OTHER_CALLS_MS = 500;
 const REAL_TIME: RemakeTime = { timer: unrefTimer, now: Date.now };
 
 /**
- * Takes the creates behind `consumer`'s resets: each asked once, given up after REMAKE_GIVE_UP_MS (after
- * REMAKE_TIMEOUT_MS once one was, or within REMAKE_UNSETTLED_MS of a cluster change; never sooner than
- * `pace` says the bus answers) and the consumer reset again (at once, then after REMAKE_AGAIN_MS). An
- * answered refusal (the stream gone, not granted) goes to nats.js, which waits longer before its next
- * reset; `refused` hears it. A create a later reset replaced, or given up, never settles, and its
- * consumer is deleted where the grants allow.
+ * Takes the creates behind `consumer`'s resets: each asked once, given up as give-up.ts says (`pace`:
+ * the connection's) and the consumer reset again. An answered refusal (the stream gone, not granted)
+ * goes to nats.js, which waits longer before its next reset; `refused` hears it. A create a later
+ * reset replaced, or given up, never settles, and its consumer is deleted where the grants allow.
  */
 export function hastenRemakes(
   consumer: Pick<OrderedConsumer, 'interceptCreates' | 'reset'>,
@@ -74,21 +67,12 @@ export function hastenRemakes(
   let latest = 0;
   let stopped = false;
   let inFlight: Remake | undefined;
-  let givenUp = 0;
-  // A re-make given up: the consumer is reset again (a new name, a new subject) unless another reset came first.
-  const again = (mine: number) => {
-    const wait = givenUp === 0 ? 0 : REMAKE_AGAIN_MS;
-    givenUp++;
-    return time.timer(() => current(mine) && consumer.reset(), wait);
-  };
-  const made = () => void (givenUp = 0);
+  const rule = new GiveUpRule(pace, REMAKE_ANSWER_MS);
   const current = (mine: number) => !stopped && mine === latest;
-  const giveUpAfter = () => {
-    const hasty = givenUp > 0 || pace.unsettled();
-    return pace.giveUpAfter(hasty ? REMAKE_TIMEOUT_MS : REMAKE_GIVE_UP_MS, REMAKE_ANSWER_MS);
-  };
+  // A re-make given up: the consumer is reset again (a new name, a new subject) unless another reset came first.
+  const again = (mine: number) => time.timer(() => current(mine) && consumer.reset(), rule.gaveUp());
   const calls = consumer.interceptCreates(OTHER_CALLS_MS, (stream, config) => {
-    const remake = new Remake(calls, stream, config, ++latest, { what, log, time, pace, current, giveUpAfter, again, made });
+    const remake = new Remake(calls, stream, config, ++latest, { what, log, time, pace, rule, current, again });
     inFlight = remake;
     if (refused) remake.made.catch(refused);
     return remake.made;
@@ -99,7 +83,11 @@ export function hastenRemakes(
       pace.unsettle();
       if (inFlight && current(inFlight.mine) && !inFlight.settled) inFlight.giveUp('the cluster changed while it was being made');
     },
-    stop: () => void (stopped = true),
+    disconnected: (down) => rule.disconnected(down),
+    stop() {
+      stopped = true;
+      rule.waiting(false);
+    },
   };
 }
 
@@ -109,13 +97,10 @@ type RemakeContext = {
   log?: RemakeLog;
   time: RemakeTime;
   pace: BusPace;
+  rule: GiveUpRule;
   current(mine: number): boolean;
-  /** How long this re-make's create waits for its answer before it is given up. */
-  giveUpAfter(): number;
   /** Resets the consumer again soon, this re-make given up; cancelled, it is not. */
   again(mine: number): { cancel(): void };
-  /** A re-make was made. */
-  made(): void;
 };
 
 /** One reset's create, asked once and listened to until made, refused, given up, or replaced by a later reset. */
@@ -159,7 +144,6 @@ class Remake {
 
   #ask(): void {
     if (!this.#live()) return;
-    const waits = this.ctx.giveUpAfter();
     const askedAt = this.ctx.time.now();
     this.calls.add(this.stream, this.config, REMAKE_ANSWER_MS).then(
       (info) => {
@@ -168,7 +152,19 @@ class Remake {
       },
       (err: Error) => this.#failed(err),
     );
-    this.#timer = this.ctx.time.timer(() => this.giveUp(`a create of its consumer went unanswered for ${waits} ms`), waits);
+    this.ctx.rule.waiting(true);
+    this.#due(askedAt, this.ctx.rule.firstWait());
+  }
+
+  /** Gives the create asked at `askedAt` up after `wait`, unless the rule says to wait on. */
+  #due(askedAt: number, wait: number): void {
+    this.#timer = this.ctx.time.timer(() => {
+      if (!this.#live()) return;
+      const waited = this.ctx.time.now() - askedAt;
+      const more = this.ctx.rule.waitMore(askedAt, waited, wait);
+      if (more !== undefined) return this.#due(askedAt, more);
+      this.giveUp(`a create of its consumer went unanswered for ${waited} ms`);
+    }, wait);
   }
 
   #answered(info: ConsumerInfo): void {
@@ -178,7 +174,7 @@ class Remake {
     if (this.#live() || adopted) {
       this.#settle();
       this.#winner = info.name;
-      this.ctx.made();
+      this.ctx.rule.made();
       return this.#resolve(info);
     }
     // A consumer given up, or a replaced re-make's, is one nobody holds.
@@ -187,8 +183,10 @@ class Remake {
 
   #failed(err: Error): void {
     if (!this.#live()) return;
-    // Listened to its end: given up (the give-up wait is never longer).
-    if (isTimeout(err)) return this.giveUp(`a create of its consumer went unanswered for ${REMAKE_ANSWER_MS} ms`);
+    // Listened to its end and still live: given up, unless the connection is down (its reconnect makes the consumer again).
+    if (isTimeout(err)) return this.ctx.rule.down ? undefined : this.giveUp(`a create of its consumer went unanswered for ${REMAKE_ANSWER_MS} ms`);
+    // JetStream choosing a leader answers 503 at once: no refusal, the create is asked again once it has one.
+    if (isChoosingLeader(err)) return this.giveUp(`a create of its consumer was answered that JetStream is choosing a leader`);
     this.#settle();
     this.#reject(err);
   }
@@ -196,5 +194,6 @@ class Remake {
   #settle(): void {
     this.settled = true;
     this.#timer?.cancel();
+    this.ctx.rule.waiting(false);
   }
 }
