@@ -57,11 +57,17 @@ const dirs: string[] = [];
 const buses: Bus[] = [];
 let serverDir = '';
 
-async function startBus(): Promise<Bus> {
+/** A cluster of the generated bus (its servers only: startBus makes the rest). */
+async function startCluster(): Promise<Pick<Bus, 'cluster' | 'credentials'>> {
   const dir = mkdtempSync(join(tmpdir(), 'mesh-watch-failover-'));
   dirs.push(dir);
   const credentials = join(dir, 'credentials');
   const cluster = await startNatsCluster({ config: generatedServerConfig((args) => void busConfigOut(args), [NODE], credentials) });
+  return { cluster, credentials };
+}
+
+/** `init --replicas 3` on the cluster, the admin's connection, a value, and a node's watch running since. */
+async function startBus({ cluster, credentials }: Pick<Bus, 'cluster' | 'credentials'>): Promise<Bus> {
   const bus = { cluster, credentials } as Bus;
   buses.push(bus);
   const urls = cluster.urls.join(',');
@@ -166,12 +172,13 @@ async function round(bus: Bus, n: number): Promise<Round> {
     await waitFor('every fresh read and watch', () => ready.length + failed.length === fresh.length || Date.now() > deadline, FAILOVER_MS);
     const ms = (at: number) => at - killedAt;
     const why = `round ${n}, ${victim.name} killed: writes taken after ${ms(await writes)} ms, a consumer made after ${ms(await consumers)} ms`;
-    assert.equal(failed, [], why);
-    if (ready.length < fresh.length || ready.some((f) => f.readyAt > deadline)) {
-      // Late: how late, for the message (what is not ready 15 s on is said not ready).
-      await waitFor('the late ones', () => ready.length + failed.length === fresh.length, 15_000).catch(() => {});
+    if (failed.length > 0 || ready.length < fresh.length || ready.some((f) => f.readyAt > deadline)) {
+      // Late: how late, for the message (what is not ready 30 s on is said not ready).
+      await waitFor('the late ones', () => ready.length + failed.length === fresh.length, 30_000).catch(() => {});
       const said = ready.map((f) => `${f.what} after ${ms(f.readyAt)} ms${f.said ? ` (it said: ${f.said})` : ''}`);
-      assert.unreachable(`${why}; not every fresh read and watch ready by ${ms(deadline)} ms: ${said.join(', ')} (${fresh.length - ready.length} more never)`);
+      assert.unreachable(
+        `${why}; not every fresh read and watch ready by ${ms(deadline)} ms: ${[...said, ...failed].join(', ')} (${fresh.length - ready.length - failed.length} more never)`,
+      );
     }
     // The acked value is stored: a direct get after the ack reads it (an acked write is never lost).
     const after = await freshGet(bus, live[0]!, 'a direct get after the ack', closers);
@@ -218,8 +225,15 @@ test.after(async () => {
 
 test(`${CLUSTERS * ROUNDS_EACH} times a stream's leader killed: every watch and read made 2 s later, and a running watch, ready within the bus's failover + ${GOAL_MS / 1000} s`, async () => {
   const started = Date.now();
-  // Started before any round: a killed server's port, free, could be taken by a cluster starting.
-  const ready = await Promise.all(Array.from({ length: CLUSTERS }, () => startBus()));
+  // The clusters one after the other, before any round: clusters planned together could pick the same
+  // free port, and a killed server's port, free, could be taken by a cluster starting.
+  const setups: Promise<Bus>[] = [];
+  for (let c = 0; c < CLUSTERS; c++) {
+    const setup = startBus(await startCluster());
+    setup.catch(() => {}); // thrown by Promise.all below, once every cluster is started
+    setups.push(setup);
+  }
+  const ready = await Promise.all(setups);
   const all = await Promise.all(
     ready.map(async (bus, c) => {
       const rounds: Round[] = [];

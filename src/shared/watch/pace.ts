@@ -8,10 +8,11 @@ import type { NatsConnection } from '@nats-io/transport-node';
 /** How many of the latest answers the pace keeps. */
 export const PACE_ANSWERS = 8;
 /**
- * How long an answer counts: the pace of a burst past says nothing of the bus now (a burst's second-late
- * answers, kept a minute, had the creates after it wait 0.5 s each, one in three on a dead peer).
+ * How long an answer counts: a burst past says nothing of the bus now. Kept a minute, a fleet's start
+ * (creates 0.8 s late) had its failover's creates wait 1.7 s each; kept 5 s, a failover's burst had
+ * the creates after it wait 1 s each, one in three placed on the dead server.
  */
-export const PACE_MEMORY_MS = 5000;
+export const PACE_MEMORY_MS = 2000;
 /** How long after the cluster was last seen changing creates are given up as while it fails over. */
 export const REMAKE_UNSETTLED_MS = 20_000;
 /**
