@@ -12,8 +12,9 @@ export const REMAKE_AGAIN_MS = 50;
 /**
  * One watch's rule for giving up its creates: a create waits REMAKE_GIVE_UP_MS, or REMAKE_TIMEOUT_MS
  * once one was given up or while the connection's cluster is unsettled, never less than the pace says
- * this bus answers. It waits on, up to REMAKE_GIVE_UP_MS, while nothing was answered on the
- * connection since it was asked and another watch's create waits too: a bus busy with a burst of
+ * this bus answers (halved for each give-up since the connection last had an answer). It waits on,
+ * up to REMAKE_GIVE_UP_MS, while nothing was answered on the connection since it was asked and
+ * another watch's create waits too: a bus busy with a burst of
  * creates (a fleet making its watches again at once answers them a second late, and a give-up each
  * 0.25 s made three creates of each and the burst longer), or one making none. While the connection
  * is down it waits on: a create asked then waits in the connection's buffer, goes out on the
@@ -21,6 +22,8 @@ export const REMAKE_AGAIN_MS = 50;
  */
 export class GiveUpRule {
   #givenUp = 0;
+  /** When this watch's creates were given up, since it was last made. */
+  #givenUpAt: number[] = [];
   #down = false;
   /** This watch, as the pace counts the watches waiting. */
   readonly #watch = {};
@@ -28,12 +31,17 @@ export class GiveUpRule {
   constructor(
     private readonly pace: BusPace,
     private readonly ceiling: number,
+    private readonly now: () => number,
   ) {}
 
   /** How long a create asked now waits before it is given up. */
   firstWait(): number {
     const hasty = this.#givenUp > 0 || this.pace.unsettled();
-    return this.pace.giveUpAfter(hasty ? REMAKE_TIMEOUT_MS : REMAKE_GIVE_UP_MS, this.ceiling);
+    const floor = hasty ? REMAKE_TIMEOUT_MS : REMAKE_GIVE_UP_MS;
+    // Each give-up since the connection last had an answer halves what the pace says: a burst's
+    // answers tell how late a live create comes, and nothing answered since says these sit on a dead server.
+    const unanswered = this.#givenUpAt.filter((at) => !this.pace.answeredSince(at)).length;
+    return Math.max(floor, this.pace.giveUpAfter(floor, this.ceiling) / 2 ** unanswered);
   }
 
   /**
@@ -48,12 +56,14 @@ export class GiveUpRule {
 
   /** A create was given up: the wait before the consumer is reset again. */
   gaveUp(): number {
+    this.#givenUpAt.push(this.now());
     return this.#givenUp++ === 0 ? 0 : REMAKE_AGAIN_MS;
   }
 
   /** A create was answered with the consumer. */
   made(): void {
     this.#givenUp = 0;
+    this.#givenUpAt = [];
   }
 
   /** This watch's create waits for its answer (`on`), or no longer. */

@@ -67,7 +67,7 @@ export function hastenRemakes(
   let latest = 0;
   let stopped = false;
   let inFlight: Remake | undefined;
-  const rule = new GiveUpRule(pace, REMAKE_ANSWER_MS);
+  const rule = new GiveUpRule(pace, REMAKE_ANSWER_MS, time.now);
   const current = (mine: number) => !stopped && mine === latest;
   // A re-make given up: the consumer is reset again (a new name, a new subject) unless another reset came first.
   const again = (mine: number) => time.timer(() => current(mine) && consumer.reset(), rule.gaveUp());
