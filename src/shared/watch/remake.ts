@@ -15,8 +15,9 @@
 //   the streams' max_consumers at a hundred nodes: docs/scale.md), and costs a consumer until its
 //   5-minute inactivity threshold (deleted at once where the grants allow). To keep that cost small a
 //   create given up is still listened to for REMAKE_ANSWER_MS, and every answer sets the connection's
-//   pace (shared/watch/pace.ts): no create is given up sooner than twice the median recent answer,
-//   and none while the connection's other creates wait unanswered too (give-up.ts).
+//   pace (shared/watch/pace.ts): no create is given up sooner than twice the median recent answer
+//   (halved for each give-up since the last), nor while the connection's other creates wait
+//   unanswered too, nor while the connection is down (give-up.ts).
 import type { ConsumerConfig, ConsumerInfo } from '@nats-io/jetstream';
 import { unrefTimer, type Timer } from '../timer.ts';
 import type { ConsumerCalls, OrderedConsumer } from './internals.ts';
