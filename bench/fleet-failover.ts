@@ -22,7 +22,7 @@ import { USERS } from '../src/server/commands/bus-config/config.ts';
 import { seedFile } from '../src/server/commands/bus-config/credentials.ts';
 import { CONFIG } from '../src/shared/buckets.ts';
 import { maxConsumersFor } from '../src/shared/bucket-spec.ts';
-import { startNatsCluster, waitForMetaLeader } from '../test/helpers/nats-cluster.ts';
+import { generatedServerConfig, startNatsCluster, waitForMetaLeader } from '../test/helpers/nats-cluster.ts';
 import { bytes, loadFleet, MODULES_N, nodeName, putAll } from './fleet-load.ts';
 import { startPool } from './fleet-pool.ts';
 import { spreadOf } from './fleet-rows.ts';
@@ -42,29 +42,13 @@ function server(args: string[]): SpawnSyncReturns<string> {
 }
 
 /**
- * The cluster of three; with --isolated, each server's configuration is its name, monitoring port
- * and routes around an `include` of what `bus-config` generates for it (deploy/README.md), every
- * server's from the same seeds, made once before the servers start.
+ * The cluster of three; with --isolated, each server on what `bus-config` generates for it
+ * (deploy/README.md), every server's from the same seeds.
  */
 async function startFleetCluster(nodes: string[], dir: string): Promise<{ cluster: Awaited<ReturnType<typeof startNatsCluster>>; credentials?: string }> {
   if (!ISOLATED) return { cluster: await startNatsCluster() };
   const credentials = join(dir, 'credentials');
-  const busConfig = (listen: string, storeDir: string, out: string) =>
-    server(['bus-config', ...nodes.flatMap((n) => ['--node', n]), '--credentials', credentials, '--listen', listen, '--store-dir', storeDir, '--out', out]);
-  busConfig('127.0.0.1:4222', join(dir, 'unused-store'), join(dir, 'unused.conf'));
-  const cluster = await startNatsCluster({
-    config: (where, s) => {
-      busConfig(where.listen, where.storeDir, join(s.dir, 'mesh.conf'));
-      const routes = s.routes.map((p) => `"nats-route://127.0.0.1:${p}"`).join(', ');
-      return [
-        `server_name: "${s.name}"`,
-        `http: "127.0.0.1:${s.http}"`,
-        `cluster { name: "mesh", listen: "127.0.0.1:${s.cluster}", routes: [${routes}] }`,
-        'include "mesh.conf"',
-        '',
-      ].join('\n');
-    },
-  });
+  const cluster = await startNatsCluster({ config: generatedServerConfig((args) => void server(['bus-config', ...args]), nodes, credentials) });
   return { cluster, credentials };
 }
 

@@ -8,8 +8,9 @@ import { join } from 'node:path';
 import { DiscardPolicy, jetstreamManager, StorageType, type StreamConfig } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import { connectBus } from '../src/shared/bus.ts';
-import { BUCKET_API_TIMEOUT_MS, BucketRefusedError, ensureBucket, refuseBadBucket } from '../src/shared/bucket-bind.ts';
+import { BUCKET_API_TIMEOUT_MS, BucketRefusedError, ensureBucket, refuseBadBucket, STREAM_READ_ASK_MS } from '../src/shared/bucket-bind.ts';
 import { isTimeout } from '../src/shared/errors.ts';
+import { paceOf } from '../src/shared/watch/pace.ts';
 import { runInit } from '../src/server/commands/init.ts';
 import { bucketProblems, kvBucket, maxConsumersFor, objBucket, ownSubject, streamConfigOf, streamOf } from '../src/shared/bucket-spec.ts';
 import { meshBuckets, PLANS, REGISTRY_BUCKET } from '../src/shared/buckets.ts';
@@ -129,11 +130,47 @@ test('a check the bus leaves unanswered until its timeout answers for the checks
     await refuseBadBucket(nc, kvBucket('silent'));
     assert.ok(Date.now() - again < 1000, `answered by the first check (took ${Date.now() - again} ms)`);
     await nc.flush();
-    assert.equal(asked, ['$JS.API.STREAM.INFO.KV_silent']);
+    // The first check asked again every STREAM_READ_ASK_MS (a stream choosing a leader answers the next ask); the second asked nothing.
+    assert.equal(asked, Array(BUCKET_API_TIMEOUT_MS / STREAM_READ_ASK_MS).fill('$JS.API.STREAM.INFO.KV_silent'));
     sub.unsubscribe();
   } finally {
     await nc.close();
     await server.cleanup();
+  }
+});
+
+test('a stream read left unanswered is asked again every 0.5 s: a stream choosing its leader is checked within 0.5 s of having one, and a replica its leader has not heard from tells the watches on the connection the cluster is failing over', async () => {
+  const { nc, close } = await busWithoutJetStream();
+  try {
+    const config = streamConfigOf(kvBucket('b'), { replicas: 3, maxConsumers: 10 });
+    const cluster = {
+      leader: 's1',
+      replicas: [
+        { name: 's2', current: true, active: 300e6 },
+        { name: 's3', current: false, active: 4000e6 },
+      ],
+    };
+    let asks = 0;
+    // The stream has no leader for its first two reads, as while its peers elect one after a kill.
+    nc.subscribe('$JS.API.STREAM.INFO.KV_b', {
+      callback: (_e, m) => {
+        if (++asks <= 2) return;
+        m.respond(
+          new TextEncoder().encode(
+            JSON.stringify({ type: 'io.nats.jetstream.api.v1.stream_info_response', config, cluster, created: new Date().toISOString(), state: {} }),
+          ),
+        );
+      },
+    });
+    await nc.flush();
+    assert.not.ok(paceOf(nc).unsettled());
+    const started = Date.now();
+    await refuseBadBucket(nc, kvBucket('b'));
+    const took = Date.now() - started;
+    assert.ok(took >= 2 * STREAM_READ_ASK_MS - 100 && took < 3 * STREAM_READ_ASK_MS, `checked on the third ask, ${took} ms after the first`);
+    assert.ok(paceOf(nc).unsettled(), 's3 is behind and unheard for 4 s: its server counts as gone');
+  } finally {
+    await close();
   }
 });
 

@@ -4,17 +4,11 @@
 import { test } from 'uvu';
 import { errors } from '@nats-io/transport-node';
 import * as assert from 'uvu/assert';
-import type { ConsumerConfig, ConsumerInfo, ConsumerMessages } from '@nats-io/jetstream';
+import { JetStreamApiError, type ConsumerConfig, type ConsumerInfo, type ConsumerMessages } from '@nats-io/jetstream';
 import { orderedConsumer } from '../src/shared/watch/internals.ts';
-import {
-  hastenRemakes,
-  REMAKE_AGAIN_MS,
-  REMAKE_ANSWER_MS,
-  REMAKE_RETRY_MAX_MS,
-  REMAKE_RETRY_MS,
-  REMAKE_TIMEOUT_MS,
-  REMAKE_UNSETTLED_MS,
-} from '../src/shared/watch/remake.ts';
+import { REMAKE_AGAIN_MS, REMAKE_GIVE_UP_MS, REMAKE_TIMEOUT_MS } from '../src/shared/watch/give-up.ts';
+import { BusPace, PACE_MEMORY_MS, REMAKE_UNSETTLED_MS, REPLICA_SILENT_MS } from '../src/shared/watch/pace.ts';
+import { hastenRemakes, REMAKE_ANSWER_MS } from '../src/shared/watch/remake.ts';
 import { fakeClock, flush } from './helpers/clock.ts';
 
 /** The private consumer API as nats.js's reset calls it (`this.timeout` its request timeout). */
@@ -24,14 +18,22 @@ type ConsumerApi = {
   delete(stream: string, name: string): Promise<boolean>;
 };
 
-type Create = { name: string; deliver: string; timeout: number; at: number; made(): void; lost(): void; refused(why: string): void };
+type Create = {
+  name: string;
+  deliver: string;
+  timeout: number;
+  at: number;
+  made(): void;
+  lost(): void;
+  refused(why: string): void;
+  refusedWith(apiError: { code: number; err_code: number; description: string }): void;
+};
 
 /**
  * An ordered consumer's private parts whose creates wait for the test; deletes recorded. `internals`
  * is the object nats.js's reset goes through, `consumer` what the watch holds of it.
  */
-function fakeApi() {
-  const clock = fakeClock();
+function fakeApi(clock = fakeClock()) {
   const creates: Create[] = [];
   const deleted: string[] = [];
   const api = {
@@ -47,6 +49,7 @@ function fakeApi() {
           made: () => resolve({ name: config.name!, config } as unknown as ConsumerInfo),
           lost: () => reject(new errors.TimeoutError()),
           refused: (why) => reject(new Error(why)),
+          refusedWith: (apiError) => reject(new JetStreamApiError(apiError)),
         });
       });
     },
@@ -69,62 +72,117 @@ function fakeApi() {
 
 const config = (serial: number): ConsumerConfig => ({ name: `oc_${serial}`, deliver_subject: `_INBOX.d.${serial}` }) as ConsumerConfig;
 
-test('on a calm cluster an unanswered create is asked again under its own name after 1, 2, 4, 4 s, and its late answer is the consumer: nothing deleted, nothing more asked', async () => {
-  const f = fakeApi();
-  const remakes = hastenRemakes(f.consumer, 'watch w', undefined, f.clock);
-  const made = f.internals.consumer.api.add('KV_x', config(2));
-  assert.ok(remakes.busy(), 'a re-make in flight');
-  await f.clock.advance(REMAKE_RETRY_MS + 2 * REMAKE_RETRY_MS + REMAKE_RETRY_MAX_MS * 2);
-  assert.equal(
-    f.creates.map((c) => [c.name, c.at, c.timeout]),
-    [0, 1000, 3000, 7000, 11000].map((at) => ['oc_2', at, REMAKE_ANSWER_MS]),
-    'one name, asked again on a doubling wait up to 4 s, each waiting 10 s for its answer',
-  );
-  assert.ok(f.creates.every((c) => c.deliver === '_INBOX.d.2'));
-  // The bus was busy: the first ask is answered 11 s late, then a second.
-  f.creates[0]!.made();
-  assert.is((await made).name, 'oc_2');
-  assert.not.ok(remakes.busy());
-  f.creates[1]!.made();
-  f.creates[2]!.lost();
-  await flush();
-  assert.equal(f.deleted, [], 'the same consumer answered twice is not deleted');
-  await f.clock.advance(REMAKE_RETRY_MAX_MS * 2);
-  assert.is(f.creates.length, 5, 'no ask after one was answered');
-  assert.equal(f.clock.pending(), [], 'no retry left armed');
-});
-
-test('within 20 s of a cluster change an unanswered create is given up after 0.5 s and the consumer reset again (a new name, a new subject) after 0, then 100 ms', async () => {
+test('on a calm cluster an unanswered create is given up after 1.5 s and the consumer reset under a new name; after that each create waits 0.25 s', async () => {
   const f = fakeApi();
   const lines: string[] = [];
   const refusals: Error[] = [];
   const remakes = hastenRemakes(f.consumer, 'watch w', { debug: (l) => lines.push(l) }, f.clock, (err) => refusals.push(err));
+  let settled = false;
+  void f.internals.consumer.api.add('KV_x', config(2)).finally(() => (settled = true));
+  assert.ok(remakes.busy(), 'a re-make in flight');
+  await f.clock.advance(REMAKE_GIVE_UP_MS - 1);
+  assert.equal(f.resets, [], 'not given up before its bound');
+  await f.clock.advance(1);
+  assert.equal(f.resets, [REMAKE_GIVE_UP_MS], 'given up and reset at once: placed on a dead server, the same name would never be answered');
+  for (let serial = 3; serial <= 5; serial++) {
+    void f.internals.consumer.api.add('KV_x', config(serial)).finally(() => (settled = true));
+    await f.clock.advance(REMAKE_TIMEOUT_MS + REMAKE_AGAIN_MS);
+  }
+  assert.equal(
+    f.creates.map((c) => [c.name, c.deliver, c.at, c.timeout]),
+    [2, 3, 4, 5].map((n, i) => [
+      `oc_${n}`,
+      `_INBOX.d.${n}`,
+      i === 0 ? 0 : REMAKE_GIVE_UP_MS + (i - 1) * (REMAKE_TIMEOUT_MS + REMAKE_AGAIN_MS),
+      REMAKE_ANSWER_MS,
+    ]),
+    'one ask a name, each listened to for 10 s',
+  );
+  assert.equal(
+    f.resets.map((at, i) => (i === 0 ? at : at - f.creates[i]!.at)),
+    [REMAKE_GIVE_UP_MS, REMAKE_TIMEOUT_MS + REMAKE_AGAIN_MS, REMAKE_TIMEOUT_MS + REMAKE_AGAIN_MS, REMAKE_TIMEOUT_MS + REMAKE_AGAIN_MS],
+    'after the first give-up each create waits 0.25 s, and the reset of the second give-up in a row on 50 ms more',
+  );
+  assert.not.ok(settled, 'a re-make given up never settles: nats.js neither takes it nor backs off');
+  assert.equal(refusals, [], 'a give-up is no refusal');
+  assert.match(lines[0]!, `a create of its consumer went unanswered for ${REMAKE_GIVE_UP_MS} ms; making its consumer under a new name`);
+  // Made at last: the next re-make is calm again.
+  const made = f.internals.consumer.api.add('KV_x', config(6));
+  f.creates.at(-1)!.made();
+  assert.is((await made).name, 'oc_6');
+  void f.internals.consumer.api.add('KV_x', config(7));
+  const resets = f.resets.length;
+  await f.clock.advance(REMAKE_GIVE_UP_MS - 1);
+  assert.is(f.resets.length, resets, 'calm again once made');
+});
+
+test('a given-up create answered late is a consumer nobody holds, deleted where the grants allow, and its answer sets the pace: no create is given up sooner than twice the median answer', async () => {
+  const f = fakeApi();
+  const pace = new BusPace(f.clock.now);
+  hastenRemakes(f.consumer, 'watch w', undefined, f.clock, undefined, pace);
+  void f.internals.consumer.api.add('KV_x', config(2));
+  await f.clock.advance(REMAKE_GIVE_UP_MS);
+  // The second, asked before the pace was known, is given up at its 0.25 s (and reset 50 ms later).
+  void f.internals.consumer.api.add('KV_x', config(3));
+  await f.clock.advance(REMAKE_TIMEOUT_MS + REMAKE_AGAIN_MS);
+  const late = REMAKE_GIVE_UP_MS + REMAKE_TIMEOUT_MS + REMAKE_AGAIN_MS;
+  assert.equal(f.resets, [REMAKE_GIVE_UP_MS, late]);
+  // A busy bus: the first create is answered 1.8 s after it was asked; the third waits twice that.
+  f.creates[0]!.made();
+  await flush();
+  assert.equal(f.deleted, ['oc_2']);
+  assert.is(pace.giveUpAfter(REMAKE_TIMEOUT_MS, REMAKE_ANSWER_MS), 2 * late);
+  const third = f.internals.consumer.api.add('KV_x', config(4));
+  await f.clock.advance(2 * late - 1);
+  assert.is(f.resets.length, 2, 'not given up before twice the median answer');
+  f.creates[2]!.made();
+  assert.is((await third).name, 'oc_4');
+});
+
+test('within 20 s of a cluster change an unanswered create is given up after 0.25 s and the consumer reset again (a new name, a new subject) at once, then 50 ms later', async () => {
+  const f = fakeApi();
+  const remakes = hastenRemakes(f.consumer, 'watch w', undefined, f.clock);
   remakes.clusterChanged();
   let settled = false;
   for (let serial = 2; serial <= 6; serial++) {
     void f.internals.consumer.api.add('KV_x', config(serial)).finally(() => (settled = true));
-    f.creates.at(-1)!.lost();
-    await flush();
-    await f.clock.advance(REMAKE_TIMEOUT_MS);
+    await f.clock.advance(REMAKE_TIMEOUT_MS + (serial === 2 ? 0 : REMAKE_AGAIN_MS));
   }
   assert.equal(
     f.creates.map((c) => [c.name, c.timeout]),
-    [2, 3, 4, 5, 6].map((n) => [`oc_${n}`, REMAKE_TIMEOUT_MS]),
+    [2, 3, 4, 5, 6].map((n) => [`oc_${n}`, REMAKE_ANSWER_MS]),
     'one ask a reset: no hedge on the watch’s subject',
   );
   assert.equal(
-    f.resets.map((at, i) => at - i * REMAKE_TIMEOUT_MS),
-    [0, REMAKE_AGAIN_MS, REMAKE_AGAIN_MS, REMAKE_AGAIN_MS, REMAKE_AGAIN_MS],
-    'each give-up resets again: at once, then 100 ms later',
+    f.resets.map((at, i) => at - f.creates[i]!.at),
+    [REMAKE_TIMEOUT_MS, ...Array(4).fill(REMAKE_TIMEOUT_MS + REMAKE_AGAIN_MS)],
+    'each give-up resets again: at once, then 50 ms later',
   );
-  assert.not.ok(settled, 'a re-make given up never settles: nats.js neither takes it nor backs off');
-  assert.equal(refusals, [], 'a timeout is no refusal');
-  assert.is(lines.length, 5);
-  assert.match(lines[1]!, `went unanswered for ${REMAKE_TIMEOUT_MS} ms after a cluster change; making it under a new name`);
-  // Made at last: the next give-up resets at once again.
-  const made = f.internals.consumer.api.add('KV_x', config(7));
-  f.creates.at(-1)!.made();
-  assert.is((await made).name, 'oc_7');
+  assert.not.ok(settled);
+});
+
+test('a stream read that shows a replica silent, behind or offline makes every watch on the connection give creates up after 0.25 s for 20 s', async () => {
+  const f = fakeApi();
+  const pace = new BusPace(f.clock.now);
+  hastenRemakes(f.consumer, 'watch w', undefined, f.clock, undefined, pace);
+  const replica = (r: Partial<{ current: boolean; offline: boolean; activeMs: number }>) => ({
+    current: r.current ?? true,
+    offline: r.offline,
+    active: (r.activeMs ?? 300) * 1e6,
+  });
+  pace.sawStream({ replicas: [replica({}), replica({ activeMs: 900 })] });
+  assert.not.ok(pace.unsettled(), 'replicas heard within the last second: calm');
+  for (const gone of [{ activeMs: REPLICA_SILENT_MS + 1 }, { current: false }, { offline: true }]) {
+    const p = new BusPace(f.clock.now);
+    p.sawStream({ replicas: [replica({}), replica(gone)] });
+    assert.ok(p.unsettled(), JSON.stringify(gone));
+  }
+  pace.sawStream({ replicas: [replica({}), replica({ current: false })] });
+  void f.internals.consumer.api.add('KV_x', config(2));
+  await f.clock.advance(REMAKE_TIMEOUT_MS);
+  assert.equal(f.resets, [REMAKE_TIMEOUT_MS]);
+  await f.clock.advance(REMAKE_UNSETTLED_MS);
+  assert.not.ok(pace.unsettled(), 'calm 20 s later');
 });
 
 test('a re-make given up and answered before its replacement was sent is the consumer: no reset', async () => {
@@ -139,7 +197,7 @@ test('a re-make given up and answered before its replacement was sent is the con
   assert.equal(f.deleted, []);
 });
 
-test('a cluster change during a calm re-make gives it up at once; 20 s later re-makes are calm again', async () => {
+test('a cluster change during a re-make gives it up at once; 20 s later re-makes are calm again', async () => {
   const f = fakeApi();
   const remakes = hastenRemakes(f.consumer, 'watch w', undefined, f.clock);
   void f.internals.consumer.api.add('KV_x', config(2));
@@ -152,17 +210,11 @@ test('a cluster change during a calm re-make gives it up at once; 20 s later re-
   assert.is((await next).name, 'oc_3');
   f.creates[0]!.made();
   await flush();
-  assert.equal(f.deleted, ['oc_2'], 'the calm ask made late is a consumer nobody holds: deleted where the grants allow');
+  assert.equal(f.deleted, ['oc_2'], 'the ask given up and made late is a consumer nobody holds: deleted where the grants allow');
   await f.clock.advance(REMAKE_UNSETTLED_MS);
   void f.internals.consumer.api.add('KV_x', config(4));
-  await f.clock.advance(REMAKE_RETRY_MS + 50);
-  assert.equal(
-    f.creates.slice(2).map((c) => [c.name, c.timeout]),
-    [
-      ['oc_4', REMAKE_ANSWER_MS],
-      ['oc_4', REMAKE_ANSWER_MS],
-    ],
-  );
+  await f.clock.advance(REMAKE_GIVE_UP_MS - 1);
+  assert.equal(f.resets, [500], 'calm again: not given up before 1.5 s');
 });
 
 test('a create answered at once asks nothing more, calm or after a cluster change', async () => {
@@ -173,9 +225,21 @@ test('a create answered at once asks nothing more, calm or after a cluster chang
     const made = f.internals.consumer.api.add('KV_x', config(2));
     f.creates[0]!.made();
     assert.is((await made).name, 'oc_2');
-    await f.clock.advance(REMAKE_RETRY_MAX_MS);
+    await f.clock.advance(REMAKE_GIVE_UP_MS);
     assert.is(f.creates.length, 1);
   }
+});
+
+test('a create answered that JetStream is choosing a leader (503) is no refusal: given up and asked again under a new name', async () => {
+  const f = fakeApi();
+  const refusals: Error[] = [];
+  hastenRemakes(f.consumer, 'watch w', undefined, f.clock, (err) => refusals.push(err));
+  void f.internals.consumer.api.add('KV_x', config(2));
+  f.creates[0]!.refusedWith({ code: 503, err_code: 10008, description: 'JetStream system temporarily unavailable' });
+  await flush();
+  await f.clock.advance(1);
+  assert.equal(refusals, []);
+  assert.equal(f.resets, [0]);
 });
 
 test('an answered refusal goes to nats.js at once, which waits before its next reset', async () => {
@@ -187,7 +251,7 @@ test('an answered refusal goes to nats.js at once, which waits before its next r
     () => assert.unreachable('made'),
     (err: Error) => assert.is(err.message, 'stream not found'),
   );
-  await f.clock.advance(REMAKE_RETRY_MAX_MS);
+  await f.clock.advance(REMAKE_GIVE_UP_MS);
   assert.is(f.creates.length, 1);
 });
 
@@ -200,7 +264,7 @@ test('a re-make replaced by a later reset never settles, sends nothing more, and
   f.creates[0]!.made();
   f.creates[1]!.made();
   assert.is((await newer).name, 'oc_3');
-  await f.clock.advance(REMAKE_RETRY_MAX_MS);
+  await f.clock.advance(REMAKE_GIVE_UP_MS);
   assert.not.ok(settled);
   assert.equal(f.deleted, ['oc_2']);
   assert.equal(
@@ -209,12 +273,81 @@ test('a re-make replaced by a later reset never settles, sends nothing more, and
   );
 });
 
+test('while another watch on the connection waits unanswered too and nothing was answered since, a create waits on: until one is answered, 1.5 s at most', async () => {
+  const clock = fakeClock();
+  const pace = new BusPace(clock.now);
+  const [a, b, c] = [fakeApi(clock), fakeApi(clock), fakeApi(clock)];
+  for (const f of [a, b, c]) hastenRemakes(f.consumer, 'watch', undefined, clock, undefined, pace).clusterChanged();
+  for (const f of [a, b, c]) void f.internals.consumer.api.add('KV_x', config(2));
+  await clock.advance(REMAKE_TIMEOUT_MS);
+  assert.equal(
+    [a, b, c].map((f) => f.resets.length),
+    [0, 0, 0],
+    'a burst: three creates wait, none given up at 0.25 s',
+  );
+  // The bus answers a's 0.4 s after the asks.
+  await clock.advance(150);
+  a.creates[0]!.made();
+  await flush();
+  await clock.advance(REMAKE_TIMEOUT_MS);
+  // b's and c's second look is at 0.5 s: a was answered since they were asked.
+  assert.equal(
+    [a, b, c].map((f) => f.resets),
+    [[], [2 * REMAKE_TIMEOUT_MS], [2 * REMAKE_TIMEOUT_MS]],
+  );
+  // Nothing answered at all: the wait ends at 1.5 s.
+  const clock2 = fakeClock();
+  const pace2 = new BusPace(clock2.now);
+  const [d, e] = [fakeApi(clock2), fakeApi(clock2)];
+  for (const f of [d, e]) hastenRemakes(f.consumer, 'watch', undefined, clock2, undefined, pace2).clusterChanged();
+  for (const f of [d, e]) void f.internals.consumer.api.add('KV_x', config(2));
+  await clock2.advance(REMAKE_GIVE_UP_MS);
+  assert.equal(
+    [d, e].map((f) => f.resets),
+    [[REMAKE_GIVE_UP_MS], [REMAKE_GIVE_UP_MS]],
+  );
+});
+
+test('while the connection is down nothing is given up, not even a create unanswered past 10 s: the reconnect makes the consumer again', async () => {
+  const f = fakeApi();
+  const remakes = hastenRemakes(f.consumer, 'watch w', undefined, f.clock);
+  remakes.clusterChanged();
+  void f.internals.consumer.api.add('KV_x', config(2));
+  remakes.disconnected(true);
+  await f.clock.advance(REMAKE_ANSWER_MS);
+  f.creates[0]!.lost();
+  await f.clock.advance(REMAKE_GIVE_UP_MS);
+  assert.equal(f.resets, []);
+  remakes.disconnected(false);
+  void f.internals.consumer.api.add('KV_x', config(3));
+  await f.clock.advance(REMAKE_TIMEOUT_MS);
+  assert.equal(f.resets, [REMAKE_ANSWER_MS + REMAKE_GIVE_UP_MS + REMAKE_TIMEOUT_MS], 'back up: given up as before');
+});
+
+test('the pace forgets answers after 5 s, and those from before a cluster change', async () => {
+  const clock = fakeClock();
+  const pace = new BusPace(clock.now);
+  pace.answered(900);
+  assert.is(pace.giveUpAfter(REMAKE_TIMEOUT_MS, REMAKE_ANSWER_MS), 1800);
+  pace.unsettle();
+  assert.is(pace.giveUpAfter(REMAKE_TIMEOUT_MS, REMAKE_ANSWER_MS), REMAKE_TIMEOUT_MS, 'a fleet’s start says nothing of its failover');
+  pace.answered(400);
+  pace.sawStream({ replicas: [{ current: false, active: 4000e6 }] });
+  assert.is(
+    pace.giveUpAfter(REMAKE_TIMEOUT_MS, REMAKE_ANSWER_MS),
+    800,
+    'a stream read showing the server gone is no new change: what the answers taught is kept',
+  );
+  await clock.advance(PACE_MEMORY_MS + 1);
+  assert.is(pace.giveUpAfter(REMAKE_TIMEOUT_MS, REMAKE_ANSWER_MS), REMAKE_TIMEOUT_MS);
+});
+
 test('a stopped watch sends no more creates', async () => {
   const f = fakeApi();
   const remakes = hastenRemakes(f.consumer, 'watch w', undefined, f.clock);
   void f.internals.consumer.api.add('KV_x', config(2));
   remakes.stop();
-  await f.clock.advance(REMAKE_RETRY_MAX_MS * 2);
+  await f.clock.advance(REMAKE_GIVE_UP_MS * 2);
   assert.is(f.creates.length, 1);
   assert.not.ok(remakes.busy());
 });

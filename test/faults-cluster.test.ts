@@ -9,16 +9,16 @@ import * as assert from 'uvu/assert';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AckPolicy, jetstreamManager } from '@nats-io/jetstream';
-import { nanos, type NatsConnection } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { connectBus } from '../src/shared/bus.ts';
 import { jsonBytes } from '../src/shared/bytes.ts';
 import { APPLIED, ASSIGNMENTS, CONFIG, DEFAULT_ARCHIVES, MODULES, PLANS, SEAT_BUCKETS } from '../src/shared/buckets.ts';
 import { contentDigest } from '../src/shared/fill-protocol.ts';
 import { needKey, nodeModuleKey } from '../src/shared/keys.ts';
-import { parsePublishAck } from '../src/shared/kv-publisher.ts';
 import type { Report } from '../src/shared/schemas.ts';
 import { publishModule } from './helpers/archive.ts';
+import { consumerUntilMade, FAILOVER_MS, putUntilAcked } from './helpers/failover.ts';
 import { cleanupBundles, ensureBuilt, type Running } from './helpers/bundle.ts';
 import { createInputBuckets, startSeatProcess, waitForSeat, type InputBuckets, type RunningSeat, type SeatBuckets } from './helpers/mesh-bus.ts';
 import { createMeshNode, placementUnder, type MeshNode } from './helpers/mesh-node.ts';
@@ -46,8 +46,6 @@ const GOAL_MS = 2000;
  * suites run at the same time; a process stalled for a second here is not rare.
  */
 const MARGIN_MS = 1000;
-/** How long the bus may take to fail over, and each later step: nats-server 2.9's elections took 4–9 s here, and two may run in a row. */
-const FAILOVER_MS = 45_000;
 /** Every stream the mesh keeps. */
 const STREAMS = [CONFIG, ASSIGNMENTS, MODULES, ...SEAT_BUCKETS].map((b) => `KV_${b}`);
 const NODE = 'n1';
@@ -140,59 +138,6 @@ function explain(err: unknown, running: Pick<Running3, 'client' | 'seat'> | unde
   const client = running?.client.stderr().split('\n').slice(-60).join('\n') ?? '';
   const seat = running?.seat.said().split('\n').slice(-20).join('\n') ?? '';
   throw new Error(`${(err as Error).message}\n--- client said:\n${client}\n--- seat said:\n${seat}`);
-}
-
-/**
- * Tries `attempt` every 100 ms, each try running on while later ones start, until one succeeds;
- * resolves with when the first did (the tries still running are left to end on their own).
- */
-function firstSuccess(what: string, attempt: () => Promise<boolean>, ms = FAILOVER_MS): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const until = Date.now() + ms;
-    let done = false;
-    let last = '';
-    const timer = setInterval(() => {
-      if (done) return clearInterval(timer);
-      if (Date.now() > until) {
-        done = true;
-        clearInterval(timer);
-        return reject(new Error(`${what}: not within ${ms} ms (last: ${last})`));
-      }
-      attempt().then(
-        (ok) => {
-          if (!ok || done) return;
-          done = true;
-          clearInterval(timer);
-          resolve(Date.now());
-        },
-        (err: Error) => void (last = err.message),
-      );
-    }, 100);
-  });
-}
-
-/** Puts `bytes` under `key` of `bucket` until the bus acks a put (each try waiting up to 2 s); resolves with when it first did. */
-function putUntilAcked(nc: NatsConnection, bucket: string, key: string, bytes: Uint8Array): Promise<number> {
-  return firstSuccess(`a put of ${bucket} ${key} acked`, async () => {
-    const ack = parsePublishAck(await nc.request(`$KV.${bucket}.${key}`, bytes, { timeout: 2000 }));
-    if (!ack.ok) throw new Error(ack.reason);
-    return true;
-  });
-}
-
-/**
- * Asks the bus for a consumer on `stream` until one is made (each try waiting up to 1 s); resolves
- * with when the first was. A watch's consumer can be made again no sooner: a cluster that lost its
- * JetStream meta leader takes writes on streams led elsewhere but makes no consumer until it has a
- * new one.
- */
-async function consumerUntilMade(nc: NatsConnection, stream: string): Promise<number> {
-  // Not checked at once: asking whether JetStream is there needs the meta leader this waits for.
-  const jsm = await jetstreamManager(nc, { timeout: 1000, checkAPI: false });
-  // A pull consumer nobody pulls from: the server deletes it 5 s after it was made.
-  return firstSuccess(`a consumer on ${stream}`, async () =>
-    Boolean(await jsm.consumers.add(stream, { ack_policy: AckPolicy.None, inactive_threshold: nanos(5000) })),
-  );
 }
 
 /** The module's report as stored, or null. */

@@ -2,10 +2,12 @@
 // its bucket (bucket-spec.ts); a missing one is created only where the login may create streams (a
 // bus without isolation) — on a bus with isolation only `init`, run with the admin login, creates.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { JetStreamApiError, jetstreamManager, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
+import { JetStreamApiError, jetstreamManager, type JetStreamManager, type StreamConfig, type StreamInfo } from '@nats-io/jetstream';
+import { retryWithBackoff } from './retry.ts';
 import { bucketProblems, bucketWarnings, describeProblems, streamConfigOf, streamOf, type BucketSize, type BucketSpec } from './bucket-spec.ts';
 import { errorText, isPermissionViolation, isTimeout } from './errors.ts';
-import { isStreamNotFound } from './jetstream-errors.ts';
+import { isTemporarilyUnavailable, isStreamNotFound } from './jetstream-errors.ts';
+import { paceOf } from './watch/pace.ts';
 
 /** A bucket whose stream holds more than its bucket: no program uses it. */
 export class BucketRefusedError extends Error {
@@ -35,22 +37,46 @@ export function bucketManager(nc: NatsConnection, timeoutMs = BUCKET_API_TIMEOUT
 }
 
 /**
+ * How long one read of a stream's info waits before it is asked again, within the bucket's timeout:
+ * a stream choosing a new leader drops every read until it has one (4–9 s on nats-server 2.9), and a
+ * program started then waited out a whole 5 s read past it.
+ */
+export const STREAM_READ_ASK_MS = 500;
+
+/**
  * Reads a bucket's stream and says its state; throws BucketRefusedError, naming the bucket and
  * every difference, when it holds more than its bucket (a second subject, a mirror, a source, a
- * republish, a key/value bucket without its hardening).
+ * republish, a key/value bucket without its hardening). A read left unanswered, or answered that the
+ * stream is choosing its leader (503), is asked again every STREAM_READ_ASK_MS until `timeoutMs`; what its answer says of the stream's replicas tells the
+ * connection's watches whether the cluster is failing over (shared/watch/pace.ts).
  */
-export async function inspectBucket(jsm: JetStreamManager, spec: BucketSpec): Promise<BucketState> {
-  let config: StreamConfig;
+export async function inspectBucket(nc: NatsConnection, spec: BucketSpec, timeoutMs = BUCKET_API_TIMEOUT_MS): Promise<BucketState> {
+  let info: StreamInfo;
   try {
-    config = (await jsm.streams.info(streamOf(spec))).config;
+    info = await streamInfoAskedAgain(nc, streamOf(spec), timeoutMs);
   } catch (err) {
     if (isStreamNotFound(err)) return { state: 'missing' };
     if (err instanceof JetStreamApiError) throw err;
     return { state: 'unchecked', reason: errorText(err), cause: err };
   }
-  const problems = bucketProblems(spec, config);
+  paceOf(nc).sawStream(info.cluster);
+  const problems = bucketProblems(spec, info.config);
   if (problems.length > 0) throw new BucketRefusedError(describeProblems(spec, problems));
-  return { state: 'ok', config, warnings: bucketWarnings(config) };
+  return { state: 'ok', config: info.config, warnings: bucketWarnings(info.config) };
+}
+
+async function streamInfoAskedAgain(nc: NatsConnection, stream: string, timeoutMs: number): Promise<StreamInfo> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const ask = Math.max(1, Math.min(STREAM_READ_ASK_MS, until - Date.now()));
+    try {
+      return await (await bucketManager(nc, ask)).streams.info(stream);
+    } catch (err) {
+      if (!(isTimeout(err) || isTemporarilyUnavailable(err)) || Date.now() >= until) throw err;
+      // Answered at once that the stream is choosing its leader: asked again after the same wait.
+      if (isTemporarilyUnavailable(err)) await new Promise((r) => setTimeout(r, ask));
+    }
+  }
 }
 
 /**
@@ -78,7 +104,7 @@ export function refuseBadBucket(nc: NatsConnection, spec: BucketSpec, warn?: (li
   const recent = checks.get(spec.name);
   if (recent && (recent.answeredAt === undefined || Date.now() - recent.answeredAt < CHECK_REUSE_MS)) return recent.done;
   const done = (async () => {
-    const found = await inspectBucket(await bucketManager(nc), spec);
+    const found = await inspectBucket(nc, spec);
     if (found.state === 'ok') for (const w of found.warnings) warn?.(`bucket ${spec.name}: ${w}`);
   })();
   const entry: Check = { done };
@@ -134,11 +160,18 @@ export async function ensureBucket(
   timing: BucketTiming = BUCKET_TIMING,
 ): Promise<'found' | 'created'> {
   const jsm = await bucketManager(nc, timing.timeoutMs);
-  return askedAgain(spec.name, timing, warn, () => ensureOnce(jsm, spec, size, warn));
+  return askedAgain(spec.name, timing, warn, () => ensureOnce(nc, jsm, spec, size, timing.timeoutMs, warn));
 }
 
-async function ensureOnce(jsm: JetStreamManager, spec: BucketSpec, size: BucketSize, warn?: (line: string) => void): Promise<'found' | 'created'> {
-  const found = await inspectBucket(jsm, spec);
+async function ensureOnce(
+  nc: NatsConnection,
+  jsm: JetStreamManager,
+  spec: BucketSpec,
+  size: BucketSize,
+  timeoutMs: number,
+  warn?: (line: string) => void,
+): Promise<'found' | 'created'> {
+  const found = await inspectBucket(nc, spec, timeoutMs);
   // A bucket the caller keeps is one its login may read the stream of: not reading it is a failure.
   if (found.state === 'unchecked') throw new Error(`bucket ${spec.name}: its stream could not be read: ${found.reason}`, { cause: found.cause });
   if (found.state === 'ok') {
@@ -150,7 +183,7 @@ async function ensureOnce(jsm: JetStreamManager, spec: BucketSpec, size: BucketS
     return 'created';
   } catch (err) {
     // Made at the same time by another program: check what it made.
-    if (err instanceof JetStreamApiError && err.code === STREAM_NAME_IN_USE) return ensureOnce(jsm, spec, size, warn);
+    if (err instanceof JetStreamApiError && err.code === STREAM_NAME_IN_USE) return ensureOnce(nc, jsm, spec, size, timeoutMs, warn);
     if (isPermissionViolation(err)) {
       throw new BucketMissingError(`bucket ${spec.name} is missing and this login may not create it: run \`server.js init\` with the admin login`, {
         cause: err,

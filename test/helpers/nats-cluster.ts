@@ -2,11 +2,12 @@
 // and monitoring port, store dir and server_name, routed to every other; and says which server leads
 // a stream or holds a named connection.
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { freePort, startNats, type NatsServer } from './nats.ts';
+import { startNats, type NatsServer } from './nats.ts';
 import type { Spawn } from './spawn.ts';
 import { waitFor } from './wait.ts';
 
@@ -73,20 +74,89 @@ export function clusterServerConfig(
   ].join('\n');
 }
 
-/** Starts the cluster and resolves once every server answers and JetStream has a meta leader. */
+/**
+ * A `config` for startNatsCluster that runs each server on the bus `bus-config` generates, as an
+ * operator's is (deploy/README.md): its name, monitoring port and routes around an `include` of what
+ * `busConfig` (`server.js bus-config` with these arguments) writes for it, every server's from the
+ * seeds in `credentials`, which busConfig makes on its first run.
+ */
+export function generatedServerConfig(
+  busConfig: (args: string[]) => void,
+  nodes: readonly string[],
+  credentials: string,
+): NonNullable<NatsClusterOptions['config']> {
+  return (where, s) => {
+    const out = join(s.dir, 'mesh.conf');
+    busConfig([...nodes.flatMap((n) => ['--node', n]), '--credentials', credentials, '--listen', where.listen, '--store-dir', where.storeDir, '--out', out]);
+    const routes = s.routes.map((p) => `"nats-route://127.0.0.1:${p}"`).join(', ');
+    return [
+      `server_name: "${s.name}"`,
+      `http: "127.0.0.1:${s.http}"`,
+      `cluster { name: "mesh", listen: "127.0.0.1:${s.cluster}", routes: [${routes}] }`,
+      'include "mesh.conf"',
+      '',
+    ].join('\n');
+  };
+}
+
+/** How many times a cluster is planned again when a port it picked was taken before its server listened. */
+const PORT_TRIES = 3;
+
+/**
+ * The ports a cluster's servers listen on are picked below the kernel's ephemeral range (32768 up on
+ * Linux): a port found free there was taken before its server listened by another program's
+ * outgoing connection, or, once its server was killed, before it restarted, and the cluster never
+ * formed again. Ports this process picked are never picked twice.
+ */
+const CLUSTER_PORTS = { from: 20_000, to: 32_000 };
+const picked = new Set<number>();
+
+/** A port of CLUSTER_PORTS free on 127.0.0.1 now, and not picked before by this process. */
+async function clusterPort(): Promise<number> {
+  for (;;) {
+    const port = CLUSTER_PORTS.from + Math.floor(Math.random() * (CLUSTER_PORTS.to - CLUSTER_PORTS.from));
+    if (picked.has(port)) continue;
+    picked.add(port);
+    const free = await new Promise<boolean>((resolve) => {
+      const srv = createServer();
+      srv.once('error', () => resolve(false));
+      srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+}
+
+/**
+ * Starts the cluster and resolves once every server answers and JetStream has a meta leader. A port
+ * found free and taken before its server listened on it (another test's cluster starting, or an
+ * outgoing connection's ephemeral port) makes it start again on fresh ports.
+ */
 export async function startNatsCluster(opts: NatsClusterOptions = {}): Promise<NatsCluster> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await startNatsClusterOnce(opts);
+    } catch (err) {
+      if (tries >= PORT_TRIES || !/address already in use/.test(String((err as Error).message))) throw err;
+    }
+  }
+}
+
+async function startNatsClusterOnce(opts: NatsClusterOptions): Promise<NatsCluster> {
   const size = opts.size ?? 3;
   const clusterName = opts.name ?? 'mesh';
   const dir = mkdtempSync(join(tmpdir(), 'mesh-cluster-'));
-  const plan = await Promise.all(Array.from({ length: size }, async (_, i) => ({ name: `s${i + 1}`, http: await freePort(), cluster: await freePort() })));
+  const plan = await Promise.all(
+    Array.from({ length: size }, async (_, i) => ({ name: `s${i + 1}`, client: await clusterPort(), http: await clusterPort(), cluster: await clusterPort() })),
+  );
   const routes = plan.map((p) => p.cluster);
   const servers: ClusterServer[] = [];
   try {
     // Started together: a server's JetStream waits for its routes, and each one's start waits only for its client port.
-    const started = await Promise.all(
+    const started = await Promise.allSettled(
       plan.map((p) =>
         startNats('', {
           dir: join(dir, p.name),
+          port: p.client,
           ...(opts.spawn ? { spawn: opts.spawn } : {}),
           whole: (where) => {
             const others = routes.filter((r) => r !== p.cluster);
@@ -95,7 +165,9 @@ export async function startNatsCluster(opts: NatsClusterOptions = {}): Promise<N
         }),
       ),
     );
-    started.forEach((s, i) => servers.push(clusterServer(s, plan[i]!.name, plan[i]!.http)));
+    started.forEach((s, i) => s.status === 'fulfilled' && servers.push(clusterServer(s.value, plan[i]!.name, plan[i]!.http)));
+    const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed) throw failed.reason;
     await waitFor('the cluster’s JetStream meta leader', () => metaLeaderKnown(servers), CLUSTER_READY_MS);
   } catch (err) {
     await Promise.all(servers.map((s) => s.stop()));

@@ -36,6 +36,8 @@ export type StartNatsOptions = {
    * generated bus-config): it must say `listen` and the JetStream `store_dir` it is given.
    */
   whole?: (where: { listen: string; storeDir: string }) => string;
+  /** The client port (default: a free one); a cluster picks its own (nats-cluster.ts says why). */
+  port?: number;
 };
 
 /** A free TCP port on 127.0.0.1. */
@@ -72,7 +74,7 @@ async function waitForPort(port: number, ms: number): Promise<void> {
 export async function startNats(config = '', opts: StartNatsOptions = {}): Promise<NatsServer> {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'mesh-nats-'));
   mkdirSync(dir, { recursive: true });
-  const port = await freePort();
+  const port = opts.port ?? (await freePort());
   const conf = join(dir, 'nats.conf');
   const where = { listen: `127.0.0.1:${port}`, storeDir: join(dir, 'js') };
   writeFileSync(conf, opts.whole?.(where) ?? `listen: "${where.listen}"\nmax_payload: 1048576\njetstream { store_dir: "${where.storeDir}" }\n${config}\n`);

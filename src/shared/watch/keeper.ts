@@ -7,6 +7,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { ConsumerInfo } from '@nats-io/jetstream';
 import type { OrderedConsumer } from './internals.ts';
+import { paceOf } from './pace.ts';
 import { hastenRemakes, type RemakeLog, type Remakes } from './remake.ts';
 
 /**
@@ -95,10 +96,11 @@ class ConsumerKeeper implements WatchKeeper {
     heartbeatMs: number,
     private readonly log?: KeeperLog,
   ) {
-    this.remakes = hastenRemakes(consumer, what, log, undefined, (err) => {
+    const refused = (err: Error) => {
       this.#began?.reject(err);
       this.#began = undefined;
-    });
+    };
+    this.remakes = hastenRemakes(consumer, what, log, undefined, refused, paceOf(nc));
     this.#connectedTo = nc.info?.server_name;
     this.#servers = clientUrls(nc);
     this.#timer = setInterval(() => this.#tick(heartbeatMs), heartbeatMs);
@@ -177,10 +179,16 @@ class ConsumerKeeper implements WatchKeeper {
 
   async #follow(): Promise<void> {
     for await (const s of this.#status) {
-      if (s.type === 'disconnect') this.#paused = true;
+      if (s.type === 'disconnect') this.#disconnected();
       if (s.type === 'update') this.#serversChanged();
       if (s.type === 'reconnect') this.#reconnected();
     }
+  }
+
+  /** Off the bus: silence is no news, and no create is given up (the reconnect makes the consumer again). */
+  #disconnected(): void {
+    this.#paused = true;
+    this.remakes.disconnected(true);
   }
 
   /**
@@ -194,6 +202,7 @@ class ConsumerKeeper implements WatchKeeper {
     this.#connectedTo = this.nc.info?.server_name;
     this.#servers = clientUrls(this.nc);
     this.#paused = false;
+    this.remakes.disconnected(false);
     this.#heard = true;
     if (this.#connectedTo !== lost) this.remakes.clusterChanged();
     if (this.#consumerServer !== undefined && this.#consumerServer !== lost) {

@@ -8,8 +8,8 @@ export const COMMAND_READ_TIMEOUT_MS = 10_000;
 /**
  * Reads every key of a whole bucket (for the seat, which may read it whole), ignoring deletes. With
  * `timeoutMs` (a command a person waits on) a read not caught up by then is given up with an error
- * naming the bucket: a cluster that just lost a server could leave the watch's consumer unanswered
- * for minutes, and the command hung with nothing said.
+ * naming the bucket: a bus that makes no consumer (a cluster without a meta leader for long) leaves
+ * the watch waiting, and the command hung with nothing said.
  */
 export async function readAll(nc: NatsConnection, bucket: string, filter = '>', opts: { timeoutMs?: number } = {}): Promise<Map<string, Uint8Array>> {
   const all = new Map<string, Uint8Array>();
@@ -26,8 +26,8 @@ export async function readAll(nc: NatsConnection, bucket: string, filter = '>', 
     return all;
   })();
   if (opts.timeoutMs === undefined) return reading;
-  // The bound covers the watch's making too: its first consumer's create can go unanswered after a
-  // cluster lost the stream's leader (the watch, made then, is left to its keeper and dropped).
+  // The bound covers the watch's making too: while the cluster makes no consumer its first create is
+  // never answered (the watch, made then, is left to its keeper and dropped).
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`reading ${bucket}: not read whole within ${opts.timeoutMs} ms; try again`)), opts.timeoutMs);
