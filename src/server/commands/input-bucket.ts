@@ -5,7 +5,7 @@
 // one line an operator can act on.
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { BucketMissingError, BucketRefusedError, bucketManager, ensureBucket, inspectBucket } from '../../shared/bucket-bind.ts';
+import { BucketMissingError, BucketRefusedError, ensureBucket, inspectBucket } from '../../shared/bucket-bind.ts';
 import { DEFAULT_MESH_NODES, kvBucket, maxConsumersFor, type BucketSpec } from '../../shared/bucket-spec.ts';
 import { openKv } from '../../shared/bus.ts';
 import { describeBusError, errorText, isPermissionViolation } from '../../shared/errors.ts';
@@ -48,7 +48,7 @@ export async function bindInputBucket(nc: NatsConnection, spec: BucketSpec, repl
     await ensureBucket(nc, spec, { replicas, maxConsumers: maxConsumersFor(DEFAULT_MESH_NODES) }, warn);
     return;
   }
-  const found = await inspectBucket(await bucketManager(nc), spec);
+  const found = await inspectBucket(nc, spec);
   if (found.state === 'unchecked') throw new Error(`bucket ${spec.name}: its stream could not be read: ${found.reason}`, { cause: found.cause });
   if (found.state === 'missing') {
     throw new BucketMissingError(
