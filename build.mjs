@@ -43,7 +43,7 @@ const LIBRARY_BANNER = "import { createRequire } from 'node:module'; const requi
 
 // What every bundle carries in place of two pure-JS crypto libraries of nats.js: nkeys' signing and the
 // object store's SHA-256, each done by node:crypto (each file says why and what it implements).
-const ALIAS = { tweetnacl: './src/shared/nacl-ed25519.ts', 'js-sha256': './src/shared/sha256-node.ts' };
+const ALIAS = { tweetnacl: './src/shared/bus/nacl-ed25519.ts', 'js-sha256': './src/shared/bus/sha256-node.ts' };
 
 // Modules of nats.js that nothing of the mesh runs, each loaded as a stand-in of a few bytes.
 const STAND_INS = [

@@ -8,11 +8,11 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { packTar } from 'modern-tar';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { connectBus } from '../src/shared/bus.ts';
-import { jsonBytes } from '../src/shared/bytes.ts';
-import { APPLIED } from '../src/shared/buckets.ts';
-import { askSubject } from '../src/shared/subjects.ts';
-import { INBOX_PREFIXES } from '../src/shared/inbox.ts';
+import { connectBus } from '../src/shared/bus/bus.ts';
+import { jsonBytes } from '../src/shared/base/bytes.ts';
+import { APPLIED } from '../src/shared/contract/buckets.ts';
+import { askSubject } from '../src/shared/contract/subjects.ts';
+import { INBOX_PREFIXES } from '../src/shared/bus/inbox.ts';
 import { fakeEngine, latencyRow, now, numberArg, percentile, startBenchMesh, waitUntil } from './lib.ts';
 
 const ASKS = numberArg('asks', 40_000);

@@ -6,9 +6,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { connectBus } from '../src/shared/bus.ts';
-import { watchKv } from '../src/shared/watch/watch.ts';
-import { APPLIED, CONFIG } from '../src/shared/buckets.ts';
+import { connectBus } from '../src/shared/bus/bus.ts';
+import { watchKv } from '../src/shared/bus/watch/watch.ts';
+import { APPLIED, CONFIG } from '../src/shared/contract/buckets.ts';
 import { startBenchEngine } from './engine-lib.ts';
 import { cpuSeconds, fakeEngine, latencyRow, now, peakRssMiB, percentile, publishThreeFiles, ROOT, waitUntil, type BenchMesh } from './lib.ts';
 

@@ -8,9 +8,9 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { packTar } from 'modern-tar';
-import { connectBus } from '../src/shared/bus.ts';
-import { watchKv } from '../src/shared/watch/watch.ts';
-import { APPLIED, CONFIG } from '../src/shared/buckets.ts';
+import { connectBus } from '../src/shared/bus/bus.ts';
+import { watchKv } from '../src/shared/bus/watch/watch.ts';
+import { APPLIED, CONFIG } from '../src/shared/contract/buckets.ts';
 import { fakeEngine, latencyRow, now, numberArg, startBenchMesh, waitUntil } from './lib.ts';
 
 const CONTRIBUTORS = numberArg('contributors', 500);

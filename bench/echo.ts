@@ -1,7 +1,7 @@
 // The bus's own request/reply floor for bench/asks.ts: a responder that answers each request with
 // its own body, in a process of its own as the client is.
 //   node --import tsx bench/echo.ts URL SUBJECT
-import { connectBus } from '../src/shared/bus.ts';
+import { connectBus } from '../src/shared/bus/bus.ts';
 
 const [url, subject] = process.argv.slice(2);
 const nc = await connectBus({ servers: [url!], name: 'bench-echo' });

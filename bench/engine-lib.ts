@@ -9,7 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, readFileSync, fsyncSync, mkdirSync, mkdtempSync, openSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { join } from 'node:path';
-import { contentDigest } from '../src/shared/fill-protocol.ts';
+import { contentDigest } from '../src/shared/contract/fill-protocol.ts';
 import { cpuSeconds, now, percentile, profileFlags, ROOT, waitUntil } from './lib.ts';
 
 /** A running reference engine. */

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kvm } from '@nats-io/kv';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { CONFIG, PLANS } from '../src/shared/buckets.ts';
+import { CONFIG, PLANS } from '../src/shared/contract/buckets.ts';
 import { bytes, fleetEntries, loadFleet, moduleName, MODULES_N, nodeName, publishBuild, putAll } from './fleet-load.ts';
 import { apiCalls, idleMessageKinds, trafficFrom, measureQuiet, sampleUsage, startFleetBus, type FleetBus } from './fleet-bus.ts';
 import { startPool, type Pool } from './fleet-pool.ts';

@@ -10,8 +10,8 @@ import { Kvm, type KV } from '@nats-io/kv';
 import { jetstream } from '@nats-io/jetstream';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { connectBus, ensureKv } from '../src/shared/bus.ts';
-import { APPLIED, ASSIGNMENTS, CONFIG, DEFAULT_ARCHIVES, MODULES } from '../src/shared/buckets.ts';
+import { connectBus, ensureKv } from '../src/shared/bus/bus.ts';
+import { APPLIED, ASSIGNMENTS, CONFIG, DEFAULT_ARCHIVES, MODULES } from '../src/shared/contract/buckets.ts';
 import { publishModule } from '../test/helpers/archive.ts';
 import { startNats } from '../test/helpers/nats.ts';
 

@@ -13,8 +13,8 @@
 import { closeSync, fsyncSync, openSync, renameSync, writeSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { join } from 'node:path';
-import { connectBus } from '../src/shared/bus.ts';
-import { watchKv } from '../src/shared/watch/watch.ts';
+import { connectBus } from '../src/shared/bus/bus.ts';
+import { watchKv } from '../src/shared/bus/watch/watch.ts';
 
 function engine(socket: string, dir: string): void {
   let n = 0;

@@ -4,12 +4,12 @@
 // bench calls bad, else `applied`); and a watch of mesh-provisioner_rollouts that keeps each state
 // seen. Every plan write and report is kept with its time, so a row can say who got what, and when.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { APPLIED, PLANS, ROLLOUTS } from '../src/shared/buckets.ts';
-import { jsonBytes } from '../src/shared/bytes.ts';
-import { KvPublisher } from '../src/shared/kv-publisher.ts';
-import type { Watch } from '../src/shared/watch/types.ts';
-import { watchKv } from '../src/shared/watch/watch.ts';
-import type { RolloutState } from '../src/server/seat/rollout/state.ts';
+import { APPLIED, PLANS, ROLLOUTS } from '../src/shared/contract/buckets.ts';
+import { jsonBytes } from '../src/shared/base/bytes.ts';
+import { KvPublisher } from '../src/shared/bus/kv-publisher.ts';
+import type { Watch } from '../src/shared/bus/watch/types.ts';
+import { watchKv } from '../src/shared/bus/watch/watch.ts';
+import type { RolloutState } from '../src/shared/contract/rollout-state.ts';
 import { now } from './lib.ts';
 
 /** One plan write seen by the bench's watch: the build (null: deleted) and when. */

@@ -2,7 +2,7 @@
 // build through every wave, the seat killed during wave 2, and the plan writes during a halt. Each
 // row returns its figure and whether it met the goal; the bench prints them beside the bus floor.
 import type { KV } from '@nats-io/kv';
-import { jsonBytes } from '../src/shared/bytes.ts';
+import { jsonBytes } from '../src/shared/base/bytes.ts';
 import { nodeHash, reachedBy } from '../src/server/seat/rollout/waves.ts';
 import { cpuSeconds, now } from './lib.ts';
 import { ofModule, plannedBackwards, type PlanSeen, type SimFleet } from './rollout-fleet.ts';

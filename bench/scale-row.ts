@@ -3,8 +3,8 @@
 // and the client's peak RSS.
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { watchKv } from '../src/shared/watch/watch.ts';
-import { APPLIED, PLANS } from '../src/shared/buckets.ts';
+import { watchKv } from '../src/shared/bus/watch/watch.ts';
+import { APPLIED, PLANS } from '../src/shared/contract/buckets.ts';
 import { engineBurst, startBenchEngine } from './engine-lib.ts';
 import { cpuSeconds, now, peakRssMiB, publishThreeFiles, waitUntil, type BenchMesh } from './lib.ts';
 

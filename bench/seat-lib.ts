@@ -4,8 +4,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { Watch } from '../src/shared/watch/types.ts';
-import { watchKv } from '../src/shared/watch/watch.ts';
+import type { Watch } from '../src/shared/bus/watch/types.ts';
+import { watchKv } from '../src/shared/bus/watch/watch.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 

@@ -4,8 +4,8 @@ import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { connect, createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { watchKv } from '../src/shared/watch/watch.ts';
-import { CONFIG } from '../src/shared/buckets.ts';
+import { watchKv } from '../src/shared/bus/watch/watch.ts';
+import { CONFIG } from '../src/shared/contract/buckets.ts';
 import { now } from './lib.ts';
 import { INITIAL_SEQ, type SoakModule } from './soak-lib.ts';
 

@@ -16,8 +16,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { connectBus } from '../src/shared/bus.ts';
-import { APPLIED } from '../src/shared/buckets.ts';
+import { connectBus } from '../src/shared/bus/bus.ts';
+import { APPLIED } from '../src/shared/contract/buckets.ts';
 import { freePort } from '../test/helpers/nats.ts';
 import { cpuSeconds, now, numberArg, openFds, profileFlags, publishBenchModule, ROOT, rssMiB, startBenchMesh, waitUntil, type BenchMesh } from './lib.ts';
 import {

@@ -1,12 +1,12 @@
 // node-provisioner, the client of one node: flags, wiring and signals. Everything else lives in src/client/.
 // First, so the heap is set before the rest of the bundle allocates (client/v8-flags.ts says why).
 import './client/v8-flags.ts';
-import { drainBus } from './shared/bus.ts';
-import { connectWhenReachable } from './shared/first-connect.ts';
-import { printLine, runMain, untilSignalled } from './shared/entry.ts';
-import { createLogger, underSystemd } from './shared/log.ts';
-import { notifySystemd } from './shared/notify.ts';
-import { VERSION } from './shared/version.ts';
+import { drainBus } from './shared/bus/bus.ts';
+import { connectWhenReachable } from './shared/bus/first-connect.ts';
+import { printLine, runMain, untilSignalled } from './shared/cli/entry.ts';
+import { createLogger, underSystemd } from './shared/cli/log.ts';
+import { notifySystemd } from './shared/cli/notify.ts';
+import { VERSION } from './shared/cli/version.ts';
 import { runDryRun } from './client/commands/dry-run/command.ts';
 import { createEngineClient } from './client/handoff/fill-socket.ts';
 import { runLint } from './client/commands/lint/command.ts';
@@ -14,7 +14,7 @@ import { startNodeClient } from './client/node.ts';
 import { runOnce } from './client/commands/once/command.ts';
 import { parseClientOptions } from './client/command-line.ts';
 import { NodeLoginRefusedError } from './client/login-check.ts';
-import { nodeClientUser, whichLogin } from './shared/login.ts';
+import { nodeClientUser, whichLogin } from './shared/bus/login.ts';
 
 // Every line a command prints may quote bus or archive text: printed as safe text (DESIGN §3).
 const out = (line: string) => printLine(process.stdout, line);

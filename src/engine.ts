@@ -1,10 +1,10 @@
 // The reference node-engine (DESIGN §9): flags, signals, and nothing else; the engine itself is src/engine/.
-import { printLine } from './shared/entry.ts';
-import { createLogger, underSystemd } from './shared/log.ts';
+import { printLine } from './shared/cli/entry.ts';
+import { createLogger, underSystemd } from './shared/cli/log.ts';
 import { parseEngineOptions, type EngineOptions } from './engine/options.ts';
 import { startEngine } from './engine/start.ts';
-import { VERSION } from './shared/version.ts';
-import { errorText } from './shared/errors.ts';
+import { VERSION } from './shared/cli/version.ts';
+import { errorText } from './shared/base/errors.ts';
 
 const command = parseEngineOptions(process.argv.slice(2), process.env);
 if (!command.ok) {

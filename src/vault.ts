@@ -1,17 +1,17 @@
 // mesh-vault, the reference vault (DESIGN §13): flags, wiring and signals. Everything else lives in src/vault/.
-import { connectBus, drainBus, watchConnection } from './shared/bus.ts';
-import { connectCommandOnce, connectWhenReachable } from './shared/first-connect.ts';
-import { whichLogin } from './shared/login.ts';
-import { printLine, runMain, untilSignalled } from './shared/entry.ts';
-import { createLogger, underSystemd } from './shared/log.ts';
-import { notifySystemd } from './shared/notify.ts';
-import { VAULT_CREDENTIAL } from './shared/subjects.ts';
-import { VERSION } from './shared/version.ts';
+import { connectBus, drainBus, watchConnection } from './shared/bus/bus.ts';
+import { connectCommandOnce, connectWhenReachable } from './shared/bus/first-connect.ts';
+import { whichLogin } from './shared/bus/login.ts';
+import { printLine, runMain, untilSignalled } from './shared/cli/entry.ts';
+import { createLogger, underSystemd } from './shared/cli/log.ts';
+import { notifySystemd } from './shared/cli/notify.ts';
+import { VAULT_CREDENTIAL } from './shared/contract/subjects.ts';
+import { VERSION } from './shared/cli/version.ts';
 import { parseVaultOptions } from './vault/options.ts';
 import { readSecretFrom, rotate, rotationValue } from './vault/rotate.ts';
 import { serveCredentials } from './vault/serve.ts';
 import { VaultStore } from './vault/store.ts';
-import { parseVaultName } from './shared/vault-names.ts';
+import { parseVaultName } from './shared/contract/vault-names.ts';
 
 const out = (line: string) => printLine(process.stdout, line);
 const err = (line: string) => printLine(process.stderr, `mesh-vault: ${line}`);

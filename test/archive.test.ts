@@ -14,8 +14,8 @@ import { packTar, type TarEntry, type TarHeader } from 'modern-tar';
 import { jetstream } from '@nats-io/jetstream';
 import { Objm } from '@nats-io/obj';
 import { connect } from '@nats-io/transport-node';
-import type { Parsed } from '../src/shared/result.ts';
-import { memoryLogger } from '../src/shared/log.ts';
+import type { Parsed } from '../src/shared/base/result.ts';
+import { memoryLogger } from '../src/shared/cli/log.ts';
 import {
   cacheWritesSettled,
   DEFAULT_ARCHIVE_LIMITS,

@@ -12,8 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { labBlocks, startLabShell, type LabShell } from '../demo/lab.ts';
-import { connectBus } from '../src/shared/bus.ts';
-import { INBOX_PREFIXES } from '../src/shared/inbox.ts';
+import { connectBus } from '../src/shared/bus/bus.ts';
+import { INBOX_PREFIXES } from '../src/shared/bus/inbox.ts';
 import { ROOT } from './helpers/bundle.ts';
 import {
   assertOneRestartAfterChange,

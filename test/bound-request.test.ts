@@ -5,8 +5,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { canonicalJson } from '../src/shared/canonical-json.ts';
-import { provisionRequest, REQUEST_DIGEST_PATTERN, requestDigest } from '../src/shared/bound-request.ts';
+import { canonicalJson } from '../src/shared/contract/canonical-json.ts';
+import { provisionRequest, REQUEST_DIGEST_PATTERN, requestDigest } from '../src/shared/contract/bound-request.ts';
 import { answers } from '../src/client/sources/bound.ts';
 import { SEED } from './helpers/random.ts';
 

@@ -7,7 +7,7 @@ import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, wr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { nkeys } from '@nats-io/transport-node';
-import { connectBus } from '../src/shared/bus.ts';
+import { connectBus } from '../src/shared/bus/bus.ts';
 import {
   INBOX_PREFIXES,
   inboxPrefixesOf,

@@ -1,19 +1,19 @@
-// Waiting for a bucket (src/shared/backoff.ts, src/shared/retry.ts, waitForWatch in src/shared/watch/bucket.ts, a daemon's
-// bind in src/shared/bind-wait.ts): the waits, the lines and stopping, with the timer and the watch handed in, so no time
+// Waiting for a bucket (src/shared/base/backoff.ts, src/shared/base/retry.ts, waitForWatch in src/shared/bus/watch/bucket.ts, a daemon's
+// bind in src/shared/bus/bind-wait.ts): the waits, the lines and stopping, with the timer and the watch handed in, so no time
 // passes and no server runs.
 import { test } from 'uvu';
 import { errors } from '@nats-io/transport-node';
 import * as assert from 'uvu/assert';
-import { MAX_WATCH_RETRY_MS, waitForWatch } from '../src/shared/watch/bucket.ts';
-import type { Watch } from '../src/shared/watch/types.ts';
-import { Backoff, backoffWait } from '../src/shared/backoff.ts';
-import { FIRST_RETRY_MS, retryWithBackoff } from '../src/shared/retry.ts';
-import type { Timer } from '../src/shared/timer.ts';
-import { NatsInternalsError } from '../src/shared/watch/internals.ts';
+import { MAX_WATCH_RETRY_MS, waitForWatch } from '../src/shared/bus/watch/bucket.ts';
+import type { Watch } from '../src/shared/bus/watch/types.ts';
+import { Backoff, backoffWait } from '../src/shared/base/backoff.ts';
+import { FIRST_RETRY_MS, retryWithBackoff } from '../src/shared/base/retry.ts';
+import type { Timer } from '../src/shared/base/timer.ts';
+import { NatsInternalsError } from '../src/shared/bus/watch/internals.ts';
 import { JetStreamApiError } from '@nats-io/jetstream';
-import { bindWhenThere } from '../src/shared/bind-wait.ts';
-import { BucketMissingError, BucketRefusedError } from '../src/shared/bucket-bind.ts';
-import { JETSTREAM_UNAVAILABLE_CODE } from '../src/shared/jetstream-errors.ts';
+import { bindWhenThere } from '../src/shared/bus/bind-wait.ts';
+import { BucketMissingError, BucketRefusedError } from '../src/shared/bus/bucket-bind.ts';
+import { JETSTREAM_UNAVAILABLE_CODE } from '../src/shared/bus/jetstream-errors.ts';
 
 const NO_RESPONDERS = 'waiting for bucket b (>): no responders: the bucket is missing or not granted to this account';
 

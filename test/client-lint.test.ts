@@ -17,7 +17,7 @@ import type { LintJson } from '../src/client/commands/lint/command.ts';
 import { readLintInput } from '../src/client/commands/lint/input.ts';
 import { planOfComposition } from '../src/client/commands/lint/composition.ts';
 import { firstInvalidUtf8 } from '../src/client/fill/utf8.ts';
-import type { Plan } from '../src/shared/schemas.ts';
+import type { Plan } from '../src/shared/contract/plan.ts';
 import { packTemplates } from './helpers/archive.ts';
 import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle } from './helpers/bundle.ts';
 

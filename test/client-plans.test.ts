@@ -3,9 +3,9 @@
 // first, so the start waits for the watches those plans name (a provider's bound entries).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { connectBus, ensureKv } from '../src/shared/bus.ts';
-import { PLANS } from '../src/shared/buckets.ts';
-import { memoryLogger } from '../src/shared/log.ts';
+import { connectBus, ensureKv } from '../src/shared/bus/bus.ts';
+import { PLANS } from '../src/shared/contract/buckets.ts';
+import { memoryLogger } from '../src/shared/cli/log.ts';
 import { TemplateCache } from '../src/client/fill/templates.ts';
 import { Modules, type ModulesDeps } from '../src/client/schedule/modules.ts';
 import { watchPlans } from '../src/client/sources/plans.ts';

@@ -4,8 +4,12 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { composePlan } from '../src/server/seat/compose.ts';
 import { Composer, HELD_PASSES_BEFORE_HEALTH, type ComposerSink, type InputName, type PassSummary } from '../src/server/seat/composer.ts';
-import { memoryLogger } from '../src/shared/log.ts';
-import { AssignmentSchema, CompositionSchema, validate, type Assignment, type Composition, type Health, type Plan } from '../src/shared/schemas.ts';
+import { memoryLogger } from '../src/shared/cli/log.ts';
+import { AssignmentSchema, type Assignment } from '../src/shared/contract/assignment.ts';
+import { CompositionSchema, type Composition } from '../src/shared/contract/composition.ts';
+import { validate } from '../src/shared/contract/decode.ts';
+import type { Health } from '../src/shared/contract/verb.ts';
+import type { Plan } from '../src/shared/contract/plan.ts';
 
 const ARCHIVE = { ref: 'obj://mesh-catalog_archives/web-1.tar', digest: 'sha256:' + 'a'.repeat(64) };
 

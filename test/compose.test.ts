@@ -1,15 +1,17 @@
 // Composition passes of the seat (DESIGN §4) against a real nats-server.
-import { HEALTH_SUBJECT } from '../src/shared/subjects.ts';
+import { HEALTH_SUBJECT } from '../src/shared/contract/subjects.ts';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ASSIGNMENTS, MODULES, PLANS } from '../src/shared/buckets.ts';
-import { connectBus, ensureKv } from '../src/shared/bus.ts';
-import { watchKv } from '../src/shared/watch/watch.ts';
-import { memoryLogger } from '../src/shared/log.ts';
-import { segmentNameProblem } from '../src/shared/keys.ts';
-import { isNormalAbsolutePath, pathProblem, tokenProblem, type Health, type Plan } from '../src/shared/schemas.ts';
+import { ASSIGNMENTS, MODULES, PLANS } from '../src/shared/contract/buckets.ts';
+import { connectBus, ensureKv } from '../src/shared/bus/bus.ts';
+import { watchKv } from '../src/shared/bus/watch/watch.ts';
+import { memoryLogger } from '../src/shared/cli/log.ts';
+import { segmentNameProblem } from '../src/shared/contract/keys.ts';
+import { isNormalAbsolutePath, pathProblem, tokenProblem } from '../src/shared/contract/fields.ts';
+import type { Health } from '../src/shared/contract/verb.ts';
+import type { Plan } from '../src/shared/contract/plan.ts';
 import { Composer } from '../src/server/seat/composer.ts';
-import { KvPublisher, parsePublishAck, PutRefusedError } from '../src/shared/kv-publisher.ts';
+import { KvPublisher, parsePublishAck, PutRefusedError } from '../src/shared/bus/kv-publisher.ts';
 import { startNats } from './helpers/nats.ts';
 import { assignment, composition, compositionWithValues, nestedJson, startSeatFixture, type SeatFixture } from './helpers/seat.ts';
 import { waitFor } from './helpers/wait.ts';

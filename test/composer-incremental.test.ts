@@ -6,9 +6,10 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Composer, type ComposerSink, type InputName, type PassSummary } from '../src/server/seat/composer.ts';
 import { PlanWriter, type WriteOutcome } from '../src/server/seat/plan-writer.ts';
-import type { Timer } from '../src/shared/timer.ts';
-import { memoryLogger } from '../src/shared/log.ts';
-import type { Health, Plan } from '../src/shared/schemas.ts';
+import type { Timer } from '../src/shared/base/timer.ts';
+import { memoryLogger } from '../src/shared/cli/log.ts';
+import type { Health } from '../src/shared/contract/verb.ts';
+import type { Plan } from '../src/shared/contract/plan.ts';
 
 const ARCHIVE = { ref: 'obj://mesh-catalog_archives/x.tar', digest: 'sha256:' + 'a'.repeat(64) };
 const composition = (module: string, build = '1', published = true) => ({

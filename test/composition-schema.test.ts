@@ -4,8 +4,10 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { CompositionFileSchema, CompositionSchema, PlanSchema, validate, validateEach } from '../src/shared/schemas.ts';
-import { wavesProblem } from '../src/shared/rollout-schema.ts';
+import { CompositionFileSchema, CompositionSchema } from '../src/shared/contract/composition.ts';
+import { PlanSchema } from '../src/shared/contract/plan.ts';
+import { validate, validateEach } from '../src/shared/contract/decode.ts';
+import { wavesProblem } from '../src/shared/contract/rollout-schema.ts';
 import { composition } from './helpers/seat.ts';
 import { emptyPlan } from './helpers/planted.ts';
 import { SEED } from './helpers/random.ts';

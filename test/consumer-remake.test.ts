@@ -1,14 +1,14 @@
-// How a watch's consumer is made again on a busy bus and while the bus fails over (src/shared/watch/remake.ts),
-// against a fake of nats.js's private consumer API (src/shared/watch/internals.ts) whose creates the
+// How a watch's consumer is made again on a busy bus and while the bus fails over (src/shared/bus/watch/remake.ts),
+// against a fake of nats.js's private consumer API (src/shared/bus/watch/internals.ts) whose creates the
 // test answers, refuses or leaves unanswered, on a fake clock: exact times, no sleeping.
 import { test } from 'uvu';
 import { errors } from '@nats-io/transport-node';
 import * as assert from 'uvu/assert';
 import { JetStreamApiError, type ConsumerConfig, type ConsumerInfo, type ConsumerMessages } from '@nats-io/jetstream';
-import { orderedConsumer } from '../src/shared/watch/internals.ts';
-import { REMAKE_AGAIN_MS, REMAKE_GIVE_UP_MS, REMAKE_TIMEOUT_MS } from '../src/shared/watch/give-up.ts';
-import { BusPace, PACE_MEMORY_MS, REMAKE_UNSETTLED_MS, REPLICA_SILENT_MS } from '../src/shared/watch/pace.ts';
-import { hastenRemakes, REMAKE_ANSWER_MS } from '../src/shared/watch/remake.ts';
+import { orderedConsumer } from '../src/shared/bus/watch/internals.ts';
+import { REMAKE_AGAIN_MS, REMAKE_GIVE_UP_MS, REMAKE_TIMEOUT_MS } from '../src/shared/bus/watch/give-up.ts';
+import { BusPace, PACE_MEMORY_MS, REMAKE_UNSETTLED_MS, REPLICA_SILENT_MS } from '../src/shared/bus/watch/pace.ts';
+import { hastenRemakes, REMAKE_ANSWER_MS } from '../src/shared/bus/watch/remake.ts';
 import { fakeClock, flush } from './helpers/clock.ts';
 
 /** The private consumer API as nats.js's reset calls it (`this.timeout` its request timeout). */

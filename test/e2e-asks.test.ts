@@ -4,9 +4,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { jsonBytes } from '../src/shared/bytes.ts';
-import { askSubject, changedSubject } from '../src/shared/subjects.ts';
-import { connectBus } from '../src/shared/bus.ts';
+import { jsonBytes } from '../src/shared/base/bytes.ts';
+import { askSubject, changedSubject } from '../src/shared/contract/subjects.ts';
+import { connectBus } from '../src/shared/bus/bus.ts';
 import { asker, AskError } from '../src/sdk/ask.ts';
 import { ensureBuilt, type Running } from './helpers/bundle.ts';
 import { startMesh, type Mesh } from './helpers/mesh.ts';

@@ -5,9 +5,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
-import { ensureKv } from '../src/shared/bus.ts';
-import { jsonBytes } from '../src/shared/bytes.ts';
-import { boundKey } from '../src/shared/keys.ts';
+import { ensureKv } from '../src/shared/bus/bus.ts';
+import { jsonBytes } from '../src/shared/base/bytes.ts';
+import { boundKey } from '../src/shared/contract/keys.ts';
 import { ensureBuilt } from './helpers/bundle.ts';
 import { withMesh } from './helpers/mesh.ts';
 

@@ -5,10 +5,10 @@ import * as assert from 'uvu/assert';
 import { join } from 'node:path';
 import { Kvm, type KV } from '@nats-io/kv';
 import { jetstream } from '@nats-io/jetstream';
-import { jsonBytes } from '../src/shared/bytes.ts';
-import { COLLECT } from '../src/shared/buckets.ts';
-import { PROVISIONING_VERB } from '../src/shared/subjects.ts';
-import type { VerbReply } from '../src/shared/schemas.ts';
+import { jsonBytes } from '../src/shared/base/bytes.ts';
+import { COLLECT } from '../src/shared/contract/buckets.ts';
+import { PROVISIONING_VERB } from '../src/shared/contract/subjects.ts';
+import type { VerbReply } from '../src/shared/contract/verb.ts';
 import { startMesh, type Mesh } from './helpers/mesh.ts';
 import { waitFor } from './helpers/wait.ts';
 

@@ -3,7 +3,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { utimesSync, writeFileSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Report } from '../src/shared/schemas.ts';
+import type { Report } from '../src/shared/contract/report.ts';
 import { startMesh, type Mesh, type ModuleSpec } from './helpers/mesh.ts';
 import { waitFor } from './helpers/wait.ts';
 

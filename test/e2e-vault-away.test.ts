@@ -8,9 +8,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
-import { ensureKv } from '../src/shared/bus.ts';
-import { jsonBytes } from '../src/shared/bytes.ts';
-import { VAULT_CHANGED } from '../src/shared/subjects.ts';
+import { ensureKv } from '../src/shared/bus/bus.ts';
+import { jsonBytes } from '../src/shared/base/bytes.ts';
+import { VAULT_CHANGED } from '../src/shared/contract/subjects.ts';
 import type { ConsumerEntry } from '../src/sdk/types.ts';
 import { startMesh, type Mesh } from './helpers/mesh.ts';
 import { startVault, type Vault } from './helpers/vault.ts';

@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { createEngineClient } from '../src/client/handoff/fill-socket.ts';
 import { findUser } from '../src/engine/owner.ts';
 import { startEngine } from '../src/engine/start.ts';
-import { contentDigest, type FillFile, type FillReply } from '../src/shared/fill-protocol.ts';
-import { memoryLogger } from '../src/shared/log.ts';
+import { contentDigest, type FillFile, type FillReply } from '../src/shared/contract/fill-protocol.ts';
+import { memoryLogger } from '../src/shared/cli/log.ts';
 
 const TEST_USER = 'mesh-test-owner';
 const isRoot = process.getuid?.() === 0;

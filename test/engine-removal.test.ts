@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { createEngineClient, type EngineClient } from '../src/client/handoff/fill-socket.ts';
 import { startEngine, type RunningEngine } from '../src/engine/start.ts';
 import { WrittenRecord } from '../src/engine/record.ts';
-import { contentDigest, type FillFile, type FillReply } from '../src/shared/fill-protocol.ts';
-import { memoryLogger } from '../src/shared/log.ts';
+import { contentDigest, type FillFile, type FillReply } from '../src/shared/contract/fill-protocol.ts';
+import { memoryLogger } from '../src/shared/cli/log.ts';
 import { waitFor } from './helpers/wait.ts';
 
 type Rig = {

@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createEngineClient } from '../src/client/handoff/fill-socket.ts';
 import { findUser } from '../src/engine/owner.ts';
-import { contentDigest, type FillContent, type FillFile, type FillReply } from '../src/shared/fill-protocol.ts';
-import { memoryLogger } from '../src/shared/log.ts';
+import { contentDigest, type FillContent, type FillFile, type FillReply } from '../src/shared/contract/fill-protocol.ts';
+import { memoryLogger } from '../src/shared/cli/log.ts';
 import { cleanEnv, ensureBuilt, ROOT } from './helpers/bundle.ts';
 
 /** The user the engine runs as; test/helpers/postgres.ts runs PostgreSQL as the same. */

@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { createEngineClient, EngineProtocolError, EngineTimeout, EngineUnavailable, type EngineClient } from '../src/client/handoff/fill-socket.ts';
-import { contentDigest, unconfirmedPaths, type FillFile, type FillReply } from '../src/shared/fill-protocol.ts';
-import { memoryLogger } from '../src/shared/log.ts';
+import { contentDigest, unconfirmedPaths, type FillFile, type FillReply } from '../src/shared/contract/fill-protocol.ts';
+import { memoryLogger } from '../src/shared/cli/log.ts';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;

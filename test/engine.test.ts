@@ -11,8 +11,8 @@ import { createEngineClient, EngineUnavailable, type EngineClient } from '../src
 import { startEngine, type RunningEngine } from '../src/engine/start.ts';
 import { spliceBlock } from '../src/engine/managed.ts';
 import { fillSecrets } from '../src/engine/secrets.ts';
-import { contentDigest, type FillContent, type FillFile, type FillReply } from '../src/shared/fill-protocol.ts';
-import { memoryLogger } from '../src/shared/log.ts';
+import { contentDigest, type FillContent, type FillFile, type FillReply } from '../src/shared/contract/fill-protocol.ts';
+import { memoryLogger } from '../src/shared/cli/log.ts';
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
 

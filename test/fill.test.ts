@@ -4,7 +4,7 @@ import * as assert from 'uvu/assert';
 import { FillMemo, fillModule, prepareTemplates } from '../src/client/fill/fill.ts';
 import { Sources, type ValueLookup } from '../src/client/sources/index.ts';
 import { placementSource } from '../src/client/sources/placement.ts';
-import type { Plan } from '../src/shared/schemas.ts';
+import type { Plan } from '../src/shared/contract/plan.ts';
 
 const enc = new TextEncoder();
 

@@ -1,10 +1,10 @@
-// A daemon's first connection to the bus (shared/first-connect.ts, issue 22): what it says while the
+// A daemon's first connection to the bus (shared/bus/first-connect.ts, issue 22): what it says while the
 // bus is not there, driven on a fake clock, so the exact waits and lines are asserted without sleeping.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { errors, type NatsConnection } from '@nats-io/transport-node';
-import { connectWhenReachable } from '../src/shared/first-connect.ts';
-import { memoryLogger } from '../src/shared/log.ts';
+import { connectWhenReachable } from '../src/shared/bus/first-connect.ts';
+import { memoryLogger } from '../src/shared/cli/log.ts';
 import { fakeClock, flush } from './helpers/clock.ts';
 
 const BUS = { servers: ['nats://127.0.0.1:1'], name: 'test' };

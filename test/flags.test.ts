@@ -1,9 +1,9 @@
-// The shared flag parser (src/shared/flags.ts, DESIGN §10): a table of argv and environment against
+// The shared flag parser (src/shared/cli/flags.ts, DESIGN §10): a table of argv and environment against
 // the values or the one-line reason, and properties of every argv.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { describeFlags, openCommand, parseFlags, unexpectedArgument, valueSource, type FlagTable, type FlagValues } from '../src/shared/flags.ts';
+import { describeFlags, openCommand, parseFlags, unexpectedArgument, valueSource, type FlagTable, type FlagValues } from '../src/shared/cli/flags.ts';
 
 const SPECS = [
   { name: 'name', env: 'T_NAME', type: 'string', arg: 'NAME', help: 'a name' },

@@ -18,8 +18,8 @@ import {
   unconfirmedReason,
   type FillContent,
   type FillReply,
-} from '../src/shared/fill-protocol.ts';
-import { MAX_ENGINE_LINE_BYTES } from '../src/shared/limits.ts';
+} from '../src/shared/contract/fill-protocol.ts';
+import { MAX_ENGINE_LINE_BYTES } from '../src/shared/contract/limits.ts';
 import { SEED } from './helpers/random.ts';
 
 const RUNS = Number(process.env['MESH_FUZZ_RUNS'] ?? 1000);

@@ -8,11 +8,12 @@ import { fillModule } from '../src/client/fill/fill.ts';
 import type { ValueLookup } from '../src/client/sources/source.ts';
 import { compileTemplate, prepareTemplates } from '../src/client/fill/templates.ts';
 import { fitReport } from '../src/client/report/fit.ts';
-import { contentDigest, contentText, type FillContent } from '../src/shared/fill-protocol.ts';
-import { decodeToken, encodeToken } from '../src/shared/keys.ts';
-import { jsonDepth, MAX_JSON_DEPTH, parseBoundedJson } from '../src/shared/limits.ts';
-import { parsePlaceholders, renderPlaceholders, scanPlaceholders } from '../src/shared/placeholders.ts';
-import type { Plan, Report } from '../src/shared/schemas.ts';
+import { contentDigest, contentText, type FillContent } from '../src/shared/contract/fill-protocol.ts';
+import { decodeToken, encodeToken } from '../src/shared/contract/keys.ts';
+import { jsonDepth, MAX_JSON_DEPTH, parseBoundedJson } from '../src/shared/contract/limits.ts';
+import { parsePlaceholders, renderPlaceholders, scanPlaceholders } from '../src/shared/contract/placeholders.ts';
+import type { Plan } from '../src/shared/contract/plan.ts';
+import type { Report } from '../src/shared/contract/report.ts';
 import { SEED } from './helpers/random.ts';
 
 const RUNS = Number(process.env['MESH_FUZZ_RUNS'] ?? 400);

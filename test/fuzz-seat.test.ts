@@ -5,21 +5,16 @@ import * as assert from 'uvu/assert';
 import { posix } from 'node:path';
 import fc from 'fast-check';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { isInboxSubject } from '../src/shared/inbox.ts';
-import { encodeToken, segmentNameProblem } from '../src/shared/keys.ts';
-import { MAX_PLAN_BYTES, MAX_SUBJECT_BYTES, MAX_TOKEN_BYTES } from '../src/shared/limits.ts';
-import { memoryLogger } from '../src/shared/log.ts';
-import {
-  AssignmentSchema,
-  CompositionSchema,
-  decodeJson,
-  pathProblem,
-  PlanSchema,
-  validate,
-  VERB_WHATS,
-  VerbRequestSchema,
-  type Health,
-} from '../src/shared/schemas.ts';
+import { isInboxSubject } from '../src/shared/bus/inbox.ts';
+import { encodeToken, segmentNameProblem } from '../src/shared/contract/keys.ts';
+import { MAX_PLAN_BYTES, MAX_SUBJECT_BYTES, MAX_TOKEN_BYTES } from '../src/shared/contract/limits.ts';
+import { memoryLogger } from '../src/shared/cli/log.ts';
+import { AssignmentSchema } from '../src/shared/contract/assignment.ts';
+import { CompositionSchema } from '../src/shared/contract/composition.ts';
+import { decodeJson, validate } from '../src/shared/contract/decode.ts';
+import { pathProblem } from '../src/shared/contract/fields.ts';
+import { PlanSchema } from '../src/shared/contract/plan.ts';
+import { VERB_WHATS, VerbRequestSchema, type Health } from '../src/shared/contract/verb.ts';
 import { Composer } from '../src/server/seat/composer.ts';
 import { answerProvisioning } from '../src/server/verb/serve.ts';
 import { MAX_REQUEST_BYTES, parseVerbRequest, watchFilter } from '../src/server/verb/request.ts';

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
-import type { Report } from '../src/shared/schemas.ts';
+import type { Report } from '../src/shared/contract/report.ts';
 import { writeComposition } from './helpers/archive.ts';
 import { cleanupBundles, ensureBuilt, type Running } from './helpers/bundle.ts';
 import { startMesh, type Mesh } from './helpers/mesh.ts';

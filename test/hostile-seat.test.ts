@@ -1,16 +1,16 @@
 // The seat bundle as a process on a real nats-server under hostile input (DESIGN §3, §11): each
 // attack fails its own request or module, and the seat stays up, connected and answering.
-import { HEALTH_SUBJECT, PROVISIONING_VERB } from '../src/shared/subjects.ts';
+import { HEALTH_SUBJECT, PROVISIONING_VERB } from '../src/shared/contract/subjects.ts';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
-import { ASSIGNMENTS, MODULES, PLANS } from '../src/shared/buckets.ts';
-import { ensureKv } from '../src/shared/bus.ts';
-import { jsonBytes } from '../src/shared/bytes.ts';
-import type { Health, VerbReply } from '../src/shared/schemas.ts';
+import { ASSIGNMENTS, MODULES, PLANS } from '../src/shared/contract/buckets.ts';
+import { ensureKv } from '../src/shared/bus/bus.ts';
+import { jsonBytes } from '../src/shared/base/bytes.ts';
+import type { Health, VerbReply } from '../src/shared/contract/verb.ts';
 import { cleanupBundles, copyBundleAlone, ensureBuilt, startBundle, type Running } from './helpers/bundle.ts';
 import { startNats, type NatsServer } from './helpers/nats.ts';
 import { assignment, composition, compositionWithValues, nestedJson } from './helpers/seat.ts';

@@ -8,9 +8,9 @@ import { execFileSync } from 'node:child_process';
 import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MAX_LOGIN_FILE_BYTES } from '../src/shared/bus-flags.ts';
+import { MAX_LOGIN_FILE_BYTES } from '../src/shared/cli/bus-flags.ts';
 import { MAX_IMPORT_BYTES } from '../src/server/commands/config/import.ts';
-import { MAX_PLAN_BYTES } from '../src/shared/limits.ts';
+import { MAX_PLAN_BYTES } from '../src/shared/contract/limits.ts';
 import { ensureBuilt, ROOT, runBundle } from './helpers/bundle.ts';
 
 let dir: string;

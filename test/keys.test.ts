@@ -15,9 +15,9 @@ import {
   parseNeedKey,
   parseNodeModuleKey,
   parseRegistryKey,
-} from '../src/shared/keys.ts';
-import { isSegmentName, SEGMENT_NAME_PATTERN, segmentNameProblem } from '../src/shared/keys.ts';
-import { moduleSecretVault, pairVault, parseVaultName, vaultOwnerProblem } from '../src/shared/vault-names.ts';
+} from '../src/shared/contract/keys.ts';
+import { isSegmentName, SEGMENT_NAME_PATTERN, segmentNameProblem } from '../src/shared/contract/keys.ts';
+import { moduleSecretVault, pairVault, parseVaultName, vaultOwnerProblem } from '../src/shared/contract/vault-names.ts';
 import fc from 'fast-check';
 import { SEED } from './helpers/random.ts';
 

@@ -57,7 +57,7 @@ test('src/shared/ imports nothing of src/ outside itself', () => {
 test('one file alone reaches the private parts of nats.js', () => {
   const PRIVATE = /getConsumerOpts|\bcursor\.|consumer\.api\b|\.options\?\.inboxPrefix|as unknown as \{ (options|reset|consumer)/;
   const touching = files.filter((f) => PRIVATE.test(readFileSync(f, 'utf8'))).map(name);
-  assert.equal(touching, ['src/shared/watch/internals.ts']);
+  assert.equal(touching, ['src/shared/bus/watch/internals.ts']);
 });
 
 test.run();

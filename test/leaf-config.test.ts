@@ -7,8 +7,8 @@ import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, wr
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import bcrypt from 'bcryptjs';
-import { connectBus } from '../src/shared/bus.ts';
-import { INBOX_PREFIXES } from '../src/shared/inbox.ts';
+import { connectBus } from '../src/shared/bus/bus.ts';
+import { INBOX_PREFIXES } from '../src/shared/bus/inbox.ts';
 import { nodeImports, USERS } from '../src/server/commands/bus-config/config.ts';
 import { domainMappings } from '../src/server/commands/bus-config/leaf.ts';
 import { busConfigOut, busConfigRun } from './helpers/bus-config-run.ts';

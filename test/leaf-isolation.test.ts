@@ -7,7 +7,7 @@ import * as assert from 'uvu/assert';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { connectBus } from '../src/shared/bus.ts';
+import { connectBus } from '../src/shared/bus/bus.ts';
 import { inboxPrefixesOf, USERS } from '../src/server/commands/bus-config/config.ts';
 import { ROOT } from './helpers/bundle.ts';
 import { withIsolatedMesh } from './helpers/isolated-mesh.ts';

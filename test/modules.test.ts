@@ -11,8 +11,8 @@ import { ConfigValues, configDependency } from '../src/client/sources/config.ts'
 import { Sources } from '../src/client/sources/index.ts';
 import { placementSource } from '../src/client/sources/placement.ts';
 import { TemplateCache } from '../src/client/fill/templates.ts';
-import type { FillReply, FillRequest } from '../src/shared/fill-protocol.ts';
-import { memoryLogger } from '../src/shared/log.ts';
+import type { FillReply, FillRequest } from '../src/shared/contract/fill-protocol.ts';
+import { memoryLogger } from '../src/shared/cli/log.ts';
 import type { NeedEntry } from '../src/client/fill/fill.ts';
 
 const enc = new TextEncoder();

@@ -1,11 +1,11 @@
-// The tweetnacl stand-in every bundle carries (src/shared/nacl-ed25519.ts, aliased by build.mjs):
+// The tweetnacl stand-in every bundle carries (src/shared/bus/nacl-ed25519.ts, aliased by build.mjs):
 // for what nkeys asks of it — a key pair from a seed, a detached signature and its check — it gives
 // tweetnacl's own bytes and answers, and it refuses the sizes tweetnacl refuses.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { randomBytes } from 'node:crypto';
 import tweetnacl from 'tweetnacl';
-import nacl from '../src/shared/nacl-ed25519.ts';
+import nacl from '../src/shared/bus/nacl-ed25519.ts';
 
 test('a key pair from a seed is tweetnacl’s, public and secret key alike', () => {
   for (let i = 0; i < 50; i++) {

@@ -1,10 +1,10 @@
-// "Did you mean" (src/shared/nearest.ts): the bounded optimal-string-alignment distance agrees with
+// "Did you mean" (src/shared/base/nearest.ts): the bounded optimal-string-alignment distance agrees with
 // the textbook table wherever it is within its bound, and the suggestions a typo gets.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { boundedDistance, didYouMean, nearestName, suggestionBound } from '../src/shared/nearest.ts';
-import { KNOWN_KINDS } from '../src/shared/registry.ts';
+import { boundedDistance, didYouMean, nearestName, suggestionBound } from '../src/shared/base/nearest.ts';
+import { KNOWN_KINDS } from '../src/shared/contract/registry.ts';
 import { SEED } from './helpers/random.ts';
 
 /** The textbook optimal-string-alignment distance, a whole table, no bound. */

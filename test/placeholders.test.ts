@@ -1,7 +1,7 @@
 // Placeholders (DESIGN §8): a corpus of real-looking templates with exact bytes, then properties.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { parsePlaceholders, renderPlaceholders, type Placeholder } from '../src/shared/placeholders.ts';
+import { parsePlaceholders, renderPlaceholders, type Placeholder } from '../src/shared/contract/placeholders.ts';
 import fc from 'fast-check';
 import { SEED } from './helpers/random.ts';
 

@@ -3,11 +3,11 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Kvm } from '@nats-io/kv';
 import { jetstream } from '@nats-io/jetstream';
-import { connectBus } from '../src/shared/bus.ts';
-import { readAll } from '../src/shared/watch/read-all.ts';
-import { REGISTRY_BUCKET } from '../src/shared/buckets.ts';
-import { memoryLogger } from '../src/shared/log.ts';
-import { REGISTRY } from '../src/shared/registry.ts';
+import { connectBus } from '../src/shared/bus/bus.ts';
+import { readAll } from '../src/shared/bus/watch/read-all.ts';
+import { REGISTRY_BUCKET } from '../src/shared/contract/buckets.ts';
+import { memoryLogger } from '../src/shared/cli/log.ts';
+import { REGISTRY } from '../src/shared/contract/registry.ts';
 import { startSeat } from '../src/server/seat/seat.ts';
 import { startNats } from './helpers/nats.ts';
 

@@ -6,10 +6,10 @@ import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { failedReport, filledReport, Reporter } from '../src/client/report/reporter.ts';
 import { groupNeeds, settleStoredNeeds } from '../src/client/report/stale-needs.ts';
-import { jsonBytes } from '../src/shared/bytes.ts';
-import { needKey } from '../src/shared/keys.ts';
-import { PutRefusedError } from '../src/shared/kv-publisher.ts';
-import { memoryLogger } from '../src/shared/log.ts';
+import { jsonBytes } from '../src/shared/base/bytes.ts';
+import { needKey } from '../src/shared/contract/keys.ts';
+import { PutRefusedError } from '../src/shared/bus/kv-publisher.ts';
+import { memoryLogger } from '../src/shared/cli/log.ts';
 
 const pending = { path: '/p', action: 'pending', digest: 'sha256:p' };
 const done = { path: '/a', action: 'written', digest: 'sha256:a' };

@@ -3,8 +3,8 @@
 // never finds a node planned past the wave it reads back.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { memoryLogger } from '../src/shared/log.ts';
-import type { Composition } from '../src/shared/schemas.ts';
+import { memoryLogger } from '../src/shared/cli/log.ts';
+import type { Composition } from '../src/shared/contract/composition.ts';
 import { RolloutDirector } from '../src/server/seat/rollout/director.ts';
 import { StateWriter } from '../src/server/seat/rollout/store.ts';
 import { waveOrder } from '../src/server/seat/rollout/waves.ts';

@@ -3,12 +3,12 @@
 // and abort run with the admin login; no other login can ask the seat to move a rollout.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { openKv } from '../src/shared/bus.ts';
-import { jsonBytes } from '../src/shared/bytes.ts';
-import { APPLIED, REGISTRY_BUCKET, ROLLOUTS } from '../src/shared/buckets.ts';
-import { ROLLOUT_VERB } from '../src/shared/subjects.ts';
+import { openKv } from '../src/shared/bus/bus.ts';
+import { jsonBytes } from '../src/shared/base/bytes.ts';
+import { APPLIED, REGISTRY_BUCKET, ROLLOUTS } from '../src/shared/contract/buckets.ts';
+import { ROLLOUT_VERB } from '../src/shared/contract/subjects.ts';
 import { USERS } from '../src/server/commands/bus-config/config.ts';
-import type { RolloutState } from '../src/server/seat/rollout/state.ts';
+import type { RolloutState } from '../src/shared/contract/rollout-state.ts';
 import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle, startBundle, type Running } from './helpers/bundle.ts';
 import { startMeshBus, withIsolatedMesh } from './helpers/isolated-mesh.ts';
 import { digestFor, inWaveOrder } from './helpers/rollout-fleet.ts';

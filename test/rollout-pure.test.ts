@@ -10,11 +10,13 @@ import { cutOf, nodeHash, reachedBy, waveOrder, waveSize } from '../src/server/s
 import { judgeWave } from '../src/server/seat/rollout/judge.ts';
 import { abortRollout, describeState, haltRollout, refusal, resumeRollout, startRollout, withFailed, withRecovered } from '../src/server/seat/rollout/steps.ts';
 import { compositionOf, newLive, reachedNodes } from '../src/server/seat/rollout/live.ts';
-import { MAX_FAILED_LISTED, readRolloutState } from '../src/server/seat/rollout/state.ts';
+import { MAX_FAILED_LISTED, readRolloutState } from '../src/shared/contract/rollout-state.ts';
 import { markOfComposition, markOfPlan, markOfPlanHead, markOfWholePlan } from '../src/server/seat/rollout/marks.ts';
 import { composePlan } from '../src/server/seat/compose.ts';
-import { AssignmentSchema, CompositionSchema, decodeJson, type Composition } from '../src/shared/schemas.ts';
-import { jsonBytes } from '../src/shared/bytes.ts';
+import { AssignmentSchema } from '../src/shared/contract/assignment.ts';
+import { CompositionSchema, type Composition } from '../src/shared/contract/composition.ts';
+import { decodeJson } from '../src/shared/contract/decode.ts';
+import { jsonBytes } from '../src/shared/base/bytes.ts';
 import { parseServerOptions } from '../src/server/command-line.ts';
 import { formatRollout } from '../src/server/commands/rollout/format.ts';
 

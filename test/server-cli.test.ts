@@ -7,9 +7,9 @@ import { join } from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
-import { ASSIGNMENTS, MODULES, NEEDS, PLANS, REGISTRY_BUCKET } from '../src/shared/buckets.ts';
-import { INBOX_PREFIXES } from '../src/shared/inbox.ts';
-import { needKey } from '../src/shared/keys.ts';
+import { ASSIGNMENTS, MODULES, NEEDS, PLANS, REGISTRY_BUCKET } from '../src/shared/contract/buckets.ts';
+import { INBOX_PREFIXES } from '../src/shared/bus/inbox.ts';
+import { needKey } from '../src/shared/contract/keys.ts';
 import {
   cleanupBundles,
   copyBundleAlone,
@@ -24,7 +24,7 @@ import {
 import { freePort, startNats, type NatsServer } from './helpers/nats.ts';
 import { assignment, composition } from './helpers/seat.ts';
 import { waitFor } from './helpers/wait.ts';
-import { ensureKv } from '../src/shared/bus.ts';
+import { ensureKv } from '../src/shared/bus/bus.ts';
 
 const VERSION = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version as string;
 const READY = /seat ready/;

@@ -1,10 +1,10 @@
-// The js-sha256 stand-in every bundle carries (src/shared/sha256-node.ts, aliased by build.mjs): for
+// The js-sha256 stand-in every bundle carries (src/shared/bus/sha256-node.ts, aliased by build.mjs): for
 // what @nats-io/obj asks of it — create, update in chunks, digest — it gives js-sha256's own digest.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { randomBytes } from 'node:crypto';
 import jsSha256 from 'js-sha256';
-import { sha256 } from '../src/shared/sha256-node.ts';
+import { sha256 } from '../src/shared/bus/sha256-node.ts';
 
 test('a digest over chunks is js-sha256’s, for empty, small and chunked inputs', () => {
   for (const sizes of [[], [0], [1], [63, 64, 65], [128 * 1024, 7, 128 * 1024]]) {

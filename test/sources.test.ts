@@ -9,12 +9,14 @@ import { ItemWriter } from '../src/client/report/items.ts';
 import { boundField, resolveBound } from '../src/client/sources/bound.ts';
 import { consumersOf } from '../src/client/sources/consumers.ts';
 import { MAX_VAULT_NAME_CHARS, parseVaultNotice } from '../src/client/sources/vault-notice.ts';
-import { collectKey } from '../src/shared/keys.ts';
-import { memoryLogger } from '../src/shared/log.ts';
+import { collectKey } from '../src/shared/contract/keys.ts';
+import { memoryLogger } from '../src/shared/cli/log.ts';
 import { kindsWithoutSource, SOURCE_OF_KIND, Sources } from '../src/client/sources/index.ts';
 import { placementSource } from '../src/client/sources/placement.ts';
-import { KNOWN_KINDS } from '../src/shared/registry.ts';
-import { BoundEntrySchema, decodeJson, type Plan } from '../src/shared/schemas.ts';
+import { KNOWN_KINDS } from '../src/shared/contract/registry.ts';
+import { BoundEntrySchema } from '../src/shared/contract/bound-entry.ts';
+import { decodeJson } from '../src/shared/contract/decode.ts';
+import type { Plan } from '../src/shared/contract/plan.ts';
 
 const plan: Plan = {
   node: 'n1',

@@ -13,10 +13,10 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { jsonBytes } from '../src/shared/bytes.ts';
-import { VAULT_CREDENTIAL } from '../src/shared/subjects.ts';
+import { jsonBytes } from '../src/shared/base/bytes.ts';
+import { VAULT_CREDENTIAL } from '../src/shared/contract/subjects.ts';
 import { USERS } from '../src/server/commands/bus-config/config.ts';
-import { memoryLogger } from '../src/shared/log.ts';
+import { memoryLogger } from '../src/shared/cli/log.ts';
 import { VaultCredentials } from '../src/client/sources/vault.ts';
 import { BUSY, serveCredentials, UNKNOWN_ASKER } from '../src/vault/serve.ts';
 import { VaultStore } from '../src/vault/store.ts';

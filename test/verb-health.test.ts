@@ -3,9 +3,9 @@
 // unresolvable path, a name out of its grammar), from the seat's memory, paged like the other whats.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { PROVISIONING_VERB } from '../src/shared/subjects.ts';
-import { jsonBytes } from '../src/shared/bytes.ts';
-import type { VerbReply } from '../src/shared/schemas.ts';
+import { PROVISIONING_VERB } from '../src/shared/contract/subjects.ts';
+import { jsonBytes } from '../src/shared/base/bytes.ts';
+import type { VerbReply } from '../src/shared/contract/verb.ts';
 import type { HealthEntry } from '../src/server/seat/health-book.ts';
 import { answerProvisioning, REPLY_HEADROOM } from '../src/server/verb/serve.ts';
 import { assignment, composition, startSeatFixture, type SeatFixture } from './helpers/seat.ts';

@@ -1,17 +1,17 @@
 // The verb mesh-provisioner.provisioning (DESIGN §6) and `query`, against a real nats-server.
-import { PROVISIONING_VERB } from '../src/shared/subjects.ts';
+import { PROVISIONING_VERB } from '../src/shared/contract/subjects.ts';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { KV } from '@nats-io/kv';
-import { ensureKv } from '../src/shared/bus.ts';
-import { jsonBytes } from '../src/shared/bytes.ts';
-import { APPLIED, COLLECT, NEEDS, REGISTRY_BUCKET } from '../src/shared/buckets.ts';
-import { collectKey, needKey } from '../src/shared/keys.ts';
-import { memoryLogger } from '../src/shared/log.ts';
-import { isInboxSubject } from '../src/shared/inbox.ts';
-import { MAX_SUBJECT_BYTES } from '../src/shared/limits.ts';
-import type { VerbReply, VerbRequest } from '../src/shared/schemas.ts';
+import { ensureKv } from '../src/shared/bus/bus.ts';
+import { jsonBytes } from '../src/shared/base/bytes.ts';
+import { APPLIED, COLLECT, NEEDS, REGISTRY_BUCKET } from '../src/shared/contract/buckets.ts';
+import { collectKey, needKey } from '../src/shared/contract/keys.ts';
+import { memoryLogger } from '../src/shared/cli/log.ts';
+import { isInboxSubject } from '../src/shared/bus/inbox.ts';
+import { MAX_SUBJECT_BYTES } from '../src/shared/contract/limits.ts';
+import type { VerbReply, VerbRequest } from '../src/shared/contract/verb.ts';
 import { answerProvisioning, BUSY, compareKeys, MAX_CONCURRENT_REQUESTS, REPLY_HEADROOM, serveProvisioning } from '../src/server/verb/serve.ts';
 import { parseVerbRequest, watchFilter } from '../src/server/verb/request.ts';
 import { runQuery } from '../src/server/commands/query.ts';

@@ -1,19 +1,19 @@
-// The shared watch (src/shared/watch/): nothing lost while it is created, caught-up signalled, recovered after a restart.
+// The shared watch (src/shared/bus/watch/): nothing lost while it is created, caught-up signalled, recovered after a restart.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { cpSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerInfo, type ConsumerMessages } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
-import { connectBus, ensureKv } from '../src/shared/bus.ts';
-import { watchBucket } from '../src/shared/watch/bucket.ts';
-import { checkInternals, missingInternals, NatsInternalsError, PINNED_NATS_JS, unmadePushConsumer } from '../src/shared/watch/internals.ts';
-import type { WatchEvent } from '../src/shared/watch/types.ts';
-import { watchKv } from '../src/shared/watch/watch.ts';
-import { memoryLogger } from '../src/shared/log.ts';
-import { WATCH_HEARTBEAT_MS, WATCH_MISSED_HEARTBEATS } from '../src/shared/watch/keeper.ts';
-import { WatchState } from '../src/shared/watch/state.ts';
-import { readAll } from '../src/shared/watch/read-all.ts';
+import { connectBus, ensureKv } from '../src/shared/bus/bus.ts';
+import { watchBucket } from '../src/shared/bus/watch/bucket.ts';
+import { checkInternals, missingInternals, NatsInternalsError, PINNED_NATS_JS, unmadePushConsumer } from '../src/shared/bus/watch/internals.ts';
+import type { WatchEvent } from '../src/shared/bus/watch/types.ts';
+import { watchKv } from '../src/shared/bus/watch/watch.ts';
+import { memoryLogger } from '../src/shared/cli/log.ts';
+import { WATCH_HEARTBEAT_MS, WATCH_MISSED_HEARTBEATS } from '../src/shared/bus/watch/keeper.ts';
+import { WatchState } from '../src/shared/bus/watch/state.ts';
+import { readAll } from '../src/shared/bus/watch/read-all.ts';
 import { startNats, type NatsServer } from './helpers/nats.ts';
 import { waitFor } from './helpers/wait.ts';
 

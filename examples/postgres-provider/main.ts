@@ -1,13 +1,13 @@
 // The PostgreSQL provider, runnable (`dist/postgres-provider.js`, DESIGN §13): flags, wiring and signals.
 // Its flags are options.ts; the adapter is adapter.ts; the consumers file, the bound entries and the
 // re-checks are the provider helper's (src/sdk/provider.ts).
-import { watchConnection } from '../../src/shared/bus.ts';
-import { connectWhenReachable } from '../../src/shared/first-connect.ts';
-import { whichLogin } from '../../src/shared/login.ts';
-import { printLine, runMain, untilSignalled } from '../../src/shared/entry.ts';
-import { errorText } from '../../src/shared/errors.ts';
-import { createLogger, underSystemd, type Logger } from '../../src/shared/log.ts';
-import { VERSION } from '../../src/shared/version.ts';
+import { watchConnection } from '../../src/shared/bus/bus.ts';
+import { connectWhenReachable } from '../../src/shared/bus/first-connect.ts';
+import { whichLogin } from '../../src/shared/bus/login.ts';
+import { printLine, runMain, untilSignalled } from '../../src/shared/cli/entry.ts';
+import { errorText } from '../../src/shared/base/errors.ts';
+import { createLogger, underSystemd, type Logger } from '../../src/shared/cli/log.ts';
+import { VERSION } from '../../src/shared/cli/version.ts';
 import { DEFAULT_STOP_TIMEOUT_MS, runProvider } from '../../src/sdk/provider.ts';
 import { postgresAdapter } from './adapter.ts';
 import { parseProviderOptions } from './options.ts';

@@ -1,12 +1,12 @@
 // The PostgreSQL provider's command line (DESIGN §10, §13): its flag table, --help, and the parser that
 // fills its options, refusing what is wrong in one line that names the flag.
-import { BUS_FLAGS, busOptionsFrom } from '../../src/shared/bus-flags.ts';
-import type { BusOptions } from '../../src/shared/bus.ts';
-import { describeFlags, openCommand, unexpectedArgument, valueSource, type Asked, type FlagTable, type FlagValues } from '../../src/shared/flags.ts';
-import { INBOX_PREFIXES } from '../../src/shared/inbox.ts';
-import { isName, segmentNameProblem } from '../../src/shared/keys.ts';
-import { limitText, presentFileProblem, readRegularFile } from '../../src/shared/regular-file.ts';
-import { fail, ok, type Parsed } from '../../src/shared/result.ts';
+import { BUS_FLAGS, busOptionsFrom } from '../../src/shared/cli/bus-flags.ts';
+import type { BusOptions } from '../../src/shared/bus/bus.ts';
+import { describeFlags, openCommand, unexpectedArgument, valueSource, type Asked, type FlagTable, type FlagValues } from '../../src/shared/cli/flags.ts';
+import { INBOX_PREFIXES } from '../../src/shared/bus/inbox.ts';
+import { isName, segmentNameProblem } from '../../src/shared/contract/keys.ts';
+import { limitText, presentFileProblem, readRegularFile } from '../../src/shared/cli/regular-file.ts';
+import { fail, ok, type Parsed } from '../../src/shared/base/result.ts';
 import { MAX_CONSUMERS_FILE_BYTES } from '../../src/sdk/consumers-file.ts';
 import { DEFAULT_CALL_TIMEOUT_MS, DEFAULT_CONCURRENCY } from '../../src/sdk/provider.ts';
 import type { PostgresAdapterOptions } from './adapter.ts';

@@ -3,14 +3,15 @@
 // askable value changes — never the value itself.
 import type { NatsConnection } from '@nats-io/transport-node';
 import * as v from 'valibot';
-import { jsonBytes } from '../shared/bytes.ts';
-import { isInboxSubject } from '../shared/inbox.ts';
-import type { Logger } from '../shared/log.ts';
-import { PLACEMENT_KINDS } from '../shared/registry.ts';
-import { decodeJson, type Plan } from '../shared/schemas.ts';
-import { askSubject, changedSubject } from '../shared/subjects.ts';
+import { jsonBytes } from '../shared/base/bytes.ts';
+import { isInboxSubject } from '../shared/bus/inbox.ts';
+import type { Logger } from '../shared/cli/log.ts';
+import { PLACEMENT_KINDS } from '../shared/contract/registry.ts';
+import { decodeJson } from '../shared/contract/decode.ts';
+import type { Plan } from '../shared/contract/plan.ts';
+import { askSubject, changedSubject } from '../shared/contract/subjects.ts';
 import type { ValueLookup } from './sources/source.ts';
-import { errorText } from '../shared/errors.ts';
+import { errorText } from '../shared/base/errors.ts';
 
 /** The kinds a module may ask at run time: config, its bound values and its placement. */
 export const ASKABLE_KINDS: readonly string[] = ['config', 'bound', ...PLACEMENT_KINDS];

@@ -1,13 +1,13 @@
 // The node client's command line (DESIGN §10): the flag tables, --help, and the parser that fills
 // the options of options.ts, rejecting what is wrong naming the flag.
 import { isAbsolute, resolve } from 'node:path';
-import { BUS_FLAGS, busOptionsFrom } from '../shared/bus-flags.ts';
-import { DEFAULT_FILL_SOCKET } from '../shared/fill-protocol.ts';
-import { describeFlags, openCommand, openFlagsOnly, unexpectedArgument, type FlagName, type FlagTable, type FlagValues } from '../shared/flags.ts';
-import { INBOX_PREFIXES } from '../shared/inbox.ts';
-import { isName } from '../shared/keys.ts';
-import { commandFirst } from '../shared/command-first.ts';
-import { fail, ok, type Parsed } from '../shared/result.ts';
+import { BUS_FLAGS, busOptionsFrom } from '../shared/cli/bus-flags.ts';
+import { DEFAULT_FILL_SOCKET } from '../shared/contract/fill-protocol.ts';
+import { describeFlags, openCommand, openFlagsOnly, unexpectedArgument, type FlagName, type FlagTable, type FlagValues } from '../shared/cli/flags.ts';
+import { INBOX_PREFIXES } from '../shared/bus/inbox.ts';
+import { isName } from '../shared/contract/keys.ts';
+import { commandFirst } from '../shared/cli/command-first.ts';
+import { fail, ok, type Parsed } from '../shared/base/result.ts';
 import { DEFAULT_ENGINE_TIMEOUT_MS } from './handoff/fill-socket.ts';
 import { DEFAULT_ONCE_TIMEOUT_MS, DEFAULT_SETTLE_MS, defaultCacheDir, MAX_ENGINE_TIMEOUT_S, type ClientOptions, type RunOptions } from './options.ts';
 

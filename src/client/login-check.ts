@@ -2,8 +2,8 @@
 // runner's, is refused every subscription to the node's inbox, and the watches would wait on it
 // forever at notice while systemd waits for a ready that never comes.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { CONFIG } from '../shared/buckets.ts';
-import { permissionRefusal } from '../shared/login.ts';
+import { CONFIG } from '../shared/contract/buckets.ts';
+import { permissionRefusal } from '../shared/bus/login.ts';
 
 /** The bus refused the node's own reads to this login: a configuration error, said at once. */
 export class NodeLoginRefusedError extends Error {

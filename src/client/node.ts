@@ -3,13 +3,13 @@
 // the sinks (client/sinks.ts) — the bus's for the client and --once, a capture for --dry-run — so
 // every path runs the same stages.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { watchConnection } from '../shared/bus.ts';
-import type { Watch } from '../shared/watch/types.ts';
-import { APPLIED, COLLECT, CONFIG, NEEDS, PLANS, REGISTRY_BUCKET } from '../shared/buckets.ts';
-import { refuseBadBucket } from '../shared/bucket-bind.ts';
-import { bindWhenThere } from '../shared/bind-wait.ts';
-import { kvBucket } from '../shared/bucket-spec.ts';
-import type { Logger } from '../shared/log.ts';
+import { watchConnection } from '../shared/bus/bus.ts';
+import type { Watch } from '../shared/bus/watch/types.ts';
+import { APPLIED, COLLECT, CONFIG, NEEDS, PLANS, REGISTRY_BUCKET } from '../shared/contract/buckets.ts';
+import { refuseBadBucket } from '../shared/bus/bucket-bind.ts';
+import { bindWhenThere } from '../shared/bus/bind-wait.ts';
+import { kvBucket } from '../shared/bus/bucket-spec.ts';
+import type { Logger } from '../shared/cli/log.ts';
 import { loadArchive, natsObjectFetcher, type ArchiveLimits } from './archive/load.ts';
 import { changedOf, everyKind } from './asks.ts';
 import { TemplateCache } from './fill/templates.ts';
@@ -24,7 +24,7 @@ import { NodeItems } from './sources/collected.ts';
 import { startSources, type Sources } from './sources/index.ts';
 import { watchPlans } from './sources/plans.ts';
 import { watchRegistry } from './sources/registry.ts';
-import { errorText } from '../shared/errors.ts';
+import { errorText } from '../shared/base/errors.ts';
 import { checkNodeLogin } from './login-check.ts';
 
 /** What a node's client needs to run, whatever its sinks. */
@@ -42,7 +42,7 @@ export type ClientOptions = {
   limits?: ArchiveLimits;
   /** The only directory `file://` archive refs are read from (--archive-dir); absent: refused. */
   archiveDir?: string;
-  /** The login as a refusal names it (shared/login.ts `whichLogin`): its public key and the flag to check. */
+  /** The login as a refusal names it (shared/bus/login.ts `whichLogin`): its public key and the flag to check. */
   login?: string;
 };
 

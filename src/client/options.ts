@@ -3,8 +3,8 @@
 // line that fills them is command-line.ts.
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import type { BusOptions } from '../shared/bus.ts';
-import type { Asked } from '../shared/flags.ts';
+import type { BusOptions } from '../shared/bus/bus.ts';
+import type { Asked } from '../shared/cli/flags.ts';
 
 /** The settle window when --settle is not given, in ms. */
 export const DEFAULT_SETTLE_MS = 20;

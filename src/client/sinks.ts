@@ -4,10 +4,10 @@
 // --once; --dry-run hands in a capture (client/commands/dry-run/capture.ts).
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { openKv } from '../shared/bus.ts';
-import { APPLIED, COLLECT, NEEDS } from '../shared/buckets.ts';
-import { KvPublisher } from '../shared/kv-publisher.ts';
-import type { Logger } from '../shared/log.ts';
+import { openKv } from '../shared/bus/bus.ts';
+import { APPLIED, COLLECT, NEEDS } from '../shared/contract/buckets.ts';
+import { KvPublisher } from '../shared/bus/kv-publisher.ts';
+import type { Logger } from '../shared/cli/log.ts';
 import { publishChanged, serveAsks, type AskView, type Changed } from './asks.ts';
 import type { EngineClient } from './handoff/fill-socket.ts';
 import { ItemWriter } from './report/items.ts';

@@ -1,6 +1,6 @@
 // Applying one fill request: each file checked, filled and written as its mode says, then one restart or reload.
 import { dirname } from 'node:path';
-import type { Logger } from '../shared/log.ts';
+import type { Logger } from '../shared/cli/log.ts';
 import {
   contentDigest,
   contentText,
@@ -10,7 +10,7 @@ import {
   type FillFile,
   type FillRequest,
   type FillResult,
-} from '../shared/fill-protocol.ts';
+} from '../shared/contract/fill-protocol.ts';
 import type { Declaration } from './declaration.ts';
 import { PROGRAM_ACTIONS, type Journal, type ProgramAction } from './journal.ts';
 import type { TempSweeper } from './leftovers.ts';
@@ -20,7 +20,7 @@ import { resolveInsideRoot } from './paths.ts';
 import type { WrittenFile } from './record.ts';
 import { fillSecrets, type SecretSource } from './secrets.ts';
 import { exists, readOnDisk, syncDir, writeAtomic, type OnDisk } from './writer.ts';
-import { errorText } from '../shared/errors.ts';
+import { errorText } from '../shared/base/errors.ts';
 
 /** What applying a request needs from the engine. */
 export type ApplyContext = {

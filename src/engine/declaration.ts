@@ -3,10 +3,10 @@
 import { statSync, unwatchFile, watchFile, type BigIntStats } from 'node:fs';
 import { resolve } from 'node:path';
 import * as v from 'valibot';
-import { readRegularFile } from '../shared/regular-file.ts';
-import type { Parsed } from '../shared/result.ts';
-import { NAME_PATTERN } from '../shared/keys.ts';
-import { decodeJson } from '../shared/schemas.ts';
+import { readRegularFile } from '../shared/cli/regular-file.ts';
+import type { Parsed } from '../shared/base/result.ts';
+import { NAME_PATTERN } from '../shared/contract/keys.ts';
+import { decodeJson } from '../shared/contract/decode.ts';
 
 /** How often the declaration file is stat'ed for a change. */
 export const DEFAULT_DECLARE_POLL_MS = 100;

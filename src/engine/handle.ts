@@ -1,9 +1,9 @@
 // One request line in, one reply out: size, depth, JSON and the schema checked first, so nothing malformed reaches the writer.
-import { FillRequestSchema, type FillReply, type FillRequest, type FillResult } from '../shared/fill-protocol.ts';
-import { parseBoundedJson } from '../shared/limits.ts';
-import { validate } from '../shared/schemas.ts';
+import { FillRequestSchema, type FillReply, type FillRequest, type FillResult } from '../shared/contract/fill-protocol.ts';
+import { parseBoundedJson } from '../shared/contract/limits.ts';
+import { validate } from '../shared/contract/decode.ts';
 import { MAX_REQUEST_LINE_BYTES } from './socket.ts';
-import { errorText } from '../shared/errors.ts';
+import { errorText } from '../shared/base/errors.ts';
 
 /** Applies a valid request and returns each file's result. */
 export type Applier = (req: FillRequest) => Promise<FillResult[]>;

@@ -2,7 +2,7 @@
 // `<ISO time> <action> <module>` for a restart or reload, `<ISO time> <action> <module> <path>` for a file.
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { Logger } from '../shared/log.ts';
+import type { Logger } from '../shared/cli/log.ts';
 
 /** What a request does to its module's program. */
 export const PROGRAM_ACTIONS = { restart: 'restart', reload: 'reload' } as const;

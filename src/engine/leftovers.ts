@@ -1,8 +1,8 @@
 // What a killed engine left behind: the temp files of writes it did not finish, swept from each
 // directory the first time a run of the engine is asked to write there.
-import type { Logger } from '../shared/log.ts';
+import type { Logger } from '../shared/cli/log.ts';
 import { removeTempFiles } from './writer.ts';
-import { errorText } from '../shared/errors.ts';
+import { errorText } from '../shared/base/errors.ts';
 
 /** Sweeps a directory of the temp files a cut-short write left there, at most once per engine run. */
 export type TempSweeper = (dir: string) => Promise<void>;

@@ -1,6 +1,6 @@
 // A `managed` file: only the module's block between `<comment> BEGIN <module>` and `<comment> END <module>` is the engine's.
-import { NAME_PATTERN } from '../shared/keys.ts';
-import type { Parsed } from '../shared/result.ts';
+import { NAME_PATTERN } from '../shared/contract/keys.ts';
+import type { Parsed } from '../shared/base/result.ts';
 
 /** The BEGIN and END lines of a module's block. */
 export function blockMarkers(comment: string, module: string): { begin: string; end: string } {

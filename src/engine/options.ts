@@ -1,8 +1,8 @@
 // The reference engine's flags (DESIGN §9, §10): one Options type and the parser that rejects what is wrong.
-import { describeFlags, openCommand, unexpectedArgument, valueSource, type Asked, type FlagTable } from '../shared/flags.ts';
-import { fail, ok, type Parsed } from '../shared/result.ts';
-import { DEFAULT_FILL_SOCKET } from '../shared/fill-protocol.ts';
-import { limitText, presentFileProblem } from '../shared/regular-file.ts';
+import { describeFlags, openCommand, unexpectedArgument, valueSource, type Asked, type FlagTable } from '../shared/cli/flags.ts';
+import { fail, ok, type Parsed } from '../shared/base/result.ts';
+import { DEFAULT_FILL_SOCKET } from '../shared/contract/fill-protocol.ts';
+import { limitText, presentFileProblem } from '../shared/cli/regular-file.ts';
 import { MAX_DECLARATION_BYTES } from './declaration.ts';
 import { MAX_STATE_BYTES } from './record.ts';
 

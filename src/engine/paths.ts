@@ -2,7 +2,7 @@
 // Synchronous, as the writer is (writer.ts says why).
 import { lstatSync, realpathSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
-import type { Parsed } from '../shared/result.ts';
+import type { Parsed } from '../shared/base/result.ts';
 
 /** Whether `path` lies strictly inside `dir` (both absolute and normalized). */
 export function isInside(dir: string, path: string): boolean {

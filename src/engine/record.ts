@@ -1,12 +1,13 @@
 // The files the engine wrote, per module and path (DESIGN §7.12): kept in a state file, written
 // atomically, so that a file whose declaration goes away is removed even across a restart.
 import * as v from 'valibot';
-import { NAME_PATTERN } from '../shared/keys.ts';
-import type { Logger } from '../shared/log.ts';
-import { decodeJson, FILE_MODES } from '../shared/schemas.ts';
+import { NAME_PATTERN } from '../shared/contract/keys.ts';
+import type { Logger } from '../shared/cli/log.ts';
+import { decodeJson } from '../shared/contract/decode.ts';
+import { FILE_MODES } from '../shared/contract/composition.ts';
 import { writeAtomic } from './writer.ts';
-import { errorText } from '../shared/errors.ts';
-import { readRegularFileIfThere } from '../shared/regular-file.ts';
+import { errorText } from '../shared/base/errors.ts';
+import { readRegularFileIfThere } from '../shared/cli/regular-file.ts';
 
 /** The permission bits of the state file: it names paths, which are nobody else's business. */
 const STATE_FILE_MODE = 0o600;

@@ -1,15 +1,15 @@
 // Removing what no declaration names any more (DESIGN §7.12), so that a removed module leaves
 // nothing behind: an `owned` file deleted, a `managed` block cut out of its file, a `seed` left.
 import { unlink } from 'node:fs/promises';
-import { DEFAULT_COMMENT } from '../shared/fill-protocol.ts';
-import type { Logger } from '../shared/log.ts';
+import { DEFAULT_COMMENT } from '../shared/contract/fill-protocol.ts';
+import type { Logger } from '../shared/cli/log.ts';
 import type { Declared } from './declaration.ts';
 import { REMOVAL_ACTIONS, type Journal, type RemovalAction } from './journal.ts';
 import { cutBlock } from './managed.ts';
 import { resolveInsideRoot } from './paths.ts';
 import type { WrittenFile, WrittenRecord } from './record.ts';
 import { readOnDisk, writeAtomic } from './writer.ts';
-import { errorText } from '../shared/errors.ts';
+import { errorText } from '../shared/base/errors.ts';
 
 /** What a removal needs from the engine. */
 export type RemovalContext = {

@@ -4,8 +4,8 @@
 // -m 0600` makes, root's — is said once and left alone; a fill naming that file is refused.
 import { accessSync, constants, readdirSync, unwatchFile, watch, watchFile, type FSWatcher, type Stats } from 'node:fs';
 import { join, relative, sep } from 'node:path';
-import { errorText } from '../shared/errors.ts';
-import type { Logger } from '../shared/log.ts';
+import { errorText } from '../shared/base/errors.ts';
+import type { Logger } from '../shared/cli/log.ts';
 
 /** A burst of secret writes gives one knock. */
 export const SECRETS_SETTLE_MS = 50;

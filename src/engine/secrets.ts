@@ -4,10 +4,10 @@
 // every link is resolved.
 import { realpath } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { secretNamesOf, type FillContent } from '../shared/fill-protocol.ts';
-import { readRegularFileIfThere } from '../shared/regular-file.ts';
-import type { Parsed } from '../shared/result.ts';
-import { vaultOwnerProblem } from '../shared/vault-names.ts';
+import { secretNamesOf, type FillContent } from '../shared/contract/fill-protocol.ts';
+import { readRegularFileIfThere } from '../shared/cli/regular-file.ts';
+import type { Parsed } from '../shared/base/result.ts';
+import { vaultOwnerProblem } from '../shared/contract/vault-names.ts';
 import { isInside } from './paths.ts';
 
 /** The largest secret file read: a key or a certificate chain is far smaller; a larger file is no secret of the vault's. */

@@ -2,7 +2,7 @@
 import { lstat, mkdir, unlink, utimes } from 'node:fs/promises';
 import { createConnection, type Server, type Socket } from 'node:net';
 import { dirname } from 'node:path';
-import { LineReader } from '../shared/ndjson.ts';
+import { LineReader } from '../shared/base/ndjson.ts';
 
 /** A request line longer than this (in bytes) closes its connection: no module's files come near it. */
 export const MAX_REQUEST_LINE_BYTES = 64 * 1024 * 1024;

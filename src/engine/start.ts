@@ -2,7 +2,7 @@
 import { lstat, realpath, unlink } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { resolve } from 'node:path';
-import type { Logger } from '../shared/log.ts';
+import type { Logger } from '../shared/cli/log.ts';
 import { applyFill } from './apply.ts';
 import { readDeclaration, readDeclared, watchDeclaration } from './declaration.ts';
 import { handleLine } from './handle.ts';

@@ -3,14 +3,14 @@
 // environment it sets, or the options), never chosen by the module's code.
 import type { NatsConnection } from '@nats-io/transport-node';
 import * as v from 'valibot';
-import { connectBus, isAuthError } from '../shared/connect.ts';
-import { jsonBytes } from '../shared/bytes.ts';
-import { INBOX_PREFIXES } from '../shared/inbox.ts';
-import { decodeJson } from '../shared/decode.ts';
-import { askSubject, changedSubject } from '../shared/subjects.ts';
-import { errorText, inChain, isNoResponders, isPermissionViolation, isTimeout } from '../shared/errors.ts';
-import { MAX_LOGIN_FILE_BYTES } from '../shared/limits.ts';
-import { readRegularFile } from '../shared/regular-file.ts';
+import { connectBus, isAuthError } from '../shared/bus/connect.ts';
+import { jsonBytes } from '../shared/base/bytes.ts';
+import { INBOX_PREFIXES } from '../shared/bus/inbox.ts';
+import { decodeJson } from '../shared/contract/decode.ts';
+import { askSubject, changedSubject } from '../shared/contract/subjects.ts';
+import { errorText, inChain, isNoResponders, isPermissionViolation, isTimeout } from '../shared/base/errors.ts';
+import { MAX_LOGIN_FILE_BYTES } from '../shared/contract/limits.ts';
+import { readRegularFile } from '../shared/cli/regular-file.ts';
 import { watchAsks, type WatchAsks } from './watch-asks.ts';
 
 /**

@@ -3,12 +3,13 @@
 // differ. Nothing here looks at credentials: what is handed to `put` was screened before.
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { BIND_TIMING } from '../shared/bucket-bind.ts';
-import { ensureKv } from '../shared/bus.ts';
-import { jsonBytes, sameBytes } from '../shared/bytes.ts';
-import { readAll } from '../shared/watch/read-all.ts';
-import { boundBucket, parseBoundKey } from '../shared/keys.ts';
-import { BoundEntrySchema, decodeJson } from '../shared/schemas.ts';
+import { BIND_TIMING } from '../shared/bus/bucket-bind.ts';
+import { ensureKv } from '../shared/bus/bus.ts';
+import { jsonBytes, sameBytes } from '../shared/base/bytes.ts';
+import { readAll } from '../shared/bus/watch/read-all.ts';
+import { boundBucket, parseBoundKey } from '../shared/contract/keys.ts';
+import { BoundEntrySchema } from '../shared/contract/bound-entry.ts';
+import { decodeJson } from '../shared/contract/decode.ts';
 import type { BoundValue, Served } from './types.ts';
 
 /** A bound entry of the helper's provision found at start. */

@@ -3,7 +3,7 @@
 // value, a refusal's reason — is published only when it holds no consumer's credential in any form.
 import { Buffer } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
-import { CREDENTIAL_SET } from '../shared/schemas.ts';
+import { CREDENTIAL_SET } from '../shared/contract/bound-entry.ts';
 import * as v from 'valibot';
 import type { AdapterCalls } from './adapter-calls.ts';
 import type { BoundStore, StoredEntry } from './bound-store.ts';

@@ -5,11 +5,11 @@ import { createHash } from 'node:crypto';
 import { watch } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import * as v from 'valibot';
-import { requestDigest } from '../shared/bound-request.ts';
-import { canonicalJson } from '../shared/canonical-json.ts';
-import { boundKey, NAME_PATTERN, SEGMENT_NAME_PATTERN } from '../shared/keys.ts';
-import { parseBoundedJson } from '../shared/limits.ts';
-import { readRegularFileIfThere } from '../shared/regular-file.ts';
+import { requestDigest } from '../shared/contract/bound-request.ts';
+import { canonicalJson } from '../shared/contract/canonical-json.ts';
+import { boundKey, NAME_PATTERN, SEGMENT_NAME_PATTERN } from '../shared/contract/keys.ts';
+import { parseBoundedJson } from '../shared/contract/limits.ts';
+import { readRegularFileIfThere } from '../shared/cli/regular-file.ts';
 import { deriveLogin } from './logins.ts';
 import type { ConsumerEntry, Grant } from './types.ts';
 

@@ -1,7 +1,7 @@
 // A service the adapter cannot reach (its Unavailable error, DESIGN §1): one outage for the whole
 // helper, however many consumers' calls fail in it — said once at warning with the adapter's reason
 // (which names the address), each try after it at debug, and its end at notice with how long it
-// lasted, the way the daemons' bus waits are said (src/shared/bind-wait.ts).
+// lasted, the way the daemons' bus waits are said (src/shared/bus/bind-wait.ts).
 
 /** Where an outage is said: `debug` may be dropped (a log without it). */
 export type OutageSay = (level: 'warn' | 'notice' | 'debug', line: string) => void;

@@ -12,4 +12,4 @@ export {
   type ProviderLog,
 } from './provider.ts';
 export { Refused, Unavailable, type Adapter, type BoundValue, type ConsumerEntry, type Grant, type Served } from './types.ts';
-export type { ProvisionRequest } from '../shared/bound-request.ts';
+export type { ProvisionRequest } from '../shared/contract/bound-request.ts';

@@ -1,7 +1,7 @@
 // What runProvider is handed, its defaults, and the options with every default filled in.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { isName, segmentNameProblem } from '../shared/keys.ts';
-import { createLogger, underSystemd } from '../shared/log.ts';
+import { isName, segmentNameProblem } from '../shared/contract/keys.ts';
+import { createLogger, underSystemd } from '../shared/cli/log.ts';
 import { DEFAULT_CALL_TIMEOUT_MS } from './adapter-calls.ts';
 import type { Adapter } from './types.ts';
 import { DEFAULT_CONCURRENCY } from './work-queue.ts';

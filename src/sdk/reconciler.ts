@@ -2,7 +2,7 @@
 // consumer in step on a bounded work queue — a failing or hung consumer waits for its own retry
 // (capped backoff) while the others are served. Driven by change: the file's directory watch, a
 // retry per failing consumer and an optional re-check; never a blind poll.
-import { Backoff, backoffWait } from '../shared/backoff.ts';
+import { Backoff, backoffWait } from '../shared/base/backoff.ts';
 import { AdapterCalls } from './adapter-calls.ts';
 import { BoundStore } from './bound-store.ts';
 import { ConsumerSync } from './consumer-sync.ts';
@@ -13,10 +13,10 @@ import { Retries } from './retries.ts';
 import { SoleProvider } from './sole-provider.ts';
 import { WantedList } from './wanted-list.ts';
 import { WorkQueue } from './work-queue.ts';
-import { errorText } from '../shared/errors.ts';
-import { isJetStreamUnavailable } from '../shared/jetstream-errors.ts';
-import { boundBucket } from '../shared/keys.ts';
-import { permissionRefusal } from '../shared/login.ts';
+import { errorText } from '../shared/base/errors.ts';
+import { isJetStreamUnavailable } from '../shared/bus/jetstream-errors.ts';
+import { boundBucket } from '../shared/contract/keys.ts';
+import { permissionRefusal } from '../shared/bus/login.ts';
 
 /** The line written in place of one that would hold a consumer's credential. */
 export const WITHHELD_LINE = "provider helper: a line was withheld: it held a consumer's credential";

@@ -1,7 +1,7 @@
 // A failing consumer's retries (DESIGN §1): each consumer waits for its own next try, the wait
-// doubling from the first to the most (shared/backoff.ts), and a consumer whose wants changed is tried at once.
-import { Backoff, type BackoffLimits } from '../shared/backoff.ts';
-import { unrefTimer, type Timer } from '../shared/timer.ts';
+// doubling from the first to the most (shared/base/backoff.ts), and a consumer whose wants changed is tried at once.
+import { Backoff, type BackoffLimits } from '../shared/base/backoff.ts';
+import { unrefTimer, type Timer } from '../shared/base/timer.ts';
 
 /** A failed consumer waiting for its next try: its failures in a row while it asks for `fingerprint`. */
 type Retry = { backoff: Backoff; fingerprint: string | undefined; due: boolean; waiting?: { cancel(): void } };

@@ -7,10 +7,10 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import * as v from 'valibot';
-import { jsonBytes } from '../shared/bytes.ts';
-import { decodeJson } from '../shared/decode.ts';
-import { errorText, isPermissionViolation } from '../shared/errors.ts';
-import { providerServesSubject } from '../shared/subjects.ts';
+import { jsonBytes } from '../shared/base/bytes.ts';
+import { decodeJson } from '../shared/contract/decode.ts';
+import { errorText, isPermissionViolation } from '../shared/base/errors.ts';
+import { providerServesSubject } from '../shared/contract/subjects.ts';
 
 /** How long after the last answer a helper waits for another before it serves. */
 export const CLAIM_STALL_MS = 300;

@@ -1,7 +1,7 @@
 // The contract between the node client, a provider module and its adapter (DESIGN §1, §7 points
 // 8–9): what the consumers file holds, what an adapter is handed and returns, what is published in
 // `<provider>_bound`.
-import type { ProvisionRequest } from '../shared/bound-request.ts';
+import type { ProvisionRequest } from '../shared/contract/bound-request.ts';
 
 /**
  * One entry of a provider's consumers file (`${consumers:<provision>}`, DESIGN §7 point 8): a

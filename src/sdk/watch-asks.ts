@@ -2,9 +2,9 @@
 // reconnect an ask the client is not there to answer (no responders, a timeout) is asked again with a
 // backoff until it answers — a module may start before its node's client, and its connection comes
 // back before the node's client has subscribed `prov.ask.<node>` again.
-import { Backoff, type BackoffLimits } from '../shared/backoff.ts';
-import { isNoResponders, isTimeout } from '../shared/errors.ts';
-import { unrefTimer, type Timer } from '../shared/timer.ts';
+import { Backoff, type BackoffLimits } from '../shared/base/backoff.ts';
+import { isNoResponders, isTimeout } from '../shared/base/errors.ts';
+import { unrefTimer, type Timer } from '../shared/base/timer.ts';
 
 /** How a watch asks again after a reconnect. */
 export type WatchAsksOptions = {

@@ -1,13 +1,14 @@
 // The seat's command line (DESIGN §10): the flag tables, --help, and the parser that fills the
 // options of options.ts, rejecting what is wrong naming the flag.
-import { BUS_FLAGS, busOptionsFrom } from '../shared/bus-flags.ts';
-import { DEFAULT_ARCHIVES } from '../shared/buckets.ts';
-import { CONSUMERS_BESIDE_NODES, CONSUMERS_PER_NODE, DEFAULT_MESH_NODES } from '../shared/bucket-spec.ts';
-import { describeFlags, openCommand, openFlagsOnly, unexpectedArgument, valueSource, type FlagTable } from '../shared/flags.ts';
-import { checkName, isName } from '../shared/keys.ts';
-import { commandFirst } from '../shared/command-first.ts';
-import { fail, ok, type Parsed } from '../shared/result.ts';
-import { buildProblem, VERB_WHATS } from '../shared/schemas.ts';
+import { BUS_FLAGS, busOptionsFrom } from '../shared/cli/bus-flags.ts';
+import { DEFAULT_ARCHIVES } from '../shared/contract/buckets.ts';
+import { CONSUMERS_BESIDE_NODES, CONSUMERS_PER_NODE, DEFAULT_MESH_NODES } from '../shared/bus/bucket-spec.ts';
+import { describeFlags, openCommand, openFlagsOnly, unexpectedArgument, valueSource, type FlagTable } from '../shared/cli/flags.ts';
+import { checkName, isName } from '../shared/contract/keys.ts';
+import { commandFirst } from '../shared/cli/command-first.ts';
+import { fail, ok, type Parsed } from '../shared/base/result.ts';
+import { buildProblem } from '../shared/contract/fields.ts';
+import { VERB_WHATS } from '../shared/contract/verb.ts';
 import { loginCollision } from './commands/bus-config/config.ts';
 import { LEAF_FLAGS, parseLeafFlags } from './commands/bus-config/leaf-flags.ts';
 import { ASSIGN_OWN_FLAGS, parseAssign, parseConfig, parseUnassign } from './input-command-line.ts';

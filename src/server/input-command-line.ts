@@ -1,9 +1,9 @@
 // The command lines of the input commands (DESIGN §13): `assign`, `unassign` and `config`, each with
 // its flag table, its --help and its parser, every word checked against its grammar (names §2,
 // placement, config keys) before the bus is reached; a reason names the flag or the word.
-import { BUS_FLAGS, busOptionsFrom } from '../shared/bus-flags.ts';
-import { describeFlags, openCommand, unexpectedArgument, type FlagTable } from '../shared/flags.ts';
-import { ok, fail, type Parsed } from '../shared/result.ts';
+import { BUS_FLAGS, busOptionsFrom } from '../shared/cli/bus-flags.ts';
+import { describeFlags, openCommand, unexpectedArgument, type FlagTable } from '../shared/cli/flags.ts';
+import { ok, fail, type Parsed } from '../shared/base/result.ts';
 import { assignmentSizeProblem, placementFromFlags, targetProblem } from './commands/assign.ts';
 import { configTargetProblem } from './commands/config/key.ts';
 import { DEFAULT_REPLICAS, type ConfigArgs, type InputCommandBase, type ServerOptions } from './options.ts';

@@ -1,10 +1,10 @@
 // What each of the seat's commands can be asked (DESIGN §10), and the defaults its flags fall back
 // on. The commands import their option types from here; the command line that fills them is
 // command-line.ts.
-import type { BusOptions } from '../shared/bus.ts';
-import type { Asked } from '../shared/flags.ts';
-import type { Assignment } from '../shared/schemas.ts';
-import type { Rollout } from '../shared/rollout-schema.ts';
+import type { BusOptions } from '../shared/bus/bus.ts';
+import type { Asked } from '../shared/cli/flags.ts';
+import type { Assignment } from '../shared/contract/assignment.ts';
+import type { Rollout } from '../shared/contract/rollout-schema.ts';
 import type { RolloutOptions } from './commands/rollout/command-line.ts';
 import type { BackupOptions, RestoreOptions } from './commands/backup/command-line.ts';
 

@@ -2,10 +2,11 @@
 // subject its account's import maps the ask to (`mesh-vault.credential.<node>`), never from the
 // payload, and the plans say what it may have. Shared by the test stand-in and the reference vault.
 import * as v from 'valibot';
-import { nodeModuleKey } from '../shared/keys.ts';
-import { parseVaultName } from '../shared/vault-names.ts';
-import { decodeJson, PlanSchema, type Plan } from '../shared/schemas.ts';
-import { VAULT_CREDENTIAL } from '../shared/subjects.ts';
+import { nodeModuleKey } from '../shared/contract/keys.ts';
+import { parseVaultName } from '../shared/contract/vault-names.ts';
+import { decodeJson } from '../shared/contract/decode.ts';
+import { PlanSchema, type Plan } from '../shared/contract/plan.ts';
+import { VAULT_CREDENTIAL } from '../shared/contract/subjects.ts';
 
 /** A credential request: `{name}`, nothing else. */
 export const CredentialRequestSchema = v.strictObject({ name: v.pipe(v.string(), v.maxLength(1024, 'is longer than 1,024 characters')) });

@@ -1,13 +1,13 @@
 // The reference vault's command line (DESIGN §10, §13): its flag tables, --help, and the parser that
 // rejects what is wrong naming the flag.
-import { BUS_FLAGS, busOptionsFrom } from '../shared/bus-flags.ts';
-import type { BusOptions } from '../shared/bus.ts';
-import { describeFlags, openCommand, openFlagsOnly, unexpectedArgument, type Asked, type FlagTable } from '../shared/flags.ts';
-import { INBOX_PREFIXES } from '../shared/inbox.ts';
-import { commandFirst } from '../shared/command-first.ts';
-import { fail, ok, type Parsed } from '../shared/result.ts';
-import { VAULT_CHANGED, VAULT_CREDENTIAL } from '../shared/subjects.ts';
-import { parseVaultName } from '../shared/vault-names.ts';
+import { BUS_FLAGS, busOptionsFrom } from '../shared/cli/bus-flags.ts';
+import type { BusOptions } from '../shared/bus/bus.ts';
+import { describeFlags, openCommand, openFlagsOnly, unexpectedArgument, type Asked, type FlagTable } from '../shared/cli/flags.ts';
+import { INBOX_PREFIXES } from '../shared/bus/inbox.ts';
+import { commandFirst } from '../shared/cli/command-first.ts';
+import { fail, ok, type Parsed } from '../shared/base/result.ts';
+import { VAULT_CHANGED, VAULT_CREDENTIAL } from '../shared/contract/subjects.ts';
+import { parseVaultName } from '../shared/contract/vault-names.ts';
 
 /** The connection name the vault gives the bus (seen in the server's monitoring and logs). */
 export const VAULT_CONNECTION_NAME = 'mesh-vault';

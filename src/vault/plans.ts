@@ -4,12 +4,12 @@
 // either way: the read throws, and the ask is answered `busy`, to be asked again (serve.ts), never
 // refused for want of a plan it could not read (issue 31).
 import type { NatsConnection } from '@nats-io/transport-node';
-import { openKv } from '../shared/bus.ts';
-import { PLANS } from '../shared/buckets.ts';
-import { errorText } from '../shared/errors.ts';
-import { isJetStreamUnavailable, isStreamNotFound } from '../shared/jetstream-errors.ts';
-import type { Logger } from '../shared/log.ts';
-import type { Plan } from '../shared/schemas.ts';
+import { openKv } from '../shared/bus/bus.ts';
+import { PLANS } from '../shared/contract/buckets.ts';
+import { errorText } from '../shared/base/errors.ts';
+import { isJetStreamUnavailable, isStreamNotFound } from '../shared/bus/jetstream-errors.ts';
+import type { Logger } from '../shared/cli/log.ts';
+import type { Plan } from '../shared/contract/plan.ts';
 import { planOf } from './asker.ts';
 
 /** The plans could not be read for want of JetStream: the ask is answered busy. */

@@ -3,11 +3,11 @@
 // operator's, so its new value is read from stdin — never from argv, where `ps` and the shell's
 // history would show it.
 import type { NatsConnection, Status } from '@nats-io/transport-node';
-import { jsonBytes } from '../shared/bytes.ts';
-import { errorText, isPermissionViolation } from '../shared/errors.ts';
-import { fail, ok, type Parsed } from '../shared/result.ts';
-import { VAULT_CHANGED } from '../shared/subjects.ts';
-import { parseVaultName } from '../shared/vault-names.ts';
+import { jsonBytes } from '../shared/base/bytes.ts';
+import { errorText, isPermissionViolation } from '../shared/base/errors.ts';
+import { fail, ok, type Parsed } from '../shared/base/result.ts';
+import { VAULT_CHANGED } from '../shared/contract/subjects.ts';
+import { parseVaultName } from '../shared/contract/vault-names.ts';
 import { newCredential, type VaultStore } from './store.ts';
 
 /** The most bytes a module's secret read from stdin may hold. */

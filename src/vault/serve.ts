@@ -4,12 +4,12 @@
 // limits of §3, at most MAX_CONCURRENT_ASKS at once (`{error: "busy"}` past that). No value is ever
 // logged: a line names the vault name, the node and the outcome.
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
-import { jsonBytes } from '../shared/bytes.ts';
-import { errorText, isPermissionViolation } from '../shared/errors.ts';
-import { isInboxSubject } from '../shared/inbox.ts';
-import type { Logger } from '../shared/log.ts';
-import type { Parsed } from '../shared/result.ts';
-import { VAULT_CREDENTIAL } from '../shared/subjects.ts';
+import { jsonBytes } from '../shared/base/bytes.ts';
+import { errorText, isPermissionViolation } from '../shared/base/errors.ts';
+import { isInboxSubject } from '../shared/bus/inbox.ts';
+import type { Logger } from '../shared/cli/log.ts';
+import type { Parsed } from '../shared/base/result.ts';
+import { VAULT_CREDENTIAL } from '../shared/contract/subjects.ts';
 import { askerOf, askerRefusal, decodeCredentialRequest } from './asker.ts';
 import { PlansUnreadableError, planReader } from './plans.ts';
 import type { Handed } from './store.ts';

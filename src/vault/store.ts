@@ -7,10 +7,10 @@ import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { lchown, link, mkdir, open, realpath, rename, stat, unlink } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
-import { errorText } from '../shared/errors.ts';
-import { readRegularFileIfThere } from '../shared/regular-file.ts';
-import { fail, ok, type Parsed } from '../shared/result.ts';
-import { parseVaultName } from '../shared/vault-names.ts';
+import { errorText } from '../shared/base/errors.ts';
+import { readRegularFileIfThere } from '../shared/cli/regular-file.ts';
+import { fail, ok, type Parsed } from '../shared/base/result.ts';
+import { parseVaultName } from '../shared/contract/vault-names.ts';
 
 /** The largest file of the store read: far past what `rotate` writes (64 KiB), short of filling the vault's memory. */
 export const MAX_STORED_BYTES = 1024 * 1024;

@@ -1,6 +1,6 @@
-// A clock for tests of what waits through a Timer (src/shared/timer.ts): time moves only when the
+// A clock for tests of what waits through a Timer (src/shared/base/timer.ts): time moves only when the
 // test advances it, so a test asserts the exact waits and their order without sleeping.
-import type { Timer } from '../../src/shared/timer.ts';
+import type { Timer } from '../../src/shared/base/timer.ts';
 
 /** Lets every promise callback and immediate queued so far run. */
 export const flush = () => new Promise<void>((resolve) => setImmediate(resolve));

@@ -3,7 +3,7 @@
 // again no sooner, however soon writes are taken.
 import { AckPolicy, jetstreamManager } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
-import { parsePublishAck } from '../../src/shared/kv-publisher.ts';
+import { parsePublishAck } from '../../src/shared/bus/kv-publisher.ts';
 
 /** How long the bus may take to fail over, and each later step: nats-server 2.9's elections took 4–9 s here, and two may run in a row. */
 export const FAILOVER_MS = 45_000;

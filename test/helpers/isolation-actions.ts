@@ -2,11 +2,11 @@
 // `na` is the attacker's, `nb` the other node, whose keys must stay as they are), the actions a
 // real connection makes, and the builders of the common kinds of row.
 import { createInbox, headers, type NatsConnection } from '@nats-io/transport-node';
-import { openKv } from '../../src/shared/bus.ts';
-import { jsonBytes } from '../../src/shared/bytes.ts';
-import { watchKv } from '../../src/shared/watch/watch.ts';
-import { APPLIED, COLLECT, CONFIG, NEEDS } from '../../src/shared/buckets.ts';
-import { collectKey, needKey } from '../../src/shared/keys.ts';
+import { openKv } from '../../src/shared/bus/bus.ts';
+import { jsonBytes } from '../../src/shared/base/bytes.ts';
+import { watchKv } from '../../src/shared/bus/watch/watch.ts';
+import { APPLIED, COLLECT, CONFIG, NEEDS } from '../../src/shared/contract/buckets.ts';
+import { collectKey, needKey } from '../../src/shared/contract/keys.ts';
 import { INBOX_PREFIXES, USERS } from '../../src/server/commands/bus-config/config.ts';
 import { apiError, judgeRead, judgeWrite, PROBE_TIMEOUT_MS, refusal, SETTLE_MS, stored, type Observed, type Verdict } from './isolation-probe.ts';
 import { sleep } from './wait.ts';

@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { ensureKv } from '../../src/shared/bus.ts';
+import { ensureKv } from '../../src/shared/bus/bus.ts';
 import { boundBucket, USERS } from '../../src/server/commands/bus-config/config.ts';
 import { leafPasswordFile, leafUser } from '../../src/server/commands/bus-config/leaf-secrets.ts';
 import type { ModuleSpec } from './archive.ts';

@@ -2,7 +2,7 @@
 // bytes and revision before and after, a value read back, a message received or not), and says why
 // a refused one failed in words that are the same on every run.
 import { Empty, errors, type NatsConnection } from '@nats-io/transport-node';
-import { sameBytes } from '../../src/shared/bytes.ts';
+import { sameBytes } from '../../src/shared/base/bytes.ts';
 import { sleep } from './wait.ts';
 
 /** What came of an action: it took effect, the bus did not carry it out, or a handler dropped it. */

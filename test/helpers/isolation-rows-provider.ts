@@ -2,8 +2,8 @@
 // src/sdk/sole-provider.ts): `mesh-provider.<provider>.>` is its own user's alone. An answer there
 // makes a provider starting stop, so nobody else may answer: not a node's client, not the seat, and
 // not another provider's login.
-import { jsonBytes } from '../../src/shared/bytes.ts';
-import { providerServesSubject } from '../../src/shared/subjects.ts';
+import { jsonBytes } from '../../src/shared/base/bytes.ts';
+import { providerServesSubject } from '../../src/shared/contract/subjects.ts';
 import { USERS } from '../../src/server/commands/bus-config/config.ts';
 import { client, PROVIDER, received, type Row } from './isolation-actions.ts';
 

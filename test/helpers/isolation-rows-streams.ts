@@ -5,9 +5,9 @@
 // connection only (issue 31).
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager, type StreamConfig } from '@nats-io/jetstream';
-import { jsonBytes } from '../../src/shared/bytes.ts';
-import { APPLIED, CONFIG, PLANS, REGISTRY_BUCKET } from '../../src/shared/buckets.ts';
-import { PROVISIONING_VERB, VAULT_CREDENTIAL, vaultCredentialOf } from '../../src/shared/subjects.ts';
+import { jsonBytes } from '../../src/shared/base/bytes.ts';
+import { APPLIED, CONFIG, PLANS, REGISTRY_BUCKET } from '../../src/shared/contract/buckets.ts';
+import { PROVISIONING_VERB, VAULT_CREDENTIAL, vaultCredentialOf } from '../../src/shared/contract/subjects.ts';
 import { boundBucket, INBOX_PREFIXES, USERS } from '../../src/server/commands/bus-config/config.ts';
 import { A, B, client, CREDENTIAL, key, kvSubject, PROVIDER, pushConsumer, type MatrixContext, type Row } from './isolation-actions.ts';
 import { apiError, attempt, judgeRead, PROBE_TIMEOUT_MS, refusal, SETTLE_MS, type Observed } from './isolation-probe.ts';

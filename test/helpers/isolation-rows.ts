@@ -3,11 +3,11 @@
 // come of it, and how to see what did.
 import { Empty } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { openKv } from '../../src/shared/bus.ts';
-import { jsonBytes } from '../../src/shared/bytes.ts';
-import { watchKv } from '../../src/shared/watch/watch.ts';
-import { APPLIED, COLLECT, CONFIG, DEFAULT_ARCHIVES, NEEDS, PLANS, REGISTRY_BUCKET } from '../../src/shared/buckets.ts';
-import { askSubject, PROVISIONING_VERB, VAULT_CREDENTIAL } from '../../src/shared/subjects.ts';
+import { openKv } from '../../src/shared/bus/bus.ts';
+import { jsonBytes } from '../../src/shared/base/bytes.ts';
+import { watchKv } from '../../src/shared/bus/watch/watch.ts';
+import { APPLIED, COLLECT, CONFIG, DEFAULT_ARCHIVES, NEEDS, PLANS, REGISTRY_BUCKET } from '../../src/shared/contract/buckets.ts';
+import { askSubject, PROVISIONING_VERB, VAULT_CREDENTIAL } from '../../src/shared/contract/subjects.ts';
 import { boundBucket, INBOX_PREFIXES, USERS } from '../../src/server/commands/bus-config/config.ts';
 import { directObjectReader } from '../../src/client/archive/direct.ts';
 import {

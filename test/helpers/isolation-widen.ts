@@ -1,8 +1,8 @@
 // The generated configuration with each grant issue 18's rows test made wider, so the isolation test
 // can show every such row flip: what refuses an action is that grant, not something else.
 import { INBOX_PREFIXES, nodeAccount } from '../../src/server/commands/bus-config/config.ts';
-import { PLANS } from '../../src/shared/buckets.ts';
-import { vaultCredentialOf } from '../../src/shared/subjects.ts';
+import { PLANS } from '../../src/shared/contract/buckets.ts';
+import { vaultCredentialOf } from '../../src/shared/contract/subjects.ts';
 import { A, B, PROVIDER } from './isolation-actions.ts';
 import { NAMESAKES } from './isolation-rows-streams.ts';
 

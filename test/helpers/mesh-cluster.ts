@@ -5,10 +5,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_ARCHIVES } from '../../src/shared/buckets.ts';
-import { connectBus } from '../../src/shared/bus.ts';
-import { INBOX_PREFIXES } from '../../src/shared/inbox.ts';
-import { JETSTREAM_UNAVAILABLE_CODE } from '../../src/shared/jetstream-errors.ts';
+import { DEFAULT_ARCHIVES } from '../../src/shared/contract/buckets.ts';
+import { connectBus } from '../../src/shared/bus/bus.ts';
+import { INBOX_PREFIXES } from '../../src/shared/bus/inbox.ts';
+import { JETSTREAM_UNAVAILABLE_CODE } from '../../src/shared/bus/jetstream-errors.ts';
 import { renderBusConfig, USERS, usersOf } from '../../src/server/commands/bus-config/config.ts';
 import { loadOrCreateLogins, seedFile } from '../../src/server/commands/bus-config/credentials.ts';
 import { startNatsCluster, type ClusterServer, type NatsCluster } from './nats-cluster.ts';

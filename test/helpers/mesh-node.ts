@@ -3,9 +3,9 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { connectBus } from '../../src/shared/bus.ts';
-import { INBOX_PREFIXES } from '../../src/shared/inbox.ts';
-import { memoryLogger } from '../../src/shared/log.ts';
+import { connectBus } from '../../src/shared/bus/bus.ts';
+import { INBOX_PREFIXES } from '../../src/shared/bus/inbox.ts';
+import { memoryLogger } from '../../src/shared/cli/log.ts';
 import { createEngineClient, type EngineClient } from '../../src/client/handoff/fill-socket.ts';
 import { startNodeClient, type NodeClient } from '../../src/client/node.ts';
 import { startEngine, type RunningEngine } from '../../src/engine/start.ts';

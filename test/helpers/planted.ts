@@ -1,7 +1,7 @@
 // A plan written straight into the plans bucket, as a compromised seat or a buggy writer could: the
 // hostile and binding suites plant them to see what a client does with what the seat never composes.
 import type { KV } from '@nats-io/kv';
-import { jsonBytes } from '../../src/shared/bytes.ts';
+import { jsonBytes } from '../../src/shared/base/bytes.ts';
 
 /** An archive no store holds: a planted plan that never gets as far as its templates. */
 export const NO_ARCHIVE = { ref: 'obj://mesh-catalog_archives/none.tar', digest: 'sha256:' + 'a'.repeat(64) };

@@ -7,10 +7,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { connectBus, openKv } from '../../src/shared/bus.ts';
-import { readAll } from '../../src/shared/watch/read-all.ts';
-import { CREDENTIAL_SET } from '../../src/shared/schemas.ts';
-import { memoryLogger } from '../../src/shared/log.ts';
+import { connectBus, openKv } from '../../src/shared/bus/bus.ts';
+import { readAll } from '../../src/shared/bus/watch/read-all.ts';
+import { CREDENTIAL_SET } from '../../src/shared/contract/bound-entry.ts';
+import { memoryLogger } from '../../src/shared/cli/log.ts';
 import { Refused, runProvider, type Adapter, type ConsumerEntry, type Grant, type ProviderHandle, type ProviderOptions } from '../../src/sdk/provider-index.ts';
 import { startNats, type NatsServer } from './nats.ts';
 

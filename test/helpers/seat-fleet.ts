@@ -3,9 +3,9 @@
 // the bus holds it, kept by a watch (each key's revision and bytes).
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { jsonBytes } from '../../src/shared/bytes.ts';
-import { watchKv } from '../../src/shared/watch/watch.ts';
-import { PLANS } from '../../src/shared/buckets.ts';
+import { jsonBytes } from '../../src/shared/base/bytes.ts';
+import { watchKv } from '../../src/shared/bus/watch/watch.ts';
+import { PLANS } from '../../src/shared/contract/buckets.ts';
 import { assignment, composition } from './seat.ts';
 
 /** What a fleet wrote: compositions by module, assignments by key, as bytes. */

@@ -2,9 +2,9 @@
 import { Kvm, type KV } from '@nats-io/kv';
 import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { connectBus, ensureKv } from '../../src/shared/bus.ts';
-import { ASSIGNMENTS, MODULES, PLANS } from '../../src/shared/buckets.ts';
-import { memoryLogger } from '../../src/shared/log.ts';
+import { connectBus, ensureKv } from '../../src/shared/bus/bus.ts';
+import { ASSIGNMENTS, MODULES, PLANS } from '../../src/shared/contract/buckets.ts';
+import { memoryLogger } from '../../src/shared/cli/log.ts';
 import type { PassSummary } from '../../src/server/seat/composer.ts';
 import { startSeat, type Seat } from '../../src/server/seat/seat.ts';
 import { startNats, type NatsServer } from './nats.ts';

@@ -8,7 +8,7 @@ import { mkdtempSync, readdirSync, rmdirSync, rmSync, symlinkSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { memoryLogger } from '../../src/shared/log.ts';
+import { memoryLogger } from '../../src/shared/cli/log.ts';
 import { rotate as rotateInStore } from '../../src/vault/rotate.ts';
 import { serveCredentials, type Ask, type CredentialSource } from '../../src/vault/serve.ts';
 import { VaultStore } from '../../src/vault/store.ts';

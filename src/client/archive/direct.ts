@@ -5,7 +5,7 @@
 // direct gets are answered in parallel. The object store's stream has `allow_direct` set.
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { parseBoundedJson } from '../../shared/limits.ts';
+import { parseBoundedJson } from '../../shared/contract/limits.ts';
 
 /** An object's meta as the object store keeps it (the fields read here). */
 type ObjectMeta = { nuid?: unknown; size?: unknown; chunks?: unknown; deleted?: unknown };

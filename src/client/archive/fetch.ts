@@ -6,13 +6,13 @@ import { isAbsolute, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { refuseBadBucket } from '../../shared/bucket-bind.ts';
-import { objBucket } from '../../shared/bucket-spec.ts';
-import { notRegularKind } from '../../shared/regular-file.ts';
-import { fail, type Parsed } from '../../shared/result.ts';
+import { refuseBadBucket } from '../../shared/bus/bucket-bind.ts';
+import { objBucket } from '../../shared/bus/bucket-spec.ts';
+import { notRegularKind } from '../../shared/cli/regular-file.ts';
+import { fail, type Parsed } from '../../shared/base/result.ts';
 import { directObjectReader } from './direct.ts';
-import { errorText, isTimeout } from '../../shared/errors.ts';
-import { isStreamNotFound } from '../../shared/jetstream-errors.ts';
+import { errorText, isTimeout } from '../../shared/base/errors.ts';
+import { isStreamNotFound } from '../../shared/bus/jetstream-errors.ts';
 
 /**
  * Fetches bytes of an obj:// reference: (bucket, name) → bytes or null when absent.

@@ -3,12 +3,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { fail, type Parsed } from '../../shared/result.ts';
-import type { Logger } from '../../shared/log.ts';
+import { fail, type Parsed } from '../../shared/base/result.ts';
+import type { Logger } from '../../shared/cli/log.ts';
 import { fetchSource, parseRef, readFileWithin, type ObjectFetcher } from './fetch.ts';
 import { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from './limits.ts';
 import { unpackArchive } from './untar.ts';
-import { errorText } from '../../shared/errors.ts';
+import { errorText } from '../../shared/base/errors.ts';
 
 export { natsObjectFetcher, type ObjectFetcher } from './fetch.ts';
 export { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from './limits.ts';

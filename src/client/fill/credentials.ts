@@ -2,8 +2,8 @@
 // vault, but the file waits for the provider's bound entry and is handed again each time the
 // provider marks that it set the credential in its service (`values["credential-set"]`), so a
 // consumer is never filled with a credential its provider has not set yet.
-import type { Plan } from '../../shared/schemas.ts';
-import { parseVaultName } from '../../shared/vault-names.ts';
+import type { Plan } from '../../shared/contract/plan.ts';
+import { parseVaultName } from '../../shared/contract/vault-names.ts';
 import { bindingName, boundDependency, credentialSetWanted } from '../sources/bound.ts';
 import type { Found, ValueLookup } from '../sources/source.ts';
 

@@ -1,7 +1,7 @@
 // Fills one module's templates from the values at hand (DESIGN §7 points 2, 4, 5 and §8, §9), file by file.
-import { contentDigest, type FillContent, type FillFile } from '../../shared/fill-protocol.ts';
-import type { Parsed } from '../../shared/result.ts';
-import type { Plan } from '../../shared/schemas.ts';
+import { contentDigest, type FillContent, type FillFile } from '../../shared/contract/fill-protocol.ts';
+import type { Parsed } from '../../shared/base/result.ts';
+import type { Plan } from '../../shared/contract/plan.ts';
 import type { Lookup, ValueLookup } from '../sources/source.ts';
 import { itemTarget, missingTemplate, refusals, twoItems, type UsedTemplate } from './check.ts';
 import { credentialMark } from './credentials.ts';

@@ -1,9 +1,9 @@
 // Templates (DESIGN §7.2, §8, §9): each archive's templates decoded, scanned and compiled once per
 // digest, and rendered into the content the engine is handed, secrets as parts of its structure.
-import type { FillContent } from '../../shared/fill-protocol.ts';
-import type { Parsed } from '../../shared/result.ts';
-import { MAX_TEMPLATE_BYTES } from '../../shared/limits.ts';
-import { CompiledRun, scanPlaceholders, type Placeholder, type ValueOf } from '../../shared/placeholders.ts';
+import type { FillContent } from '../../shared/contract/fill-protocol.ts';
+import type { Parsed } from '../../shared/base/result.ts';
+import { MAX_TEMPLATE_BYTES } from '../../shared/contract/limits.ts';
+import { CompiledRun, scanPlaceholders, type Placeholder, type ValueOf } from '../../shared/contract/placeholders.ts';
 
 /**
  * A template compiled once: its placeholders, and the runs of text between its secret

@@ -2,11 +2,11 @@
 // and checked against what was sent, each request bounded in time, knocks watched.
 import { unwatchFile, watchFile, type Stats } from 'node:fs';
 import { createConnection, type Socket } from 'node:net';
-import type { Logger } from '../../shared/log.ts';
-import { FILL_OP, judgeReplyLine, type FillReply, type FillRequest } from '../../shared/fill-protocol.ts';
-import { MAX_ENGINE_LINE_BYTES } from '../../shared/limits.ts';
-import { LineReader } from '../../shared/ndjson.ts';
-import { errorText } from '../../shared/errors.ts';
+import type { Logger } from '../../shared/cli/log.ts';
+import { FILL_OP, judgeReplyLine, type FillReply, type FillRequest } from '../../shared/contract/fill-protocol.ts';
+import { MAX_ENGINE_LINE_BYTES } from '../../shared/contract/limits.ts';
+import { LineReader } from '../../shared/base/ndjson.ts';
+import { errorText } from '../../shared/base/errors.ts';
 
 /** How often the socket path is stat'ed for a knock when the caller does not say. */
 export const DEFAULT_KNOCK_POLL_MS = 150;

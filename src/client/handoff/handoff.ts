@@ -1,9 +1,10 @@
 // Handing a module's filled files to the engine (DESIGN §9): only what changed since the engine
 // last confirmed it, one request per module, and what the engine said of each file.
-import { unconfirmedPaths, unconfirmedReason, type FillFile, type FillResult } from '../../shared/fill-protocol.ts';
-import { MAX_ENGINE_LINE_BYTES } from '../../shared/limits.ts';
-import type { Logger } from '../../shared/log.ts';
-import type { Plan, Report } from '../../shared/schemas.ts';
+import { unconfirmedPaths, unconfirmedReason, type FillFile, type FillResult } from '../../shared/contract/fill-protocol.ts';
+import { MAX_ENGINE_LINE_BYTES } from '../../shared/contract/limits.ts';
+import type { Logger } from '../../shared/cli/log.ts';
+import type { Plan } from '../../shared/contract/plan.ts';
+import type { Report } from '../../shared/contract/report.ts';
 import { EngineProtocolError, EngineTimeout, EngineUnavailable, type EngineClient } from './fill-socket.ts';
 
 /** One file of a report: its path, what the engine did, the digest handed. */

@@ -1,5 +1,5 @@
 // A report always goes out (DESIGN §3): one too large for the bus is cut to fit, saying what was cut.
-import type { Report } from '../../shared/schemas.ts';
+import type { Report } from '../../shared/contract/report.ts';
 
 /** The longest text kept of one field of a cut report. */
 export const MAX_CUT_FIELD_CHARS = 1024;

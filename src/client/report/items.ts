@@ -1,13 +1,13 @@
 // Recording a module's items in `mesh-provisioner_collect` (DESIGN §7 point 6): only what differs
 // from what the bucket holds, items the plan no longer has deleted, a removed module's all.
 import type { KV } from '@nats-io/kv';
-import { jsonBytes } from '../../shared/bytes.ts';
-import { COLLECT } from '../../shared/buckets.ts';
-import { collectKey } from '../../shared/keys.ts';
-import type { Logger } from '../../shared/log.ts';
-import type { CollectItem } from '../../shared/schemas.ts';
+import { jsonBytes } from '../../shared/base/bytes.ts';
+import { COLLECT } from '../../shared/contract/buckets.ts';
+import { collectKey } from '../../shared/contract/keys.ts';
+import type { Logger } from '../../shared/cli/log.ts';
+import type { CollectItem } from '../../shared/contract/collect.ts';
 import type { FilledItem } from '../fill/fill.ts';
-import { errorText } from '../../shared/errors.ts';
+import { errorText } from '../../shared/base/errors.ts';
 
 /** What the bucket holds of one contributor: collection → content (undefined: an item out of shape). */
 export type StoredItems = (contributor: string) => Map<string, string | undefined>;

@@ -3,9 +3,9 @@
 // bucket has no leader) is tried again in the background, the wait doubling, until one try lands or
 // a newer write of the same key replaces it. Nothing else would write it again: a report is written
 // only when the module's state changes, and its next fill may be hours away.
-import { Backoff, type BackoffLimits } from '../../shared/backoff.ts';
-import { unrefTimer, type Timer } from '../../shared/timer.ts';
-import { errorText } from '../../shared/errors.ts';
+import { Backoff, type BackoffLimits } from '../../shared/base/backoff.ts';
+import { unrefTimer, type Timer } from '../../shared/base/timer.ts';
+import { errorText } from '../../shared/base/errors.ts';
 
 /** The wait before a failed write's first retry. */
 export const FIRST_KEY_RETRY_MS = 250;

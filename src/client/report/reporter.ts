@@ -1,16 +1,17 @@
 // Writes what a node's modules need and how they stand (DESIGN §7 points 2, 11, 12): only what differs.
-import { appliedSubject } from '../../shared/subjects.ts';
+import { appliedSubject } from '../../shared/contract/subjects.ts';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { APPLIED, NEEDS } from '../../shared/buckets.ts';
-import { jsonBytes, sameBytes } from '../../shared/bytes.ts';
-import { needKey, nodeModuleKey } from '../../shared/keys.ts';
-import type { Logger } from '../../shared/log.ts';
-import type { Need, Report } from '../../shared/schemas.ts';
+import { APPLIED, NEEDS } from '../../shared/contract/buckets.ts';
+import { jsonBytes, sameBytes } from '../../shared/base/bytes.ts';
+import { needKey, nodeModuleKey } from '../../shared/contract/keys.ts';
+import type { Logger } from '../../shared/cli/log.ts';
+import type { Need } from '../../shared/contract/need.ts';
+import type { Report } from '../../shared/contract/report.ts';
 import type { NeedEntry, Waiting } from '../fill/fill.ts';
 import type { FileResult } from '../handoff/handoff.ts';
 import { KeyRetry, type KeyRetryOptions } from './key-retry.ts';
 import { fitReport, MAX_CUT_FIELD_CHARS } from './fit.ts';
-import { errorText } from '../../shared/errors.ts';
+import { errorText } from '../../shared/base/errors.ts';
 
 /** The max payload assumed when the connection has not said its own (the nats-server default). */
 export const DEFAULT_MAX_PAYLOAD = 1024 * 1024;

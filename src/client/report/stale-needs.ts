@@ -3,12 +3,12 @@
 // removed as a deleted plan is (needs, `removed`, report), the others handed to the reporter so
 // each module's first fill deletes the needs it no longer names.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { readAll } from '../../shared/watch/read-all.ts';
-import { NEEDS } from '../../shared/buckets.ts';
-import { parseNeedKey } from '../../shared/keys.ts';
-import type { Logger } from '../../shared/log.ts';
+import { readAll } from '../../shared/bus/watch/read-all.ts';
+import { NEEDS } from '../../shared/contract/buckets.ts';
+import { parseNeedKey } from '../../shared/contract/keys.ts';
+import type { Logger } from '../../shared/cli/log.ts';
 import type { Reporter } from './reporter.ts';
-import { errorText } from '../../shared/errors.ts';
+import { errorText } from '../../shared/base/errors.ts';
 
 /** A node's stored needs by module: key → bytes. */
 export type StoredNeeds = Map<string, Map<string, Uint8Array>>;

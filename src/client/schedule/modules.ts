@@ -1,7 +1,8 @@
 // One module's run (DESIGN §7 points 1–5, 10–12): templates → fill → engine → needs and report.
-import { PLANS } from '../../shared/buckets.ts';
-import { keyDisagreement, nodeModuleKey } from '../../shared/keys.ts';
-import { decodeJson, PlanSchema, type Plan } from '../../shared/schemas.ts';
+import { PLANS } from '../../shared/contract/buckets.ts';
+import { keyDisagreement, nodeModuleKey } from '../../shared/contract/keys.ts';
+import { decodeJson } from '../../shared/contract/decode.ts';
+import { PlanSchema, type Plan } from '../../shared/contract/plan.ts';
 import type { DependencyIndex } from './dependencies.ts';
 import { FillMemo, fillModule } from '../fill/fill.ts';
 import type { Handoff } from '../handoff/handoff.ts';

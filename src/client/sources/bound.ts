@@ -3,12 +3,14 @@
 // plan of this node names, started and stopped as plans come and go. An entry answering another
 // request than the plan's provision (DESIGN §3, `for`) is not there yet.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { requestDigest } from '../../shared/bound-request.ts';
-import { watchBucket } from '../../shared/watch/bucket.ts';
-import type { Watch } from '../../shared/watch/types.ts';
-import { boundBucket, boundKey, parseBoundKey } from '../../shared/keys.ts';
-import type { Logger } from '../../shared/log.ts';
-import { BoundEntrySchema, CREDENTIAL_SET, decodeJson, type BoundEntry, type Plan } from '../../shared/schemas.ts';
+import { requestDigest } from '../../shared/contract/bound-request.ts';
+import { watchBucket } from '../../shared/bus/watch/bucket.ts';
+import type { Watch } from '../../shared/bus/watch/types.ts';
+import { boundBucket, boundKey, parseBoundKey } from '../../shared/contract/keys.ts';
+import type { Logger } from '../../shared/cli/log.ts';
+import { BoundEntrySchema, CREDENTIAL_SET, type BoundEntry } from '../../shared/contract/bound-entry.ts';
+import { decodeJson } from '../../shared/contract/decode.ts';
+import type { Plan } from '../../shared/contract/plan.ts';
 import type { Found, Lookup, OnChange, Source, Wanted } from './source.ts';
 
 type Provision = Plan['provisions'][number];

@@ -3,12 +3,14 @@
 // a collector's `${collected:<collection>}` (or `${shell:…}`, `${environment:…}`,
 // `${contribution:…}` for the collection of the same full name) reads them all.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { watchBucket } from '../../shared/watch/bucket.ts';
-import type { Watch } from '../../shared/watch/types.ts';
-import { COLLECT } from '../../shared/buckets.ts';
-import { compareKeys, keyDisagreement, parseCollectKey } from '../../shared/keys.ts';
-import type { Logger } from '../../shared/log.ts';
-import { CollectItemSchema, decodeJson, type Plan } from '../../shared/schemas.ts';
+import { watchBucket } from '../../shared/bus/watch/bucket.ts';
+import type { Watch } from '../../shared/bus/watch/types.ts';
+import { COLLECT } from '../../shared/contract/buckets.ts';
+import { compareKeys, keyDisagreement, parseCollectKey } from '../../shared/contract/keys.ts';
+import type { Logger } from '../../shared/cli/log.ts';
+import { CollectItemSchema } from '../../shared/contract/collect.ts';
+import { decodeJson } from '../../shared/contract/decode.ts';
+import type { Plan } from '../../shared/contract/plan.ts';
 import type { Lookup, OnChange, Source, Wanted } from './source.ts';
 
 /** The kinds that read a collection: `collected` names it whole, the others by their own kind. */

@@ -1,14 +1,14 @@
 // Config values (`${config:<key>}`): mesh-config's resolved values for this node, one filtered
 // watch of `<node>.>` in `mesh-config_resolved`, kept by module then key.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { watchBucket } from '../../shared/watch/bucket.ts';
-import type { Watch } from '../../shared/watch/types.ts';
-import { CONFIG } from '../../shared/buckets.ts';
-import { configKey, parseConfigKey } from '../../shared/keys.ts';
-import type { Logger } from '../../shared/log.ts';
+import { watchBucket } from '../../shared/bus/watch/bucket.ts';
+import type { Watch } from '../../shared/bus/watch/types.ts';
+import { CONFIG } from '../../shared/contract/buckets.ts';
+import { configKey, parseConfigKey } from '../../shared/contract/keys.ts';
+import type { Logger } from '../../shared/cli/log.ts';
 import type { Lookup, OnChange, Source, Wanted } from './source.ts';
-import type { Plan } from '../../shared/schemas.ts';
-import { didYouMean } from '../../shared/nearest.ts';
+import type { Plan } from '../../shared/contract/plan.ts';
+import { didYouMean } from '../../shared/base/nearest.ts';
 
 // A value keeps every byte, a leading byte-order mark too.
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });

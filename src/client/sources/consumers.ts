@@ -3,15 +3,16 @@
 // plans bucket, opened while a plan of this node provides something), each with the credential the
 // vault hands for the pair. Credentials live in memory for the fill only: never logged or stored.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { provisionRequest, type ProvisionRequest } from '../../shared/bound-request.ts';
-import { watchBucket } from '../../shared/watch/bucket.ts';
-import type { Watch } from '../../shared/watch/types.ts';
-import { PLANS } from '../../shared/buckets.ts';
-import { compareKeys, parseNodeModuleKey } from '../../shared/keys.ts';
-import { pairVault } from '../../shared/vault-names.ts';
-import type { Logger } from '../../shared/log.ts';
-import { decodeJson, PlanSchema, type Plan } from '../../shared/schemas.ts';
-import { VAULT_CHANGED } from '../../shared/subjects.ts';
+import { provisionRequest, type ProvisionRequest } from '../../shared/contract/bound-request.ts';
+import { watchBucket } from '../../shared/bus/watch/bucket.ts';
+import type { Watch } from '../../shared/bus/watch/types.ts';
+import { PLANS } from '../../shared/contract/buckets.ts';
+import { compareKeys, parseNodeModuleKey } from '../../shared/contract/keys.ts';
+import { pairVault } from '../../shared/contract/vault-names.ts';
+import type { Logger } from '../../shared/cli/log.ts';
+import { decodeJson } from '../../shared/contract/decode.ts';
+import { PlanSchema, type Plan } from '../../shared/contract/plan.ts';
+import { VAULT_CHANGED } from '../../shared/contract/subjects.ts';
 import { VaultCredentials } from './vault.ts';
 import { vaultNoticeReader } from './vault-notice.ts';
 import type { Found, Lookup, OnChange, Source, Wanted } from './source.ts';

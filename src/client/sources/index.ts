@@ -1,8 +1,8 @@
 // The client's value sources and the table of which source answers each kind of the registry.
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { Logger } from '../../shared/log.ts';
-import { KNOWN_KINDS } from '../../shared/registry.ts';
-import type { Plan } from '../../shared/schemas.ts';
+import type { Logger } from '../../shared/cli/log.ts';
+import { KNOWN_KINDS } from '../../shared/contract/registry.ts';
+import type { Plan } from '../../shared/contract/plan.ts';
 import { boundSource } from './bound.ts';
 import { collectedSource, type NodeItems } from './collected.ts';
 import { configSource } from './config.ts';

@@ -1,7 +1,7 @@
 // Placement values (`dir`, `access`, `port`, `seat`, `machine`): carried in the plan itself, so a
 // change of them is a change of the plan, which fills the module again; no watch of their own.
-import type { Plan } from '../../shared/schemas.ts';
-import { isPlacementKind } from '../../shared/registry.ts';
+import type { Plan } from '../../shared/contract/plan.ts';
+import { isPlacementKind } from '../../shared/contract/registry.ts';
 import type { Found, Source, Wanted } from './source.ts';
 
 /** The source of the placement kinds. */

@@ -2,11 +2,11 @@
 // to the modules, and what a plan event changes for the node as a whole is done once per turn — a
 // thousand plans arriving together at start are one pass over them, not a thousand.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { watchBucket } from '../../shared/watch/bucket.ts';
-import type { Watch } from '../../shared/watch/types.ts';
-import { PLANS } from '../../shared/buckets.ts';
-import { parseNodeModuleKey } from '../../shared/keys.ts';
-import type { Logger } from '../../shared/log.ts';
+import { watchBucket } from '../../shared/bus/watch/bucket.ts';
+import type { Watch } from '../../shared/bus/watch/types.ts';
+import { PLANS } from '../../shared/contract/buckets.ts';
+import { parseNodeModuleKey } from '../../shared/contract/keys.ts';
+import type { Logger } from '../../shared/cli/log.ts';
 import type { Modules } from '../schedule/modules.ts';
 import type { Sources } from './index.ts';
 import type { TemplateCache } from '../fill/templates.ts';

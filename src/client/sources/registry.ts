@@ -3,11 +3,11 @@
 // names another place.
 import type { NatsConnection } from '@nats-io/transport-node';
 import * as v from 'valibot';
-import { watchBucket } from '../../shared/watch/bucket.ts';
-import type { Watch } from '../../shared/watch/types.ts';
-import { CONFIG, REGISTRY_BUCKET } from '../../shared/buckets.ts';
-import type { Logger } from '../../shared/log.ts';
-import { decodeJson } from '../../shared/schemas.ts';
+import { watchBucket } from '../../shared/bus/watch/bucket.ts';
+import type { Watch } from '../../shared/bus/watch/types.ts';
+import { CONFIG, REGISTRY_BUCKET } from '../../shared/contract/buckets.ts';
+import type { Logger } from '../../shared/cli/log.ts';
+import { decodeJson } from '../../shared/contract/decode.ts';
 
 /** Watches the registry's `config` entry and warns when it names a bucket this client does not read. */
 export function watchRegistry(nc: NatsConnection, log: Logger): Watch {

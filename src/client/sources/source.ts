@@ -1,6 +1,6 @@
 // What every owner of values (a source) offers the client: a placeholder's value for a plan, with
 // the dependency key it read, and the watches that keep those values current (DESIGN §7 point 3).
-import type { Plan } from '../../shared/schemas.ts';
+import type { Plan } from '../../shared/contract/plan.ts';
 
 /** A placeholder as a source sees it: its kind and name. */
 export type Wanted = { kind: string; name: string };

@@ -2,10 +2,10 @@
 // there can send anything, so a notice is read within the limits of §3 before its name is looked at,
 // and one out of shape is said and ignored: it never crashes the client nor makes it ask the vault.
 import * as v from 'valibot';
-import type { Logger } from '../../shared/log.ts';
-import type { Parsed } from '../../shared/result.ts';
-import { decodeJson } from '../../shared/schemas.ts';
-import { VAULT_CHANGED } from '../../shared/subjects.ts';
+import type { Logger } from '../../shared/cli/log.ts';
+import type { Parsed } from '../../shared/base/result.ts';
+import { decodeJson } from '../../shared/contract/decode.ts';
+import { VAULT_CHANGED } from '../../shared/contract/subjects.ts';
 
 /** The largest notice read, in bytes: its one name is a few hundred at most. */
 export const MAX_VAULT_NOTICE_BYTES = 4096;

@@ -4,14 +4,14 @@
 // pending — and is asked again with a capped backoff.
 import type { NatsConnection } from '@nats-io/transport-node';
 import * as v from 'valibot';
-import { Backoff, type BackoffLimits } from '../../shared/backoff.ts';
-import { jsonBytes } from '../../shared/bytes.ts';
-import type { Logger } from '../../shared/log.ts';
-import { decodeJson } from '../../shared/schemas.ts';
-import { VAULT_CREDENTIAL } from '../../shared/subjects.ts';
-import { unrefTimer, type Timer } from '../../shared/timer.ts';
-import { parseVaultName } from '../../shared/vault-names.ts';
-import { errorText } from '../../shared/errors.ts';
+import { Backoff, type BackoffLimits } from '../../shared/base/backoff.ts';
+import { jsonBytes } from '../../shared/base/bytes.ts';
+import type { Logger } from '../../shared/cli/log.ts';
+import { decodeJson } from '../../shared/contract/decode.ts';
+import { VAULT_CREDENTIAL } from '../../shared/contract/subjects.ts';
+import { unrefTimer, type Timer } from '../../shared/base/timer.ts';
+import { parseVaultName } from '../../shared/contract/vault-names.ts';
+import { errorText } from '../../shared/base/errors.ts';
 
 /** What the client holds of one credential. */
 export type Credential = { state: 'pending' } | { state: 'value'; value: string } | { state: 'refused'; reason: string };

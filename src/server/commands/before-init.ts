@@ -3,10 +3,10 @@
 // `rollout`, `status` and `query` say to run `init` first — the line the input commands give
 // (input-bucket.ts) — where they said `stream not found` or asked whether the seat runs.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { bucketManager } from '../../shared/bucket-bind.ts';
-import { ASSIGNMENTS, MODULES, SEAT_BUCKETS } from '../../shared/buckets.ts';
-import { kvBucket, streamOf } from '../../shared/bucket-spec.ts';
-import { isStreamNotFound } from '../../shared/jetstream-errors.ts';
+import { bucketManager } from '../../shared/bus/bucket-bind.ts';
+import { ASSIGNMENTS, MODULES, SEAT_BUCKETS } from '../../shared/contract/buckets.ts';
+import { kvBucket, streamOf } from '../../shared/bus/bucket-spec.ts';
+import { isStreamNotFound } from '../../shared/bus/jetstream-errors.ts';
 import { busIsolates } from './input-bucket.ts';
 
 /** The key/value buckets a seat waits for at its start, in the order it binds them: while one is missing it answers nothing. */

@@ -1,13 +1,13 @@
 // How `init` waits for a bus not ready to answer yet (issue 31 item 7): a cluster electing its
 // JetStream leader answers "JetStream system temporarily unavailable" (503) or nothing at all, for
 // seconds, and init run just after its servers started meets that. Each bucket's calls are asked
-// again with the one backoff (shared/retry.ts), each reason said once, until `--timeout` has passed
+// again with the one backoff (shared/base/retry.ts), each reason said once, until `--timeout` has passed
 // since init began; then init gives up, naming the bucket it waited on and the bus's last answer.
-import { errorText, isTimeout } from '../../shared/errors.ts';
-import { isTemporarilyUnavailable } from '../../shared/jetstream-errors.ts';
-import { isTooManyReplicas } from '../seat/replicas-hint.ts';
-import { retryWithBackoff } from '../../shared/retry.ts';
-import type { Timer } from '../../shared/timer.ts';
+import { errorText, isTimeout } from '../../shared/base/errors.ts';
+import { isTemporarilyUnavailable } from '../../shared/bus/jetstream-errors.ts';
+import { isTooManyReplicas } from '../../shared/bus/replicas-hint.ts';
+import { retryWithBackoff } from '../../shared/base/retry.ts';
+import type { Timer } from '../../shared/base/timer.ts';
 
 /** The longest wait between two tries of a bucket the bus does not answer yet. */
 export const INIT_RETRY_MAX_MS = 5000;
@@ -17,7 +17,7 @@ const LEAST_CALL_MS = 250;
 
 /**
  * Whether the bus may answer later: the call went unanswered, or JetStream is temporarily
- * unavailable. Unlike a daemon's wait (shared/bind-wait.ts), no responders is not waited for: to the
+ * unavailable. Unlike a daemon's wait (shared/bus/bind-wait.ts), no responders is not waited for: to the
  * admin's init it says JetStream is not enabled on the server, which waiting does not mend.
  */
 export function isNotReadyYet(err: unknown): boolean {

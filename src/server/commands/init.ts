@@ -4,12 +4,12 @@
 // there is compared with what was asked and updated where nats-server can (init-bucket.ts); what
 // stays different is said, counted in the closing lines, and makes init exit 1.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { BUCKET_API_TIMEOUT_MS, bucketManager } from '../../shared/bucket-bind.ts';
-import { maxConsumersFor } from '../../shared/bucket-spec.ts';
-import { meshBuckets } from '../../shared/buckets.ts';
+import { BUCKET_API_TIMEOUT_MS, bucketManager } from '../../shared/bus/bucket-bind.ts';
+import { maxConsumersFor } from '../../shared/bus/bucket-spec.ts';
+import { meshBuckets } from '../../shared/contract/buckets.ts';
 import type { InitRequest } from '../options.ts';
-import { errorText, isPermissionViolation } from '../../shared/errors.ts';
-import { isTooManyReplicas, tooManyReplicasLine } from '../seat/replicas-hint.ts';
+import { errorText, isPermissionViolation } from '../../shared/base/errors.ts';
+import { isTooManyReplicas, tooManyReplicasLine } from '../../shared/bus/replicas-hint.ts';
 import { describeHolding, initBucket, type Outcome } from './init-bucket.ts';
 import type { Asked } from './init-drift.ts';
 import { InitGaveUp, PEERS_GRACE_MS, untilAnswered, type InitClock } from './init-wait.ts';

@@ -5,11 +5,11 @@
 // one line an operator can act on.
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { BucketMissingError, BucketRefusedError, ensureBucket, inspectBucket } from '../../shared/bucket-bind.ts';
-import { DEFAULT_MESH_NODES, kvBucket, maxConsumersFor, type BucketSpec } from '../../shared/bucket-spec.ts';
-import { openKv } from '../../shared/bus.ts';
-import { describeBusError, errorText, isPermissionViolation } from '../../shared/errors.ts';
-import { sameBytes } from '../../shared/bytes.ts';
+import { BucketMissingError, BucketRefusedError, ensureBucket, inspectBucket } from '../../shared/bus/bucket-bind.ts';
+import { DEFAULT_MESH_NODES, kvBucket, maxConsumersFor, type BucketSpec } from '../../shared/bus/bucket-spec.ts';
+import { openKv } from '../../shared/bus/bus.ts';
+import { describeBusError, errorText, isPermissionViolation } from '../../shared/base/errors.ts';
+import { sameBytes } from '../../shared/base/bytes.ts';
 
 /** Where an input command writes, and how a bucket it creates is made. */
 export type InputBucket = {

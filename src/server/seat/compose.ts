@@ -1,10 +1,13 @@
 // Composes one plan from an assignment and its module's composition (DESIGN §4), as pure data.
-import { moduleSecretVault, pairVault } from '../../shared/vault-names.ts';
-import type { Parsed } from '../../shared/result.ts';
-import { renderPlaceholders } from '../../shared/placeholders.ts';
-import { isPlacementKind } from '../../shared/registry.ts';
-import { pathProblem, type Assignment, type Composition, type Placement, type Plan, type PlanSecret } from '../../shared/schemas.ts';
-import { errorText } from '../../shared/errors.ts';
+import { moduleSecretVault, pairVault } from '../../shared/contract/vault-names.ts';
+import type { Parsed } from '../../shared/base/result.ts';
+import { renderPlaceholders } from '../../shared/contract/placeholders.ts';
+import { isPlacementKind } from '../../shared/contract/registry.ts';
+import { pathProblem } from '../../shared/contract/fields.ts';
+import type { Assignment, Placement } from '../../shared/contract/assignment.ts';
+import type { Composition } from '../../shared/contract/composition.ts';
+import type { Plan, PlanSecret } from '../../shared/contract/plan.ts';
+import { errorText } from '../../shared/base/errors.ts';
 
 /**
  * Resolves every `${dir|access|port|seat|machine:…}` of a path from the placement; the result must

@@ -1,10 +1,11 @@
 // The composition passes of DESIGN §4: a load gate, then one coalesced pass per input change. A
 // pass visits only the keys its changes touch: an assignment change composes its own key, a
 // composition change its module's keys; what is unchanged is neither decoded nor composed again.
-import { nodeModuleKey, parseNodeModuleKey } from '../../shared/keys.ts';
-import { MAX_PLAN_BYTES } from '../../shared/limits.ts';
-import type { Logger } from '../../shared/log.ts';
-import type { Composition, Health } from '../../shared/schemas.ts';
+import { nodeModuleKey, parseNodeModuleKey } from '../../shared/contract/keys.ts';
+import { MAX_PLAN_BYTES } from '../../shared/contract/limits.ts';
+import type { Logger } from '../../shared/cli/log.ts';
+import type { Composition } from '../../shared/contract/composition.ts';
+import type { Health } from '../../shared/contract/verb.ts';
 import { composePlan } from './compose.ts';
 import { clip, ComposerHealth, HELD_PASSES_BEFORE_HEALTH, heldReason, subjectOf } from './health.ts';
 import { HealthBook } from './health-book.ts';
@@ -13,7 +14,7 @@ import { digestOf } from './digest.ts';
 import { PassWrites } from './pass-writes.ts';
 import { DEFAULT_WRITES_IN_FLIGHT, PlanWriter, type PlanStore } from './plan-writer.ts';
 import { WriteRetry, type WriteRetryOptions } from './write-retry.ts';
-import { errorText } from '../../shared/errors.ts';
+import { errorText } from '../../shared/base/errors.ts';
 import type { RolloutDirector } from './rollout/director.ts';
 
 export { HELD_PASSES_BEFORE_HEALTH };

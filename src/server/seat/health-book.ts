@@ -1,7 +1,7 @@
 // What the verb's `health` answers (DESIGN §6): an entry per assignment whose plan the seat holds or
 // cannot compose, kept in the seat's memory as passes go. Keys are `<node>.<module>`; a rollout's
 // entries (keyed `<module>`, §12) will sit in the same key order beside them.
-import { compareKeys } from '../../shared/keys.ts';
+import { compareKeys } from '../../shared/contract/keys.ts';
 
 /** Why a plan is not composed: `held` (composition missing or unpublished) or `failed` (it cannot be composed). */
 export type HealthState = 'held' | 'failed';

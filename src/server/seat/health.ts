@@ -1,11 +1,11 @@
 // What the composer says on `provisioner_health` and in its log (DESIGN §4): a bad input once per
 // distinct value, and a module held for more than HELD_PASSES_BEFORE_HEALTH passes in a row, with
 // its build, once when the hold begins and again when it changes; never once per pass.
-import { parseNodeModuleKey } from '../../shared/keys.ts';
-import type { Logger } from '../../shared/log.ts';
-import type { Health } from '../../shared/schemas.ts';
+import { parseNodeModuleKey } from '../../shared/contract/keys.ts';
+import type { Logger } from '../../shared/cli/log.ts';
+import type { Health } from '../../shared/contract/verb.ts';
 import type { KnownComposition } from './inputs.ts';
-import { errorText } from '../../shared/errors.ts';
+import { errorText } from '../../shared/base/errors.ts';
 
 /** A module held for more passes in a row than this is said on `provisioner_health`. */
 export const HELD_PASSES_BEFORE_HEALTH = 2;

@@ -1,11 +1,13 @@
 // The composer's inputs in memory (DESIGN §4): each assignment decoded and validated once and
 // indexed by module, each composition decoded once, each stored plan kept as a digest only (never
 // its bytes), so a change costs what it touches and the bucket is never held twice.
-import { keyDisagreement, parseModuleKey, parseNodeModuleKey } from '../../shared/keys.ts';
-import type { Parsed } from '../../shared/result.ts';
-import { AssignmentSchema, CompositionSchema, decodeJson, type Assignment, type Composition } from '../../shared/schemas.ts';
+import { keyDisagreement, parseModuleKey, parseNodeModuleKey } from '../../shared/contract/keys.ts';
+import type { Parsed } from '../../shared/base/result.ts';
+import { AssignmentSchema, type Assignment } from '../../shared/contract/assignment.ts';
+import { CompositionSchema, type Composition } from '../../shared/contract/composition.ts';
+import { decodeJson } from '../../shared/contract/decode.ts';
 import { digestOf } from './digest.ts';
-import { errorText } from '../../shared/errors.ts';
+import { errorText } from '../../shared/base/errors.ts';
 
 /** A composition as decoded (or the reason it is refused), with the digest of its bytes. */
 export type KnownComposition = { parsed: Parsed<Composition>; digest: string };

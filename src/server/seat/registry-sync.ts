@@ -1,12 +1,12 @@
 // Writes the compiled-in registry (DESIGN §5): only kinds whose value differs, and deletes the rest.
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { REGISTRY_BUCKET } from '../../shared/buckets.ts';
-import { jsonBytes, sameBytes } from '../../shared/bytes.ts';
-import { readAll } from '../../shared/watch/read-all.ts';
-import type { Logger } from '../../shared/log.ts';
-import { REGISTRY, type RegistryEntry } from '../../shared/registry.ts';
-import { registryKey } from '../../shared/keys.ts';
+import { REGISTRY_BUCKET } from '../../shared/contract/buckets.ts';
+import { jsonBytes, sameBytes } from '../../shared/base/bytes.ts';
+import { readAll } from '../../shared/bus/watch/read-all.ts';
+import type { Logger } from '../../shared/cli/log.ts';
+import { REGISTRY, type RegistryEntry } from '../../shared/contract/registry.ts';
+import { registryKey } from '../../shared/contract/keys.ts';
 
 /** How often the seat writes the registry again. */
 export const REGISTRY_INTERVAL_MS = 60 * 60 * 1000;

@@ -1,8 +1,8 @@
 // Plan writes that failed, tried again (DESIGN §4): a put or delete the bus refused or lost (the server
 // killed with it in flight, its JetStream not back yet) asks one more pass after a wait that doubles
 // while writes keep failing, rather than waiting for the next input change, which may never come.
-import { Backoff } from '../../shared/backoff.ts';
-import { unrefTimer, type Timer } from '../../shared/timer.ts';
+import { Backoff } from '../../shared/base/backoff.ts';
+import { unrefTimer, type Timer } from '../../shared/base/timer.ts';
 
 /** The first wait before failed writes are tried again. */
 export const FIRST_WRITE_RETRY_MS = 250;

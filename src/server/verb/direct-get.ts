@@ -1,7 +1,7 @@
 // The JetStream requests the verb reads a bucket with (DESIGN §6), and what their answers mean: a
 // stream info and a direct get, each bounded by READ_TIMEOUT_MS, a failure thrown as BucketReadError.
 import { Empty, type Msg, type NatsConnection } from '@nats-io/transport-node';
-import { jsonBytes } from '../../shared/bytes.ts';
+import { jsonBytes } from '../../shared/base/bytes.ts';
 
 /** How long a read waits for the server's answer. */
 export const READ_TIMEOUT_MS = 5000;

@@ -1,7 +1,7 @@
 // The verb's `what: "health"` (DESIGN §6): answered from the seat's memory, in the same envelope and
 // paging as a bucket's entries — keys in order, `after` and `limit`, `next` when more remain.
 import { firstAfter } from './key-index.ts';
-import type { VerbReply, VerbRequest } from '../../shared/schemas.ts';
+import type { VerbReply, VerbRequest } from '../../shared/contract/verb.ts';
 import { Page, REPLY_HEADROOM } from './page.ts';
 
 /** What the seat knows to answer `health` from: its keys in key order, and each key's entry. */

@@ -2,8 +2,8 @@
 // subject list, then kept caught up with the changes stored after it. Stream order is write order,
 // so key order needs the list; a page's values are fetched apart (value-fetch.ts).
 import type { NatsConnection } from '@nats-io/transport-node';
-import { jsonBytes } from '../../shared/bytes.ts';
-import { compareKeys } from '../../shared/keys.ts';
+import { jsonBytes } from '../../shared/base/bytes.ts';
+import { compareKeys } from '../../shared/contract/keys.ts';
 import { BucketReadError, directGetSubject, keyPrefix, READ_TIMEOUT_MS, storedValue, streamInfo } from './direct-get.ts';
 
 /** Key lists kept per connection (one per bucket and filter walked lately), at most. */

@@ -1,6 +1,6 @@
 // One page of the verb's reply (DESIGN §6): rows added in key order up to a count and the bytes the
 // connection's max payload leaves, `next` the cursor to ask from when a row is left out.
-import type { VerbReply } from '../../shared/schemas.ts';
+import type { VerbReply } from '../../shared/contract/verb.ts';
 
 /** Bytes a reply leaves free under the connection's max payload. */
 export const REPLY_HEADROOM = 1024;

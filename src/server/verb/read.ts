@@ -2,11 +2,11 @@
 // index (key-index.ts), then only a page's values, fetched ahead as far as the page has room
 // (value-fetch.ts). Any failure on the bus comes out as a BucketReadError.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { DEFAULT_INBOX_PREFIX } from '../../shared/inbox.ts';
+import { DEFAULT_INBOX_PREFIX } from '../../shared/bus/inbox.ts';
 import { BucketReadError } from './direct-get.ts';
 import { firstAfter, KeyIndex, type KeyIndexHooks } from './key-index.ts';
 import { fetchValues, type FetchOptions, type Stored } from './value-fetch.ts';
-import { errorText } from '../../shared/errors.ts';
+import { errorText } from '../../shared/base/errors.ts';
 
 /** How a reader reads, and what it is told of its work: the hooks are injected so tests count and age without sleeping. */
 export type ReaderOptions = KeyIndexHooks & {

@@ -1,11 +1,14 @@
 // A request of the verb `mesh-provisioner.provisioning` (DESIGN §6): parsed within the limits of §3,
 // and the watch filter built from it, checked before the bus ever sees it.
 import * as v from 'valibot';
-import { APPLIED, COLLECT, NEEDS, REGISTRY_BUCKET } from '../../shared/buckets.ts';
-import { encodeToken, parseCollectKey, parseNeedKey, parseNodeModuleKey, parseRegistryKey } from '../../shared/keys.ts';
-import type { Parsed } from '../../shared/result.ts';
-import { MAX_JSON_DEPTH, MAX_SUBJECT_BYTES, parseBoundedJson } from '../../shared/limits.ts';
-import { CollectItemSchema, NeedSchema, ReportSchema, VERB_WHATS, VerbRequestSchema, type VerbRequest } from '../../shared/schemas.ts';
+import { APPLIED, COLLECT, NEEDS, REGISTRY_BUCKET } from '../../shared/contract/buckets.ts';
+import { encodeToken, parseCollectKey, parseNeedKey, parseNodeModuleKey, parseRegistryKey } from '../../shared/contract/keys.ts';
+import type { Parsed } from '../../shared/base/result.ts';
+import { MAX_JSON_DEPTH, MAX_SUBJECT_BYTES, parseBoundedJson } from '../../shared/contract/limits.ts';
+import { CollectItemSchema } from '../../shared/contract/collect.ts';
+import { NeedSchema } from '../../shared/contract/need.ts';
+import { ReportSchema } from '../../shared/contract/report.ts';
+import { VERB_WHATS, VerbRequestSchema, type VerbRequest } from '../../shared/contract/verb.ts';
 
 /** Largest request body, in bytes: a request is a handful of short fields. */
 export const MAX_REQUEST_BYTES = 64 * 1024;

@@ -1,22 +1,23 @@
 // The read-only verb `mesh-provisioner.provisioning` (DESIGN §6): answered only to an inbox, at most
 // MAX_CONCURRENT_REQUESTS at once, a seat bucket read from the cursor in key order (server/verb/read.ts),
 // checked key by key and cut into a page while reading, so that no reply exceeds the max payload.
-import { keyDisagreement } from '../../shared/keys.ts';
-import { PROVISIONING_VERB } from '../../shared/subjects.ts';
+import { keyDisagreement } from '../../shared/contract/keys.ts';
+import { PROVISIONING_VERB } from '../../shared/contract/subjects.ts';
 import type { Msg, NatsConnection } from '@nats-io/transport-node';
-import { jsonBytes } from '../../shared/bytes.ts';
-import { isInboxSubject } from '../../shared/inbox.ts';
-import { MAX_JSON_DEPTH, parseBoundedJson } from '../../shared/limits.ts';
-import type { Logger } from '../../shared/log.ts';
-import { validate, type VerbReply, type VerbRequest } from '../../shared/schemas.ts';
+import { jsonBytes } from '../../shared/base/bytes.ts';
+import { isInboxSubject } from '../../shared/bus/inbox.ts';
+import { MAX_JSON_DEPTH, parseBoundedJson } from '../../shared/contract/limits.ts';
+import type { Logger } from '../../shared/cli/log.ts';
+import { validate } from '../../shared/contract/decode.ts';
+import type { VerbReply, VerbRequest } from '../../shared/contract/verb.ts';
 import { answerHealth, type HealthSource } from './health.ts';
 import { Page, REPLY_HEADROOM, type Row } from './page.ts';
 import { parseVerbRequest, SHAPES, watchFilter, type BucketWhat, type Shape } from './request.ts';
 import { BucketReadError } from './direct-get.ts';
 import { readerOf, type VerbReader } from './read.ts';
-import { errorText } from '../../shared/errors.ts';
+import { errorText } from '../../shared/base/errors.ts';
 
-export { compareKeys } from '../../shared/keys.ts';
+export { compareKeys } from '../../shared/contract/keys.ts';
 export { REPLY_HEADROOM } from './page.ts';
 
 /** The max payload assumed when the connection has not said its own (the nats-server default). */

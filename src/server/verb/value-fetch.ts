@@ -1,7 +1,7 @@
 // A page's values (DESIGN §6): direct gets of the keys a page may take, pipelined in a bounded
 // window on one inbox of the connection, answered back in key order whatever order they arrive in.
 import { createInbox, type Msg, type NatsConnection } from '@nats-io/transport-node';
-import { jsonBytes } from '../../shared/bytes.ts';
+import { jsonBytes } from '../../shared/base/bytes.ts';
 import { BucketReadError, directGetSubject, keyPrefix, READ_TIMEOUT_MS, storedValue } from './direct-get.ts';
 
 /** Direct gets one page has in flight at once, at most. */

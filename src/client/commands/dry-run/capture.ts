@@ -2,7 +2,7 @@
 // capture in place of the engine's socket and the bus, so every module is rendered as it would be
 // handed while nothing reaches the engine or is written to the bus (no needs, report, item,
 // `prov.changed` or ask answered). Values are read as the client reads them.
-import type { FillFile } from '../../../shared/fill-protocol.ts';
+import type { FillFile } from '../../../shared/contract/fill-protocol.ts';
 import type { FilledItem } from '../../fill/fill.ts';
 import type { EngineClient } from '../../handoff/fill-socket.ts';
 import type { ClientSinks } from '../../sinks.ts';

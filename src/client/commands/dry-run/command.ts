@@ -1,8 +1,8 @@
 // --dry-run DIR (issue 14): the node's modules rendered from the bus's values into DIR, as --once
 // waits for them, without the engine's socket and without a write to the bus. Exit 0 when every
 // module rendered completely, 1 when one waits or failed.
-import type { BusOptions } from '../../../shared/bus.ts';
-import type { Logger } from '../../../shared/log.ts';
+import type { BusOptions } from '../../../shared/bus/bus.ts';
+import type { Logger } from '../../../shared/cli/log.ts';
 import { startClient } from '../../node.ts';
 import { DryRunCapture } from './capture.ts';
 import { describeDryRun, prepareDryRunDir, writeDryRun } from './output.ts';

@@ -3,13 +3,13 @@
 // computed over), and DIR/mesh-dry-run.json saying per module what it hands, waits for, or why it failed.
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { contentDigest, contentText, DEFAULT_FILE_MODE, SECRET_FILE_MODE, secretNamesOf, type FillFile } from '../../../shared/fill-protocol.ts';
-import { fail, ok, type Parsed } from '../../../shared/result.ts';
-import { safeJson, safeText } from '../../../shared/safe-text.ts';
+import { contentDigest, contentText, DEFAULT_FILE_MODE, SECRET_FILE_MODE, secretNamesOf, type FillFile } from '../../../shared/contract/fill-protocol.ts';
+import { fail, ok, type Parsed } from '../../../shared/base/result.ts';
+import { safeJson, safeText } from '../../../shared/cli/safe-text.ts';
 import type { Rendered } from './capture.ts';
 import type { Waiting } from '../../fill/fill.ts';
 import { describeStanding, type Standing } from '../once/book.ts';
-import { errorText } from '../../../shared/errors.ts';
+import { errorText } from '../../../shared/base/errors.ts';
 
 /** The summary's name in DIR; a module file at `/mesh-dry-run.json` goes beside it as another would. */
 export const DRY_RUN_SUMMARY = 'mesh-dry-run.json';

@@ -1,10 +1,10 @@
 // `lint` (issue 14): a module's templates judged as a node's client would judge them, without a bus
 // or an engine — the same decoding, scanner and refusals (client/fill/templates.ts, client/fill/check.ts), and with a
 // plan the checks its sources make of the plan alone (placement, collections, bindings, provides).
-import { scanPlaceholders, type UnclosedAt } from '../../../shared/placeholders.ts';
+import { scanPlaceholders, type UnclosedAt } from '../../../shared/contract/placeholders.ts';
 import { unclosedProblems } from './unclosed.ts';
-import { isPlacementKind } from '../../../shared/registry.ts';
-import type { Plan } from '../../../shared/schemas.ts';
+import { isPlacementKind } from '../../../shared/contract/registry.ts';
+import type { Plan } from '../../../shared/contract/plan.ts';
 import { itemTarget, missingTemplate, refusalList, shownPlaceholder, twoItems, type UsedTemplate } from '../../fill/check.ts';
 import { resolveBound } from '../../sources/bound.ts';
 import { assemble, COLLECTION_KINDS, NodeItems } from '../../sources/collected.ts';

@@ -1,7 +1,7 @@
 // How each module of a node stands for --once and --dry-run: its last report as its runs wrote it,
 // and whether the engine could be reached for its last fill (known at once; its report is written behind the fill).
-import type { FillReply, FillRequest } from '../../../shared/fill-protocol.ts';
-import { safeText } from '../../../shared/safe-text.ts';
+import type { FillReply, FillRequest } from '../../../shared/contract/fill-protocol.ts';
+import { safeText } from '../../../shared/cli/safe-text.ts';
 import { EngineUnavailable, type EngineClient } from '../../handoff/fill-socket.ts';
 import type { Waiting } from '../../fill/fill.ts';
 import type { ReportBody } from '../../report/reporter.ts';

@@ -1,10 +1,10 @@
 // --once (issue 14): the node's client run until every module is applied, failed, or still waits
 // when the time is up — for first boot, image builds and a module's CI. Needs, items and reports
 // are written as always; the exit code and one line per module not applied say how it went.
-import { nodeClientUser, whichLogin } from '../../../shared/login.ts';
-import type { BusOptions } from '../../../shared/bus.ts';
-import { connectWhenReachable } from '../../../shared/first-connect.ts';
-import type { Logger } from '../../../shared/log.ts';
+import { nodeClientUser, whichLogin } from '../../../shared/bus/login.ts';
+import type { BusOptions } from '../../../shared/bus/bus.ts';
+import { connectWhenReachable } from '../../../shared/bus/first-connect.ts';
+import type { Logger } from '../../../shared/cli/log.ts';
 import type { RunOptions } from '../../options.ts';
 import { createEngineClient } from '../../handoff/fill-socket.ts';
 import { startClient, type ClientOptions } from '../../node.ts';

@@ -1,10 +1,10 @@
 // The command line of `backup DIR` and `restore DIR [--replicas N]` (deploy/README.md, "Backup and
 // restore"): every stream of the mesh's account snapshotted by nats-server into a directory, and
 // loaded into a bus that has none of them, both with the admin login.
-import { BUS_FLAGS, busOptionsFrom } from '../../../shared/bus-flags.ts';
-import type { BusOptions } from '../../../shared/bus.ts';
-import { describeFlags, openCommand, unexpectedArgument, valueSource, type Asked, type FlagTable } from '../../../shared/flags.ts';
-import { fail, ok, type Parsed } from '../../../shared/result.ts';
+import { BUS_FLAGS, busOptionsFrom } from '../../../shared/cli/bus-flags.ts';
+import type { BusOptions } from '../../../shared/bus/bus.ts';
+import { describeFlags, openCommand, unexpectedArgument, valueSource, type Asked, type FlagTable } from '../../../shared/cli/flags.ts';
+import { fail, ok, type Parsed } from '../../../shared/base/result.ts';
 
 /** The flags `restore` takes besides the bus's. */
 export const RESTORE_OWN_FLAGS = [

@@ -3,11 +3,11 @@
 // every entry with the revision it had, on one server or a cluster, whichever the backup came from.
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { MODULES } from '../../../shared/buckets.ts';
-import { describeBusError, errorText, isPermissionViolation } from '../../../shared/errors.ts';
-import { INBOX_PREFIXES } from '../../../shared/inbox.ts';
-import { isStreamNotFound } from '../../../shared/jetstream-errors.ts';
-import { VERSION } from '../../../shared/version.ts';
+import { MODULES } from '../../../shared/contract/buckets.ts';
+import { describeBusError, errorText, isPermissionViolation } from '../../../shared/base/errors.ts';
+import { INBOX_PREFIXES } from '../../../shared/bus/inbox.ts';
+import { isStreamNotFound } from '../../../shared/bus/jetstream-errors.ts';
+import { VERSION } from '../../../shared/cli/version.ts';
 import type { BackupOptions, RestoreOptions } from './command-line.ts';
 import { isStreamFileName, makeBackupDir, readBackup, removeBackup, streamData, writeManifest, writeStream } from './files.ts';
 import { restoreStream } from './restore-stream.ts';

@@ -6,9 +6,9 @@ import { closeSync, constants, existsSync, mkdirSync, openSync, readdirSync, ren
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as v from 'valibot';
-import { parseBoundedJson } from '../../../shared/limits.ts';
-import { readRegularFile, regularFileProblem } from '../../../shared/regular-file.ts';
-import { fail, ok, type Parsed } from '../../../shared/result.ts';
+import { parseBoundedJson } from '../../../shared/contract/limits.ts';
+import { readRegularFile, regularFileProblem } from '../../../shared/cli/regular-file.ts';
+import { fail, ok, type Parsed } from '../../../shared/base/result.ts';
 import type { SnapshotMeta } from './snapshot.ts';
 
 /** The file written last, naming every stream of a finished backup. */

@@ -3,7 +3,7 @@
 // state, then sends its data — an s2-compressed tar of the stream's store, taken at one moment — in
 // chunks to an inbox, each acknowledged (the server's flow control), and an empty message at the end.
 import { createInbox, type Msg, type NatsConnection } from '@nats-io/transport-node';
-import { parseBoundedJson } from '../../../shared/limits.ts';
+import { parseBoundedJson } from '../../../shared/contract/limits.ts';
 
 /** The bytes of each chunk asked of the server. */
 export const SNAPSHOT_CHUNK_BYTES = 128 * 1024;

@@ -6,8 +6,8 @@ import { renderBusConfig, usersOf } from './config.ts';
 import { loadOrCreateLogins } from './credentials.ts';
 import { renderLeafConfig } from './leaf.ts';
 import { loadOrCreateLeafLogins } from './leaf-secrets.ts';
-import { readRegularFile } from '../../../shared/regular-file.ts';
-import { ok } from '../../../shared/result.ts';
+import { readRegularFile } from '../../../shared/cli/regular-file.ts';
+import { ok } from '../../../shared/base/result.ts';
 import type { BusConfigOptions } from '../../options.ts';
 
 /** Runs the command: the configuration (or the seeds) to stdout or --out; says on stderr what it generated. Returns the exit code. */

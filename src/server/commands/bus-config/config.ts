@@ -1,9 +1,9 @@
 // The nats-server configuration of a mesh (DESIGN §11): the buckets in account MESH, each node an
 // account of its own importing exactly its subjects. Pure: users are given by their public nkeys,
 // so the text holds no secret and the same mesh always renders the same bytes.
-import { APPLIED, ASSIGNMENTS, COLLECT, CONFIG, MODULES, NEEDS, PLANS, REGISTRY_BUCKET, ROLLOUTS, SEAT_BUCKETS } from '../../../shared/buckets.ts';
-import { INBOX_PREFIXES } from '../../../shared/inbox.ts';
-import { boundBucket } from '../../../shared/keys.ts';
+import { APPLIED, ASSIGNMENTS, COLLECT, CONFIG, MODULES, NEEDS, PLANS, REGISTRY_BUCKET, ROLLOUTS, SEAT_BUCKETS } from '../../../shared/contract/buckets.ts';
+import { INBOX_PREFIXES } from '../../../shared/bus/inbox.ts';
+import { boundBucket } from '../../../shared/contract/keys.ts';
 import {
   HEALTH_SUBJECT,
   PROVIDER_SERVES,
@@ -12,7 +12,7 @@ import {
   VAULT_CHANGED,
   VAULT_CREDENTIAL,
   vaultCredentialOf,
-} from '../../../shared/subjects.ts';
+} from '../../../shared/contract/subjects.ts';
 
 import { hubLeafLines, LEAF_STRANGERS_ACCOUNT, leafUserLines, type HubLeaf } from './leaf-hub.ts';
 

@@ -3,9 +3,9 @@
 import { chmodSync, existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { nkeys } from '@nats-io/transport-node';
-import { MAX_LOGIN_FILE_BYTES } from '../../../shared/limits.ts';
-import { readRegularFile } from '../../../shared/regular-file.ts';
-import { fail, ok, type Parsed } from '../../../shared/result.ts';
+import { MAX_LOGIN_FILE_BYTES } from '../../../shared/contract/limits.ts';
+import { readRegularFile } from '../../../shared/cli/regular-file.ts';
+import { fail, ok, type Parsed } from '../../../shared/base/result.ts';
 
 /** One user's login: its seed (secret) and public key (what the configuration names). */
 export type Login = { user: string; seed: string; publicKey: string; file: string };

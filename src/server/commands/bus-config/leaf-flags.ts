@@ -1,8 +1,8 @@
 // bus-config's leaf-node flags (deploy/README.md, sites): the hub taking sites' leaf servers
 // (--leaf-listen …), or a site's leaf server rendered instead of the hub (--leaf SITE --hub URL…).
-import type { FlagTable, FlagValues } from '../../../shared/flags.ts';
-import { checkName } from '../../../shared/keys.ts';
-import { ok, type Parsed } from '../../../shared/result.ts';
+import type { FlagTable, FlagValues } from '../../../shared/cli/flags.ts';
+import { checkName } from '../../../shared/contract/keys.ts';
+import { ok, type Parsed } from '../../../shared/base/result.ts';
 import type { BusConfigOptions } from '../../options.ts';
 import { DEFAULT_JS_DOMAIN } from './leaf-hub.ts';
 

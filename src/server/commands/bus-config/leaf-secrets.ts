@@ -7,9 +7,9 @@ import { randomBytes, createHash } from 'node:crypto';
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
-import { MAX_LOGIN_FILE_BYTES } from '../../../shared/limits.ts';
-import { readRegularFile } from '../../../shared/regular-file.ts';
-import { fail, ok, type Parsed } from '../../../shared/result.ts';
+import { MAX_LOGIN_FILE_BYTES } from '../../../shared/contract/limits.ts';
+import { readRegularFile } from '../../../shared/cli/regular-file.ts';
+import { fail, ok, type Parsed } from '../../../shared/base/result.ts';
 
 /** A node's leaf login: the user the hub's `leafnodes` block names, its password (secret) and the hash the hub keeps. */
 export type LeafLogin = { node: string; user: string; password: string; hash: string; file: string; generated: boolean };

@@ -2,7 +2,7 @@
 // so that its nodes reach the mesh's hub through one server that stays up through a WAN cut. Each
 // node keeps an account of its own here, with the same users and rights as on the hub, and one leaf
 // connection binding it to its account on the hub; the site's server runs no JetStream of its own.
-import { PLANS, REGISTRY_BUCKET } from '../../../shared/buckets.ts';
+import { PLANS, REGISTRY_BUCKET } from '../../../shared/contract/buckets.ts';
 import { nodeAccount, nodeUserLines, q, sorted } from './config.ts';
 
 /** What a site's leaf server is made of. */

@@ -3,9 +3,9 @@
 // wrong exits 2 with nothing written, then run with the admin login.
 import { statSync } from 'node:fs';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { CONFIG } from '../../../shared/buckets.ts';
-import { readRegularFile } from '../../../shared/regular-file.ts';
-import { fail, ok, type Parsed } from '../../../shared/result.ts';
+import { CONFIG } from '../../../shared/contract/buckets.ts';
+import { readRegularFile } from '../../../shared/cli/regular-file.ts';
+import { fail, ok, type Parsed } from '../../../shared/base/result.ts';
 import type { ConfigArgs } from '../../options.ts';
 import { inputFailure, openInputBucket } from '../input-bucket.ts';
 import { getConfig, listConfig } from './get.ts';

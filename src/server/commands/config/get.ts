@@ -3,11 +3,11 @@
 // (§3), so a value's newline or escape shows as `\x0a` or `\x1b` and every key stays one line.
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { CONFIG } from '../../../shared/buckets.ts';
-import { compareKeys, configKey, parseConfigKey } from '../../../shared/keys.ts';
-import { safeText } from '../../../shared/safe-text.ts';
+import { CONFIG } from '../../../shared/contract/buckets.ts';
+import { compareKeys, configKey, parseConfigKey } from '../../../shared/contract/keys.ts';
+import { safeText } from '../../../shared/cli/safe-text.ts';
 import { firstInvalidUtf8 } from '../../../client/fill/utf8.ts';
-import { COMMAND_READ_TIMEOUT_MS, readAll } from '../../../shared/watch/read-all.ts';
+import { COMMAND_READ_TIMEOUT_MS, readAll } from '../../../shared/bus/watch/read-all.ts';
 import { readStored } from '../input-bucket.ts';
 import { describeTarget, type ConfigTarget } from './set.ts';
 

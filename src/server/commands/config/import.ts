@@ -3,14 +3,14 @@
 // node's client fills every module it names once (its settle window), not once a key.
 import type { NatsConnection } from '@nats-io/transport-node';
 import * as v from 'valibot';
-import { CONFIG } from '../../../shared/buckets.ts';
-import { INBOX_PREFIXES } from '../../../shared/inbox.ts';
-import { checkName, configKey } from '../../../shared/keys.ts';
-import { KvPublisher } from '../../../shared/kv-publisher.ts';
-import { parseBoundedJson } from '../../../shared/limits.ts';
-import { errorText } from '../../../shared/errors.ts';
-import { fail, type Parsed } from '../../../shared/result.ts';
-import { validate } from '../../../shared/schemas.ts';
+import { CONFIG } from '../../../shared/contract/buckets.ts';
+import { INBOX_PREFIXES } from '../../../shared/bus/inbox.ts';
+import { checkName, configKey } from '../../../shared/contract/keys.ts';
+import { KvPublisher } from '../../../shared/bus/kv-publisher.ts';
+import { parseBoundedJson } from '../../../shared/contract/limits.ts';
+import { errorText } from '../../../shared/base/errors.ts';
+import { fail, type Parsed } from '../../../shared/base/result.ts';
+import { validate } from '../../../shared/contract/decode.ts';
 import { configTargetProblem, isUtf8Text } from './key.ts';
 import type { ConfigTarget } from './set.ts';
 

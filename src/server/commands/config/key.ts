@@ -1,8 +1,8 @@
 // What a config key may be (DESIGN §2, §3, §8), checked before anything is written: a name a
 // template can give `${config:<key>}`, whose parts between dots each fit a key token once encoded,
 // in a KV key within the bus's limits. Pure: nothing here reaches the bus.
-import { checkName, configKey } from '../../../shared/keys.ts';
-import { keyProblem, PLACEHOLDER_NAME_PATTERN, tokenProblem } from '../../../shared/schemas.ts';
+import { checkName, configKey } from '../../../shared/contract/keys.ts';
+import { keyProblem, PLACEHOLDER_NAME_PATTERN, tokenProblem } from '../../../shared/contract/fields.ts';
 
 /** A lone UTF-16 surrogate: text that no UTF-8 can carry, so no key or value of the bus. */
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;

@@ -1,9 +1,9 @@
 // `config set NODE MODULE KEY VALUE|-` and `config rm NODE MODULE KEY` (DESIGN §13): one key of
 // `mesh-config_resolved` written or deleted, its value raw UTF-8 bytes (§3).
 import type { KV } from '@nats-io/kv';
-import { CONFIG } from '../../../shared/buckets.ts';
-import { configKey } from '../../../shared/keys.ts';
-import { fail, ok, type Parsed } from '../../../shared/result.ts';
+import { CONFIG } from '../../../shared/contract/buckets.ts';
+import { configKey } from '../../../shared/contract/keys.ts';
+import { fail, ok, type Parsed } from '../../../shared/base/result.ts';
 import type { ValueSource } from '../../options.ts';
 import { isUnchanged, readStored } from '../input-bucket.ts';
 

@@ -5,7 +5,7 @@
 import { gzip } from 'node:zlib';
 import { promisify } from 'node:util';
 import { packTar } from 'modern-tar';
-import { fail, ok, type Parsed } from '../../../shared/result.ts';
+import { fail, ok, type Parsed } from '../../../shared/base/result.ts';
 import { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from '../../../client/archive/limits.ts';
 import { unpackArchive } from '../../../client/archive/untar.ts';
 import { readLintInput } from '../../../client/commands/lint/input.ts';

@@ -3,11 +3,12 @@
 // node or the seat would refuse, then stores the archive and the composition that names it.
 import { createHash } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { BucketMissingError, BucketRefusedError } from '../../../shared/bucket-bind.ts';
-import { MODULES } from '../../../shared/buckets.ts';
-import { errorText, isPermissionViolation } from '../../../shared/errors.ts';
-import { MAX_SUBJECT_BYTES } from '../../../shared/limits.ts';
-import { CompositionSchema, decodeJson } from '../../../shared/schemas.ts';
+import { BucketMissingError, BucketRefusedError } from '../../../shared/bus/bucket-bind.ts';
+import { MODULES } from '../../../shared/contract/buckets.ts';
+import { errorText, isPermissionViolation } from '../../../shared/base/errors.ts';
+import { MAX_SUBJECT_BYTES } from '../../../shared/contract/limits.ts';
+import { CompositionSchema } from '../../../shared/contract/composition.ts';
+import { decodeJson } from '../../../shared/contract/decode.ts';
 import type { PublishRequest } from '../../options.ts';
 import { readModuleArchive, type ModuleArchive } from './archive.ts';
 import { readCompositionFile, type CheckedComposition } from './composition-file.ts';

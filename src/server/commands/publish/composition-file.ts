@@ -1,9 +1,10 @@
 // The composition file `publish` takes (DESIGN §13): §4's composition without `archive`, checked
 // strictly — every unknown field with its path and the nearest known name, the rollout as §12 says —
 // and made into the value to write, its fields as the author wrote them.
-import { MAX_PLAN_BYTES, parseBoundedJson } from '../../../shared/limits.ts';
-import { CompositionFileSchema, validateEach } from '../../../shared/schemas.ts';
-import { readRegularFile } from '../../../shared/regular-file.ts';
+import { MAX_PLAN_BYTES, parseBoundedJson } from '../../../shared/contract/limits.ts';
+import { CompositionFileSchema } from '../../../shared/contract/composition.ts';
+import { validateEach } from '../../../shared/contract/decode.ts';
+import { readRegularFile } from '../../../shared/cli/regular-file.ts';
 import type { ComposedFields } from '../../../client/commands/lint/composition.ts';
 
 /** A composition file that passed: what to write (without its archive) and what the templates are judged against. */

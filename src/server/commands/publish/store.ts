@@ -3,10 +3,10 @@
 // then the composition that names it, so no composition ever names an archive not there yet.
 import { Objm } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { kvBucket, objBucket } from '../../../shared/bucket-spec.ts';
-import { MODULES } from '../../../shared/buckets.ts';
-import { openKv } from '../../../shared/bus.ts';
-import { errorText } from '../../../shared/errors.ts';
+import { kvBucket, objBucket } from '../../../shared/bus/bucket-spec.ts';
+import { MODULES } from '../../../shared/contract/buckets.ts';
+import { openKv } from '../../../shared/bus/bus.ts';
+import { errorText } from '../../../shared/base/errors.ts';
 import { DEFAULT_REPLICAS } from '../../options.ts';
 import { bindInputBucket } from '../input-bucket.ts';
 

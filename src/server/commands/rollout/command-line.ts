@@ -1,11 +1,11 @@
 // The command line of `rollout` (DESIGN §12) and the seat's `--rollout`: `rollout [MODULE] [--json]`,
 // `rollout resume MODULE`, `rollout abort MODULE`, run with the admin login.
-import { BUS_FLAGS, busOptionsFrom } from '../../../shared/bus-flags.ts';
-import type { BusOptions } from '../../../shared/bus.ts';
-import { describeFlags, openCommand, unexpectedArgument, type Asked, type FlagTable } from '../../../shared/flags.ts';
-import { isName } from '../../../shared/keys.ts';
-import { didYouMean } from '../../../shared/nearest.ts';
-import { fail, ok, type Parsed } from '../../../shared/result.ts';
+import { BUS_FLAGS, busOptionsFrom } from '../../../shared/cli/bus-flags.ts';
+import type { BusOptions } from '../../../shared/bus/bus.ts';
+import { describeFlags, openCommand, unexpectedArgument, type Asked, type FlagTable } from '../../../shared/cli/flags.ts';
+import { isName } from '../../../shared/contract/keys.ts';
+import { didYouMean } from '../../../shared/base/nearest.ts';
+import { fail, ok, type Parsed } from '../../../shared/base/result.ts';
 
 /** The seat's `--rollout`. */
 export const ROLLOUT_FLAG = {

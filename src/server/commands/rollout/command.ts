@@ -2,14 +2,14 @@
 // asks the seat, the bucket's only writer, on ROLLOUT_VERB (DESIGN §12).
 import type { NatsConnection } from '@nats-io/transport-node';
 import { JetStreamApiCodes } from '@nats-io/jetstream';
-import { ROLLOUTS } from '../../../shared/buckets.ts';
-import { jsonBytes } from '../../../shared/bytes.ts';
-import { describeBusError, errorText, isNoResponders, isPermissionViolation, isTimeout } from '../../../shared/errors.ts';
-import { parseBoundedJson } from '../../../shared/limits.ts';
-import { safeJson } from '../../../shared/safe-text.ts';
-import { ROLLOUT_VERB } from '../../../shared/subjects.ts';
-import { COMMAND_READ_TIMEOUT_MS, readAll } from '../../../shared/watch/read-all.ts';
-import { readRolloutState, type RolloutState } from '../../seat/rollout/state.ts';
+import { ROLLOUTS } from '../../../shared/contract/buckets.ts';
+import { jsonBytes } from '../../../shared/base/bytes.ts';
+import { describeBusError, errorText, isNoResponders, isPermissionViolation, isTimeout } from '../../../shared/base/errors.ts';
+import { parseBoundedJson } from '../../../shared/contract/limits.ts';
+import { safeJson } from '../../../shared/cli/safe-text.ts';
+import { ROLLOUT_VERB } from '../../../shared/contract/subjects.ts';
+import { COMMAND_READ_TIMEOUT_MS, readAll } from '../../../shared/bus/watch/read-all.ts';
+import { readRolloutState, type RolloutState } from '../../../shared/contract/rollout-state.ts';
 import type { RolloutOptions } from './command-line.ts';
 import { formatRollout, publicState } from './format.ts';
 import { missingBucketLine, seatWaitsForInit } from '../before-init.ts';

@@ -1,7 +1,7 @@
 // How `rollout` prints the stored states (DESIGN §12): per module its state, build, from, wave and
 // counts, then each failed node with its reason; every field through safe text (DESIGN §3).
-import { safeCell } from '../../../shared/safe-text.ts';
-import type { RolloutState } from '../../seat/rollout/state.ts';
+import { safeCell } from '../../../shared/cli/safe-text.ts';
+import type { RolloutState } from '../../../shared/contract/rollout-state.ts';
 
 /** A state as `--json` prints it: everything but the last good build's composition and its digest, which are the seat's. */
 export function publicState(state: RolloutState): Omit<RolloutState, 'previous' | 'digest'> {

@@ -3,8 +3,8 @@
 // the verb page by page (server/commands/query.ts), each page folded into the view and dropped; a
 // bound value waited for is read against its plan and its provider's (provisions.ts).
 import type { NatsConnection } from '@nats-io/transport-node';
-import { compareKeys } from '../../../shared/keys.ts';
-import { safeJson } from '../../../shared/safe-text.ts';
+import { compareKeys } from '../../../shared/contract/keys.ts';
+import { safeJson } from '../../../shared/cli/safe-text.ts';
 import { forEachPage, type QueryFailure } from '../query.ts';
 import { NodeDetail } from './detail.ts';
 import { detailLines, fleetLines, type FleetView, type NodeView } from './format.ts';

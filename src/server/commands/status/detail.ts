@@ -1,7 +1,7 @@
 // What `status <node> [<module>]` makes of a node (pure): each module's last report, every value it
 // waits for with the domain that owns it and the key it is read from, and what the seat says of it.
-import { compareKeys } from '../../../shared/keys.ts';
-import type { Report } from '../../../shared/schemas.ts';
+import { compareKeys } from '../../../shared/contract/keys.ts';
+import type { Report } from '../../../shared/contract/report.ts';
 import { countsFailed, failedIn, failedNodeIn, type RolloutMark } from './rollouts.ts';
 import { readSeatEntry, type SeatEntry } from './seat-health.ts';
 import { OutOfShape, readReport, secondsSince } from './summary.ts';

@@ -5,10 +5,11 @@
 // few keys of the plans by direct get, which the seat's login reads (not the assignments, which it
 // only watches).
 import type { NatsConnection } from '@nats-io/transport-node';
-import { PLANS } from '../../../shared/buckets.ts';
-import { openKv } from '../../../shared/bus.ts';
-import { nodeModuleKey } from '../../../shared/keys.ts';
-import { decodeJson, PlanSchema, type Plan } from '../../../shared/schemas.ts';
+import { PLANS } from '../../../shared/contract/buckets.ts';
+import { openKv } from '../../../shared/bus/bus.ts';
+import { nodeModuleKey } from '../../../shared/contract/keys.ts';
+import { decodeJson } from '../../../shared/contract/decode.ts';
+import { PlanSchema, type Plan } from '../../../shared/contract/plan.ts';
 import type { ModuleDetail, WaitedValue } from './detail.ts';
 import { bindingOf } from './where.ts';
 

@@ -2,9 +2,9 @@
 // holds (composition missing or unpublished) or cannot compose. Checked again here, as reports
 // are: `status` shows what it read, and does not rely on the seat having checked it.
 import * as v from 'valibot';
-import { keyDisagreement, parseNodeModuleKey } from '../../../shared/keys.ts';
-import type { Parsed } from '../../../shared/result.ts';
-import { validate } from '../../../shared/schemas.ts';
+import { keyDisagreement, parseNodeModuleKey } from '../../../shared/contract/keys.ts';
+import type { Parsed } from '../../../shared/base/result.ts';
+import { validate } from '../../../shared/contract/decode.ts';
 
 /** An entry of the verb's `health` for an assignment (server/seat/health-book.ts `HealthEntry`). */
 const SeatEntrySchema = v.object({

@@ -1,8 +1,9 @@
 // What `status` makes of the fleet (pure): the reports and the seat's health it pages through,
 // folded into one summary per node and one line per distinct thing the seat holds or cannot compose.
-import { compareKeys } from '../../../shared/keys.ts';
-import type { Parsed } from '../../../shared/result.ts';
-import { ReportSchema, validate, type Report } from '../../../shared/schemas.ts';
+import { compareKeys } from '../../../shared/contract/keys.ts';
+import type { Parsed } from '../../../shared/base/result.ts';
+import { ReportSchema, type Report } from '../../../shared/contract/report.ts';
+import { validate } from '../../../shared/contract/decode.ts';
 import { countsFailed, failedIn, rolloutCell, type RolloutMark } from './rollouts.ts';
 import { readSeatEntry, type SeatEntry } from './seat-health.ts';
 

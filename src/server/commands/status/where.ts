@@ -1,8 +1,8 @@
 // Where a waited value lives (DESIGN §5): the registry names a kind's owner and its bucket or verb;
 // the key inside that bucket is built here from the node, the module and the value's name, by the
 // shared key builders, so `status` says which key to write rather than only which bucket.
-import { boundKey, configKey, nodeModuleKey } from '../../../shared/keys.ts';
-import { isPlacementKind } from '../../../shared/registry.ts';
+import { boundKey, configKey, nodeModuleKey } from '../../../shared/contract/keys.ts';
+import { isPlacementKind } from '../../../shared/contract/registry.ts';
 
 /** Where a kind's values live, as the registry says: its owner and its bucket or verb. */
 export type Ownership = { owner: string; where: string };

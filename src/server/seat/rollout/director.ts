@@ -3,11 +3,12 @@
 // composer asks it per key; the watches feed it plans and reports; it writes each state and says
 // each step. Every decision is made again from the state, the stored plans and the reports, so a
 // restarted seat goes on where it was.
-import { compareKeys, nodeModuleKey, parseNodeModuleKey } from '../../../shared/keys.ts';
-import type { Level, Logger } from '../../../shared/log.ts';
-import type { Rollout } from '../../../shared/rollout-schema.ts';
-import type { Composition, Health } from '../../../shared/schemas.ts';
-import { unrefTimer, type Timer } from '../../../shared/timer.ts';
+import { compareKeys, nodeModuleKey, parseNodeModuleKey } from '../../../shared/contract/keys.ts';
+import type { Level, Logger } from '../../../shared/cli/log.ts';
+import type { Rollout } from '../../../shared/contract/rollout-schema.ts';
+import type { Composition } from '../../../shared/contract/composition.ts';
+import type { Health } from '../../../shared/contract/verb.ts';
+import { unrefTimer, type Timer } from '../../../shared/base/timer.ts';
 import { digestOf } from '../digest.ts';
 import { isUsable, type KnownComposition } from '../inputs.ts';
 import { judgeWave } from './judge.ts';
@@ -15,7 +16,7 @@ import { carryOver, clockOf, compositionOf, newLive, plannedAhead, reachedNodes,
 import { lateFailures } from './progress.ts';
 import { markOfComposition, markOfPlan, readSeenReport } from './marks.ts';
 import { failedListed, keepFailedOnly, planOfLive, rolloutHealthEntry, sayOnce, takeRecovered } from './failed-nodes.ts';
-import { contentOf, MAX_FAILED_LISTED, type RolloutHealth, type RolloutState } from './state.ts';
+import { contentOf, MAX_FAILED_LISTED, type RolloutHealth, type RolloutState } from '../../../shared/contract/rollout-state.ts';
 import { abortRollout, describeState, levelOf, refusal, resumeRollout, startRollout, supersedeRollout, withFailed } from './steps.ts';
 import type { StateWriter } from './store.ts';
 import { waveOrder } from './waves.ts';

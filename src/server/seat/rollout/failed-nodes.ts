@@ -2,11 +2,11 @@
 // (the verb's `health` lists them, so `status` shows them failed), which a done rollout no longer
 // does (they applied the new build since), what it keeps in memory to follow them, and which are
 // newly failed and to be said once.
-import { nodeModuleKey } from '../../../shared/keys.ts';
+import { nodeModuleKey } from '../../../shared/contract/keys.ts';
 import { describeState, FAILED_NODES_SAID, withRecovered, type PlanOf } from './steps.ts';
 import type { Live } from './live.ts';
 import { isComposeFailure, type FailedNode } from './progress.ts';
-import type { RolloutHealth } from './state.ts';
+import type { RolloutHealth } from '../../../shared/contract/rollout-state.ts';
 
 /** What telling a failed node from a put-right one reads of the seat. */
 export type FailureHost = {

@@ -1,6 +1,6 @@
 // The verb's `health` (DESIGN §6) over both of the seat's books: the assignments' entries, keyed
 // `<node>.<module>`, and each rollout that is not done, keyed `<module>`, in one key order.
-import { compareKeys } from '../../../shared/keys.ts';
+import { compareKeys } from '../../../shared/contract/keys.ts';
 import type { HealthSource } from '../../verb/health.ts';
 import type { RolloutDirector } from './director.ts';
 

@@ -3,7 +3,7 @@
 // applied the new build or counts as failed; else wait on with new counts.
 import { clockOf, reachedNodes, type Live } from './live.ts';
 import { measureWave, type FailedNode } from './progress.ts';
-import type { RolloutState } from './state.ts';
+import type { RolloutState } from '../../../shared/contract/rollout-state.ts';
 import { haltRollout, nextWave, withFailed } from './steps.ts';
 
 /** What the wave's reports and clocks decide: the state to take, and when to judge again while waiting. */

@@ -1,10 +1,10 @@
 // A rollout as the seat keeps it in memory beside its stored state (DESIGN §12): each node's place
 // in the waves, what its plan holds, its reports and clocks; and the one decision made per node,
 // which composition its plan is composed from.
-import type { Composition } from '../../../shared/schemas.ts';
+import type { Composition } from '../../../shared/contract/composition.ts';
 import { markOfComposition } from './marks.ts';
 import type { NodeClock, SeenReport } from './progress.ts';
-import type { RolloutState } from './state.ts';
+import type { RolloutState } from '../../../shared/contract/rollout-state.ts';
 import { cutOf, nodeHash } from './waves.ts';
 
 /** A rollout in the seat's memory. */

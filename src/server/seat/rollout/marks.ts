@@ -1,7 +1,9 @@
 // What the seat reads of a stored plan and of a report to follow a rollout: which build (and which
 // archive of it) a node's plan holds, and a report's state, build and reason.
-import { MAX_PLAN_BYTES } from '../../../shared/limits.ts';
-import { decodeJson, ReportSchema, type Composition } from '../../../shared/schemas.ts';
+import { MAX_PLAN_BYTES } from '../../../shared/contract/limits.ts';
+import { decodeJson } from '../../../shared/contract/decode.ts';
+import { ReportSchema } from '../../../shared/contract/report.ts';
+import type { Composition } from '../../../shared/contract/composition.ts';
 import type { SeenReport } from './progress.ts';
 
 /** The build a composition gives nodes, with its archive's digest: a build re-published with another archive is another mark. */

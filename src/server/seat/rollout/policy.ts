@@ -1,7 +1,7 @@
 // The seat's `--rollout WAVES[/HALT[/WAIT]]` (DESIGN §12): the rollout a composition without its own
 // `rollout` gets, read with the same checks as a composition's.
-import { fail, ok, type Parsed } from '../../../shared/result.ts';
-import { DEFAULT_ROLLOUT_HALT, DEFAULT_ROLLOUT_WAIT_S, wavesProblem, type Rollout } from '../../../shared/rollout-schema.ts';
+import { fail, ok, type Parsed } from '../../../shared/base/result.ts';
+import { DEFAULT_ROLLOUT_HALT, DEFAULT_ROLLOUT_WAIT_S, wavesProblem, type Rollout } from '../../../shared/contract/rollout-schema.ts';
 
 /** Reads `0.01,0.1,1/1/600`: the waves, comma-separated, then optionally halt and wait; a reason names what is wrong. */
 export function parseRolloutFlag(text: string): Parsed<Rollout> {

@@ -2,7 +2,7 @@
 // build applied, which failed (a `failed` report, a plan of the new build the seat cannot compose,
 // or no applied report within `wait` of the plan), and when the next node runs out of time. Pure:
 // the clock, reports, assignments and the seat's compose failures are handed in.
-import type { Report } from '../../../shared/schemas.ts';
+import type { Report } from '../../../shared/contract/report.ts';
 
 /** A planned node's clock: when its new plan was asked, the report revision seen by then, and whether it applied the build since. */
 export type NodeClock = {

@@ -3,15 +3,15 @@
 // only to an inbox, a bounded number at once, like the provisioning verb (DESIGN §11).
 import type { Msg, NatsConnection } from '@nats-io/transport-node';
 import * as v from 'valibot';
-import { jsonBytes } from '../../../shared/bytes.ts';
-import { errorText } from '../../../shared/errors.ts';
-import { isInboxSubject } from '../../../shared/inbox.ts';
-import { NAME_PATTERN } from '../../../shared/keys.ts';
-import { MAX_JSON_DEPTH, parseBoundedJson } from '../../../shared/limits.ts';
-import type { Logger } from '../../../shared/log.ts';
-import type { Parsed } from '../../../shared/result.ts';
-import { validate } from '../../../shared/schemas.ts';
-import { ROLLOUT_VERB } from '../../../shared/subjects.ts';
+import { jsonBytes } from '../../../shared/base/bytes.ts';
+import { errorText } from '../../../shared/base/errors.ts';
+import { isInboxSubject } from '../../../shared/bus/inbox.ts';
+import { NAME_PATTERN } from '../../../shared/contract/keys.ts';
+import { MAX_JSON_DEPTH, parseBoundedJson } from '../../../shared/contract/limits.ts';
+import type { Logger } from '../../../shared/cli/log.ts';
+import type { Parsed } from '../../../shared/base/result.ts';
+import { validate } from '../../../shared/contract/decode.ts';
+import { ROLLOUT_VERB } from '../../../shared/contract/subjects.ts';
 import type { RolloutAnswer, RolloutDirector } from './director.ts';
 
 /** Requests answered at once at most; one past that is answered `busy`. */

@@ -1,9 +1,9 @@
 // The steps of a rollout (DESIGN §12) as pure changes of its state: start, the next wave, done,
 // halt, resume, abort, superseded; and the line each step is said with.
-import type { Rollout } from '../../../shared/rollout-schema.ts';
-import type { Composition } from '../../../shared/schemas.ts';
+import type { Rollout } from '../../../shared/contract/rollout-schema.ts';
+import type { Composition } from '../../../shared/contract/composition.ts';
 import { isComposeFailure, type FailedNode } from './progress.ts';
-import { clipFailedReason, MAX_FAILED_LISTED, type RolloutState } from './state.ts';
+import { clipFailedReason, MAX_FAILED_LISTED, type RolloutState } from '../../../shared/contract/rollout-state.ts';
 import { reachedBy, wavesCuts } from './waves.ts';
 
 /** What a rollout starts from. */

@@ -2,12 +2,12 @@
 // start, then each module's state written in order, the latest winning, a failed write tried again.
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { KV } from '@nats-io/kv';
-import { ROLLOUTS } from '../../../shared/buckets.ts';
-import { jsonBytes } from '../../../shared/bytes.ts';
-import { errorText } from '../../../shared/errors.ts';
-import type { Logger } from '../../../shared/log.ts';
-import { readAll } from '../../../shared/watch/read-all.ts';
-import { readRolloutState, type RolloutState } from './state.ts';
+import { ROLLOUTS } from '../../../shared/contract/buckets.ts';
+import { jsonBytes } from '../../../shared/base/bytes.ts';
+import { errorText } from '../../../shared/base/errors.ts';
+import type { Logger } from '../../../shared/cli/log.ts';
+import { readAll } from '../../../shared/bus/watch/read-all.ts';
+import { readRolloutState, type RolloutState } from '../../../shared/contract/rollout-state.ts';
 
 /** How long a failed write of a state waits before it is tried again. */
 export const STATE_RETRY_MS = 1000;

@@ -1,0 +1,83 @@
+// When one watch gives up a consumer create left unanswered (shared/bus/watch/remake.ts says why a create
+// is given up at all): the waits, and what makes a watch wait longer.
+import type { BusPace } from './pace.ts';
+
+/** How long a create waits for its answer before it is given up, on a cluster that seems calm. */
+export const REMAKE_GIVE_UP_MS = 1500;
+/** How long a create waits before it is given up after one was, or while the cluster is unsettled. */
+export const REMAKE_TIMEOUT_MS = 250;
+/** The wait before a consumer given up is reset again, from the second give-up in a row on (the first: none). */
+export const REMAKE_AGAIN_MS = 50;
+
+/**
+ * One watch's rule for giving up its creates: a create waits REMAKE_GIVE_UP_MS, or REMAKE_TIMEOUT_MS
+ * once one was given up or while the connection's cluster is unsettled, never less than the pace says
+ * this bus answers (halved for each give-up since the connection last had an answer). It waits on,
+ * up to REMAKE_GIVE_UP_MS, while nothing was answered on the connection since it was asked and
+ * another watch's create waits too: a bus busy with a burst of
+ * creates (a fleet making its watches again at once answers them a second late, and a give-up each
+ * 0.25 s made three creates of each and the burst longer), or one making none. While the connection
+ * is down it waits on: a create asked then waits in the connection's buffer, goes out on the
+ * reconnect, and the reconnect makes the consumer again anyway.
+ */
+export class GiveUpRule {
+  #givenUp = 0;
+  /** When this watch's creates were given up, since it was last made. */
+  #givenUpAt: number[] = [];
+  #down = false;
+  /** This watch, as the pace counts the watches waiting. */
+  readonly #watch = {};
+
+  constructor(
+    private readonly pace: BusPace,
+    private readonly ceiling: number,
+    private readonly now: () => number,
+  ) {}
+
+  /** How long a create asked now waits before it is given up. */
+  firstWait(): number {
+    const hasty = this.#givenUp > 0 || this.pace.unsettled();
+    const floor = hasty ? REMAKE_TIMEOUT_MS : REMAKE_GIVE_UP_MS;
+    // Each give-up since the connection last had an answer halves what the pace says: a burst's
+    // answers tell how late a live create comes, and nothing answered since says these sit on a dead server.
+    const unanswered = this.#givenUpAt.filter((at) => !this.pace.answeredSince(at)).length;
+    return Math.max(floor, this.pace.giveUpAfter(floor, this.ceiling) / 2 ** unanswered);
+  }
+
+  /**
+   * A create asked at `askedAt` has waited `waited` ms, its last wait `wait`: how much longer it
+   * waits, or undefined when it is given up now.
+   */
+  waitMore(askedAt: number, waited: number, wait: number): number | undefined {
+    if (this.#down) return wait;
+    const others = !this.pace.answeredSince(askedAt) && this.pace.othersWaiting(this.#watch);
+    return others && waited < REMAKE_GIVE_UP_MS ? Math.min(wait, REMAKE_GIVE_UP_MS - waited) : undefined;
+  }
+
+  /** A create was given up: the wait before the consumer is reset again. */
+  gaveUp(): number {
+    this.#givenUpAt.push(this.now());
+    return this.#givenUp++ === 0 ? 0 : REMAKE_AGAIN_MS;
+  }
+
+  /** A create was answered with the consumer. */
+  made(): void {
+    this.#givenUp = 0;
+    this.#givenUpAt = [];
+  }
+
+  /** This watch's create waits for its answer (`on`), or no longer. */
+  waiting(on: boolean): void {
+    this.pace.waiting(this.#watch, on);
+  }
+
+  /** The connection went down (`true`), or came back. */
+  disconnected(down: boolean): void {
+    this.#down = down;
+  }
+
+  /** Whether the connection is down: the reconnect makes the consumer again. */
+  get down(): boolean {
+    return this.#down;
+  }
+}

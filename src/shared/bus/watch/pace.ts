@@ -1,0 +1,107 @@
+// What one connection has learned of its bus, shared by every watch on it (shared/bus/watch/remake.ts):
+// how fast consumer creates are answered, and whether the cluster is failing over. A create is given
+// up sooner while the cluster fails over (a new consumer may be placed on a dead server) and never
+// sooner than this bus answers: a bus busy with a fleet's starts answers seconds late, and giving up
+// its creates sooner than that made each late answer a consumer nobody holds, and none made sooner.
+import type { NatsConnection } from '@nats-io/transport-node';
+
+/** How many of the latest answers the pace keeps. */
+export const PACE_ANSWERS = 8;
+/**
+ * How long an answer counts: a burst past says nothing of the bus now. Kept a minute, a fleet's start
+ * (creates 0.8 s late) had its failover's creates wait 1.7 s each; kept 5 s, a failover's burst had
+ * the creates after it wait 1 s each, one in three placed on the dead server.
+ */
+export const PACE_MEMORY_MS = 2000;
+/** How long after the cluster was last seen changing creates are given up as while it fails over. */
+export const REMAKE_UNSETTLED_MS = 20_000;
+/**
+ * How long a stream's leader may not have heard from a replica before that replica's server counts
+ * as gone: replicas are heard from every second (nats-server's raft heartbeat).
+ */
+export const REPLICA_SILENT_MS = 2500;
+
+/** A stream's cluster as its info says it (the fields read here). */
+export type StreamCluster = { replicas?: { current: boolean; offline?: boolean; active: number }[] };
+
+/** The answers a connection's creates had, the wait that follows from them, and whether its cluster is unsettled. */
+export class BusPace {
+  #answers: { ms: number; at: number }[] = [];
+  #lastAnswerAt = -Infinity;
+  #unsettledUntil = -Infinity;
+  /** The watches whose create waits for its answer now. */
+  readonly #waiting = new Set<object>();
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  /** A create was answered `ms` after it was asked (in time, or after it was given up). */
+  answered(ms: number): void {
+    this.#lastAnswerAt = this.now();
+    this.#answers.push({ ms, at: this.now() });
+    if (this.#answers.length > PACE_ANSWERS) this.#answers.shift();
+  }
+
+  /**
+   * How long a create waits before it is given up: `floor`, or twice the median of the answers of
+   * the last PACE_MEMORY_MS when that is longer, at most `ceiling`.
+   */
+  giveUpAfter(floor: number, ceiling: number): number {
+    const since = this.now() - PACE_MEMORY_MS;
+    const recent = this.#answers
+      .filter((a) => a.at >= since)
+      .map((a) => a.ms)
+      .sort((a, b) => a - b);
+    if (recent.length === 0) return floor;
+    const median = recent[Math.floor((recent.length - 1) / 2)]!;
+    return Math.min(ceiling, Math.max(floor, 2 * median));
+  }
+
+  /** Whether a create was answered at or after `at`. */
+  answeredSince(at: number): boolean {
+    return this.#lastAnswerAt >= at;
+  }
+
+  /** `watch`'s create waits for its answer (`on`), or no longer. */
+  waiting(watch: object, on: boolean): void {
+    if (on) this.#waiting.add(watch);
+    else this.#waiting.delete(watch);
+  }
+
+  /** Whether a watch other than `watch` waits for its create's answer too. */
+  othersWaiting(watch: object): boolean {
+    return this.#waiting.size > (this.#waiting.has(watch) ? 1 : 0);
+  }
+
+  /**
+   * The cluster changed (a server left it, the connection moved): the answers from before it say
+   * nothing of the bus now (a pace learned at a fleet's start, creates a second late, had a running
+   * fleet's creates wait 1.7 s each after a kill, one in three on a dead server).
+   */
+  unsettle(): void {
+    this.#answers = [];
+    this.#unsettledUntil = this.now() + REMAKE_UNSETTLED_MS;
+  }
+
+  /** Whether the cluster changed within REMAKE_UNSETTLED_MS. */
+  unsettled(): boolean {
+    return this.now() < this.#unsettledUntil;
+  }
+
+  /**
+   * A stream's info was read: a replica offline, behind or silent past REPLICA_SILENT_MS is a server
+   * gone, and the cluster unsettled (what the answers taught since is kept: this is no new change).
+   */
+  sawStream(cluster: StreamCluster | undefined): void {
+    const gone = (cluster?.replicas ?? []).some((r) => r.offline === true || !r.current || r.active / 1e6 > REPLICA_SILENT_MS);
+    if (gone) this.#unsettledUntil = Math.max(this.#unsettledUntil, this.now() + REMAKE_UNSETTLED_MS);
+  }
+}
+
+const paces = new WeakMap<NatsConnection, BusPace>();
+
+/** The pace of `nc`, shared by every watch and bucket read on it (a bus slow or failing over for one is so for all). */
+export function paceOf(nc: NatsConnection): BusPace {
+  let pace = paces.get(nc);
+  if (!pace) paces.set(nc, (pace = new BusPace()));
+  return pace;
+}

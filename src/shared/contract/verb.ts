@@ -1,0 +1,29 @@
+// The verb `mesh-provisioner.provisioning` (DESIGN §10): its requests and replies, and a health line.
+import * as v from 'valibot';
+import { nameField as name, tokenNameField as tokenName, checked, keyProblem } from './fields.ts';
+
+/** What the verb answers: a seat bucket read, or (`health`) the seat's memory. */
+export const VERB_WHATS = ['registry', 'needs', 'applied', 'collect', 'health'] as const;
+/** A request of `mesh-provisioner.provisioning`. */
+export const VerbRequestSchema = v.strictObject({
+  what: v.optional(v.picklist(VERB_WHATS, `must be one of ${VERB_WHATS.join(', ')}`), 'registry'),
+  node: v.optional(name),
+  module: v.optional(name),
+  contributor: v.optional(name),
+  collection: v.optional(tokenName),
+  limit: v.optional(v.pipe(v.number(), v.integer('is not an integer'), v.minValue(1, 'must be at least 1'))),
+  after: v.optional(checked(keyProblem)),
+});
+/** A request of the verb. */
+export type VerbRequest = v.InferOutput<typeof VerbRequestSchema>;
+
+/** A reply of the verb. */
+export type VerbReply = {
+  what: string;
+  entries: { key: string; value: unknown }[];
+  outOfShape: { key: string; reason: string }[];
+  next?: string;
+};
+
+/** A line on `provisioner_health`. */
+export type Health = { module: string; node?: string; build: string; reason: string; passes: number };
