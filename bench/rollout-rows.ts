@@ -3,7 +3,7 @@
 // row returns its figure and whether it met the goal; the bench prints them beside the bus floor.
 import type { KV } from '@nats-io/kv';
 import { jsonBytes } from '../src/shared/base/bytes.ts';
-import { nodeHash, reachedBy } from '../src/server/seat/rollout/waves.ts';
+import { nodeHash, reachedBy } from '../src/shared/contract/waves.ts';
 import { cpuSeconds, now } from './lib.ts';
 import { ofModule, plannedBackwards, type PlanSeen, type SimFleet } from './rollout-fleet.ts';
 import { startSeatProcess, type SeatProcess } from './seat-lib.ts';

@@ -14,7 +14,7 @@ import { connectBus, ensureKv } from '../src/shared/bus/bus.ts';
 import { jsonBytes } from '../src/shared/base/bytes.ts';
 import { ASSIGNMENTS, MODULES, PLANS } from '../src/shared/contract/buckets.ts';
 import { KvPublisher } from '../src/shared/bus/kv-publisher.ts';
-import { reachedBy } from '../src/server/seat/rollout/waves.ts';
+import { reachedBy } from '../src/shared/contract/waves.ts';
 import { startNats } from '../test/helpers/nats.ts';
 import { now, numberArg, percentile } from './lib.ts';
 import { startSimFleet } from './rollout-fleet.ts';

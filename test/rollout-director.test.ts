@@ -7,7 +7,7 @@ import { memoryLogger } from '../src/shared/cli/log.ts';
 import type { Composition } from '../src/shared/contract/composition.ts';
 import { RolloutDirector } from '../src/server/seat/rollout/director.ts';
 import { StateWriter } from '../src/server/seat/rollout/store.ts';
-import { waveOrder } from '../src/server/seat/rollout/waves.ts';
+import { waveOrder } from '../src/shared/contract/waves.ts';
 import { digestOf } from '../src/server/seat/digest.ts';
 
 const comp = (build: string): Composition => ({

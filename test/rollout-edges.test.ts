@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import { cleanupBundles } from './helpers/bundle.ts';
 import { all, inWaveOrder, startRolloutFleet, type RolloutFleet, type RolloutSpec } from './helpers/rollout-fleet.ts';
 import { sleep, waitFor } from './helpers/wait.ts';
-import { nodeHash } from '../src/server/seat/rollout/waves.ts';
+import { nodeHash } from '../src/shared/contract/waves.ts';
 
 let fleet: RolloutFleet;
 const nodes = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i + 1}`);

@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { createHash } from 'node:crypto';
 import { parseRolloutFlag } from '../src/server/seat/rollout/policy.ts';
 import { measureWave, type NodeClock, type SeenReport } from '../src/server/seat/rollout/progress.ts';
-import { cutOf, nodeHash, reachedBy, waveOrder, waveSize } from '../src/server/seat/rollout/waves.ts';
+import { cutOf, nodeHash, reachedBy, waveOrder, waveSize } from '../src/shared/contract/waves.ts';
 import { judgeWave } from '../src/server/seat/rollout/judge.ts';
 import { abortRollout, describeState, haltRollout, refusal, resumeRollout, startRollout, withFailed, withRecovered } from '../src/server/seat/rollout/steps.ts';
 import { compositionOf, newLive, reachedNodes } from '../src/server/seat/rollout/live.ts';

@@ -6,7 +6,7 @@ import { parseBoundedJson } from './limits.ts';
 import { CompositionSchema, type Composition } from './composition.ts';
 import { validate } from './decode.ts';
 import type { Parsed } from '../base/result.ts';
-import { wavesCuts, waveOrder } from '../../server/seat/rollout/waves.ts';
+import { wavesCuts, waveOrder } from './waves.ts';
 
 /** Where a rollout stands, as a const object and the union it names. */
 export const ROLLOUT_STATES = { rolling: 'rolling', halted: 'halted', done: 'done', aborted: 'aborted', superseded: 'superseded' } as const;

@@ -19,7 +19,7 @@ import { failedListed, keepFailedOnly, planOfLive, rolloutHealthEntry, sayOnce, 
 import { contentOf, MAX_FAILED_LISTED, type RolloutHealth, type RolloutState } from '../../../shared/contract/rollout-state.ts';
 import { abortRollout, describeState, levelOf, refusal, resumeRollout, startRollout, supersedeRollout, withFailed } from './steps.ts';
 import type { StateWriter } from './store.ts';
-import { waveOrder } from './waves.ts';
+import { waveOrder } from '../../../shared/contract/waves.ts';
 
 /** What the director asks of the composer: the module's keys, their stored plans, and a pass over a module's keys. */
 export type RolloutHost = {

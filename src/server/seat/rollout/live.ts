@@ -5,7 +5,7 @@ import type { Composition } from '../../../shared/contract/composition.ts';
 import { markOfComposition } from './marks.ts';
 import type { NodeClock, SeenReport } from './progress.ts';
 import type { RolloutState } from '../../../shared/contract/rollout-state.ts';
-import { cutOf, nodeHash } from './waves.ts';
+import { cutOf, nodeHash } from '../../../shared/contract/waves.ts';
 
 /** A rollout in the seat's memory. */
 export type Live = {

@@ -4,7 +4,7 @@ import type { Rollout } from '../../../shared/contract/rollout-schema.ts';
 import type { Composition } from '../../../shared/contract/composition.ts';
 import { isComposeFailure, type FailedNode } from './progress.ts';
 import { clipFailedReason, MAX_FAILED_LISTED, type RolloutState } from '../../../shared/contract/rollout-state.ts';
-import { reachedBy, wavesCuts } from './waves.ts';
+import { reachedBy, wavesCuts } from '../../../shared/contract/waves.ts';
 
 /** What a rollout starts from. */
 export type RolloutStart = {
