@@ -5,10 +5,10 @@
 // one line an operator can act on.
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { BucketMissingError, BucketRefusedError, ensureBucket, inspectBucket } from '../../shared/bus/bucket-bind.ts';
+import { askedAgain, BUCKET_TIMING, BucketMissingError, BucketRefusedError, ensureBucket, inspectBucket } from '../../shared/bus/bucket-bind.ts';
 import { DEFAULT_MESH_NODES, kvBucket, maxConsumersFor, type BucketSpec } from '../../shared/bus/bucket-spec.ts';
 import { openKv } from '../../shared/bus/bus.ts';
-import { describeBusError, errorText, isPermissionViolation } from '../../shared/base/errors.ts';
+import { describeBusError, errorText, isPermissionViolation, isTimeout } from '../../shared/base/errors.ts';
 import { sameBytes } from '../../shared/base/bytes.ts';
 
 /** Where an input command writes, and how a bucket it creates is made. */
@@ -48,7 +48,12 @@ export async function bindInputBucket(nc: NatsConnection, spec: BucketSpec, repl
     await ensureBucket(nc, spec, { replicas, maxConsumers: maxConsumersFor(DEFAULT_MESH_NODES) }, warn);
     return;
   }
-  const found = await inspectBucket(nc, spec);
+  // A read left unanswered (a stream choosing its leader past the read's own asks) is asked again, as a bucket a program keeps is.
+  const found = await askedAgain(spec.name, BUCKET_TIMING, warn, async () => {
+    const state = await inspectBucket(nc, spec);
+    if (state.state === 'unchecked' && isTimeout(state.cause)) throw state.cause;
+    return state;
+  });
   if (found.state === 'unchecked') throw new Error(`bucket ${spec.name}: its stream could not be read: ${found.reason}`, { cause: found.cause });
   if (found.state === 'missing') {
     throw new BucketMissingError(

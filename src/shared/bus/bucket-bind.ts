@@ -65,18 +65,46 @@ export async function inspectBucket(nc: NatsConnection, spec: BucketSpec, timeou
   return { state: 'ok', config: info.config, warnings: bucketWarnings(info.config) };
 }
 
-async function streamInfoAskedAgain(nc: NatsConnection, stream: string, timeoutMs: number): Promise<StreamInfo> {
+/**
+ * Asks a stream's info again every STREAM_READ_ASK_MS while no ask has an answer, each ask listened
+ * to until the deadline: a stream choosing its leader drops reads, and a cluster without a meta
+ * leader answers 503 only after a while (past one short ask). The first info wins; anything but a
+ * timeout or a 503 ends it at once; at the deadline the last 503, or the timeout, is thrown.
+ */
+function streamInfoAskedAgain(nc: NatsConnection, stream: string, timeoutMs: number): Promise<StreamInfo> {
   const until = Date.now() + timeoutMs;
-  for (;;) {
-    const ask = Math.max(1, Math.min(STREAM_READ_ASK_MS, until - Date.now()));
-    try {
-      return await (await bucketManager(nc, ask)).streams.info(stream);
-    } catch (err) {
-      if (!(isTimeout(err) || isTemporarilyUnavailable(err)) || Date.now() >= until) throw err;
-      // Answered at once that the stream is choosing its leader: asked again after the same wait.
-      if (isTemporarilyUnavailable(err)) await new Promise((r) => setTimeout(r, ask));
-    }
-  }
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    let unavailable: unknown;
+    let last: unknown;
+    const timers: ReturnType<typeof setTimeout>[] = [];
+    const settle = (end: () => void): void => {
+      if (settled) return;
+      settled = true;
+      timers.forEach(clearTimeout);
+      end();
+    };
+    const ask = (): void => {
+      const left = until - Date.now();
+      if (settled || left <= 0) return;
+      bucketManager(nc, left)
+        .then((jsm) => jsm.streams.info(stream))
+        .then(
+          (info) => settle(() => resolve(info)),
+          (err: unknown) => {
+            last = err;
+            if (isTemporarilyUnavailable(err)) unavailable = err;
+            else if (!isTimeout(err)) settle(() => reject(err));
+          },
+        );
+      if (left > STREAM_READ_ASK_MS) timers.push(setTimeout(ask, STREAM_READ_ASK_MS));
+    };
+    // Every ask ends by the deadline; a little after it, what they said is the answer.
+    timers.push(
+      setTimeout(() => settle(() => reject(unavailable ?? last ?? new Error(`stream ${stream}: unanswered within ${timeoutMs} ms`))), timeoutMs + 50),
+    );
+    ask();
+  });
 }
 
 /**

@@ -23,5 +23,5 @@ export function isJetStreamUnavailable(err: unknown): boolean {
 
 /** Whether a JetStream call was answered "JetStream system temporarily unavailable" (JETSTREAM_UNAVAILABLE_CODE). */
 export function isTemporarilyUnavailable(err: unknown): boolean {
-  return inChain(err, (e) => e instanceof JetStreamApiError && (e.code === JETSTREAM_UNAVAILABLE_CODE || e.status === 503));
+  return inChain(err, (e) => e instanceof JetStreamApiError && e.code === JETSTREAM_UNAVAILABLE_CODE);
 }
