@@ -11,7 +11,7 @@ import { connectBus } from '../src/shared/bus/bus.ts';
 import { BUCKET_API_TIMEOUT_MS, BucketRefusedError, ensureBucket, refuseBadBucket, STREAM_READ_ASK_MS } from '../src/shared/bus/bucket-bind.ts';
 import { isTimeout } from '../src/shared/base/errors.ts';
 import { paceOf } from '../src/shared/bus/watch/pace.ts';
-import { runInit } from '../src/server/commands/init.ts';
+import { runInit } from '../src/server/commands/init/command.ts';
 import { bucketProblems, kvBucket, maxConsumersFor, objBucket, ownSubject, streamConfigOf, streamOf } from '../src/shared/bus/bucket-spec.ts';
 import { meshBuckets, PLANS, REGISTRY_BUCKET } from '../src/shared/contract/buckets.ts';
 import { memoryLogger } from '../src/shared/cli/log.ts';

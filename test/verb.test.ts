@@ -14,7 +14,7 @@ import { MAX_SUBJECT_BYTES } from '../src/shared/contract/limits.ts';
 import type { VerbReply, VerbRequest } from '../src/shared/contract/verb.ts';
 import { answerProvisioning, BUSY, compareKeys, MAX_CONCURRENT_REQUESTS, REPLY_HEADROOM, serveProvisioning } from '../src/server/verb/serve.ts';
 import { parseVerbRequest, watchFilter } from '../src/server/verb/request.ts';
-import { runQuery } from '../src/server/commands/query.ts';
+import { runQuery } from '../src/server/commands/query/command.ts';
 import { startNats, type NatsServer } from './helpers/nats.ts';
 import { nestedJson } from './helpers/seat.ts';
 import { waitFor } from './helpers/wait.ts';

@@ -4,7 +4,7 @@
 import { BUS_FLAGS, busOptionsFrom } from '../shared/cli/bus-flags.ts';
 import { describeFlags, openCommand, unexpectedArgument, type FlagTable } from '../shared/cli/flags.ts';
 import { ok, fail, type Parsed } from '../shared/base/result.ts';
-import { assignmentSizeProblem, placementFromFlags, targetProblem } from './commands/assign.ts';
+import { assignmentSizeProblem, placementFromFlags, targetProblem } from './commands/assign/command.ts';
 import { configTargetProblem } from './commands/config/key.ts';
 import { DEFAULT_REPLICAS, type ConfigArgs, type InputCommandBase, type ServerOptions } from './options.ts';
 
