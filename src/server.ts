@@ -3,7 +3,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { connectBus, drainBus, watchConnection, type BusOptions } from './shared/bus/bus.ts';
 import { connectCommandOnce, connectWhenReachable } from './shared/bus/first-connect.ts';
 import { permissionRefusal, whichLogin } from './shared/bus/login.ts';
-import { USERS } from './server/commands/bus-config/config.ts';
+import { USERS } from './server/commands/bus-config/users.ts';
 import { printLine, runMain, untilSignalled } from './shared/cli/entry.ts';
 import { INBOX_PREFIXES } from './shared/bus/inbox.ts';
 import { createLogger, underSystemd } from './shared/cli/log.ts';

@@ -16,7 +16,8 @@ import { bucketProblems, kvBucket, maxConsumersFor, objBucket, ownSubject, strea
 import { meshBuckets, PLANS, REGISTRY_BUCKET } from '../src/shared/contract/buckets.ts';
 import { memoryLogger } from '../src/shared/cli/log.ts';
 import { runProvider } from '../src/sdk/provider.ts';
-import { INBOX_PREFIXES, USERS } from '../src/server/commands/bus-config/config.ts';
+import { INBOX_PREFIXES } from '../src/server/commands/bus-config/config.ts';
+import { USERS } from '../src/server/commands/bus-config/users.ts';
 import { cleanupBundles, ensureBuilt, ROOT, runBundle, startBundle } from './helpers/bundle.ts';
 import { startIsolatedMesh, startMeshBus } from './helpers/isolated-mesh.ts';
 import { startNats, type NatsServer } from './helpers/nats.ts';

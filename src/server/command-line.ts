@@ -9,7 +9,7 @@ import { commandFirst } from '../shared/cli/command-first.ts';
 import { fail, ok, type Parsed } from '../shared/base/result.ts';
 import { buildProblem } from '../shared/contract/fields.ts';
 import { VERB_WHATS } from '../shared/contract/verb.ts';
-import { loginCollision } from './commands/bus-config/config.ts';
+import { loginCollision } from './commands/bus-config/users.ts';
 import { LEAF_FLAGS, parseLeafFlags } from './commands/bus-config/leaf-flags.ts';
 import { ASSIGN_OWN_FLAGS, parseAssign, parseConfig, parseUnassign } from './input-command-line.ts';
 import { parseRolloutCommand, ROLLOUT_FLAG, ROLLOUT_OWN_FLAGS, ROLLOUT_USAGE, rolloutHelp } from './commands/rollout/command-line.ts';
