@@ -10,7 +10,8 @@ import { NodeDetail } from './detail.ts';
 import { detailLines, fleetLines, type FleetView, type NodeView } from './format.ts';
 import { FleetSummary } from './summary.ts';
 import { ownershipOf, type Ownership } from './where.ts';
-import { DEFAULT_STATUS_LIMIT, type StatusArgs } from '../../options.ts';
+import type { StatusArgs } from '../../options.ts';
+import { DEFAULT_STATUS_LIMIT } from './command-line.ts';
 import { isNotDone, readRollouts, type RolloutMark } from './rollouts.ts';
 import { resolveBoundWaits } from './provisions.ts';
 
