@@ -1,4 +1,4 @@
-// The node's plan watch (src/client/sources/plans.ts) on a real bus: the sources are told the node's
+// The node's plan watch (src/client/plans/plans.ts) on a real bus: the sources are told the node's
 // plans once per turn, and the watch counts as caught up only once they were told the plans it read
 // first, so the start waits for the watches those plans name (a provider's bound entries).
 import { test } from 'uvu';
@@ -8,7 +8,7 @@ import { PLANS } from '../src/shared/contract/buckets.ts';
 import { memoryLogger } from '../src/shared/cli/log.ts';
 import { TemplateCache } from '../src/client/fill/templates.ts';
 import { Modules, type ModulesDeps } from '../src/client/schedule/modules.ts';
-import { watchPlans } from '../src/client/sources/plans.ts';
+import { watchPlans } from '../src/client/plans/plans.ts';
 import { startNats } from './helpers/nats.ts';
 import { emptyPlan } from './helpers/planted.ts';
 import { waitFor } from './helpers/wait.ts';

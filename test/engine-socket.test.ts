@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { createEngineClient, EngineProtocolError, EngineTimeout, EngineUnavailable, type EngineClient } from '../src/client/handoff/fill-socket.ts';
+import { EngineProtocolError, EngineTimeout, EngineUnavailable } from '../src/client/handoff/engine-errors.ts';
+import { createEngineClient, type EngineClient } from '../src/client/handoff/fill-socket.ts';
 import { contentDigest, unconfirmedPaths, type FillFile, type FillReply } from '../src/shared/contract/fill-protocol.ts';
 import { memoryLogger } from '../src/shared/cli/log.ts';
 

@@ -3,7 +3,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { DependencyIndex } from '../src/client/schedule/dependencies.ts';
-import { EngineTimeout, EngineUnavailable, type EngineClient } from '../src/client/handoff/fill-socket.ts';
+import { EngineTimeout, EngineUnavailable } from '../src/client/handoff/engine-errors.ts';
+import type { EngineClient } from '../src/client/handoff/fill-socket.ts';
 import { Handoff } from '../src/client/handoff/handoff.ts';
 import { Modules } from '../src/client/schedule/modules.ts';
 import type { ReportBody } from '../src/client/report/reporter.ts';

@@ -22,8 +22,8 @@ import { Scheduler } from './schedule/scheduler.ts';
 import { busSinks, type ClientSinks, type OpenSinks } from './sinks.ts';
 import { NodeItems } from './sources/collected.ts';
 import { startSources, type Sources } from './sources/index.ts';
-import { watchPlans } from './sources/plans.ts';
-import { watchRegistry } from './sources/registry.ts';
+import { watchPlans } from './plans/plans.ts';
+import { watchRegistry } from './plans/registry.ts';
 import { errorText } from '../shared/base/errors.ts';
 import { checkNodeLogin } from './login-check.ts';
 

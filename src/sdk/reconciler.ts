@@ -2,21 +2,19 @@
 // consumer in step on a bounded work queue — a failing or hung consumer waits for its own retry
 // (capped backoff) while the others are served. Driven by change: the file's directory watch, a
 // retry per failing consumer and an optional re-check; never a blind poll.
-import { Backoff, backoffWait } from '../shared/base/backoff.ts';
+import { Backoff } from '../shared/base/backoff.ts';
 import { AdapterCalls } from './adapter-calls.ts';
-import { BoundStore } from './bound-store.ts';
+import type { BoundStore } from './bound-store.ts';
+import { BucketOpening } from './bucket-opening.ts';
 import { ConsumerSync } from './consumer-sync.ts';
-import { watchFile, type FileWatch, type Want } from './consumers-file.ts';
+import type { Want } from './consumers-file.ts';
+import { KeptWatch } from './kept-watch.ts';
 import type { ProviderLog, ResolvedOptions } from './provider-options.ts';
 import { isUnavailable, Outage } from './outage.ts';
 import { Retries } from './retries.ts';
-import { SoleProvider } from './sole-provider.ts';
 import { WantedList } from './wanted-list.ts';
 import { WorkQueue } from './work-queue.ts';
 import { errorText } from '../shared/base/errors.ts';
-import { isJetStreamUnavailable } from '../shared/bus/jetstream-errors.ts';
-import { boundBucket } from '../shared/contract/keys.ts';
-import { permissionRefusal } from '../shared/bus/login.ts';
 
 /** The line written in place of one that would hold a consumer's credential. */
 export const WITHHELD_LINE = "provider helper: a line was withheld: it held a consumer's credential";
@@ -46,16 +44,11 @@ export class Reconciler {
   /** Reads failed in a row, and the wait before the next. */
   readonly #readBackoff: Backoff;
   #refreshRetrying = false;
-  /** When the bucket's opening first found JetStream not answering; undefined once open, or before. */
-  #unavailableSince: number | undefined;
   #stopped = false;
-  #watch: FileWatch | undefined;
+  readonly #watch: KeptWatch;
   readonly #timers = new Set<NodeJS.Timeout>();
-  /** This helper's claim on its provider and provision: made before anything is read or served. */
-  readonly #sole: SoleProvider;
-  #claimed = false;
-  /** Whether the bus was asked once that it lets this login read the bound bucket. */
-  #loginChecked = false;
+  /** The bound bucket's opening, this helper's claim on its provider and provision first. */
+  readonly #opening: BucketOpening;
   #ended: (why: string) => void = () => {};
   /** Resolves with why, when the helper stops by itself: another serves its provider and provision, or the bus refuses its login. */
   readonly ended = new Promise<string>((resolve) => (this.#ended = resolve));
@@ -63,7 +56,11 @@ export class Reconciler {
   constructor(opts: ResolvedOptions) {
     this.#o = opts;
     this.#wanted = new WantedList(opts.consumersFile, opts.provision, (level, line) => this.#say(level, line));
-    this.#sole = new SoleProvider(opts.nc, opts.provider, opts.provision, (level, line) => this.#say(level, line));
+    this.#opening = new BucketOpening(
+      opts,
+      (level, line) => this.#say(level, line),
+      () => this.#stopped,
+    );
     this.#outage = new Outage((level, line) => this.#say(level, line));
     this.#calls = new AdapterCalls(
       opts.callTimeoutMs,
@@ -71,6 +68,13 @@ export class Reconciler {
       () => this.#outage.answered(),
     );
     this.#readBackoff = new Backoff(opts.retry);
+    this.#watch = new KeptWatch({
+      file: opts.consumersFile,
+      retry: opts.retry,
+      onChange: () => this.#kick({ file: true }),
+      say: (level, line) => this.#say(level, line),
+      later: (ms, fn) => this.#later(ms, fn),
+    });
     // A retry is a full visit: a check that failed (a re-check's, or one at start) is made again,
     // where a plain visit found the consumer's fingerprint unchanged, took that for done and reset its backoff.
     this.#retries = new Retries(opts.retry, (key) => {
@@ -92,7 +96,7 @@ export class Reconciler {
 
   /** Watches the file, arms the re-check, and reads everything once. */
   begin(): void {
-    this.#armWatch(0);
+    this.#watch.arm();
     const every = this.#o.recheckMs;
     if (every) this.#timers.add(setInterval(() => this.#kick({ file: true, all: true }), every).unref());
     this.#kick({ file: true, all: true });
@@ -101,8 +105,8 @@ export class Reconciler {
   /** Stops watching and retrying, aborts the adapter calls under way, and waits for the work under way at most `stopTimeoutMs`. */
   async stop(): Promise<void> {
     this.#stopped = true;
-    this.#sole.release();
-    this.#watch?.close();
+    this.#opening.release();
+    this.#watch.close();
     for (const t of this.#timers) clearTimeout(t);
     this.#retries.clear();
     this.#queue.clear();
@@ -118,30 +122,6 @@ export class Reconciler {
       if (this.#refreshing) await this.#refreshDone;
       else if (!this.#queue.idle) await this.#queue.whenIdle();
       else return;
-    }
-  }
-
-  /** Watches the file; a directory that cannot be watched is tried again with the backoff. */
-  #armWatch(failures: number): void {
-    const again = (err: unknown, failed: number) => {
-      this.#watch?.close();
-      const wait = backoffWait(this.#o.retry, failed);
-      // A directory not made yet is how a provider starts before its module's first fill: said once, not as an error.
-      if ((err as NodeJS.ErrnoException | undefined)?.code !== 'ENOENT')
-        this.#say('error', `cannot watch ${this.#o.consumersFile}: ${errorText(err)}; trying again in ${wait} ms`);
-      else if (failed <= 1) this.#say('info', `cannot watch ${this.#o.consumersFile} yet: ${errorText(err)}; trying again until its directory is there`);
-      this.#later(wait, () => this.#armWatch(failed));
-    };
-    try {
-      this.#watch = watchFile(
-        this.#o.consumersFile,
-        () => this.#kick({ file: true }),
-        (err) => again(err, 1),
-      );
-      // The file may have changed while nothing watched it.
-      if (failures > 0) this.#kick({ file: true });
-    } catch (err) {
-      again(err, failures + 1);
     }
   }
 
@@ -180,50 +160,16 @@ export class Reconciler {
   }
 
   async #open(): Promise<void> {
-    const { nc, provider, provision, replicas } = this.#o;
-    if (!this.#loginChecked) {
-      // Another provider's seed (a --provider that does not match it) is refused the helper's inbox and
-      // its bucket: a configuration error said once, not a failure retried for ever.
-      const refusal = await permissionRefusal(nc, `$JS.API.STREAM.INFO.KV_${boundBucket(provider)}`);
-      if (this.#stopped) return;
-      if (refusal) return this.#refusedLogin(refusal);
-      this.#loginChecked = true;
-    }
-    if (!this.#claimed) {
-      const claim = await this.#sole.claim();
-      if (this.#stopped) return;
-      if (claim.state === 'taken') return this.#yield(claim.by);
-      if (claim.state === 'unchecked')
-        this.#say(
-          'warn',
-          `cannot make sure no other helper serves ${provision} of ${provider}: ${claim.reason}; serving all the same (a configuration from this release's bus-config grants provider.${provider} what it needs)`,
-        );
-      this.#claimed = true;
-    }
-    const { store, found } = await BoundStore.open(nc, provider, provision, replicas, (level, line) => this.#say(level, line));
-    this.#sync.adopt(found);
-    this.#store = store;
-    if (this.#unavailableSince !== undefined)
-      this.#say(
-        'notice',
-        `the bus's JetStream answers again, after ${((Date.now() - this.#unavailableSince) / 1000).toFixed(1)} s: ${boundBucket(provider)} is open`,
-      );
-    this.#unavailableSince = undefined;
+    const opened = await this.#opening.open();
+    if (!opened) return;
+    if ('ended' in opened) return this.#end(opened.ended);
+    this.#sync.adopt(opened.found);
+    this.#store = opened.store;
+    this.#opening.opened();
   }
 
-  /** Another helper serves this provider and provision: this one stops before it has touched anything. */
-  #yield(by: string): void {
-    const { provider, provision } = this.#o;
-    const why = `another helper serves ${provision} of ${provider} on this bus (${by}): this one stops without serving anything; run one helper a provider and provision (two would withdraw each other's consumers)`;
-    this.#say('error', why);
-    this.#ended(why);
-    void this.stop();
-  }
-
-  /** The bus refuses this login what the helper must do: said once at error; the helper stops, having touched nothing. */
-  #refusedLogin(refusal: Error): void {
-    const { provider } = this.#o;
-    const why = `the bus refuses provider ${provider}'s requests on ${boundBucket(provider)} (${errorText(refusal)}) for ${this.#o.login}`;
+  /** Another helper serves this provider and provision, or the bus refuses this login: said at error; the helper stops, having touched nothing. */
+  #end(why: string): void {
     this.#say('error', why);
     this.#ended(why);
     void this.stop();
@@ -232,10 +178,8 @@ export class Reconciler {
   #readFailed(err: unknown): void {
     const wait = this.#readBackoff.failed();
     // The bucket not opened yet for want of JetStream (a cluster without a meta leader): a wait, said once (issue 31).
-    if (!this.#store && isJetStreamUnavailable(err)) {
-      if (this.#unavailableSince === undefined) this.#say('warn', `the bus's JetStream does not answer (${errorText(err)}): waiting for it, trying again`);
-      this.#unavailableSince ??= Date.now();
-    } else this.#say('error', `reconcile of ${this.#o.provision} failed: ${this.#screen(errorText(err))}; trying again in ${wait} ms`);
+    const waiting = !this.#store && this.#opening.waitsFor(err);
+    if (!waiting) this.#say('error', `reconcile of ${this.#o.provision} failed: ${this.#screen(errorText(err))}; trying again in ${wait} ms`);
     if (this.#refreshRetrying) return;
     this.#refreshRetrying = true;
     this.#later(wait, () => {

@@ -2,9 +2,8 @@
 import { contentDigest, type FillContent, type FillFile } from '../../shared/contract/fill-protocol.ts';
 import type { Parsed } from '../../shared/base/result.ts';
 import type { Plan } from '../../shared/contract/plan.ts';
-import type { Lookup, ValueLookup } from '../sources/source.ts';
+import type { FillLookup, Lookup } from '../sources/source.ts';
 import { itemTarget, missingTemplate, refusals, twoItems, type UsedTemplate } from '../../module/refusals.ts';
-import { credentialMark } from './credentials.ts';
 import { renderTemplate } from './templates.ts';
 import type { TemplateSet } from '../../module/templates.ts';
 
@@ -22,7 +21,7 @@ export type FilledItem = { collection: string; content: string };
  * The outcome of filling a module: the files whose values are all there, its items (only when
  * nothing of the module waits), what waits, what it needs, and notes on values a source left out.
  * `marks`: for each file naming a provision's credential, its providers' marks of having set it
- * (credentials.ts) — a file whose mark changed is handed again though its content is the same.
+ * (sources/credentials.ts) — a file whose mark changed is handed again though its content is the same.
  */
 export type FillOutcome = { files: FillFile[]; items: FilledItem[]; waiting: Waiting[]; needs: NeedEntry[]; notes: string[]; marks: Map<string, string> };
 
@@ -71,7 +70,7 @@ export class FillMemo {
  * Fills every file of `plan` whose values are all there, and its items, each value looked up once in
  * `sources`; a failure anywhere fails the module with the reason.
  */
-export function fillModule(plan: Plan, templates: TemplateSet, sources: ValueLookup, memo = new FillMemo()): Filled {
+export function fillModule(plan: Plan, templates: TemplateSet, sources: FillLookup, memo = new FillMemo()): Filled {
   const dependencies = new Set<string>();
   const targets = targetsOf(plan, templates);
   if (!targets.ok) return { ...targets, dependencies: [] };
@@ -90,7 +89,7 @@ export function fillModule(plan: Plan, templates: TemplateSet, sources: ValueLoo
     for (const [i, p] of target.template.placeholders.entries()) {
       let found: Lookup = SECRET_PART;
       // A provision's credential reads its provider's mark: the value rendered never holds it, but the memo sees it change.
-      const read = p.kind === 'secret' ? credentialMark(plan, p.name, sources) : sources.lookup(plan, p);
+      const read = p.kind === 'secret' ? sources.credentialMark?.(plan, p.name) : sources.lookup(plan, p);
       if (read) {
         dependencies.add(read.dependency);
         if (read.alsoRead !== undefined) dependencies.add(read.alsoRead);
@@ -151,14 +150,14 @@ type Gathered = {
 
 /**
  * Adds each secret's own file (a secret with a `path`): the one secret part, which the engine fills
- * and the client never sees; a provision's credential waits for its provider's mark (credentials.ts).
+ * and the client never sees; a provision's credential waits for its provider's mark (sources/credentials.ts).
  * Says why the module fails, if it does.
  */
-function fillSecretFiles(plan: Plan, sources: ValueLookup, into: Gathered): string | undefined {
+function fillSecretFiles(plan: Plan, sources: FillLookup, into: Gathered): string | undefined {
   const change = strongestChange(plan);
   for (const secret of plan.secrets) {
     if (secret.path === undefined) continue;
-    const mark = credentialMark(plan, secret.name, sources);
+    const mark = sources.credentialMark?.(plan, secret.name);
     if (mark) into.dependencies.add(mark.dependency);
     if (mark?.state === 'failed') return `secret ${secret.name} (${secret.path}): ${mark.reason}`;
     const need = note(into.needs, `secret:${secret.name}`, () => ({ kind: 'secret', name: secret.name, files: [], met: true }), secret.path);

@@ -1,47 +1,17 @@
 // The client side of the fill socket (DESIGN §9): one lazy persistent connection, replies matched by id
 // and checked against what was sent, each request bounded in time, knocks watched.
-import { unwatchFile, watchFile, type Stats } from 'node:fs';
-import { createConnection, type Socket } from 'node:net';
 import type { Logger } from '../../shared/cli/log.ts';
-import { FILL_OP, judgeReplyLine, type FillReply, type FillRequest } from '../../shared/contract/fill-protocol.ts';
+import { FILL_OP, type FillReply, type FillRequest } from '../../shared/contract/fill-protocol.ts';
 import { MAX_ENGINE_LINE_BYTES } from '../../shared/contract/limits.ts';
-import { LineReader } from '../../shared/base/ndjson.ts';
 import { errorText } from '../../shared/base/errors.ts';
+import { dropConnection, openConnection, type Connection } from './engine-connection.ts';
+import { EngineTimeout, EngineUnavailable } from './engine-errors.ts';
+import { watchKnocks } from './knocks.ts';
 
 /** How often the socket path is stat'ed for a knock when the caller does not say. */
 export const DEFAULT_KNOCK_POLL_MS = 150;
 /** How long a request may go unanswered before it is given up (DESIGN §9, --engine-timeout). */
 export const DEFAULT_ENGINE_TIMEOUT_MS = 30_000;
-
-/** The engine's socket is absent, refused the connection, or dropped it before replying. */
-export class EngineUnavailable extends Error {
-  override name = 'EngineUnavailable';
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-  }
-}
-
-/** The engine kept the connection but did not answer a request in time; the connection was dropped. */
-export class EngineTimeout extends Error {
-  override name = 'EngineTimeout';
-  /** The engine's socket. */
-  readonly socketPath: string;
-  /** How long the request waited, in ms. */
-  readonly timeoutMs: number;
-  constructor(socketPath: string, timeoutMs: number, module: string) {
-    super(`engine ${socketPath} did not answer the fill of ${module} within ${timeoutMs} ms`);
-    this.socketPath = socketPath;
-    this.timeoutMs = timeoutMs;
-  }
-}
-
-/** The engine broke the protocol: a reply out of shape or naming a file it was not sent, or a line past the limit. */
-export class EngineProtocolError extends Error {
-  override name = 'EngineProtocolError';
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-  }
-}
 
 /** The client's end of the fill socket. */
 export type EngineClient = {
@@ -99,26 +69,6 @@ export function createEngineClient(opts: EngineClientOptions): EngineClient {
     },
   };
 }
-
-type Pending = {
-  /** The paths sent: the reply may name only these. */
-  paths: string[];
-  /** When it was sent (ms since the epoch), to compare with a knock's mtime. */
-  sentAt: number;
-  resolve: (reply: FillReply) => void;
-  reject: (err: Error) => void;
-  timer: NodeJS.Timeout;
-};
-
-type Connection = {
-  socket: Socket;
-  pending: Map<number, Pending>;
-  reader: LineReader;
-  /** Set once the connection is given up; a dropped connection takes no request. */
-  dropped: boolean;
-  /** Lines ignored (out of shape, or for no request in flight): the first is said, the rest counted. */
-  ignored: number;
-};
 
 /** The one connection at a time to the engine, made on demand and given up whenever it breaks. */
 class EngineLink {
@@ -186,92 +136,4 @@ class EngineLink {
     if (this.#current === conn) this.#current = undefined;
     dropConnection(conn, err);
   }
-}
-
-/** Connects; replies settle the connection's own requests, and anything that breaks it calls `onBroken`. */
-function openConnection(socketPath: string, log: Logger, maxLineBytes: number, onBroken: (err: Error) => void): Connection {
-  const socket = createConnection(socketPath);
-  let connected = false;
-  let failure: Error | undefined;
-  const conn: Connection = {
-    socket,
-    pending: new Map(),
-    dropped: false,
-    ignored: 0,
-    reader: new LineReader(maxLineBytes, {
-      onLine: (line) => settle(conn, line, maxLineBytes, socketPath, log, onBroken),
-      onTooLong: (bytes) => {
-        log.warn(`engine ${socketPath}: a reply line of ${bytes} bytes and more; dropping the connection`);
-        onBroken(new EngineProtocolError(`engine ${socketPath} sent a reply line past the limit of ${maxLineBytes} bytes`));
-      },
-    }),
-  };
-  socket.on('data', (chunk: Buffer) => conn.reader.push(chunk));
-  socket.once('connect', () => {
-    connected = true;
-    log.info(`engine ${socketPath}: connected`);
-  });
-  socket.on('error', (err) => {
-    failure = err;
-  });
-  // 'close' follows every 'error', so what is in flight is rejected in one place.
-  socket.on('close', () => {
-    if (conn.dropped) return;
-    if (connected) log.warn(`engine ${socketPath}: connection closed`);
-    const why = connected ? 'closed the connection before replying' : `unavailable: ${failure?.message ?? 'connection closed'}`;
-    onBroken(new EngineUnavailable(`engine ${socketPath} ${why}`, { cause: failure }));
-  });
-  return conn;
-}
-
-/** Gives a connection up: stops reading, rejects every request in flight with `err`, closes the socket. */
-function dropConnection(conn: Connection, err: Error): void {
-  if (conn.dropped) return;
-  conn.dropped = true;
-  conn.reader.stop();
-  conn.socket.destroy();
-  for (const p of conn.pending.values()) {
-    clearTimeout(p.timer);
-    p.reject(err);
-  }
-  conn.pending.clear();
-}
-
-// A protocol error (a reply out of shape, or naming a file it was not sent) rejects its own request with the
-// reason and drops the connection: nothing later on it can be trusted. A reply that leaves a file out is
-// no such error: the engine said nothing false, so the other requests on the connection go on.
-function settle(conn: Connection, line: Buffer, maxLineBytes: number, socketPath: string, log: Logger, onBroken: (err: Error) => void): void {
-  if (conn.dropped || isBlank(line)) return;
-  const verdict = judgeReplyLine(line, (id) => conn.pending.get(id)?.paths, maxLineBytes);
-  if (verdict.kind === 'ignored') {
-    conn.ignored++;
-    if (conn.ignored === 1) log.warn(`engine ${socketPath}: ${verdict.why}: ${line.subarray(0, 200).toString('utf8')} (further such lines are counted)`);
-    else if (/^10+$/.test(String(conn.ignored))) log.warn(`engine ${socketPath}: ${conn.ignored} lines ignored on this connection so far`);
-    return;
-  }
-  const waiter = conn.pending.get(verdict.id)!;
-  conn.pending.delete(verdict.id);
-  clearTimeout(waiter.timer);
-  if (verdict.kind === 'resolved') return waiter.resolve(verdict.reply);
-  waiter.reject(new EngineProtocolError(verdict.reason));
-  log.warn(`engine ${socketPath}: ${verdict.reason}; dropping the connection`);
-  onBroken(new EngineUnavailable(`engine ${socketPath}: connection dropped after a protocol error (${verdict.reason})`));
-}
-
-function isBlank(line: Buffer): boolean {
-  for (const byte of line) if (byte !== 0x20 && byte !== 0x09 && byte !== 0x0d) return false;
-  return true;
-}
-
-/** Polls the socket path; a new inode or mtime on a present path is a knock, handed its mtime. Returns the stop. */
-function watchKnocks(socketPath: string, pollMs: number, log: Logger, onKnock: (mtimeMs: number) => void): () => void {
-  // A zero inode means the path is absent: the engine went away, which is no knock.
-  const onStat = (curr: Stats, prev: Stats) => {
-    if (curr.ino === 0) return;
-    if (curr.ino === prev.ino && curr.mtimeMs === prev.mtimeMs) return;
-    log.info(`engine ${socketPath}: knock`);
-    onKnock(curr.mtimeMs);
-  };
-  watchFile(socketPath, { interval: pollMs, persistent: false }, onStat);
-  return () => unwatchFile(socketPath, onStat);
 }

@@ -5,7 +5,8 @@ import { MAX_ENGINE_LINE_BYTES } from '../../shared/contract/limits.ts';
 import type { Logger } from '../../shared/cli/log.ts';
 import type { Plan } from '../../shared/contract/plan.ts';
 import type { Report } from '../../shared/contract/report.ts';
-import { EngineProtocolError, EngineTimeout, EngineUnavailable, type EngineClient } from './fill-socket.ts';
+import { EngineProtocolError, EngineTimeout, EngineUnavailable } from './engine-errors.ts';
+import type { EngineClient } from './fill-socket.ts';
 
 /** One file of a report: its path, what the engine did, the digest handed. */
 export type FileResult = Report['files'][number];

@@ -8,7 +8,7 @@ import { FillMemo, fillModule } from '../fill/fill.ts';
 import type { Handoff } from '../handoff/handoff.ts';
 import type { ItemWriter } from '../report/items.ts';
 import { failedReport, filledReport, type Reporter, type ReportBody } from '../report/reporter.ts';
-import type { ValueLookup } from '../sources/source.ts';
+import type { FillLookup } from '../sources/source.ts';
 import type { TemplateCache } from '../fill/templates.ts';
 
 /** What the client keeps of a module between runs; its values are read again from the sources. */
@@ -31,7 +31,7 @@ export type ModulesDeps = {
   node: string;
   templates: TemplateCache;
   /** A placeholder's value for a plan, with the dependency key it read (the node's sources). */
-  sources: ValueLookup;
+  sources: FillLookup;
   /** Which module named which value, kept current by every run. */
   index: DependencyIndex;
   handoff: Handoff;

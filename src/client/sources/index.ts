@@ -7,10 +7,11 @@ import { boundSource } from './bound.ts';
 import { collectedSource, type NodeItems } from './collected.ts';
 import { configSource } from './config.ts';
 import { consumersSource } from './consumers.ts';
+import { credentialMark } from './credentials.ts';
 import { placementSource } from './placement.ts';
-import type { Found, OnChange, Source, ValueLookup, Wanted } from './source.ts';
+import type { FillLookup, Found, OnChange, Source, Wanted } from './source.ts';
 
-export type { Found, Lookup, OnChange, Source, ValueLookup, Wanted } from './source.ts';
+export type { FillLookup, Found, Lookup, OnChange, Source, ValueLookup, Wanted } from './source.ts';
 
 /** The name under which secrets are listed: the engine fills them from the request's secret parts, never a source. */
 export const ENGINE = 'engine';
@@ -33,7 +34,7 @@ export const SOURCE_OF_KIND: Readonly<Record<string, string>> = {
 };
 
 /** The sources of one node, looked up through the kind table. */
-export class Sources implements ValueLookup {
+export class Sources implements FillLookup {
   readonly #byName: Map<string, Source>;
 
   constructor(sources: readonly Source[]) {
@@ -56,6 +57,11 @@ export class Sources implements ValueLookup {
     // A kind the table names but whose source is not running fails clearly rather than waiting for ever.
     if (name !== undefined) return { state: 'failed', reason: `this client has no ${name} source to fill ${wanted.kind} values`, dependency };
     return { state: 'failed', reason: `unknown kind "${wanted.kind}"`, dependency };
+  }
+
+  /** What the plan's secret `name` reads on the client's side (credentials.ts). */
+  credentialMark(plan: Plan, name: string): Found | undefined {
+    return credentialMark(plan, name, this);
   }
 
   /** Hands every source the node's current plans. */

@@ -32,6 +32,18 @@ export type ValueLookup = {
 };
 
 /**
+ * What a module's fill reads values through: the lookup and, from the node's sources, what a secret
+ * reads on the client's side.
+ */
+export type FillLookup = ValueLookup & {
+  /**
+   * For a provision's credential, its provider's mark of having set it (credentials.ts); undefined
+   * for a module's own secret. Absent (a test's table of values): every secret is the module's own.
+   */
+  credentialMark?(plan: Plan, name: string): Found | undefined;
+};
+
+/**
  * Tells the client which dependencies changed, by the keys lookups carry, so that exactly the
  * modules whose last fill read one of them are filled again.
  */

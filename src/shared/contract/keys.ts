@@ -1,79 +1,12 @@
-// The token encoding of DESIGN §2 and every key shape of §3: nothing else in src/ joins keys.
+// Every key shape of DESIGN §3: nothing else in src/ joins keys. The names and tokens keys are made
+// of are their own files; they are exported here too, so every importer reads keys from one place.
 import { fail, type Parsed } from '../base/result.ts';
+import { decodeToken, encodeToken } from './key-token.ts';
+import { checkName, checkSegment, KIND_PATTERN } from './names.ts';
 
-/** A name: a node, module or contributor (DESIGN §2). */
-export const NAME_PATTERN = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
-
-/**
- * A secret's name, a provision or a local (DESIGN §2): each becomes a segment of a vault name, so it
- * holds no `/`, `.` or `..`, and a bound key's token stands for itself.
- */
-export const SEGMENT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
-
-/** A placeholder kind (DESIGN §8). */
-export const KIND_PATTERN = /^[a-z][a-z0-9-]*$/;
-
-const PLAIN_BYTE = /^[A-Za-z0-9\-_/]$/;
-const HEX = '0123456789ABCDEF';
-const UTF8 = new TextEncoder();
-
-/** Whether `name` is a valid node, module or contributor name. */
-export function isName(name: string): boolean {
-  return NAME_PATTERN.test(name);
-}
-
-/** Whether `name` is a valid secret name, provision or local. */
-export function isSegmentName(name: string): boolean {
-  return SEGMENT_NAME_PATTERN.test(name);
-}
-
-/** Says why a text is not a secret name, provision or local (quoting at most 64 characters of it); nothing when it is. */
-export function segmentNameProblem(text: string): string | undefined {
-  if (isSegmentName(text)) return undefined;
-  const quoted = JSON.stringify(text.length > 64 ? `${text.slice(0, 64)}…` : text);
-  return `is ${quoted}, not a name of 1 to 128 of A-Z a-z 0-9 _ - starting with a letter or digit (no /, . or ..)`;
-}
-
-/** Encodes any string as one KV key token: bytes outside `A-Z a-z 0-9 - _ /` become `=XX`. */
-export function encodeToken(text: string): string {
-  let out = '';
-  for (const char of text) {
-    if (PLAIN_BYTE.test(char)) {
-      out += char;
-      continue;
-    }
-    for (const byte of UTF8.encode(char)) out += '=' + HEX[byte >> 4] + HEX[byte & 15];
-  }
-  return out;
-}
-
-/** Decodes one token exactly, or says why it is not a valid encoding. */
-export function decodeToken(token: string): Parsed<string> {
-  if (token === '') return { ok: false, reason: 'empty token' };
-  const bytes: number[] = [];
-  for (let i = 0; i < token.length; i++) {
-    const char = token[i]!;
-    if (char === '=') {
-      const hex = token.slice(i + 1, i + 3);
-      if (!/^[0-9A-F]{2}$/.test(hex)) return { ok: false, reason: `bad escape "=${hex}" at ${i}` };
-      const byte = parseInt(hex, 16);
-      if (PLAIN_BYTE.test(String.fromCharCode(byte))) {
-        return { ok: false, reason: `"=${hex}" escapes a byte that stands for itself` };
-      }
-      bytes.push(byte);
-      i += 2;
-    } else if (PLAIN_BYTE.test(char)) {
-      bytes.push(char.charCodeAt(0));
-    } else {
-      return { ok: false, reason: `character ${JSON.stringify(char)} at ${i} is not allowed in a token` };
-    }
-  }
-  try {
-    return { ok: true, value: new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(new Uint8Array(bytes)) };
-  } catch {
-    return { ok: false, reason: 'escapes do not decode as UTF-8' };
-  }
-}
+export { compareKeys } from './key-order.ts';
+export { decodeToken, encodeToken } from './key-token.ts';
+export { checkName, checkSegment, isName, isSegmentName, KIND_PATTERN, NAME_PATTERN, SEGMENT_NAME_PATTERN, segmentNameProblem } from './names.ts';
 
 /** A key of the shape `<node>.<module>` (assignments, plans, applied). */
 export type NodeModuleKey = { node: string; module: string };
@@ -85,17 +18,6 @@ export type NeedKey = NodeModuleKey & { kind: string; name: string };
 export type CollectKey = { node: string; collection: string; contributor: string };
 /** A key of `<provider>_bound`: `<node>.<module>.<provision>[.<local>]`. */
 export type BoundKey = NodeModuleKey & { provision: string; local?: string };
-
-/** Says why `value` of `field` is not a node, module or contributor name; nothing when it is. */
-export function checkName(field: string, value: string): string | undefined {
-  return isName(value) ? undefined : `${field} "${value}" is not a valid name (a-z, 0-9 and -, at most 63)`;
-}
-
-/** Says why `value` of `field` is not a secret name, provision or local; nothing when it is. */
-export function checkSegment(field: string, value: string): string | undefined {
-  const problem = segmentNameProblem(value);
-  return problem === undefined ? undefined : `${field} ${problem}`;
-}
 
 function splitKey(key: string, min: number, max: number): Parsed<string[]> {
   const tokens = key.split('.');
@@ -233,21 +155,4 @@ export function keyDisagreement(keyParts: object, value: Readonly<Record<string,
     if (value[field] !== expected) return `field "${field}" is ${JSON.stringify(value[field])} but the key says ${JSON.stringify(expected)}`;
   }
   return undefined;
-}
-
-/** Orders keys by the bytes of their UTF-8, as the contract's "key order" means, without encoding them. */
-export function compareKeys(a: string, b: string): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const x = a.charCodeAt(i);
-    const y = b.charCodeAt(i);
-    if (x !== y) return codePointRank(x) - codePointRank(y);
-  }
-  return a.length - b.length;
-}
-
-// UTF-16 units sort as UTF-8 bytes do, except that a surrogate (a code point past U+FFFF) belongs after U+E000–U+FFFF.
-function codePointRank(unit: number): number {
-  if (unit < 0xd800) return unit;
-  return unit < 0xe000 ? unit + 0x2000 : unit - 0x800;
 }

@@ -2,7 +2,8 @@
 // and whether the engine could be reached for its last fill (known at once; its report is written behind the fill).
 import type { FillReply, FillRequest } from '../../../shared/contract/fill-protocol.ts';
 import { safeText } from '../../../shared/cli/safe-text.ts';
-import { EngineUnavailable, type EngineClient } from '../../handoff/fill-socket.ts';
+import { EngineUnavailable } from '../../handoff/engine-errors.ts';
+import type { EngineClient } from '../../handoff/fill-socket.ts';
 import type { Waiting } from '../../fill/fill.ts';
 import type { ReportBody } from '../../report/reporter.ts';
 

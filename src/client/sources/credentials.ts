@@ -4,9 +4,9 @@
 // consumer is never filled with a credential its provider has not set yet.
 import type { Plan } from '../../shared/contract/plan.ts';
 import { parseVaultName } from '../../shared/contract/vault-names.ts';
-import { boundDependency, credentialSetWanted } from '../sources/bound.ts';
+import { boundDependency, credentialSetWanted } from './bound.ts';
 import { bindingName } from '../../module/plan-names.ts';
-import type { Found, ValueLookup } from '../sources/source.ts';
+import type { Found, ValueLookup } from './source.ts';
 
 /**
  * What the secret `name` of the plan reads on the client's side: for a provision's credential, its

@@ -8,7 +8,7 @@ import { PLANS } from '../../shared/contract/buckets.ts';
 import { parseNodeModuleKey } from '../../shared/contract/keys.ts';
 import type { Logger } from '../../shared/cli/log.ts';
 import type { Modules } from '../schedule/modules.ts';
-import type { Sources } from './index.ts';
+import type { Sources } from '../sources/index.ts';
 import type { TemplateCache } from '../fill/templates.ts';
 
 /**
