@@ -18,7 +18,7 @@ import { errorText } from '../../shared/base/errors.ts';
 import type { Rollout } from '../../shared/contract/rollout-schema.ts';
 import type { Health } from '../../shared/contract/verb.ts';
 import { RolloutDirector } from './rollout/director.ts';
-import { withRollouts } from './rollout/health-source.ts';
+import { withRollouts } from './health-source.ts';
 import { serveRolloutRequests } from './rollout/requests.ts';
 import { loadRolloutStates, StateWriter } from './rollout/store.ts';
 
@@ -78,6 +78,8 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
   });
   rollouts.load(states);
   const publisher = new KvPublisher(nc, PLANS, opts.inboxPrefix === undefined ? {} : { inboxPrefix: opts.inboxPrefix });
+  // The seat routes between the two: compositions and passes to the rollouts, which the composer
+  // asks per key; the passes the rollouts ask to the composer.
   const composer = new Composer(
     {
       putPlan: (key, value) => publisher.put(key, value),
@@ -89,8 +91,9 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
       rollouts.passed(summary.failed);
       opts.onPass?.(summary);
     },
-    { rollouts },
+    { select: rollouts, onComposition: (module, composition) => rollouts.compositionChanged(module, composition) },
   );
+  rollouts.attach({ ...composer.view, recompose: (module, nodes) => composer.recompose(module, nodes) });
   const verb = serveProvisioning(nc, log, readerOf(nc, opts.inboxPrefix), withRollouts(composer.healthBook, rollouts));
   const requests = serveRolloutRequests(nc, log, rollouts);
   // The subscription reaches the server before the seat says it is ready: a request right after is answered.
