@@ -39,9 +39,9 @@ export class StateWriter {
     private readonly timer: Timer = unrefTimer,
   ) {}
 
-  /** A writer putting into the rollouts bucket `kv`. */
-  static of(kv: KV, log: Logger): StateWriter {
-    return new StateWriter((module, bytes) => kv.put(module, bytes), log);
+  /** A writer putting into the rollouts bucket `kv`, waiting on `timer` before it tries again. */
+  static of(kv: KV, log: Logger, timer?: Timer): StateWriter {
+    return new StateWriter((module, bytes) => kv.put(module, bytes), log, timer);
   }
 
   /** Asks for `state` to be stored; what is asked while a write runs is folded into the next one. */
