@@ -22,8 +22,6 @@ import { Soon, type Turn } from './soon.ts';
 import { startFor, takeUp } from './starting.ts';
 import type { StateWriter } from './store.ts';
 
-export type { RolloutAnswer, RolloutHost };
-
 /** How the director is built. */
 export type DirectorOptions = {
   /** The seat's `--rollout`: what a composition without its own `rollout` gets (none: every plan at once). */
