@@ -1,7 +1,9 @@
 // Bundles each entry of src/ into one self-contained file under dist/, runnable by every Node from 20.0 and by deno
 // with no module-type detection (DESIGN §10; the decision is in docs/decisions.md, "Bundles without module detection").
 import { build } from 'esbuild';
+import { realpathSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
+import { pathToFileURL } from 'node:url';
 
 const pkg = JSON.parse(await readFile(new URL('./package.json', import.meta.url), 'utf8'));
 
@@ -93,24 +95,32 @@ function formatOf(name) {
 // MESH_METAFILE=1 writes dist/<name>.meta.json beside each bundle: where its bytes come from (esbuild's analyzer reads it).
 const WRITE_METAFILE = Boolean(process.env.MESH_METAFILE);
 
-await Promise.all(
-  Object.entries(ENTRIES).map(async ([name, entry]) => {
-    const result = await build({
-      entryPoints: [entry],
-      ...formatOf(name),
-      bundle: true,
-      platform: 'node',
-      target: 'node20',
-      minify: !process.env.MESH_NO_MINIFY,
-      sourcemap: true,
-      define: { __VERSION__: JSON.stringify(pkg.version) },
-      alias: ALIAS,
-      mainFields: ['module', 'main'],
-      plugins: [standIns, compactReexports],
-      keepNames: KEEP_NAMES.has(name),
-      metafile: WRITE_METAFILE,
-      logLevel: 'warning',
-    });
-    if (WRITE_METAFILE) await writeFile(`dist/${name}.meta.json`, JSON.stringify(result.metafile));
-  }),
-);
+/** The esbuild options of one bundle by its name (a key of ENTRIES), as `node build.mjs` builds it; test/bundle-contents.test.ts builds with them. */
+export function buildOptions(name) {
+  return {
+    entryPoints: [ENTRIES[name]],
+    ...formatOf(name),
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    minify: !process.env.MESH_NO_MINIFY,
+    sourcemap: true,
+    define: { __VERSION__: JSON.stringify(pkg.version) },
+    alias: ALIAS,
+    mainFields: ['module', 'main'],
+    plugins: [standIns, compactReexports],
+    keepNames: KEEP_NAMES.has(name),
+    metafile: WRITE_METAFILE,
+    logLevel: 'warning',
+  };
+}
+
+// Built when run (`node build.mjs`), not when a test imports the options; Node names the main file by its real path.
+if (process.argv[1] !== undefined && pathToFileURL(realpathSync(process.argv[1])).href === import.meta.url) {
+  await Promise.all(
+    Object.keys(ENTRIES).map(async (name) => {
+      const result = await build(buildOptions(name));
+      if (WRITE_METAFILE) await writeFile(`dist/${name}.meta.json`, JSON.stringify(result.metafile));
+    }),
+  );
+}

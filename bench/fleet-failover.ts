@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { AckPolicy, jetstreamManager } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import { connectBus } from '../src/shared/bus/bus.ts';
-import { USERS } from '../src/server/commands/bus-config/config.ts';
+import { USERS } from '../src/server/commands/bus-config/users.ts';
 import { seedFile } from '../src/server/commands/bus-config/credentials.ts';
 import { CONFIG } from '../src/shared/contract/buckets.ts';
 import { maxConsumersFor } from '../src/shared/bus/bucket-spec.ts';

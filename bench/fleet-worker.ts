@@ -15,7 +15,7 @@ import type { Watch } from '../src/shared/bus/watch/types.ts';
 import { createEngineClient, type EngineClient } from '../src/client/handoff/fill-socket.ts';
 import { startNodeClient, type NodeClient } from '../src/client/node.ts';
 import { fakeEngine } from './lib.ts';
-import { USERS } from '../src/server/commands/bus-config/config.ts';
+import { USERS } from '../src/server/commands/bus-config/users.ts';
 import { seedFile } from '../src/server/commands/bus-config/credentials.ts';
 
 /** What the parent asks of a worker. */

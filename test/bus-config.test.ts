@@ -8,15 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { nkeys } from '@nats-io/transport-node';
 import { connectBus } from '../src/shared/bus/bus.ts';
-import {
-  INBOX_PREFIXES,
-  inboxPrefixesOf,
-  loginCollision,
-  nodeImports,
-  renderBusConfig,
-  seatPublish,
-  usersOf,
-} from '../src/server/commands/bus-config/config.ts';
+import { INBOX_PREFIXES, renderBusConfig } from '../src/server/commands/bus-config/config.ts';
+import { nodeImports, seatPublish } from '../src/server/commands/bus-config/grants.ts';
+import { inboxPrefixesOf, loginCollision, usersOf } from '../src/server/commands/bus-config/users.ts';
 import { loadOrCreateLogins, publicKeyOf } from '../src/server/commands/bus-config/credentials.ts';
 import { ensureBuilt, ROOT } from './helpers/bundle.ts';
 import { freePort } from './helpers/nats.ts';

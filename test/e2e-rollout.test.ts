@@ -10,7 +10,7 @@ import * as assert from 'uvu/assert';
 import { openKv } from '../src/shared/bus/bus.ts';
 import { APPLIED, DEFAULT_ARCHIVES, PLANS, ROLLOUTS } from '../src/shared/contract/buckets.ts';
 import { watchKv } from '../src/shared/bus/watch/watch.ts';
-import { USERS } from '../src/server/commands/bus-config/config.ts';
+import { USERS } from '../src/server/commands/bus-config/users.ts';
 import type { Report } from '../src/shared/contract/report.ts';
 import type { RolloutState } from '../src/shared/contract/rollout-state.ts';
 import { archiveDigest, packTemplates, putArchive } from './helpers/archive.ts';

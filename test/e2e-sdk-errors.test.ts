@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { USERS } from '../src/server/commands/bus-config/config.ts';
+import { USERS } from '../src/server/commands/bus-config/users.ts';
 import { cleanEnv, cleanupBundles, copyBundleAlone, DENO, ensureBuilt } from './helpers/bundle.ts';
 import { webAppliedOn, withIsolatedMesh } from './helpers/isolated-mesh.ts';
 import { freePort } from './helpers/nats.ts';

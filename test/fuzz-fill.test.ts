@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import fc from 'fast-check';
 import { fillModule } from '../src/client/fill/fill.ts';
 import type { ValueLookup } from '../src/client/sources/source.ts';
-import { compileTemplate, prepareTemplates } from '../src/client/fill/templates.ts';
+import { compileTemplate, prepareTemplates } from '../src/module/templates.ts';
 import { fitReport } from '../src/client/report/fit.ts';
 import { contentDigest, contentText, type FillContent } from '../src/shared/contract/fill-protocol.ts';
 import { decodeToken, encodeToken } from '../src/shared/contract/keys.ts';

@@ -5,8 +5,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { JetStreamApiError } from '@nats-io/jetstream';
-import { USERS } from '../src/server/commands/bus-config/config.ts';
-import { InitGaveUp, PEERS_GRACE_MS, untilAnswered, type InitClock } from '../src/server/commands/init-wait.ts';
+import { USERS } from '../src/server/commands/bus-config/users.ts';
+import { InitGaveUp, PEERS_GRACE_MS, untilAnswered, type InitClock } from '../src/server/commands/init/wait.ts';
 import { meshBuckets } from '../src/shared/contract/buckets.ts';
 import { cleanupBundles, ROOT, runBundle, startBundle } from './helpers/bundle.ts';
 import { startGeneratedCluster } from './helpers/generated-cluster.ts';

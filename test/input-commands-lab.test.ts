@@ -11,7 +11,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { ASSIGNMENTS, CONFIG } from '../src/shared/contract/buckets.ts';
 import { parseConfigKey } from '../src/shared/contract/keys.ts';
-import { placementFromFlags } from '../src/server/commands/assign.ts';
+import { placementFromFlags } from '../src/server/commands/assign/command.ts';
 import { configKeyNameProblem } from '../src/server/commands/config/key.ts';
 import { readImport } from '../src/server/commands/config/import.ts';
 import { openKv } from '../src/shared/bus/bus.ts';

@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KV } from '@nats-io/kv';
-import { USERS } from '../src/server/commands/bus-config/config.ts';
+import { USERS } from '../src/server/commands/bus-config/users.ts';
 import { ensureBuilt, ROOT } from './helpers/bundle.ts';
 import { startMeshBus, withIsolatedMesh, type IsolatedMesh } from './helpers/isolated-mesh.ts';
 import { jetstreamManager } from '@nats-io/jetstream';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { CONFIG } from '../src/shared/contract/buckets.ts';
 import { needKey } from '../src/shared/contract/keys.ts';
-import { USERS } from '../src/server/commands/bus-config/config.ts';
+import { USERS } from '../src/server/commands/bus-config/users.ts';
 import { withIsolatedMesh } from './helpers/isolated-mesh.ts';
 import { expected, matrixContext, startApplied, WEB } from './helpers/isolation-context.ts';
 import { checkIsolationDoc, ISOLATION_DOC, renderTable, type MatrixLine } from './helpers/isolation-doc.ts';

@@ -16,7 +16,7 @@ import { connectBus } from '../src/shared/bus/bus.ts';
 import { jsonBytes } from '../src/shared/base/bytes.ts';
 import { INBOX_PREFIXES } from '../src/shared/bus/inbox.ts';
 import { vaultCredentialOf } from '../src/shared/contract/subjects.ts';
-import { USERS } from '../src/server/commands/bus-config/config.ts';
+import { USERS } from '../src/server/commands/bus-config/users.ts';
 import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle, startBundle, type Running } from './helpers/bundle.ts';
 import { leaveWithoutMetaLeader, startMeshCluster, type MeshCluster } from './helpers/mesh-cluster.ts';
 import { waitForMetaLeader } from './helpers/nats-cluster.ts';

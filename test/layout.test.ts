@@ -1,5 +1,6 @@
 // The house's rules (STYLE.md, issue 19), checked on the source as it is: no import circle in src/,
-// `src/shared/` imports nothing else of src/, and one file alone reaches nats.js's private parts.
+// `src/shared/` imports nothing else of src/, `src/module/` nothing but `src/shared/` and itself (issue 32),
+// and one file alone reaches nats.js's private parts.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -49,6 +50,20 @@ test('src/shared/ imports nothing of src/ outside itself', () => {
       graph
         .get(f)!
         .filter((t) => !t.startsWith(shared))
+        .map((t) => `${name(f)} → ${name(t)}`),
+    );
+  assert.equal(out, []);
+});
+
+test('src/module/ imports nothing of src/ but src/shared/ and itself', () => {
+  const module = join(SRC, 'module');
+  const shared = join(SRC, 'shared');
+  const out = files
+    .filter((f) => f.startsWith(module + '/'))
+    .flatMap((f) =>
+      graph
+        .get(f)!
+        .filter((t) => !t.startsWith(module + '/') && !t.startsWith(shared + '/'))
         .map((t) => `${name(f)} → ${name(t)}`),
     );
   assert.equal(out, []);

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectBus } from '../src/shared/bus/bus.ts';
-import { inboxPrefixesOf, USERS } from '../src/server/commands/bus-config/config.ts';
+import { inboxPrefixesOf, USERS } from '../src/server/commands/bus-config/users.ts';
 import { ROOT } from './helpers/bundle.ts';
 import { withIsolatedMesh } from './helpers/isolated-mesh.ts';
 import { matrixContext } from './helpers/isolation-context.ts';

@@ -14,7 +14,7 @@ import { Kvm } from '@nats-io/kv';
 import { APPLIED, CONFIG } from '../src/shared/contract/buckets.ts';
 import { boundBucket } from '../src/shared/contract/keys.ts';
 import { INBOX_PREFIXES } from '../src/shared/bus/inbox.ts';
-import { USERS } from '../src/server/commands/bus-config/config.ts';
+import { USERS } from '../src/server/commands/bus-config/users.ts';
 import { WATCH_HEARTBEAT_MS, WATCH_MISSED_HEARTBEATS } from '../src/shared/bus/watch/keeper.ts';
 import { VAULT_CREDENTIAL } from '../src/shared/contract/subjects.ts';
 import { startVault } from './helpers/vault.ts';

@@ -7,7 +7,7 @@ import * as assert from 'uvu/assert';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createUser, fromSeed } from '@nats-io/nkeys';
-import { USERS } from '../src/server/commands/bus-config/config.ts';
+import { USERS } from '../src/server/commands/bus-config/users.ts';
 import { connectBus, reconnectWait, RECONNECT_FIRST_WAIT_MS, RECONNECT_MAX_WAIT_MS, watchConnection } from '../src/shared/bus/connect.ts';
 import { memoryLogger } from '../src/shared/cli/log.ts';
 import { webAppliedOn, withIsolatedMesh } from './helpers/isolated-mesh.ts';

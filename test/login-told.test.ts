@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { commandFirst } from '../src/shared/cli/command-first.ts';
 import { publicKeyOfSeedText } from '../src/shared/bus/login.ts';
-import { USERS } from '../src/server/commands/bus-config/config.ts';
+import { USERS } from '../src/server/commands/bus-config/users.ts';
 import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle, startBundle } from './helpers/bundle.ts';
 import { withIsolatedMesh } from './helpers/isolated-mesh.ts';
 import { createUser } from '@nats-io/nkeys';

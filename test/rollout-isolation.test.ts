@@ -7,7 +7,7 @@ import { openKv } from '../src/shared/bus/bus.ts';
 import { jsonBytes } from '../src/shared/base/bytes.ts';
 import { APPLIED, REGISTRY_BUCKET, ROLLOUTS } from '../src/shared/contract/buckets.ts';
 import { ROLLOUT_VERB } from '../src/shared/contract/subjects.ts';
-import { USERS } from '../src/server/commands/bus-config/config.ts';
+import { USERS } from '../src/server/commands/bus-config/users.ts';
 import type { RolloutState } from '../src/shared/contract/rollout-state.ts';
 import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle, startBundle, type Running } from './helpers/bundle.ts';
 import { startMeshBus, withIsolatedMesh } from './helpers/isolated-mesh.ts';

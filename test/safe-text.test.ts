@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert';
 import fc from 'fast-check';
 import { createLogger, memoryLogger } from '../src/shared/cli/log.ts';
 import { MAX_CELL_BYTES, safeCell, safeJson, safeText } from '../src/shared/cli/safe-text.ts';
-import { cell, formatTable } from '../src/server/commands/query.ts';
+import { cell, formatTable } from '../src/server/commands/query/command.ts';
 import { detailLines, fleetLines } from '../src/server/commands/status/format.ts';
 import { describeDryRun, type DryRunSummary } from '../src/client/commands/dry-run/output.ts';
 import { describeStanding } from '../src/client/commands/once/book.ts';

@@ -8,10 +8,10 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { USERS } from '../src/server/commands/bus-config/config.ts';
+import { USERS } from '../src/server/commands/bus-config/users.ts';
 import { DEFAULT_ARCHIVES } from '../src/shared/contract/buckets.ts';
-import { DEFAULT_ARCHIVE_LIMITS } from '../src/client/archive/limits.ts';
-import { unpackArchive } from '../src/client/archive/untar.ts';
+import { DEFAULT_ARCHIVE_LIMITS } from '../src/module/archive-limits.ts';
+import { unpackArchive } from '../src/module/untar.ts';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Objm } from '@nats-io/obj';
 import { bucketProblems, kvBucket, objBucket, streamOf } from '../src/shared/bus/bucket-spec.ts';

@@ -6,7 +6,7 @@
 // right, `status` exits 0. The seat says a hold that lasts pass after pass once, not once a pass.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { USERS } from '../src/server/commands/bus-config/config.ts';
+import { USERS } from '../src/server/commands/bus-config/users.ts';
 import { webAppliedOn, withIsolatedMesh, type IsolatedMesh } from './helpers/isolated-mesh.ts';
 import { placementUnder } from './helpers/mesh.ts';
 import { nodePaths } from './helpers/mesh-node.ts';

@@ -3,10 +3,11 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { DependencyIndex } from '../src/client/schedule/dependencies.ts';
-import { assemble, collectionDependency, collectionOf, NodeItems } from '../src/client/sources/collected.ts';
+import { assemble, collectionDependency, NodeItems } from '../src/client/sources/collected.ts';
 import { configDependency, ConfigValues } from '../src/client/sources/config.ts';
 import { ItemWriter } from '../src/client/report/items.ts';
-import { boundField, resolveBound } from '../src/client/sources/bound.ts';
+import { boundField } from '../src/client/sources/bound.ts';
+import { collectionOf, resolveBound } from '../src/module/plan-names.ts';
 import { consumersOf } from '../src/client/sources/consumers.ts';
 import { MAX_VAULT_NAME_CHARS, parseVaultNotice } from '../src/client/sources/vault-notice.ts';
 import { collectKey } from '../src/shared/contract/keys.ts';

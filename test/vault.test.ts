@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jsonBytes } from '../src/shared/base/bytes.ts';
 import { VAULT_CREDENTIAL } from '../src/shared/contract/subjects.ts';
-import { USERS } from '../src/server/commands/bus-config/config.ts';
+import { USERS } from '../src/server/commands/bus-config/users.ts';
 import { memoryLogger } from '../src/shared/cli/log.ts';
 import { VaultCredentials } from '../src/client/sources/vault.ts';
 import { BUSY, serveCredentials, UNKNOWN_ASKER } from '../src/vault/serve.ts';

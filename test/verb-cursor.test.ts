@@ -19,7 +19,7 @@ import { compareKeys } from '../src/shared/contract/keys.ts';
 import { VerbReader } from '../src/server/verb/read.ts';
 import { firstAfter, LISTING_IDLE_MS, MAX_CATCH_UP } from '../src/server/verb/key-index.ts';
 import { startNats, type NatsServer } from './helpers/nats.ts';
-import { forEachPage } from '../src/server/commands/query.ts';
+import { forEachPage } from '../src/server/commands/query/command.ts';
 
 const SEAT_INBOX = '_INBOX_seat';
 const GRANTED = [APPLIED, NEEDS, REGISTRY_BUCKET, COLLECT].flatMap((b) => [`$JS.API.STREAM.INFO.KV_${b}`, `$JS.API.DIRECT.GET.KV_${b}`]);

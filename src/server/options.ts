@@ -1,25 +1,12 @@
-// What each of the seat's commands can be asked (DESIGN §10), and the defaults its flags fall back
-// on. The commands import their option types from here; the command line that fills them is
-// command-line.ts.
+// What each of the seat's commands can be asked (DESIGN §10). The commands import their option
+// types from here; each command's command-line.ts (in its folder) fills them, with its own defaults.
 import type { BusOptions } from '../shared/bus/bus.ts';
 import type { Asked } from '../shared/cli/flags.ts';
 import type { Assignment } from '../shared/contract/assignment.ts';
 import type { Rollout } from '../shared/contract/rollout-schema.ts';
-import type { RolloutOptions } from './commands/rollout/command-line.ts';
-import type { BackupOptions, RestoreOptions } from './commands/backup/command-line.ts';
 
-/** Copies of each created bucket when --replicas is not given. */
+/** Copies of each created bucket when --replicas is not given (the seat, init, the input commands, publish). */
 export const DEFAULT_REPLICAS = 1;
-/** The most nodes `init --nodes` takes. */
-export const MAX_MESH_NODES = 100_000;
-/** Reports `status` asks per page when --limit does not say: never one request for the whole fleet. */
-export const DEFAULT_STATUS_LIMIT = 1000;
-/** Where bus-config keeps the seeds when --credentials is not given. */
-export const DEFAULT_CREDENTIALS_DIR = 'mesh-credentials';
-/** Where the generated configuration listens when --listen is not given. */
-export const DEFAULT_LISTEN = '0.0.0.0:4222';
-/** JetStream's store directory when --store-dir is not given. */
-export const DEFAULT_STORE_DIR = '/var/lib/nats/jetstream';
 
 /** What the seat itself is asked to run with. */
 export type ServeOptions = {
@@ -83,9 +70,6 @@ export type InitRequest = {
   /** How long init waits for a bus that does not answer yet before it gives up, in ms (`--timeout`). */
   timeoutMs: number;
 };
-
-/** How long init waits for the bus when `--timeout` is not given, in ms. */
-export const DEFAULT_INIT_TIMEOUT_MS = 60_000;
 
 /** What bus-config was asked for. */
 export type BusConfigOptions = {
@@ -171,6 +155,34 @@ export type ConfigOptions = { command: 'config'; args: ConfigArgs } & InputComma
 /** The input commands of DESIGN §13 that write the controller's and mesh-config's buckets. */
 export type InputCommandOptions = AssignOptions | UnassignOptions | ConfigOptions;
 
+/** What `rollout` was asked. */
+export type RolloutOptions = {
+  command: 'rollout';
+  /** How to reach the bus. */
+  bus: BusOptions;
+  /** Show the rollouts, or ask the seat to resume or abort one. */
+  op: 'show' | 'resume' | 'abort';
+  /** The module: the one to show (all when absent), or the one to resume or abort. */
+  module?: string;
+  /** Print one JSON object instead of a table. */
+  json: boolean;
+};
+
+/** What `backup` was asked. */
+export type BackupOptions = { command: 'backup'; bus: BusOptions; dir: string };
+
+/** What `restore` was asked. */
+export type RestoreOptions = {
+  command: 'restore';
+  bus: BusOptions;
+  /** The backup's directory. */
+  dir: string;
+  /** Copies each restored stream keeps; absent: as many as it had. */
+  replicas?: number;
+  /** Where `replicas` came from, as an error names it: `--replicas` or `MESH_REPLICAS`. */
+  replicasFrom: string;
+};
+
 /** What the seat was asked to do. */
 export type ServerOptions =
   | Asked
@@ -184,3 +196,9 @@ export type ServerOptions =
   | RolloutOptions
   | BackupOptions
   | RestoreOptions;
+
+/** The name of each thing server.js can be asked to do: `serve` (the seat), a command, help or version. */
+export type ServerCommand = ServerOptions['command'];
+
+/** The options of one of them. */
+export type OptionsOf<C extends ServerCommand> = Extract<ServerOptions, { command: C }>;

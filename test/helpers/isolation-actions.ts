@@ -7,7 +7,8 @@ import { jsonBytes } from '../../src/shared/base/bytes.ts';
 import { watchKv } from '../../src/shared/bus/watch/watch.ts';
 import { APPLIED, COLLECT, CONFIG, NEEDS } from '../../src/shared/contract/buckets.ts';
 import { collectKey, needKey } from '../../src/shared/contract/keys.ts';
-import { INBOX_PREFIXES, USERS } from '../../src/server/commands/bus-config/config.ts';
+import { INBOX_PREFIXES } from '../../src/server/commands/bus-config/config.ts';
+import { USERS } from '../../src/server/commands/bus-config/users.ts';
 import { apiError, judgeRead, judgeWrite, PROBE_TIMEOUT_MS, refusal, SETTLE_MS, stored, type Observed, type Verdict } from './isolation-probe.ts';
 import { sleep } from './wait.ts';
 

@@ -4,7 +4,7 @@
 // not another provider's login.
 import { jsonBytes } from '../../src/shared/base/bytes.ts';
 import { providerServesSubject } from '../../src/shared/contract/subjects.ts';
-import { USERS } from '../../src/server/commands/bus-config/config.ts';
+import { USERS } from '../../src/server/commands/bus-config/users.ts';
 import { client, PROVIDER, received, type Row } from './isolation-actions.ts';
 
 const subject = providerServesSubject(PROVIDER, 'database');

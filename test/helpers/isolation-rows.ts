@@ -8,7 +8,8 @@ import { jsonBytes } from '../../src/shared/base/bytes.ts';
 import { watchKv } from '../../src/shared/bus/watch/watch.ts';
 import { APPLIED, COLLECT, CONFIG, DEFAULT_ARCHIVES, NEEDS, PLANS, REGISTRY_BUCKET } from '../../src/shared/contract/buckets.ts';
 import { askSubject, PROVISIONING_VERB, VAULT_CREDENTIAL } from '../../src/shared/contract/subjects.ts';
-import { boundBucket, INBOX_PREFIXES, USERS } from '../../src/server/commands/bus-config/config.ts';
+import { boundBucket, INBOX_PREFIXES } from '../../src/server/commands/bus-config/config.ts';
+import { USERS } from '../../src/server/commands/bus-config/users.ts';
 import { directObjectReader } from '../../src/client/archive/direct.ts';
 import {
   A,

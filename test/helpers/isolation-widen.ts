@@ -1,6 +1,7 @@
 // The generated configuration with each grant issue 18's rows test made wider, so the isolation test
 // can show every such row flip: what refuses an action is that grant, not something else.
-import { INBOX_PREFIXES, nodeAccount } from '../../src/server/commands/bus-config/config.ts';
+import { INBOX_PREFIXES } from '../../src/server/commands/bus-config/config.ts';
+import { nodeAccount } from '../../src/server/commands/bus-config/users.ts';
 import { PLANS } from '../../src/shared/contract/buckets.ts';
 import { vaultCredentialOf } from '../../src/shared/contract/subjects.ts';
 import { A, B, PROVIDER } from './isolation-actions.ts';

@@ -1,16 +1,15 @@
 // Fetching an archive's bytes by its ref (DESIGN §4): obj://, file:/// and https://, each stopped
 // once it passes the archive limit.
-import { constants } from 'node:fs';
-import { open, realpath } from 'node:fs/promises';
+import { realpath } from 'node:fs/promises';
 import { isAbsolute, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { refuseBadBucket } from '../../shared/bus/bucket-bind.ts';
 import { objBucket } from '../../shared/bus/bucket-spec.ts';
-import { notRegularKind } from '../../shared/cli/regular-file.ts';
 import { fail, type Parsed } from '../../shared/base/result.ts';
 import { directObjectReader } from './direct.ts';
+import { collectWithin, NotARegularFile, readFileWithin } from '../../module/read-file.ts';
 import { errorText, isTimeout } from '../../shared/base/errors.ts';
 import { isStreamNotFound } from '../../shared/bus/jetstream-errors.ts';
 
@@ -100,34 +99,6 @@ export async function fetchHttps(url: string, maxBytes: number, timeoutMs: numbe
   }
 }
 
-/** A path that is there but is no regular file (a FIFO, a device, a directory, a socket). */
-export class NotARegularFile extends Error {
-  override name = 'NotARegularFile';
-  /** What it is: `a FIFO`, `a character device`… */
-  readonly kind: string;
-
-  constructor(path: string, kind: string) {
-    super(`${path} is ${kind}, not a regular file`);
-    this.kind = kind;
-  }
-}
-
-/**
- * Reads a regular file within a limit; throws the file system's error (ENOENT when absent) or
- * NotARegularFile. Opened non-blocking and without following a last link, so a FIFO or device
- * put in its place never holds one of Node's file threads.
- */
-export async function readFileWithin(path: string, maxBytes: number): Promise<Uint8Array> {
-  const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW | constants.O_NOCTTY);
-  try {
-    const kind = notRegularKind(await handle.stat());
-    if (kind !== undefined) throw new NotARegularFile(path, kind);
-    return await collectWithin(handle.createReadStream({ autoClose: false }), maxBytes);
-  } finally {
-    await handle.close();
-  }
-}
-
 async function readUnderArchiveDir(path: string, archiveDir: string | undefined, maxBytes: number): Promise<Parsed<Uint8Array>> {
   if (archiveDir === undefined) return fail('file:// refs are refused: this client has no --archive-dir');
   try {
@@ -141,18 +112,6 @@ async function readUnderArchiveDir(path: string, archiveDir: string | undefined,
     if (err instanceof NotARegularFile) return fail(`${path} is ${err.kind}, not a regular file`);
     return fail(`cannot read: ${errorText(err, { cause: true })}`);
   }
-}
-
-/** Collects chunks, and stops reading once more than `maxBytes` came: a longer result is past the limit. */
-export async function collectWithin(chunks: AsyncIterable<Uint8Array>, maxBytes: number): Promise<Uint8Array> {
-  const parts: Uint8Array[] = [];
-  let total = 0;
-  for await (const chunk of chunks) {
-    parts.push(chunk);
-    total += chunk.length;
-    if (total > maxBytes) break;
-  }
-  return concat(parts, total);
 }
 
 /** Makes an ObjectFetcher on the NATS object store of a connection. */
@@ -206,15 +165,4 @@ export function natsObjectFetcher(nc: NatsConnection): ObjectFetcher {
 function withinLimit(bytes: Uint8Array, maxBytes: number): Parsed<Uint8Array> {
   if (bytes.length > maxBytes) return fail(`larger than the archive limit of ${maxBytes} bytes`);
   return { ok: true, value: bytes };
-}
-
-function concat(parts: Uint8Array[], total: number): Uint8Array {
-  if (parts.length === 1) return parts[0]!;
-  const out = new Uint8Array(total);
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
 }

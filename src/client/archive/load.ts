@@ -1,17 +1,18 @@
 // A module's templates (DESIGN §4, §7.1): from the cache by digest, or fetched by ref, checked
-// against the digest, cached, and unpacked. Fetching is client/archive/fetch.ts, unpacking client/archive/untar.ts.
+// against the digest, cached, and unpacked. Fetching is client/archive/fetch.ts, unpacking module/untar.ts.
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { fail, type Parsed } from '../../shared/base/result.ts';
 import type { Logger } from '../../shared/cli/log.ts';
-import { fetchSource, parseRef, readFileWithin, type ObjectFetcher } from './fetch.ts';
-import { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from './limits.ts';
-import { unpackArchive } from './untar.ts';
+import { fetchSource, parseRef, type ObjectFetcher } from './fetch.ts';
+import { readFileWithin } from '../../module/read-file.ts';
+import { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from '../../module/archive-limits.ts';
+import { unpackArchive } from '../../module/untar.ts';
 import { errorText } from '../../shared/base/errors.ts';
 
 export { natsObjectFetcher, type ObjectFetcher } from './fetch.ts';
-export { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from './limits.ts';
+export { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from '../../module/archive-limits.ts';
 
 /** Where to keep archives and how to fetch and bound them. */
 export type LoadArchiveOptions = {

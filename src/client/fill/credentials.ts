@@ -4,7 +4,8 @@
 // consumer is never filled with a credential its provider has not set yet.
 import type { Plan } from '../../shared/contract/plan.ts';
 import { parseVaultName } from '../../shared/contract/vault-names.ts';
-import { bindingName, boundDependency, credentialSetWanted } from '../sources/bound.ts';
+import { boundDependency, credentialSetWanted } from '../sources/bound.ts';
+import { bindingName } from '../../module/plan-names.ts';
 import type { Found, ValueLookup } from '../sources/source.ts';
 
 /**

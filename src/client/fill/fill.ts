@@ -3,11 +3,12 @@ import { contentDigest, type FillContent, type FillFile } from '../../shared/con
 import type { Parsed } from '../../shared/base/result.ts';
 import type { Plan } from '../../shared/contract/plan.ts';
 import type { Lookup, ValueLookup } from '../sources/source.ts';
-import { itemTarget, missingTemplate, refusals, twoItems, type UsedTemplate } from './check.ts';
+import { itemTarget, missingTemplate, refusals, twoItems, type UsedTemplate } from '../../module/refusals.ts';
 import { credentialMark } from './credentials.ts';
-import { renderTemplate, type TemplateSet } from './templates.ts';
+import { renderTemplate } from './templates.ts';
+import type { TemplateSet } from '../../module/templates.ts';
 
-export { prepareTemplates, type Template, type TemplateSet } from './templates.ts';
+export { prepareTemplates, type Template, type TemplateSet } from '../../module/templates.ts';
 
 /** One value the module waits for and the files that wait on it. */
 export type Waiting = { kind: string; name: string; files: string[] };

@@ -12,33 +12,13 @@ import { BoundEntrySchema, CREDENTIAL_SET, type BoundEntry } from '../../shared/
 import { decodeJson } from '../../shared/contract/decode.ts';
 import type { Plan } from '../../shared/contract/plan.ts';
 import type { Found, Lookup, OnChange, Source, Wanted } from './source.ts';
+import { bindingName, resolveBound, type BoundRef } from '../../module/plan-names.ts';
 
 type Provision = Plan['provisions'][number];
-
-/** The provision a `${bound:…}` name refers to, and the key of its entry asked for. */
-export type BoundRef = { provision: Provision; field: string };
-
-/** The name of a binding as placeholders spell it: `<provision>` or `<provision>.<local>`. */
-export function bindingName(p: Pick<Provision, 'provision' | 'local'>): string {
-  return p.local === undefined ? p.provision : `${p.provision}.${p.local}`;
-}
 
 /** The dependency key of a module's binding. */
 export function boundDependency(module: string, binding: string): string {
   return `bound:${module}:${binding}`;
-}
-
-/**
- * Finds the plan's provision a `${bound:<binding>:<field>}` name refers to, matched against the
- * plan's own provisions. A provision or local holds no `.` or `:` (DESIGN §2), so the binding
- * ends at the first `:` after it; the field may hold both.
- */
-export function resolveBound(plan: Plan, name: string): BoundRef | { reason: string } {
-  for (const provision of plan.provisions) {
-    const binding = bindingName(provision);
-    if (name.startsWith(binding + ':') && name.length > binding.length + 1) return { provision, field: name.slice(binding.length + 1) };
-  }
-  return { reason: `the plan has no provision matching "${name}" (wanted <provision>[.<local>]:<key>)` };
 }
 
 /**

@@ -12,17 +12,10 @@ import { CollectItemSchema } from '../../shared/contract/collect.ts';
 import { decodeJson } from '../../shared/contract/decode.ts';
 import type { Plan } from '../../shared/contract/plan.ts';
 import type { Lookup, OnChange, Source, Wanted } from './source.ts';
-
-/** The kinds that read a collection: `collected` names it whole, the others by their own kind. */
-export const COLLECTION_KINDS = ['collected', 'shell', 'environment', 'contribution'] as const;
+import { collectionOf, declaredCollection } from '../../module/plan-names.ts';
 
 /** One contributor's item of a collection: its content, or why it was left out. */
 export type StoredItem = { key: string; content: string } | { key: string; reason: string };
-
-/** The collection a placeholder reads: `${collected:shell:zsh:normal}` and `${shell:zsh:normal}` alike. */
-export function collectionOf(wanted: Wanted): string {
-  return wanted.kind === 'collected' ? wanted.name : `${wanted.kind}:${wanted.name}`;
-}
 
 /** The dependency key of a collection on this node. */
 export function collectionDependency(collection: string): string {
@@ -85,12 +78,11 @@ export class NodeItems {
  * is left out and said in `notes` (its key and reason). A collection with no item is empty.
  */
 export function assemble(plan: Plan, items: NodeItems, wanted: Wanted): Lookup {
-  const collection = collectionOf(wanted);
-  const declared = plan.collections.find((c) => c.name === collection);
-  if (!declared) return { state: 'failed', reason: `collection "${collection}" is not in the plan's collections` };
+  const declared = declaredCollection(plan, wanted);
+  if ('reason' in declared) return { state: 'failed', reason: declared.reason };
   const parts: string[] = [];
   const notes: string[] = [];
-  for (const [contributor, item] of items.itemsOf(collection)) {
+  for (const [contributor, item] of items.itemsOf(declared.name)) {
     if ('reason' in item) {
       notes.push(`${COLLECT} ${item.key} left out: ${item.reason}`);
       continue;

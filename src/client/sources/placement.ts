@@ -3,6 +3,7 @@
 import type { Plan } from '../../shared/contract/plan.ts';
 import { isPlacementKind } from '../../shared/contract/registry.ts';
 import type { Found, Source, Wanted } from './source.ts';
+import { placementValue } from '../../module/plan-names.ts';
 
 /** The source of the placement kinds. */
 export function placementSource(): Source {
@@ -11,9 +12,7 @@ export function placementSource(): Source {
     lookup(plan: Plan, wanted: Wanted): Found {
       const dependency = `placement:${plan.module}:${wanted.kind}:${wanted.name}`;
       if (!isPlacementKind(wanted.kind)) return { state: 'failed', reason: `"${wanted.kind}" is not a placement kind`, dependency };
-      const values = plan.placement[wanted.kind];
-      // Only the plan's own keys: `${dir:__proto__}` names nothing.
-      const value = values && Object.hasOwn(values, wanted.name) ? values[wanted.name] : undefined;
+      const value = placementValue(plan, wanted.kind, wanted.name);
       return value === undefined ? { state: 'waiting', dependency } : { state: 'value', text: String(value), dependency };
     },
   };

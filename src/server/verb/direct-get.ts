@@ -2,9 +2,7 @@
 // stream info and a direct get, each bounded by READ_TIMEOUT_MS, a failure thrown as BucketReadError.
 import { Empty, type Msg, type NatsConnection } from '@nats-io/transport-node';
 import { jsonBytes } from '../../shared/base/bytes.ts';
-
-/** How long a read waits for the server's answer. */
-export const READ_TIMEOUT_MS = 5000;
+import { READ_TIMEOUT_MS } from '../../shared/contract/verb.ts';
 
 /** A read of a bucket that failed on the bus (the stream missing, no answer); the page is refused. */
 export class BucketReadError extends Error {

@@ -4,7 +4,8 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jsonBytes } from '../../shared/base/bytes.ts';
 import { compareKeys } from '../../shared/contract/keys.ts';
-import { BucketReadError, directGetSubject, keyPrefix, READ_TIMEOUT_MS, storedValue, streamInfo } from './direct-get.ts';
+import { READ_TIMEOUT_MS } from '../../shared/contract/verb.ts';
+import { BucketReadError, directGetSubject, keyPrefix, storedValue, streamInfo } from './direct-get.ts';
 
 /** Key lists kept per connection (one per bucket and filter walked lately), at most. */
 export const MAX_LISTINGS = 32;

@@ -9,7 +9,7 @@ import { isInboxSubject } from '../../shared/bus/inbox.ts';
 import { MAX_JSON_DEPTH, parseBoundedJson } from '../../shared/contract/limits.ts';
 import type { Logger } from '../../shared/cli/log.ts';
 import { validate } from '../../shared/contract/decode.ts';
-import type { VerbReply, VerbRequest } from '../../shared/contract/verb.ts';
+import { BUSY, DEFAULT_MAX_PAYLOAD, SEAT_READ_FAILURE, type VerbReply, type VerbRequest } from '../../shared/contract/verb.ts';
 import { answerHealth, type HealthSource } from './health.ts';
 import { Page, REPLY_HEADROOM, type Row } from './page.ts';
 import { parseVerbRequest, SHAPES, watchFilter, type BucketWhat, type Shape } from './request.ts';
@@ -20,16 +20,8 @@ import { errorText } from '../../shared/base/errors.ts';
 export { compareKeys } from '../../shared/contract/keys.ts';
 export { REPLY_HEADROOM } from './page.ts';
 
-/** The max payload assumed when the connection has not said its own (the nats-server default). */
-export const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
 /** Requests answered at once at most; one past that is answered BUSY at once (DESIGN §11). */
 export const MAX_CONCURRENT_REQUESTS = 16;
-/** The `{error}` of a request past MAX_CONCURRENT_REQUESTS. */
-export const BUSY = 'busy';
-/** How the verb's answer begins when the seat could not read a bucket (the bus, not the request). */
-export const SEAT_READ_FAILURE = 'reading ';
-/** The levels a reply wraps around a stored value (`{entries: [{value}]}`): a reader allows this much more depth. */
-export const REPLY_NESTING = 3;
 
 /**
  * Serves mesh-provisioner.provisioning until stopped; `reader` is the connection's own, made with its

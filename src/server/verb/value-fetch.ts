@@ -2,7 +2,8 @@
 // window on one inbox of the connection, answered back in key order whatever order they arrive in.
 import { createInbox, type Msg, type NatsConnection } from '@nats-io/transport-node';
 import { jsonBytes } from '../../shared/base/bytes.ts';
-import { BucketReadError, directGetSubject, keyPrefix, READ_TIMEOUT_MS, storedValue } from './direct-get.ts';
+import { READ_TIMEOUT_MS } from '../../shared/contract/verb.ts';
+import { BucketReadError, directGetSubject, keyPrefix, storedValue } from './direct-get.ts';
 
 /** Direct gets one page has in flight at once, at most. */
 export const MAX_IN_FLIGHT = 1024;

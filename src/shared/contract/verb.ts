@@ -25,5 +25,16 @@ export type VerbReply = {
   next?: string;
 };
 
+/** The max payload assumed when the connection has not said its own (the nats-server default): no reply is larger. */
+export const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
+/** The `{error}` of a request past the requests the seat answers at once (DESIGN §11): the seat busy, not the request refused. */
+export const BUSY = 'busy';
+/** How the verb's `{error}` begins when the seat could not read a bucket (the bus, not the request). */
+export const SEAT_READ_FAILURE = 'reading ';
+/** The levels a reply wraps around a stored value (`{entries: [{value}]}`): a reader allows this much more depth. */
+export const REPLY_NESTING = 3;
+/** How long the seat's read of a bucket waits for the server: whoever asks the verb waits past it, to hear the seat's answer naming the bucket. */
+export const READ_TIMEOUT_MS = 5000;
+
 /** A line on `provisioner_health`. */
 export type Health = { module: string; node?: string; build: string; reason: string; passes: number };

@@ -1,11 +1,11 @@
 // `node dist/client.js lint ARCHIVE|DIR [--plan FILE] [--json]`: reads the templates (and the plan or composition),
-// judges them (client/commands/lint/judge.ts) and prints every placeholder, then the problems; exit 1 on an error.
+// judges them (module/judge.ts) and prints every placeholder, then the problems; exit 1 on an error.
 import { createHash } from 'node:crypto';
 import { safeJson, safeText } from '../../../shared/cli/safe-text.ts';
-import { lintTemplates, type LintProblem, type LintReport } from './judge.ts';
-import { readLintInput, type LintInput } from './input.ts';
+import { lintTemplates, type LintProblem, type LintReport } from '../../../module/judge.ts';
+import { readLintInput, type LintInput } from '../../../module/input.ts';
 import type { LintOptions } from '../../options.ts';
-import { readLintTarget, type LintTarget } from './target.ts';
+import { readLintTarget, type LintTarget } from '../../../module/target.ts';
 
 /** The JSON `lint --json` prints. */
 export type LintJson = LintReport & {

@@ -2,9 +2,9 @@
 // restore"): every stream of the mesh's account snapshotted by nats-server into a directory, and
 // loaded into a bus that has none of them, both with the admin login.
 import { BUS_FLAGS, busOptionsFrom } from '../../../shared/cli/bus-flags.ts';
-import type { BusOptions } from '../../../shared/bus/bus.ts';
 import { describeFlags, openCommand, unexpectedArgument, valueSource, type Asked, type FlagTable } from '../../../shared/cli/flags.ts';
 import { fail, ok, type Parsed } from '../../../shared/base/result.ts';
+import type { BackupOptions, RestoreOptions } from '../../options.ts';
 
 /** The flags `restore` takes besides the bus's. */
 export const RESTORE_OWN_FLAGS = [
@@ -44,21 +44,6 @@ export function backupHelp(): string {
     describeFlags(BUS_FLAGS),
   ].join('\n');
 }
-
-/** What `backup` was asked. */
-export type BackupOptions = { command: 'backup'; bus: BusOptions; dir: string };
-
-/** What `restore` was asked. */
-export type RestoreOptions = {
-  command: 'restore';
-  bus: BusOptions;
-  /** The backup's directory. */
-  dir: string;
-  /** Copies each restored stream keeps; absent: as many as it had. */
-  replicas?: number;
-  /** Where `replicas` came from, as an error names it: `--replicas` or `MESH_REPLICAS`. */
-  replicasFrom: string;
-};
 
 /** Parses `backup …` or `restore …` (argv after the command's word); a reason names what is wrong. */
 export function parseBackupCommand(

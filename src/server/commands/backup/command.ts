@@ -8,7 +8,7 @@ import { describeBusError, errorText, isPermissionViolation } from '../../../sha
 import { INBOX_PREFIXES } from '../../../shared/bus/inbox.ts';
 import { isStreamNotFound } from '../../../shared/bus/jetstream-errors.ts';
 import { VERSION } from '../../../shared/cli/version.ts';
-import type { BackupOptions, RestoreOptions } from './command-line.ts';
+import type { BackupOptions, RestoreOptions } from '../../options.ts';
 import { isStreamFileName, makeBackupDir, readBackup, removeBackup, streamData, writeManifest, writeStream } from './files.ts';
 import { restoreStream } from './restore-stream.ts';
 import { JetStreamRefusal, snapshotStream } from './snapshot.ts';

@@ -2,7 +2,8 @@
 // providers, with the users' seeds read from (or generated into) the credentials directory.
 import { renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { renderBusConfig, usersOf } from './config.ts';
+import { renderBusConfig } from './config.ts';
+import { usersOf } from './users.ts';
 import { loadOrCreateLogins } from './credentials.ts';
 import { renderLeafConfig } from './leaf.ts';
 import { loadOrCreateLeafLogins } from './leaf-secrets.ts';

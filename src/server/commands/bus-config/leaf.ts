@@ -3,7 +3,8 @@
 // node keeps an account of its own here, with the same users and rights as on the hub, and one leaf
 // connection binding it to its account on the hub; the site's server runs no JetStream of its own.
 import { PLANS, REGISTRY_BUCKET } from '../../../shared/contract/buckets.ts';
-import { nodeAccount, nodeUserLines, q, sorted } from './config.ts';
+import { nodeUserLines, q } from './config.ts';
+import { nodeAccount, sorted } from './users.ts';
 
 /** What a site's leaf server is made of. */
 export type LeafShape = {

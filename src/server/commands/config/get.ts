@@ -6,7 +6,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { CONFIG } from '../../../shared/contract/buckets.ts';
 import { compareKeys, configKey, parseConfigKey } from '../../../shared/contract/keys.ts';
 import { safeText } from '../../../shared/cli/safe-text.ts';
-import { firstInvalidUtf8 } from '../../../client/fill/utf8.ts';
+import { firstInvalidUtf8 } from '../../../module/utf8.ts';
 import { COMMAND_READ_TIMEOUT_MS, readAll } from '../../../shared/bus/watch/read-all.ts';
 import { readStored } from '../input-bucket.ts';
 import { describeTarget, type ConfigTarget } from './set.ts';

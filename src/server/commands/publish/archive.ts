@@ -6,9 +6,9 @@ import { gzip } from 'node:zlib';
 import { promisify } from 'node:util';
 import { packTar } from 'modern-tar';
 import { fail, ok, type Parsed } from '../../../shared/base/result.ts';
-import { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from '../../../client/archive/limits.ts';
-import { unpackArchive } from '../../../client/archive/untar.ts';
-import { readLintInput } from '../../../client/commands/lint/input.ts';
+import { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from '../../../module/archive-limits.ts';
+import { unpackArchive } from '../../../module/untar.ts';
+import { readLintInput } from '../../../module/input.ts';
 
 /** Every packed entry's time: the epoch, so a checkout's times never change the digest. */
 export const PACKED_MTIME = new Date(0);

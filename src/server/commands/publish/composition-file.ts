@@ -5,7 +5,7 @@ import { MAX_PLAN_BYTES, parseBoundedJson } from '../../../shared/contract/limit
 import { CompositionFileSchema } from '../../../shared/contract/composition.ts';
 import { validateEach } from '../../../shared/contract/decode.ts';
 import { readRegularFile } from '../../../shared/cli/regular-file.ts';
-import type { ComposedFields } from '../../../client/commands/lint/composition.ts';
+import type { ComposedFields } from '../../../module/composition-plan.ts';
 
 /** A composition file that passed: what to write (without its archive) and what the templates are judged against. */
 export type CheckedComposition = {

@@ -1,8 +1,8 @@
 // Whether a module may be published (DESIGN §13): its templates linted against its composition with
-// the client's own scanner and refusals (client/commands/lint/), and what would fail every plan
+// the scanner and refusals the client fills and lints with (module/judge.ts), and what would fail every plan
 // composed from it, so a bad build is refused before anything is written.
-import { planOfComposition } from '../../../client/commands/lint/composition.ts';
-import { lintTemplates, type LintProblem } from '../../../client/commands/lint/judge.ts';
+import { planOfComposition } from '../../../module/composition-plan.ts';
+import { lintTemplates, type LintProblem } from '../../../module/judge.ts';
 import type { ModuleArchive } from './archive.ts';
 import type { CheckedComposition } from './composition-file.ts';
 

@@ -1,11 +1,11 @@
 // The command line of `rollout` (DESIGN §12) and the seat's `--rollout`: `rollout [MODULE] [--json]`,
 // `rollout resume MODULE`, `rollout abort MODULE`, run with the admin login.
 import { BUS_FLAGS, busOptionsFrom } from '../../../shared/cli/bus-flags.ts';
-import type { BusOptions } from '../../../shared/bus/bus.ts';
 import { describeFlags, openCommand, unexpectedArgument, type Asked, type FlagTable } from '../../../shared/cli/flags.ts';
 import { isName } from '../../../shared/contract/keys.ts';
 import { didYouMean } from '../../../shared/base/nearest.ts';
 import { fail, ok, type Parsed } from '../../../shared/base/result.ts';
+import type { RolloutOptions } from '../../options.ts';
 
 /** The seat's `--rollout`. */
 export const ROLLOUT_FLAG = {
@@ -37,19 +37,6 @@ export function rolloutHelp(): string {
     describeFlags([...BUS_FLAGS, ...ROLLOUT_OWN_FLAGS]),
   ].join('\n');
 }
-
-/** What `rollout` was asked. */
-export type RolloutOptions = {
-  command: 'rollout';
-  /** How to reach the bus. */
-  bus: BusOptions;
-  /** Show the rollouts, or ask the seat to resume or abort one. */
-  op: 'show' | 'resume' | 'abort';
-  /** The module: the one to show (all when absent), or the one to resume or abort. */
-  module?: string;
-  /** Print one JSON object instead of a table. */
-  json: boolean;
-};
 
 /** Parses `rollout …` (argv after the word `rollout`); a reason names what is wrong. */
 export function parseRolloutCommand(argv: readonly string[], env: NodeJS.ProcessEnv, help: () => string): Parsed<RolloutOptions | Asked> {

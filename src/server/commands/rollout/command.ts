@@ -10,7 +10,7 @@ import { safeJson } from '../../../shared/cli/safe-text.ts';
 import { ROLLOUT_VERB } from '../../../shared/contract/subjects.ts';
 import { COMMAND_READ_TIMEOUT_MS, readAll } from '../../../shared/bus/watch/read-all.ts';
 import { readRolloutState, type RolloutState } from '../../../shared/contract/rollout-state.ts';
-import type { RolloutOptions } from './command-line.ts';
+import type { RolloutOptions } from '../../options.ts';
 import { formatRollout, publicState } from './format.ts';
 import { missingBucketLine, seatWaitsForInit } from '../before-init.ts';
 import { busIsolates } from '../input-bucket.ts';

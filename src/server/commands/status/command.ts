@@ -1,16 +1,17 @@
 // `mesh-provisioner status [<node> [<module>]]`: the fleet at a glance, or one node's modules in
 // detail, and an exit code a check can rely on (DESIGN §13). Reports and the seat's health come from
-// the verb page by page (server/commands/query.ts), each page folded into the view and dropped; a
+// the verb page by page (server/commands/query/command.ts), each page folded into the view and dropped; a
 // bound value waited for is read against its plan and its provider's (provisions.ts).
 import type { NatsConnection } from '@nats-io/transport-node';
 import { compareKeys } from '../../../shared/contract/keys.ts';
 import { safeJson } from '../../../shared/cli/safe-text.ts';
-import { forEachPage, type QueryFailure } from '../query.ts';
+import { forEachPage, type QueryFailure } from '../query/command.ts';
 import { NodeDetail } from './detail.ts';
 import { detailLines, fleetLines, type FleetView, type NodeView } from './format.ts';
 import { FleetSummary } from './summary.ts';
 import { ownershipOf, type Ownership } from './where.ts';
-import { DEFAULT_STATUS_LIMIT, type StatusArgs } from '../../options.ts';
+import type { StatusArgs } from '../../options.ts';
+import { DEFAULT_STATUS_LIMIT } from './command-line.ts';
 import { isNotDone, readRollouts, type RolloutMark } from './rollouts.ts';
 import { resolveBoundWaits } from './provisions.ts';
 

@@ -1,7 +1,7 @@
 // How `status` prints: the fleet as one table (a row per node) and the seat's health under it, a node
 // as a block per module; every value from the bus goes through `cell` (safe text, cut past 4 KiB:
 // DESIGN §3), so none drives the terminal or forges a line.
-import { cell, formatTable } from '../query.ts';
+import { cell, formatTable } from '../query/command.ts';
 import type { ModuleDetail, ModuleHealth, WaitedValue } from './detail.ts';
 import type { HealthGroup, NodeSummary, OldestWaiting } from './summary.ts';
 import type { RolloutMark } from './rollouts.ts';

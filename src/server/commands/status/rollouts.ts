@@ -5,7 +5,7 @@
 // rolling or done rollout lists failed is counted failed until it reports the new build applied
 // (it keeps that build, or its older plan when the seat cannot compose the new one); a node a halted
 // or aborted rollout failed on is said in its detail, not counted (it is planned back).
-import { forEachPage } from '../query.ts';
+import { forEachPage } from '../query/command.ts';
 
 /** A failed node a rollout lists, with the seat's reason. */
 export type RolloutFailure = { node: string; reason: string };

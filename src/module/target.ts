@@ -1,14 +1,14 @@
 // What `lint --plan FILE` judges the templates against: a plan (DESIGN §4, the seat's value for
 // one node) or a composition (the catalogue's value, or the file `publish` takes), told apart by
 // shape — a plan names its `node`, a composition never does.
-import { MAX_PLAN_BYTES, parseBoundedJson } from '../../../shared/contract/limits.ts';
-import { CompositionFileSchema, CompositionSchema } from '../../../shared/contract/composition.ts';
-import { PlanSchema, type Plan } from '../../../shared/contract/plan.ts';
-import { validate } from '../../../shared/contract/decode.ts';
-import { errorText } from '../../../shared/base/errors.ts';
-import { readFileWithin } from '../../archive/fetch.ts';
-import type { Parsed } from '../../../shared/base/result.ts';
-import { planOfComposition, type ComposedFields } from './composition.ts';
+import { MAX_PLAN_BYTES, parseBoundedJson } from '../shared/contract/limits.ts';
+import { CompositionFileSchema, CompositionSchema } from '../shared/contract/composition.ts';
+import { PlanSchema, type Plan } from '../shared/contract/plan.ts';
+import { validate } from '../shared/contract/decode.ts';
+import { errorText } from '../shared/base/errors.ts';
+import { readFileWithin } from './read-file.ts';
+import type { Parsed } from '../shared/base/result.ts';
+import { planOfComposition, type ComposedFields } from './composition-plan.ts';
 
 /** What the file was read as: its plan (a composition's made without placement), and what is wrong with it besides. */
 export type LintTarget = {

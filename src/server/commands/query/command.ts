@@ -1,15 +1,14 @@
 // `mesh-provisioner query <what>`: asks the seat's verb page by page, then prints a table or one JSON object.
-import { PROVISIONING_VERB } from '../../shared/contract/subjects.ts';
+import { PROVISIONING_VERB } from '../../../shared/contract/subjects.ts';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { jsonBytes } from '../../shared/base/bytes.ts';
-import { MAX_JSON_DEPTH, parseBoundedJson } from '../../shared/contract/limits.ts';
-import { safeCell, safeJson, safeText } from '../../shared/cli/safe-text.ts';
-import type { VerbReply } from '../../shared/contract/verb.ts';
-import { BUSY, compareKeys, DEFAULT_MAX_PAYLOAD, REPLY_NESTING, SEAT_READ_FAILURE } from '../verb/serve.ts';
-import { READ_TIMEOUT_MS } from '../verb/direct-get.ts';
-import type { QueryArgs } from '../options.ts';
-import { errorText, isNoResponders, isPermissionViolation, isTimeout } from '../../shared/base/errors.ts';
-import { seatWaitsForInit } from './before-init.ts';
+import { jsonBytes } from '../../../shared/base/bytes.ts';
+import { MAX_JSON_DEPTH, parseBoundedJson } from '../../../shared/contract/limits.ts';
+import { safeCell, safeJson, safeText } from '../../../shared/cli/safe-text.ts';
+import { BUSY, DEFAULT_MAX_PAYLOAD, READ_TIMEOUT_MS, REPLY_NESTING, SEAT_READ_FAILURE, type VerbReply } from '../../../shared/contract/verb.ts';
+import { compareKeys } from '../../../shared/contract/keys.ts';
+import type { QueryArgs } from '../../options.ts';
+import { errorText, isNoResponders, isPermissionViolation, isTimeout } from '../../../shared/base/errors.ts';
+import { seatWaitsForInit } from '../before-init.ts';
 
 /**
  * How long one page may take to come back: past the seat's own read of a bucket (READ_TIMEOUT_MS),

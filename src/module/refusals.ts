@@ -1,11 +1,11 @@
 // What no value can ever fill (DESIGN §8): an unknown kind, a name too long for a key, a secret the
 // plan does not name, a secret in an item — listed at once, each with its template and line. The
-// fill and `lint` (client/commands/lint/judge.ts) both judge placeholders here, so they refuse with the same words.
-import { tokenTooLong } from '../../shared/contract/limits.ts';
-import { didYouMean } from '../../shared/base/nearest.ts';
-import type { Placeholder } from '../../shared/contract/placeholders.ts';
-import { KNOWN_KINDS } from '../../shared/contract/registry.ts';
-import type { Plan } from '../../shared/contract/plan.ts';
+// fill and `lint` (module/judge.ts) both judge placeholders here, so they refuse with the same words.
+import { tokenTooLong } from '../shared/contract/limits.ts';
+import { didYouMean } from '../shared/base/nearest.ts';
+import type { Placeholder } from '../shared/contract/placeholders.ts';
+import { KNOWN_KINDS } from '../shared/contract/registry.ts';
+import type { Plan } from '../shared/contract/plan.ts';
 import type { Template } from './templates.ts';
 
 /** At most this many refused placeholders are listed in one reason; the rest are counted. */

@@ -3,11 +3,11 @@
 // seconds, and init run just after its servers started meets that. Each bucket's calls are asked
 // again with the one backoff (shared/base/retry.ts), each reason said once, until `--timeout` has passed
 // since init began; then init gives up, naming the bucket it waited on and the bus's last answer.
-import { errorText, isTimeout } from '../../shared/base/errors.ts';
-import { isTemporarilyUnavailable } from '../../shared/bus/jetstream-errors.ts';
-import { isTooManyReplicas } from '../../shared/bus/replicas-hint.ts';
-import { retryWithBackoff } from '../../shared/base/retry.ts';
-import type { Timer } from '../../shared/base/timer.ts';
+import { errorText, isTimeout } from '../../../shared/base/errors.ts';
+import { isTemporarilyUnavailable } from '../../../shared/bus/jetstream-errors.ts';
+import { isTooManyReplicas } from '../../../shared/bus/replicas-hint.ts';
+import { retryWithBackoff } from '../../../shared/base/retry.ts';
+import type { Timer } from '../../../shared/base/timer.ts';
 
 /** The longest wait between two tries of a bucket the bus does not answer yet. */
 export const INIT_RETRY_MAX_MS = 5000;

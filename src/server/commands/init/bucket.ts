@@ -1,13 +1,13 @@
 // One bucket of `init` (DESIGN §3, §11, §13): made when missing; when there, refused if it holds more
-// than its bucket, and otherwise compared field by field with what was asked (init-drift.ts), each
+// than its bucket, and otherwise compared field by field with what was asked (drift.ts), each
 // difference updated where nats-server takes the update and said, or said with what is there, what
 // was asked and how to fix it.
 import { JetStreamApiError, type JetStreamManager, type StreamConfig, type StreamInfo } from '@nats-io/jetstream';
-import { bucketProblems, streamConfigOf, streamOf, type BucketSpec } from '../../shared/bus/bucket-spec.ts';
-import { errorText } from '../../shared/base/errors.ts';
-import { isStreamNotFound } from '../../shared/bus/jetstream-errors.ts';
-import { isTooManyReplicas } from '../../shared/bus/replicas-hint.ts';
-import { streamDrifts, type Asked, type Drift } from './init-drift.ts';
+import { bucketProblems, streamConfigOf, streamOf, type BucketSpec } from '../../../shared/bus/bucket-spec.ts';
+import { errorText } from '../../../shared/base/errors.ts';
+import { isStreamNotFound } from '../../../shared/bus/jetstream-errors.ts';
+import { isTooManyReplicas } from '../../../shared/bus/replicas-hint.ts';
+import { streamDrifts, type Asked, type Drift } from './drift.ts';
 
 /** What a bucket holds now, as the closing summary counts it. */
 export type Holding = { copies: number; maxConsumers: number };

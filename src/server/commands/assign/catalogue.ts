@@ -2,12 +2,12 @@
 // against its grammars only (DESIGN §13), yet a module never published is held by the seat without a
 // word at the command line; a warning says so, and the assignment stands (exit 0).
 import type { NatsConnection } from '@nats-io/transport-node';
-import { MODULES } from '../../shared/contract/buckets.ts';
-import { bucketManager } from '../../shared/bus/bucket-bind.ts';
-import { kvBucket, streamOf } from '../../shared/bus/bucket-spec.ts';
-import { openKv } from '../../shared/bus/bus.ts';
-import { isStreamNotFound } from '../../shared/bus/jetstream-errors.ts';
-import { MAX_PLAN_BYTES, parseBoundedJson } from '../../shared/contract/limits.ts';
+import { MODULES } from '../../../shared/contract/buckets.ts';
+import { bucketManager } from '../../../shared/bus/bucket-bind.ts';
+import { kvBucket, streamOf } from '../../../shared/bus/bucket-spec.ts';
+import { openKv } from '../../../shared/bus/bus.ts';
+import { isStreamNotFound } from '../../../shared/bus/jetstream-errors.ts';
+import { MAX_PLAN_BYTES, parseBoundedJson } from '../../../shared/contract/limits.ts';
 
 /** How long the look at the catalogue may take: a warning is not worth a long wait. */
 const CATALOGUE_TIMEOUT_MS = 2000;

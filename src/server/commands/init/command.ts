@@ -1,18 +1,18 @@
 // `node dist/server.js init` (DESIGN §3, §13): creates every bucket of the mesh with exactly its own subject, the
 // hardening and a bounded `max_consumers`, run with the admin login — on a bus with isolation no other
 // login may create, update, delete or purge a stream. Run again when a provider is added: each bucket
-// there is compared with what was asked and updated where nats-server can (init-bucket.ts); what
+// there is compared with what was asked and updated where nats-server can (bucket.ts); what
 // stays different is said, counted in the closing lines, and makes init exit 1.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { BUCKET_API_TIMEOUT_MS, bucketManager } from '../../shared/bus/bucket-bind.ts';
-import { maxConsumersFor } from '../../shared/bus/bucket-spec.ts';
-import { meshBuckets } from '../../shared/contract/buckets.ts';
-import type { InitRequest } from '../options.ts';
-import { errorText, isPermissionViolation } from '../../shared/base/errors.ts';
-import { isTooManyReplicas, tooManyReplicasLine } from '../../shared/bus/replicas-hint.ts';
-import { describeHolding, initBucket, type Outcome } from './init-bucket.ts';
-import type { Asked } from './init-drift.ts';
-import { InitGaveUp, PEERS_GRACE_MS, untilAnswered, type InitClock } from './init-wait.ts';
+import { BUCKET_API_TIMEOUT_MS, bucketManager } from '../../../shared/bus/bucket-bind.ts';
+import { maxConsumersFor } from '../../../shared/bus/bucket-spec.ts';
+import { meshBuckets } from '../../../shared/contract/buckets.ts';
+import type { InitRequest } from '../../options.ts';
+import { errorText, isPermissionViolation } from '../../../shared/base/errors.ts';
+import { isTooManyReplicas, tooManyReplicasLine } from '../../../shared/bus/replicas-hint.ts';
+import { describeHolding, initBucket, type Outcome } from './bucket.ts';
+import type { Asked } from './drift.ts';
+import { InitGaveUp, PEERS_GRACE_MS, untilAnswered, type InitClock } from './wait.ts';
 
 /** One bucket's outcome, by name (absent `outcome`: it could not be made or read). */
 type Result = { name: string; outcome?: Outcome };
@@ -24,7 +24,7 @@ export type InitTiming = { callMs: number; clock?: Omit<InitClock, 'deadline'> }
  * Creates or checks every bucket, one line each through `say` as it is done; resolves 0, or 1 when
  * a bucket is not as asked. A bucket the bus does not answer yet (a cluster electing its leader,
  * init run just after its servers started) is asked again until `req.timeoutMs` has passed since
- * init began (init-wait.ts), saying so; then init stops there, naming the bucket, and exits 1.
+ * init began (wait.ts), saying so; then init stops there, naming the bucket, and exits 1.
  */
 export async function runInit(
   nc: NatsConnection,

@@ -2,10 +2,10 @@
 // would get but for the placement — which is each node's assignment — so `lint --plan` and
 // `publish` judge its templates with the very checks a plan gets. What would fail every plan
 // composed from it (a secret named twice, a path no placement can make absolute) is said too.
-import { parsePlaceholders, scanPlaceholders } from '../../../shared/contract/placeholders.ts';
-import { isPlacementKind } from '../../../shared/contract/registry.ts';
-import type { Composition } from '../../../shared/contract/composition.ts';
-import type { Plan } from '../../../shared/contract/plan.ts';
+import { parsePlaceholders, scanPlaceholders } from '../shared/contract/placeholders.ts';
+import { isPlacementKind } from '../shared/contract/registry.ts';
+import type { Composition } from '../shared/contract/composition.ts';
+import type { Plan } from '../shared/contract/plan.ts';
 
 /** What `lint` and `publish` read of a composition: the bucket's value and `publish`'s file alike. */
 export type ComposedFields = Pick<Composition, 'module' | 'provisioning'> & { build?: string | undefined; archive?: Composition['archive'] };

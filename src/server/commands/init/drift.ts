@@ -1,10 +1,10 @@
 // What `init` compares on a stream that is already there (DESIGN §3, §11, §13): every field it would
 // create the bucket with — the hardening, the discard policy, one value a key, what it keeps and for
 // how long, the copies, the bound on consumers — against the stream's, each difference with the update that would bring the stream
-// to it and what the operator can do when nats-server refuses that update. Pure: init-bucket.ts asks.
+// to it and what the operator can do when nats-server refuses that update. Pure: bucket.ts asks.
 import { StorageType, type StreamConfig } from '@nats-io/jetstream';
-import { bucketProblems, CONSUMERS_BESIDE_NODES, CONSUMERS_PER_NODE, KV_HARDENING, streamConfigOf, streamOf } from '../../shared/bus/bucket-spec.ts';
-import type { BucketSize, BucketSpec } from '../../shared/bus/bucket-spec.ts';
+import { bucketProblems, CONSUMERS_BESIDE_NODES, CONSUMERS_PER_NODE, KV_HARDENING, streamConfigOf, streamOf } from '../../../shared/bus/bucket-spec.ts';
+import type { BucketSize, BucketSpec } from '../../../shared/bus/bucket-spec.ts';
 
 /** One way a stream is not what `init` would make. */
 export type Drift = {

@@ -2,11 +2,11 @@
 // templates (walked as `tar -C DIR .` would pack it, checked against the same limits), or one file.
 import { lstat, readdir, realpath, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { fail, ok, type Parsed } from '../../../shared/base/result.ts';
-import { readFileWithin } from '../../archive/fetch.ts';
-import { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from '../../archive/limits.ts';
-import { checkEntries, unpackArchive, type EntryHeader } from '../../archive/untar.ts';
-import { errorText } from '../../../shared/base/errors.ts';
+import { fail, ok, type Parsed } from '../shared/base/result.ts';
+import { readFileWithin } from './read-file.ts';
+import { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from './archive-limits.ts';
+import { checkEntries, unpackArchive, type EntryHeader } from './untar.ts';
+import { errorText } from '../shared/base/errors.ts';
 
 /** What `lint` was given, read. */
 export type LintInput = {

@@ -2,9 +2,9 @@
 // tar, refusing the whole archive for any hostile or oversized entry.
 import { gunzip } from 'node:zlib';
 import { unpackTar, type TarHeader } from 'modern-tar';
-import { fail, type Parsed } from '../../shared/base/result.ts';
-import type { ArchiveLimits } from './limits.ts';
-import { errorText } from '../../shared/base/errors.ts';
+import { fail, type Parsed } from '../shared/base/result.ts';
+import type { ArchiveLimits } from './archive-limits.ts';
+import { errorText } from '../shared/base/errors.ts';
 
 // The tar stream around the files' bytes: per entry a header, a pax header with a one-block body
 // and padding; at the end the zero blocks and the record padding tar writes.

@@ -1,6 +1,6 @@
 // An unclosed placeholder as `lint` (and so `publish`) says it (issue 20 item 13): the fill keeps
 // `${kind:name` without its `}` as text, byte for byte (DESIGN §8), so only lint can point at it.
-import type { UnclosedAt } from '../../../shared/contract/placeholders.ts';
+import type { UnclosedAt } from '../shared/contract/placeholders.ts';
 
 /** One problem of an unclosed placeholder, in the shape of lint's problems (judge.ts). */
 export type UnclosedProblem = { severity: 'error' | 'warning'; template: string; line: number; message: string };

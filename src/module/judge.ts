@@ -1,17 +1,14 @@
 // `lint` (issue 14): a module's templates judged as a node's client would judge them, without a bus
-// or an engine — the same decoding, scanner and refusals (client/fill/templates.ts, client/fill/check.ts), and with a
+// or an engine — the same decoding, scanner and refusals (module/templates.ts, module/refusals.ts), and with a
 // plan the checks its sources make of the plan alone (placement, collections, bindings, provides).
-import { scanPlaceholders, type UnclosedAt } from '../../../shared/contract/placeholders.ts';
+import { scanPlaceholders, type Placeholder, type UnclosedAt } from '../shared/contract/placeholders.ts';
 import { unclosedProblems } from './unclosed.ts';
-import { isPlacementKind } from '../../../shared/contract/registry.ts';
-import type { Plan } from '../../../shared/contract/plan.ts';
-import { itemTarget, missingTemplate, refusalList, shownPlaceholder, twoItems, type UsedTemplate } from '../../fill/check.ts';
-import { resolveBound } from '../../sources/bound.ts';
-import { assemble, COLLECTION_KINDS, NodeItems } from '../../sources/collected.ts';
-import { placementSource } from '../../sources/placement.ts';
-import type { Lookup, Wanted } from '../../sources/source.ts';
-import { prepareTemplates, type Template } from '../../fill/templates.ts';
-import { firstInvalidUtf8 } from '../../fill/utf8.ts';
+import { isPlacementKind } from '../shared/contract/registry.ts';
+import type { Plan } from '../shared/contract/plan.ts';
+import { itemTarget, missingTemplate, refusalList, shownPlaceholder, twoItems, type UsedTemplate } from './refusals.ts';
+import { COLLECTION_KINDS, declaredCollection, placementValue, resolveBound } from './plan-names.ts';
+import { prepareTemplates, type Template } from './templates.ts';
+import { firstInvalidUtf8 } from './utf8.ts';
 
 /**
  * How much a problem weighs: an error fails the module — or is a mistake `publish` refuses though
@@ -34,12 +31,15 @@ export type LintedTemplate = {
 /** What `lint` found. */
 export type LintReport = { templates: LintedTemplate[]; problems: LintProblem[] };
 
+/** What the plan alone says of a placeholder the sources would not fill: it would wait, or it fails the module. */
+type PlanAnswer = { state: 'waiting' } | { state: 'failed'; reason: string };
+
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 const COLLECTION_KIND_LIST: readonly string[] = COLLECTION_KINDS;
 
 /** How the plan was made. */
 export type LintPlanKind = {
-  /** False for a composition made into a plan (lint/composition.ts): no assignment yet, so no placement to judge. */
+  /** False for a composition made into a plan (composition-plan.ts): no assignment yet, so no placement to judge. */
   placed?: boolean;
 };
 
@@ -163,12 +163,12 @@ function planLookups(plan: Plan, used: readonly UsedTemplate[], placed: boolean)
   return problems;
 }
 
-/** A source's answer from the plan alone; undefined where only the bus can say (config, bound values, credentials). */
-function staticLookup(plan: Plan, wanted: Wanted): Lookup | undefined {
-  if (isPlacementKind(wanted.kind)) return placementSource().lookup(plan, wanted);
+/** A source's answer from the plan alone, when it waits or fails; undefined where only the bus can say (config, bound values, credentials). */
+function staticLookup(plan: Plan, wanted: Placeholder): PlanAnswer | undefined {
+  if (isPlacementKind(wanted.kind)) return placementValue(plan, wanted.kind, wanted.name) === undefined ? { state: 'waiting' } : undefined;
   if (COLLECTION_KIND_LIST.includes(wanted.kind)) {
-    const found = assemble(plan, new NodeItems(plan.node), wanted);
-    return found.state === 'failed' ? found : undefined;
+    const declared = declaredCollection(plan, wanted);
+    return 'reason' in declared ? { state: 'failed', reason: declared.reason } : undefined;
   }
   if (wanted.kind === 'bound') {
     const ref = resolveBound(plan, wanted.name);

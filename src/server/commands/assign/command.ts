@@ -3,17 +3,17 @@
 // placement}` (§3). Checked against the grammars only, never against the catalogue: what the seat
 // cannot compose it says in `health`.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { ASSIGNMENTS } from '../../shared/contract/buckets.ts';
-import { jsonBytes } from '../../shared/base/bytes.ts';
-import { checkName, nodeModuleKey } from '../../shared/contract/keys.ts';
-import { MAX_PLAN_BYTES } from '../../shared/contract/limits.ts';
-import { PLACEMENT_KINDS, type PlacementKind } from '../../shared/contract/registry.ts';
-import { fail, ok, type Parsed } from '../../shared/base/result.ts';
-import { MAX_PATH_BYTES, pathProblem, PLACEHOLDER_NAME_PATTERN, tokenProblem } from '../../shared/contract/fields.ts';
-import type { Assignment, Placement } from '../../shared/contract/assignment.ts';
-import { safeJson } from '../../shared/cli/safe-text.ts';
-import { inputFailure, isUnchanged, openInputBucket, readStored } from './input-bucket.ts';
-import { catalogueWarning } from './assign-catalogue.ts';
+import { ASSIGNMENTS } from '../../../shared/contract/buckets.ts';
+import { jsonBytes } from '../../../shared/base/bytes.ts';
+import { checkName, nodeModuleKey } from '../../../shared/contract/keys.ts';
+import { MAX_PLAN_BYTES } from '../../../shared/contract/limits.ts';
+import { PLACEMENT_KINDS, type PlacementKind } from '../../../shared/contract/registry.ts';
+import { fail, ok, type Parsed } from '../../../shared/base/result.ts';
+import { MAX_PATH_BYTES, pathProblem, PLACEHOLDER_NAME_PATTERN, tokenProblem } from '../../../shared/contract/fields.ts';
+import type { Assignment, Placement } from '../../../shared/contract/assignment.ts';
+import { safeJson } from '../../../shared/cli/safe-text.ts';
+import { inputFailure, isUnchanged, openInputBucket, readStored } from '../input-bucket.ts';
+import { catalogueWarning } from './catalogue.ts';
 
 type Say = (line: string) => void;
 
