@@ -6,7 +6,7 @@ import type { Parsed } from '../../shared/base/result.ts';
 import { AssignmentSchema, type Assignment } from '../../shared/contract/assignment.ts';
 import { CompositionSchema, type Composition } from '../../shared/contract/composition.ts';
 import { decodeJson } from '../../shared/contract/decode.ts';
-import { digestOf } from './digest.ts';
+import { digestOf } from '../../shared/contract/digest.ts';
 import { errorText } from '../../shared/base/errors.ts';
 
 /** A composition as decoded (or the reason it is refused), with the digest of its bytes. */

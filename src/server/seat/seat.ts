@@ -18,8 +18,10 @@ import { errorText } from '../../shared/base/errors.ts';
 import type { Rollout } from '../../shared/contract/rollout-schema.ts';
 import type { Health } from '../../shared/contract/verb.ts';
 import { RolloutDirector } from './rollout/director.ts';
-import { withRollouts } from './rollout/health-source.ts';
+import { withRollouts } from './health-source.ts';
 import { serveRolloutRequests } from './rollout/requests.ts';
+import type { Turn } from './rollout/soon.ts';
+import type { Timer } from '../../shared/base/timer.ts';
 import { loadRolloutStates, StateWriter } from './rollout/store.ts';
 
 /** What the seat needs to run. */
@@ -36,6 +38,8 @@ export type SeatOptions = {
   inboxPrefix?: string;
   /** The rollout of a composition without its own (`--rollout`, DESIGN §12); none: every plan at once. */
   rollout?: Rollout;
+  /** The clock, timer and turn of the composer and the rollouts (Date.now, unrefTimer, setImmediate); tests hand in their own. */
+  time?: { now?: () => number; timer?: Timer; turn?: Turn };
 };
 
 /** A running seat. */
@@ -73,11 +77,15 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
 
   const plans = kvs.get(PLANS)!;
   const say = (line: Health) => nc.publish(HEALTH_SUBJECT, jsonBytes(line));
-  const rollouts = new RolloutDirector(StateWriter.of(kvs.get(ROLLOUTS)!, log), say, log, {
+  const time = opts.time ?? {};
+  const rollouts = new RolloutDirector(StateWriter.of(kvs.get(ROLLOUTS)!, log, time.timer), say, log, {
     ...(opts.rollout ? { policy: opts.rollout } : {}),
+    ...time,
   });
   rollouts.load(states);
   const publisher = new KvPublisher(nc, PLANS, opts.inboxPrefix === undefined ? {} : { inboxPrefix: opts.inboxPrefix });
+  // The seat routes between the two: compositions and passes to the rollouts, which the composer
+  // asks per key; the passes the rollouts ask to the composer.
   const composer = new Composer(
     {
       putPlan: (key, value) => publisher.put(key, value),
@@ -89,8 +97,14 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
       rollouts.passed(summary.failed);
       opts.onPass?.(summary);
     },
-    { rollouts },
+    {
+      select: rollouts,
+      onComposition: (module, composition) => rollouts.compositionChanged(module, composition),
+      ...(time.now ? { now: time.now } : {}),
+      ...(time.timer ? { retry: { timer: time.timer } } : {}),
+    },
   );
+  rollouts.attach({ ...composer.view, recompose: (module, nodes) => composer.recompose(module, nodes) });
   const verb = serveProvisioning(nc, log, readerOf(nc, opts.inboxPrefix), withRollouts(composer.healthBook, rollouts));
   const requests = serveRolloutRequests(nc, log, rollouts);
   // The subscription reaches the server before the seat says it is ready: a request right after is answered.

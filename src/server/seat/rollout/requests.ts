@@ -12,7 +12,8 @@ import type { Logger } from '../../../shared/cli/log.ts';
 import type { Parsed } from '../../../shared/base/result.ts';
 import { validate } from '../../../shared/contract/decode.ts';
 import { ROLLOUT_VERB } from '../../../shared/contract/subjects.ts';
-import type { RolloutAnswer, RolloutDirector } from './director.ts';
+import type { RolloutDirector } from './director.ts';
+import type { RolloutAnswer } from './operator.ts';
 
 /** Requests answered at once at most; one past that is answered `busy`. */
 export const MAX_ROLLOUT_REQUESTS = 4;

@@ -8,6 +8,7 @@ import { errorText } from '../../../shared/base/errors.ts';
 import type { Logger } from '../../../shared/cli/log.ts';
 import { readAll } from '../../../shared/bus/watch/read-all.ts';
 import { readRolloutState, type RolloutState } from '../../../shared/contract/rollout-state.ts';
+import { sleepOn, unrefTimer, type Timer } from '../../../shared/base/timer.ts';
 
 /** How long a failed write of a state waits before it is tried again. */
 export const STATE_RETRY_MS = 1000;
@@ -31,14 +32,16 @@ export class StateWriter {
   readonly #saidTooLarge = new Map<string, string>();
   #closed = false;
 
+  /** `timer` waits before a failed write is tried again (unrefTimer: it never holds a stopping seat open); tests hand in their own. */
   constructor(
     private readonly put: (module: string, bytes: Uint8Array) => Promise<unknown>,
     private readonly log: Logger,
+    private readonly timer: Timer = unrefTimer,
   ) {}
 
-  /** A writer putting into the rollouts bucket `kv`. */
-  static of(kv: KV, log: Logger): StateWriter {
-    return new StateWriter((module, bytes) => kv.put(module, bytes), log);
+  /** A writer putting into the rollouts bucket `kv`, waiting on `timer` before it tries again. */
+  static of(kv: KV, log: Logger, timer?: Timer): StateWriter {
+    return new StateWriter((module, bytes) => kv.put(module, bytes), log, timer);
   }
 
   /** Asks for `state` to be stored; what is asked while a write runs is folded into the next one. */
@@ -82,7 +85,7 @@ export class StateWriter {
         if (isTooLarge(err)) this.#sayTooLarge(state, bytes.length, err);
         else this.log.warn(`${ROLLOUTS} ${module}: write failed: ${errorText(err, { name: true })}; trying again`);
         if (!this.#latest.has(module)) this.#latest.set(module, state);
-        await new Promise((resolve) => setTimeout(resolve, STATE_RETRY_MS).unref());
+        await sleepOn(this.timer, STATE_RETRY_MS);
       }
     }
   }

@@ -1,8 +1,8 @@
 // The verb's `health` (DESIGN §6) over both of the seat's books: the assignments' entries, keyed
 // `<node>.<module>`, and each rollout that is not done, keyed `<module>`, in one key order.
-import { compareKeys } from '../../../shared/contract/keys.ts';
-import type { HealthSource } from '../../verb/health.ts';
-import type { RolloutDirector } from './director.ts';
+import { compareKeys } from '../../shared/contract/keys.ts';
+import type { HealthSource } from '../verb/health.ts';
+import type { RolloutDirector } from './rollout/director.ts';
 
 /** The assignments' health and the rollouts' together, keys merged in key order. */
 export function withRollouts(book: HealthSource, director: Pick<RolloutDirector, 'healthKeys' | 'healthEntry'>): HealthSource {

@@ -1,4 +1,5 @@
-// The digest the composer compares plans by, so it never keeps a second copy of a bucket's bytes.
+// The seat's digest: what the composer compares plans by, so it never keeps a second copy of a
+// bucket's bytes, and what a rollout's stored state names its content by (its `digest`, DESIGN §12).
 import * as crypto from 'node:crypto';
 
 // The one-shot hash (Node 20.12+) is a third cheaper than a Hash object per value; older runtimes get the object.
