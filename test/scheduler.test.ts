@@ -1,16 +1,19 @@
 // The settle/coalesce scheduler (DESIGN §10 --settle), driven by a fake clock: exact sequences, no sleeping.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { MAX_SETTLE_WINDOWS, Scheduler, type Timers } from '../src/client/schedule/scheduler.ts';
+import { MAX_SETTLE_WINDOWS, Scheduler, type SchedulerTimers } from '../src/client/schedule/scheduler.ts';
 
 /** A fake clock: timers fire only when the test advances time. */
 function fakeClock() {
   let now = 0;
   let seq = 0;
   const timers = new Map<number, { at: number; fn: () => void }>();
-  const api: Timers = {
-    setTimeout: (fn, ms) => (timers.set(++seq, { at: now + ms, fn }), seq),
-    clearTimeout: (h) => void timers.delete(h as number),
+  const api: SchedulerTimers = {
+    timer: (fn, ms) => {
+      const id = ++seq;
+      timers.set(id, { at: now + ms, fn });
+      return { cancel: () => void timers.delete(id) };
+    },
   };
   return {
     timers: api,
@@ -166,11 +169,17 @@ test('a run that throws is reported and does not stop the module', async () => {
 test('with --settle 0 a change starts on the next turn, not on a clamped 1 ms timer; a burst in one turn is still one fill', async () => {
   const used: string[] = [];
   const queued: (() => void)[] = [];
-  const timers: Timers = {
-    setTimeout: (fn) => (used.push('setTimeout'), setTimeout(fn, 0)),
-    clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
-    immediate: (fn) => (used.push('immediate'), queued.push(fn), queued.length),
-    clearImmediate: (h) => void (queued[(h as number) - 1] = () => {}),
+  const timers: SchedulerTimers = {
+    timer: (fn) => {
+      used.push('timer');
+      const t = setTimeout(fn, 0);
+      return { cancel: () => clearTimeout(t) };
+    },
+    immediate: (fn) => {
+      used.push('immediate');
+      const i = queued.push(fn) - 1;
+      return { cancel: () => void (queued[i] = () => {}) };
+    },
   };
   const runs: string[] = [];
   const scheduler = new Scheduler(

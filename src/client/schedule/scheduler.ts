@@ -1,23 +1,21 @@
 // Coalesces a module's changes (DESIGN §10 --settle): one fill after a burst, never two at once.
+import { immediateTimer, refTimer, type Timer } from '../../shared/base/timer.ts';
 
-/** The timer functions a scheduler uses, handed in so tests can drive time. */
-export type Timers = {
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-  /**
-   * Runs `fn` once the current turn's I/O is handled, for a fill that starts at once (`--settle 0`,
-   * a cut burst): Node clamps `setTimeout(fn, 0)` to 1 ms, a millisecond every change would pay.
-   * Optional: without it a zero delay is a `setTimeout`.
-   */
-  immediate?(fn: () => void): unknown;
-  /** Cancels what `immediate` scheduled. */
-  clearImmediate?(handle: unknown): void;
-};
+/**
+ * The timers a scheduler uses, handed in so tests can drive time: the settle window's `timer`, and
+ * `immediate` for a fill that starts at once (`--settle 0`, a cut burst) once the current turn's I/O
+ * is handled — Node clamps `setTimeout(fn, 0)` to 1 ms, a millisecond every change would pay.
+ * Without `immediate` a zero delay goes through `timer`.
+ */
+export type SchedulerTimers = { timer: Timer; immediate?: Timer };
+
+/** The real ones: a referenced timeout (a pending fill keeps the client running) and setImmediate. */
+const REAL_TIMERS: SchedulerTimers = { timer: refTimer, immediate: immediateTimer };
 
 /** Runs one module's fill; `full` asks for every file again (start, knock, bus back). */
 export type RunModule = (module: string, full: boolean) => Promise<void>;
 
-type Slot = { timer?: unknown; immediate?: boolean; running?: Promise<void>; pending: boolean; full: boolean; since?: number };
+type Slot = { timer?: { cancel(): void }; running?: Promise<void>; pending: boolean; full: boolean; since?: number };
 
 /** A burst is cut after this many settle windows, so a steady stream of changes still fills. */
 export const MAX_SETTLE_WINDOWS = 10;
@@ -38,12 +36,7 @@ export class Scheduler {
     private readonly settleMs: number,
     private readonly run: RunModule,
     private readonly onError: (module: string, err: unknown) => void,
-    private readonly timers: Timers = {
-      setTimeout: (fn, ms) => setTimeout(fn, ms),
-      clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
-      immediate: (fn) => setImmediate(fn),
-      clearImmediate: (h) => clearImmediate(h as NodeJS.Immediate),
-    },
+    private readonly timers: SchedulerTimers = REAL_TIMERS,
     private readonly now: () => number = Date.now,
     private readonly concurrency = DEFAULT_CONCURRENCY,
   ) {}
@@ -58,13 +51,8 @@ export class Scheduler {
     slot.since ??= now;
     this.#clear(slot);
     const cut = this.settleMs === 0 || now - slot.since >= this.settleMs * MAX_SETTLE_WINDOWS;
-    if (cut && this.timers.immediate) {
-      slot.timer = this.timers.immediate(() => this.#start(module));
-      slot.immediate = true;
-    } else {
-      slot.timer = this.timers.setTimeout(() => this.#start(module), cut ? 0 : this.settleMs);
-      slot.immediate = false;
-    }
+    const timer = cut ? (this.timers.immediate ?? this.timers.timer) : this.timers.timer;
+    slot.timer = timer(() => this.#start(module), cut ? 0 : this.settleMs);
   }
 
   /** Resolves when no module has a fill pending or running. */
@@ -83,9 +71,7 @@ export class Scheduler {
   }
 
   #clear(slot: Slot): void {
-    if (slot.timer === undefined) return;
-    if (slot.immediate) this.timers.clearImmediate?.(slot.timer);
-    else this.timers.clearTimeout(slot.timer);
+    slot.timer?.cancel();
   }
 
   #start(module: string): void {

@@ -21,3 +21,9 @@ export const refTimer: Timer = (fn, ms) => {
   const t = setTimeout(fn, ms);
   return { cancel: () => clearTimeout(t) };
 };
+
+/** Runs `fn` once the current turn's I/O is handled, whatever `ms` says (setImmediate): a wait of zero that Node would clamp to 1 ms. */
+export const immediateTimer: Timer = (fn) => {
+  const t = setImmediate(fn);
+  return { cancel: () => clearImmediate(t) };
+};
