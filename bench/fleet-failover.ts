@@ -21,7 +21,7 @@ import { connectBus } from '../src/shared/bus/bus.ts';
 import { USERS } from '../src/server/commands/bus-config/users.ts';
 import { seedFile } from '../src/server/commands/bus-config/credentials.ts';
 import { CONFIG } from '../src/shared/contract/buckets.ts';
-import { maxConsumersFor } from '../src/shared/bus/bucket-spec.ts';
+import { maxConsumersFor } from '../src/shared/contract/bucket-spec.ts';
 import { generatedServerConfig, startNatsCluster, waitForMetaLeader } from '../test/helpers/nats-cluster.ts';
 import { bytes, loadFleet, MODULES_N, nodeName, putAll } from './fleet-load.ts';
 import { startPool } from './fleet-pool.ts';

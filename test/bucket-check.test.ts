@@ -12,7 +12,7 @@ import { BUCKET_API_TIMEOUT_MS, BucketRefusedError, ensureBucket, refuseBadBucke
 import { isTimeout } from '../src/shared/base/errors.ts';
 import { paceOf } from '../src/shared/bus/watch/pace.ts';
 import { runInit } from '../src/server/commands/init/command.ts';
-import { bucketProblems, kvBucket, maxConsumersFor, objBucket, ownSubject, streamConfigOf, streamOf } from '../src/shared/bus/bucket-spec.ts';
+import { bucketProblems, kvBucket, maxConsumersFor, objBucket, ownSubject, streamConfigOf, streamOf } from '../src/shared/contract/bucket-spec.ts';
 import { meshBuckets, PLANS, REGISTRY_BUCKET } from '../src/shared/contract/buckets.ts';
 import { memoryLogger } from '../src/shared/cli/log.ts';
 import { runProvider } from '../src/sdk/provider.ts';

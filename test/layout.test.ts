@@ -50,6 +50,24 @@ test('src/sdk imports nothing of src/client or src/server', () => {
   assert.equal(crossings(['sdk'], ['client', 'server']), []);
 });
 
+// src/shared/'s rooms stand on one another in one order (issue 32): the floor (base) imports none of
+// them, the contract only the floor, the bus the contract and the floor, the command line any of them.
+const SHARED_ROOMS = ['base', 'contract', 'bus', 'cli'] as const;
+
+test("src/shared/'s rooms import only the rooms below them: base, contract, bus, cli", () => {
+  const shared = join(SRC, 'shared');
+  const roomOf = (file: string) => relative(shared, file).split('/')[0] ?? '';
+  const wrong = imports
+    .filter((i) => partOf(i.from) === 'shared' && partOf(i.to) === 'shared')
+    .filter((i) => {
+      const from = SHARED_ROOMS.indexOf(roomOf(i.from) as (typeof SHARED_ROOMS)[number]);
+      const to = SHARED_ROOMS.indexOf(roomOf(i.to) as (typeof SHARED_ROOMS)[number]);
+      return from < 0 || to < 0 || to > from;
+    })
+    .map(arrow);
+  assert.equal(wrong, []);
+});
+
 test('src/shared/ imports nothing of src/ outside itself', () => {
   assert.equal(
     crossings(

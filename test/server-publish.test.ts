@@ -14,7 +14,7 @@ import { DEFAULT_ARCHIVE_LIMITS } from '../src/module/archive-limits.ts';
 import { unpackArchive } from '../src/module/untar.ts';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Objm } from '@nats-io/obj';
-import { bucketProblems, kvBucket, objBucket, streamOf } from '../src/shared/bus/bucket-spec.ts';
+import { bucketProblems, kvBucket, objBucket, streamOf } from '../src/shared/contract/bucket-spec.ts';
 import { connectBus, openKv } from '../src/shared/bus/bus.ts';
 import { MODULES } from '../src/shared/contract/buckets.ts';
 import { packTemplates } from './helpers/archive.ts';

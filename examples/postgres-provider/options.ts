@@ -5,7 +5,7 @@ import type { BusOptions } from '../../src/shared/bus/bus.ts';
 import { describeFlags, openCommand, unexpectedArgument, valueSource, type Asked, type FlagTable, type FlagValues } from '../../src/shared/cli/flags.ts';
 import { INBOX_PREFIXES } from '../../src/shared/bus/inbox.ts';
 import { isName, segmentNameProblem } from '../../src/shared/contract/keys.ts';
-import { limitText, presentFileProblem, readRegularFile } from '../../src/shared/cli/regular-file.ts';
+import { limitText, presentFileProblem, readRegularFile } from '../../src/shared/base/regular-file.ts';
 import { fail, ok, type Parsed } from '../../src/shared/base/result.ts';
 import { MAX_CONSUMERS_FILE_BYTES } from '../../src/sdk/consumers-file.ts';
 import { DEFAULT_CALL_TIMEOUT_MS, DEFAULT_CONCURRENCY } from '../../src/sdk/provider.ts';

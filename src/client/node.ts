@@ -8,7 +8,7 @@ import type { Watch } from '../shared/bus/watch/types.ts';
 import { APPLIED, COLLECT, CONFIG, NEEDS, PLANS, REGISTRY_BUCKET } from '../shared/contract/buckets.ts';
 import { refuseBadBucket } from '../shared/bus/bucket-bind.ts';
 import { bindWhenThere } from '../shared/bus/bind-wait.ts';
-import { kvBucket } from '../shared/bus/bucket-spec.ts';
+import { kvBucket } from '../shared/contract/bucket-spec.ts';
 import type { Logger } from '../shared/cli/log.ts';
 import { loadArchive, natsObjectFetcher, type ArchiveLimits } from './archive/load.ts';
 import { changedOf, everyKind } from './asks.ts';

@@ -3,7 +3,7 @@
 import { statSync, unwatchFile, watchFile, type BigIntStats } from 'node:fs';
 import { resolve } from 'node:path';
 import * as v from 'valibot';
-import { readRegularFile } from '../shared/cli/regular-file.ts';
+import { readRegularFile } from '../shared/base/regular-file.ts';
 import type { Parsed } from '../shared/base/result.ts';
 import { NAME_PATTERN } from '../shared/contract/keys.ts';
 import { decodeJson } from '../shared/contract/decode.ts';

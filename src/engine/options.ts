@@ -2,7 +2,7 @@
 import { describeFlags, openCommand, unexpectedArgument, valueSource, type Asked, type FlagTable } from '../shared/cli/flags.ts';
 import { fail, ok, type Parsed } from '../shared/base/result.ts';
 import { DEFAULT_FILL_SOCKET } from '../shared/contract/fill-protocol.ts';
-import { limitText, presentFileProblem } from '../shared/cli/regular-file.ts';
+import { limitText, presentFileProblem } from '../shared/base/regular-file.ts';
 import { MAX_DECLARATION_BYTES } from './declaration.ts';
 import { MAX_STATE_BYTES } from './record.ts';
 

@@ -7,7 +7,7 @@ import { decodeJson } from '../shared/contract/decode.ts';
 import { FILE_MODES } from '../shared/contract/composition.ts';
 import { writeAtomic } from './writer.ts';
 import { errorText } from '../shared/base/errors.ts';
-import { readRegularFileIfThere } from '../shared/cli/regular-file.ts';
+import { readRegularFileIfThere } from '../shared/base/regular-file.ts';
 
 /** The permission bits of the state file: it names paths, which are nobody else's business. */
 const STATE_FILE_MODE = 0o600;

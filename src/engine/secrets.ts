@@ -5,7 +5,7 @@
 import { realpath } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { secretNamesOf, type FillContent } from '../shared/contract/fill-protocol.ts';
-import { readRegularFileIfThere } from '../shared/cli/regular-file.ts';
+import { readRegularFileIfThere } from '../shared/base/regular-file.ts';
 import type { Parsed } from '../shared/base/result.ts';
 import { vaultOwnerProblem } from '../shared/contract/vault-names.ts';
 import { isInside } from './paths.ts';

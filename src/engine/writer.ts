@@ -20,7 +20,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { notRegularKind } from '../shared/cli/regular-file.ts';
+import { notRegularKind } from '../shared/base/regular-file.ts';
 import type { Ownership } from './owner.ts';
 
 /** A file as it is on disk. */

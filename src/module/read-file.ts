@@ -2,7 +2,7 @@
 // `lint` or `publish` is given, a file:// archive of the client): a regular file only, within a limit.
 import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { notRegularKind } from '../shared/cli/regular-file.ts';
+import { notRegularKind } from '../shared/base/regular-file.ts';
 
 /** A path that is there but is no regular file (a FIFO, a device, a directory, a socket). */
 export class NotARegularFile extends Error {

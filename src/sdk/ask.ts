@@ -10,7 +10,7 @@ import { decodeJson } from '../shared/contract/decode.ts';
 import { askSubject, changedSubject } from '../shared/contract/subjects.ts';
 import { errorText, inChain, isNoResponders, isPermissionViolation, isTimeout } from '../shared/base/errors.ts';
 import { MAX_LOGIN_FILE_BYTES } from '../shared/contract/limits.ts';
-import { readRegularFile } from '../shared/cli/regular-file.ts';
+import { readRegularFile } from '../shared/base/regular-file.ts';
 import { watchAsks, type WatchAsks } from './watch-asks.ts';
 
 /**

@@ -9,7 +9,7 @@ import { requestDigest } from '../shared/contract/bound-request.ts';
 import { canonicalJson } from '../shared/contract/canonical-json.ts';
 import { boundKey, NAME_PATTERN, SEGMENT_NAME_PATTERN } from '../shared/contract/keys.ts';
 import { parseBoundedJson } from '../shared/contract/limits.ts';
-import { readRegularFileIfThere } from '../shared/cli/regular-file.ts';
+import { readRegularFileIfThere } from '../shared/base/regular-file.ts';
 import { deriveLogin } from './logins.ts';
 import type { ConsumerEntry, Grant } from './types.ts';
 

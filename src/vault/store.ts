@@ -8,7 +8,7 @@ import { constants } from 'node:fs';
 import { lchown, link, mkdir, open, realpath, rename, stat, unlink } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { errorText } from '../shared/base/errors.ts';
-import { readRegularFileIfThere } from '../shared/cli/regular-file.ts';
+import { readRegularFileIfThere } from '../shared/base/regular-file.ts';
 import { fail, ok, type Parsed } from '../shared/base/result.ts';
 import { parseVaultName } from '../shared/contract/vault-names.ts';
 

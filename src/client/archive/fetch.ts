@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { refuseBadBucket } from '../../shared/bus/bucket-bind.ts';
-import { objBucket } from '../../shared/bus/bucket-spec.ts';
+import { objBucket } from '../../shared/contract/bucket-spec.ts';
 import { fail, type Parsed } from '../../shared/base/result.ts';
 import { directObjectReader } from './direct.ts';
 import { collectWithin, NotARegularFile, readFileWithin } from '../../module/read-file.ts';

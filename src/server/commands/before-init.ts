@@ -5,7 +5,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { bucketManager } from '../../shared/bus/bucket-bind.ts';
 import { ASSIGNMENTS, MODULES, SEAT_BUCKETS } from '../../shared/contract/buckets.ts';
-import { kvBucket, streamOf } from '../../shared/bus/bucket-spec.ts';
+import { kvBucket, streamOf } from '../../shared/contract/bucket-spec.ts';
 import { isStreamNotFound } from '../../shared/bus/jetstream-errors.ts';
 import { busIsolates } from './input-bucket.ts';
 

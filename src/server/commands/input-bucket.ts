@@ -6,7 +6,7 @@
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { askedAgain, BUCKET_TIMING, BucketMissingError, BucketRefusedError, ensureBucket, inspectBucket } from '../../shared/bus/bucket-bind.ts';
-import { DEFAULT_MESH_NODES, kvBucket, maxConsumersFor, type BucketSpec } from '../../shared/bus/bucket-spec.ts';
+import { DEFAULT_MESH_NODES, kvBucket, maxConsumersFor, type BucketSpec } from '../../shared/contract/bucket-spec.ts';
 import { openKv } from '../../shared/bus/bus.ts';
 import { describeBusError, errorText, isPermissionViolation, isTimeout } from '../../shared/base/errors.ts';
 import { sameBytes } from '../../shared/base/bytes.ts';

@@ -3,7 +3,7 @@ import { HEALTH_SUBJECT } from '../../shared/contract/subjects.ts';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { BIND_TIMING, ensureBucket, refuseBadBucket } from '../../shared/bus/bucket-bind.ts';
 import { bindWhenThere } from '../../shared/bus/bind-wait.ts';
-import { DEFAULT_MESH_NODES, kvBucket, maxConsumersFor, objBucket } from '../../shared/bus/bucket-spec.ts';
+import { DEFAULT_MESH_NODES, kvBucket, maxConsumersFor, objBucket } from '../../shared/contract/bucket-spec.ts';
 import { ensureKv } from '../../shared/bus/bus.ts';
 import { jsonBytes } from '../../shared/base/bytes.ts';
 import { watchBucket } from '../../shared/bus/watch/bucket.ts';

@@ -4,7 +4,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { JetStreamApiError, jetstreamManager, type JetStreamManager, type StreamConfig, type StreamInfo } from '@nats-io/jetstream';
 import { retryWithBackoff } from '../base/retry.ts';
-import { bucketProblems, bucketWarnings, describeProblems, streamConfigOf, streamOf, type BucketSize, type BucketSpec } from './bucket-spec.ts';
+import { bucketProblems, bucketWarnings, describeProblems, streamConfigOf, streamOf, type BucketSize, type BucketSpec } from '../contract/bucket-spec.ts';
 import { errorText, isPermissionViolation, isTimeout } from '../base/errors.ts';
 import { isTemporarilyUnavailable, isStreamNotFound } from './jetstream-errors.ts';
 import { paceOf } from './watch/pace.ts';

@@ -4,7 +4,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import { BUCKET_TIMING, ensureBucket, type BucketTiming } from './bucket-bind.ts';
-import { DEFAULT_MESH_NODES, kvBucket, maxConsumersFor } from './bucket-spec.ts';
+import { DEFAULT_MESH_NODES, kvBucket, maxConsumersFor } from '../contract/bucket-spec.ts';
 
 export { connectBus, drainBus, watchConnection, type BusOptions } from './connect.ts';
 

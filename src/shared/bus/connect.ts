@@ -3,7 +3,7 @@
 import { connect, credsAuthenticator, errors, nkeyAuthenticator, type NatsConnection, type Status } from '@nats-io/transport-node';
 import { errorText, inChain } from '../base/errors.ts';
 import { MAX_LOGIN_FILE_BYTES } from '../contract/limits.ts';
-import { readRegularFile } from '../cli/regular-file.ts';
+import { readRegularFile } from '../base/regular-file.ts';
 
 /** How to reach and authenticate to the bus. */
 export type BusOptions = {

@@ -1,7 +1,7 @@
 // Naming the login a program was given (issue 22): when the bus refuses it something, the operator
 // is told which key it was and which flag to check, never only the server's words.
 import { statSync } from 'node:fs';
-import { readRegularFile } from '../cli/regular-file.ts';
+import { readRegularFile } from '../base/regular-file.ts';
 import { nkeys, type NatsConnection } from '@nats-io/transport-node';
 import type { BusOptions } from './connect.ts';
 import { errorText, isPermissionViolation } from '../base/errors.ts';

@@ -1,6 +1,6 @@
 // The flags every program uses to reach the bus (DESIGN §10), shared by server and client.
 import { existsSync } from 'node:fs';
-import { regularFileProblem } from './regular-file.ts';
+import { regularFileProblem } from '../base/regular-file.ts';
 import type { BusOptions } from '../bus/bus.ts';
 import type { FlagTable, FlagValues } from './flags.ts';
 import { MAX_LOGIN_FILE_BYTES } from '../contract/limits.ts';

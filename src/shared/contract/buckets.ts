@@ -1,5 +1,5 @@
 // The names of every bucket of DESIGN §3, in one place, and the list of a mesh's buckets.
-import { kvBucket, objBucket, type BucketSpec } from '../bus/bucket-spec.ts';
+import { kvBucket, objBucket, type BucketSpec } from './bucket-spec.ts';
 import { boundBucket } from './keys.ts';
 
 /** The controller's assignments (input). */

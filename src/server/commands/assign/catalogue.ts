@@ -4,7 +4,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { MODULES } from '../../../shared/contract/buckets.ts';
 import { bucketManager } from '../../../shared/bus/bucket-bind.ts';
-import { kvBucket, streamOf } from '../../../shared/bus/bucket-spec.ts';
+import { kvBucket, streamOf } from '../../../shared/contract/bucket-spec.ts';
 import { openKv } from '../../../shared/bus/bus.ts';
 import { isStreamNotFound } from '../../../shared/bus/jetstream-errors.ts';
 import { MAX_PLAN_BYTES, parseBoundedJson } from '../../../shared/contract/limits.ts';

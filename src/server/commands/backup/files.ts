@@ -7,7 +7,7 @@ import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as v from 'valibot';
 import { parseBoundedJson } from '../../../shared/contract/limits.ts';
-import { readRegularFile, regularFileProblem } from '../../../shared/cli/regular-file.ts';
+import { readRegularFile, regularFileProblem } from '../../../shared/base/regular-file.ts';
 import { fail, ok, type Parsed } from '../../../shared/base/result.ts';
 import type { SnapshotMeta } from './snapshot.ts';
 

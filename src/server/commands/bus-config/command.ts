@@ -7,7 +7,7 @@ import { usersOf } from './users.ts';
 import { loadOrCreateLogins } from './credentials.ts';
 import { renderLeafConfig } from './leaf.ts';
 import { loadOrCreateLeafLogins } from './leaf-secrets.ts';
-import { readRegularFile } from '../../../shared/cli/regular-file.ts';
+import { readRegularFile } from '../../../shared/base/regular-file.ts';
 import { ok } from '../../../shared/base/result.ts';
 import type { BusConfigOptions } from '../../options.ts';
 

@@ -4,7 +4,7 @@ import { chmodSync, existsSync, mkdirSync, statSync, writeFileSync } from 'node:
 import { join } from 'node:path';
 import { nkeys } from '@nats-io/transport-node';
 import { MAX_LOGIN_FILE_BYTES } from '../../../shared/contract/limits.ts';
-import { readRegularFile } from '../../../shared/cli/regular-file.ts';
+import { readRegularFile } from '../../../shared/base/regular-file.ts';
 import { fail, ok, type Parsed } from '../../../shared/base/result.ts';
 
 /** One user's login: its seed (secret) and public key (what the configuration names). */

@@ -8,7 +8,7 @@ import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
 import { MAX_LOGIN_FILE_BYTES } from '../../../shared/contract/limits.ts';
-import { readRegularFile } from '../../../shared/cli/regular-file.ts';
+import { readRegularFile } from '../../../shared/base/regular-file.ts';
 import { fail, ok, type Parsed } from '../../../shared/base/result.ts';
 
 /** A node's leaf login: the user the hub's `leafnodes` block names, its password (secret) and the hash the hub keeps. */

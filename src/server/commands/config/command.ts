@@ -4,7 +4,7 @@
 import { statSync } from 'node:fs';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { CONFIG } from '../../../shared/contract/buckets.ts';
-import { readRegularFile } from '../../../shared/cli/regular-file.ts';
+import { readRegularFile } from '../../../shared/base/regular-file.ts';
 import { fail, ok, type Parsed } from '../../../shared/base/result.ts';
 import type { ConfigArgs } from '../../options.ts';
 import { inputFailure, openInputBucket } from '../input-bucket.ts';

@@ -3,7 +3,7 @@
 // difference updated where nats-server takes the update and said, or said with what is there, what
 // was asked and how to fix it.
 import { JetStreamApiError, type JetStreamManager, type StreamConfig, type StreamInfo } from '@nats-io/jetstream';
-import { bucketProblems, streamConfigOf, streamOf, type BucketSpec } from '../../../shared/bus/bucket-spec.ts';
+import { bucketProblems, streamConfigOf, streamOf, type BucketSpec } from '../../../shared/contract/bucket-spec.ts';
 import { errorText } from '../../../shared/base/errors.ts';
 import { isStreamNotFound } from '../../../shared/bus/jetstream-errors.ts';
 import { isTooManyReplicas } from '../../../shared/bus/replicas-hint.ts';

@@ -1,7 +1,7 @@
 // The command line of `init` (with the admin login): its flags, its --help and its parser, the
 // numbers checked against their ranges before the bus is reached.
 import { BUS_FLAGS, busOptionsFrom } from '../../../shared/cli/bus-flags.ts';
-import { CONSUMERS_BESIDE_NODES, CONSUMERS_PER_NODE, DEFAULT_MESH_NODES } from '../../../shared/bus/bucket-spec.ts';
+import { CONSUMERS_BESIDE_NODES, CONSUMERS_PER_NODE, DEFAULT_MESH_NODES } from '../../../shared/contract/bucket-spec.ts';
 import { openFlagsOnly, valueSource, type Asked, type FlagTable } from '../../../shared/cli/flags.ts';
 import { checkName, isName } from '../../../shared/contract/keys.ts';
 import { fail, ok, type Parsed } from '../../../shared/base/result.ts';

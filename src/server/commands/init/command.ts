@@ -5,7 +5,7 @@
 // stays different is said, counted in the closing lines, and makes init exit 1.
 import type { NatsConnection } from '@nats-io/transport-node';
 import { BUCKET_API_TIMEOUT_MS, bucketManager } from '../../../shared/bus/bucket-bind.ts';
-import { maxConsumersFor } from '../../../shared/bus/bucket-spec.ts';
+import { maxConsumersFor } from '../../../shared/contract/bucket-spec.ts';
 import { meshBuckets } from '../../../shared/contract/buckets.ts';
 import type { InitRequest } from '../../options.ts';
 import { errorText, isPermissionViolation } from '../../../shared/base/errors.ts';

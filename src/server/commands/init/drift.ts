@@ -3,8 +3,8 @@
 // how long, the copies, the bound on consumers — against the stream's, each difference with the update that would bring the stream
 // to it and what the operator can do when nats-server refuses that update. Pure: bucket.ts asks.
 import { StorageType, type StreamConfig } from '@nats-io/jetstream';
-import { bucketProblems, CONSUMERS_BESIDE_NODES, CONSUMERS_PER_NODE, KV_HARDENING, streamConfigOf, streamOf } from '../../../shared/bus/bucket-spec.ts';
-import type { BucketSize, BucketSpec } from '../../../shared/bus/bucket-spec.ts';
+import { bucketProblems, CONSUMERS_BESIDE_NODES, CONSUMERS_PER_NODE, KV_HARDENING, streamConfigOf, streamOf } from '../../../shared/contract/bucket-spec.ts';
+import type { BucketSize, BucketSpec } from '../../../shared/contract/bucket-spec.ts';
 
 /** One way a stream is not what `init` would make. */
 export type Drift = {

@@ -4,7 +4,7 @@
 import { MAX_PLAN_BYTES, parseBoundedJson } from '../../../shared/contract/limits.ts';
 import { CompositionFileSchema } from '../../../shared/contract/composition.ts';
 import { validateEach } from '../../../shared/contract/decode.ts';
-import { readRegularFile } from '../../../shared/cli/regular-file.ts';
+import { readRegularFile } from '../../../shared/base/regular-file.ts';
 import type { ComposedFields } from '../../../module/composition-plan.ts';
 
 /** A composition file that passed: what to write (without its archive) and what the templates are judged against. */

@@ -3,7 +3,7 @@
 // then the composition that names it, so no composition ever names an archive not there yet.
 import { Objm } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { kvBucket, objBucket } from '../../../shared/bus/bucket-spec.ts';
+import { kvBucket, objBucket } from '../../../shared/contract/bucket-spec.ts';
 import { MODULES } from '../../../shared/contract/buckets.ts';
 import { openKv } from '../../../shared/bus/bus.ts';
 import { errorText } from '../../../shared/base/errors.ts';

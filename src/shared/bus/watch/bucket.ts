@@ -2,7 +2,7 @@
 // has made its buckets, or before its grants reach them, and waits for them with the one backoff.
 import type { NatsConnection } from '@nats-io/transport-node';
 import { BucketRefusedError, refuseBadBucket } from '../bucket-bind.ts';
-import { kvBucket } from '../bucket-spec.ts';
+import { kvBucket } from '../../contract/bucket-spec.ts';
 import { describeBusError, isTimeout } from '../../base/errors.ts';
 import { retryWithBackoff } from '../../base/retry.ts';
 import type { Timer } from '../../base/timer.ts';

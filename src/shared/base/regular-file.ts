@@ -5,8 +5,8 @@
 // synchronous and non-blocking: none waits in one of Node's file threads, which a process exiting
 // waits for (a FIFO opened there held a stopped daemon alive until SIGKILL).
 import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, statSync, type Stats } from 'node:fs';
-import { errorText } from '../base/errors.ts';
-import { fail, ok, type Parsed } from '../base/result.ts';
+import { errorText } from './errors.ts';
+import { fail, ok, type Parsed } from './result.ts';
 
 /** The largest piece read at once. */
 const CHUNK_BYTES = 64 * 1024;
