@@ -141,7 +141,7 @@ test('the client process restarted over a cache file holding another valid archi
     await second.waitForLog(/fetched \d+ bytes/);
     await waitFor('the module filled again', () => m.moduleFile(MODULE));
     assert.is(m.moduleFile(MODULE), FILLED);
-    await waitFor('build 1 cached again', () => readFileSync(cacheFile(m, v1)).equals(v1.tar));
+    await waitFor('build 1 cached again', () => existsSync(cacheFile(m, v1)) && readFileSync(cacheFile(m, v1)).equals(v1.tar));
   }));
 
 test('a truncated cache file is refused, fetched again and rewritten', () =>
