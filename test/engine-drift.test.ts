@@ -5,7 +5,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -138,6 +138,24 @@ test('a chmod of an owned file knocks, and the fill puts its mode back', () =>
     assert.equal(await c.fill('web', files), ['restored']);
     assert.is(statSync(path).mode & 0o777, 0o600);
   }));
+
+if (process.getuid?.() !== 0) {
+  console.log(`# skipped: the engine gives a file its owner only as root, and this runs as uid ${process.getuid?.()}`);
+  test.skip('a chown of a file the engine gave an owner knocks');
+} else {
+  test('a chown of a file the engine gave an owner knocks, and the fill gives it back', () =>
+    withEngine(async (r, c) => {
+      const path = join(r.root, 'owned-by.conf');
+      // A numeric owner needs no user on the machine.
+      const files = [file(path, 'x\n', { owner: '4242' })];
+      assert.equal(await c.fill('web', files), ['written']);
+      assert.is(statSync(path).uid, 4242);
+      chownSync(path, 0, 0);
+      await c.nextKnock('web', 0);
+      assert.equal(await c.fill('web', files), ['restored']);
+      assert.equal([statSync(path).uid, statSync(path).gid], [4242, 4242]);
+    }));
+}
 
 test("the engine's own writes knock for nothing: a new content, the same again, another module's block in a shared file", () =>
   withEngine(async (r, c) => {
