@@ -56,9 +56,12 @@ if (!isRoot) {
       const info = statSync(path);
       assert.equal([info.uid, info.gid, info.mode & 0o777], [expected.uid, expected.gid, 0o640]);
 
-      // Given away by hand, the owner is put back, though the bytes are the same.
+      // Given away by hand, the owner is put back, though the bytes are the same (DESIGN §14: a restore).
       execFileSync('chown', ['0:0', path]);
-      assert.is(only(await client.fill({ module: 'web', build: '1', files: [file(path, 'a=1\n', { owner: user.name, fileMode: '0640' })] })).action, 'written');
+      assert.is(
+        only(await client.fill({ module: 'web', build: '1', files: [file(path, 'a=1\n', { owner: user.name, fileMode: '0640' })] })).action,
+        'restored',
+      );
       assert.is(statSync(path).uid, expected.uid);
 
       const unknown = join(dir, 'etc/web/other.conf');

@@ -131,7 +131,7 @@ test('files that only reload give one reload line, and a change=none file gives 
   }
 });
 
-test('an owned file changed on disk is put back, with the fileMode the request names', async () => {
+test('an owned file changed on disk is put back, answered restored, with the fileMode the request names', async () => {
   const r = await started();
   try {
     const path = join(r.root, 'owned.conf');
@@ -139,10 +139,10 @@ test('an owned file changed on disk is put back, with the fileMode the request n
     await r.client.fill(req);
     assert.is(statSync(path).mode & 0o777, 0o640);
     writeFileSync(path, 'edited by hand\n');
-    assert.equal(actions(await r.client.fill(req)), ['written']);
+    assert.equal(actions(await r.client.fill(req)), ['restored']);
     assert.is(readFileSync(path, 'utf8'), 'mine\n');
     chmodSync(path, 0o666);
-    assert.equal(actions(await r.client.fill(req)), ['written']);
+    assert.equal(actions(await r.client.fill(req)), ['restored']);
     assert.is(statSync(path).mode & 0o777, 0o640);
   } finally {
     await r.cleanup();

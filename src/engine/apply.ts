@@ -6,12 +6,15 @@ import {
   contentText,
   DEFAULT_COMMENT,
   DEFAULT_FILE_MODE,
+  LEFT_REASON,
   SECRET_FILE_MODE,
   type FillFile,
   type FillRequest,
   type FillResult,
 } from '../shared/contract/fill-protocol.ts';
 import type { Declaration } from './declaration.ts';
+import type { Drift } from './drift.ts';
+import { blockDigest, digestOf, type Held } from './drift-mark.ts';
 import { PROGRAM_ACTIONS, type Journal, type ProgramAction } from './journal.ts';
 import type { TempSweeper } from './leftovers.ts';
 import { markerInContent, spliceBlock } from './managed.ts';
@@ -38,10 +41,12 @@ export type ApplyContext = {
   sweep?: TempSweeper;
   /** Notes each file the request took (not refused), so that it can be removed once no declaration names it. */
   record?: (file: WrittenFile) => void;
+  /** What the engine last wrote of each file, watched for a change by something else (DESIGN §14). */
+  drift?: Drift;
 };
 
-/** What became of one file; a written file names the directory its rename is to be synced in. */
-type Outcome = { action: 'written'; dir: string } | { action: 'unchanged' | 'kept' } | { action: 'refused'; reason: string };
+/** What became of one file; a written or restored file names the directory its rename is to be synced in. */
+type Outcome = { action: 'written' | 'restored'; dir: string } | { action: 'unchanged' | 'kept' } | { action: 'refused' | 'left'; reason: string };
 
 /**
  * Applies every file in request order, syncs each directory written once (not once per file), and
@@ -55,10 +60,11 @@ export async function applyFill(req: FillRequest, ctx: ApplyContext): Promise<Fi
   let program: ProgramAction | undefined;
   for (const [i, file] of req.files.entries()) {
     const outcome = synced[i]!;
-    results.push(outcome.action === 'written' ? { path: file.path, action: 'written' } : { path: file.path, ...outcome });
+    results.push('dir' in outcome ? { path: file.path, action: outcome.action } : { path: file.path, ...outcome });
     if (outcome.action === 'refused') ctx.log.warn(`fill ${req.module}: ${file.path} refused: ${outcome.reason}`);
     else ctx.record?.({ module: req.module, path: file.path, mode: file.mode, ...(file.comment === undefined ? {} : { comment: file.comment }) });
-    if (outcome.action !== 'written' || file.change === 'none') continue;
+    // A restore runs the file's change too: the program may have read the bytes it replaced.
+    if (!('dir' in outcome) || file.change === 'none') continue;
     if (file.change === 'restart' || program === undefined) program = PROGRAM_ACTIONS[file.change];
   }
   ctx.log.info(`fill ${req.module} ${req.build}: ${summarize(results)}`);
@@ -75,7 +81,7 @@ export async function applyFill(req: FillRequest, ctx: ApplyContext): Promise<Fi
 /** The outcomes with every written file's directory synced; a file whose directory could not be is refused, naming it. */
 function syncWrittenDirs(outcomes: readonly Outcome[]): Outcome[] {
   const failed = new Map<string, string>();
-  const dirs = new Set(outcomes.flatMap((o) => (o.action === 'written' ? [o.dir] : [])));
+  const dirs = new Set(outcomes.flatMap((o) => ('dir' in o ? [o.dir] : [])));
   for (const dir of dirs) {
     try {
       syncDir(dir);
@@ -83,7 +89,7 @@ function syncWrittenDirs(outcomes: readonly Outcome[]): Outcome[] {
       failed.set(dir, `write failed: syncing ${dir}: ${errorText(err)}`);
     }
   }
-  return outcomes.map((o) => (o.action === 'written' && failed.has(o.dir) ? { action: 'refused', reason: failed.get(o.dir)! } : o));
+  return outcomes.map((o) => ('dir' in o && failed.has(o.dir) ? { action: 'refused', reason: failed.get(o.dir)! } : o));
 }
 
 async function applyFile(file: FillFile, req: FillRequest, ctx: ApplyContext): Promise<Outcome> {
@@ -100,8 +106,12 @@ async function applyFile(file: FillFile, req: FillRequest, ctx: ApplyContext): P
     const owner = await resolveOwner(file.owner);
     // Written as root instead, a file meant for the module's user would be one that user cannot read, or one nobody asked root to own.
     if (owner.unknown) return refuse(`owner "${owner.unknown}" is not a user on this node`);
-    const write = { target: target.value, content: filled.value, ownership: owner.ownership };
-    if (file.mode === 'seed') return (await exists(write.target)) ? { action: 'kept' } : writeOwned(write, file);
+    const write = { target: target.value, content: filled.value, ownership: owner.ownership, module: req.module, path: file.path, drift: ctx.drift };
+    if (file.mode === 'seed') {
+      // A seed is the program's once written: not watched, whatever the path was before.
+      ctx.drift?.forget(req.module, file.path);
+      return (await exists(write.target)) ? { action: 'kept' } : writeOwned({ ...write, drift: undefined }, file);
+    }
     if (file.mode === 'managed') return writeManaged(write, file, req.module);
     return writeOwned(write, file);
   } catch (err) {
@@ -109,12 +119,13 @@ async function applyFile(file: FillFile, req: FillRequest, ctx: ApplyContext): P
   }
 }
 
-type Write = { target: string; content: string; ownership: Ownership | undefined };
+type Write = { target: string; content: string; ownership: Ownership | undefined; module: string; path: string; drift: Drift | undefined };
 
 async function writeOwned(write: Write, file: FillFile): Promise<Outcome> {
   const bytes = Buffer.from(write.content, 'utf8');
   const mode = parseMode(file.fileMode ?? defaultModeOf(file));
-  return writeIfDifferent(write.target, await readOnDisk(write.target), bytes, mode, write.ownership);
+  const held: Held = { ...heldOf(write, 'owned', ''), digest: digestOf(bytes), mode };
+  return put(write, { current: await readOnDisk(write.target), bytes, mode, held });
 }
 
 // Foreign bytes are carried as latin1 so every byte outside the block survives, UTF-8 or not.
@@ -130,7 +141,16 @@ async function writeManaged(write: Write, file: FillFile, module: string): Promi
   // A file others write too keeps its own mode and owner unless the request names them, or a secret of its block would be read by others.
   const mode = file.fileMode ? parseMode(file.fileMode) : holdsSecret(file) ? parseMode(SECRET_FILE_MODE) : (current?.mode ?? parseMode(DEFAULT_FILE_MODE));
   const keepOwner = current && process.getuid?.() === 0 ? { uid: current.uid, gid: current.gid } : undefined;
-  return writeIfDifferent(write.target, current, Buffer.from(spliced.value, 'latin1'), mode, write.ownership ?? keepOwner);
+  // The engine answers for the block alone, and for the mode only when it chose it.
+  const digest = blockDigest(spliced.value, module, comment)!;
+  const held: Held = { ...heldOf(write, 'managed', comment), digest, ...(file.fileMode || holdsSecret(file) ? { mode } : {}) };
+  return put({ ...write, ownership: write.ownership ?? keepOwner }, { current, bytes: Buffer.from(spliced.value, 'latin1'), mode, held });
+}
+
+/** What a file's write holds, before its bytes: the module, the path, where it lies, and the owner the engine gives it. */
+function heldOf(write: Write, kind: Held['kind'], comment: string): Omit<Held, 'digest'> {
+  const { module, path, target, ownership } = write;
+  return { module, path, target, kind, comment, ...(ownership ? { owner: ownership } : {}) };
 }
 
 function markerFromSecret(file: FillFile, filled: string, comment: string, asLatin1: (s: string) => string): boolean {
@@ -138,12 +158,30 @@ function markerFromSecret(file: FillFile, filled: string, comment: string, asLat
   return markerInContent(asLatin1(contentText(file.content)), comment) === undefined && markerInContent(asLatin1(filled), comment) !== undefined;
 }
 
-async function writeIfDifferent(target: string, current: OnDisk | undefined, bytes: Buffer, mode: number, ownership: Ownership | undefined): Promise<Outcome> {
+/** What is to be on disk, and what the engine answers for of it. */
+type Wanted = { current: OnDisk | undefined; bytes: Buffer; mode: number; held: Held };
+
+/**
+ * Writes the file unless it already is as wanted. A content left as it is (DESIGN §14) is not
+ * written; the same content as last written, found changed on disk, is put back (`restored`), or
+ * left at the fifth change in the window. A written, restored or unchanged file is held: remembered
+ * and watched from the moment its rename is done, so the engine's own write knocks for nothing.
+ */
+async function put(write: Write, wanted: Wanted): Promise<Outcome> {
+  const { target, ownership, drift } = write;
+  const { current, bytes, mode, held } = wanted;
+  if (drift?.isLeft(held)) return { action: 'left', reason: LEFT_REASON };
   const sameOwner = !ownership || (current?.uid === ownership.uid && current.gid === ownership.gid);
-  if (current && current.bytes.equals(bytes) && current.mode === mode && sameOwner) return { action: 'unchanged' };
+  if (current && current.bytes.equals(bytes) && current.mode === mode && sameOwner) {
+    drift?.hold(held);
+    return { action: 'unchanged' };
+  }
+  const verdict = drift ? drift.judge(held) : 'written';
+  if (verdict === 'left') return { action: 'left', reason: LEFT_REASON };
   // The directory is synced once per request by applyFill, after every file of it is renamed.
   await writeAtomic(target, bytes, mode, ownership, { syncDir: false });
-  return { action: 'written', dir: dirname(target) };
+  drift?.hold(held);
+  return { action: verdict, dir: dirname(target) };
 }
 
 /** Whether a file's content has a secret part: its value must not be readable by every user of the node. */

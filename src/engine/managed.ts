@@ -46,6 +46,17 @@ export function cutBlock(existing: string, module: string, comment: string): Par
 }
 
 /**
+ * The module's block in `text` as it stands, from its BEGIN line to just past its END line:
+ * what the engine watches of a `managed` file (every other byte is someone else's). Undefined when
+ * the file holds no whole block of that module.
+ */
+export function blockOf(text: string, module: string, comment: string): string | undefined {
+  const { begin, end } = blockMarkers(comment, module);
+  const found = findBlock(text, begin, end);
+  return found.ok && found.value ? text.slice(found.value.start, found.value.stop) : undefined;
+}
+
+/**
  * The first line of `content` (its trailing CR aside, as findBlock reads lines) that a splice
  * would take for a block's BEGIN or END line: `<comment> BEGIN <name>` or `<comment> END <name>`
  * for any module name. Another module's marker is refused too: in a file several modules share,

@@ -4,6 +4,7 @@ import { unlink } from 'node:fs/promises';
 import { DEFAULT_COMMENT } from '../shared/contract/fill-protocol.ts';
 import type { Logger } from '../shared/cli/log.ts';
 import type { Declared } from './declaration.ts';
+import type { Drift } from './drift.ts';
 import { REMOVAL_ACTIONS, type Journal, type RemovalAction } from './journal.ts';
 import { cutBlock } from './managed.ts';
 import { resolveInsideRoot } from './paths.ts';
@@ -21,6 +22,8 @@ export type RemovalContext = {
   journal: Journal;
   /** Where failures are said. */
   log: Logger;
+  /** What the engine watches of what it wrote: a file removed is watched no more. */
+  drift?: Drift;
 };
 
 /**
@@ -32,6 +35,8 @@ export async function removeUndeclared(declared: Declared, ctx: RemovalContext):
   for (const entry of ctx.record.list()) {
     if (declared.names(entry.path, entry.module)) continue;
     let done: RemovalAction | undefined;
+    // Before the removal, or the engine's own unlink or cut would read as a change by something else.
+    ctx.drift?.forget(entry.module, entry.path);
     try {
       done = await removeOne(entry, ctx);
     } catch (err) {

@@ -42,14 +42,15 @@ export async function touchSocket(path: string): Promise<void> {
 }
 
 /**
- * Serves newline-delimited lines on every connection; replies go back in the order their lines came.
+ * Serves newline-delimited lines on every connection; replies go back in the order their lines came,
+ * and `answer` is told which connection a line came on (a knock goes back on it, knock-lines.ts).
  * A connection is not read while one of its lines waits for its answer, so what a client sends
  * ahead waits in its own buffers and the kernel's, not here: one connection holds at most the
  * lines of one chunk being answered and one line being read, refused past `maxLineBytes`.
  */
 export function serveLines(
   server: Server,
-  answer: (line: string) => Promise<string>,
+  answer: (line: string, connection: Socket) => Promise<string>,
   onError: (message: string) => void,
   maxLineBytes = MAX_REQUEST_LINE_BYTES,
 ): Set<Socket> {
@@ -64,7 +65,7 @@ export function serveLines(
       onLine: (bytes) => {
         const line = bytes.toString('utf8');
         if (line.trim() === '') return;
-        const reply = answer(line);
+        const reply = answer(line, socket);
         waiting++;
         socket.pause();
         replies = replies

@@ -1,17 +1,13 @@
 // The reference engine wired together: the socket served, requests applied one at a time, knocks given.
 import { lstat, realpath, unlink } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
-import { resolve } from 'node:path';
 import type { Logger } from '../shared/cli/log.ts';
-import { applyFill } from './apply.ts';
-import { readDeclaration, readDeclared, watchDeclaration } from './declaration.ts';
-import { handleLine } from './handle.ts';
-import { createJournal } from './journal.ts';
-import { createTempSweeper } from './leftovers.ts';
+import { createAnswerer } from './answerer.ts';
+import { watchDeclaration } from './declaration.ts';
+import { createDrift } from './drift.ts';
+import { KnockLines } from './knock-lines.ts';
 import type { EngineOptions } from './options.ts';
 import { defaultStateFile, WrittenRecord } from './record.ts';
-import { removeUndeclared } from './removal.ts';
-import { directorySecrets } from './secrets.ts';
 import { rotatesByPoll, watchReadSecrets, watchSecretsTree } from './secrets-watch.ts';
 import { claimSocketPath, serveLines, touchSocket } from './socket.ts';
 
@@ -21,6 +17,10 @@ export type StartOptions = EngineOptions & {
   log: Logger;
   /** How often the declaration file is stat'ed for a change (ms). */
   declarePollMs?: number;
+  /** The clock the drift window is counted on (ms; Date.now unless a test says otherwise). */
+  now?: () => number;
+  /** How often a file whose directory cannot be watched is stat'ed for drift (ms). */
+  driftPollMs?: number;
 };
 
 /** A running engine. */
@@ -39,7 +39,25 @@ export async function startEngine(opts: StartOptions): Promise<RunningEngine> {
   const readSecrets = watchReadSecrets((file) => secretChanged(file));
   // Without a declaration every path is declared, so nothing is ever removed and nothing need be recorded.
   const record = opts.declareFile ? await WrittenRecord.load(opts.stateFile ?? defaultStateFile(opts.journalFile), log) : undefined;
-  const answer = createAnswerer(opts, realRoot, (file, vaultName) => readSecrets.onRead(file, rotatesByPoll(vaultName)), record);
+  const knockLines = new KnockLines();
+  let knock = (_why: string): Promise<void> => Promise.resolve();
+  // A knock line to the connections that filled the module; with none open, the socket's touch makes every client send everything.
+  const drift = createDrift({
+    log,
+    now: opts.now,
+    pollMs: opts.driftPollMs,
+    knock: (module) => {
+      if (knockLines.knock(module) === 0) void knock(`${module}: a file changed on disk and no open connection has filled it`);
+    },
+  });
+  const answer = createAnswerer({
+    opts,
+    realRoot,
+    onSecretRead: (file, vaultName) => readSecrets.onRead(file, rotatesByPoll(vaultName)),
+    record,
+    drift,
+    onFill: (module, connection) => knockLines.filled(module, connection),
+  });
   // What a declaration changed while the engine was down stopped naming goes before the first fill.
   await answer.removeUndeclared('start');
 
@@ -51,7 +69,7 @@ export async function startEngine(opts: StartOptions): Promise<RunningEngine> {
   const { ino } = await lstat(socketPath);
   log.info(`engine listening on ${socketPath}, root ${realRoot}`);
 
-  const knock = (why: string) =>
+  knock = (why: string) =>
     touchSocket(socketPath).then(
       () => log.info(`${why}: knocked on ${socketPath}`),
       (err: Error) => log.error(`knock on ${socketPath} failed: ${err.message}`),
@@ -65,6 +83,7 @@ export async function startEngine(opts: StartOptions): Promise<RunningEngine> {
     stopDeclaration();
     stopSecrets();
     readSecrets.stop();
+    drift.close();
   };
 
   return {
@@ -78,73 +97,6 @@ export async function startEngine(opts: StartOptions): Promise<RunningEngine> {
       log.info(`engine stopped, ${socketPath} removed`);
     },
   };
-}
-
-/** The answerer of request lines, and the removals it takes turns with. */
-type Answerer = ((line: string) => Promise<string>) & {
-  /** Resolves once every request and removal queued so far is done. */
-  idle(): Promise<void>;
-  /** Removes, in its turn, the recorded files the declaration no longer names (nothing without a record). */
-  removeUndeclared(why: string): Promise<void>;
-};
-
-/** Answers request lines one at a time across every connection, so two requests never race on one file, nor a request and a removal. */
-function createAnswerer(
-  opts: StartOptions,
-  realRoot: string,
-  onSecretRead: (file: string, vaultName: string) => void,
-  record: WrittenRecord | undefined,
-): Answerer {
-  const { log } = opts;
-  const root = resolve(opts.root);
-  const secrets = directorySecrets(opts.secretsDir, onSecretRead);
-  const journal = createJournal(opts.journalFile, log);
-  const sweep = createTempSweeper(log);
-  const note = record ? (file: Parameters<WrittenRecord['note']>[0]) => record.note(file) : undefined;
-  let queue: Promise<unknown> = Promise.resolve();
-  const inTurn = <T>(work: () => Promise<T>): Promise<T> => {
-    const done = queue.then(work);
-    queue = done.catch(() => {});
-    return done;
-  };
-  // Requests asked and not yet applied: one that finds others behind it leaves the record's save to the last of them.
-  let queued = 0;
-  const answer = (line: string): Promise<string> => {
-    queued++;
-    return inTurn(async () => {
-      let reply: Awaited<ReturnType<typeof handleLine>> | undefined;
-      let failure: unknown;
-      try {
-        // Read again on every request: a declaration changed since is seen by the next fill.
-        const declaration = await readDeclaration(opts.declareFile, root);
-        reply = await handleLine(line, (req) => applyFill(req, { realRoot, declaration, secrets, journal, log, sweep, record: note }));
-      } catch (err) {
-        failure = err;
-      }
-      queued--;
-      // The reply waits for its files to be in the saved record; the last request of a burst saves it, in its turn.
-      const saved = record?.saved(queued === 0);
-      if (queued === 0) await saved;
-      return { reply, failure, saved };
-    }).then(async ({ reply, failure, saved }) => {
-      await saved;
-      if (reply === undefined) throw failure;
-      if (!reply.ok) log.warn(`request ${reply.id ?? '(no id)'} answered with an error: ${reply.error}`);
-      return JSON.stringify(reply);
-    });
-  };
-  const removeNow = async (why: string): Promise<void> => {
-    if (!record || !opts.declareFile) return;
-    const declared = await readDeclared(opts.declareFile, root);
-    // A declaration that cannot be read says nothing about what to remove: a half-written file must not empty the node.
-    if (!declared.ok) return log.warn(`${why}: ${declared.reason}; no file removed`);
-    await removeUndeclared(declared.value, { realRoot, record, journal, log });
-  };
-  return Object.assign(answer, {
-    idle: () => queue.then(() => {}),
-    removeUndeclared: (why: string) =>
-      inTurn(() => removeNow(why)).catch((err: Error) => log.error(`${why}: removing undeclared files failed: ${err.message}`)),
-  });
 }
 
 function listen(server: Server, path: string): Promise<void> {

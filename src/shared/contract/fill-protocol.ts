@@ -5,7 +5,6 @@ import { NAME_PATTERN } from './keys.ts';
 import type { Parsed } from '../base/result.ts';
 import { parseBoundedJson } from './limits.ts';
 import { CHANGES, FILE_MODES } from './composition.ts';
-import { FILE_ACTIONS } from './report.ts';
 import { PLACEHOLDER_NAME_PATTERN } from './fields.ts';
 import { validate } from './decode.ts';
 
@@ -17,8 +16,28 @@ export const DEFAULT_FILE_MODE = '0644';
 export const SECRET_FILE_MODE = '0600';
 /** The comment leader of a `managed` file's BEGIN/END lines when the request gives none. */
 export const DEFAULT_COMMENT = '#';
-/** The only operation of the protocol. */
+/** The operation that hands a module's files to the engine. */
 export const FILL_OP = 'fill';
+/** The operation that asks whether the engine is there (DESIGN §14). */
+export const PING_OP = 'ping';
+/** The `op` of the one line the engine sends unasked: a knock for one module (DESIGN §14). */
+export const KNOCK_OP = 'knock';
+
+/**
+ * What the engine did with a file (DESIGN §9): `written`, `unchanged`, `kept` (a seed that exists),
+ * `restored` (put back after something else changed it on disk), `left` (changed on disk too often
+ * by something else: left as it is), `refused`.
+ */
+export const FILL_ACTIONS = ['written', 'unchanged', 'kept', 'restored', 'left', 'refused'] as const;
+/** What the engine did with a file. */
+export type FillAction = (typeof FILL_ACTIONS)[number];
+
+/** How many changes on disk by something else, within DRIFT_WINDOW_MS, make the engine leave a file as it is (DESIGN §14). */
+export const DRIFT_LIMIT = 5;
+/** The window DRIFT_LIMIT counts in (DESIGN §14). */
+export const DRIFT_WINDOW_MS = 60_000;
+/** The reason of a `left` file, word for word as DESIGN §14 gives it. */
+export const LEFT_REASON = 'changed on disk 5 times in 60 s by something else; left as it is until its content changes or the engine restarts';
 
 const text = v.pipe(v.string(), v.minLength(1, 'is empty'));
 /** A secret's name as a placeholder can hold it (DESIGN §8): no whitespace, `{`, `}` or `$`. */
@@ -66,8 +85,8 @@ export type FillFile = v.InferOutput<typeof FillFileSchema>;
 export const FillRequestSchema = v.strictObject({
   /** Chosen by the client; the reply carries it back. */
   id: v.pipe(v.number(), v.integer('is not an integer'), v.minValue(0, 'is negative')),
-  /** Always "fill". */
-  op: v.literal(FILL_OP, 'must be "fill"'),
+  /** Always "fill" (a ping is read by PingRequestSchema before). */
+  op: v.literal(FILL_OP, 'must be "fill" or "ping"'),
   /** The module the files belong to; names its managed blocks and its journal lines. */
   module: v.pipe(v.string(), v.regex(NAME_PATTERN, 'is not a valid name')),
   /** The module's build the files were filled from. */
@@ -84,9 +103,9 @@ export type FillRequest = v.InferOutput<typeof FillRequestSchema>;
 export const FillResultSchema = v.object({
   /** The file's path exactly as the request gave it. */
   path: v.string(),
-  /** `written`, `unchanged`, `kept` (an existing seed) or `refused`. */
-  action: v.picklist(FILE_ACTIONS),
-  /** Why a file was refused. */
+  /** One of FILL_ACTIONS. */
+  action: v.picklist(FILL_ACTIONS),
+  /** Why a file was refused or left. */
   reason: v.optional(v.string()),
 });
 /** What the engine did with one file. */
@@ -100,6 +119,54 @@ export const FillReplySchema = v.variant('ok', [
 ]);
 /** A reply of the engine. */
 export type FillReply = v.InferOutput<typeof FillReplySchema>;
+
+/** A ping (DESIGN §14): `{"id":8,"op":"ping"}`, answered `{"id":8,"ok":true}`. */
+export const PingRequestSchema = v.strictObject({
+  /** Chosen by the client; the reply carries it back. */
+  id: v.pipe(v.number(), v.integer('is not an integer'), v.minValue(0, 'is negative')),
+  /** Always "ping". */
+  op: v.literal(PING_OP),
+});
+/** A ping. */
+export type PingRequest = v.InferOutput<typeof PingRequestSchema>;
+
+/**
+ * The reply to a ping: `{id, ok: true}`, or, from an engine that does not know the op, an error
+ * reply. Either means the engine is up (DESIGN §14).
+ */
+export const PingReplySchema = v.variant('ok', [
+  v.object({ id: v.number(), ok: v.literal(true) }),
+  v.object({ id: v.nullable(v.number()), ok: v.literal(false), error: v.string() }),
+]);
+/** The reply to a ping. */
+export type PingReply = v.InferOutput<typeof PingReplySchema>;
+
+/**
+ * The one line an engine sends unasked (DESIGN §9, §14): a file of `module` changed on disk, so its
+ * client sends every file of that module again. It carries no `id`.
+ */
+export const KnockLineSchema = v.strictObject({
+  /** Always "knock". */
+  op: v.literal(KNOCK_OP),
+  /** The module whose files are to be sent again. */
+  module: v.pipe(v.string(), v.regex(NAME_PATTERN, 'is not a valid name')),
+});
+/** A knock line. */
+export type KnockLine = v.InferOutput<typeof KnockLineSchema>;
+
+/** The knock line for a module, newline included, as the engine writes it. */
+export function knockLine(module: string): string {
+  return JSON.stringify({ op: KNOCK_OP, module } satisfies KnockLine) + '\n';
+}
+
+/**
+ * The module a parsed line knocks for, or undefined when it is no knock line: what a client reads
+ * before it takes a line for a reply (a line that is neither is a protocol error, DESIGN §9).
+ */
+export function knockedModule(raw: unknown): string | undefined {
+  const knock = v.safeParse(KnockLineSchema, raw);
+  return knock.success ? knock.output.module : undefined;
+}
 
 /** The content as the digest reads it: each secret part written `${secret:<name>}`. */
 export function contentText(content: FillContent): string {
