@@ -114,6 +114,10 @@ export async function startClient(opts: ClientOptions, open: OpenSinks): Promise
   };
 
   sinks.engine.onKnock(() => stages.refillAll('engine knocked'));
+  // A knock line names one module whose file changed on disk (DESIGN §14): that module alone goes again, whole.
+  sinks.engine.onModuleKnock?.((module) => {
+    if (modules.names().includes(module)) stages.scheduler.schedule(module, true);
+  });
   let stopped = false;
   watchConnection(nc, log, () => {
     if (!stopped) stages.refillAll('bus back');

@@ -2,7 +2,7 @@
 // and checked against what was sent; whatever breaks it rejects them all.
 import { createConnection, type Socket } from 'node:net';
 import type { Logger } from '../../shared/cli/log.ts';
-import { judgeReplyLine, type FillReply } from '../../shared/contract/fill-protocol.ts';
+import { judgeReplyLine, knockedModule, type FillReply } from '../../shared/contract/fill-protocol.ts';
 import { LineReader } from '../../shared/base/ndjson.ts';
 import { EngineProtocolError, EngineUnavailable } from './engine-errors.ts';
 
@@ -29,7 +29,13 @@ export type Connection = {
 };
 
 /** Connects; replies settle the connection's own requests, and anything that breaks it calls `onBroken`. */
-export function openConnection(socketPath: string, log: Logger, maxLineBytes: number, onBroken: (err: Error) => void): Connection {
+export function openConnection(
+  socketPath: string,
+  log: Logger,
+  maxLineBytes: number,
+  onBroken: (err: Error) => void,
+  onModuleKnock: (module: string) => void = () => {},
+): Connection {
   const socket = createConnection(socketPath);
   let connected = false;
   let failure: Error | undefined;
@@ -39,7 +45,12 @@ export function openConnection(socketPath: string, log: Logger, maxLineBytes: nu
     dropped: false,
     ignored: 0,
     reader: new LineReader(maxLineBytes, {
-      onLine: (line) => settle(conn, line, maxLineBytes, socketPath, log, onBroken),
+      onLine: (line) => {
+        const knocked = knockOf(line);
+        if (knocked === undefined) return settle(conn, line, maxLineBytes, socketPath, log, onBroken);
+        log.info(`engine ${socketPath}: knock for module ${knocked}`);
+        onModuleKnock(knocked);
+      },
       onTooLong: (bytes) => {
         log.warn(`engine ${socketPath}: a reply line of ${bytes} bytes and more; dropping the connection`);
         onBroken(new EngineProtocolError(`engine ${socketPath} sent a reply line past the limit of ${maxLineBytes} bytes`));
@@ -96,6 +107,19 @@ function settle(conn: Connection, line: Buffer, maxLineBytes: number, socketPath
   waiter.reject(new EngineProtocolError(verdict.reason));
   log.warn(`engine ${socketPath}: ${verdict.reason}; dropping the connection`);
   onBroken(new EngineUnavailable(`engine ${socketPath}: connection dropped after a protocol error (${verdict.reason})`));
+}
+
+/** The longest line read as a possible knock line: a module's name is a token (255 bytes). */
+const MAX_KNOCK_LINE_BYTES = 1024;
+
+/** The module a line knocks for (DESIGN §14's one unasked line), or undefined: replies are not parsed twice. */
+function knockOf(line: Buffer): string | undefined {
+  if (line.length > MAX_KNOCK_LINE_BYTES || !line.includes('"knock"')) return undefined;
+  try {
+    return knockedModule(JSON.parse(line.toString('utf8')));
+  } catch {
+    return undefined;
+  }
 }
 
 function isBlank(line: Buffer): boolean {

@@ -24,6 +24,8 @@ export type EngineClient = {
   fill(req: Omit<FillRequest, 'id' | 'op'>): Promise<FillReply>;
   /** Called on a knock: the socket path created or its mtime changed (after start). */
   onKnock(fn: () => void): void;
+  /** Called on a knock line for one module (DESIGN §14: a file of it changed on disk); an engine client that reads none never calls it. */
+  onModuleKnock?(fn: (module: string) => void): void;
   /** Stops watching, drops the connection and rejects every request in flight. */
   close(): void;
 };
@@ -47,6 +49,16 @@ export function createEngineClient(opts: EngineClientOptions): EngineClient {
   const { socketPath, log } = opts;
   const link = new EngineLink(socketPath, log, opts.timeoutMs ?? DEFAULT_ENGINE_TIMEOUT_MS, opts.maxLineBytes ?? MAX_ENGINE_LINE_BYTES);
   const knockHandlers: (() => void)[] = [];
+  const moduleKnockHandlers: ((module: string) => void)[] = [];
+  link.onModuleKnock = (module) => {
+    for (const fn of moduleKnockHandlers) {
+      try {
+        fn(module);
+      } catch (err) {
+        log.error(`engine ${socketPath}: knock handler of module ${module} failed: ${errorText(err)}`);
+      }
+    }
+  };
   const stopWatching = watchKnocks(socketPath, opts.pollMs ?? DEFAULT_KNOCK_POLL_MS, log, (mtimeMs) => {
     // The stale connection goes before the handlers run, so what they send again takes a fresh one.
     link.knocked(mtimeMs);
@@ -63,6 +75,9 @@ export function createEngineClient(opts: EngineClientOptions): EngineClient {
     onKnock: (fn) => {
       knockHandlers.push(fn);
     },
+    onModuleKnock: (fn) => {
+      moduleKnockHandlers.push(fn);
+    },
     close: () => {
       stopWatching();
       link.close();
@@ -75,6 +90,8 @@ class EngineLink {
   #current: Connection | undefined;
   #nextId = 1;
   #closed = false;
+  /** Hears each knock line a connection reads. */
+  onModuleKnock: (module: string) => void = () => {};
 
   constructor(
     readonly socketPath: string,
@@ -118,7 +135,13 @@ class EngineLink {
   #connection(): Connection {
     const current = this.#current;
     if (current && !current.dropped && !current.socket.destroyed) return current;
-    const conn = openConnection(this.socketPath, this.log, this.maxLineBytes, (err) => this.#drop(conn, err));
+    const conn = openConnection(
+      this.socketPath,
+      this.log,
+      this.maxLineBytes,
+      (err) => this.#drop(conn, err),
+      (module) => this.onModuleKnock(module),
+    );
     this.#current = conn;
     return conn;
   }

@@ -70,12 +70,12 @@ export class Handoff {
       return { kind: 'failed', reason: `engine: ${reply.error}` };
     }
     this.#record(handed, toSend, reply.files, marks);
-    // A file this request did not carry is as the engine last confirmed it: `written` was an earlier
+    // A file this request did not carry is as the engine last confirmed it: `written` (or `restored`) was an earlier
     // fill's word, and the report of this one would say it wrote a file it did not touch.
     const carried = new Set(toSend.map((f) => f.path));
     for (const f of files) {
       const last = handed.results.get(f.path);
-      if (!carried.has(f.path) && last?.action === 'written') handed.results.set(f.path, { ...last, action: 'unchanged' });
+      if (!carried.has(f.path) && (last?.action === 'written' || last?.action === 'restored')) handed.results.set(f.path, { ...last, action: 'unchanged' });
     }
     // A file the reply leaves out goes again with the module's next run (a knock, a start, the bus's
     // return); the connection was kept, so the other modules' requests on it are answered as they come.

@@ -38,7 +38,10 @@ export function filledReport(build: string, files: FileResult[], waiting: Waitin
     ...(because === undefined && unconfirmed.length > 0 ? [`engine has not confirmed ${unconfirmed.map((f) => f.path).join(', ')}`] : []),
   ];
   const reasons = [...notes, ...(knock.length > 0 ? [`${knock.join('; ')}; waiting for a knock (the engine starting, or its socket touched)`] : [])];
-  const state = waiting.length > 0 || knock.length > 0 ? 'waiting' : 'applied';
+  // A file the engine left as it is (changed on disk again and again, DESIGN §14) fails the module with the engine's reason.
+  const left = files.filter((f) => f.action === 'left');
+  if (left.length > 0) reasons.unshift(...left.map((f) => `${f.path}: ${f.reason ?? 'left as it is by the engine'}`));
+  const state = left.length > 0 ? 'failed' : waiting.length > 0 || knock.length > 0 ? 'waiting' : 'applied';
   return { build, state, files, waiting, ...(reasons.length > 0 ? { reason: reasons.join('; ') } : {}) };
 }
 
