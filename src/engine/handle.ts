@@ -1,13 +1,6 @@
 // One request line in, one reply out: size, depth, JSON and the schema checked first, so nothing malformed reaches the writer.
-import {
-  FillRequestSchema,
-  PING_OP,
-  PingRequestSchema,
-  type FillReply,
-  type FillRequest,
-  type FillResult,
-  type PingReply,
-} from '../shared/contract/fill-protocol.ts';
+import { FillRequestSchema, PING_OP, type FillReply, type FillRequest, type FillResult } from '../shared/contract/fill-protocol.ts';
+import { PingRequestSchema, type PingReply } from '../shared/contract/fill-ping-knock.ts';
 import { parseBoundedJson } from '../shared/contract/limits.ts';
 import { validate } from '../shared/contract/decode.ts';
 import { MAX_REQUEST_LINE_BYTES } from './socket.ts';

@@ -3,7 +3,7 @@
 // `--once` run that both filled it both hear it; a connection that never sent that module (a ping
 // alone, another tool) does not.
 import type { Socket } from 'node:net';
-import { knockLine } from '../shared/contract/fill-protocol.ts';
+import { knockLine } from '../shared/contract/fill-ping-knock.ts';
 
 /** The connections that filled each module, and the knock line sent to them. */
 export class KnockLines {

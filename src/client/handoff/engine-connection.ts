@@ -2,7 +2,8 @@
 // and checked against what was sent; whatever breaks it rejects them all.
 import { createConnection, type Socket } from 'node:net';
 import type { Logger } from '../../shared/cli/log.ts';
-import { judgeReplyLine, knockedModule, type FillReply } from '../../shared/contract/fill-protocol.ts';
+import { judgeReplyLine, type FillReply } from '../../shared/contract/fill-protocol.ts';
+import { knockedModule } from '../../shared/contract/fill-ping-knock.ts';
 import { LineReader } from '../../shared/base/ndjson.ts';
 import { EngineProtocolError, EngineUnavailable } from './engine-errors.ts';
 
