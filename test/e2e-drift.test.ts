@@ -35,6 +35,8 @@ test('a file edited by hand is put back within a second, its report saying resto
       const at = Date.now();
       await waitFor(`edit ${edit} put back`, () => readFileSync(path, 'utf8') === FILLED, 5000);
       assert.ok(Date.now() - at < 2000, `edit ${edit} put back after ${Date.now() - at} ms`);
+      // The client writes a report only when it changes, and a second restore of the same file reads as the
+      // first until the report carries `drift: {count, last}` (§14, not built yet): the bytes above prove each edit.
       await m.waitReport('n1', MODULE, (r) => r.state === 'applied' && r.files.some((f) => f.action === 'restored'));
     }
     writeFileSync(path, 'edited 5\n');
