@@ -38,3 +38,11 @@ export const PROVIDER_SERVES = 'mesh-provider';
 export function providerServesSubject(provider: string, provision: string): string {
   return `${PROVIDER_SERVES}.${provider}.${provision}`;
 }
+
+/** Where the seat hears every client's alive message (DESIGN §14). */
+export const ALIVE_ALL = 'prov.alive.*';
+
+/** Subject a node's client says it is alive on (DESIGN §3, §14). */
+export function aliveSubject(node: string): string {
+  return `prov.alive.${node}`;
+}

@@ -38,3 +38,8 @@ export const READ_TIMEOUT_MS = 5000;
 
 /** A line on `provisioner_health`. */
 export type Health = { module: string; node?: string; build: string; reason: string; passes: number };
+/**
+ * A node's own health (DESIGN §14): silent, or its engine down. An entry of the verb's `health` keyed
+ * `<node>`, and a line on `provisioner_health` when it begins and when it ends (no `module`).
+ */
+export type NodeHealth = { node: string; reason: string };
