@@ -20,6 +20,9 @@ export type HandoffOutcome = { kind: 'confirmed' } | { kind: 'unconfirmed'; reas
 /** The actions that confirm a file's content on disk: its `from` is then the fill's (DESIGN §14). */
 const CONFIRMING = new Set(['written', 'unchanged', 'restored']);
 
+/** The paths a fill carrying nothing carries (most fills after a change that touches one file of many). */
+const NO_PATHS: ReadonlySet<string> = new Set();
+
 /** Room left under the engine's line limit for the request's JSON besides the contents. */
 const MAX_REQUEST_BYTES = MAX_ENGINE_LINE_BYTES - 1024 * 1024;
 
@@ -61,7 +64,7 @@ export class Handoff {
   ): Promise<HandoffOutcome> {
     const handed = this.#handed(plan.module);
     const toSend = files.filter((f) => full || handed.sent.get(f.path) !== signature(f, marks.get(f.path)));
-    const carried = new Set(toSend.map((f) => f.path));
+    const carried = toSend.length === 0 ? NO_PATHS : new Set(toSend.map((f) => f.path));
     this.#alreadyThere(handed, files, carried, from, false);
     if (toSend.length === 0) return { kind: 'confirmed' };
     const size = requestSize(toSend);
