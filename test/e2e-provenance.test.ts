@@ -85,8 +85,10 @@ test("a file's from names the archive, the config key, the plan, the bound entry
         ...['--socket', paths.socketPath, '--cache', paths.cacheDir, '--archive-dir', m.archiveDir],
       ]);
       const said = () => `; the client said: ${client.stderr().slice(-2000)}`;
+      // web may be filled before api's item is recorded (the collection empty): the report once it is in.
+      const collected = (r: Report) => fromOf(r)?.some((i) => 'kind' in i && i.kind === 'collected') === true;
       const applied = await m
-        .waitReport('n1', 'web', (r) => r.state === 'applied' && configRev(r) === blue)
+        .waitReport('n1', 'web', (r) => r.state === 'applied' && configRev(r) === blue && collected(r))
         .catch((err: Error) => {
           throw new Error(err.message + said());
         });
@@ -98,6 +100,10 @@ test("a file's from names the archive, the config key, the plan, the bound entry
         { kind: 'bound', key: BOUND_KEY, rev: bound },
         { kind: 'collected', key: ITEM_KEY, rev: await revisionOf(m, COLLECT, ITEM_KEY) },
       ]);
+      // As an operator reads it: the seat's verb hands the report whole, `from` included.
+      const query = await m.serverCommand(USERS.admin, ['query', 'applied', '--node', 'n1', '--module', 'web', '--json']);
+      assert.is(query.code, 0, query.stderr);
+      assert.ok(query.stdout.includes(`"key":"${BOUND_KEY}","rev":${bound}`), query.stdout);
       const file = join(n1.root, 'etc', 'web', 'web.conf');
       assert.is(readFileSync(file, 'utf8'), 'color=blue\nport=8080\nuser=web_user\n# api\nAPI=1\n');
 
