@@ -79,6 +79,11 @@ test('buildFrom puts the archive first, then each input once per kind and key, i
   const from = buildFrom(archive, many);
   assert.is(from[0], archive);
   assert.equal(from.at(-1), { more: 1 });
+  // One value of 500 entries (a collector's collection): the archive, 63 of them, then the rest counted.
+  const collection = Array.from({ length: 500 }, (_, i) => ({ kind: 'collected', key: `n1.env.c${i}`, rev: i + 1 }));
+  const one = buildFrom(archive, [collection]);
+  assert.equal(one, [archive, ...collection.slice(0, MAX_FROM_INPUTS - 1), { more: 500 - (MAX_FROM_INPUTS - 1) }]);
+  assert.equal(buildFrom(undefined, [collection.slice(0, 3)]), collection.slice(0, 3));
 });
 
 test("a filled file's from names the archive, each config key with its entry's revision and the plan's entry for placement", () => {

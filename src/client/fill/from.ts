@@ -29,9 +29,12 @@ export function secretFrom(plan: Plan, name: string): ValueFrom {
 
 /**
  * A file's `from`: `first` (its archive, when a template made it), then every input of `reads` in
- * order, each (kind, key) once — a value named twice in a file is one input — cut by cutFrom.
+ * order, each (kind, key) once — a value named twice in a file is one input — cut by cutFrom. A
+ * source's own `from` names each entry once, so a file reading one value (a collector's one
+ * collection) is cut as it is, with no set made of its inputs.
  */
 export function buildFrom(first: FromInput | undefined, reads: readonly ValueFrom[]): From {
+  if (reads.length <= 1) return cutOne(first, reads[0] ?? NONE);
   const seen = new Set<string>();
   const all: FromInput[] = first ? [first] : [];
   for (const from of reads)
@@ -43,6 +46,15 @@ export function buildFrom(first: FromInput | undefined, reads: readonly ValueFro
       all.push(input);
     }
   return cutFrom(all);
+}
+
+/** `first` then `from`, cut as cutFrom cuts, copying no more than the inputs kept. */
+function cutOne(first: FromInput | undefined, from: ValueFrom): From {
+  const room = MAX_FROM_INPUTS - (first ? 1 : 0);
+  const kept = from.length <= room ? from : from.slice(0, room);
+  const out: From = first ? [first, ...kept] : [...kept];
+  if (from.length > room) out.push({ more: from.length - room });
+  return out;
 }
 
 /** At most MAX_FROM_INPUTS inputs, then `{more: N}` counting the rest (DESIGN §14). */

@@ -25,7 +25,8 @@ export function collectionDependency(collection: string): string {
 /** The items of one node, by collection then contributor, as the bucket holds them. */
 export class NodeItems {
   readonly #byCollection = new Map<string, Map<string, StoredItem>>();
-  /** Each collection's inputs by the kind reading it, made on first use after the collection changed. */
+  /** Each collection's items in contributor order, and its inputs by the kind reading it: made on first use after it changed. */
+  readonly #sorted = new Map<string, readonly [contributor: string, item: StoredItem][]>();
   readonly #from = new Map<string, Map<string, ValueFrom>>();
 
   /** `node`: the node whose items these are. */
@@ -41,6 +42,7 @@ export class NodeItems {
     if (parsed.value.node !== this.node) return { reason: `names node ${parsed.value.node}` };
     const { collection, contributor } = parsed.value;
     this.#from.delete(collection);
+    this.#sorted.delete(collection);
     const items = this.#byCollection.get(collection) ?? this.#byCollection.set(collection, new Map()).get(collection)!;
     if (value === null) {
       items.delete(contributor);
@@ -69,9 +71,11 @@ export class NodeItems {
     return from;
   }
 
-  /** The items of a collection in byte order of their contributors' names. */
-  itemsOf(collection: string): [contributor: string, item: StoredItem][] {
-    return [...(this.#byCollection.get(collection) ?? [])].sort(([a], [b]) => compareKeys(a, b));
+  /** The items of a collection in byte order of their contributors' names, sorted once per change of the collection. */
+  itemsOf(collection: string): readonly [contributor: string, item: StoredItem][] {
+    let sorted = this.#sorted.get(collection);
+    if (!sorted) this.#sorted.set(collection, (sorted = [...(this.#byCollection.get(collection) ?? [])].sort(([a], [b]) => compareKeys(a, b))));
+    return sorted;
   }
 
   /** What the bucket holds of `contributor`: collection → content (undefined for an item out of shape). */
