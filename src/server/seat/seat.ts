@@ -23,6 +23,7 @@ import { serveRolloutRequests } from './rollout/requests.ts';
 import type { Turn } from './rollout/soon.ts';
 import type { Timer } from '../../shared/base/timer.ts';
 import { loadRolloutStates, StateWriter } from './rollout/store.ts';
+import type { SeatObserver } from '../metrics/seat-figures.ts';
 
 /** What the seat needs to run. */
 export type SeatOptions = {
@@ -40,6 +41,8 @@ export type SeatOptions = {
   rollout?: Rollout;
   /** The clock, timer and turn of the composer and the rollouts (Date.now, unrefTimer, setImmediate); tests hand in their own. */
   time?: { now?: () => number; timer?: Timer; turn?: Turn };
+  /** What counts the seat's work for `--metrics` (verb requests, plan writes, reports); none: nothing counted. */
+  observer?: SeatObserver;
 };
 
 /** A running seat. */
@@ -86,10 +89,11 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
   const publisher = new KvPublisher(nc, PLANS, opts.inboxPrefix === undefined ? {} : { inboxPrefix: opts.inboxPrefix });
   // The seat routes between the two: compositions and passes to the rollouts, which the composer
   // asks per key; the passes the rollouts ask to the composer.
+  const counted = opts.observer?.planWritten ?? (() => {});
   const composer = new Composer(
     {
-      putPlan: (key, value) => publisher.put(key, value),
-      deletePlan: (key) => plans.delete(key),
+      putPlan: (key, value) => countedWrite(publisher.put(key, value), (ok) => counted('put', ok)),
+      deletePlan: (key) => countedWrite(plans.delete(key), (ok) => counted('delete', ok)),
       health: say,
     },
     log,
@@ -105,7 +109,7 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
     },
   );
   rollouts.attach({ ...composer.view, recompose: (module, nodes) => composer.recompose(module, nodes) });
-  const verb = serveProvisioning(nc, log, readerOf(nc, opts.inboxPrefix), withRollouts(composer.healthBook, rollouts));
+  const verb = serveProvisioning(nc, log, readerOf(nc, opts.inboxPrefix), withRollouts(composer.healthBook, rollouts), opts.observer?.verb);
   const requests = serveRolloutRequests(nc, log, rollouts);
   // The subscription reaches the server before the seat says it is ready: a request right after is answered.
   await nc.flush();
@@ -131,7 +135,16 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
     return watch;
   });
   // The nodes' reports are an input of rollouts only: they never start a pass.
-  const reports = watchBucket(nc, APPLIED, '>', (e) => rollouts.seeReport(e.key, e.value, e.revision), log);
+  const reports = watchBucket(
+    nc,
+    APPLIED,
+    '>',
+    (e) => {
+      rollouts.seeReport(e.key, e.value, e.revision);
+      opts.observer?.report(e.key, e.value);
+    },
+    log,
+  );
   void reports.caughtUp.then(() => rollouts.reportsRead());
   watches.push(reports);
 
@@ -149,4 +162,13 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
       publisher.close();
     },
   };
+}
+
+/** `write`, with `count` told how it ended (true: done). */
+function countedWrite<T>(write: Promise<T>, count: (ok: boolean) => void): Promise<T> {
+  write.then(
+    () => count(true),
+    () => count(false),
+  );
+  return write;
 }

@@ -175,6 +175,11 @@ export class RolloutDirector {
     return this.#lives.get(module)?.state;
   }
 
+  /** Each module's rollout and its state, in no order (the seat's figures). */
+  *states(): IterableIterator<readonly [string, RolloutState['state']]> {
+    for (const [module, live] of this.#lives) yield [module, live.state.state] as const;
+  }
+
   /** The modules whose rollout is not done, or done with nodes still failed, in order: the verb's `health` keys them `<module>`. */
   healthKeys(): string[] {
     return rolloutHealthKeys(this.#ctx);
