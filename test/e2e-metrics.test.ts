@@ -11,7 +11,7 @@ import { APPLIED } from '../src/shared/contract/buckets.ts';
 import { BUSY } from '../src/shared/contract/verb.ts';
 import { PROVISIONING_VERB } from '../src/shared/contract/subjects.ts';
 import { USERS } from '../src/server/commands/bus-config/users.ts';
-import { ensureBuilt, ROOT, startBundle } from './helpers/bundle.ts';
+import { ensureBuilt, ROOT, startBundle, type Running } from './helpers/bundle.ts';
 import { withIsolatedMesh } from './helpers/isolated-mesh.ts';
 import { createMeshNode } from './helpers/mesh-node.ts';
 import { freePort, startNats } from './helpers/nats.ts';
@@ -96,12 +96,14 @@ test('the figures follow a running mesh: a module applied, its plan written, eac
 test('a report carrying drift counts its restores; a port already taken is said and the seat exits 1; SIGTERM closes the listener', async () => {
   const nats = await startNats('');
   const port = await freePort();
+  const seats: Running[] = [];
+  const nc = await connectBus({ servers: [nats.url], name: 'e2e-metrics' });
   try {
     const taken = startBundle('node', join(ROOT, 'dist'), 'server', ['--nats', nats.url, '--metrics', `127.0.0.1:${port}`]);
+    seats.push(taken);
     await taken.waitForLog(/seat ready/, 20_000);
     await figure(port, 'provisioner_seat_ready', 1);
     // No client writes drift yet (§14's drift.count is the client's to add): the report is written as one would be.
-    const nc = await connectBus({ servers: [nats.url], name: 'e2e-metrics' });
     const applied = await openKv(nc, APPLIED);
     const file = (path: string, count: number) => ({ path, action: 'restored', digest: 'sha256:x', drift: { count, last: '2026-12-06T10:00:00Z' } });
     const report = { node: 'n1', module: 'web', build: '1', state: 'applied', waiting: [], at: '2026-12-06T10:00:00Z' };
@@ -110,9 +112,9 @@ test('a report carrying drift counts its restores; a port already taken is said 
     await applied.put('n1.web', jsonBytes({ ...report, files: [file('/etc/web/a.conf', 5)] }));
     const drifted = await figure(port, 'provisioner_drift_restores', 5);
     assert.is(drifted.get('provisioner_modules{state="applied"}'), 1);
-    await nc.close();
 
     const second = startBundle('node', join(ROOT, 'dist'), 'server', ['--nats', nats.url, '--metrics', `127.0.0.1:${port}`]);
+    seats.push(second);
     assert.is((await second.exited).code, 1);
     assert.match(second.stderr(), new RegExp(`error --metrics 127\\.0\\.0\\.1:${port}: cannot listen: the address is already in use`));
     assert.not.match(second.stderr(), /connecting to/, 'refused before the bus is reached');
@@ -126,6 +128,8 @@ test('a report carrying drift counts its restores; a port already taken is said 
     );
     assert.is(after, 'ECONNREFUSED', 'nothing listens after SIGTERM');
   } finally {
+    for (const seat of seats) seat.kill();
+    await nc.close();
     await nats.cleanup();
   }
 });
