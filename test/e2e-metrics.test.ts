@@ -48,7 +48,10 @@ test('the figures follow a running mesh: a module applied, its plan written, eac
   await withIsolatedMesh({ nodes: ['n1'], seat: 'process', seatArgs: ['--metrics', `127.0.0.1:${port}`] }, async (m) => {
     const before = await figure(port, 'provisioner_seat_ready', 1);
     assert.is(before.get('provisioner_modules{state="applied"}'), 0);
-    assert.not.ok([...before.keys()].some((k) => k.startsWith('provisioner_nodes')), 'no liveness figure: the seat keeps none yet');
+    assert.not.ok(
+      [...before.keys()].some((k) => k.startsWith('provisioner_nodes')),
+      'no liveness figure: the seat keeps none yet',
+    );
     const n1 = createMeshNode({ name: 'n1', dir: join(m.dir, 'n1'), url: m.nats.url, archiveDir: m.archiveDir, login: { nkey: m.nkey(USERS.client('n1')) } });
     try {
       n1.startEngineProcess();

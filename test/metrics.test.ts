@@ -38,8 +38,7 @@ test('--metrics HOST:PORT (or MESH_METRICS) is read; a bad one is refused naming
     ok: false,
     reason: 'MESH_METRICS: "9464" is not HOST:PORT (an IPv6 address in brackets: [::1]:9464)',
   });
-  for (const bad of [':9464', '::1:9464', 'host:', 'host:94x', 'a b:1', 'http://h:1'])
-    assert.is(parseListenAddress(bad).ok, false, `${bad} is refused`);
+  for (const bad of [':9464', '::1:9464', 'host:', 'host:94x', 'a b:1', 'http://h:1']) assert.is(parseListenAddress(bad).ok, false, `${bad} is refused`);
   assert.match(serverHelp(), /--metrics HOST:PORT\s+.*MESH_METRICS/);
 });
 
@@ -72,7 +71,10 @@ test('the registry serves each figure under its provisioner_ name with the count
   let text = await figures.registry.metrics();
   let seen = figuresOf(text);
   assert.is(seen.get('provisioner_seat_ready'), 0);
-  assert.not.ok([...seen.keys()].some((k) => k.startsWith('provisioner_nodes')), 'no liveness figure while the seat keeps none');
+  assert.not.ok(
+    [...seen.keys()].some((k) => k.startsWith('provisioner_nodes')),
+    'no liveness figure while the seat keeps none',
+  );
   figures.seatReady({ states: () => [['web', 'halted'] as const, ['db', 'done'] as const] });
   figures.readLivenessFrom({ counts: () => ({ alive: 5, silent: 2, engineDown: 1 }) });
   text = await figures.registry.metrics();

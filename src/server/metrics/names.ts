@@ -8,7 +8,7 @@ export const METRIC_PREFIX = 'provisioner_';
 export const FIGURES = {
   nodes: {
     name: 'provisioner_nodes',
-    help: 'Nodes with a plan by their client\'s last word (DESIGN §14): alive, silent, or engine_down; left out while the seat keeps no liveness',
+    help: "Nodes with a plan by their client's last word (DESIGN §14): alive, silent, or engine_down; left out while the seat keeps no liveness",
   },
   modules: {
     name: 'provisioner_modules',

@@ -21,7 +21,7 @@ export const SERVE_FLAGS = [
     env: 'MESH_METRICS',
     type: 'string',
     arg: 'HOST:PORT',
-    help: 'serve the seat\'s figures for Prometheus at http://HOST:PORT/metrics (default: none)',
+    help: "serve the seat's figures for Prometheus at http://HOST:PORT/metrics (default: none)",
   },
 ] as const satisfies FlagTable;
 

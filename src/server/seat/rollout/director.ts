@@ -174,11 +174,8 @@ export class RolloutDirector {
   stateOf(module: string): RolloutState | undefined {
     return this.#lives.get(module)?.state;
   }
-
-  /** Each module's rollout and its state, in no order (the seat's figures). */
-  *states(): IterableIterator<readonly [string, RolloutState['state']]> {
-    for (const [module, live] of this.#lives) yield [module, live.state.state] as const;
-  }
+  /** Each module's rollout state, in no order (the seat's figures, read at each scrape). */
+  states = (): (readonly [string, RolloutState['state']])[] => [...this.#lives].map(([module, live]) => [module, live.state.state] as const);
 
   /** The modules whose rollout is not done, or done with nodes still failed, in order: the verb's `health` keys them `<module>`. */
   healthKeys(): string[] {
