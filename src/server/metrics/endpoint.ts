@@ -21,7 +21,8 @@ export type MetricsEndpoint = {
 /** Listens at `address`; the reason says why it cannot (`address already in use`, `permission denied`…). */
 export async function serveMetrics(address: ListenAddress, registry: Registry, log: Logger): Promise<Parsed<MetricsEndpoint>> {
   const server = createServer((req, res) => void answer(req, res, registry, log));
-  // A scraper keeps its connection open between scrapes: a close must not wait for it to hang up.
+  // Past a 60 s scrape interval, so a scraper's connection is kept from one scrape to the next; the
+  // close ends it (closeAllConnections) rather than waiting for the scraper to hang up.
   server.keepAliveTimeout = 65_000;
   const listening = await new Promise<Parsed<number>>((resolve) => {
     server.once('error', (err: NodeJS.ErrnoException) => resolve(fail(listenFailure(err))));
