@@ -1,6 +1,8 @@
 // The seat's figures for Prometheus (issue 33 item 4) without a bus: `--metrics` read and refused,
 // the reports tallied, the text the registry serves, and the listener (a port taken, 404, 405).
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { jsonBytes } from '../src/shared/base/bytes.ts';
@@ -12,6 +14,8 @@ import { ReportTally } from '../src/server/metrics/report-tally.ts';
 import { SeatFigures } from '../src/server/metrics/seat-figures.ts';
 import { serveMetrics } from '../src/server/metrics/endpoint.ts';
 import { figuresOf } from './helpers/scrape.ts';
+import { FIGURES } from '../src/server/metrics/names.ts';
+import { ROOT } from './helpers/bundle.ts';
 
 const report = (state: string, drift: number[] = []) =>
   jsonBytes({
@@ -134,6 +138,22 @@ test('the endpoint answers GET /metrics in the text format, 404 elsewhere, 405 t
   const probe = createServer();
   await new Promise<void>((resolve, reject) => probe.once('error', reject).listen(served.value.port, '127.0.0.1', resolve));
   probe.close();
+});
+
+test("deploy/README.md's figures, scrape config and alert rules name the figures as the seat serves them", async () => {
+  const readme = readFileSync(join(ROOT, 'deploy', 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## Monitoring'), readme.indexOf('## Upgrading'));
+  const served = new Set<string>(Object.values(FIGURES).map((f) => f.name));
+  const named = new Set([...section.matchAll(/(?<![\w-])provisioner_[a-z_]+\b/g)].map((m) => m[0]));
+  const unknown = [...named].filter((n) => !served.has(n) && n !== 'provisioner_health' && !/^provisioner_(process|nodejs)_$/.test(n));
+  assert.equal(unknown, [], 'named in deploy/README.md but not served');
+  assert.equal(
+    [...served].filter((n) => !named.has(n)),
+    [],
+    'served but not in the table',
+  );
+  assert.match(section, /expr: provisioner_nodes\{liveness="silent"\} > 0\n\s+for: 1m/);
+  assert.match(section, /expr: provisioner_rollout_state\{state="halted"\} == 1/);
 });
 
 test.run();
