@@ -10,12 +10,16 @@ import { kvBucket, streamOf } from '../../shared/contract/bucket-spec.ts';
 export class Heard {
   readonly #revisions = new Map<string, number>();
   readonly #waiting = new Set<{ bucket: string; revision: number; resolve: () => void }>();
-  /** The changes delivered so far, and the passes ended: a round that moves neither is quiet. */
-  events = 0;
+  #events = 0;
+
+  /** The changes handed to the seat so far, and the passes ended: a round that moves neither is quiet. */
+  get events(): number {
+    return this.#events;
+  }
 
   /** Takes a change of `bucket` the seat was handed, at `revision`. */
   saw(bucket: string, revision: number): void {
-    this.events++;
+    this.#events++;
     this.#revisions.set(bucket, Math.max(revision, this.#revisions.get(bucket) ?? 0));
     for (const w of this.#waiting)
       if (w.bucket === bucket && revision >= w.revision) {
@@ -26,7 +30,7 @@ export class Heard {
 
   /** Takes the end of a pass. */
   passed(): void {
-    this.events++;
+    this.#events++;
   }
 
   /** Resolves once a change of `bucket` at `revision` or later was handed to the seat (at once for 0). */
