@@ -23,16 +23,16 @@ export class EngineWatch {
     engine.onProof?.((proof) => this.heard(proof));
   }
 
-  /** Takes what an exchange proved; a change of state moves `since` to now. */
-  heard(proof: 'up' | 'down'): void {
+  /** Takes what an exchange proved, or a fill sent (whose outcome will prove it); a change of state moves `since` to now. */
+  heard(proof: 'up' | 'down' | 'sent'): void {
     const at = this.now();
     this.#heardAt = at;
-    if (proof === this.#state) return;
+    if (proof === 'sent' || proof === this.#state) return;
     if (this.#state !== undefined) this.#since = at;
     this.#state = proof;
   }
 
-  /** Whether anything was proved at or after `at` (ms since the epoch): then no ping is needed. */
+  /** Whether a fill was sent or anything proved at or after `at` (ms since the epoch): then no ping is needed (DESIGN §14). */
   heardSince(at: number): boolean {
     return this.#heardAt >= at;
   }

@@ -33,8 +33,11 @@ export type EngineClient = {
    * client dropped the connection itself meanwhile. An engine client that cannot ping has none.
    */
   ping?(): Promise<EngineProof>;
-  /** Hears what each fill's and ping's outcome proves of the engine (up or down); an engine client that proves nothing never calls it. */
-  onProof?(fn: (proof: 'up' | 'down') => void): void;
+  /**
+   * Hears each fill as it is sent (`sent`: its outcome will say how the engine is) and what each
+   * fill's and ping's outcome proves of the engine (`up`, `down`); an engine client without it says nothing.
+   */
+  onProof?(fn: (proof: 'up' | 'down' | 'sent') => void): void;
   /** Stops watching, drops the connection and rejects every request in flight. */
   close(): void;
 };
@@ -82,20 +85,22 @@ export function createEngineClient(opts: EngineClientOptions): EngineClient {
       }
     }
   });
-  const proofHandlers: ((proof: 'up' | 'down') => void)[] = [];
-  const proved = (proof: EngineProof) => {
+  const proofHandlers: ((proof: 'up' | 'down' | 'sent') => void)[] = [];
+  const proved = <P extends EngineProof | 'sent'>(proof: P): P => {
     if (proof) for (const fn of proofHandlers) fn(proof);
     return proof;
   };
   return {
-    fill: (req) =>
-      link.fill(req).then(
+    fill(req) {
+      proved('sent');
+      return link.fill(req).then(
         (reply) => (proved('up'), reply),
         (err: unknown) => {
           proved(engineProof(err));
           throw err;
         },
-      ),
+      );
+    },
     ping: () =>
       link.ping().then(
         () => proved('up'),
