@@ -13,7 +13,10 @@ import { USERS } from '../src/server/commands/bus-config/users.ts';
 import { cleanupBundles, copyBundleAlone, ensureBuilt, ROOT, startBundle } from './helpers/bundle.ts';
 import { withIsolatedMesh } from './helpers/isolated-mesh.ts';
 import { nodePaths } from './helpers/mesh-node.ts';
-import { waitFor } from './helpers/wait.ts';
+import { busConfigOut } from './helpers/bus-config-run.ts';
+import { freePort, startNats } from './helpers/nats.ts';
+import { startTcpProxy } from './helpers/tcp-proxy.ts';
+import { sleep, waitFor } from './helpers/wait.ts';
 
 test.before(() => ensureBuilt('client'));
 test.after(() => cleanupBundles());
@@ -76,5 +79,60 @@ test("the client says it is alive every --alive period with its version, its pla
     assert.equal(await client.exited, { code: 0, signal: null }, client.stderr());
     sub.unsubscribe();
   }));
+
+test('a site cut from the hub: its client says at warning that it cannot reach the hub, the hub hears no word from it, and both end once the link is back', async () => {
+  const hubLeafPort = await freePort();
+  // The WAN link: the hub advertises it, so the site reconnects through it, never around it.
+  const proxy = await startTcpProxy(hubLeafPort);
+  const leaf = { listen: `127.0.0.1:${hubLeafPort}`, advertise: `127.0.0.1:${proxy.port}` };
+  await withIsolatedMesh({ nodes: ['n1'], leaf }, async (m) => {
+    const hub = `nats-leaf://127.0.0.1:${proxy.port}`;
+    const credentials = ['--node', 'n1', '--credentials', join(m.dir, 'credentials')];
+    const site = await startNats('', {
+      dir: join(m.dir, 'site1'),
+      whole: ({ listen }) => busConfigOut([...credentials, '--leaf', 'site1', '--hub', hub, '--listen', listen]),
+    });
+    try {
+      const heard: number[] = [];
+      const sub = m.admin.subscribe(ALIVE_ALL, { callback: () => void heard.push(Date.now()) });
+      const paths = nodePaths(join(m.dir, 'n1'));
+      const args = ['--node', 'n1', '--nats', site.url, '--nkey', m.nkey(USERS.client('n1')), '--socket', paths.socketPath, '--cache', paths.cacheDir];
+      const client = startBundle('node', copyBundleAlone('client'), 'client', [...args, '--alive', '1'], { JOURNAL_STREAM: '8:1' });
+      await client.waitForLog(/^<6>client ready$/, 20_000);
+      await waitFor('alive messages from the site at the hub', () => heard.length >= 2, 10_000);
+
+      proxy.cut();
+      const cutAt = Date.now();
+      const warning = await client.waitForLog(/cannot reach the hub/, 5000);
+      console.log(`  said ${Date.now() - cutAt} ms after the cut: ${warning}`);
+      assert.match(
+        warning,
+        /^<4>cannot reach the hub: \$JS\.API\.INFO found no responders behind 127\.0\.0\.1:\d+; the mesh's buckets cannot be read or written from here until it answers$/,
+      );
+      const quietFrom = Date.now();
+      await sleep(2500);
+      assert.is(heard.filter((t) => t > quietFrom).length, 0, 'the hub hears nothing from the site during the cut');
+      assert.is(
+        client
+          .stderr()
+          .split('\n')
+          .filter((l) => /cannot reach the hub/.test(l)).length,
+        1,
+        'said once',
+      );
+
+      proxy.restore();
+      await client.waitForLog(/^<6>the hub is in reach again: its JetStream answers$/, 15_000);
+      const backFrom = Date.now();
+      await waitFor('alive messages at the hub again', () => heard.some((t) => t > backFrom), 5000);
+      client.child.kill('SIGTERM');
+      assert.equal(await client.exited, { code: 0, signal: null }, client.stderr());
+      sub.unsubscribe();
+    } finally {
+      await site.cleanup();
+      proxy.close();
+    }
+  });
+});
 
 test.run();
