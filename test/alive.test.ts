@@ -25,7 +25,7 @@ function engine(answer: () => Promise<EngineProof>) {
   return e;
 }
 
-function rig(answer: () => Promise<EngineProof>, probe?: () => Promise<HubReach>) {
+function rig(answer: () => Promise<EngineProof>, probe?: () => Promise<HubReach>, heardFromHub: () => number | undefined = () => undefined) {
   const clock = fakeClock();
   const now = () => T0 + clock.now();
   const e = engine(answer);
@@ -44,6 +44,7 @@ function rig(answer: () => Promise<EngineProof>, probe?: () => Promise<HubReach>
     timer: clock.timer,
     now,
     probe: probe ?? (async () => ({ reached: true })),
+    heardFromHub,
   });
   return { clock, e, sent, tick, log };
 }
@@ -140,6 +141,26 @@ test('a hub out of reach is said once at warning when it begins and once at info
     ],
   );
   assert.is(r.sent.length, 5, 'the alive message goes on through the cut');
+  r.tick.stop();
+});
+
+test("the hub is probed only in a period when the connection's watches heard nothing from JetStream (an idle watch's heartbeat is word enough)", async () => {
+  let probes = 0;
+  let heard: number | undefined = T0 - 1;
+  const r = rig(
+    async () => 'up',
+    async () => (probes++, { reached: true }),
+    () => heard,
+  );
+  await flush();
+  assert.is(probes, 0, 'at start the watches have just heard');
+  await r.clock.advance(30_000);
+  assert.is(probes, 1, 'nothing heard in the period: probed');
+  heard = T0 + 45_000;
+  await r.clock.advance(30_000);
+  assert.is(probes, 1, 'a heartbeat in the period: not probed');
+  await r.clock.advance(30_000);
+  assert.is(probes, 2);
   r.tick.stop();
 });
 

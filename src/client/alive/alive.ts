@@ -9,6 +9,7 @@ import type { Alive } from '../../shared/contract/alive.ts';
 import { aliveSubject } from '../../shared/contract/subjects.ts';
 import type { EngineWatch } from './engine-state.ts';
 import { HubWatch, probeHub, type HubReach } from './hub.ts';
+import { lastHeardOn } from '../../shared/bus/watch/heard.ts';
 
 /** What the alive tick needs. */
 export type AliveOptions = {
@@ -29,6 +30,8 @@ export type AliveOptions = {
   now?: () => number;
   /** Probes the hub's JetStream (hub.ts probeHub by default, over `nc`); undefined: not probed. */
   probe?: () => Promise<HubReach>;
+  /** When the connection's watches last heard from JetStream (shared/bus/watch/heard.ts by default): a word in the period spares the probe. */
+  heardFromHub?: () => number | undefined;
 };
 
 /** A running alive tick. */
@@ -43,11 +46,13 @@ export function startAlive(o: AliveOptions): AliveTick {
   const now = o.now ?? Date.now;
   const nc = o.nc;
   const probe = o.probe ?? (nc.request && nc.rtt ? () => probeHub(nc as NatsConnection, Math.min(o.everyMs, HUB_PROBE_TIMEOUT_MS)) : undefined);
+  const heardFromHub = o.heardFromHub ?? (() => lastHeardOn(nc));
   const hub = new HubWatch(o.log);
   let stopped = false;
   let next: { cancel(): void } | undefined;
   // The first tick asks the engine unless a fill since the start has said how it is.
   let lastTick = 0;
+  let hubSince = 0;
 
   const tick = async () => {
     const began = now();
@@ -71,7 +76,9 @@ export function startAlive(o: AliveOptions): AliveTick {
       o.log.warn(`${aliveSubject(o.node)}: not published: ${errorText(err)}`);
     }
     if (probe) {
-      const reach = await probe();
+      // An idle fleet's watches hear a heartbeat every 30 s: that word is proof enough, and costs the bus nothing more.
+      const reach: HubReach = (heardFromHub() ?? -Infinity) >= hubSince ? { reached: true } : await probe();
+      hubSince = began;
       if (!stopped) hub.found(reach);
     }
   };
