@@ -8,6 +8,7 @@ import { EngineWatch } from '../src/client/alive/engine-state.ts';
 import type { HubReach } from '../src/client/alive/hub.ts';
 import type { EngineProof } from '../src/client/handoff/fill-socket.ts';
 import { memoryLogger } from '../src/shared/cli/log.ts';
+import type { NatsConnection } from '@nats-io/transport-node';
 import type { Alive } from '../src/shared/contract/alive.ts';
 import { fakeClock, flush } from './helpers/clock.ts';
 
@@ -32,7 +33,8 @@ function rig(answer: () => Promise<EngineProof>, probe?: () => Promise<HubReach>
   const watch = new EngineWatch(e, now);
   const sent: { subject: string; alive: Alive }[] = [];
   const log = memoryLogger();
-  const nc = { publish: (subject: string, data: string) => void sent.push({ subject, alive: JSON.parse(data) as Alive }) };
+  // The tick publishes on it alone: the hub's probe and its word are handed in.
+  const nc = { publish: (subject: string, data: string) => void sent.push({ subject, alive: JSON.parse(data) as Alive }) } as unknown as NatsConnection;
   const tick = startAlive({
     nc,
     node: 'n1',

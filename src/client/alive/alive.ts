@@ -11,10 +11,14 @@ import type { EngineWatch } from './engine-state.ts';
 import { HubWatch, probeHub, type HubReach } from './hub.ts';
 import { lastHeardOn } from '../../shared/bus/watch/heard.ts';
 
+/** The longest wait for the hub's answer (and for a round trip to the site's server after it), in ms. */
+const HUB_PROBE_TIMEOUT_MS = 5000;
+
 /** What the alive tick needs. */
 export type AliveOptions = {
   /** The node's connection: the message goes out on it, and the hub is probed through it. */
-  nc: Pick<NatsConnection, 'publish'> & Partial<NatsConnection>;
+  nc: NatsConnection;
+  /** The node whose alive subject it publishes on. */
   node: string;
   /** The client's version (shared/cli/version.ts). */
   version: string;
@@ -24,11 +28,13 @@ export type AliveOptions = {
   engine: EngineWatch;
   /** The count of the node's plans now. */
   modules: () => number;
+  /** Where a message not published, or the hub out of reach, is said. */
   log: Logger;
   /** When each wait ends (the unref'd real timer by default: the bus connection keeps the client running). */
   timer?: Timer;
+  /** The clock, ms since the epoch (Date.now by default). */
   now?: () => number;
-  /** Probes the hub's JetStream (hub.ts probeHub by default, over `nc`); undefined: not probed. */
+  /** Probes the hub's JetStream (hub.ts probeHub over `nc` by default). */
   probe?: () => Promise<HubReach>;
   /** When the connection's watches last heard from JetStream (shared/bus/watch/heard.ts by default): a word in the period spares the probe. */
   heardFromHub?: () => number | undefined;
@@ -45,7 +51,7 @@ export function startAlive(o: AliveOptions): AliveTick {
   const timer = o.timer ?? unrefTimer;
   const now = o.now ?? Date.now;
   const nc = o.nc;
-  const probe = o.probe ?? (nc.request && nc.rtt ? () => probeHub(nc as NatsConnection, Math.min(o.everyMs, HUB_PROBE_TIMEOUT_MS)) : undefined);
+  const probe = o.probe ?? (() => probeHub(nc, Math.min(o.everyMs, HUB_PROBE_TIMEOUT_MS)));
   const heardFromHub = o.heardFromHub ?? (() => lastHeardOn(nc));
   const hub = new HubWatch(o.log);
   let stopped = false;
@@ -75,12 +81,10 @@ export function startAlive(o: AliveOptions): AliveTick {
     } catch (err) {
       o.log.warn(`${aliveSubject(o.node)}: not published: ${errorText(err)}`);
     }
-    if (probe) {
-      // An idle fleet's watches hear a heartbeat every 30 s: that word is proof enough, and costs the bus nothing more.
-      const reach: HubReach = (heardFromHub() ?? -Infinity) >= hubSince ? { reached: true } : await probe();
-      hubSince = began;
-      if (!stopped) hub.found(reach);
-    }
+    // An idle fleet's watches hear a heartbeat every 30 s: that word is proof enough, and costs the bus nothing more.
+    const reach: HubReach = (heardFromHub() ?? -Infinity) >= hubSince ? { reached: true } : await probe();
+    hubSince = began;
+    if (!stopped) hub.found(reach);
   };
 
   const loop = () => {
@@ -101,6 +105,3 @@ export function startAlive(o: AliveOptions): AliveTick {
     },
   };
 }
-
-/** The longest wait for the hub's answer (and for a round trip to the site's server after it), in ms. */
-const HUB_PROBE_TIMEOUT_MS = 5000;
