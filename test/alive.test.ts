@@ -79,6 +79,15 @@ test('at start it pings and says the engine up since the start, then every perio
   r.tick.stop();
 });
 
+test('an idle engine is pinged every period: the answer to one ping is no word for the next period', async () => {
+  const r = rig(async () => 'up');
+  await flush();
+  await r.clock.advance(90_000);
+  assert.is(r.sent.length, 4);
+  assert.is(r.e.pings, 4);
+  r.tick.stop();
+});
+
 test('a fill given up proves the engine down: the next message says down since then, and up since the change back', async () => {
   const r = rig(async () => 'up');
   await flush();
@@ -102,9 +111,10 @@ test('a ping unanswered after half a period lets the message go with what is kno
   assert.is(r.sent.length, 0);
   await r.clock.advance(15_000);
   assert.equal(r.sent[0]!.alive.engine.state, 'down', 'nothing proved yet');
+  await r.clock.advance(5_000);
   answer('up');
   await flush();
-  await r.clock.advance(15_000);
+  await r.clock.advance(10_000);
   assert.is(r.e.pings, 1, 'the ping answered in the period spares the next');
   assert.equal(r.sent[1]!.alive.engine, { state: 'up', since: '2026-12-06T10:00:00.000Z' });
   r.tick.stop();

@@ -90,6 +90,8 @@ test('a ping the engine never answers is down after the timeout, the connection 
     assert.is(await e.client.ping!(), 'down');
     assert.ok(Date.now() - at >= 290, `down after ${Date.now() - at} ms`);
     assert.match(e.log.lines.join('\n'), /no answer to a ping within 300 ms; dropping the connection/);
+    assert.is(await e.client.ping!(), 'down');
+    assert.is(e.log.lines.filter((l) => /no answer to a ping/.test(l)).length, 1, 'said once while the engine stays silent');
   } finally {
     await e.close();
   }

@@ -66,7 +66,8 @@ export function startAlive(o: AliveOptions): AliveTick {
     // message waits for the answer half a period at most: a ping still unanswered then (a hung engine,
     // with --engine-timeout past it) is taken when it ends, and the next message says it.
     if (!o.engine.heardSince(lastTick)) await Promise.race([o.engine.ping(), sleepOn(timer, o.everyMs / 2)]);
-    lastTick = began;
+    // The next period begins after this one's ping: its own answer is no word of the next.
+    lastTick = now();
     if (stopped) return;
     const alive: Alive = {
       node: o.node,

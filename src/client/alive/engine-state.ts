@@ -32,9 +32,9 @@ export class EngineWatch {
     this.#state = proof;
   }
 
-  /** Whether a fill was sent or anything proved at or after `at` (ms since the epoch): then no ping is needed (DESIGN §14). */
+  /** Whether a fill was sent or anything proved after `at` (ms since the epoch): then no ping is needed (DESIGN §14). */
   heardSince(at: number): boolean {
-    return this.#heardAt >= at;
+    return this.#heardAt > at;
   }
 
   /**

@@ -127,6 +127,8 @@ class EngineLink {
   #current: Connection | undefined;
   #nextId = 1;
   #closed = false;
+  /** A ping went unanswered and was said; the next unanswered one is not said again until one is answered. */
+  #pingUnanswered = false;
   /** Hears each knock line a connection reads. */
   onModuleKnock: (module: string) => void = () => {};
 
@@ -156,7 +158,11 @@ class EngineLink {
     const id = this.#nextId++;
     return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => this.#pingTimedOut(conn, id), this.timeoutMs);
-      conn.pings.set(id, { resolve, reject, timer });
+      const answered = () => {
+        this.#pingUnanswered = false;
+        resolve();
+      };
+      conn.pings.set(id, { resolve: answered, reject, timer });
       conn.socket.write(JSON.stringify({ id, op: PING_OP } satisfies PingRequest) + '\n');
     });
   }
@@ -210,7 +216,9 @@ class EngineLink {
     if (!waiter) return;
     conn.pings.delete(id);
     waiter.reject(new EngineTimeout(this.socketPath, this.timeoutMs, '', true));
-    this.log.warn(`engine ${this.socketPath}: no answer to a ping within ${this.timeoutMs} ms; dropping the connection`);
+    // A hung engine is pinged every alive period: said once until it answers one again.
+    if (!this.#pingUnanswered) this.log.warn(`engine ${this.socketPath}: no answer to a ping within ${this.timeoutMs} ms; dropping the connection`);
+    this.#pingUnanswered = true;
     this.#drop(conn, new EngineUnavailable(`engine ${this.socketPath}: connection dropped after a ping went unanswered for ${this.timeoutMs} ms`));
   }
 
