@@ -24,6 +24,7 @@ import {
 import { freePort, startNats, type NatsServer } from './helpers/nats.ts';
 import { assignment, composition } from './helpers/seat.ts';
 import { waitFor } from './helpers/wait.ts';
+import { scrape } from './helpers/scrape.ts';
 import { ensureKv } from '../src/shared/bus/bus.ts';
 
 const VERSION = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version as string;
@@ -90,7 +91,9 @@ async function deliverSubjects(nc: NatsConnection, stream: string): Promise<stri
 async function composesAPlan(runtime: Runtime): Promise<void> {
   assert.not.ok(hasNodeModulesAbove(dir), `${dir} has a node_modules above it`);
   const { server: nats, nc, kvm } = await bus();
-  const running = seat(runtime, ['--nats', nats.url]);
+  // prom-client bundled in: the figures are served under this runtime too.
+  const metricsPort = await freePort();
+  const running = seat(runtime, ['--nats', nats.url, '--metrics', `127.0.0.1:${metricsPort}`]);
   try {
     await running.waitForLog(READY, 15_000);
     const modules = await ensureKv(nc, MODULES, 1);
@@ -110,6 +113,11 @@ async function composesAPlan(runtime: Runtime): Promise<void> {
     const delivers = await deliverSubjects(nc, `KV_${ASSIGNMENTS}`);
     assert.ok(delivers.length > 0 && delivers.every((s) => s.startsWith(`${INBOX_PREFIXES.seat}.`)), delivers.join(', '));
 
+    const figures = await waitFor('the plan write counted', async () =>
+      ((f) => (f.get('provisioner_plan_writes_total{op="put",result="ok"}') === 1 ? f : undefined))(await scrape(metricsPort)),
+    );
+    assert.ok((figures.get('provisioner_process_resident_memory_bytes') ?? 0) > 0, "the process's own figures");
+
     const asked = Date.now();
     running.child.kill('SIGTERM');
     const timer = setTimeout(() => running.kill(), 10_000);
@@ -118,6 +126,14 @@ async function composesAPlan(runtime: Runtime): Promise<void> {
     assert.is(signal, null, `killed by ${signal}; stderr:\n${running.stderr()}`);
     assert.is(code, 0, running.stderr());
     assert.ok(Date.now() - asked < 10_000);
+    assert.is(
+      await scrape(metricsPort).then(
+        () => 'answered',
+        () => 'refused',
+      ),
+      'refused',
+      'the listener closed with the seat',
+    );
   } finally {
     running.kill();
   }

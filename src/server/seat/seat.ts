@@ -24,6 +24,7 @@ import type { Turn } from './rollout/soon.ts';
 import type { Timer } from '../../shared/base/timer.ts';
 import { loadRolloutStates, StateWriter } from './rollout/store.ts';
 import { Heard, settleSeat } from './settled.ts';
+import type { SeatObserver } from '../metrics/seat-figures.ts';
 
 /** What the seat needs to run. */
 export type SeatOptions = {
@@ -41,6 +42,8 @@ export type SeatOptions = {
   rollout?: Rollout;
   /** The clock, timer and turn of the composer and the rollouts (Date.now, unrefTimer, setImmediate); tests hand in their own. */
   time?: { now?: () => number; timer?: Timer; turn?: Turn };
+  /** What counts the seat's work for `--metrics` (verb requests, plan writes, reports); none: nothing counted. */
+  observer?: SeatObserver;
 };
 
 /** A running seat; `settled` resolves once it has handled every change stored so far in what it watches (settled.ts). */
@@ -90,10 +93,11 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
   const publisher = new KvPublisher(nc, PLANS, opts.inboxPrefix === undefined ? {} : { inboxPrefix: opts.inboxPrefix });
   // The seat routes between the two: compositions and passes to the rollouts, which the composer
   // asks per key; the passes the rollouts ask to the composer.
+  const counted = opts.observer?.planWritten ?? (() => {});
   const composer = new Composer(
     {
-      putPlan: (key, value) => publisher.put(key, value),
-      deletePlan: (key) => plans.delete(key),
+      putPlan: (key, value) => countedWrite(publisher.put(key, value), (ok) => counted('put', ok)),
+      deletePlan: (key) => countedWrite(plans.delete(key), (ok) => counted('delete', ok)),
       health: say,
     },
     log,
@@ -110,7 +114,7 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
     },
   );
   rollouts.attach({ ...composer.view, recompose: (module, nodes) => composer.recompose(module, nodes) });
-  const verb = serveProvisioning(nc, log, readerOf(nc, opts.inboxPrefix), withRollouts(composer.healthBook, rollouts));
+  const verb = serveProvisioning(nc, log, readerOf(nc, opts.inboxPrefix), withRollouts(composer.healthBook, rollouts), opts.observer?.verb);
   const requests = serveRolloutRequests(nc, log, rollouts);
   // The subscription reaches the server before the seat says it is ready: a request right after is answered.
   await nc.flush();
@@ -144,6 +148,7 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
     '>',
     (e) => {
       rollouts.seeReport(e.key, e.value, e.revision);
+      opts.observer?.report(e.key, e.value);
       heard.saw(APPLIED, e.revision);
     },
     log,
@@ -167,4 +172,13 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
       publisher.close();
     },
   };
+}
+
+/** `write`, with `count` told how it ended (true: done). */
+function countedWrite<T>(write: Promise<T>, count: (ok: boolean) => void): Promise<T> {
+  write.then(
+    () => count(true),
+    () => count(false),
+  );
+  return write;
 }

@@ -171,9 +171,10 @@ export class RolloutDirector {
   }
 
   /** The state of a module's rollout, when there is one. */
-  stateOf(module: string): RolloutState | undefined {
-    return this.#lives.get(module)?.state;
-  }
+  stateOf = (module: string): RolloutState | undefined => this.#lives.get(module)?.state;
+
+  /** Each module's rollout state, in no order (the seat's figures, read at each scrape). */
+  states = (): (readonly [string, RolloutState['state']])[] => [...this.#lives].map(([module, live]) => [module, live.state.state] as const);
 
   /** The modules whose rollout is not done, or done with nodes still failed, in order: the verb's `health` keys them `<module>`. */
   healthKeys(): string[] {
