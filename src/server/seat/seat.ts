@@ -18,11 +18,13 @@ import { errorText } from '../../shared/base/errors.ts';
 import type { Rollout } from '../../shared/contract/rollout-schema.ts';
 import type { Health } from '../../shared/contract/verb.ts';
 import { RolloutDirector } from './rollout/director.ts';
-import { withRollouts } from './health-source.ts';
+import { aliveSource, withNodes, withRollouts } from './health-source.ts';
 import { serveRolloutRequests } from './rollout/requests.ts';
 import type { Turn } from './rollout/soon.ts';
 import type { Timer } from '../../shared/base/timer.ts';
 import { loadRolloutStates, StateWriter } from './rollout/store.ts';
+import { listenLiveness, type Liveness } from './liveness/listen.ts';
+import { firstToken } from './liveness/plan-key.ts';
 
 /** What the seat needs to run. */
 export type SeatOptions = {
@@ -43,7 +45,7 @@ export type SeatOptions = {
 };
 
 /** A running seat. */
-export type Seat = { composer: Composer; rollouts: RolloutDirector; stop(): Promise<void> };
+export type Seat = { composer: Composer; rollouts: RolloutDirector; liveness: Liveness; stop(): Promise<void> };
 
 /**
  * Starts the seat; resolves once its buckets are bound, the registry is written and the rollouts are
@@ -105,7 +107,10 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
     },
   );
   rollouts.attach({ ...composer.view, recompose: (module, nodes) => composer.recompose(module, nodes) });
-  const verb = serveProvisioning(nc, log, readerOf(nc, opts.inboxPrefix), withRollouts(composer.healthBook, rollouts));
+  // Heard before the plans are read: a word that comes first is kept, and counts once its node has a plan.
+  const liveness = listenLiveness(nc, log, time);
+  const health = withNodes(withRollouts(composer.healthBook, rollouts), liveness.memory);
+  const verb = serveProvisioning(nc, log, readerOf(nc, opts.inboxPrefix), health, aliveSource(liveness.memory));
   const requests = serveRolloutRequests(nc, log, rollouts);
   // The subscription reaches the server before the seat says it is ready: a request right after is answered.
   await nc.flush();
@@ -122,7 +127,10 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
       bucket,
       '>',
       (e) => {
-        if (input === 'plans') rollouts.seePlan(e.key, e.value, e.at);
+        if (input === 'plans') {
+          rollouts.seePlan(e.key, e.value, e.at);
+          liveness.memory.plan(firstToken(e.key), e.key, e.value !== null);
+        }
         composer.update(input, e.key, e.value, e.revision);
       },
       log,
@@ -138,8 +146,10 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
   return {
     composer,
     rollouts,
+    liveness,
     async stop() {
       clearInterval(timer);
+      liveness.stop();
       await verb.stop();
       await requests.stop();
       rollouts.close();

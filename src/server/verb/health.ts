@@ -8,8 +8,8 @@ import { Page, REPLY_HEADROOM } from './page.ts';
 export type HealthSource = {
   /** Every key with an entry, in key order. */
   keys(): readonly string[];
-  /** The entry of a key, naming its module and, unless it is a rollout's (keyed `<module>`), its node. */
-  entry(key: string): ({ node?: string; module: string } & Record<string, unknown>) | undefined;
+  /** The entry of a key, naming its module and, unless it is a rollout's (keyed `<module>`), its node; a node's own (keyed `<node>`, DESIGN §14) names no module. */
+  entry(key: string): ({ node?: string; module?: string } & Record<string, unknown>) | undefined;
 };
 
 /**
