@@ -4,7 +4,7 @@
 import { APPLIED, COLLECT, NEEDS, PLANS, REGISTRY_BUCKET } from '../../../shared/contract/buckets.ts';
 import { INBOX_PREFIXES } from '../../../shared/bus/inbox.ts';
 import { boundBucket } from '../../../shared/contract/keys.ts';
-import { ALIVE_ALL, PROVISIONING_VERB, ROLLOUT_VERB, VAULT_CHANGED, vaultCredentialOf } from '../../../shared/contract/subjects.ts';
+import { ALIVE_ALL, aliveSubject, PROVISIONING_VERB, ROLLOUT_VERB, VAULT_CHANGED, vaultCredentialOf } from '../../../shared/contract/subjects.ts';
 import { nodeImports, providerPublish, providerSubscribe, seatPublish, vaultPublish, vaultSubscribe, type Grant } from './grants.ts';
 import { hubLeafLines, LEAF_STRANGERS_ACCOUNT, leafUserLines, type HubLeaf } from './leaf-hub.ts';
 import { MESH_ACCOUNT, nodeAccount, sorted, SYSTEM_ACCOUNT, USERS } from './users.ts';
@@ -85,7 +85,7 @@ function meshAccount(nodes: string[], providers: string[], archives: string, key
     ...nodes.map(toNode),
   ];
   const imports = [
-    ...nodes.flatMap((n) => ['applied', 'changed'].map((s) => `{ stream: { account: ${q(nodeAccount(n))}, subject: ${q(`prov.${s}.${n}.>`)} } }`)),
+    ...nodes.flatMap((n) => nodeStreams(n).map((subject) => `{ stream: { account: ${q(nodeAccount(n))}, subject: ${q(subject)} } }`)),
     ...nodes.flatMap((n) => EVENTS.map((e) => `{ stream: { account: ${SYSTEM_ACCOUNT}, subject: ${q(eventSubject(n, e))} } }`)),
   ];
   return [
@@ -134,6 +134,7 @@ export function nodeUserLines(node: string, key: (user: string) => string): stri
 }
 
 function nodeAccountBlock(node: string, providers: string[], archives: string, key: (u: string) => string, leaf: HubLeaf | undefined): string[] {
+  const exports = nodeStreams(node).map((subject) => `{ stream: ${q(subject)} }`);
   const service = (g: Grant) => `      { service: { account: ${MESH_ACCOUNT}, subject: ${q(g.subject)} }${g.to ? `, to: ${q(g.to)}` : ''} }  # ${g.why}`;
   return [
     `  ${q(nodeAccount(node))}: {`,
@@ -141,7 +142,7 @@ function nodeAccountBlock(node: string, providers: string[], archives: string, k
     ...nodeUserLines(node, key),
     ...(leaf ? leafUserLines(node, leaf) : []),
     '    ]',
-    `    exports: [ { stream: ${q(`prov.applied.${node}.>`)} }, { stream: ${q(`prov.changed.${node}.>`)} } ]`,
+    `    exports: [ ${exports.join(', ')} ]`,
     '    imports: [',
     ...nodeImports(node, providers, archives).map(service),
     `      { stream: { account: ${MESH_ACCOUNT}, subject: ${q(`${INBOX_PREFIXES.node(node)}.>`)} } }  # deliveries and replies to its inbox`,
@@ -149,6 +150,11 @@ function nodeAccountBlock(node: string, providers: string[], archives: string, k
     '    ]',
     '  }',
   ];
+}
+
+/** What a node's account exports to MESH, each its own node's only: its reports, its change notices, its alive message (DESIGN §11, §14). */
+function nodeStreams(node: string): string[] {
+  return [`prov.applied.${node}.>`, `prov.changed.${node}.>`, aliveSubject(node)];
 }
 
 /** Quotes a subject or name: a `$` subject unquoted would be read as a config variable. */
