@@ -12,9 +12,7 @@ import { ensureBuilt, startBundle, ROOT, type Running } from './helpers/bundle.t
 import { startIsolatedMesh, type IsolatedMesh } from './helpers/isolated-mesh.ts';
 import { nodePaths } from './helpers/mesh-node.ts';
 import { waitFor } from './helpers/wait.ts';
-import { aliveSubject, HEALTH_SUBJECT } from '../src/shared/contract/subjects.ts';
-import { clientConnectionName, type Alive } from '../src/shared/contract/alive.ts';
-import { jsonBytes } from '../src/shared/base/bytes.ts';
+import { HEALTH_SUBJECT } from '../src/shared/contract/subjects.ts';
 
 test.before(() => ['server', 'client', 'engine'].forEach((b) => ensureBuilt(b)));
 
@@ -30,16 +28,39 @@ function nodeOf(m: IsolatedMesh, name: string) {
   mkdirSync(paths.root, { recursive: true });
   mkdirSync(paths.secrets, { recursive: true });
   const dist = join(ROOT, 'dist');
+  const running: Running[] = [];
+  const run = (r: Running) => (running.push(r), r);
   return {
-    engine: (): Running => startBundle('node', dist, 'engine', ['--socket', paths.socketPath, '--root', paths.root, '--secrets', paths.secrets, '--journal', paths.journalFile]),
+    engine: (): Running =>
+      run(startBundle('node', dist, 'engine', ['--socket', paths.socketPath, '--root', paths.root, '--secrets', paths.secrets, '--journal', paths.journalFile])),
     client: (args: string[] = []): Running =>
-      startBundle('node', dist, 'client', ['--node', name, '--nats', m.nats.url, '--nkey', m.nkey(`provisioner.${name}`), '--socket', paths.socketPath, '--cache', paths.cacheDir, '--archive-dir', m.archiveDir, ...args]),
+      run(
+        startBundle('node', dist, 'client', [
+          ...['--node', name, '--nats', m.nats.url, '--nkey', m.nkey(`provisioner.${name}`)],
+          ...['--socket', paths.socketPath, '--cache', paths.cacheDir, '--archive-dir', m.archiveDir, ...args],
+        ]),
+      ),
+    async stop() {
+      for (const r of running.splice(0)) {
+        r.child.kill('SIGCONT');
+        r.child.kill('SIGKILL');
+        await r.exited;
+      }
+    },
   };
 }
 
 /** `server.js status [args]` as the operator runs it, with the seat's login. */
 async function status(m: IsolatedMesh, args: string[] = []) {
   return m.serverCommand('provisioner', ['status', ...args]);
+}
+
+/** Waits until `status` exits 0 with the node's word heard (its version shown): the client is up and has spoken. */
+async function heardAndApplied(m: IsolatedMesh, ms = 30_000): Promise<void> {
+  await waitFor('status exit 0, the client heard', async () => {
+    const s = await status(m, ['--json']);
+    return s.code === 0 && JSON.parse(s.stdout).nodes.every((n: { version?: string }) => n.version !== undefined);
+  }, ms);
 }
 
 async function meshWithWeb(): Promise<IsolatedMesh> {
@@ -58,13 +79,13 @@ function healthLines(nc: NatsConnection): unknown[] {
 
 test('a client killed is silent in status within 5 s of its death (exit 1), and back once it runs again (exit 0)', async () => {
   const m = await meshWithWeb();
+  const n1 = nodeOf(m, 'n1');
   try {
     const said = healthLines(m.admin);
-    const n1 = nodeOf(m, 'n1');
     n1.engine();
     let client = n1.client();
     await m.waitReport('n1', 'web', (r) => r.state === 'applied', 30_000);
-    await waitFor('status exit 0', async () => (await status(m)).code === 0, 15_000);
+    await heardAndApplied(m);
     const ok = await status(m);
     assert.match(ok.stdout, /VERSION\s+LAST WORD/);
 
@@ -86,55 +107,70 @@ test('a client killed is silent in status within 5 s of its death (exit 1), and 
     assert.is(json.nodes[0].liveness, 'silent');
 
     client = n1.client();
-    await waitFor('status exit 0 again', async () => (await status(m)).code === 0, 15_000);
+    await heardAndApplied(m, 15_000);
     assert.ok(said.some((l) => JSON.stringify(l).includes('"reason":"no word from its client since')));
     assert.ok(said.some((l) => JSON.stringify(l).includes('"reason":"ended: no word from its client since')));
     assert.ok(said.every((l) => !('module' in (l as object))), JSON.stringify(said));
   } finally {
+    await n1.stop();
     await m.close();
   }
 });
 
 test("a runner's connection closing says nothing of the client; an alive message on another node's subject is not taken", async () => {
   const m = await meshWithWeb();
+  const n1 = nodeOf(m, 'n1');
   try {
-    const n1 = nodeOf(m, 'n1');
     n1.engine();
     n1.client();
-    await waitFor('status exit 0', async () => (await status(m)).code === 0, 30_000);
+    await heardAndApplied(m);
     const runner = await m.connect('runner.n1', 'module web');
     await runner.close();
     // Past the 5 s a client's close would take.
     await new Promise((r) => setTimeout(r, 6000));
     assert.is((await status(m)).code, 0);
   } finally {
+    await n1.stop();
     await m.close();
   }
 });
 
-test('a hung client (no word for two periods + 15 s) is silent, back when it speaks; an engine down is said', async () => {
+test('a hung client (SIGSTOP, --alive 1) is silent after two periods + 15 s and back on SIGCONT; its engine killed is said once its alive says so', async () => {
   const m = await meshWithWeb();
+  const n1 = nodeOf(m, 'n1');
   try {
-    // The alive messages by hand with the node's own seed, named as its client, until the client sends them.
-    const nc = await m.connect('provisioner.n1', clientConnectionName('n1'));
-    const word = (engine: 'up' | 'down'): Alive => ({ node: 'n1', version: '9.9.9', every: 1, engine: { state: engine, since: '2026-12-06T10:00:00.000Z' }, modules: 1, at: new Date().toISOString() });
-    nc.publish(aliveSubject('n1'), jsonBytes(word('up')));
-    await waitFor('the word heard', async () => (await status(m)).stdout.includes('9.9.9'), 10_000);
+    const engine = n1.engine();
+    const client = n1.client(['--alive', '1']);
+    await heardAndApplied(m);
+    client.child.kill('SIGSTOP');
     const hung = Date.now();
+    let last = '';
     const silent = await waitFor('silent by age', async () => {
       const s = await status(m);
+      last = s.stdout + s.stderr;
       return s.stdout.includes('no word from its client for 17 s') ? s : undefined;
-    }, 25_000);
+    }, 30_000).catch((err: Error) => {
+      throw new Error(`${err.message}; status said: ${last}`);
+    });
     const seconds = (Date.now() - hung) / 1000;
     assert.is(silent.code, 1);
-    assert.ok(seconds >= 16 && seconds < 17 + 3, `silent after ${seconds} s`);
-    nc.publish(aliveSubject('n1'), jsonBytes(word('down')));
+    // Its last word came up to a period before the stop; a status run takes about a second.
+    assert.ok(seconds >= 15 && seconds < 17 + 3, `silent after ${seconds} s`);
+    client.child.kill('SIGCONT');
+    await heardAndApplied(m, 10_000);
+
+    engine.child.kill('SIGKILL');
+    await engine.exited;
     const down = await waitFor('engine down', async () => {
       const s = await status(m);
-      return s.stdout.includes('engine down since 2026-12-06T10:00:00.000Z') ? s : undefined;
-    }, 10_000);
+      return s.stdout.includes('engine down') ? s : undefined;
+    }, 15_000);
     assert.is(down.code, 1);
+    assert.match(down.stdout, /engine down since \d{4}-/);
+    n1.engine();
+    await heardAndApplied(m, 15_000);
   } finally {
+    await n1.stop();
     await m.close();
   }
 });
