@@ -32,7 +32,9 @@ function nodeOf(m: IsolatedMesh, name: string) {
   const run = (r: Running) => (running.push(r), r);
   return {
     engine: (): Running =>
-      run(startBundle('node', dist, 'engine', ['--socket', paths.socketPath, '--root', paths.root, '--secrets', paths.secrets, '--journal', paths.journalFile])),
+      run(
+        startBundle('node', dist, 'engine', ['--socket', paths.socketPath, '--root', paths.root, '--secrets', paths.secrets, '--journal', paths.journalFile]),
+      ),
     client: (args: string[] = []): Running =>
       run(
         startBundle('node', dist, 'client', [
@@ -57,10 +59,14 @@ async function status(m: IsolatedMesh, args: string[] = []) {
 
 /** Waits until `status` exits 0 with the node's word heard (its version shown): the client is up and has spoken. */
 async function heardAndApplied(m: IsolatedMesh, ms = 30_000): Promise<void> {
-  await waitFor('status exit 0, the client heard', async () => {
-    const s = await status(m, ['--json']);
-    return s.code === 0 && JSON.parse(s.stdout).nodes.every((n: { version?: string }) => n.version !== undefined);
-  }, ms);
+  await waitFor(
+    'status exit 0, the client heard',
+    async () => {
+      const s = await status(m, ['--json']);
+      return s.code === 0 && JSON.parse(s.stdout).nodes.every((n: { version?: string }) => n.version !== undefined);
+    },
+    ms,
+  );
 }
 
 async function meshWithWeb(): Promise<IsolatedMesh> {
@@ -92,10 +98,14 @@ test('a client killed is silent in status within 5 s of its death (exit 1), and 
     client.child.kill('SIGKILL');
     await client.exited;
     const killed = Date.now();
-    const silent = await waitFor('status says silent', async () => {
-      const s = await status(m);
-      return s.stdout.includes('silent') ? s : undefined;
-    }, 15_000);
+    const silent = await waitFor(
+      'status says silent',
+      async () => {
+        const s = await status(m);
+        return s.stdout.includes('silent') ? s : undefined;
+      },
+      15_000,
+    );
     const seconds = (Date.now() - killed) / 1000;
     assert.is(silent.code, 1, silent.stdout);
     assert.ok(seconds < 5 + 2, `silent after ${seconds} s (5 s from the close, and a status run)`);
@@ -110,7 +120,10 @@ test('a client killed is silent in status within 5 s of its death (exit 1), and 
     await heardAndApplied(m, 15_000);
     assert.ok(said.some((l) => JSON.stringify(l).includes('"reason":"no word from its client since')));
     assert.ok(said.some((l) => JSON.stringify(l).includes('"reason":"ended: no word from its client since')));
-    assert.ok(said.every((l) => !('module' in (l as object))), JSON.stringify(said));
+    assert.ok(
+      said.every((l) => !('module' in (l as object))),
+      JSON.stringify(said),
+    );
   } finally {
     await n1.stop();
     await m.close();
@@ -145,11 +158,15 @@ test('a hung client (SIGSTOP, --alive 1) is silent after two periods + 15 s and 
     client.child.kill('SIGSTOP');
     const hung = Date.now();
     let last = '';
-    const silent = await waitFor('silent by age', async () => {
-      const s = await status(m);
-      last = s.stdout + s.stderr;
-      return s.stdout.includes('no word from its client for 17 s') ? s : undefined;
-    }, 30_000).catch((err: Error) => {
+    const silent = await waitFor(
+      'silent by age',
+      async () => {
+        const s = await status(m);
+        last = s.stdout + s.stderr;
+        return s.stdout.includes('no word from its client for 17 s') ? s : undefined;
+      },
+      30_000,
+    ).catch((err: Error) => {
       throw new Error(`${err.message}; status said: ${last}`);
     });
     const seconds = (Date.now() - hung) / 1000;
@@ -161,10 +178,14 @@ test('a hung client (SIGSTOP, --alive 1) is silent after two periods + 15 s and 
 
     engine.child.kill('SIGKILL');
     await engine.exited;
-    const down = await waitFor('engine down', async () => {
-      const s = await status(m);
-      return s.stdout.includes('engine down') ? s : undefined;
-    }, 15_000);
+    const down = await waitFor(
+      'engine down',
+      async () => {
+        const s = await status(m);
+        return s.stdout.includes('engine down') ? s : undefined;
+      },
+      15_000,
+    );
     assert.is(down.code, 1);
     assert.match(down.stdout, /engine down since \d{4}-/);
     n1.engine();

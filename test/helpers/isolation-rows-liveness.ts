@@ -74,10 +74,11 @@ export const LIVENESS_ROWS: readonly Row[] = [
     actor: runner,
     action: `subscribe \`${aliveSubject(A)}\` (its own node's alive message)`,
     expected: 'refused',
-    run: (c) => heard(c, runner, aliveSubject(A), async () => {
-      c.as(client).publish(aliveSubject(A), '{}');
-      await c.as(client).flush();
-    }),
+    run: (c) =>
+      heard(c, runner, aliveSubject(A), async () => {
+        c.as(client).publish(aliveSubject(A), '{}');
+        await c.as(client).flush();
+      }),
   },
   {
     actor: USERS.vault,

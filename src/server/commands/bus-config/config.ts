@@ -93,7 +93,10 @@ function meshAccount(nodes: string[], providers: string[], archives: string, key
     '    jetstream: enabled',
     '    users: [',
     ...user(USERS.admin, ''),
-    ...user(USERS.seat, perms(seatPublish(archives), [`${INBOX_PREFIXES.seat}.>`, PROVISIONING_VERB, ROLLOUT_VERB, ALIVE_ALL, CONNECT_EVENTS, DISCONNECT_EVENTS], true)),
+    ...user(
+      USERS.seat,
+      perms(seatPublish(archives), [`${INBOX_PREFIXES.seat}.>`, PROVISIONING_VERB, ROLLOUT_VERB, ALIVE_ALL, CONNECT_EVENTS, DISCONNECT_EVENTS], true),
+    ),
     ...user(USERS.vault, perms(vaultPublish(), vaultSubscribe(), true)),
     ...providerUsers,
     '    ]',

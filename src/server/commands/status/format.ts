@@ -90,7 +90,12 @@ export function fleetLines(view: FleetView): string[] {
       oldestCell(n.oldestWaiting),
       ...(rolling ? [cell((n.rollouts ?? []).join(', '))] : []),
     ]);
-    lines.push(...formatTable(['NODE', 'VERSION', 'LAST WORD', 'APPLIED', 'WAITING', 'FAILED', 'HELD', 'COMPOSE FAILED', 'OLDEST WAITING', ...(rolling ? ['ROLLOUT'] : [])], rows));
+    lines.push(
+      ...formatTable(
+        ['NODE', 'VERSION', 'LAST WORD', 'APPLIED', 'WAITING', 'FAILED', 'HELD', 'COMPOSE FAILED', 'OLDEST WAITING', ...(rolling ? ['ROLLOUT'] : [])],
+        rows,
+      ),
+    );
   }
   const sum = (k: 'applied' | 'waiting' | 'failed' | 'held' | 'composeFailed') => view.nodes.reduce((total, n) => total + n[k], 0);
   const notDone = view.rollouts.filter((r) => r.state !== 'done').length;
@@ -107,7 +112,12 @@ export function fleetLines(view: FleetView): string[] {
   );
   if (unvouched.length > 0) {
     lines.push('', 'nodes the seat cannot vouch for (their modules may be stale):');
-    lines.push(...formatTable(['NODE', 'STATE', 'REASON'], unvouched.map((n) => [cell(n.node), n.liveness ?? '', cell(n.livenessReason)])));
+    lines.push(
+      ...formatTable(
+        ['NODE', 'STATE', 'REASON'],
+        unvouched.map((n) => [cell(n.node), n.liveness ?? '', cell(n.livenessReason)]),
+      ),
+    );
   }
   if (view.rollouts.length > 0) {
     lines.push(

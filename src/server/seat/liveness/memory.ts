@@ -112,7 +112,10 @@ export class LivenessMemory {
 
   /** The nodes with a plan, in key order (the verb's `alive`). */
   plannedKeys(): readonly string[] {
-    return (this.#sortedPlanned ??= [...this.#nodes].filter(([, n]) => n.plans.size > 0).map(([node]) => node).sort(compareKeys));
+    return (this.#sortedPlanned ??= [...this.#nodes]
+      .filter(([, n]) => n.plans.size > 0)
+      .map(([node]) => node)
+      .sort(compareKeys));
   }
 
   /** A node with a plan as the verb's `alive` answers it: its last word, when the seat heard it, its health reason as last said. */
@@ -134,8 +137,9 @@ export class LivenessMemory {
     const planned = this.plannedKeys().length;
     let silent = 0;
     let engineDown = 0;
-    for (const reason of this.#said.values()) if (reason.startsWith('engine down')) engineDown++;
-    else silent++;
+    for (const reason of this.#said.values())
+      if (reason.startsWith('engine down')) engineDown++;
+      else silent++;
     return { alive: planned - silent - engineDown, silent, engineDown };
   }
 
