@@ -4,7 +4,6 @@
 import * as v from 'valibot';
 import { forEachPage, type QueryFailure } from '../query/command.ts';
 import { validate } from '../../../shared/contract/decode.ts';
-import { secondsSince } from './summary.ts';
 
 /** An entry of the verb's `alive` (contract/alive.ts `AliveEntry`), the fields `status` reads. */
 const AliveEntrySchema = v.object({
@@ -57,6 +56,12 @@ export async function readWords(
   });
   if (failed && /what: .*must be one of/.test(failed.message)) return words;
   return failed ?? words;
+}
+
+/** Whole seconds from `at` to `now` (0 for a time ahead or one that does not parse), as summary.ts counts a report's age. */
+function secondsSince(at: string, now: number): number {
+  const then = Date.parse(at);
+  return Number.isNaN(then) ? 0 : Math.max(0, Math.floor((now - then) / 1000));
 }
 
 function wordOf(entry: v.InferOutput<typeof AliveEntrySchema>, now: number): NodeWord {
