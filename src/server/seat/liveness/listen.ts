@@ -85,7 +85,11 @@ export function listenLiveness(nc: NatsConnection, log: Logger, time: { now?: ()
 function subscribe(nc: NatsConnection, log: Logger, subject: string, on: (msg: Msg) => void): Subscription {
   return nc.subscribe(subject, {
     callback: (err, msg) => {
-      if (err) return log.error(`liveness: the subscription to ${subject} ended: ${errorText(err)}`);
+      // A bus configured before liveness (bus-config not run again) refuses it: said with what to do.
+      if (err)
+        return log.error(
+          `liveness: the bus refuses the seat's subscription to ${subject} (${errorText(err)}): run bus-config again and reload nats-server; until then no node is called silent from it`,
+        );
       try {
         on(msg);
       } catch (e) {
