@@ -83,7 +83,7 @@ function healthLines(nc: NatsConnection): unknown[] {
   return lines;
 }
 
-test('a client killed is silent in status within 5 s of its death (exit 1), and back once it runs again (exit 0)', async () => {
+test('a client killed is silent in status 5 s after its connection closed (exit 1, said on provisioner_health), and back once it runs again (exit 0)', async () => {
   const m = await meshWithWeb();
   const n1 = nodeOf(m, 'n1');
   try {
