@@ -48,10 +48,7 @@ test('the figures follow a running mesh: a module applied, its plan written, eac
   await withIsolatedMesh({ nodes: ['n1'], seat: 'process', seatArgs: ['--metrics', `127.0.0.1:${port}`] }, async (m) => {
     const before = await figure(port, 'provisioner_seat_ready', 1);
     assert.is(before.get('provisioner_modules{state="applied"}'), 0);
-    assert.not.ok(
-      [...before.keys()].some((k) => k.startsWith('provisioner_nodes')),
-      'no liveness figure: the seat keeps none yet',
-    );
+    assert.is(before.get('provisioner_nodes{liveness="alive"}'), 0, 'no node has a plan yet');
     const n1 = createMeshNode({ name: 'n1', dir: join(m.dir, 'n1'), url: m.nats.url, archiveDir: m.archiveDir, login: { nkey: m.nkey(USERS.client('n1')) } });
     try {
       n1.startEngineProcess();
@@ -62,6 +59,10 @@ test('the figures follow a running mesh: a module applied, its plan written, eac
       const applied = await figure(port, 'provisioner_modules{state="applied"}', 1);
       assert.is(applied.get('provisioner_plan_writes_total{op="put",result="ok"}'), 1, 'n1.web planned once');
       assert.is(applied.get('provisioner_drift_restores'), 0);
+      // n1's client said its word and has a plan: one node alive, none silent, its engine up.
+      const alive = await figure(port, 'provisioner_nodes{liveness="alive"}', 1);
+      assert.is(alive.get('provisioner_nodes{liveness="silent"}'), 0);
+      assert.is(alive.get('provisioner_nodes{liveness="engine_down"}'), 0);
 
       // status asks the verb for one page of reports and for health twice: the fleet's, then the rollouts'.
       const asked = (s: Map<string, number>, what: string) => s.get(`provisioner_verb_requests_total{what="${what}"}`) ?? 0;

@@ -147,9 +147,9 @@ test('the seat bundle copied alone into an empty directory composes a plan under
   await composesAPlan('deno');
 });
 
-test('a seat user that may subscribe only _INBOX_seat.>, the verb and the rollout requests serves, composes and answers a query', async () => {
+test("a seat user that may subscribe only _INBOX_seat.>, the verb, the rollout requests, the alive messages and the node accounts' events serves, composes and answers a query", async () => {
   const nats = await startNats(`authorization { users = [
-    { user: seat, password: seat, permissions: { subscribe: ["${INBOX_PREFIXES.seat}.>", "mesh-provisioner.provisioning", "mesh-provisioner.rollout"] } },
+    { user: seat, password: seat, permissions: { subscribe: ["${INBOX_PREFIXES.seat}.>", "mesh-provisioner.provisioning", "mesh-provisioner.rollout", "prov.alive.*", "$SYS.ACCOUNT.provisioner.*.CONNECT", "$SYS.ACCOUNT.provisioner.*.DISCONNECT"] } },
     { user: test, password: test }
   ] }`);
   servers.push(nats);
@@ -205,7 +205,7 @@ test('rollout --help prints the rollout command alone: its three forms and its f
 test('status, query, init, publish and bus-config --help each print the command alone: its usage, its flags and, when it reaches the bus, the connection flags', async () => {
   const own: Record<string, string[]> = {
     status: ['status [<node> [<module>]]', '--limit', '--json', '--nkey'],
-    query: ['query <registry|needs|applied|collect|health>', '--node', '--collection', '--nkey'],
+    query: ['query <registry|needs|applied|collect|health|alive>', '--node', '--collection', '--nkey'],
     init: ['init [--replicas N]', '--nodes', '--provider', '--nkey'],
     publish: ['publish DIR|ARCHIVE', '--composition', '--dry-run', '--nkey'],
     'bus-config': ['bus-config --node NAME', '--credentials', '--leaf-listen', '--out'],

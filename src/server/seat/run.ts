@@ -90,6 +90,7 @@ async function serve(opts: ServeOptions, log: Logger, signalled: Promise<void>, 
   if (seat === 'refused') return 1;
   if (seat) {
     figures?.seatReady(seat.rollouts);
+    figures?.readLivenessFrom(seat.liveness.memory);
     log.info('seat ready');
     notifySystemd(log, signalled);
     await signalled;

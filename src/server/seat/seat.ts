@@ -18,13 +18,15 @@ import { errorText } from '../../shared/base/errors.ts';
 import type { Rollout } from '../../shared/contract/rollout-schema.ts';
 import type { Health } from '../../shared/contract/verb.ts';
 import { RolloutDirector } from './rollout/director.ts';
-import { withRollouts } from './health-source.ts';
+import { aliveSource, withNodes, withRollouts } from './health-source.ts';
 import { serveRolloutRequests } from './rollout/requests.ts';
 import type { Turn } from './rollout/soon.ts';
 import type { Timer } from '../../shared/base/timer.ts';
 import { loadRolloutStates, StateWriter } from './rollout/store.ts';
 import { Heard, settleSeat } from './settled.ts';
 import type { SeatObserver } from '../metrics/seat-figures.ts';
+import { listenLiveness, type Liveness } from './liveness/listen.ts';
+import { firstToken } from './liveness/plan-key.ts';
 
 /** What the seat needs to run. */
 export type SeatOptions = {
@@ -47,7 +49,7 @@ export type SeatOptions = {
 };
 
 /** A running seat; `settled` resolves once it has handled every change stored so far in what it watches (settled.ts). */
-export type Seat = { composer: Composer; rollouts: RolloutDirector; settled(): Promise<void>; stop(): Promise<void> };
+export type Seat = { composer: Composer; rollouts: RolloutDirector; liveness: Liveness; settled(): Promise<void>; stop(): Promise<void> };
 
 /**
  * Starts the seat; resolves once its buckets are bound, the registry is written and the rollouts are
@@ -114,7 +116,10 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
     },
   );
   rollouts.attach({ ...composer.view, recompose: (module, nodes) => composer.recompose(module, nodes) });
-  const verb = serveProvisioning(nc, log, readerOf(nc, opts.inboxPrefix), withRollouts(composer.healthBook, rollouts), opts.observer?.verb);
+  // Heard before the plans are read: a word that comes first is kept, and counts once its node has a plan.
+  const liveness = listenLiveness(nc, log, time);
+  const health = withNodes(withRollouts(composer.healthBook, rollouts), liveness.memory);
+  const verb = serveProvisioning(nc, log, readerOf(nc, opts.inboxPrefix), health, aliveSource(liveness.memory), opts.observer?.verb);
   const requests = serveRolloutRequests(nc, log, rollouts);
   // The subscription reaches the server before the seat says it is ready: a request right after is answered.
   await nc.flush();
@@ -131,7 +136,10 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
       bucket,
       '>',
       (e) => {
-        if (input === 'plans') rollouts.seePlan(e.key, e.value, e.at);
+        if (input === 'plans') {
+          rollouts.seePlan(e.key, e.value, e.at);
+          liveness.memory.plan(firstToken(e.key), e.key, e.value !== null);
+        }
         composer.update(input, e.key, e.value, e.revision);
         heard.saw(bucket, e.revision);
       },
@@ -160,9 +168,11 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
   return {
     composer,
     rollouts,
+    liveness,
     settled: () => settleSeat({ nc, heard, watched, passesIdle: () => composer.idle(), rolloutsIdle: () => rollouts.idle() }),
     async stop() {
       clearInterval(timer);
+      liveness.stop();
       await verb.stop();
       await requests.stop();
       rollouts.close();

@@ -44,6 +44,7 @@ export function serveProvisioning(
   log: Logger,
   reader: VerbReader = readerOf(nc),
   health?: HealthSource,
+  alive?: HealthSource,
   counter: VerbCounter = NOT_COUNTED,
 ): { stop(): Promise<void> } {
   const sub = nc.subscribe(PROVISIONING_VERB);
@@ -59,7 +60,7 @@ export function serveProvisioning(
     counter.request(request.ok ? request.value.what : 'invalid');
     if (!request.ok) return respond(msg, { error: request.reason }, log);
     const admitted = inFlight.admit(() =>
-      answerRequest(reader, health, request.value, maxPayloadOf(nc))
+      answerRequest(reader, { health, alive }, request.value, maxPayloadOf(nc))
         .catch((err: unknown) => ({ error: `internal: ${errorText(err)}` }))
         .then((reply) => respond(msg, reply, log)),
     );
@@ -139,16 +140,19 @@ export async function answerProvisioning(
 ): Promise<VerbReply | { error: string }> {
   const request = parseVerbRequest(body);
   if (!request.ok) return { error: request.reason };
-  return answerRequest(reader, health, request.value, maxPayload);
+  return answerRequest(reader, { health }, request.value, maxPayload);
 }
 
 async function answerRequest(
   reader: VerbReader,
-  health: HealthSource | undefined,
+  memory: { health?: HealthSource | undefined; alive?: HealthSource | undefined },
   request: VerbRequest,
   maxPayload: number,
 ): Promise<VerbReply | { error: string }> {
-  if (request.what === 'health') return health ? answerHealth(health, request, maxPayload) : { error: 'what: health is not kept by this server' };
+  if (request.what === 'health' || request.what === 'alive') {
+    const source = memory[request.what];
+    return source ? answerHealth(source, request, maxPayload) : { error: `what: ${request.what} is not kept by this server` };
+  }
   return answerBucket(reader, { ...request, what: request.what }, maxPayload);
 }
 
