@@ -8,6 +8,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { startNats, freePort, type NatsServer } from '../test/helpers/nats.ts';
 import { cpuSeconds, ROOT, rssMiB } from './lib.ts';
 import { startSeatProcess, type SeatProcess } from './seat-lib.ts';
+import { ALIVE_ALL } from '../src/shared/contract/subjects.ts';
 
 /** The bus of a fleet run: the server, its monitoring URL, the seat and a connection of the bench's own. */
 export type FleetBus = { nats: NatsServer; monitor: string; seat: SeatProcess; nc: NatsConnection };
@@ -120,6 +121,22 @@ export async function measureQuiet(bus: FleetBus, ms: number): Promise<Quiet> {
     natsRssMiB: rssMiB(natsPid),
     seat: seat.done(),
   };
+}
+
+/**
+ * The seat hears every node's alive message (DESIGN §14). Until the seat's bundle subscribes to them,
+ * the bench does in its place, so that the idle row counts each one delivered once, as a mesh does.
+ */
+export async function hearAlive(bus: FleetBus): Promise<'the seat' | 'the bench'> {
+  type Connz = { connections: { name?: string; subscriptions_list?: string[] }[] };
+  const connz = (await (await fetch(`${bus.monitor}/connz?subs=1&limit=100000`)).json()) as Connz;
+  const heard = connz.connections.some(
+    (c) => c.name !== 'bench-fleet' && (c.subscriptions_list ?? []).some((s) => s === ALIVE_ALL || s === 'prov.>' || s === '>'),
+  );
+  if (heard) return 'the seat';
+  bus.nc.subscribe(ALIVE_ALL, { callback: () => {} });
+  await bus.nc.flush();
+  return 'the bench';
 }
 
 /** What an idle bus carries, by kind: subscribed to every subject of the (single) account for `ms`. */

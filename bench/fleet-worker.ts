@@ -14,6 +14,9 @@ import { Kvm } from '@nats-io/kv';
 import type { Watch } from '../src/shared/bus/watch/types.ts';
 import { createEngineClient, type EngineClient } from '../src/client/handoff/fill-socket.ts';
 import { startNodeClient, type NodeClient } from '../src/client/node.ts';
+import { startAlive, type AliveTick } from '../src/client/alive/alive.ts';
+import { EngineWatch } from '../src/client/alive/engine-state.ts';
+import { DEFAULT_ALIVE_SECONDS } from '../src/shared/contract/alive.ts';
 import { fakeEngine } from './lib.ts';
 import { USERS } from '../src/server/commands/bus-config/users.ts';
 import { seedFile } from '../src/server/commands/bus-config/credentials.ts';
@@ -74,6 +77,7 @@ const logOf = (who: string) => createLogger({ prefix: false, least, write: (line
 const log = logOf('');
 const connections: NatsConnection[] = [];
 const clients: NodeClient[] = [];
+const alives: AliveTick[] = [];
 const engines: EngineClient[] = [];
 const stubs: Server[] = [];
 const watches: Watch[] = [];
@@ -104,8 +108,28 @@ async function startNode(url: string, node: string, dir: string, credentials: st
   nodeLog.debug('connected');
   const engine = createEngineClient({ socketPath: socket, log: nodeLog });
   engines.push(engine);
-  clients.push(
-    await startNodeClient({ nc, node, engine, log: nodeLog, inboxPrefix: INBOX_PREFIXES.node(node), cacheDir: join(dir, `cache-${node}`), settleMs: 0 }),
+  const engineWatch = new EngineWatch(engine, Date.now);
+  const client = await startNodeClient({
+    nc,
+    node,
+    engine,
+    log: nodeLog,
+    inboxPrefix: INBOX_PREFIXES.node(node),
+    cacheDir: join(dir, `cache-${node}`),
+    settleMs: 0,
+  });
+  clients.push(client);
+  // As client.ts does once a client is ready: its alive message every 30 s (DESIGN §14), a node's share of the idle bus.
+  alives.push(
+    startAlive({
+      nc,
+      node,
+      version: 'bench',
+      everyMs: DEFAULT_ALIVE_SECONDS * 1000,
+      engine: engineWatch,
+      modules: () => client.modules().length,
+      log: nodeLog,
+    }),
   );
 }
 
@@ -149,6 +173,7 @@ async function atMost<T>(limit: number, items: T[], fn: (item: T) => Promise<voi
 }
 
 async function stop(): Promise<void> {
+  for (const a of alives) a.stop();
   for (const w of watches) w.stop();
   await Promise.all(clients.map((c) => c.stop().catch(() => {})));
   for (const e of engines) e.close();

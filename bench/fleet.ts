@@ -14,7 +14,7 @@ import { Kvm } from '@nats-io/kv';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { CONFIG, PLANS } from '../src/shared/contract/buckets.ts';
 import { bytes, fleetEntries, loadFleet, moduleName, MODULES_N, nodeName, publishBuild, putAll } from './fleet-load.ts';
-import { apiCalls, idleMessageKinds, trafficFrom, measureQuiet, sampleUsage, startFleetBus, type FleetBus } from './fleet-bus.ts';
+import { apiCalls, hearAlive, idleMessageKinds, trafficFrom, measureQuiet, sampleUsage, startFleetBus, type FleetBus } from './fleet-bus.ts';
 import { startPool, type Pool } from './fleet-pool.ts';
 import { growthOf, spreadOf, tableOf, type ColdCpu, type FleetFigures } from './fleet-rows.ts';
 import { wallNow } from './fleet-worker.ts';
@@ -160,6 +160,7 @@ async function runSize(n: number): Promise<FleetFigures> {
     const burstBus = await burstTraffic.done(n);
 
     await untilEnginesQuiet(pool, 5000);
+    log(`N=${n}: the alive messages are heard by ${await hearAlive(bus)}`);
     const idle = await measureQuiet(bus, QUIET_MS);
     const kinds = [...(await idleMessageKinds(bus, 5000))].sort((a, b) => b[1] - a[1]);
     return {

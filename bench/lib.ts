@@ -38,15 +38,19 @@ export function stringArg(name: string, fallback: string): string {
 /** The request the fake engine hands to a benchmark. */
 export type SeenRequest = { module: string; files: { path: string; content: string | unknown[] }[] };
 
-/** A fill socket that answers every file `written` and hands each request to `onFill`. */
+/** A fill socket that answers every file `written` and hands each request to `onFill`; a ping (DESIGN §14) is answered `ok`. */
 export function fakeEngine(path: string, onFill: (req: SeenRequest) => void): Promise<Server> {
   const server = createServer((sock) => {
     let buf = '';
     sock.setEncoding('utf8').on('data', (d: string) => {
       buf += d;
       for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
-        const req = JSON.parse(buf.slice(0, nl)) as SeenRequest & { id: number };
+        const req = JSON.parse(buf.slice(0, nl)) as SeenRequest & { id: number; op: string };
         buf = buf.slice(nl + 1);
+        if (req.op === 'ping') {
+          sock.write(JSON.stringify({ id: req.id, ok: true }) + '\n');
+          continue;
+        }
         onFill(req);
         sock.write(JSON.stringify({ id: req.id, ok: true, files: req.files.map((f) => ({ path: f.path, action: 'written' })) }) + '\n');
       }

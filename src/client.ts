@@ -15,6 +15,8 @@ import { runOnce } from './client/commands/once/command.ts';
 import { parseClientOptions } from './client/command-line.ts';
 import { NodeLoginRefusedError } from './client/login-check.ts';
 import { nodeClientUser, whichLogin } from './shared/bus/login.ts';
+import { startAlive } from './client/alive/alive.ts';
+import { EngineWatch } from './client/alive/engine-state.ts';
 
 // Every line a command prints may quote bus or archive text: printed as safe text (DESIGN §3).
 const out = (line: string) => printLine(process.stdout, line);
@@ -43,6 +45,8 @@ async function main(): Promise<number> {
   const nc = await connectWhenReachable({ bus: opts.bus, log, signalled, login });
   if (!nc) return 0;
   const engine = createEngineClient({ socketPath: opts.socket, log, timeoutMs: opts.engineTimeoutMs });
+  // From the start: the start's fills already say how the engine is.
+  const engineWatch = new EngineWatch(engine, Date.now);
   const client = await Promise.race([
     startNodeClient({
       nc,
@@ -69,9 +73,20 @@ async function main(): Promise<number> {
   }
   if (client) {
     log.info('client ready');
+    // Once its plans are read, so that the first message counts them (DESIGN §14).
+    const alive = startAlive({
+      nc,
+      node: opts.node,
+      version: VERSION,
+      everyMs: opts.aliveMs,
+      engine: engineWatch,
+      modules: () => client.modules().length,
+      log,
+    });
     notifySystemd(log, signalled);
     await signalled;
     log.info('draining');
+    alive.stop();
     await client.stop();
   }
   engine.close();

@@ -40,6 +40,16 @@ test('an engine timeout that is not a number of seconds above 0, or past what a 
   assert.match(refusal(['--engine-timeout']), /--engine-timeout needs a value/);
 });
 
+test('the alive period is 30 s unless --alive or MESH_ALIVE says otherwise; 0, a negative or not a number is refused naming the flag, and --help says it', () => {
+  assert.is(run([]).aliveMs, 30_000);
+  assert.is(run(['--alive', '1']).aliveMs, 1_000);
+  assert.is(run(['--alive=2.5']).aliveMs, 2_500);
+  assert.is(run([], { MESH_ALIVE: '60' }).aliveMs, 60_000);
+  for (const bad of ['0', '-1', 'often', '30s']) assert.match(refusal(['--alive', bad]), /^--alive must be a number of seconds above 0/, bad);
+  const help = clientHelp();
+  for (const text of ['--alive S', 'MESH_ALIVE', 'prov.alive.<node>']) assert.ok(help.includes(text), text);
+});
+
 test('--archive-dir takes an absolute path, from the flag or MESH_ARCHIVE_DIR, and is absent by default', () => {
   assert.is(run([]).archiveDir, undefined);
   assert.not.ok('archiveDir' in run([]));

@@ -139,6 +139,15 @@ test('each unit has the hardening and the restart policy of the deployment, and 
   assert.equal(settings(unitText('mesh-provisioner-client.service'), 'CacheDirectory'), ['mesh-provisioner']);
 });
 
+test("the daemons' journal lines are named by the program, as its --version names itself, not by node", () => {
+  for (const { unit, bundle } of UNITS.filter((u) => u.bundle !== 'engine')) {
+    const version = spawnSync(process.execPath, [join(ROOT, 'dist', `${bundle}.js`), '--version'], { encoding: 'utf8' });
+    const name = /^(\S+) \S+\n$/.exec(version.stdout)?.[1];
+    assert.ok(name, `${bundle} --version: ${version.stdout}`);
+    assert.equal(settings(unitText(unit), 'SyslogIdentifier'), [name], `${unit} SyslogIdentifier=`);
+  }
+});
+
 test('every variable a unit or its example env file sets is one its program reads (its --help names it)', () => {
   for (const { unit, bundle, env } of UNITS) {
     const help = spawnSync(process.execPath, [join(ROOT, 'dist', `${bundle}.js`), '--help'], { encoding: 'utf8' });

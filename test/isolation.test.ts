@@ -16,6 +16,7 @@ import { checkIsolationDoc, ISOLATION_DOC, renderTable, type MatrixLine } from '
 import { A, B, MODULE, PROVIDER } from './helpers/isolation-actions.ts';
 import { ROWS } from './helpers/isolation-rows.ts';
 import { PROVIDER_ROWS } from './helpers/isolation-rows-provider.ts';
+import { LIVENESS_ROWS } from './helpers/isolation-rows-liveness.ts';
 import { GRANT_ROWS, NAMESAKES, STREAM_ROWS } from './helpers/isolation-rows-streams.ts';
 import { widenGrants } from './helpers/isolation-widen.ts';
 import { freePort } from './helpers/nats.ts';
@@ -32,7 +33,7 @@ test('the isolation matrix: every action by a real connection comes out as expec
       const c = await matrixContext(m);
       const lines: MatrixLine[] = [];
       const wrong: string[] = [];
-      for (const row of [...ROWS, ...STREAM_ROWS, ...PROVIDER_ROWS]) {
+      for (const row of [...ROWS, ...STREAM_ROWS, ...PROVIDER_ROWS, ...LIVENESS_ROWS]) {
         const observed = await row.run(c).catch((err: Error) => ({ verdict: 'error', how: err.message }));
         lines.push({ actor: row.actor, action: row.action, expected: row.expected, observed: `${observed.verdict}: ${observed.how}` });
         if (observed.verdict !== row.expected)

@@ -24,6 +24,7 @@ import {
 import { freePort, startNats, type NatsServer } from './helpers/nats.ts';
 import { assignment, composition } from './helpers/seat.ts';
 import { waitFor } from './helpers/wait.ts';
+import { scrape } from './helpers/scrape.ts';
 import { ensureKv } from '../src/shared/bus/bus.ts';
 
 const VERSION = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version as string;
@@ -90,7 +91,9 @@ async function deliverSubjects(nc: NatsConnection, stream: string): Promise<stri
 async function composesAPlan(runtime: Runtime): Promise<void> {
   assert.not.ok(hasNodeModulesAbove(dir), `${dir} has a node_modules above it`);
   const { server: nats, nc, kvm } = await bus();
-  const running = seat(runtime, ['--nats', nats.url]);
+  // prom-client bundled in: the figures are served under this runtime too.
+  const metricsPort = await freePort();
+  const running = seat(runtime, ['--nats', nats.url, '--metrics', `127.0.0.1:${metricsPort}`]);
   try {
     await running.waitForLog(READY, 15_000);
     const modules = await ensureKv(nc, MODULES, 1);
@@ -110,6 +113,11 @@ async function composesAPlan(runtime: Runtime): Promise<void> {
     const delivers = await deliverSubjects(nc, `KV_${ASSIGNMENTS}`);
     assert.ok(delivers.length > 0 && delivers.every((s) => s.startsWith(`${INBOX_PREFIXES.seat}.`)), delivers.join(', '));
 
+    const figures = await waitFor('the plan write counted', async () =>
+      ((f) => (f.get('provisioner_plan_writes_total{op="put",result="ok"}') === 1 ? f : undefined))(await scrape(metricsPort)),
+    );
+    assert.ok((figures.get('provisioner_process_resident_memory_bytes') ?? 0) > 0, "the process's own figures");
+
     const asked = Date.now();
     running.child.kill('SIGTERM');
     const timer = setTimeout(() => running.kill(), 10_000);
@@ -118,6 +126,14 @@ async function composesAPlan(runtime: Runtime): Promise<void> {
     assert.is(signal, null, `killed by ${signal}; stderr:\n${running.stderr()}`);
     assert.is(code, 0, running.stderr());
     assert.ok(Date.now() - asked < 10_000);
+    assert.is(
+      await scrape(metricsPort).then(
+        () => 'answered',
+        () => 'refused',
+      ),
+      'refused',
+      'the listener closed with the seat',
+    );
   } finally {
     running.kill();
   }
@@ -131,9 +147,9 @@ test('the seat bundle copied alone into an empty directory composes a plan under
   await composesAPlan('deno');
 });
 
-test('a seat user that may subscribe only _INBOX_seat.>, the verb and the rollout requests serves, composes and answers a query', async () => {
+test("a seat user that may subscribe only _INBOX_seat.>, the verb, the rollout requests, the alive messages and the node accounts' events serves, composes and answers a query", async () => {
   const nats = await startNats(`authorization { users = [
-    { user: seat, password: seat, permissions: { subscribe: ["${INBOX_PREFIXES.seat}.>", "mesh-provisioner.provisioning", "mesh-provisioner.rollout"] } },
+    { user: seat, password: seat, permissions: { subscribe: ["${INBOX_PREFIXES.seat}.>", "mesh-provisioner.provisioning", "mesh-provisioner.rollout", "prov.alive.*", "$SYS.ACCOUNT.provisioner.*.CONNECT", "$SYS.ACCOUNT.provisioner.*.DISCONNECT"] } },
     { user: test, password: test }
   ] }`);
   servers.push(nats);
@@ -189,7 +205,7 @@ test('rollout --help prints the rollout command alone: its three forms and its f
 test('status, query, init, publish and bus-config --help each print the command alone: its usage, its flags and, when it reaches the bus, the connection flags', async () => {
   const own: Record<string, string[]> = {
     status: ['status [<node> [<module>]]', '--limit', '--json', '--nkey'],
-    query: ['query <registry|needs|applied|collect|health>', '--node', '--collection', '--nkey'],
+    query: ['query <registry|needs|applied|collect|health|alive>', '--node', '--collection', '--nkey'],
     init: ['init [--replicas N]', '--nodes', '--provider', '--nkey'],
     publish: ['publish DIR|ARCHIVE', '--composition', '--dry-run', '--nkey'],
     'bus-config': ['bus-config --node NAME', '--credentials', '--leaf-listen', '--out'],

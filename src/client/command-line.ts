@@ -3,6 +3,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import { BUS_FLAGS, busOptionsFrom } from '../shared/cli/bus-flags.ts';
 import { DEFAULT_FILL_SOCKET } from '../shared/contract/fill-protocol.ts';
+import { DEFAULT_ALIVE_SECONDS } from '../shared/contract/alive.ts';
 import { describeFlags, openCommand, openFlagsOnly, unexpectedArgument, type FlagName, type FlagTable, type FlagValues } from '../shared/cli/flags.ts';
 import { INBOX_PREFIXES } from '../shared/bus/inbox.ts';
 import { isName } from '../shared/contract/keys.ts';
@@ -29,6 +30,13 @@ const RUN_FLAGS = [
     type: 'string',
     arg: 'S',
     help: `give up a fill the engine has not answered after S seconds (default ${DEFAULT_ENGINE_TIMEOUT_MS / 1000})`,
+  },
+  {
+    name: 'alive',
+    env: 'MESH_ALIVE',
+    type: 'string',
+    arg: 'S',
+    help: `say this node is alive on prov.alive.<node> at start and every S seconds, with its engine's state (default ${DEFAULT_ALIVE_SECONDS})`,
   },
   {
     name: 'archive-dir',
@@ -117,6 +125,8 @@ function parseRun(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<Clien
   if (!engineTimeoutMs.ok) return engineTimeoutMs;
   const timeoutMs = parseSeconds('--timeout', values.timeout, DEFAULT_ONCE_TIMEOUT_MS);
   if (!timeoutMs.ok) return timeoutMs;
+  const aliveMs = parseSeconds('--alive', values.alive, DEFAULT_ALIVE_SECONDS * 1000);
+  if (!aliveMs.ok) return aliveMs;
   const oneShot = parseOneShot(values, onCommandLine);
   if (!oneShot.ok) return oneShot;
   const archiveDir = values['archive-dir'];
@@ -129,6 +139,7 @@ function parseRun(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed<Clien
     cache: values.cache ?? defaultCacheDir(env),
     settleMs: values.settle ?? DEFAULT_SETTLE_MS,
     engineTimeoutMs: engineTimeoutMs.value,
+    aliveMs: aliveMs.value,
     ...(archiveDir !== undefined ? { archiveDir } : {}),
     debug: values.debug === true,
     ...oneShot.value,

@@ -32,6 +32,8 @@ export type RunOptions = {
   settleMs: number;
   /** How long a fill may go unanswered by the engine, in ms. */
   engineTimeoutMs: number;
+  /** The period of the alive message, in ms (--alive; DESIGN §14). */
+  aliveMs: number;
   /** The only directory file:// archive refs are read under; absent: file:// refused. */
   archiveDir?: string;
   /** Whether debug lines are logged. */

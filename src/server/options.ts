@@ -4,6 +4,7 @@ import type { BusOptions } from '../shared/bus/bus.ts';
 import type { Asked } from '../shared/cli/flags.ts';
 import type { Assignment } from '../shared/contract/assignment.ts';
 import type { Rollout } from '../shared/contract/rollout-schema.ts';
+import type { ListenAddress } from './metrics/listen-address.ts';
 
 /** Copies of each created bucket when --replicas is not given (the seat, init, the input commands, publish). */
 export const DEFAULT_REPLICAS = 1;
@@ -23,6 +24,12 @@ export type ServeOptions = {
   debug: boolean;
   /** The rollout of a composition without its own (`--rollout`, DESIGN §12); absent: every plan at once. */
   rollout?: Rollout;
+  /** Where the seat serves its figures for Prometheus (`--metrics HOST:PORT`); absent: nowhere. */
+  metrics?: {
+    address: ListenAddress;
+    /** Where the address came from, as an error names it: `--metrics` or `MESH_METRICS`. */
+    from: string;
+  };
 };
 
 /** What `query` asks. */

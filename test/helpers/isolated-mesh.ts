@@ -37,6 +37,8 @@ export type IsolatedMeshOptions = {
   archives?: 'object' | 'file';
   /** Where the seat runs (default in this process, on a connection of its own as `provisioner`); a process runs `dist/server.js --nkey`. */
   seat?: 'in-process' | 'process';
+  /** Flags the seat's bundle is given besides its bus and login (seat `process` only). */
+  seatArgs?: string[];
   /** Turns the generated configuration into the one run: only to check that a matrix row flips when a grant is wider. */
   edit?: (config: string) => string;
   /** The nodes `init` makes each stream's bound on consumers for (default: the number of `nodes`). */
@@ -184,7 +186,7 @@ export async function startIsolatedMesh(opts: IsolatedMeshOptions): Promise<Isol
       ...(opts.providers ?? []).flatMap((p) => ['--provider', p]),
     ]);
     if (init.code !== 0) throw new Error(`init exited ${init.code}: ${init.stdout}${init.stderr}`);
-    const seat = await (opts.seat === 'process' ? seatProcess(bus) : seatInProcess(bus));
+    const seat = await (opts.seat === 'process' ? seatProcess(bus, opts.seatArgs) : seatInProcess(bus));
     undo(() => seat.stop());
     const seatSaid = () => seat.said();
     const inputs = await createInputBuckets(admin);
@@ -241,9 +243,17 @@ async function seatInProcess(bus: GeneratedBus): Promise<RunningSeat> {
 }
 
 /** The seat's bundle, logged in with the seed of `provisioner`, saying its debug lines too. */
-async function seatProcess(bus: GeneratedBus): Promise<RunningSeat> {
+async function seatProcess(bus: GeneratedBus, args: string[] = []): Promise<RunningSeat> {
   ensureBuilt('server');
-  const child = spawnQuiet('seat', process.execPath, [join(ROOT, 'dist', 'server.js'), '--nats', bus.nats.url, '--nkey', bus.nkey(USERS.seat), '--debug']);
+  const child = spawnQuiet('seat', process.execPath, [
+    join(ROOT, 'dist', 'server.js'),
+    '--nats',
+    bus.nats.url,
+    '--nkey',
+    bus.nkey(USERS.seat),
+    '--debug',
+    ...args,
+  ]);
   const said = collectStderr(child);
   return { said, stop: () => stopProcess(child) };
 }

@@ -42,6 +42,8 @@ export type MatrixContext = {
   archive: Uint8Array;
   /** A node's leaf login on the hub (bus-config --leaf-listen): the hub's client URL, the user and its password. */
   leafLogin(node: string): { url: string; user: string; password: string };
+  /** A new connection as `user`, named `name`, with its inbox prefix; closed with the mesh. */
+  connect(user: string, name?: string): Promise<NatsConnection>;
 };
 
 /** One row: who does what, what should come of it, and how to see what did. */

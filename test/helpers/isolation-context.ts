@@ -80,6 +80,7 @@ export async function matrixContext(m: IsolatedMesh, connect: (user: string) => 
     vaultAsked: () => vault.asked,
     vaultIgnored: () => vault.ignored,
     archive: tar,
+    connect: (user, name) => m.connect(user, name),
     leafLogin: (n) => ({ url: m.nats.url, user: leafUser(n), password: readFileSync(leafPasswordFile(join(m.dir, 'credentials'), n), 'utf8').trim() }),
   };
 }

@@ -25,6 +25,23 @@ judged by its effect as \`admin\` reads the bus after it, not by the error it re
 write leaves the target key byte for byte at its revision, an allowed read returns the stored
 value. **allowed**: it took effect; **refused**: the bus did not carry it out; **ignored**: it
 reached a handler, which dropped it because its reply subject is no inbox.
+
+**The bus's connect and disconnect events (DESIGN §14), as found on nats-server 2.9.10.** The server
+publishes \`$SYS.ACCOUNT.<account>.CONNECT\` and \`.DISCONNECT\` in its system account for every client
+connection of an account. \`bus-config\` names the system account \`SYS\`
+(\`system_account: SYS\`, no user) and exports each node account's two subjects, named whole
+(\`$SYS.ACCOUNT.provisioner.na.DISCONNECT\`: the account's name holds a dot, so \`*\` in its place
+matches none), to \`MESH\` alone; \`MESH\` imports them, and of its users only the seat's may
+subscribe them (\`$SYS.ACCOUNT.provisioner.*.CONNECT\`, \`…DISCONNECT\`) — \`admin\`, whose rights are
+whole, can too. A node's logins hear no event: their accounts import none, and their subscribe grants
+name neither events nor \`prov.alive.*\`. A payload (\`io.nats.server.advisory.v1.client_connect\`,
+\`…client_disconnect\`) holds \`server.id\` and, in \`client\`: \`id\` (the connection's number on that
+server), \`acc\` (\`provisioner.na\`), \`user\` (the login's public nkey, \`U…\`: a node's client and its
+runner differ only there), \`name\` (the connection's name, \`node-provisioner na\` for the client),
+\`start\`, \`host\`, \`lang\`, \`ver\`, \`kind\` (\`Client\`); a disconnect adds \`stop\`, \`reason\` (\`Client
+Closed\`; a SIGKILLed process is seen at once, its socket closed by the kernel) and the counts
+\`sent\`/\`received\`. The seat holds no public key but its own, so it tells the client's events by
+the account and the connection's name (docs/decisions.md).
 `;
 
 /** The table as printed in the test's output and kept in the doc. */

@@ -7,7 +7,7 @@ import { openKv } from '../../src/shared/bus/bus.ts';
 import { jsonBytes } from '../../src/shared/base/bytes.ts';
 import { watchKv } from '../../src/shared/bus/watch/watch.ts';
 import { APPLIED, COLLECT, CONFIG, DEFAULT_ARCHIVES, NEEDS, PLANS, REGISTRY_BUCKET } from '../../src/shared/contract/buckets.ts';
-import { askSubject, PROVISIONING_VERB, VAULT_CREDENTIAL } from '../../src/shared/contract/subjects.ts';
+import { aliveSubject, askSubject, PROVISIONING_VERB, VAULT_CREDENTIAL } from '../../src/shared/contract/subjects.ts';
 import { boundBucket, INBOX_PREFIXES } from '../../src/server/commands/bus-config/config.ts';
 import { USERS } from '../../src/server/commands/bus-config/users.ts';
 import { directObjectReader } from '../../src/client/archive/direct.ts';
@@ -379,6 +379,31 @@ export const ROWS: readonly Row[] = [
     async run(c) {
       const count = await received(c.admin, `prov.applied.${A}.probe`, async () => {
         c.as(client).publish(`prov.applied.${A}.probe`, '{}');
+        await c.as(client).flush();
+      });
+      return count > 0 ? { verdict: 'allowed', how: 'admin (MESH) received it' } : { verdict: 'refused', how: 'admin received nothing' };
+    },
+  },
+  // The alive message (DESIGN §14): each node's account exports its own alone, so another's is heard nowhere.
+  {
+    actor: client,
+    action: `publish \`${aliveSubject(B)}\` (nb's alive message)`,
+    expected: 'refused',
+    async run(c) {
+      const count = await received(c.admin, aliveSubject(B), async () => {
+        c.as(client).publish(aliveSubject(B), '{"forged":true}');
+        await c.as(client).flush();
+      });
+      return count > 0 ? { verdict: 'allowed', how: 'admin (MESH) received it' } : { verdict: 'refused', how: 'admin received nothing' };
+    },
+  },
+  {
+    actor: client,
+    action: `publish \`${aliveSubject(A)}\` (its own alive message)`,
+    expected: 'allowed',
+    async run(c) {
+      const count = await received(c.admin, aliveSubject(A), async () => {
+        c.as(client).publish(aliveSubject(A), '{}');
         await c.as(client).flush();
       });
       return count > 0 ? { verdict: 'allowed', how: 'admin (MESH) received it' } : { verdict: 'refused', how: 'admin received nothing' };

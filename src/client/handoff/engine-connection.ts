@@ -3,7 +3,8 @@
 import { createConnection, type Socket } from 'node:net';
 import type { Logger } from '../../shared/cli/log.ts';
 import { judgeReplyLine, type FillReply } from '../../shared/contract/fill-protocol.ts';
-import { knockedModule } from '../../shared/contract/fill-ping-knock.ts';
+import { knockedModule, PingReplySchema } from '../../shared/contract/fill-ping-knock.ts';
+import * as v from 'valibot';
 import { LineReader } from '../../shared/base/ndjson.ts';
 import { EngineProtocolError, EngineUnavailable } from './engine-errors.ts';
 
@@ -18,10 +19,19 @@ export type Pending = {
   timer: NodeJS.Timeout;
 };
 
+/** A ping in flight on a connection (DESIGN §14): any reply with its id settles it. */
+export type PendingPing = {
+  resolve: () => void;
+  reject: (err: Error) => void;
+  timer: NodeJS.Timeout;
+};
+
 /** One connection to the engine and what is in flight on it. */
 export type Connection = {
   socket: Socket;
   pending: Map<number, Pending>;
+  /** Pings in flight, apart from the fills: a ping's reply names no file, so it is never judged as a fill's. */
+  pings: Map<number, PendingPing>;
   reader: LineReader;
   /** Set once the connection is given up; a dropped connection takes no request. */
   dropped: boolean;
@@ -43,10 +53,12 @@ export function openConnection(
   const conn: Connection = {
     socket,
     pending: new Map(),
+    pings: new Map(),
     dropped: false,
     ignored: 0,
     reader: new LineReader(maxLineBytes, {
       onLine: (line) => {
+        if (answersPing(conn, line)) return;
         const knocked = knockOf(line);
         if (knocked === undefined) return settle(conn, line, maxLineBytes, socketPath, log, onBroken);
         log.info(`engine ${socketPath}: knock for module ${knocked}`);
@@ -71,7 +83,7 @@ export function openConnection(
     if (conn.dropped) return;
     if (connected) log.warn(`engine ${socketPath}: connection closed`);
     const why = connected ? 'closed the connection before replying' : `unavailable: ${failure?.message ?? 'connection closed'}`;
-    onBroken(new EngineUnavailable(`engine ${socketPath} ${why}`, { cause: failure }));
+    onBroken(new EngineUnavailable(`engine ${socketPath} ${why}`, { cause: failure, engineGone: true }));
   });
   return conn;
 }
@@ -82,11 +94,31 @@ export function dropConnection(conn: Connection, err: Error): void {
   conn.dropped = true;
   conn.reader.stop();
   conn.socket.destroy();
-  for (const p of conn.pending.values()) {
+  for (const p of [...conn.pending.values(), ...conn.pings.values()]) {
     clearTimeout(p.timer);
     p.reject(err);
   }
   conn.pending.clear();
+  conn.pings.clear();
+}
+
+/** Settles the ping a line answers, if it answers one in flight: `{id, ok:true}`, or an error reply with its id (an engine that knows no ping is up too). */
+function answersPing(conn: Connection, line: Buffer): boolean {
+  if (conn.pings.size === 0 || line.length > MAX_KNOCK_LINE_BYTES) return false;
+  let raw: unknown;
+  try {
+    raw = JSON.parse(line.toString('utf8'));
+  } catch {
+    return false;
+  }
+  const reply = v.safeParse(PingReplySchema, raw);
+  const id = reply.success ? reply.output.id : null;
+  const ping = id === null ? undefined : conn.pings.get(id);
+  if (id === null || !ping) return false;
+  conn.pings.delete(id);
+  clearTimeout(ping.timer);
+  ping.resolve();
+  return true;
 }
 
 // A protocol error (a reply out of shape, or naming a file it was not sent) rejects its own request with the

@@ -1,11 +1,12 @@
 // The client side of the fill socket (DESIGN §9): one lazy persistent connection, replies matched by id
 // and checked against what was sent, each request bounded in time, knocks watched.
 import type { Logger } from '../../shared/cli/log.ts';
-import { FILL_OP, type FillReply, type FillRequest } from '../../shared/contract/fill-protocol.ts';
+import { FILL_OP, PING_OP, type FillReply, type FillRequest } from '../../shared/contract/fill-protocol.ts';
+import type { PingRequest } from '../../shared/contract/fill-ping-knock.ts';
 import { MAX_ENGINE_LINE_BYTES } from '../../shared/contract/limits.ts';
 import { errorText } from '../../shared/base/errors.ts';
 import { dropConnection, openConnection, type Connection } from './engine-connection.ts';
-import { EngineTimeout, EngineUnavailable } from './engine-errors.ts';
+import { engineProof, EngineTimeout, EngineUnavailable } from './engine-errors.ts';
 import { watchKnocks } from './knocks.ts';
 
 /** How often the socket path is stat'ed for a knock when the caller does not say. */
@@ -26,9 +27,23 @@ export type EngineClient = {
   onKnock(fn: () => void): void;
   /** Called on a knock line for one module (DESIGN §14: a file of it changed on disk); an engine client that reads none never calls it. */
   onModuleKnock?(fn: (module: string) => void): void;
+  /**
+   * Asks whether the engine is there (DESIGN §14 `ping`) on the fill connection, made when there is
+   * none: `up` on any reply, `down` with no socket or no reply within the timeout, undefined when the
+   * client dropped the connection itself meanwhile. An engine client that cannot ping has none.
+   */
+  ping?(): Promise<EngineProof>;
+  /**
+   * Hears each fill as it is sent (`sent`: its outcome will say how the engine is) and what each
+   * fill's and ping's outcome proves of the engine (`up`, `down`); an engine client without it says nothing.
+   */
+  onProof?(fn: (proof: 'up' | 'down' | 'sent') => void): void;
   /** Stops watching, drops the connection and rejects every request in flight. */
   close(): void;
 };
+
+/** What one exchange with the engine proved: up, down, or nothing. */
+export type EngineProof = 'up' | 'down' | undefined;
 
 /** Options of createEngineClient. */
 export type EngineClientOptions = {
@@ -70,8 +85,30 @@ export function createEngineClient(opts: EngineClientOptions): EngineClient {
       }
     }
   });
+  const proofHandlers: ((proof: 'up' | 'down' | 'sent') => void)[] = [];
+  const proved = <P extends EngineProof | 'sent'>(proof: P): P => {
+    if (proof) for (const fn of proofHandlers) fn(proof);
+    return proof;
+  };
   return {
-    fill: (req) => link.fill(req),
+    fill(req) {
+      proved('sent');
+      return link.fill(req).then(
+        (reply) => (proved('up'), reply),
+        (err: unknown) => {
+          proved(engineProof(err));
+          throw err;
+        },
+      );
+    },
+    ping: () =>
+      link.ping().then(
+        () => proved('up'),
+        (err: unknown) => proved(engineProof(err)),
+      ),
+    onProof: (fn) => {
+      proofHandlers.push(fn);
+    },
     onKnock: (fn) => {
       knockHandlers.push(fn);
     },
@@ -90,6 +127,8 @@ class EngineLink {
   #current: Connection | undefined;
   #nextId = 1;
   #closed = false;
+  /** A ping went unanswered and was said; the next unanswered one is not said again until one is answered. */
+  #pingUnanswered = false;
   /** Hears each knock line a connection reads. */
   onModuleKnock: (module: string) => void = () => {};
 
@@ -109,6 +148,22 @@ class EngineLink {
       const timer = setTimeout(() => this.#timedOut(conn, id, req.module), this.timeoutMs);
       conn.pending.set(id, { paths: req.files.map((f) => f.path), sentAt: Date.now(), resolve, reject, timer });
       conn.socket.write(JSON.stringify({ ...req, id, op: FILL_OP }) + '\n');
+    });
+  }
+
+  /** Sends a ping on the current connection (made when there is none); resolves on its reply, rejects as a fill does. */
+  ping(): Promise<void> {
+    if (this.#closed) return Promise.reject(new EngineUnavailable('engine client closed'));
+    const conn = this.#connection();
+    const id = this.#nextId++;
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => this.#pingTimedOut(conn, id), this.timeoutMs);
+      const answered = () => {
+        this.#pingUnanswered = false;
+        resolve();
+      };
+      conn.pings.set(id, { resolve: answered, reject, timer });
+      conn.socket.write(JSON.stringify({ id, op: PING_OP } satisfies PingRequest) + '\n');
     });
   }
 
@@ -153,6 +208,18 @@ class EngineLink {
     waiter.reject(new EngineTimeout(this.socketPath, this.timeoutMs, module));
     this.log.warn(`engine ${this.socketPath}: no answer to the fill of ${module} within ${this.timeoutMs} ms; dropping the connection`);
     this.#drop(conn, new EngineUnavailable(`engine ${this.socketPath}: connection dropped after a request went unanswered for ${this.timeoutMs} ms`));
+  }
+
+  // An engine that answers no ping is stuck as one that answers no fill: the connection goes (DESIGN §9).
+  #pingTimedOut(conn: Connection, id: number): void {
+    const waiter = conn.pings.get(id);
+    if (!waiter) return;
+    conn.pings.delete(id);
+    waiter.reject(new EngineTimeout(this.socketPath, this.timeoutMs, '', true));
+    // A hung engine is pinged every alive period: said once until it answers one again.
+    if (!this.#pingUnanswered) this.log.warn(`engine ${this.socketPath}: no answer to a ping within ${this.timeoutMs} ms; dropping the connection`);
+    this.#pingUnanswered = true;
+    this.#drop(conn, new EngineUnavailable(`engine ${this.socketPath}: connection dropped after a ping went unanswered for ${this.timeoutMs} ms`));
   }
 
   #drop(conn: Connection, err: Error): void {

@@ -7,6 +7,7 @@ import { ARCHIVES_FLAG, parseArchives, parseReplicas } from '../commands/common-
 import { ROLLOUT_FLAG } from '../commands/rollout/command-line.ts';
 import { DEFAULT_REPLICAS, type ServeOptions } from '../options.ts';
 import { parseRolloutFlag } from './rollout/policy.ts';
+import { parseListenAddress } from '../metrics/listen-address.ts';
 
 /** The flags of the seat itself. */
 export const SERVE_FLAGS = [
@@ -15,6 +16,13 @@ export const SERVE_FLAGS = [
   { name: 'replicas', env: 'MESH_REPLICAS', type: 'int', arg: 'N', help: `copies each created bucket keeps, 1–5 (default ${DEFAULT_REPLICAS})` },
   { name: 'debug', env: 'MESH_DEBUG', type: 'bool', help: 'log debug lines' },
   ROLLOUT_FLAG,
+  {
+    name: 'metrics',
+    env: 'MESH_METRICS',
+    type: 'string',
+    arg: 'HOST:PORT',
+    help: "serve the seat's figures for Prometheus at http://HOST:PORT/metrics (default: none)",
+  },
 ] as const satisfies FlagTable;
 
 /** Parses the seat's flags (the whole argv: no command word); `help` is the text --help prints. */
@@ -31,6 +39,9 @@ export function parseServe(argv: readonly string[], env: NodeJS.ProcessEnv, help
   if (!archives.ok) return archives;
   const rollout = values.rollout === undefined ? undefined : parseRolloutFlag(values.rollout);
   if (rollout && !rollout.ok) return { ok: false, reason: `--rollout: ${rollout.reason}` };
+  const metricsFrom = valueSource(SERVE_FLAGS, 'metrics', opened.onCommandLine, env);
+  const metrics = values.metrics === undefined ? undefined : parseListenAddress(values.metrics);
+  if (metrics && !metrics.ok) return { ok: false, reason: `${metricsFrom}: ${metrics.reason}` };
   return ok({
     command: 'serve',
     bus: bus.value,
@@ -39,5 +50,6 @@ export function parseServe(argv: readonly string[], env: NodeJS.ProcessEnv, help
     replicasFrom,
     debug: values.debug === true,
     ...(rollout ? { rollout: rollout.value } : {}),
+    ...(metrics ? { metrics: { address: metrics.value, from: metricsFrom } } : {}),
   });
 }

@@ -16,13 +16,44 @@ import { USERS } from '../commands/bus-config/users.ts';
 import type { ServeOptions } from '../options.ts';
 import { anotherSeatAnswers } from './other-seat.ts';
 import { startSeat } from './seat.ts';
+import { addressText } from '../metrics/listen-address.ts';
+import { serveMetrics, type MetricsEndpoint } from '../metrics/endpoint.ts';
+import { SeatFigures } from '../metrics/seat-figures.ts';
+import type { Logger } from '../../shared/cli/log.ts';
 
-/** Runs the seat until SIGTERM or SIGINT; resolves with the exit code (1 when the bus refuses its login or its replicas). */
+/**
+ * Runs the seat until SIGTERM or SIGINT; resolves with the exit code (1 when the bus refuses its
+ * login or its replicas, or `--metrics` cannot listen).
+ */
 export async function runSeat(opts: ServeOptions): Promise<number> {
-  // The seat's user may subscribe only its own inboxes (DESIGN §11).
-  const bus = { ...opts.bus, inboxPrefix: INBOX_PREFIXES.seat };
   const log = createLogger({ prefix: underSystemd(), least: opts.debug ? 'debug' : 'info' });
   const signalled = untilSignalled();
+  // Listened on before the bus is reached: a port taken is said at once and the unit fails at start,
+  // rather than a seat running that its monitoring cannot see.
+  const metrics = opts.metrics ? await listenForScrapes(opts.metrics, log) : undefined;
+  if (metrics === 'refused') return 1;
+  try {
+    return await serve(opts, log, signalled, metrics?.figures);
+  } finally {
+    await metrics?.endpoint.close();
+  }
+}
+
+/** The figures and their listener; 'refused' when it cannot listen (said at error). */
+async function listenForScrapes(
+  metrics: NonNullable<ServeOptions['metrics']>,
+  log: Logger,
+): Promise<{ figures: SeatFigures; endpoint: MetricsEndpoint } | 'refused'> {
+  const figures = new SeatFigures();
+  const endpoint = await serveMetrics(metrics.address, figures.registry, log);
+  if (endpoint.ok) return { figures, endpoint: endpoint.value };
+  log.error(`${metrics.from} ${addressText(metrics.address)}: cannot listen: ${endpoint.reason}`);
+  return 'refused';
+}
+
+async function serve(opts: ServeOptions, log: Logger, signalled: Promise<void>, figures: SeatFigures | undefined): Promise<number> {
+  // The seat's user may subscribe only its own inboxes (DESIGN §11).
+  const bus = { ...opts.bus, inboxPrefix: INBOX_PREFIXES.seat };
   log.info(`mesh-provisioner ${VERSION} connecting to ${opts.bus.servers.join(',')}`);
   const login = whichLogin(bus, USERS.seat);
   const nc = await connectWhenReachable({ bus, log, signalled, login });
@@ -46,6 +77,7 @@ export async function runSeat(opts: ServeOptions): Promise<number> {
       replicas: opts.replicas,
       inboxPrefix: INBOX_PREFIXES.seat,
       ...(opts.rollout ? { rollout: opts.rollout } : {}),
+      ...(figures ? { observer: figures.observer } : {}),
     }).catch(async (err: unknown) => {
       // Said at error with what to set, not as a bare line: the number came from a flag or a unit's env file.
       if (!isTooManyReplicas(err)) throw err;
@@ -57,6 +89,8 @@ export async function runSeat(opts: ServeOptions): Promise<number> {
   ]);
   if (seat === 'refused') return 1;
   if (seat) {
+    figures?.seatReady(seat.rollouts);
+    figures?.readLivenessFrom(seat.liveness.memory);
     log.info('seat ready');
     notifySystemd(log, signalled);
     await signalled;

@@ -18,11 +18,15 @@ import { errorText } from '../../shared/base/errors.ts';
 import type { Rollout } from '../../shared/contract/rollout-schema.ts';
 import type { Health } from '../../shared/contract/verb.ts';
 import { RolloutDirector } from './rollout/director.ts';
-import { withRollouts } from './health-source.ts';
+import { aliveSource, withNodes, withRollouts } from './health-source.ts';
 import { serveRolloutRequests } from './rollout/requests.ts';
 import type { Turn } from './rollout/soon.ts';
 import type { Timer } from '../../shared/base/timer.ts';
 import { loadRolloutStates, StateWriter } from './rollout/store.ts';
+import { Heard, settleSeat } from './settled.ts';
+import type { SeatObserver } from '../metrics/seat-figures.ts';
+import { listenLiveness, type Liveness } from './liveness/listen.ts';
+import { firstToken } from './liveness/plan-key.ts';
 
 /** What the seat needs to run. */
 export type SeatOptions = {
@@ -40,10 +44,12 @@ export type SeatOptions = {
   rollout?: Rollout;
   /** The clock, timer and turn of the composer and the rollouts (Date.now, unrefTimer, setImmediate); tests hand in their own. */
   time?: { now?: () => number; timer?: Timer; turn?: Turn };
+  /** What counts the seat's work for `--metrics` (verb requests, plan writes, reports); none: nothing counted. */
+  observer?: SeatObserver;
 };
 
-/** A running seat. */
-export type Seat = { composer: Composer; rollouts: RolloutDirector; stop(): Promise<void> };
+/** A running seat; `settled` resolves once it has handled every change stored so far in what it watches (settled.ts). */
+export type Seat = { composer: Composer; rollouts: RolloutDirector; liveness: Liveness; settled(): Promise<void>; stop(): Promise<void> };
 
 /**
  * Starts the seat; resolves once its buckets are bound, the registry is written and the rollouts are
@@ -78,6 +84,9 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
   const plans = kvs.get(PLANS)!;
   const say = (line: Health) => nc.publish(HEALTH_SUBJECT, jsonBytes(line));
   const time = opts.time ?? {};
+  // What the seat was handed, for `settled`.
+  const heard = new Heard();
+  const watched: { bucket: string; caughtUp: Promise<void> }[] = [];
   const rollouts = new RolloutDirector(StateWriter.of(kvs.get(ROLLOUTS)!, log, time.timer), say, log, {
     ...(opts.rollout ? { policy: opts.rollout } : {}),
     ...time,
@@ -86,15 +95,17 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
   const publisher = new KvPublisher(nc, PLANS, opts.inboxPrefix === undefined ? {} : { inboxPrefix: opts.inboxPrefix });
   // The seat routes between the two: compositions and passes to the rollouts, which the composer
   // asks per key; the passes the rollouts ask to the composer.
+  const counted = opts.observer?.planWritten ?? (() => {});
   const composer = new Composer(
     {
-      putPlan: (key, value) => publisher.put(key, value),
-      deletePlan: (key) => plans.delete(key),
+      putPlan: (key, value) => countedWrite(publisher.put(key, value), (ok) => counted('put', ok)),
+      deletePlan: (key) => countedWrite(plans.delete(key), (ok) => counted('delete', ok)),
       health: say,
     },
     log,
     (summary) => {
       rollouts.passed(summary.failed);
+      heard.passed();
       opts.onPass?.(summary);
     },
     {
@@ -105,7 +116,10 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
     },
   );
   rollouts.attach({ ...composer.view, recompose: (module, nodes) => composer.recompose(module, nodes) });
-  const verb = serveProvisioning(nc, log, readerOf(nc, opts.inboxPrefix), withRollouts(composer.healthBook, rollouts));
+  // Heard before the plans are read: a word that comes first is kept, and counts once its node has a plan.
+  const liveness = listenLiveness(nc, log, time);
+  const health = withNodes(withRollouts(composer.healthBook, rollouts), liveness.memory);
+  const verb = serveProvisioning(nc, log, readerOf(nc, opts.inboxPrefix), health, aliveSource(liveness.memory), opts.observer?.verb);
   const requests = serveRolloutRequests(nc, log, rollouts);
   // The subscription reaches the server before the seat says it is ready: a request right after is answered.
   await nc.flush();
@@ -122,24 +136,43 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
       bucket,
       '>',
       (e) => {
-        if (input === 'plans') rollouts.seePlan(e.key, e.value, e.at);
+        if (input === 'plans') {
+          rollouts.seePlan(e.key, e.value, e.at);
+          liveness.memory.plan(firstToken(e.key), e.key, e.value !== null);
+        }
         composer.update(input, e.key, e.value, e.revision);
+        heard.saw(bucket, e.revision);
       },
       log,
     );
     void watch.caughtUp.then(() => composer.loaded(input));
+    watched.push({ bucket, caughtUp: watch.caughtUp });
     return watch;
   });
   // The nodes' reports are an input of rollouts only: they never start a pass.
-  const reports = watchBucket(nc, APPLIED, '>', (e) => rollouts.seeReport(e.key, e.value, e.revision), log);
+  const reports = watchBucket(
+    nc,
+    APPLIED,
+    '>',
+    (e) => {
+      rollouts.seeReport(e.key, e.value, e.revision);
+      opts.observer?.report(e.key, e.value);
+      heard.saw(APPLIED, e.revision);
+    },
+    log,
+  );
   void reports.caughtUp.then(() => rollouts.reportsRead());
   watches.push(reports);
+  watched.push({ bucket: APPLIED, caughtUp: reports.caughtUp });
 
   return {
     composer,
     rollouts,
+    liveness,
+    settled: () => settleSeat({ nc, heard, watched, passesIdle: () => composer.idle(), rolloutsIdle: () => rollouts.idle() }),
     async stop() {
       clearInterval(timer);
+      liveness.stop();
       await verb.stop();
       await requests.stop();
       rollouts.close();
@@ -149,4 +182,13 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
       publisher.close();
     },
   };
+}
+
+/** `write`, with `count` told how it ended (true: done). */
+function countedWrite<T>(write: Promise<T>, count: (ok: boolean) => void): Promise<T> {
+  write.then(
+    () => count(true),
+    () => count(false),
+  );
+  return write;
 }

@@ -36,7 +36,7 @@ export type Shape = {
 const JsonObjectSchema = v.custom<Record<string, unknown>>((raw) => typeof raw === 'object' && raw !== null && !Array.isArray(raw), 'is not a JSON object');
 
 /** A `what` answered from a seat bucket; `health` is answered from the seat's memory. */
-export type BucketWhat = Exclude<VerbRequest['what'], 'health'>;
+export type BucketWhat = Exclude<VerbRequest['what'], 'health' | 'alive'>;
 
 /** The shape of each `what` read from a bucket. */
 export const SHAPES: Readonly<Record<BucketWhat, Shape>> = {
@@ -75,7 +75,7 @@ export function parseVerbRequest(body: Uint8Array): Parsed<VerbRequest> {
 
 /** The fields that narrow a `what`: its bucket's leading key tokens, or `node` and `module` for `health` (keyed `<node>.<module>`). */
 export function narrowing(what: VerbRequest['what']): readonly NarrowField[] {
-  return what === 'health' ? ['node', 'module'] : SHAPES[what].tokens;
+  return what === 'health' ? ['node', 'module'] : what === 'alive' ? ['node'] : SHAPES[what].tokens;
 }
 
 function describeIssue(issue: v.BaseIssue<unknown>): string {

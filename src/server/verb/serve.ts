@@ -23,12 +23,30 @@ export { REPLY_HEADROOM } from './page.ts';
 /** Requests answered at once at most; one past that is answered BUSY at once (DESIGN §11). */
 export const MAX_CONCURRENT_REQUESTS = 16;
 
+/** Where the verb counts what it answers (the seat's `--metrics`); by default nowhere. */
+export type VerbCounter = {
+  /** A request to an inbox came in: `what` it asked, or `invalid` when it is out of shape. */
+  request(what: string): void;
+  /** A request was answered BUSY. */
+  busy(): void;
+};
+
+const NOT_COUNTED: VerbCounter = { request: () => {}, busy: () => {} };
+
 /**
  * Serves mesh-provisioner.provisioning until stopped; `reader` is the connection's own, made with its
  * inbox prefix (`readerOf(nc, inboxPrefix)`; the default reader assumes `_INBOX`); `health` is the
- * seat's memory of held and failed plans (without it, `health` is refused).
+ * seat's memory of held and failed plans (without it, `health` is refused); `counter` hears of each
+ * request and each busy answer.
  */
-export function serveProvisioning(nc: NatsConnection, log: Logger, reader: VerbReader = readerOf(nc), health?: HealthSource): { stop(): Promise<void> } {
+export function serveProvisioning(
+  nc: NatsConnection,
+  log: Logger,
+  reader: VerbReader = readerOf(nc),
+  health?: HealthSource,
+  alive?: HealthSource,
+  counter: VerbCounter = NOT_COUNTED,
+): { stop(): Promise<void> } {
   const sub = nc.subscribe(PROVISIONING_VERB);
   const inFlight = new InFlight(log);
   const receive = (msg: Msg): void => {
@@ -39,13 +57,16 @@ export function serveProvisioning(nc: NatsConnection, log: Logger, reader: VerbR
       return;
     }
     const request = parseVerbRequest(msg.data);
+    counter.request(request.ok ? request.value.what : 'invalid');
     if (!request.ok) return respond(msg, { error: request.reason }, log);
     const admitted = inFlight.admit(() =>
-      answerRequest(reader, health, request.value, maxPayloadOf(nc))
+      answerRequest(reader, { health, alive }, request.value, maxPayloadOf(nc))
         .catch((err: unknown) => ({ error: `internal: ${errorText(err)}` }))
         .then((reply) => respond(msg, reply, log)),
     );
-    if (!admitted) respond(msg, { error: BUSY }, log);
+    if (admitted) return;
+    counter.busy();
+    respond(msg, { error: BUSY }, log);
   };
   const loop = (async () => {
     for await (const msg of sub) {
@@ -119,16 +140,19 @@ export async function answerProvisioning(
 ): Promise<VerbReply | { error: string }> {
   const request = parseVerbRequest(body);
   if (!request.ok) return { error: request.reason };
-  return answerRequest(reader, health, request.value, maxPayload);
+  return answerRequest(reader, { health }, request.value, maxPayload);
 }
 
 async function answerRequest(
   reader: VerbReader,
-  health: HealthSource | undefined,
+  memory: { health?: HealthSource | undefined; alive?: HealthSource | undefined },
   request: VerbRequest,
   maxPayload: number,
 ): Promise<VerbReply | { error: string }> {
-  if (request.what === 'health') return health ? answerHealth(health, request, maxPayload) : { error: 'what: health is not kept by this server' };
+  if (request.what === 'health' || request.what === 'alive') {
+    const source = memory[request.what];
+    return source ? answerHealth(source, request, maxPayload) : { error: `what: ${request.what} is not kept by this server` };
+  }
   return answerBucket(reader, { ...request, what: request.what }, maxPayload);
 }
 

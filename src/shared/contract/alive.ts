@@ -37,3 +37,30 @@ export type Alive = v.InferOutput<typeof AliveSchema>;
 export function silentAfterMs(everySeconds: number): number {
   return (2 * everySeconds + SILENT_GRACE_SECONDS) * 1000;
 }
+
+/**
+ * The connection name of a node's client (its daemon, `--once`, `--dry-run`): the server's connect and
+ * disconnect events carry it, and the seat counts only the events of this name as its client's (§14).
+ */
+export function clientConnectionName(node: string): string {
+  return `node-provisioner ${node}`;
+}
+
+/**
+ * What the seat remembers of a node with a plan (the verb's `alive`, keyed `<node>`): its last word as
+ * the client said it (absent until one is heard), when the seat heard it, and the node's health
+ * reason while it is silent or its engine is down.
+ */
+export type AliveEntry = {
+  node: string;
+  version?: string;
+  every?: number;
+  engine?: EngineState;
+  modules?: number;
+  /** The client's `at`. */
+  at?: string;
+  /** When the seat heard the last word (ISO, the seat's clock). */
+  heard?: string;
+  /** `no word from its client for 75 s`, `engine down since …`: the node's health entry, when it has one. */
+  reason?: string;
+};

@@ -2,8 +2,8 @@
 import * as v from 'valibot';
 import { nameField as name, tokenNameField as tokenName, checked, keyProblem } from './fields.ts';
 
-/** What the verb answers: a seat bucket read, or (`health`) the seat's memory. */
-export const VERB_WHATS = ['registry', 'needs', 'applied', 'collect', 'health'] as const;
+/** What the verb answers: a seat bucket read, or (`health`, `alive`: each node's last word, DESIGN §14) the seat's memory. */
+export const VERB_WHATS = ['registry', 'needs', 'applied', 'collect', 'health', 'alive'] as const;
 /** A request of `mesh-provisioner.provisioning`. */
 export const VerbRequestSchema = v.strictObject({
   what: v.optional(v.picklist(VERB_WHATS, `must be one of ${VERB_WHATS.join(', ')}`), 'registry'),

@@ -4,10 +4,11 @@
 import { APPLIED, COLLECT, NEEDS, PLANS, REGISTRY_BUCKET } from '../../../shared/contract/buckets.ts';
 import { INBOX_PREFIXES } from '../../../shared/bus/inbox.ts';
 import { boundBucket } from '../../../shared/contract/keys.ts';
-import { PROVISIONING_VERB, ROLLOUT_VERB, VAULT_CHANGED, vaultCredentialOf } from '../../../shared/contract/subjects.ts';
+import { ALIVE_ALL, aliveSubject, PROVISIONING_VERB, ROLLOUT_VERB, VAULT_CHANGED, vaultCredentialOf } from '../../../shared/contract/subjects.ts';
 import { nodeImports, providerPublish, providerSubscribe, seatPublish, vaultPublish, vaultSubscribe, type Grant } from './grants.ts';
 import { hubLeafLines, LEAF_STRANGERS_ACCOUNT, leafUserLines, type HubLeaf } from './leaf-hub.ts';
-import { MESH_ACCOUNT, nodeAccount, sorted, USERS } from './users.ts';
+import { MESH_ACCOUNT, nodeAccount, sorted, SYSTEM_ACCOUNT, USERS } from './users.ts';
+import { CONNECT_EVENTS, DISCONNECT_EVENTS, eventSubject } from '../../seat/liveness/events.ts';
 
 export { boundBucket, INBOX_PREFIXES };
 
@@ -44,7 +45,12 @@ export function renderBusConfig(shape: MeshShape): string {
     `listen: ${q(shape.listen)}`,
     `jetstream { store_dir: ${q(shape.storeDir)}${shape.leaf ? `, domain: ${q(shape.leaf.domain)}` : ''} }`,
     '',
+    // The server's own events live there; the seat alone hears a node's client come and go (DESIGN §14).
+    `system_account: ${SYSTEM_ACCOUNT}`,
+    '',
     'accounts {',
+    ...systemAccount(nodes),
+    '',
     ...meshAccount(nodes, providers, shape.archives, key),
     ...nodes.flatMap((n) => ['', ...nodeAccountBlock(n, providers, shape.archives, key, shape.leaf)]),
     ...(shape.leaf ? ['', ...LEAF_STRANGERS_ACCOUNT] : []),
@@ -78,13 +84,19 @@ function meshAccount(nodes: string[], providers: string[], archives: string, key
     ...nodes.map(vaultOf),
     ...nodes.map(toNode),
   ];
-  const imports = nodes.flatMap((n) => ['applied', 'changed'].map((s) => `{ stream: { account: ${q(nodeAccount(n))}, subject: ${q(`prov.${s}.${n}.>`)} } }`));
+  const imports = [
+    ...nodes.flatMap((n) => nodeStreams(n).map((subject) => `{ stream: { account: ${q(nodeAccount(n))}, subject: ${q(subject)} } }`)),
+    ...nodes.flatMap((n) => EVENTS.map((e) => `{ stream: { account: ${SYSTEM_ACCOUNT}, subject: ${q(eventSubject(n, e))} } }`)),
+  ];
   return [
     `  ${MESH_ACCOUNT}: {`,
     '    jetstream: enabled',
     '    users: [',
     ...user(USERS.admin, ''),
-    ...user(USERS.seat, perms(seatPublish(archives), [`${INBOX_PREFIXES.seat}.>`, PROVISIONING_VERB, ROLLOUT_VERB], true)),
+    ...user(
+      USERS.seat,
+      perms(seatPublish(archives), [`${INBOX_PREFIXES.seat}.>`, PROVISIONING_VERB, ROLLOUT_VERB, ALIVE_ALL, CONNECT_EVENTS, DISCONNECT_EVENTS], true),
+    ),
     ...user(USERS.vault, perms(vaultPublish(), vaultSubscribe(), true)),
     ...providerUsers,
     '    ]',
@@ -97,6 +109,18 @@ function meshAccount(nodes: string[], providers: string[], archives: string, key
     '    ]',
     '  }',
   ];
+}
+
+/** A node account's events the seat hears. */
+const EVENTS = ['CONNECT', 'DISCONNECT'] as const;
+
+/**
+ * The system account: no user, and each node account's connect and disconnect events exported to the
+ * mesh's account, named whole (the account's name holds a dot, so `*` in its place matches none).
+ */
+function systemAccount(nodes: string[]): string[] {
+  const exports = nodes.flatMap((n) => EVENTS.map((e) => `      { stream: ${q(eventSubject(n, e))}, accounts: [${MESH_ACCOUNT}] }`));
+  return [`  ${SYSTEM_ACCOUNT}: {`, ...(exports.length > 0 ? ['    exports: [', ...exports, '    ]'] : []), '  }'];
 }
 
 /** The lines of a node account's `users` list: its client and its runner, each with what it may do; the hub and a site's leaf server name the same. */
@@ -113,6 +137,7 @@ export function nodeUserLines(node: string, key: (user: string) => string): stri
 }
 
 function nodeAccountBlock(node: string, providers: string[], archives: string, key: (u: string) => string, leaf: HubLeaf | undefined): string[] {
+  const exports = nodeStreams(node).map((subject) => `{ stream: ${q(subject)} }`);
   const service = (g: Grant) => `      { service: { account: ${MESH_ACCOUNT}, subject: ${q(g.subject)} }${g.to ? `, to: ${q(g.to)}` : ''} }  # ${g.why}`;
   return [
     `  ${q(nodeAccount(node))}: {`,
@@ -120,7 +145,7 @@ function nodeAccountBlock(node: string, providers: string[], archives: string, k
     ...nodeUserLines(node, key),
     ...(leaf ? leafUserLines(node, leaf) : []),
     '    ]',
-    `    exports: [ { stream: ${q(`prov.applied.${node}.>`)} }, { stream: ${q(`prov.changed.${node}.>`)} } ]`,
+    `    exports: [ ${exports.join(', ')} ]`,
     '    imports: [',
     ...nodeImports(node, providers, archives).map(service),
     `      { stream: { account: ${MESH_ACCOUNT}, subject: ${q(`${INBOX_PREFIXES.node(node)}.>`)} } }  # deliveries and replies to its inbox`,
@@ -128,6 +153,11 @@ function nodeAccountBlock(node: string, providers: string[], archives: string, k
     '    ]',
     '  }',
   ];
+}
+
+/** What a node's account exports to MESH, each its own node's only: its reports, its change notices, its alive message (DESIGN §11, §14). */
+function nodeStreams(node: string): string[] {
+  return [`prov.applied.${node}.>`, `prov.changed.${node}.>`, aliveSubject(node)];
 }
 
 /** Quotes a subject or name: a `$` subject unquoted would be read as a config variable. */

@@ -8,6 +8,9 @@ export type MeshNames = { nodes: readonly string[]; providers: readonly string[]
 /** The account holding the buckets and the mesh's own services. */
 export const MESH_ACCOUNT = 'MESH';
 
+/** The server's system account: its events of node accounts are exported to MESH for the seat (DESIGN §14). */
+export const SYSTEM_ACCOUNT = 'SYS';
+
 /** Every user the configuration names, by role; each logs in with the nkey of its name. */
 export const USERS = {
   /** Full rights in MESH: the programs writing the inputs (controller, catalogue, mesh-config) and operators. */

@@ -21,7 +21,7 @@ const QUERY_OWN_FLAGS = [
 /** What `query --help` says, and the seat's --help of it. */
 export const QUERY_HELP: CommandHelp = {
   name: 'query',
-  usage: 'node server.js query <registry|needs|applied|collect|health> [flags]',
+  usage: 'node server.js query <registry|needs|applied|collect|health|alive> [flags]',
   about: ["query prints the seat's answer to one question of mesh-provisioner.provisioning, with the seat's login or admin's."],
   flags: QUERY_OWN_FLAGS,
   bus: true,

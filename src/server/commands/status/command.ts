@@ -14,6 +14,7 @@ import type { StatusArgs } from '../../options.ts';
 import { DEFAULT_STATUS_LIMIT } from './command-line.ts';
 import { isNotDone, readRollouts, type RolloutMark } from './rollouts.ts';
 import { resolveBoundWaits } from './provisions.ts';
+import { readWords } from './liveness.ts';
 
 /** The rollouts shown, by module. */
 type Rollouts = ReadonlyMap<string, RolloutMark>;
@@ -22,7 +23,7 @@ type Say = (line: string) => void;
 
 /** Exit code: every module shown is applied. */
 const EXIT_ALL_APPLIED = 0;
-/** Exit code: a module shown is not applied (waiting, failed, held, cannot be composed, its rollout not done or failed on it), a key is out of shape, or a node named has nothing shown. */
+/** Exit code: a node shown is silent or its engine down, a module shown is not applied (waiting, failed, held, cannot be composed, its rollout not done or failed on it), a key is out of shape, or a node named has nothing shown. */
 const EXIT_NOT_ALL_APPLIED = 1;
 
 /**
@@ -52,6 +53,9 @@ async function fleet(nc: NatsConnection, args: StatusArgs, out: Say, now: number
       for (const { key, reason } of page.outOfShape) summary.outOfShape.add(key, reason);
     }));
   if (failed) return failed;
+  const words = await readWords(nc, { limit }, now, (key, reason) => summary.outOfShape.add(key, reason));
+  if (!(words instanceof Map)) return words;
+  for (const [name, word] of words) summary.addWord(name, word);
   summary.addUnreportedFailures();
   const view: FleetView = {
     nodes: summary.nodes(),
@@ -65,7 +69,9 @@ async function fleet(nc: NatsConnection, args: StatusArgs, out: Say, now: number
   else fleetLines(view).forEach((line) => out(line));
   // A rollout not done is a module whose newest build is not applied (DESIGN §13); a done one's failed nodes count in their rows.
   const settled =
-    view.outOfShapeCount === 0 && !view.rollouts.some(isNotDone) && view.nodes.every((n) => n.waiting + n.failed + n.held + n.composeFailed === 0);
+    view.outOfShapeCount === 0 &&
+    !view.rollouts.some(isNotDone) &&
+    view.nodes.every((n) => n.liveness === undefined && n.waiting + n.failed + n.held + n.composeFailed === 0);
   return settled ? EXIT_ALL_APPLIED : EXIT_NOT_ALL_APPLIED;
 }
 
@@ -88,10 +94,14 @@ async function node(nc: NatsConnection, args: StatusArgs, out: Say, now: number,
       for (const { key, reason } of page.outOfShape) detail.outOfShape.add(key, reason);
     }));
   if (failed) return failed;
+  const words = await readWords(nc, { node: args.node!, limit }, now, (key, reason) => detail.outOfShape.add(key, reason));
+  if (!(words instanceof Map)) return words;
+  const word = words.get(args.node!);
   detail.addUnreportedFailures(args.node!, args.module);
   const view: NodeView = {
     node: args.node!,
     ...(args.module ? { module: args.module } : {}),
+    ...(word ? { word } : {}),
     modules: await resolveBoundWaits(nc, detail.modules()),
     outOfShape: detail.outOfShape.listed,
     outOfShapeCount: detail.outOfShape.count,
@@ -99,7 +109,9 @@ async function node(nc: NatsConnection, args: StatusArgs, out: Say, now: number,
   if (args.json) out(safeJson(view));
   else detailLines(view).forEach((line) => out(line));
   // A `removed` report is a module taken off the node on purpose, counted in neither view (its key goes next).
+  // A node silent or with its engine down is not vouched for, whatever its reports say (DESIGN §14).
   const settled =
+    view.word?.liveness === undefined &&
     view.modules.length > 0 &&
     view.outOfShapeCount === 0 &&
     view.modules.every((m) => (m.state === 'applied' || m.state === 'removed') && !m.health && !m.rollout);

@@ -5,6 +5,7 @@ import { cell, formatTable } from '../query/command.ts';
 import type { ModuleDetail, ModuleHealth, WaitedValue } from './detail.ts';
 import type { HealthGroup, NodeSummary, OldestWaiting } from './summary.ts';
 import type { RolloutMark } from './rollouts.ts';
+import type { NodeWord } from './liveness.ts';
 
 /** A key out of shape, with why. */
 type OutOfShapeKey = { key: string; reason: string };
@@ -29,6 +30,8 @@ export type FleetView = {
 export type NodeView = {
   node: string;
   module?: string;
+  /** The node's last word, when it has a plan (DESIGN §14). */
+  word?: NodeWord;
   /** Every module with a report or a health entry, in name order. */
   modules: ModuleDetail[];
   /** Keys out of shape, the first ones. */
@@ -74,28 +77,48 @@ export function fleetLines(view: FleetView): string[] {
   else {
     // The ROLLOUT column is there only while a rollout is not done (DESIGN §12).
     const rolling = view.nodes.some((n) => n.rollouts);
+    // A node silent or with its engine down: what it says of its modules is not vouched for (DESIGN §14).
     const rows = view.nodes.map((n) => [
       cell(n.node),
-      String(n.applied),
-      String(n.waiting),
-      String(n.failed),
+      cell(n.version ?? ''),
+      lastWordCell(n),
+      n.liveness ?? String(n.applied),
+      n.liveness ? '-' : String(n.waiting),
+      n.liveness ? '-' : String(n.failed),
       String(n.held),
       String(n.composeFailed),
       oldestCell(n.oldestWaiting),
       ...(rolling ? [cell((n.rollouts ?? []).join(', '))] : []),
     ]);
-    lines.push(...formatTable(['NODE', 'APPLIED', 'WAITING', 'FAILED', 'HELD', 'COMPOSE FAILED', 'OLDEST WAITING', ...(rolling ? ['ROLLOUT'] : [])], rows));
+    lines.push(
+      ...formatTable(
+        ['NODE', 'VERSION', 'LAST WORD', 'APPLIED', 'WAITING', 'FAILED', 'HELD', 'COMPOSE FAILED', 'OLDEST WAITING', ...(rolling ? ['ROLLOUT'] : [])],
+        rows,
+      ),
+    );
   }
   const sum = (k: 'applied' | 'waiting' | 'failed' | 'held' | 'composeFailed') => view.nodes.reduce((total, n) => total + n[k], 0);
   const notDone = view.rollouts.filter((r) => r.state !== 'done').length;
+  const unvouched = view.nodes.filter((n) => n.liveness);
+  const silent = unvouched.filter((n) => n.liveness === 'silent').length;
   const withFailures = view.rollouts.length - notDone;
   lines.push(
     '',
     `${view.nodes.length} node${view.nodes.length === 1 ? '' : 's'}: ${sum('applied')} applied, ${sum('waiting')} waiting, ${sum('failed')} failed; ` +
       `the seat holds ${sum('held')}, cannot compose ${sum('composeFailed')}` +
+      (unvouched.length > 0 ? `; ${silent} silent, ${unvouched.length - silent} with the engine down` : '') +
       (notDone > 0 ? `; ${notDone} rollout${notDone === 1 ? '' : 's'} not done` : '') +
       (withFailures > 0 ? `; ${withFailures} rollout${withFailures === 1 ? '' : 's'} done with failed nodes` : ''),
   );
+  if (unvouched.length > 0) {
+    lines.push('', 'nodes the seat cannot vouch for (their modules may be stale):');
+    lines.push(
+      ...formatTable(
+        ['NODE', 'STATE', 'REASON'],
+        unvouched.map((n) => [cell(n.node), n.liveness ?? '', cell(n.livenessReason)]),
+      ),
+    );
+  }
   if (view.rollouts.length > 0) {
     lines.push(
       '',
@@ -116,11 +139,11 @@ export function fleetLines(view: FleetView): string[] {
 
 /** A block per module of the node: its last report, what the seat says of it, what it waits for and where that lives, its files. */
 export function detailLines(view: NodeView): string[] {
-  const lines: string[] = [];
+  const lines: string[] = view.word ? [wordLine(view.node, view.word)] : [];
   if (view.modules.length === 0) lines.push(`(no report of ${cell(view.node)}${view.module ? ` ${cell(view.module)}` : ''}, and the seat holds nothing of it)`);
   for (const m of view.modules) {
     if (lines.length > 0) lines.push('');
-    lines.push(headLine(m));
+    lines.push(headLine(m, view.word?.liveness));
     if (m.reason !== undefined) lines.push(`  reason: ${cell(m.reason)}`);
     if (m.rollout) {
       // Rolling or done, the node is failed now; halted or aborted, it is one the rollout failed on (planned back since).
@@ -153,11 +176,28 @@ export function detailLines(view: NodeView): string[] {
   return lines;
 }
 
-/** `n1 web: waiting, build 1, reported 10m00s ago (…)`, or `n1 web: no report` when the node has none. */
-function headLine(m: ModuleDetail): string {
+/**
+ * `n1 web: waiting, build 1, reported 10m00s ago (…)`, `n1 web: no report` when the node has none; a
+ * node silent or with its engine down says so in place of the state: `n1 web: silent (last report applied, …)`.
+ */
+function headLine(m: ModuleDetail, liveness?: string): string {
   const name = `${cell(m.node)} ${cell(m.module)}`;
-  if (m.state === undefined) return `${name}: no report`;
-  return `${name}: ${m.state}, build ${cell(m.build) || '?'}, reported ${formatAge(m.seconds ?? 0)} ago (${cell(m.at)})`;
+  if (m.state === undefined) return `${name}: ${liveness ? `${liveness} (no report)` : 'no report'}`;
+  const state = liveness ? `${liveness} (last report ${m.state}` : m.state;
+  return `${name}: ${state}, build ${cell(m.build) || '?'}, reported ${formatAge(m.seconds ?? 0)} ago (${cell(m.at)})${liveness ? ')' : ''}`;
+}
+
+/** The LAST WORD cell: how long ago the seat heard the node (`12s`), `-` when it has not since it started. */
+function lastWordCell(w: NodeWord): string {
+  return w.lastWordSeconds === undefined ? (w.liveness || w.version !== undefined ? '-' : '') : formatAge(w.lastWordSeconds);
+}
+
+/** `n1: client 0.2.0, last word 3s ago (every 30 s)`, then `silent: <reason>` or `engine down: <reason>` when it is. */
+function wordLine(node: string, w: NodeWord): string {
+  const version = w.version === undefined ? 'no word heard since the seat started' : `client ${cell(w.version)}`;
+  const heard = w.lastWordSeconds === undefined ? '' : `, last word ${formatAge(w.lastWordSeconds)} ago${w.every === undefined ? '' : ` (every ${w.every} s)`}`;
+  const state = w.liveness ? `; ${w.liveness}: ${cell(w.livenessReason)}` : '';
+  return `${cell(node)}: ${version}${heard}${state}`;
 }
 
 /** What the seat says of a module: `held by the seat: composition not published (build 3, 4 passes, since 5m00s)`. */

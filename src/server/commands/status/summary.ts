@@ -6,6 +6,7 @@ import { ReportSchema, type Report } from '../../../shared/contract/report.ts';
 import { validate } from '../../../shared/contract/decode.ts';
 import { countsFailed, failedIn, rolloutCell, type RolloutMark } from './rollouts.ts';
 import { readSeatEntry, type SeatEntry } from './seat-health.ts';
+import type { NodeWord } from './liveness.ts';
 
 /** Out-of-shape keys `status` lists at most; past that it only counts them. */
 export const MAX_LISTED_OUT_OF_SHAPE = 100;
@@ -30,8 +31,8 @@ export type OldestWaiting = {
   seconds: number;
 };
 
-/** One node summed up: its reports by state and what the seat says of its assignments. */
-export type NodeSummary = {
+/** One node summed up: its last word (DESIGN §14), its reports by state and what the seat says of its assignments. */
+export type NodeSummary = NodeWord & {
   node: string;
   /** Reports `applied`. */
   applied: number;
@@ -152,6 +153,11 @@ export class FleetSummary {
     } else if (this.#health.size < MAX_LISTED_HEALTH) {
       this.#health.set(id, { module: entry.module, state: entry.state, build, reason: entry.reason, nodes: 1, since: entry.since });
     } else this.healthUnlisted += 1;
+  }
+
+  /** Takes a node's last word (the verb's `alive`): a node with a plan is shown even with no report. */
+  addWord(node: string, word: NodeWord): void {
+    Object.assign(this.#node(node), word);
   }
 
   /** Every node, in name order. */

@@ -9,6 +9,7 @@ import type { ConsumerInfo } from '@nats-io/jetstream';
 import type { OrderedConsumer } from './internals.ts';
 import { paceOf } from './pace.ts';
 import { hastenRemakes, type RemakeLog, type Remakes } from './remake.ts';
+import { noteHeard } from './heard.ts';
 
 /**
  * The idle heartbeat of a watch's consumer, nats.js's own for an ordered consumer. It is what an
@@ -117,6 +118,7 @@ class ConsumerKeeper implements WatchKeeper {
 
   heard(): void {
     this.#heard = true;
+    noteHeard(this.nc);
   }
 
   beat(lastConsumerSequence: number): void {
