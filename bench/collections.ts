@@ -2,7 +2,9 @@
 // contribute an item to `shell:zsh:normal`, one collector assembles them. One contributor's config
 // changes → its item is rewritten → the collector's file reaches the engine. Printed beside the bus
 // floor (a KV put → a plain watcher) measured in the same run, with the engine requests the
-// collector got per change (the goal: exactly one).
+// collector got per change (the goal: exactly one). Then the collector's report as the bus holds it:
+// its size with the file's `from` (DESIGN §14: 64 inputs, then `{more: N}`) beside the same report
+// without it, under the connection's max payload (§3's limit).
 //
 //   node build.mjs && node --import tsx bench/collections.ts [--contributors N] [--changes N]
 import { createHash } from 'node:crypto';
@@ -11,6 +13,7 @@ import { packTar } from 'modern-tar';
 import { connectBus } from '../src/shared/bus/bus.ts';
 import { watchKv } from '../src/shared/bus/watch/watch.ts';
 import { APPLIED, CONFIG } from '../src/shared/contract/buckets.ts';
+import type { Report } from '../src/shared/contract/report.ts';
 import { fakeEngine, latencyRow, now, numberArg, startBenchMesh, waitUntil } from './lib.ts';
 
 const CONTRIBUTORS = numberArg('contributors', 500);
@@ -90,6 +93,7 @@ async function main(): Promise<void> {
     await waitUntil('rc applied', async () => (await applied.get(`${NODE}.rc`))?.json<{ state: string }>().state === 'applied', 60_000);
 
     const floorNc = await connectBus({ servers: [mesh.url], name: 'bench-floor' });
+    reportRow((await applied.get(`${NODE}.rc`))!.value, floorNc.info?.max_payload ?? 0);
     const floorSeen = new Map<string, (t: number) => void>();
     const floorWatch = await watchKv(floorNc, CONFIG, `${NODE}.*.v`, (e) => {
       const t = now();
@@ -126,6 +130,18 @@ async function main(): Promise<void> {
   } finally {
     await mesh.close();
   }
+}
+
+/** Prints the collector's report: its bytes with its file's `from` and without, and what the `from` lists. */
+function reportRow(bytes: Uint8Array, maxPayload: number): void {
+  const report = JSON.parse(new TextDecoder().decode(bytes)) as Report;
+  const from = report.files[0]?.from ?? [];
+  const bare = { ...report, files: report.files.map(({ from: _from, ...file }) => file) };
+  const more = from.find((i) => 'more' in i);
+  console.log(
+    `the collector's report as the bus holds it: ${bytes.length} bytes with its file's from, ${Buffer.byteLength(JSON.stringify(bare))} without (the connection's max payload: ${maxPayload} bytes)`,
+  );
+  console.log(`  its from lists ${from.length - (more ? 1 : 0)} inputs (the archive first), then ${more ? JSON.stringify(more) : 'nothing more'}`);
 }
 
 await main();
