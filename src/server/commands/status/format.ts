@@ -81,10 +81,13 @@ export function fleetLines(view: FleetView): string[] {
       String(n.failed),
       String(n.held),
       String(n.composeFailed),
+      String(n.drift),
       oldestCell(n.oldestWaiting),
       ...(rolling ? [cell((n.rollouts ?? []).join(', '))] : []),
     ]);
-    lines.push(...formatTable(['NODE', 'APPLIED', 'WAITING', 'FAILED', 'HELD', 'COMPOSE FAILED', 'OLDEST WAITING', ...(rolling ? ['ROLLOUT'] : [])], rows));
+    lines.push(
+      ...formatTable(['NODE', 'APPLIED', 'WAITING', 'FAILED', 'HELD', 'COMPOSE FAILED', 'DRIFT', 'OLDEST WAITING', ...(rolling ? ['ROLLOUT'] : [])], rows),
+    );
   }
   const sum = (k: 'applied' | 'waiting' | 'failed' | 'held' | 'composeFailed') => view.nodes.reduce((total, n) => total + n[k], 0);
   const notDone = view.rollouts.filter((r) => r.state !== 'done').length;
@@ -145,8 +148,15 @@ export function detailLines(view: NodeView): string[] {
     if (m.files.length > 0) {
       // A reason is the engine's word on a refused file; without one the column is left out.
       const reasons = m.files.some((f) => f.reason !== undefined);
-      const rows = m.files.map((f) => [cell(f.path), cell(f.action), cell(f.digest), ...(reasons ? [cell(f.reason)] : [])]);
-      lines.push(...indent(formatTable(['FILE', 'ACTION', 'DIGEST', ...(reasons ? ['REASON'] : [])], rows)));
+      const drifted = m.drift !== undefined;
+      const rows = m.files.map((f) => [
+        cell(f.path),
+        cell(f.action),
+        cell(f.digest),
+        ...(drifted ? [String(f.drift?.count ?? 0)] : []),
+        ...(reasons ? [cell(f.reason)] : []),
+      ]);
+      lines.push(...indent(formatTable(['FILE', 'ACTION', 'DIGEST', ...(drifted ? ['DRIFT'] : []), ...(reasons ? ['REASON'] : [])], rows)));
     }
   }
   lines.push(...outOfShapeLines(view.outOfShape, view.outOfShapeCount));
@@ -157,7 +167,9 @@ export function detailLines(view: NodeView): string[] {
 function headLine(m: ModuleDetail): string {
   const name = `${cell(m.node)} ${cell(m.module)}`;
   if (m.state === undefined) return `${name}: no report`;
-  return `${name}: ${m.state}, build ${cell(m.build) || '?'}, reported ${formatAge(m.seconds ?? 0)} ago (${cell(m.at)})`;
+  // Restores are said only where there were some (DESIGN §14): a file put back is no failure.
+  const drift = m.drift === undefined ? '' : `; drift ${m.drift.count}, last ${cell(m.drift.last)}`;
+  return `${name}: ${m.state}, build ${cell(m.build) || '?'}, reported ${formatAge(m.seconds ?? 0)} ago (${cell(m.at)})${drift}`;
 }
 
 /** What the seat says of a module: `held by the seat: composition not published (build 3, 4 passes, since 5m00s)`. */
