@@ -1,5 +1,5 @@
 // Runs the benchmarks named on the command line (`npm run bench -- fleet --nodes 100`), each with the
-// arguments that follow its name, or without a name the five that `npm run bench` always ran. A
+// arguments that follow its name, or without a name the ones `npm run bench` always runs. A
 // benchmark is bench/<name>.ts, run with tsx in a process of its own; the first that fails stops the run.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** What `npm run bench` runs without a name: the fleet bench takes many minutes, so it runs only when named. */
-const DEFAULT = ['latency', 'collections', 'asks', 'seat-scale', 'rollout'];
+const DEFAULT = ['latency', 'collections', 'asks', 'seat-scale', 'rollout', 'provenance'];
 
 /** The benchmarks and their arguments: a word that names bench/<word>.ts starts the next one. */
 function plan(args) {

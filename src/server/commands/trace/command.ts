@@ -22,16 +22,13 @@ const EXIT_NOT_CURRENT = 1;
 
 /** Runs `trace`; resolves with the exit code. */
 export async function runTrace(nc: NatsConnection, args: TraceArgs, out: Say, err: Say): Promise<number> {
-  const where = `${args.bucket}:${args.pattern}`;
-  let matched;
-  try {
-    matched = await scanNewest(nc, args);
-  } catch (e) {
-    const refused = isPermissionViolation(e) ? `; ${READER_LOGIN_HINT}` : '';
-    return (err(`trace: reading the keys of ${args.bucket} matching ${args.pattern} failed: ${errorText(e)}${refused}`), EXIT_NOT_CURRENT);
-  }
-  if (matched.size === 0) return (err(`trace: no key of ${args.bucket} matches ${args.pattern}`), EXIT_NOT_CURRENT);
-  const tally = new TraceTally(args.bucket, matched);
+  const target = { bucket: args.bucket, pattern: args.pattern };
+  // The keys' revisions and the reports are read at once: the tally keeps only the inputs the pattern matches until both are in.
+  const scanned = scanNewest(nc, target).then(
+    (matched) => ({ matched }),
+    (e: unknown) => ({ failed: e }),
+  );
+  const tally = new TraceTally(target);
   let unreadable = 0;
   const failed = await forEachPage(nc, { what: 'applied', limit: args.limit ?? DEFAULT_TRACE_LIMIT }, (page) => {
     for (const { value } of page.entries) {
@@ -41,10 +38,16 @@ export async function runTrace(nc: NatsConnection, args: TraceArgs, out: Say, er
     }
     unreadable += page.outOfShape.length;
   });
+  const scan = await scanned;
+  if ('failed' in scan) {
+    const refused = isPermissionViolation(scan.failed) ? `; ${READER_LOGIN_HINT}` : '';
+    return (err(`trace: reading the keys of ${args.bucket} matching ${args.pattern} failed: ${errorText(scan.failed)}${refused}`), EXIT_NOT_CURRENT);
+  }
+  if (scan.matched.size === 0) return (err(`trace: no key of ${args.bucket} matches ${args.pattern}`), EXIT_NOT_CURRENT);
   if (failed) return ((f) => (err(f.message), f.code))(readerFailure('trace', failed));
-  const view = tally.view(args.pattern);
+  const view = tally.view(scan.matched);
   if (args.json) out(safeJson({ ...view, outOfShape: unreadable }));
-  else traceLines(where, view, unreadable).forEach((line) => out(line));
+  else traceLines(`${args.bucket}:${args.pattern}`, view, unreadable).forEach((line) => out(line));
   return view.behind.length === 0 ? EXIT_CURRENT : EXIT_NOT_CURRENT;
 }
 
