@@ -9,7 +9,6 @@ import { compareKeys } from '../../../shared/contract/keys.ts';
 import type { QueryArgs } from '../../options.ts';
 import { errorText, isNoResponders, isPermissionViolation, isTimeout } from '../../../shared/base/errors.ts';
 import { seatWaitsForInit } from '../before-init.ts';
-import { runQueryDrift } from './drift.ts';
 
 /**
  * How long one page may take to come back: past the seat's own read of a bucket (READ_TIMEOUT_MS),
@@ -29,7 +28,6 @@ export type QueryFailure = {
 
 /** Runs `query <what> [--node N] [--module M] [--collection C] [--contributor X] [--json] [--limit N]`: asks the verb, follows `next` to the end, prints a table (or JSON lines). Returns the exit code. */
 export async function runQuery(nc: NatsConnection, args: QueryArgs, out: (line: string) => void, err: (line: string) => void = out): Promise<number> {
-  if (args.what === 'drift') return runQueryDrift(nc, args, out, err);
   const { json: _json, ...fields } = args;
   const request = Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
   const gathered: Gathered = { what: args.what, entries: [], outOfShape: [] };
