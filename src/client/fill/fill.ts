@@ -2,28 +2,38 @@
 import { contentDigest, type FillContent, type FillFile } from '../../shared/contract/fill-protocol.ts';
 import type { Parsed } from '../../shared/base/result.ts';
 import type { Plan } from '../../shared/contract/plan.ts';
-import type { FillLookup, Lookup } from '../sources/source.ts';
+import type { FillLookup, Lookup, ValueFrom } from '../sources/source.ts';
+import type { From } from '../../shared/contract/report.ts';
+import { archiveInput, secretFrom } from './from.ts';
+import { FillMemo, type FilledItem } from './memo.ts';
 import { itemTarget, missingTemplate, refusals, twoItems, type UsedTemplate } from '../../module/refusals.ts';
 import { renderTemplate } from './templates.ts';
 import type { TemplateSet } from '../../module/templates.ts';
 
 export { prepareTemplates, type Template, type TemplateSet } from '../../module/templates.ts';
+export { FillMemo, type FilledItem } from './memo.ts';
 
 /** One value the module waits for and the files that wait on it. */
 export type Waiting = { kind: string; name: string; files: string[] };
 /** One placeholder the module names, the files naming it, and whether its value is there. */
 export type NeedEntry = { kind: string; name: string; files: string[]; met: boolean };
 
-/** One item a module contributes: its collection and filled content (DESIGN §7 point 6). */
-export type FilledItem = { collection: string; content: string };
-
 /**
  * The outcome of filling a module: the files whose values are all there, its items (only when
  * nothing of the module waits), what waits, what it needs, and notes on values a source left out.
  * `marks`: for each file naming a provision's credential, its providers' marks of having set it
  * (sources/credentials.ts) — a file whose mark changed is handed again though its content is the same.
+ * `from`: for each file, the inputs its content was filled from (DESIGN §14, fill/from.ts).
  */
-export type FillOutcome = { files: FillFile[]; items: FilledItem[]; waiting: Waiting[]; needs: NeedEntry[]; notes: string[]; marks: Map<string, string> };
+export type FillOutcome = {
+  files: FillFile[];
+  items: FilledItem[];
+  waiting: Waiting[];
+  needs: NeedEntry[];
+  notes: string[];
+  marks: Map<string, string>;
+  from: Map<string, From>;
+};
 
 /**
  * A fill's outcome (or why the module fails) and the dependency keys of every value it read, each
@@ -45,28 +55,6 @@ export function itemLabel(collection: string): string {
 }
 
 /**
- * What a module's last fill rendered, per target: the template and declaration it used, the values
- * it read and what came out. A target whose template, declaration and values are all the same is
- * not rendered or hashed again (DESIGN §10: no avoidable work between a change and the engine).
- */
-export class FillMemo {
-  readonly #byLabel = new Map<string, { template: object; decl: object; values: string[]; out: FillFile | FilledItem }>();
-
-  /** What the target rendered last time, when nothing it reads has changed since. */
-  reuse(label: string, template: object, decl: object, values: readonly string[]): FillFile | FilledItem | undefined {
-    const last = this.#byLabel.get(label);
-    if (!last || last.template !== template || last.decl !== decl || last.values.length !== values.length) return undefined;
-    for (let i = 0; i < values.length; i++) if (last.values[i] !== values[i]) return undefined;
-    return last.out;
-  }
-
-  /** Keeps what a target rendered. */
-  keep(label: string, template: object, decl: object, values: string[], out: FillFile | FilledItem): void {
-    this.#byLabel.set(label, { template, decl, values, out });
-  }
-}
-
-/**
  * Fills every file of `plan` whose values are all there, and its items, each value looked up once in
  * `sources`; a failure anywhere fails the module with the reason.
  */
@@ -83,11 +71,15 @@ export function fillModule(plan: Plan, templates: TemplateSet, sources: FillLook
   const files: FillFile[] = [];
   const items: FilledItem[] = [];
   const marks = new Map<string, string>();
+  const from = new Map<string, From>();
   for (const target of targets.value) {
     const values: string[] = [];
+    // The inputs each value was read from, in the order the template names them (DESIGN §14).
+    const reads: ValueFrom[] = [];
     let waits = false;
     for (const [i, p] of target.template.placeholders.entries()) {
       let found: Lookup = SECRET_PART;
+      if (p.kind === 'secret') reads.push(secretFrom(plan, p.name));
       // A provision's credential reads its provider's mark: the value rendered never holds it, but the memo sees it change.
       const read = p.kind === 'secret' ? sources.credentialMark?.(plan, p.name) : sources.lookup(plan, p);
       if (read) {
@@ -105,6 +97,7 @@ export function fillModule(plan: Plan, templates: TemplateSet, sources: FillLook
         waits = true;
       } else {
         values[i] = found.text;
+        if (found.from) reads.push(found.from);
         for (const n of found.notes ?? []) if (!notes.includes(n)) notes.push(n);
       }
     }
@@ -122,18 +115,19 @@ export function fillModule(plan: Plan, templates: TemplateSet, sources: FillLook
     }
     if ('path' in out) {
       files.push(out);
+      from.set(out.path, memo.from(target.label, archiveInput(plan), reads));
       const mark = target.template.placeholders.flatMap((p, i) => (p.kind === 'secret' ? [values[i]] : [])).join(' ');
       if (mark.trim() !== '') marks.set(out.path, mark);
     } else items.push(out);
   }
 
-  const failed = fillSecretFiles(plan, sources, { files, needs, waiting, marks, dependencies, notes });
+  const failed = fillSecretFiles(plan, sources, memo, { files, needs, waiting, marks, from, dependencies, notes });
   if (failed !== undefined) return { ok: false, reason: failed, dependencies: [...dependencies] };
   // An item is recorded only when nothing of the module waits (DESIGN §7 point 6).
   const complete = waiting.size === 0;
   return {
     ok: true,
-    value: { files, items: complete ? items : [], waiting: [...waiting.values()], needs: [...needs.values()], notes, marks },
+    value: { files, items: complete ? items : [], waiting: [...waiting.values()], needs: [...needs.values()], notes, marks, from },
     dependencies: [...dependencies],
   };
 }
@@ -144,6 +138,7 @@ type Gathered = {
   needs: Map<string, NeedEntry>;
   waiting: Map<string, Waiting>;
   marks: Map<string, string>;
+  from: Map<string, From>;
   dependencies: Set<string>;
   notes: string[];
 };
@@ -153,7 +148,7 @@ type Gathered = {
  * and the client never sees; a provision's credential waits for its provider's mark (sources/credentials.ts).
  * Says why the module fails, if it does.
  */
-function fillSecretFiles(plan: Plan, sources: FillLookup, into: Gathered): string | undefined {
+function fillSecretFiles(plan: Plan, sources: FillLookup, memo: FillMemo, into: Gathered): string | undefined {
   const change = strongestChange(plan);
   for (const secret of plan.secrets) {
     if (secret.path === undefined) continue;
@@ -169,6 +164,9 @@ function fillSecretFiles(plan: Plan, sources: FillLookup, into: Gathered): strin
     }
     into.files.push(fillFile(secret.path, [{ secret: secret.name }], { mode: 'owned', change, fileMode: '0600' }));
     if (mark?.state === 'value' && mark.text !== '') into.marks.set(secret.path, mark.text);
+    // Its content is the secret alone, from no template: its vault name, and the provider's entry its mark was read from.
+    const markFrom = mark?.state === 'value' ? mark.from : undefined;
+    into.from.set(secret.path, memo.from(secret.path, undefined, markFrom ? [secretFrom(plan, secret.name), markFrom] : [secretFrom(plan, secret.name)]));
   }
   return undefined;
 }

@@ -9,6 +9,7 @@ import { parseNodeModuleKey } from '../../shared/contract/keys.ts';
 import type { Logger } from '../../shared/cli/log.ts';
 import type { Modules } from '../schedule/modules.ts';
 import type { Sources } from '../sources/index.ts';
+import { notePlanEntry } from '../sources/placement.ts';
 import type { TemplateCache } from '../fill/templates.ts';
 
 /**
@@ -38,6 +39,9 @@ export function watchPlans(
       const key = parseNodeModuleKey(e.key);
       if (!key.ok) return log.warn(`${PLANS} ${e.key}: key out of shape: ${key.reason}`);
       if (!modules.setPlan(key.value.module, e.value)) return;
+      // The entry a plan was read from is the input its placement values name (DESIGN §14).
+      const plan = modules.plan(key.value.module);
+      if (plan && e.value !== null) notePlanEntry(plan, e);
       pass ??= setImmediate(runPass);
       onPlan(key.value.module);
     },

@@ -6,7 +6,8 @@ export const MAX_CUT_FIELD_CHARS = 1024;
 
 /**
  * Returns the report as it is when its JSON fits in `maxBytes`, else a copy with long texts
- * shortened and then trailing files and waits dropped until it fits; `reason` says what was cut.
+ * shortened, then trailing waits dropped, then trailing files' `from` (DESIGN §14), then trailing
+ * files, until it fits; `reason` says what was cut.
  */
 export function fitReport(report: Report, maxBytes: number): Report {
   if (sizeOf(report) <= maxBytes) return report;
@@ -29,12 +30,22 @@ export function fitReport(report: Report, maxBytes: number): Report {
   const withNote = (r: Report): Report => ({ ...r, reason: (r.reason ?? '') + note() });
   const files = fitted.files.length;
   const waiting = fitted.waiting.length;
-  // Drop from the end, waits first, then files: a wait left out is still in the needs.
+  // The next file whose `from` may go, from the end; files before it keep theirs.
+  let withFrom = fitted.files.length - 1;
+  let fromCut = 0;
+  // Drop from the end, waits first, then inputs, then files: a wait left out is still in the needs,
+  // and a file listed without its inputs still says what the engine did with it.
   while (sizeOf(withNote(fitted)) > maxBytes && (fitted.waiting.length > 0 || fitted.files.length > 0)) {
+    while (withFrom >= 0 && fitted.files[withFrom]!.from === undefined) withFrom--;
     if (fitted.waiting.length > 0) fitted.waiting.pop();
-    else fitted.files.pop();
+    else if (withFrom >= 0) {
+      const { from: _cut, ...file } = fitted.files[withFrom]!;
+      fitted.files[withFrom] = file;
+      fromCut++;
+    } else fitted.files.pop();
     cuts.length = shortened > 0 ? 1 : 0;
     if (fitted.waiting.length < waiting) cuts.push(`${fitted.waiting.length} of ${waiting} waits listed`);
+    if (fromCut > 0) cuts.push(`the inputs (from) of ${fromCut} file(s) left out`);
     if (fitted.files.length < files) cuts.push(`${fitted.files.length} of ${files} files listed`);
   }
   return withNote(fitted);

@@ -128,9 +128,9 @@ export class Modules {
     // fill's keys too, so a change of the value that failed it fills the module again.
     index.set(module, filled.dependencies);
     if (!filled.ok) return this.#report(module, failedReport(plan.build, filled.reason));
-    const { files, items, waiting, needs, notes, marks } = filled.value;
+    const { files, items, waiting, needs, notes, marks, from } = filled.value;
 
-    const handed = await handoff.send(plan, files, full, marks);
+    const handed = await handoff.send(plan, files, full, marks, from);
     const report =
       handed.kind === 'failed'
         ? failedReport(plan.build, handed.reason)

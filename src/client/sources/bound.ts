@@ -11,10 +11,13 @@ import type { Logger } from '../../shared/cli/log.ts';
 import { BoundEntrySchema, CREDENTIAL_SET, type BoundEntry } from '../../shared/contract/bound-entry.ts';
 import { decodeJson } from '../../shared/contract/decode.ts';
 import type { Plan } from '../../shared/contract/plan.ts';
-import type { Found, Lookup, OnChange, Source, Wanted } from './source.ts';
+import type { Found, Lookup, OnChange, Source, ValueFrom, Wanted } from './source.ts';
 import { bindingName, resolveBound, type BoundRef } from '../../module/plan-names.ts';
 
 type Provision = Plan['provisions'][number];
+
+/** A bound entry as held: the provider's entry and the input it is (its key and revision, DESIGN §14), or why it is out of shape. */
+type Held = { entry: BoundEntry; from: ValueFrom } | { invalid: string };
 
 /** The dependency key of a module's binding. */
 export function boundDependency(module: string, binding: string): string {
@@ -32,15 +35,18 @@ export function credentialSetWanted(p: Pick<Provision, 'provision' | 'local'>): 
 
 /**
  * What a bound entry gives for a field: `as`, `user`, or a key of `values` (a string, or a number
- * written as JSON writes it); CREDENTIAL_SET is empty when the provider does not say it.
+ * written as JSON writes it); CREDENTIAL_SET is empty when the provider does not say it. `from`:
+ * the entry as an input (DESIGN §14), carried by the value.
  */
-export function boundField(entry: BoundEntry, field: string, where: string): Lookup {
+export function boundField(entry: BoundEntry, field: string, where: string, from?: ValueFrom): Lookup {
   if ('refused' in entry) return { state: 'failed', reason: `${where}: the provider refused: ${entry.refused}` };
-  if (field === 'as') return { state: 'value', text: entry.as };
-  if (field === 'user') return { state: 'value', text: entry.user };
-  if (field === CREDENTIAL_SET && !Object.hasOwn(entry.values, field)) return { state: 'value', text: '' };
-  if (!Object.hasOwn(entry.values, field)) return { state: 'failed', reason: `${where}: the provider served no value "${field}"` };
-  return { state: 'value', text: String(entry.values[field]) };
+  let text: string;
+  if (field === 'as') text = entry.as;
+  else if (field === 'user') text = entry.user;
+  else if (field === CREDENTIAL_SET && !Object.hasOwn(entry.values, field)) text = '';
+  else if (!Object.hasOwn(entry.values, field)) return { state: 'failed', reason: `${where}: the provider served no value "${field}"` };
+  else text = String(entry.values[field]);
+  return from ? { state: 'value', text, from } : { state: 'value', text };
 }
 
 /** The `for` each provision entry of the plans read asks to be answered with, made once per entry read. */
@@ -66,9 +72,9 @@ export function staleNote(bucket: string, key: string, p: Pick<Provision, 'provi
 /** Starts the bound source of `node`: watches are opened by `plansChanged`. */
 export function boundSource(nc: NatsConnection, node: string, log: Logger, onChange: OnChange): Source {
   const watches = new Map<string, Watch>();
-  const entries = new Map<string, Map<string, BoundEntry | { invalid: string }>>();
+  const entries = new Map<string, Map<string, Held>>();
   const watchProvider = (bucket: string) => {
-    const held = new Map<string, BoundEntry | { invalid: string }>();
+    const held = new Map<string, Held>();
     entries.set(bucket, held);
     return watchBucket(
       nc,
@@ -82,7 +88,7 @@ export function boundSource(nc: NatsConnection, node: string, log: Logger, onCha
         else {
           const decoded = decodeJson(BoundEntrySchema, e.value);
           if (!decoded.ok) log.warn(`${bucket} ${e.key}: the provider's entry is out of shape: ${decoded.reason}`);
-          held.set(e.key, decoded.ok ? decoded.value : { invalid: decoded.reason });
+          held.set(e.key, decoded.ok ? { entry: decoded.value, from: [{ kind: 'bound', key: e.key, rev: e.revision }] } : { invalid: decoded.reason });
         }
         onChange([boundDependency(key.value.module, bindingName(key.value))]);
       },
@@ -92,12 +98,12 @@ export function boundSource(nc: NatsConnection, node: string, log: Logger, onCha
   const boundLookup = (plan: Plan, { provision, field }: BoundRef): Lookup => {
     const bucket = boundBucket(provision.provider);
     const key = boundKey(node, plan.module, provision.provision, provision.local);
-    const entry = entries.get(bucket)?.get(key);
-    if (entry === undefined) return { state: 'waiting' };
-    if ('invalid' in entry) return { state: 'failed', reason: `${bucket} ${key}: the provider's entry is out of shape: ${entry.invalid}` };
+    const held = entries.get(bucket)?.get(key);
+    if (held === undefined) return { state: 'waiting' };
+    if ('invalid' in held) return { state: 'failed', reason: `${bucket} ${key}: the provider's entry is out of shape: ${held.invalid}` };
     // An answer to another request (the build before, asking other values) is not this plan's: wait for the provider's answer.
-    if (!answers(entry, provision)) return { state: 'waiting', notes: [staleNote(bucket, key, provision)] };
-    return boundField(entry, field, `${bucket} ${key}`);
+    if (!answers(held.entry, provision)) return { state: 'waiting', notes: [staleNote(bucket, key, provision)] };
+    return boundField(held.entry, field, `${bucket} ${key}`, held.from);
   };
   return {
     name: 'bound',

@@ -11,11 +11,11 @@ import type { Logger } from '../../shared/cli/log.ts';
 import { CollectItemSchema } from '../../shared/contract/collect.ts';
 import { decodeJson } from '../../shared/contract/decode.ts';
 import type { Plan } from '../../shared/contract/plan.ts';
-import type { Lookup, OnChange, Source, Wanted } from './source.ts';
+import type { Lookup, OnChange, Source, ValueFrom, Wanted } from './source.ts';
 import { collectionOf, declaredCollection } from '../../module/plan-names.ts';
 
-/** One contributor's item of a collection: its content, or why it was left out. */
-export type StoredItem = { key: string; content: string } | { key: string; reason: string };
+/** One contributor's item of a collection: its content (and its entry's revision), or why it was left out. */
+export type StoredItem = { key: string; content: string; rev?: number } | { key: string; reason: string };
 
 /** The dependency key of a collection on this node. */
 export function collectionDependency(collection: string): string {
@@ -25,19 +25,22 @@ export function collectionDependency(collection: string): string {
 /** The items of one node, by collection then contributor, as the bucket holds them. */
 export class NodeItems {
   readonly #byCollection = new Map<string, Map<string, StoredItem>>();
+  /** Each collection's inputs by the kind reading it, made on first use after the collection changed. */
+  readonly #from = new Map<string, Map<string, ValueFrom>>();
 
   /** `node`: the node whose items these are. */
   constructor(readonly node: string) {}
 
   /**
-   * Takes a key's new value (null: deleted); returns the collection it changed, or undefined when
-   * the key is out of shape (said by the caller with the reason).
+   * Takes a key's new value (null: deleted) and its entry's revision; returns the collection it
+   * changed, or undefined when the key is out of shape (said by the caller with the reason).
    */
-  set(key: string, value: Uint8Array | null): { collection: string } | { reason: string } {
+  set(key: string, value: Uint8Array | null, revision?: number): { collection: string } | { reason: string } {
     const parsed = parseCollectKey(key);
     if (!parsed.ok) return { reason: parsed.reason };
     if (parsed.value.node !== this.node) return { reason: `names node ${parsed.value.node}` };
     const { collection, contributor } = parsed.value;
+    this.#from.delete(collection);
     const items = this.#byCollection.get(collection) ?? this.#byCollection.set(collection, new Map()).get(collection)!;
     if (value === null) {
       items.delete(contributor);
@@ -47,8 +50,23 @@ export class NodeItems {
     const decoded = decodeJson(CollectItemSchema, value);
     const disagreement = decoded.ok ? keyDisagreement(parsed.value, decoded.value) : undefined;
     const reason = !decoded.ok ? decoded.reason : disagreement;
-    items.set(contributor, reason === undefined && decoded.ok ? { key, content: decoded.value.content } : { key, reason: reason ?? 'out of shape' });
+    const rev = revision === undefined ? {} : { rev: revision };
+    items.set(contributor, reason === undefined && decoded.ok ? { key, content: decoded.value.content, ...rev } : { key, reason: reason ?? 'out of shape' });
     return { collection };
+  }
+
+  /**
+   * The inputs of a collection read as `kind` (DESIGN §14): each item that goes into it, in the order
+   * filled; the same array until the collection changes. Empty when no item's revision is known.
+   */
+  fromOf(collection: string, kind: string): ValueFrom {
+    const byKind = this.#from.get(collection) ?? this.#from.set(collection, new Map()).get(collection)!;
+    let from = byKind.get(kind);
+    if (!from) {
+      from = this.itemsOf(collection).flatMap(([, item]) => ('content' in item && item.rev !== undefined ? [{ kind, key: item.key, rev: item.rev }] : []));
+      byKind.set(kind, from);
+    }
+    return from;
   }
 
   /** The items of a collection in byte order of their contributors' names. */
@@ -89,7 +107,8 @@ export function assemble(plan: Plan, items: NodeItems, wanted: Wanted): Lookup {
     }
     parts.push(`${declared.comment} ${contributor}\n`, item.content.endsWith('\n') || item.content === '' ? item.content : item.content + '\n');
   }
-  return { state: 'value', text: parts.join(''), ...(notes.length > 0 ? { notes } : {}) };
+  const from = items.fromOf(declared.name, wanted.kind);
+  return { state: 'value', text: parts.join(''), ...(notes.length > 0 ? { notes } : {}), ...(from.length > 0 ? { from } : {}) };
 }
 
 /** Starts the collected source of `items`' node: one watch of its items, kept in `items`, saying each changed collection. */
@@ -99,7 +118,7 @@ export function collectedSource(nc: NatsConnection, items: NodeItems, log: Logge
     COLLECT,
     `${items.node}.>`,
     (e) => {
-      const changed = items.set(e.key, e.value);
+      const changed = items.set(e.key, e.value, e.revision);
       if ('reason' in changed) return log.warn(`${COLLECT} ${e.key}: key out of shape: ${changed.reason}`);
       onChange([collectionDependency(changed.collection)]);
     },

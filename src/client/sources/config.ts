@@ -6,24 +6,30 @@ import type { Watch } from '../../shared/bus/watch/types.ts';
 import { CONFIG } from '../../shared/contract/buckets.ts';
 import { configKey, parseConfigKey } from '../../shared/contract/keys.ts';
 import type { Logger } from '../../shared/cli/log.ts';
-import type { Lookup, OnChange, Source, Wanted } from './source.ts';
+import type { Lookup, OnChange, Source, ValueFrom, Wanted } from './source.ts';
 import type { Plan } from '../../shared/contract/plan.ts';
 import { didYouMean } from '../../shared/base/nearest.ts';
 
 // A value keeps every byte, a leading byte-order mark too.
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
+/** A config value as held: its bytes and the entry it came from (made once per entry, handed with every lookup). */
+type Held = { bytes: Uint8Array; from?: ValueFrom };
+
 /** The config values of one node, by module then key, as `mesh-config_resolved` holds them. */
 export class ConfigValues {
-  readonly #byModule = new Map<string, Map<string, Uint8Array>>();
+  readonly #byModule = new Map<string, Map<string, Held>>();
 
   constructor(private readonly node: string) {}
 
-  /** Records a value (null: deleted). */
-  set(module: string, key: string, value: Uint8Array | null): void {
+  /**
+   * Records a value (null: deleted) and the entry it came from: its bus key as the watch delivered
+   * it and its revision (the entry's stream sequence).
+   */
+  set(module: string, key: string, value: Uint8Array | null, entry?: { key: string; revision: number }): void {
     const values = this.#byModule.get(module) ?? this.#byModule.set(module, new Map()).get(module)!;
     if (value === null) values.delete(key);
-    else values.set(key, value);
+    else values.set(key, entry ? { bytes: value, from: [{ kind: 'config', key: entry.key, rev: entry.revision }] } : { bytes: value });
   }
 
   /**
@@ -33,13 +39,14 @@ export class ConfigValues {
    */
   lookup(module: string, key: string): Lookup {
     const values = this.#byModule.get(module);
-    const bytes = values?.get(key);
-    if (!bytes) {
+    const held = values?.get(key);
+    if (!held) {
       const hint = values === undefined ? undefined : didYouMean(key, values.keys());
       return hint === undefined ? { state: 'waiting' } : { state: 'waiting', notes: [`config:${key}: ${hint}`] };
     }
     try {
-      return { state: 'value', text: UTF8.decode(bytes) };
+      const text = UTF8.decode(held.bytes);
+      return held.from ? { state: 'value', text, from: held.from } : { state: 'value', text };
     } catch {
       return { state: 'failed', reason: `${CONFIG} ${configKey(this.node, module, key)}: value is not UTF-8` };
     }
@@ -69,7 +76,7 @@ export function configSource(nc: NatsConnection, node: string, log: Logger, onCh
     (e) => {
       const key = parseConfigKey(e.key);
       if (!key.ok) return log.warn(`${CONFIG} ${e.key}: key out of shape: ${key.reason}`);
-      values.set(key.value.module, key.value.key, e.value);
+      values.set(key.value.module, key.value.key, e.value, e);
       onChange([configDependency(key.value.module, key.value.key), configKeysDependency(key.value.module)]);
     },
     log,

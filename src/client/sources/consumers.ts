@@ -79,14 +79,17 @@ export function consumersSource(nc: NatsConnection, node: string, log: Logger, o
     if (!plan.provides.some((p) => p.provision === wanted.name)) return { state: 'failed', reason: `the plan does not provide "${wanted.name}"` };
     if (!caught) return { state: 'waiting' };
     const entries = [];
+    // Each consumer's credential in the file is an input: its vault name, no revision (DESIGN §14).
+    const from: { kind: string; key: string }[] = [];
     let pending = false;
     for (const c of consumersOf(plans, node, plan.module, wanted.name)) {
       const credential = credentials.get(c.vault);
       if (credential.state === 'pending') pending = true;
       if (credential.state !== 'value') continue;
       entries.push({ consumer: c.consumer, module: c.module, local: c.local, credential: credential.value, value: c.value, provision: c.provision });
+      from.push({ kind: 'consumers', key: c.vault });
     }
-    return pending ? { state: 'waiting' } : { state: 'value', text: JSON.stringify(entries) };
+    return pending ? { state: 'waiting' } : { state: 'value', text: JSON.stringify(entries), from };
   };
   const open = () =>
     watchBucket(

@@ -1,16 +1,26 @@
 // What every owner of values (a source) offers the client: a placeholder's value for a plan, with
 // the dependency key it read, and the watches that keep those values current (DESIGN §7 point 3).
 import type { Plan } from '../../shared/contract/plan.ts';
+import type { FromInput } from '../../shared/contract/report.ts';
 
 /** A placeholder as a source sees it: its kind and name. */
 export type Wanted = { kind: string; name: string };
 
 /**
  * What a source knows of one value: its text (with `notes` on what it left out, said in the
- * module's report), that it is not there yet (with `notes` that help find why: a name's nearest
- * known one, an entry answering an earlier request), or that it fails the module.
+ * module's report, and `from`, the bus entries it was read from), that it is not there yet (with
+ * `notes` that help find why: a name's nearest known one, an entry answering an earlier request),
+ * or that it fails the module.
  */
-export type Lookup = { state: 'value'; text: string; notes?: string[] } | { state: 'waiting'; notes?: string[] } | { state: 'failed'; reason: string };
+export type Lookup =
+  { state: 'value'; text: string; notes?: string[]; from?: ValueFrom } | { state: 'waiting'; notes?: string[] } | { state: 'failed'; reason: string };
+
+/**
+ * The entries a value was read from (DESIGN §14 provenance): each its kind, bus key and revision.
+ * A source keeps it with the entry and hands the same array until the entry changes, so a fill
+ * whose values did not change builds nothing new from it (fill/from.ts compares it by identity).
+ */
+export type ValueFrom = readonly FromInput[];
 
 /** A lookup's answer: the value, the wait or the failure, together with the dependency key it read. */
 export type Found = Lookup & {
