@@ -2,6 +2,8 @@
 // status's DRIFT and `query drift`, each run as the seat's bundle on the bus `bus-config` generates,
 // with the login the README gives it (admin for why and trace, the seat's for status and query). The
 // reports are written as a node's client writes them, `from` and `drift` included.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { USERS } from '../src/server/commands/bus-config/users.ts';
@@ -220,6 +222,76 @@ test('status shows each node’s DRIFT and each module’s in its detail; query 
         ['n2', 1],
         ['n1', 3],
       ],
+    );
+  }));
+
+test('with the real clients: a config change traced to every node, the node whose engine is away named behind with its reason until it is back; why agrees', () =>
+  withIsolatedMesh({ nodes: ['n1', 'n2'] }, async (m) => {
+    for (const n of ['n1', 'n2']) {
+      await m.node(n).startEngine();
+      await m.node(n).startClient();
+    }
+    const color = (n: string, rev: number) => (r: Report) =>
+      r.state === 'applied' && r.files.some((f) => f.from?.some((i) => 'kind' in i && i.kind === 'config' && i.key === `${n}.web.color` && i.rev === rev));
+    const first = new Map<string, number>();
+    for (const n of ['n1', 'n2']) first.set(n, await setColor(m, n, 'blue'));
+    await m.publish('web', {
+      ...WEB,
+      templates: { 'web.conf': 'port=${port:http}\ncolor=${config:color}\n' },
+      provisioning: { files: WEB.provisioning.files },
+    });
+    for (const n of ['n1', 'n2']) await m.assign(n, 'web');
+    for (const n of ['n1', 'n2']) await m.waitReport(n, 'web', color(n, first.get(n)!));
+    const all = await asAdmin(m, ['trace', 'mesh-config_resolved:*.web.color']);
+    assert.is(all.code, 0, all.stderr + all.stdout);
+    assert.match(all.stdout, /^newest revision in place on 2 of 2 nodes whose files use them$/m);
+    assert.is((await asAdmin(m, ['why', 'n1', 'web'])).code, 0);
+
+    // n2's engine away: its file keeps what is on disk, and its report says why.
+    await m.node('n2').stopEngine();
+    const n1Rev = await setColor(m, 'n1', 'green');
+    const n2Rev = await setColor(m, 'n2', 'green');
+    await m.waitReport('n1', 'web', color('n1', n1Rev));
+    await m.waitReport('n2', 'web', (r) => r.state === 'waiting');
+    const traced = await asAdmin(m, ['trace', 'mesh-config_resolved:*.web.color']);
+    assert.is(traced.code, 1, traced.stderr + traced.stdout);
+    assert.match(traced.stdout, /^newest revision in place on 1 of 2 nodes whose files use them$/m);
+    assert.match(traced.stdout, new RegExp(`^n2: rev ${first.get('n2')} of ${n2Rev} \\(n2\\.web\\.color in \\S+ of web\\), waiting: `, 'm'));
+    const why = await asAdmin(m, ['why', 'n2', 'web']);
+    assert.is(why.code, 1, why.stdout);
+    assert.match(
+      why.stdout,
+      new RegExp(
+        `config\\s+mesh-config_resolved:n2\\.web\\.color\\s+rev ${first.get('n2')}\\s+rev ${n2Rev}\\s+\\S+\\s+behind: rev ${first.get('n2')} of ${n2Rev}`,
+      ),
+    );
+
+    await m.node('n2').startEngine();
+    await m.waitReport('n2', 'web', color('n2', n2Rev));
+    const back = await asAdmin(m, ['trace', 'mesh-config_resolved:*.web.color']);
+    assert.is(back.code, 0, back.stdout);
+    assert.match(back.stdout, /^newest revision in place on 2 of 2 nodes whose files use them$/m);
+
+    // A hand edit of n1's file: the engine puts it back, the client counts it, status and query drift show it.
+    writeFileSync(join(m.node('n1').root, 'etc', 'web', 'web.conf'), 'edited by hand\n');
+    const restored = await m.waitReport('n1', 'web', (r) => r.files.some((f) => f.drift?.count === 1));
+    const fleet = JSON.parse((await asSeat(m, ['status', '--json'])).stdout) as { nodes: { node: string; drift: number }[] };
+    assert.equal(
+      fleet.nodes.map((n) => [n.node, n.drift]),
+      [
+        ['n1', 1],
+        ['n2', 0],
+      ],
+    );
+    const drifted = await asSeat(m, ['query', 'drift']);
+    assert.is(drifted.code, 0, drifted.stderr);
+    assert.equal(
+      drifted.stdout
+        .trim()
+        .split('\n')
+        .slice(1)
+        .map((l) => l.split(/\s+/).slice(0, 2).concat(l.split(/\s+/).slice(3))),
+      [['n1', 'web', '1', restored.files[0]!.drift!.last]],
     );
   }));
 
