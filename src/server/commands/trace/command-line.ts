@@ -19,7 +19,7 @@ const TRACE_OWN_FLAGS = [
 /** What `trace --help` says, and the seat's --help of it. */
 export const TRACE_HELP: CommandHelp = {
   name: 'trace',
-  usage: 'node server.js trace KEY-PATTERN [flags]     e.g. mesh-config_resolved:*.web.color, postgres_bound:n1.shop.database',
+  usage: 'node server.js trace KEY-PATTERN [flags]   (with the admin login; e.g. mesh-config_resolved:*.web.color)',
   about: [
     'trace follows a change to every node: KEY-PATTERN is a bucket, a colon and a key pattern, * standing for one',
     "whole token. It reads the newest revision of each key matched (headers only, never a value) and the fleet's",

@@ -14,7 +14,7 @@ const WHY_OWN_FLAGS = [{ name: 'json', type: 'bool', help: 'print JSON instead o
 /** What `why --help` says, and the seat's --help of it. */
 export const WHY_HELP: CommandHelp = {
   name: 'why',
-  usage: 'node server.js why NODE MODULE [PATH] [flags]',
+  usage: 'node server.js why NODE MODULE [PATH] [flags]   (with the admin login)',
   about: [
     "why shows where each file of MODULE on NODE came from (or the file PATH alone), from its report's `from`: each",
     'input — a config, plan, collect or bound key, the archive, a vault name — with the revision the file holds, the',
