@@ -13,7 +13,7 @@ import { ConfigValues, configDependency } from '../src/client/sources/config.ts'
 import { assemble, NodeItems } from '../src/client/sources/collected.ts';
 import { notePlanEntry, placementSource } from '../src/client/sources/placement.ts';
 import { Sources } from '../src/client/sources/index.ts';
-import type { FillReply, FillRequest } from '../src/shared/contract/fill-protocol.ts';
+import type { FillResult, FillRequest } from '../src/shared/contract/fill-protocol.ts';
 import { PlanSchema, type Plan } from '../src/shared/contract/plan.ts';
 import { MAX_FROM_INPUTS, type FromInput, type Report } from '../src/shared/contract/report.ts';
 import { memoryLogger } from '../src/shared/cli/log.ts';
@@ -138,7 +138,7 @@ test("a collector's from lists each contributor's collect key with its revision,
 });
 
 /** A handoff to a fake engine that answers each file with `action()` (or throws what it returns). */
-function handoffWith(action: () => FillReply['files'][number]['action'] | Error, at: () => Date) {
+function handoffWith(action: () => FillResult['action'] | Error, at: () => Date) {
   const engine: EngineClient = {
     fill: async (req: Omit<FillRequest, 'id' | 'op'>) => {
       const a = action();
@@ -169,7 +169,7 @@ test('a file keeps the from of the content the engine last confirmed: a fill it 
   };
   set('host', 'db1', 41);
   assert.equal((await round()).from?.[1], configInput('n1.web.host', 41));
-  answer = () => new EngineTimeout('no reply within 30000 ms');
+  answer = () => new EngineTimeout('/run/fill.sock', 30_000, 'web');
   set('host', 'db2', 43);
   const pending = await round();
   assert.is(pending.action, 'pending');
