@@ -6,6 +6,9 @@ import { DeliverPolicy, jetstream, type JsMsg } from '@nats-io/jetstream';
 import type { Newest } from '../why/judge.ts';
 import type { KeyPattern } from './pattern.ts';
 
+/** How long the keys' newest entries may take to arrive, past a verb page's own wait (query's DEFAULT_QUERY_TIMEOUT_MS). */
+export const SCAN_TIMEOUT_MS = 30_000;
+
 /** The header a KV entry's delete or purge carries (nats.js's `kvOperationHdr`). */
 const KV_OPERATION = 'KV-Operation';
 
@@ -26,7 +29,19 @@ export async function scanNewest(nc: NatsConnection, { bucket, pattern }: KeyPat
       if (m.info.pending === 0) messages.stop();
     },
   });
-  await messages.closed();
+  // A bus that stops delivering (a lost server, a stream cut short) must not hold an operator's command for ever.
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      messages.stop();
+      reject(new Error(`the newest entries of ${pending} keys did not all arrive within ${SCAN_TIMEOUT_MS} ms (${found.size} did)`));
+    }, SCAN_TIMEOUT_MS);
+  });
+  try {
+    await Promise.race([messages.closed(), late]);
+  } finally {
+    clearTimeout(timer);
+  }
   return found;
 }
 
