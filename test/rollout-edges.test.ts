@@ -1,11 +1,13 @@
 // The edges of a progressive rollout DESIGN §12 decides, and the two it leaves open (decided in
-// docs/decisions.md), against a real nats-server with the seat as its bundle; the test writes each
-// node's reports as its client would.
+// docs/decisions.md), against a real nats-server; the test writes each node's reports as its client
+// would. The seat runs in the test's process, so a test moves its clock past a wave's `wait` and asks
+// it whether it has handled what it was given before saying something did not happen: no test sleeps.
+// The last two run the seat's bundle, killed mid-wave and started again with a flag.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { cleanupBundles } from './helpers/bundle.ts';
 import { all, inWaveOrder, startRolloutFleet, type RolloutFleet, type RolloutSpec } from './helpers/rollout-fleet.ts';
-import { sleep, waitFor } from './helpers/wait.ts';
+import { waitFor } from './helpers/wait.ts';
 import { nodeHash } from '../src/shared/contract/waves.ts';
 
 let fleet: RolloutFleet;
@@ -31,7 +33,7 @@ async function rollOut(module: string, names: string[], build: string, rollout: 
 const history = (module: string, node: string) => fleet.writes.filter((w) => w.key === `${node}.${module}`).map((w) => w.build);
 
 test.before(async () => {
-  fleet = await startRolloutFleet();
+  fleet = await startRolloutFleet([], 'in-process');
 });
 
 test.after(async () => {
@@ -42,13 +44,20 @@ test.after(async () => {
 test('a waiting report is not a failure, but the wait clock runs; a node that never reports fails after wait', async () => {
   const names = nodes('clock', 4);
   await settle('clock', names);
+  const published = fleet.clock.now();
   const order = await rollOut('clock', names, 'b2', { waves: [0.5, 1], halt: 2, wait: 2 }, 2);
-  const reported = Date.now();
+  const written = Math.max(...fleet.writes.filter((w) => w.key.endsWith('.clock') && w.build === 'b2').map((w) => w.at));
   await fleet.report('clock', order[0]!, 'b2', 'waiting');
-  const halted = await fleet.waitState('clock', (s) => s.state === 'halted', 'halted after wait', 6000);
-  // Its state says when it halted: no sleep needed to see it rolling a second after the report.
-  const after = Date.parse(halted.since) - reported;
-  assert.ok(after >= 1000, `a waiting report fails nothing within wait: halted ${after} ms after it`);
+  await fleet.settled();
+  // The wave was planned after the publish: 50 ms short of wait since then, the report seen, nothing has failed.
+  fleet.clock.jump(Math.max(0, published + 1950 - fleet.clock.now()));
+  await fleet.settled();
+  const held = await fleet.state('clock');
+  assert.equal([held?.state, held?.nodes.failed], ['rolling', 0], `a waiting report fails nothing within wait: ${JSON.stringify(held)}`);
+  // Past wait since its plans were written: both nodes of the wave fail, the waiting one too.
+  fleet.clock.jump(Math.max(0, written + 2010 - fleet.clock.now()));
+  const halted = await fleet.waitState('clock', (s) => s.state === 'halted', 'halted after wait');
+  assert.ok(Date.parse(halted.since) >= published + 1950, `halted ${Date.parse(halted.since) - published} ms after the publish`);
   assert.equal(
     halted.failed.map((f) => f.reason).sort(),
     ['no applied report of b2 within 2 s (its report: waiting)', 'no applied report of b2 within 2 s (no report since the rollout began)'].sort(),
@@ -68,7 +77,9 @@ test('halt is a budget: failed nodes below it keep the new build, said at warnin
   await fleet.waitPlans('budget', all(names, 'b2'));
   await fleet.report('budget', order[2]!, 'b2', 'applied');
   // order[3] never reports b2 (its last report: applied on b1): failed after wait, and the rollout is done.
-  const done = await fleet.waitState('budget', (s) => s.state === 'done', 'done with failures', 8000);
+  await fleet.settled();
+  fleet.clock.jump(2010);
+  const done = await fleet.waitState('budget', (s) => s.state === 'done', 'done with failures');
   assert.equal([done.nodes.failed, done.nodes.applied, done.failed.map((f) => f.node)], [2, 2, [order[0], order[3]]]);
   // Its b1 report was written just before the rollout began: seen by it, or not yet.
   assert.match(done.failed[1]!.reason, /^no applied report of b2 within 2 s \((no report since the rollout began|no report of b2; its last: applied on b1)\)$/);
@@ -180,7 +191,7 @@ test('a failed report halts: every node on the new build is planned back, one wr
   const late = await fleet.waitState('halt', (s) => s.failed.length === 2, 'the late failure recorded');
   assert.equal([late.state, late.nodes.failed, late.failed[1]], ['halted', 2, { node: order[1], reason: 'failed: late' }]);
   await fleet.waitPlans('halt', all(names, 'b1'));
-  await sleep(500);
+  await fleet.settled();
   for (const n of order.slice(0, 2)) assert.equal(history('halt', n), ['b1', 'b2', 'b1'], `${n}: one rollback write`);
   for (const n of order.slice(2)) assert.equal(history('halt', n), ['b1'], `${n}: never written during the halt`);
   const entry = (await fleet.verbHealth('halt')).find((e) => e.key === 'halt');
@@ -237,11 +248,10 @@ test('a build re-published with other content is a new rollout, from the same bu
   const state = await fleet.waitState('again', (s) => s.state === 'rolling', 'rolling');
   assert.equal([state.build, state.from, state.nodes.total], ['b1', 'b1', 4]);
   const order = inWaveOrder('again', 'b1', names);
-  await sleep(300);
+  await fleet.settled();
   const digests = await Promise.all(order.map((n) => fleet.planDigest('again', n)));
   assert.ok(digests.slice(0, 2).every((d) => d !== before) && digests.slice(2).every((d) => d === before), JSON.stringify(digests));
-  // The old content's applied reports do not count for the new one: the wave waits for new reports.
-  await sleep(500);
+  // The old content's applied reports do not count for the new one: the wave, judged with them, waits for new reports.
   assert.is((await fleet.state('again'))?.wave, 1);
   for (const n of order.slice(0, 2)) await fleet.report('again', n, 'b1', 'applied');
   await fleet.waitState('again', (s) => s.wave === 2, 'wave 2');
@@ -256,7 +266,7 @@ test('a composition published during a rollout supersedes it from the last good 
   assert.equal([state.state, state.from, state.nodes.total, state.previous?.build], ['rolling', 'b1', 8, 'b1']);
   const order3 = inWaveOrder('super', 'b3', names);
   await fleet.waitPlans('super', all(order3.slice(0, 2), 'b3'));
-  await sleep(300);
+  await fleet.settled();
   for (const n of order3.slice(2)) {
     const want = order2.slice(0, 2).includes(n) ? 'b2' : 'b1';
     assert.is(await fleet.planBuild('super', n), want, `${n} keeps its stored plan until its wave`);
@@ -302,7 +312,7 @@ test('a node assigned during a rollout gets the newest build at once, uncounted;
   assert.ok(inWave2.length > 0 && inWave2.length < joined.length + 1, `${inWave2.length} of them in wave 2`);
   const want = Object.fromEntries([...joined, 'late-new'].map((n) => [n, inWave2.includes(n) ? 'b2' : 'b1']));
   await fleet.waitPlans('late', { ...want, ...all(order.slice(0, 2), 'b2'), ...all(order.slice(2), 'b1') });
-  await sleep(300);
+  await fleet.settled();
   for (const n of joined) assert.equal(history('late', n), inWave2.includes(n) ? ['b1', 'b2'] : ['b1'], `${n}: planned with its wave only`);
 });
 
@@ -329,7 +339,7 @@ test('decided: a rollback whose old plan no longer composes keeps the node on it
   await fleet.waitPlans('stuck', all(names, 'b2'));
   // The placement changes: the old build's ${dir:old} no longer resolves on stuck1.
   await fleet.assign('stuck', ['stuck1']);
-  await sleep(300);
+  await fleet.settled();
   await fleet.report('stuck', 'stuck1', 'b2', 'failed', 'bad');
   await fleet.waitState('stuck', (s) => s.state === 'halted', 'halted');
   await fleet.waitPlans('stuck', { stuck1: 'b2', stuck2: 'b1' });
@@ -346,7 +356,9 @@ test('decided: a module held (unpublished) during a rollout pauses it: no clock 
   const order = await rollOut('pause', names, 'b2', { waves: [0.5, 1], wait: 1 }, 1);
   const bytes = (await fleet.kv.modules.get('pause'))!.json<Record<string, unknown>>();
   await fleet.kv.modules.put('pause', JSON.stringify({ ...bytes, published: false }));
-  await sleep(2000);
+  await fleet.settled();
+  fleet.clock.jump(2000);
+  await fleet.settled();
   assert.is((await fleet.state('pause'))?.state, 'rolling', 'held past wait, nothing failed');
   await fleet.kv.modules.put('pause', JSON.stringify(bytes));
   await fleet.report('pause', order[0]!, 'b2', 'applied');
@@ -354,6 +366,10 @@ test('decided: a module held (unpublished) during a rollout pauses it: no clock 
 });
 
 test('a seat killed mid-wave and started again goes on where it was: the rollout ends done, no node ever planned backwards', async () => {
+  // The bundle from here on: killed as a process is (SIGKILL), nothing stopped in order.
+  fleet.seat.kill();
+  await fleet.seat.exited;
+  await fleet.restartSeat([], 'bundle');
   const names = nodes('crash', 10);
   await settle('crash', names);
   const order = await rollOut('crash', names, 'b2', { waves: [0.2, 0.6, 1], wait: 30 }, 2);

@@ -1,11 +1,12 @@
-// The seat's progressive rollout (DESIGN §12) against a real nats-server, the seat as its bundle:
-// waves planned by the nodes' own reports (the test writes them, as each node's client would), a
-// halt planning every node back, and each edge §12 decides.
+// The seat's progressive rollout (DESIGN §12) against a real nats-server: waves planned by the
+// nodes' own reports (the test writes them, as each node's client would), a halt planning every
+// node back, and each edge §12 decides. The seat runs in the test's process, asked whether it has
+// handled what it was given before a test says something did not happen, its clock moved by the
+// test: no test sleeps. A seat upgraded mid-rollout, and the one killed mid-wait, are the bundle.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { cleanupBundles } from './helpers/bundle.ts';
 import { all, inWaveOrder, startRolloutFleet, type RolloutFleet } from './helpers/rollout-fleet.ts';
-import { sleep } from './helpers/wait.ts';
 
 let fleet: RolloutFleet;
 const nodes = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i + 1}`);
@@ -21,7 +22,7 @@ async function settle(module: string, names: string[], rollout?: { waves: number
 const history = (module: string, node: string) => fleet.writes.filter((w) => w.key === `${node}.${module}`).map((w) => w.build);
 
 test.before(async () => {
-  fleet = await startRolloutFleet();
+  fleet = await startRolloutFleet([], 'in-process');
 });
 
 test.after(async () => {
@@ -52,7 +53,7 @@ test('a new build goes out in waves: the first ⌈f·N⌉ nodes by sha256, the n
   await fleet.waitPlans('web', { ...all(names, 'b1'), ...all(wave1, 'b2') });
   let state = await fleet.waitState('web', (s) => s.state === 'rolling', 'rolling');
   assert.equal([state.build, state.from, state.wave, state.nodes.total, state.nodes.planned], ['b2', 'b1', 1, 10, 2]);
-  await sleep(300);
+  await fleet.settled();
   for (const n of order.slice(2)) assert.is(await fleet.planBuild('web', n), 'b1', `${n} is not in wave 1 and keeps b1`);
   const entry = (await fleet.verbHealth('web')).find((e) => e.key === 'web');
   assert.equal([entry?.value['state'], entry?.value['wave'], entry?.value['build']], ['rolling', 1, 'b2']);
@@ -123,7 +124,7 @@ test('status shows a rolling or halted module on each of its nodes, the fleet an
   assert.not.match(settled.stdout, /rollout:/);
 });
 
-/** Kills the seat (SIGKILL) and waits until it is gone. */
+/** Kills the seat (the bundle by SIGKILL; one in process is stopped) and waits until it is gone. */
 async function killSeat(): Promise<void> {
   fleet.seat.kill();
   await fleet.seat.exited;
@@ -138,7 +139,7 @@ test('a seat restarted with its composition unchanged starts no rollout and writ
   await settle('same', names);
   await killSeat();
   await fleet.restartSeat(FLAG);
-  await sleep(500);
+  await fleet.settled();
   assert.is(await fleet.state('same'), undefined);
   for (const n of names) assert.equal(history('same', n), ['b1'], `${n}: written once`);
 });
@@ -153,7 +154,7 @@ test('a build published while the seat is down rolls out in waves from the store
   const state = await fleet.waitState('down', (s) => s.build === 'b3', 'a rollout of b3');
   assert.equal([state.state, state.from, state.wave, state.nodes.total, state.nodes.planned], ['rolling', 'b1', 1, 4, 2]);
   await fleet.waitPlans('down', { ...all(names, 'b1'), ...all(order.slice(0, 2), 'b3') });
-  await sleep(300);
+  await fleet.settled();
   for (const n of order.slice(2)) assert.is(await fleet.planBuild('down', n), 'b1', `${n} is not in wave 1 and keeps b1`);
   for (const n of order.slice(0, 2)) await fleet.report('down', n, 'b3', 'applied');
   await fleet.waitPlans('down', all(names, 'b3'));
@@ -180,7 +181,7 @@ test('a build published while the seat is down after a done rollout rolls out fr
   const state = await fleet.waitState('again', (s) => s.build === 'b3', 'a rollout of b3');
   assert.equal([state.state, state.from, state.wave, state.nodes.planned], ['rolling', 'b2', 1, 2]);
   await fleet.waitPlans('again', { ...all(names, 'b2'), ...all(order.slice(0, 2), 'b3') });
-  await sleep(300);
+  await fleet.settled();
   for (const n of order.slice(2)) assert.is(await fleet.planBuild('again', n), 'b2', `${n} is not in wave 1 and keeps b2`);
 });
 
@@ -195,7 +196,8 @@ test('a seat upgraded mid-rollout reads the state an older seat wrote with its m
   // As the seat of issue 21 stored it: the nodes in wave order, no cuts.
   const { cuts, ...older } = (await fleet.state('legacy'))!;
   await fleet.kv.rollouts.put('legacy', JSON.stringify({ ...older, members: order }));
-  await fleet.restartSeat(FLAG);
+  // The bundle: the seat an operator upgrades to.
+  await fleet.restartSeat(FLAG, 'bundle');
   assert.match(fleet.seat.stderr(), /notice taken up where it was: rollout of legacy build b2 from b1: wave 1 of 2 planned/);
   for (const n of order.slice(0, 2)) await fleet.report('legacy', n, 'b2', 'applied');
   const wave2 = await fleet.waitState('legacy', (s) => s.wave === 2, 'wave 2 after the upgrade');
@@ -209,20 +211,32 @@ test("a restarted seat counts a node's wait from its plan's write: the halt come
   const names = nodes('clock', 4);
   const rollout = { waves: [0.5, 1], wait: 4 };
   await settle('clock', names, rollout);
+  // The plans' times on the bus are compared with the clock in process: no test before this one moves it.
+  const published = fleet.clock.now();
   await fleet.publish('clock', 'b2', { rollout });
   const wave1 = inWaveOrder('clock', 'b2', names).slice(0, 2);
   await fleet.waitPlans('clock', all(wave1, 'b2'));
   const written = Math.max(...fleet.writes.filter((w) => w.build === 'b2' && w.key.endsWith('.clock')).map((w) => w.at));
-  // Down for most of the wait, then back: the deadline is the plan's write + 4 s, past by then or near.
-  await sleep(2500);
+  // The bundle killed, then down for most of the wait, then back in process: the deadline is the plan's write + 4 s.
   await killSeat();
-  await fleet.restartSeat(FLAG);
-  const restarted = Date.now();
-  const halted = await fleet.waitState('clock', (s) => s.state === 'halted', 'halted', 15_000);
-  const at = Date.now();
-  assert.ok(at - written >= 4000 - 200, `not before the wait: ${at - written} ms after the write`);
-  assert.ok(at - restarted < 3500, `halted ${at - restarted} ms after the restart, ${at - written} ms after the write: the clock began again at the restart`);
-  assert.match(halted.failed.map((f) => f.reason).join('\n'), /no applied report of b2 within 4 s/);
+  fleet.clock.jump(2500);
+  await fleet.restartSeat(FLAG, 'in-process');
+  const restarted = fleet.clock.now();
+  await fleet.settled();
+  // The plans were written after the publish: 50 ms short of the wait since then, no node failed yet.
+  fleet.clock.jump(Math.max(0, published + 3950 - fleet.clock.now()));
+  await fleet.settled();
+  assert.is((await fleet.state('clock'))?.state, 'rolling', `not before the wait: ${fleet.clock.now() - published} ms after the publish`);
+  // Past the wait since the write, and well short of it since the restart: halted.
+  fleet.clock.jump(Math.max(0, written + 4010 - fleet.clock.now()));
+  await fleet.settled();
+  const halted = await fleet.state('clock');
+  assert.is(
+    halted?.state,
+    'halted',
+    `${fleet.clock.now() - restarted} ms after the restart, ${fleet.clock.now() - written} ms after the write: the clock began again at the restart`,
+  );
+  assert.match(halted!.failed.map((f) => f.reason).join('\n'), /no applied report of b2 within 4 s/);
   assert.match(fleet.seat.stderr(), /notice taken up where it was: rollout of clock build b2 from b1: wave 1 of 2 planned/);
 });
 
@@ -231,14 +245,14 @@ test('decided: a rollout whose last good composition the seat never saw halts wi
   await settle('blind', names);
   await killSeat();
   await fleet.publish('blind', 'b3');
-  await fleet.restartSeat(FLAG);
+  await fleet.restartSeat(FLAG, 'in-process');
   const order = inWaveOrder('blind', 'b3', names);
   await fleet.waitState('blind', (s) => s.build === 'b3' && s.state === 'rolling', 'b3 rolling');
   await fleet.waitPlans('blind', { ...all(names, 'b1'), ...all(order.slice(0, 2), 'b3') });
   await fleet.report('blind', order[0]!, 'b3', 'failed', 'bad');
   const halted = await fleet.waitState('blind', (s) => s.state === 'halted', 'halted');
   assert.is(halted.from, 'b1');
-  await sleep(500);
+  await fleet.settled();
   await fleet.waitPlans('blind', { ...all(names, 'b1'), ...all(order.slice(0, 2), 'b3') });
   for (const n of names) assert.is(history('blind', n).length, order.slice(0, 2).includes(n) ? 2 : 1, `${n}: nothing planned back or on`);
   const said = fleet.health.filter((h) => h.module === 'blind').map((h) => h.reason);

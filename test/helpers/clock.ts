@@ -36,3 +36,46 @@ export function fakeClock() {
     },
   };
 }
+
+/** A clock at real pace that a test also moves on at once (`jump`): its Timer's waits fire in real time, or when a jump brings them due. */
+export type JumpClock = { now(): number; timer: Timer; jump(ms: number): void };
+
+/**
+ * A clock for a program on a real bus: time runs as the wall clock's plus the jumps made so far, so
+ * a wave's `wait` passes at a jump, not in a sleep, and a bus's timestamps stay comparable with it.
+ */
+export function jumpClock(): JumpClock {
+  let skew = 0;
+  const now = () => Date.now() + skew;
+  const waits = new Set<{ at: number; fire(): void; arm(): void }>();
+  const timer: Timer = (fn, ms) => {
+    let t: NodeJS.Timeout | undefined;
+    const wait = {
+      at: now() + ms,
+      fire: () => {
+        clearTimeout(t);
+        if (waits.delete(wait)) fn();
+      },
+      // Unref'd as the real timer is: a wait never holds the test open.
+      arm: () => {
+        clearTimeout(t);
+        t = setTimeout(wait.fire, Math.max(0, wait.at - now()));
+        t.unref();
+      },
+    };
+    waits.add(wait);
+    wait.arm();
+    return { cancel: () => (clearTimeout(t), void waits.delete(wait)) };
+  };
+  return {
+    now,
+    timer,
+    jump(ms) {
+      skew += ms;
+      for (const wait of [...waits].sort((a, b) => a.at - b.at)) {
+        if (wait.at <= now()) wait.fire();
+        else wait.arm();
+      }
+    },
+  };
+}

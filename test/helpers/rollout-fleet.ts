@@ -1,6 +1,7 @@
-// A fleet for rollout tests (DESIGN §12): nats-server, the seat bundle copied alone, and the test
-// standing in for each node's client by writing its reports into mesh-provisioner_applied. Every
-// plan write is recorded in order, so a test can say what each node was planned, and when.
+// A fleet for rollout tests (DESIGN §12): nats-server, the seat (its bundle copied alone, or in the
+// test's process on a clock the test moves: fleet-seat.ts), and the test standing in for each node's
+// client by writing its reports into mesh-provisioner_applied. Every plan write is recorded in order,
+// so a test can say what each node was planned, and when.
 import { createHash } from 'node:crypto';
 import { Kvm, type KV } from '@nats-io/kv';
 import { jetstream } from '@nats-io/jetstream';
@@ -11,11 +12,14 @@ import { HEALTH_SUBJECT, PROVISIONING_VERB } from '../../src/shared/contract/sub
 import { watchKv } from '../../src/shared/bus/watch/watch.ts';
 import type { Watch } from '../../src/shared/bus/watch/types.ts';
 import type { RolloutState } from '../../src/shared/contract/rollout-state.ts';
-import { copyBundleAlone, ensureBuilt, runBundle, startBundle, type Finished, type Running } from './bundle.ts';
+import { bucketManager } from '../../src/shared/bus/bucket-bind.ts';
+import { copyBundleAlone, ensureBuilt, runBundle, type Finished } from './bundle.ts';
+import { jumpClock, type JumpClock } from './clock.ts';
+import { startFleetSeat, type FleetSeat, type SeatRun } from './fleet-seat.ts';
 import { startNats, type NatsServer } from './nats.ts';
 import { waitFor } from './wait.ts';
 
-/** One plan write seen on the bus: the key, the build (null: deleted), the archive digest, and when. */
+/** One plan write seen on the bus: the key, the build (null: deleted), the archive digest, and when (the fleet's clock). */
 export type PlanWrite = { key: string; build: string | null; digest: string | null; at: number };
 
 /** A rollout a composition carries. */
@@ -27,13 +31,20 @@ export type RolloutFleet = {
   nc: NatsConnection;
   dir: string;
   kv: { assignments: KV; modules: KV; applied: KV; plans: KV; rollouts: KV };
-  seat: Running;
+  seat: FleetSeat;
+  /**
+   * The clock of a seat run in process, kept across its restarts. The bus's timestamps do not jump
+   * with it: a test comparing a plan's write on the bus with the seat's clock does so before any jump.
+   */
+  clock: JumpClock;
   /** Every plan write seen, in order. */
   writes: PlanWrite[];
   /** Every line said on provisioner_health. */
   health: { module: string; node?: string; build: string; reason: string }[];
-  /** Starts the seat bundle again (after `seat` was killed or stopped), with `args`. */
-  restartSeat(args?: string[]): Promise<void>;
+  /** Starts the seat again (after `seat` was killed), with `args`, as `run` says (by default as it ran). */
+  restartSeat(args?: string[], run?: SeatRun): Promise<void>;
+  /** Resolves once the seat (in process) has handled every change stored so far and the fleet has seen every plan it wrote. */
+  settled(): Promise<void>;
   /** Publishes `build` of `module`: one file under ${dir:<dirName>}, the archive digest from `content`. */
   publish(module: string, build: string, opts?: { rollout?: RolloutSpec; content?: string; dirName?: string }): Promise<void>;
   /** Assigns `module` to each node, with dirs `config` (and any `extra`). */
@@ -78,26 +89,25 @@ export function inWaveOrder(module: string, build: string, nodes: string[]): str
     .map(([, node]) => node);
 }
 
-/** Starts the fleet's bus, buckets and seat (`seatArgs` appended to its command line). */
-export async function startRolloutFleet(seatArgs: string[] = []): Promise<RolloutFleet> {
+/** Starts the fleet's bus, buckets and seat (`seatArgs` appended to its command line), run as `run` says. */
+export async function startRolloutFleet(seatArgs: string[] = [], run: SeatRun = 'bundle'): Promise<RolloutFleet> {
   ensureBuilt('server');
   const dir = copyBundleAlone('server');
   const nats = await startNats();
   const nc = await connect({ servers: nats.url });
   const kvm = new Kvm(jetstream(nc));
   const [assignments, modules] = await Promise.all([ensureKv(nc, ASSIGNMENTS, 1), ensureKv(nc, MODULES, 1)]);
-  const startSeat = async (args: string[]) => {
-    const seat = startBundle('node', dir, 'server', ['--nats', nats.url, ...args]);
-    await seat.waitForLog(/seat ready/, 15_000);
-    return seat;
-  };
-  let seat = await startSeat(seatArgs);
+  const clock = jumpClock();
+  let seat = await startFleetSeat(run, { dir, url: nats.url, clock }, seatArgs);
   const [applied, plans, rollouts] = await Promise.all([APPLIED, PLANS, ROLLOUTS].map((b) => kvm.open(b)));
   const writes: PlanWrite[] = [];
+  let planRevision = 0;
   const planWatch: Watch = await watchKv(nc, PLANS, '>', (e) => {
     const plan = e.value ? (JSON.parse(Buffer.from(e.value).toString()) as { build: string; archive: { digest: string } }) : undefined;
-    writes.push({ key: e.key, build: plan?.build ?? null, digest: plan?.archive.digest ?? null, at: Date.now() });
+    writes.push({ key: e.key, build: plan?.build ?? null, digest: plan?.archive.digest ?? null, at: clock.now() });
+    planRevision = e.revision;
   });
+  const jsm = await bucketManager(nc);
   const health: RolloutFleet['health'] = [];
   const sub = nc.subscribe(HEALTH_SUBJECT, { callback: (_e, m) => void health.push(m.json()) });
   const get = async (kv: KV, key: string) => {
@@ -112,10 +122,17 @@ export async function startRolloutFleet(seatArgs: string[] = []): Promise<Rollou
     get seat() {
       return seat;
     },
+    clock,
     writes,
     health,
-    async restartSeat(args = seatArgs) {
-      seat = await startSeat(args);
+    async restartSeat(args = seatArgs, how = seat.run) {
+      seat = await startFleetSeat(how, { dir, url: nats.url, clock }, args);
+    },
+    async settled() {
+      await seat.settled();
+      await nc.flush();
+      const last = (await jsm.streams.info(`KV_${PLANS}`)).state.last_seq;
+      await waitFor('the fleet to see every plan written', () => planRevision >= last);
     },
     async publish(module, build, opts = {}) {
       const dirName = opts.dirName ?? 'config';
@@ -184,6 +201,7 @@ export async function startRolloutFleet(seatArgs: string[] = []): Promise<Rollou
       planWatch.stop();
       sub.unsubscribe();
       seat.kill();
+      await seat.exited;
       await nc.close();
       await nats.cleanup();
     },

@@ -23,6 +23,7 @@ import { serveRolloutRequests } from './rollout/requests.ts';
 import type { Turn } from './rollout/soon.ts';
 import type { Timer } from '../../shared/base/timer.ts';
 import { loadRolloutStates, StateWriter } from './rollout/store.ts';
+import { Heard, settleSeat } from './settled.ts';
 
 /** What the seat needs to run. */
 export type SeatOptions = {
@@ -42,8 +43,8 @@ export type SeatOptions = {
   time?: { now?: () => number; timer?: Timer; turn?: Turn };
 };
 
-/** A running seat. */
-export type Seat = { composer: Composer; rollouts: RolloutDirector; stop(): Promise<void> };
+/** A running seat; `settled` resolves once it has handled every change stored so far in what it watches (settled.ts). */
+export type Seat = { composer: Composer; rollouts: RolloutDirector; settled(): Promise<void>; stop(): Promise<void> };
 
 /**
  * Starts the seat; resolves once its buckets are bound, the registry is written and the rollouts are
@@ -78,6 +79,9 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
   const plans = kvs.get(PLANS)!;
   const say = (line: Health) => nc.publish(HEALTH_SUBJECT, jsonBytes(line));
   const time = opts.time ?? {};
+  // What the seat was handed, for `settled`.
+  const heard = new Heard();
+  const watched: { bucket: string; caughtUp: Promise<void> }[] = [];
   const rollouts = new RolloutDirector(StateWriter.of(kvs.get(ROLLOUTS)!, log, time.timer), say, log, {
     ...(opts.rollout ? { policy: opts.rollout } : {}),
     ...time,
@@ -95,6 +99,7 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
     log,
     (summary) => {
       rollouts.passed(summary.failed);
+      heard.passed();
       opts.onPass?.(summary);
     },
     {
@@ -124,20 +129,33 @@ export async function startSeat(opts: SeatOptions): Promise<Seat> {
       (e) => {
         if (input === 'plans') rollouts.seePlan(e.key, e.value, e.at);
         composer.update(input, e.key, e.value, e.revision);
+        heard.saw(bucket, e.revision);
       },
       log,
     );
     void watch.caughtUp.then(() => composer.loaded(input));
+    watched.push({ bucket, caughtUp: watch.caughtUp });
     return watch;
   });
   // The nodes' reports are an input of rollouts only: they never start a pass.
-  const reports = watchBucket(nc, APPLIED, '>', (e) => rollouts.seeReport(e.key, e.value, e.revision), log);
+  const reports = watchBucket(
+    nc,
+    APPLIED,
+    '>',
+    (e) => {
+      rollouts.seeReport(e.key, e.value, e.revision);
+      heard.saw(APPLIED, e.revision);
+    },
+    log,
+  );
   void reports.caughtUp.then(() => rollouts.reportsRead());
   watches.push(reports);
+  watched.push({ bucket: APPLIED, caughtUp: reports.caughtUp });
 
   return {
     composer,
     rollouts,
+    settled: () => settleSeat({ nc, heard, watched, passesIdle: () => composer.idle(), rolloutsIdle: () => rollouts.idle() }),
     async stop() {
       clearInterval(timer);
       await verb.stop();

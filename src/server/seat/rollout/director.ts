@@ -151,7 +151,7 @@ export class RolloutDirector {
   passed(failed: Iterable<string> = []): void {
     if (!this.#passed) {
       this.#passed = true;
-      return this.#judgeAll();
+      return this.#soon.askAll(this.#lives.keys());
     }
     for (const key of failed) {
       const id = parseNodeModuleKey(key);
@@ -162,7 +162,7 @@ export class RolloutDirector {
   /** The reports present at start have all been seen. */
   reportsRead(): void {
     this.#reportsRead = true;
-    this.#judgeAll();
+    this.#soon.askAll(this.#lives.keys());
   }
 
   /** An operator's `resume` or `abort` of a module's rollout; resolves once the new state is stored. */
@@ -185,14 +185,15 @@ export class RolloutDirector {
     return rolloutHealth(this.#ctx, module);
   }
 
+  /** Resolves once no judgement is asked and every state asked is stored: all it was handed so far is handled (a deadline to come is not waited for). */
+  async idle(): Promise<void> {
+    while (this.#soon.asked || this.writer.writing) await Promise.all([this.#soon.idle(), this.writer.idle()]);
+  }
+
   /** Stops every deadline; nothing is judged any more. */
   close(): void {
     this.#closed = true;
     for (const live of this.#lives.values()) stopTimers(live);
     this.writer.close();
-  }
-
-  #judgeAll(): void {
-    for (const module of this.#lives.keys()) this.#soon.ask(module);
   }
 }

@@ -11,6 +11,8 @@ export const nextTurn: Turn = (fn) => void setImmediate(fn);
 export class Soon {
   readonly #pending = new Set<string>();
   #scheduled = false;
+  /** Resolves once the turn asked has judged its modules. */
+  #turned: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly judge: (module: string) => void,
@@ -22,11 +24,32 @@ export class Soon {
     this.#pending.add(module);
     if (this.#scheduled) return;
     this.#scheduled = true;
+    let turned = () => {};
+    this.#turned = new Promise((resolve) => (turned = resolve));
     this.turn(() => {
       this.#scheduled = false;
       const modules = [...this.#pending];
       this.#pending.clear();
-      for (const m of modules) this.judge(m);
+      try {
+        for (const m of modules) this.judge(m);
+      } finally {
+        turned();
+      }
     });
+  }
+
+  /** Asks for each of `modules` to be judged at the next turn. */
+  askAll(modules: Iterable<string>): void {
+    for (const m of modules) this.ask(m);
+  }
+
+  /** Whether a turn is asked. */
+  get asked(): boolean {
+    return this.#scheduled;
+  }
+
+  /** Resolves once no turn is asked: every module asked so far has been judged. */
+  async idle(): Promise<void> {
+    while (this.#scheduled) await this.#turned;
   }
 }

@@ -55,6 +55,16 @@ export class StateWriter {
     return running;
   }
 
+  /** Whether a write runs. */
+  get writing(): boolean {
+    return this.#running.size > 0;
+  }
+
+  /** Resolves once no write runs: every state asked so far is stored (a write the bus keeps refusing never is). */
+  async idle(): Promise<void> {
+    while (this.#running.size > 0) await Promise.all(this.#running.values());
+  }
+
   /** Stops trying failed writes again. */
   close(): void {
     this.#closed = true;
