@@ -69,10 +69,10 @@ test('assign, config set, get, rm and unassign as admin: the node applies the pl
 
     const set = await admin(m, ['config', 'set', 'n1', 'web', 'db.host', TRICKY]);
     assert.is(set.code, 0, set.stderr);
-    assert.equal(linesOf(set.stdout), [`set n1 web db.host (mesh-config_resolved n1.web.db.host): ${Buffer.byteLength(TRICKY)} bytes, revision 1`]);
+    assert.equal(linesOf(set.stdout), [`set n1 web db.host: mesh-config_resolved:n1.web.db.host rev 1, ${Buffer.byteLength(TRICKY)} bytes`]);
     // A key out of the plain characters is encoded (DESIGN §2), and the client reads it back by its name.
     const encoded = await admin(m, ['config', 'set', 'n1', 'web', 'shell:zsh', 'café']);
-    assert.equal(linesOf(encoded.stdout), ['set n1 web shell:zsh (mesh-config_resolved n1.web.shell=3Azsh): 5 bytes, revision 2']);
+    assert.equal(linesOf(encoded.stdout), ['set n1 web shell:zsh: mesh-config_resolved:n1.web.shell=3Azsh rev 2, 5 bytes']);
     const assigned = await admin(m, ['assign', 'n1', 'web', '--dir', `config=${dir}`, '--port', 'http=8081']);
     assert.is(assigned.code, 0, assigned.stderr);
     assert.is(assigned.stderr, '', 'a published module: no warning');

@@ -187,6 +187,7 @@ test('status tables, a node’s detail and the out-of-shape list print hostile r
           failed: 0,
           held: 1,
           composeFailed: 0,
+          drift: 0,
           oldestWaiting: { module: 'web', kind: 'config', name: text, at: '', seconds: 5 },
         },
       ],

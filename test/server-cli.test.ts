@@ -202,10 +202,12 @@ test('rollout --help prints the rollout command alone: its three forms and its f
   assert.not.match(run.stdout, /--replicas|status flags|query flags/);
 });
 
-test('status, query, init, publish and bus-config --help each print the command alone: its usage, its flags and, when it reaches the bus, the connection flags', async () => {
+test('status, query, why, trace, init, publish and bus-config --help each print the command alone: its usage, its flags and, when it reaches the bus, the connection flags', async () => {
   const own: Record<string, string[]> = {
     status: ['status [<node> [<module>]]', '--limit', '--json', '--nkey'],
-    query: ['query <registry|needs|applied|collect|health|alive>', '--node', '--collection', '--nkey'],
+    query: ['query <registry|needs|applied|collect|health|alive|drift>', '--node', '--collection', '--nkey'],
+    why: ['why NODE MODULE [PATH]', '--json', '--nkey'],
+    trace: ['trace KEY-PATTERN', '--limit', '--json', '--nkey'],
     init: ['init [--replicas N]', '--nodes', '--provider', '--nkey'],
     publish: ['publish DIR|ARCHIVE', '--composition', '--dry-run', '--nkey'],
     'bus-config': ['bus-config --node NAME', '--credentials', '--leaf-listen', '--out'],

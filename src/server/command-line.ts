@@ -12,6 +12,8 @@ import { parsePublish } from './commands/publish/command-line.ts';
 import { parseQuery } from './commands/query/command-line.ts';
 import { parseRolloutCommand, rolloutHelp } from './commands/rollout/command-line.ts';
 import { parseStatus } from './commands/status/command-line.ts';
+import { parseTrace } from './commands/trace/command-line.ts';
+import { parseWhy } from './commands/why/command-line.ts';
 import { serverHelp } from './help.ts';
 import type { ServerOptions } from './options.ts';
 import { parseServe } from './seat/command-line.ts';
@@ -23,6 +25,8 @@ type CommandParser = (argv: readonly string[], env: NodeJS.ProcessEnv) => Parsed
 const PARSERS: Readonly<Record<string, CommandParser>> = {
   'bus-config': parseBusConfig,
   status: parseStatus,
+  why: parseWhy,
+  trace: parseTrace,
   init: parseInit,
   query: parseQuery,
   assign: parseAssign,

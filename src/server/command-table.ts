@@ -15,8 +15,11 @@ import { prepareConfig, readStreamWithin, runConfig, type ConfigIo } from './com
 import { runInit } from './commands/init/command.ts';
 import { runPublish } from './commands/publish/command.ts';
 import { runQuery } from './commands/query/command.ts';
+import { runQueryDrift } from './commands/query/drift.ts';
 import { runRollout } from './commands/rollout/command.ts';
 import { runStatus } from './commands/status/command.ts';
+import { runTrace } from './commands/trace/command.ts';
+import { runWhy } from './commands/why/command.ts';
 import type { ConfigOptions, OptionsOf, ServerCommand, ServerOptions } from './options.ts';
 import { runSeat } from './seat/run.ts';
 
@@ -42,8 +45,12 @@ const RUNS: Runs = {
   backup: (opts) => runBackup(opts, () => connectCommand(asAdmin(opts.bus)), out, err),
   restore: (opts) => runRestore(opts, () => connectCommand(asAdmin(opts.bus)), out, err),
   // The seat's user may subscribe only its own inboxes (DESIGN §11), for serving and for a query alike.
-  query: ({ command: _c, bus, ...args }) => withConnection(asSeat(bus), SEAT_OR_ADMIN, (nc) => runQuery(nc, args, out, err)),
+  query: ({ command: _c, bus, ...args }) =>
+    withConnection(asSeat(bus), SEAT_OR_ADMIN, (nc) => (args.what === 'drift' ? runQueryDrift : runQuery)(nc, args, out, err)),
   status: (opts) => withConnection(asSeat(opts.bus), SEAT_OR_ADMIN, (nc) => runStatus(nc, opts, out, err)),
+  // They read mesh-config's and every provider's bucket, which only the admin login reads whole (DESIGN §11).
+  why: ({ command: _c, bus, ...args }) => withConnection(asAdmin(bus), USERS.admin, (nc) => runWhy(nc, args, out, err)),
+  trace: ({ command: _c, bus, ...args }) => withConnection(asAdmin(bus), USERS.admin, (nc) => runTrace(nc, args, out, err)),
 };
 
 /** Runs what server.js was asked; resolves with the exit code. */

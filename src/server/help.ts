@@ -10,6 +10,8 @@ import { PUBLISH_HELP } from './commands/publish/command-line.ts';
 import { QUERY_HELP } from './commands/query/command-line.ts';
 import { ROLLOUT_OWN_FLAGS, ROLLOUT_USAGE } from './commands/rollout/command-line.ts';
 import { STATUS_HELP } from './commands/status/command-line.ts';
+import { TRACE_HELP } from './commands/trace/command-line.ts';
+import { WHY_HELP } from './commands/why/command-line.ts';
 import { SERVE_FLAGS } from './seat/command-line.ts';
 
 /** A command's paragraph in the seat's --help: what it does, `<name> flags:` closing its last line, its flags. */
@@ -23,7 +25,7 @@ export function serverHelp(): string {
     'mesh-provisioner — the seat: keeps the registry, composes plans, answers mesh-provisioner.provisioning.',
     '',
     'usage: node server.js [flags]',
-    ...[QUERY_HELP, STATUS_HELP, BUS_CONFIG_HELP, INIT_HELP].map((c) => `       ${c.usage}`),
+    ...[QUERY_HELP, STATUS_HELP, WHY_HELP, TRACE_HELP, BUS_CONFIG_HELP, INIT_HELP].map((c) => `       ${c.usage}`),
     '       node server.js assign NODE MODULE [--dir NAME=PATH …] [--port NAME=N …] [--access|--seat|--machine NAME=VALUE …]',
     '       node server.js unassign NODE MODULE',
     '       node server.js config set NODE MODULE KEY VALUE | get NODE MODULE [KEY] | rm NODE MODULE KEY | import FILE',
@@ -33,7 +35,7 @@ export function serverHelp(): string {
     '',
     'flags:',
     describeFlags(SERVE_FLAGS),
-    ...[QUERY_HELP, STATUS_HELP, BUS_CONFIG_HELP, PUBLISH_HELP, INIT_HELP].flatMap(section),
+    ...[QUERY_HELP, STATUS_HELP, WHY_HELP, TRACE_HELP, BUS_CONFIG_HELP, PUBLISH_HELP, INIT_HELP].flatMap(section),
     '',
     "assign, unassign and config write the inputs (the controller's assignments, mesh-config's values), with the admin",
     'login; `assign --help` and `config --help` say each in full. assign flags:',

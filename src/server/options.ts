@@ -62,6 +62,30 @@ export type StatusArgs = {
   json: boolean;
 };
 
+/** What `why` is asked (DESIGN §14). */
+export type WhyArgs = {
+  /** The node whose report is read. */
+  node: string;
+  /** The module of that node. */
+  module: string;
+  /** Only this file of the module's report. */
+  path?: string;
+  /** Print one JSON object instead of a table. */
+  json: boolean;
+};
+
+/** What `trace` is asked (DESIGN §14). */
+export type TraceArgs = {
+  /** The bucket whose keys are matched. */
+  bucket: string;
+  /** The key pattern, `*` for one whole token. */
+  pattern: string;
+  /** Reports per page asked of the verb (DEFAULT_TRACE_LIMIT when absent). */
+  limit?: number;
+  /** Print one JSON object instead of lines. */
+  json: boolean;
+};
+
 /** What init is asked for. */
 export type InitRequest = {
   /** Copies each bucket keeps. */
@@ -130,6 +154,10 @@ export type PublishOptions = { command: 'publish'; bus: BusOptions } & PublishRe
 export type QueryOptions = { command: 'query'; bus: BusOptions } & QueryArgs;
 /** `status`, with the bus it asks on. */
 export type StatusOptions = { command: 'status'; bus: BusOptions } & StatusArgs;
+/** `why`, with the bus it reads. */
+export type WhyOptions = { command: 'why'; bus: BusOptions } & WhyArgs;
+/** `trace`, with the bus it reads. */
+export type TraceOptions = { command: 'trace'; bus: BusOptions } & TraceArgs;
 /** `init`, with the bus it creates the buckets on. */
 export type InitOptions = { command: 'init'; bus: BusOptions } & InitRequest;
 
@@ -196,6 +224,8 @@ export type ServerOptions =
   | ServeOptions
   | QueryOptions
   | StatusOptions
+  | WhyOptions
+  | TraceOptions
   | BusConfigOptions
   | InitOptions
   | InputCommandOptions

@@ -38,13 +38,19 @@ export function describeTarget(t: ConfigTarget): string {
   return `${t.node} ${t.module} ${t.key} (${CONFIG} ${configKey(t.node, t.module, t.key)})`;
 }
 
-/** Writes the value unless the key holds these bytes already; one line said. */
+/** Writes the value unless the key holds these bytes already; one line said, with the revision the key holds, so `trace` can be run with it in mind. */
 export async function setConfig(kv: KV, target: ConfigTarget, value: Uint8Array, out: Say): Promise<void> {
   const key = configKey(target.node, target.module, target.key);
   const stored = await readStored(kv, key);
-  if (isUnchanged(stored, value)) return out(`${describeTarget(target)} holds that value already: unchanged, revision ${stored!.revision}`);
+  if (isUnchanged(stored, value))
+    return out(`${target.node} ${target.module} ${target.key} holds that value already: ${revisionOf(key, stored!.revision)}, unchanged`);
   const revision = await kv.put(key, value);
-  out(`set ${describeTarget(target)}: ${value.length} bytes, revision ${revision}`);
+  out(`set ${target.node} ${target.module} ${target.key}: ${revisionOf(key, revision)}, ${value.length} bytes`);
+}
+
+/** The revision a key holds, written as `trace` takes the key (`mesh-config_resolved:n1.web.color rev 42`, DESIGN §14). */
+function revisionOf(key: string, revision: number): string {
+  return `${CONFIG}:${key} rev ${revision}`;
 }
 
 /** Deletes the key; resolves false (and says so) when it holds no value, true when deleted. */

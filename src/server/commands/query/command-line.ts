@@ -21,8 +21,12 @@ const QUERY_OWN_FLAGS = [
 /** What `query --help` says, and the seat's --help of it. */
 export const QUERY_HELP: CommandHelp = {
   name: 'query',
-  usage: 'node server.js query <registry|needs|applied|collect|health|alive> [flags]',
-  about: ["query prints the seat's answer to one question of mesh-provisioner.provisioning, with the seat's login or admin's."],
+  usage: 'node server.js query <registry|needs|applied|collect|health|alive|drift> [flags]',
+  about: [
+    "query prints the seat's answer to one question of mesh-provisioner.provisioning, with the seat's login or admin's.",
+    'query drift lists every file the engines put back (DESIGN §14), newest first: node, module, path, restores since',
+    "its client started and the last one's time, read from the reports' drift.",
+  ],
   flags: QUERY_OWN_FLAGS,
   bus: true,
 };
@@ -37,7 +41,8 @@ export function parseQuery(argv: readonly string[], env: NodeJS.ProcessEnv): Par
   } = opened;
   const bus = busOptionsFrom(values, 'mesh-provisioner query');
   if (!bus.ok) return bus;
-  const whats: readonly string[] = VERB_WHATS;
+  // `drift` is the query's own, read from the verb's `applied` (DESIGN §14).
+  const whats: readonly string[] = [...VERB_WHATS, 'drift'];
   if (!what || !whats.includes(what)) return { ok: false, reason: `query needs one of ${whats.join(', ')}, got ${what ?? 'nothing'}` };
   if (extra !== undefined) return unexpectedArgument(extra);
   const { node, module, collection, contributor, limit, json } = values;

@@ -19,7 +19,12 @@ export const DEFAULT_QUERY_TIMEOUT_MS = READ_TIMEOUT_MS + 5000;
 
 type Gathered = Pick<VerbReply, 'what' | 'entries' | 'outOfShape'>;
 /** Why asking the verb failed, with the exit code it gives: 2 for a request the seat refused, 1 otherwise. */
-export type QueryFailure = { code: number; message: string };
+export type QueryFailure = {
+  code: number;
+  message: string;
+  /** Set when the bus refused this login the ask: a command that needs another login than query's says its own. */
+  refused?: { by: string };
+};
 
 /** Runs `query <what> [--node N] [--module M] [--collection C] [--contributor X] [--json] [--limit N]`: asks the verb, follows `next` to the end, prints a table (or JSON lines). Returns the exit code. */
 export async function runQuery(nc: NatsConnection, args: QueryArgs, out: (line: string) => void, err: (line: string) => void = out): Promise<number> {
@@ -59,7 +64,8 @@ export async function forEachPage(
     } catch (err) {
       // The seat waits for its buckets answering nothing: before `init`, say so rather than ask whether it runs.
       const beforeInit = isNoResponders(err) ? await seatWaitsForInit(nc) : undefined;
-      return { code: 1, message: beforeInit === undefined ? verbFailure(err) : `query: ${beforeInit}` };
+      const refused = isPermissionViolation(err) ? { refused: { by: errorText(err) } } : {};
+      return { code: 1, message: beforeInit === undefined ? verbFailure(err) : `query: ${beforeInit}`, ...refused };
     }
     const reply = readReply(data, nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD);
     if ('code' in reply) return reply;

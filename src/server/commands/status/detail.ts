@@ -45,6 +45,8 @@ export type ModuleDetail = {
   /** How long ago `at` was, in whole seconds. */
   seconds?: number;
   reason?: string;
+  /** Its files' restores (DESIGN §14): their sum and the newest `last`; absent when none drifted. */
+  drift?: { count: number; last: string };
   /** Present when the seat holds the module's plan or cannot compose it. */
   health?: ModuleHealth;
   /** Present when the module's rollout is not done, or left this node failed (DESIGN §12). */
@@ -90,6 +92,7 @@ export class NodeDetail {
       at: r.at,
       seconds: secondsSince(r.at, this.now),
       ...(r.reason !== undefined ? { reason: r.reason } : {}),
+      ...moduleDrift(r.files),
       ...(health ? { health } : {}),
       waiting: r.waiting.map((w) => ({ kind: w.kind, name: w.name, ...locate(this.registry.get(w.kind), w.kind, w.name, r.node, r.module), files: w.files })),
       files: r.files,
@@ -127,4 +130,12 @@ export class NodeDetail {
     };
     return [...this.#modules.values()].map(marked).sort((a, b) => compareKeys(a.module, b.module));
   }
+}
+
+/** A module's drift: its files' restores summed, with the newest time among them; nothing when none drifted. */
+function moduleDrift(files: Report['files']): { drift?: { count: number; last: string } } {
+  const drifted = files.flatMap((f) => (f.drift && f.drift.count > 0 ? [f.drift] : []));
+  if (drifted.length === 0) return {};
+  const last = drifted.map((d) => d.last).reduce((a, b) => (Date.parse(b) > Date.parse(a) ? b : a));
+  return { drift: { count: drifted.reduce((sum, d) => sum + d.count, 0), last } };
 }

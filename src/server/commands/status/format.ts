@@ -87,12 +87,13 @@ export function fleetLines(view: FleetView): string[] {
       n.liveness ? '-' : String(n.failed),
       String(n.held),
       String(n.composeFailed),
+      String(n.drift),
       oldestCell(n.oldestWaiting),
       ...(rolling ? [cell((n.rollouts ?? []).join(', '))] : []),
     ]);
     lines.push(
       ...formatTable(
-        ['NODE', 'VERSION', 'LAST WORD', 'APPLIED', 'WAITING', 'FAILED', 'HELD', 'COMPOSE FAILED', 'OLDEST WAITING', ...(rolling ? ['ROLLOUT'] : [])],
+        ['NODE', 'VERSION', 'LAST WORD', 'APPLIED', 'WAITING', 'FAILED', 'HELD', 'COMPOSE FAILED', 'DRIFT', 'OLDEST WAITING', ...(rolling ? ['ROLLOUT'] : [])],
         rows,
       ),
     );
@@ -168,8 +169,15 @@ export function detailLines(view: NodeView): string[] {
     if (m.files.length > 0) {
       // A reason is the engine's word on a refused file; without one the column is left out.
       const reasons = m.files.some((f) => f.reason !== undefined);
-      const rows = m.files.map((f) => [cell(f.path), cell(f.action), cell(f.digest), ...(reasons ? [cell(f.reason)] : [])]);
-      lines.push(...indent(formatTable(['FILE', 'ACTION', 'DIGEST', ...(reasons ? ['REASON'] : [])], rows)));
+      const drifted = m.drift !== undefined;
+      const rows = m.files.map((f) => [
+        cell(f.path),
+        cell(f.action),
+        cell(f.digest),
+        ...(drifted ? [String(f.drift?.count ?? 0)] : []),
+        ...(reasons ? [cell(f.reason)] : []),
+      ]);
+      lines.push(...indent(formatTable(['FILE', 'ACTION', 'DIGEST', ...(drifted ? ['DRIFT'] : []), ...(reasons ? ['REASON'] : [])], rows)));
     }
   }
   lines.push(...outOfShapeLines(view.outOfShape, view.outOfShapeCount));
@@ -184,7 +192,9 @@ function headLine(m: ModuleDetail, liveness?: string): string {
   const name = `${cell(m.node)} ${cell(m.module)}`;
   if (m.state === undefined) return `${name}: ${liveness ? `${liveness} (no report)` : 'no report'}`;
   const state = liveness ? `${liveness} (last report ${m.state}` : m.state;
-  return `${name}: ${state}, build ${cell(m.build) || '?'}, reported ${formatAge(m.seconds ?? 0)} ago (${cell(m.at)})${liveness ? ')' : ''}`;
+  // Restores are said only where there were some (DESIGN §14): a file put back is no failure.
+  const drift = m.drift === undefined ? '' : `; drift ${m.drift.count}, last ${cell(m.drift.last)}`;
+  return `${name}: ${state}, build ${cell(m.build) || '?'}, reported ${formatAge(m.seconds ?? 0)} ago (${cell(m.at)})${liveness ? ')' : ''}${drift}`;
 }
 
 /** The LAST WORD cell: how long ago the seat heard the node (`12s`), `-` when it has not since it started. */

@@ -44,6 +44,8 @@ export type NodeSummary = NodeWord & {
   held: number;
   /** Assignments whose plan the seat cannot compose: composition out of shape, a path it cannot resolve, … */
   composeFailed: number;
+  /** Restores of its files the engine made (DESIGN §14): the sum of its reports' files' `drift.count`. */
+  drift: number;
   /** The waiting report with the oldest `at`, if any waits. */
   oldestWaiting?: OldestWaiting;
   /** The node's modules under a rollout not done, or failed in one (DESIGN §12), each with its state, build and wave. */
@@ -121,6 +123,7 @@ export class FleetSummary {
     const state = failedInRollout ? 'failed' : report.state;
     if (state === 'applied' || state === 'waiting' || state === 'failed') node[state] += 1;
     if (state === 'waiting') node.oldestWaiting = older(node.oldestWaiting, report, this.now);
+    node.drift += driftOf(report);
     // A done rollout is shown only on the nodes it left failed.
     if (rollout && (rollout.state !== 'done' || failedInRollout)) (node.rollouts ??= []).push(rolloutCell(report.module, rollout, failedInRollout));
   }
@@ -172,9 +175,14 @@ export class FleetSummary {
 
   #node(name: string): NodeSummary {
     let node = this.#nodes.get(name);
-    if (!node) this.#nodes.set(name, (node = { node: name, applied: 0, waiting: 0, failed: 0, held: 0, composeFailed: 0 }));
+    if (!node) this.#nodes.set(name, (node = { node: name, applied: 0, waiting: 0, failed: 0, held: 0, composeFailed: 0, drift: 0 }));
     return node;
   }
+}
+
+/** The restores of a report's files (DESIGN §14): the sum of their `drift.count`. */
+export function driftOf(report: Pick<Report, 'files'>): number {
+  return report.files.reduce((sum, f) => sum + (f.drift?.count ?? 0), 0);
 }
 
 function older(current: OldestWaiting | undefined, report: Report, now: number): OldestWaiting {
