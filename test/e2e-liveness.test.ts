@@ -71,6 +71,9 @@ async function heardAndApplied(m: IsolatedMesh, ms = 30_000): Promise<void> {
 
 async function meshWithWeb(): Promise<IsolatedMesh> {
   const m = await startIsolatedMesh({ nodes: ['n1'], seat: 'process' });
+  // The mesh is handed over once its buckets are there, which init made: the seat's process may not yet
+  // listen. A word or an event sent before it does is one it never hears (it waits a period for the next).
+  await waitFor('the seat ready', () => m.seatSaid().includes('seat ready'), 15_000);
   await m.publish('web', SPEC);
   await m.kv.config.put('n1.web.level', 'info');
   await m.assign('n1', 'web');
