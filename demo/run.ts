@@ -26,6 +26,7 @@ const TITLES = [
   'a binding: the PostgreSQL provider makes "app" a role and a database; a rotation',
   'an SDK ask as the runner of n1; a config change',
   'a new build of web in waves (the seat runs with --rollout 0.5,1/1/60)',
+  "the fleet's truth: a change traced to every node, a hand edit put back, n2's client killed and silent",
   'stop',
 ];
 /** The block the demo skips without PostgreSQL. */

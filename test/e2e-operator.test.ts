@@ -66,7 +66,7 @@ function logs(lab: string): string {
 test('the README lab, block by block, from the release tarball alone', async () => {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
   const blocks = labBlocks(readme);
-  assert.is(blocks.length, 8, 'the lab has eight blocks');
+  assert.is(blocks.length, 9, 'the lab has nine blocks');
   assert.ok(blocks[0]!.startsWith(`tar xzf ${TOP}.tar.gz && cd ${TOP}\n`), `the first block unpacks this version's tarball:\n${blocks[0]}`);
   assert.not.ok(hasNodeModulesAbove(work), `${work} has a node_modules above it`);
   const env = {
@@ -154,8 +154,19 @@ test('the README lab, block by block, from the release tarball alone', async () 
   assert.match(seven.stdout, /^web {2}done {2}build 2 from 1 {2}wave 2\/2 \(0\.5, 1\)/m, seven.stdout + seven.stderr);
   assert.match(readFileSync(join(lab, 'seat.log'), 'utf8'), /rollout/i, 'the seat said the rollout');
 
-  // 8. Stop: every program drains and says so; nats-server refused nobody anything.
-  await run(7);
+  // 8. The fleet's truth: trace, why, a hand edit put back and counted, a killed client silent and back.
+  const eight = await run(7);
+  assert.match(eight.stdout, /rev \d+/, `config set says the revision it wrote:\n${eight.stdout}`);
+  assert.match(eight.stdout, /newest revision in place on 2 of 2 nodes/, eight.stdout + eight.stderr);
+  assert.match(eight.stdout, /mesh-config_resolved:n1\.web\.workers|n1\.web\.workers.*current/, `why names the key:\n${eight.stdout}`);
+  assert.not.match(eight.stdout, /edited by hand/, 'the hand edit is not what the file ends with');
+  assert.match(eight.stdout, /n1\s+web\s+\S*web\.conf\s+1\b/, `query drift lists web.conf once:\n${eight.stdout}`);
+  assert.match(eight.stdout, /\bsilent\b/, `status says n2 silent:\n${eight.stdout}`);
+  assert.match(eight.stdout, /status exited 1/, eight.stdout + eight.stderr);
+  assert.not.match(readFileSync(join(lab, 'n1', 'etc', 'web', 'web.conf'), 'utf8'), /edited by hand/);
+
+  // 9. Stop: every program drains and says so; nats-server refused nobody anything.
+  await run(8);
   for (const log of ['seat.log', 'vault.log', 'provider.log', join('n1', 'client.log'), join('n2', 'client.log')]) {
     const text = readFileSync(join(lab, log), 'utf8');
     assert.match(text, /\bstopped\b/, `${log} says stopped; its last lines:\n${text.split('\n').slice(-8).join('\n')}`);
