@@ -45,9 +45,6 @@ export function renderBusConfig(shape: MeshShape): string {
     `listen: ${q(shape.listen)}`,
     `jetstream { store_dir: ${q(shape.storeDir)}${shape.leaf ? `, domain: ${q(shape.leaf.domain)}` : ''} }`,
     '',
-    // The server's own events live there; the seat alone hears a node's client come and go (DESIGN §14).
-    `system_account: ${SYSTEM_ACCOUNT}`,
-    '',
     'accounts {',
     ...systemAccount(nodes),
     '',
@@ -86,7 +83,7 @@ function meshAccount(nodes: string[], providers: string[], archives: string, key
   ];
   const imports = [
     ...nodes.flatMap((n) => nodeStreams(n).map((subject) => `{ stream: { account: ${q(nodeAccount(n))}, subject: ${q(subject)} } }`)),
-    ...nodes.flatMap((n) => EVENTS.map((e) => `{ stream: { account: ${SYSTEM_ACCOUNT}, subject: ${q(eventSubject(n, e))} } }`)),
+    ...nodes.flatMap((n) => EVENTS.map((e) => `{ stream: { account: ${q(SYSTEM_ACCOUNT)}, subject: ${q(eventSubject(n, e))} } }`)),
   ];
   return [
     `  ${MESH_ACCOUNT}: {`,
@@ -120,7 +117,7 @@ const EVENTS = ['CONNECT', 'DISCONNECT'] as const;
  */
 function systemAccount(nodes: string[]): string[] {
   const exports = nodes.flatMap((n) => EVENTS.map((e) => `      { stream: ${q(eventSubject(n, e))}, accounts: [${MESH_ACCOUNT}] }`));
-  return [`  ${SYSTEM_ACCOUNT}: {`, ...(exports.length > 0 ? ['    exports: [', ...exports, '    ]'] : []), '  }'];
+  return [`  ${q(SYSTEM_ACCOUNT)}: {`, ...(exports.length > 0 ? ['    exports: [', ...exports, '    ]'] : []), '  }'];
 }
 
 /** The lines of a node account's `users` list: its client and its runner, each with what it may do; the hub and a site's leaf server name the same. */

@@ -9,7 +9,7 @@ export type MeshNames = { nodes: readonly string[]; providers: readonly string[]
 export const MESH_ACCOUNT = 'MESH';
 
 /** The server's system account: its events of node accounts are exported to MESH for the seat (DESIGN §14). */
-export const SYSTEM_ACCOUNT = 'SYS';
+export const SYSTEM_ACCOUNT = '$SYS';
 
 /** Every user the configuration names, by role; each logs in with the nkey of its name. */
 export const USERS = {
