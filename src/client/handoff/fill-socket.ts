@@ -216,10 +216,13 @@ class EngineLink {
     if (!waiter) return;
     conn.pings.delete(id);
     waiter.reject(new EngineTimeout(this.socketPath, this.timeoutMs, '', true));
+    // A fill in flight on the connection keeps it: its own timeout gives it up with the fill's reason.
+    const fills = conn.pending.size > 0;
     // A hung engine is pinged every alive period: said once until it answers one again.
-    if (!this.#pingUnanswered) this.log.warn(`engine ${this.socketPath}: no answer to a ping within ${this.timeoutMs} ms; dropping the connection`);
+    if (!this.#pingUnanswered)
+      this.log.warn(`engine ${this.socketPath}: no answer to a ping within ${this.timeoutMs} ms${fills ? '' : '; dropping the connection'}`);
     this.#pingUnanswered = true;
-    this.#drop(conn, new EngineUnavailable(`engine ${this.socketPath}: connection dropped after a ping went unanswered for ${this.timeoutMs} ms`));
+    if (!fills) this.#drop(conn, new EngineUnavailable(`engine ${this.socketPath}: connection dropped after a ping went unanswered for ${this.timeoutMs} ms`));
   }
 
   #drop(conn: Connection, err: Error): void {
