@@ -1,9 +1,9 @@
 // Benchmarks drift (DESIGN §14, issue 33: "an edited file is restored ≤ 1 s, p99 over 100 edits, on
 // tmpfs and on disk"): a file the reference engine wrote is edited by hand, the engine knocks for
 // its module, a client sends the module's file again and the engine answers `restored` once the
-// bytes are back. The client is a stand-in in this process (a bare line client: the knock read, the
-// module's fill sent, its reply read), since the release ships the engine and the client's side of
-// the knock line comes after; the real client adds its own hop and its fill's settle window. Beside
+// bytes are back: once with a stand-in client in this process (a bare line client: the knock read, the
+// module's fill sent, its reply read), the engine's own share; once with the release's client on a
+// bus (nats-server, the seat, each file a module of its own), what an operator meets. Beside
 // it, the floor: the same fs.watch event in a process of its own, which reads the file and writes the
 // bytes back as the engine writes (temp file, fsync, rename, directory fsync) — no engine, no socket.
 //
@@ -16,7 +16,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { contentDigest } from '../src/shared/contract/fill-protocol.ts';
 import { fileSystemOf, startBenchEngine } from './engine-lib.ts';
-import { cpuSeconds, latencyRow, now, numberArg, waitUntil } from './lib.ts';
+import { cpuSeconds, latencyRow, now, numberArg, publishBenchModule, startBenchMesh, waitUntil } from './lib.ts';
 
 const EDITS = numberArg('edits', 100);
 /** Idle between two edits (ms): an edit by hand comes to an engine that sat idle, past the settle window of its last write's own events. */
@@ -134,6 +134,58 @@ async function throughEngine(base: string): Promise<Run> {
   }
 }
 
+/**
+ * Edits each file once with the release's client on a bus (nats-server, the seat's and the client's
+ * bundles, each file a module of its own): edit → the engine's knock line → the client sends the module
+ * whole → the engine writes it back; timed until the bytes are back on disk, as this process sees them.
+ */
+async function throughClient(base: string): Promise<Run> {
+  const mesh = await startBenchMesh();
+  const engine = await startBenchEngine(base, 'drift-client');
+  const n = EDITS + WARM;
+  const waiting = new Map<string, () => void>();
+  const watchers: ReturnType<typeof watch>[] = [];
+  try {
+    for (let d = 0; d < DIRS; d++) mkdirSync(join(engine.root, `d${d}`));
+    for (let i = 0; i < n; i++)
+      await publishBenchModule(mesh, `d${i}`, 'n1', {
+        templates: { [`f${i}.conf`]: content(i) },
+        dir: join(engine.root, `d${i % DIRS}`),
+        config: {},
+        placement: {},
+      });
+    const client = mesh.startClient('n1', engine.socket);
+    const back = (i: number) => existsSync(fileOf(engine.root, i)) && readFileSync(fileOf(engine.root, i), 'utf8') === content(i);
+    await waitUntil('every file written by the client', () => [...Array(n).keys()].every(back), 120_000);
+    for (let d = 0; d < DIRS; d++) watchers.push(watch(join(engine.root, `d${d}`), (_e, name) => name && waiting.get(name)?.()));
+    const run: Run = { total: [], knock: [], cpuMs: 0, benchCpuMs: 0 };
+    let cpuBefore = { engine: 0, client: 0 };
+    for (let i = 0; i < n; i++) {
+      if (i === WARM) cpuBefore = { engine: cpuSeconds(engine.pid), client: cpuSeconds(client.pid!) };
+      await new Promise((resolve) => setTimeout(resolve, GAP_MS));
+      const restored = new Promise<number>((resolve) => {
+        const check = () => back(i) && (waiting.delete(`f${i}.conf`), resolve(now()));
+        waiting.set(`f${i}.conf`, check);
+      });
+      const started = now();
+      writeFileSync(fileOf(engine.root, i), `edited by hand ${i}\n`);
+      const done = await Promise.race([
+        restored,
+        new Promise<number>((_r, reject) => setTimeout(() => reject(new Error(`d${i}: bytes not back within 10 s`)), 10_000)),
+      ]);
+      if (i >= WARM) run.total.push(done - started);
+    }
+    run.cpuMs = ((cpuSeconds(engine.pid) - cpuBefore.engine) * 1000) / EDITS;
+    run.benchCpuMs = ((cpuSeconds(client.pid!) - cpuBefore.client) * 1000) / EDITS;
+    if (engine.problems.length > 0) console.log(`  the engine said: ${engine.problems.slice(0, 3).join(' | ')}`);
+    return run;
+  } finally {
+    for (const w of watchers) w.close();
+    await engine.close();
+    await mesh.close();
+  }
+}
+
 /** Edits each file once under the floor's watcher: edit → its `restored` line. */
 async function throughFloor(base: string): Promise<Run> {
   const dir = mkdtempSync(join(base, 'mesh-bench-drift-floor-'));
@@ -179,11 +231,15 @@ async function main(): Promise<void> {
   for (const base of bases) {
     const floorRun = await throughFloor(base);
     const engineRun = await throughEngine(base);
+    const clientRun = await throughClient(base);
     console.log(`  in ${base} (${fileSystemOf(base)}):`);
     console.log(`${latencyRow('    floor: event → bare write back', floorRun.total)}   CPU ${floorRun.cpuMs.toFixed(2)} ms an edit`);
     console.log(latencyRow('    engine: edit → knock', engineRun.knock));
     console.log(
       `${latencyRow('    engine: edit → restored, bytes back', engineRun.total)}   CPU engine ${engineRun.cpuMs.toFixed(2)} ms, stand-in ${engineRun.benchCpuMs.toFixed(2)} ms an edit`,
+    );
+    console.log(
+      `${latencyRow('    client.js on a bus: bytes back', clientRun.total)}   CPU engine ${clientRun.cpuMs.toFixed(2)} ms, client ${clientRun.benchCpuMs.toFixed(2)} ms an edit`,
     );
   }
 }
