@@ -28,8 +28,9 @@ reached a handler, which dropped it because its reply subject is no inbox.
 
 **The bus's connect and disconnect events (DESIGN §14), as found on nats-server 2.9.10.** The server
 publishes \`$SYS.ACCOUNT.<account>.CONNECT\` and \`.DISCONNECT\` in its system account for every client
-connection of an account. \`bus-config\` names the system account \`SYS\`
-(\`system_account: SYS\`, no user) and exports each node account's two subjects, named whole
+connection of an account. \`bus-config\` declares the server's default system account \`$SYS\`
+(no \`system_account\` line, no user: nats-server 2.9 refuses to reload a change of \`system_account\`,
+so a bus configured by an earlier release takes this one by a reload) and exports each node account's two subjects, named whole
 (\`$SYS.ACCOUNT.provisioner.na.DISCONNECT\`: the account's name holds a dot, so \`*\` in its place
 matches none), to \`MESH\` alone; \`MESH\` imports them, and of its users only the seat's may
 subscribe them (\`$SYS.ACCOUNT.provisioner.*.CONNECT\`, \`…DISCONNECT\`) — \`admin\`, whose rights are
