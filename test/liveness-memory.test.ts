@@ -36,6 +36,19 @@ test('a node never heard is silent only after the default 75 s from the seat sta
   assert.is(memory.reasonOf('n1'), 'no word from its client for 75 s');
 });
 
+test("a node's word judges that node alone; the clock's tick judges the rest", () => {
+  const { memory, pass } = world();
+  memory.plan('n1', 'n1.web', true);
+  memory.plan('n2', 'n2.web', true);
+  memory.heard(word('n1', 1));
+  memory.heard(word('n2', 1));
+  pass(17);
+  memory.heard(word('n1', 1));
+  assert.equal(memory.changes('n1'), [], 'n1 spoke: nothing began for it');
+  assert.equal(memory.changes(), [{ node: 'n2', began: 'no word from its client for 17 s' }], 'n2 was left to the tick, and said once');
+  assert.equal(memory.changes('n2'), []);
+});
+
 test('what begins and ends is said once each; an end names the reason that ended', () => {
   const { memory, pass } = world();
   memory.plan('n1', 'n1.web', true);

@@ -40,14 +40,15 @@ export function listenLiveness(nc: NatsConnection, log: Logger, time: { now?: ()
     saidBad.add(line);
     log.warn(safeText(`liveness: ignored ${line}`));
   };
-  const judge = () => sayChanges(nc, log, memory.changes());
+  const judge = (node?: string) => sayChanges(nc, log, memory.changes(node));
   const onAlive = (msg: Msg) => {
     const node = msg.subject.slice(ALIVE_ALL.length - 1);
     const read = decodeJson(AliveSchema, msg.data, { maxBytes: MAX_WORD_BYTES });
     if (!read.ok) return bad(`an alive message on ${msg.subject}`, read.reason);
     if (read.value.node !== node) return bad(`an alive message on ${msg.subject}`, `its node ${JSON.stringify(read.value.node)} is not the subject's`);
     memory.heard(read.value);
-    judge();
+    // One node's word changes its health alone: judging the whole fleet per word would be O(N²) a period.
+    judge(node);
   };
   const onEvent = (msg: Msg) => {
     const raw = parseBoundedJson(msg.data, { maxBytes: MAX_WORD_BYTES });
@@ -58,10 +59,10 @@ export function listenLiveness(nc: NatsConnection, log: Logger, time: { now?: ()
     if (e.kind === 'CONNECT') memory.connected(e.node, e.connection);
     else {
       memory.disconnected(e.node, e.connection);
-      log.info(`liveness: node ${e.node}'s client closed its connection; silent in ${DISCONNECT_SILENT_SECONDS} s unless it comes back`);
-      timer(judge, DISCONNECT_SILENT_SECONDS * 1000 + 1);
+      log.info(safeText(`liveness: node ${e.node}'s client closed its connection; silent in ${DISCONNECT_SILENT_SECONDS} s unless it comes back`));
+      timer(() => judge(e.node), DISCONNECT_SILENT_SECONDS * 1000 + 1);
     }
-    judge();
+    judge(e.node);
   };
   const subs = [subscribe(nc, log, ALIVE_ALL, onAlive), subscribe(nc, log, CONNECT_EVENTS, onEvent), subscribe(nc, log, DISCONNECT_EVENTS, onEvent)];
   let stopped = false;
@@ -117,6 +118,6 @@ function publish(nc: NatsConnection, log: Logger, line: NodeHealth): void {
   try {
     nc.publish(HEALTH_SUBJECT, jsonBytes(line));
   } catch (err) {
-    log.error(`provisioner_health: could not say "${line.reason}": ${errorText(err, { name: true })}`);
+    log.error(safeText(`provisioner_health: could not say "${line.reason}": ${errorText(err, { name: true })}`));
   }
 }

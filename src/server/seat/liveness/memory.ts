@@ -83,20 +83,29 @@ export class LivenessMemory {
     return undefined;
   }
 
-  /** What began and ended since the last call, for every node the memory knows. */
-  changes(): Change[] {
+  /**
+   * What began and ended since the last call: for `node` alone when given (a word or an event of its
+   * own changes no other node's health), else for every node the memory knows (the clock's tick).
+   */
+  changes(node?: string): Change[] {
     const changes: Change[] = [];
-    const nodes = new Set([...this.#nodes.keys(), ...this.#said.keys()]);
-    for (const node of nodes) {
-      const was = this.#said.get(node);
-      const is = this.reasonOf(node);
-      if (was === is) continue;
-      changes.push({ node, ...(is === undefined ? {} : { began: is }), ...(was === undefined ? {} : { ended: was }) });
-      if (is === undefined) this.#said.delete(node);
-      else this.#said.set(node, is);
-      if ((was === undefined) !== (is === undefined)) this.#sortedSaid = undefined;
+    if (node !== undefined) this.#judge(node, changes);
+    else {
+      for (const n of this.#nodes.keys()) this.#judge(n, changes);
+      // A node said once and since forgotten has its end said too.
+      for (const n of this.#said.keys()) if (!this.#nodes.has(n)) this.#judge(n, changes);
     }
     return changes;
+  }
+
+  #judge(node: string, into: Change[]): void {
+    const was = this.#said.get(node);
+    const is = this.reasonOf(node);
+    if (was === is) return;
+    into.push({ node, ...(is === undefined ? {} : { began: is }), ...(was === undefined ? {} : { ended: was }) });
+    if (is === undefined) this.#said.delete(node);
+    else this.#said.set(node, is);
+    if ((was === undefined) !== (is === undefined)) this.#sortedSaid = undefined;
   }
 
   /** The nodes whose health was last said, in key order (the verb's `health` entries keyed `<node>`). */
