@@ -28,8 +28,17 @@ type FakeRequest = { id: number; module: string; files: { path: string }[] };
 /** Answers each request line of a fake engine: a reply line, or nothing; `write` sends a line on the same connection later. */
 type FakeAnswer = (request: FakeRequest, write: (line: string) => void) => string | undefined;
 
-/** A fake engine on the mesh's socket: it keeps every connection and answers as told; `connections` counts those made. */
-async function fakeEngine(socketPath: string, answer: FakeAnswer): Promise<{ requests: number; connections: number; close(): void }> {
+/**
+ * A fake engine on the mesh's socket: it keeps every connection and answers each fill as told;
+ * `connections` counts those made, `requests` the fills. A ping (DESIGN §14, the client's alive tick)
+ * is answered as the reference engine answers it, or left unanswered by a silent engine (`pings: 'ignore'`);
+ * it is never handed to `answer`, which is written for fills.
+ */
+async function fakeEngine(
+  socketPath: string,
+  answer: FakeAnswer,
+  opts: { pings?: 'answer' | 'ignore' } = {},
+): Promise<{ requests: number; connections: number; close(): void }> {
   const sockets: Socket[] = [];
   const fake = {
     requests: 0,
@@ -48,8 +57,13 @@ async function fakeEngine(socketPath: string, answer: FakeAnswer): Promise<{ req
       for (let nl = buffered.indexOf('\n'); nl >= 0; nl = buffered.indexOf('\n')) {
         const line = buffered.slice(0, nl);
         buffered = buffered.slice(nl + 1);
+        const request = JSON.parse(line) as FakeRequest & { op?: string };
+        if (request.op === 'ping') {
+          if (opts.pings !== 'ignore') socket.write(JSON.stringify({ id: request.id, ok: true }) + '\n');
+          continue;
+        }
         fake.requests++;
-        const reply = answer(JSON.parse(line), (l) => void socket.write(l));
+        const reply = answer(request, (l) => void socket.write(l));
         if (reply !== undefined) socket.write(reply);
       }
     });
@@ -214,7 +228,7 @@ test('#17 real files’ own ${word:…} syntax fails the module listing every on
 test('#5 forty modules stuck on an engine that keeps the connection silent: a knock of the recovered engine sends them all, and a new module too', () =>
   withBundles(
     async ({ m }) => {
-      const silent = await fakeEngine(m.socketPath, () => undefined);
+      const silent = await fakeEngine(m.socketPath, () => undefined, { pings: 'ignore' });
       for (let i = 0; i < 40; i++) await oneFile(m, `s${i}`, `n ${i}\n`);
       await waitFor('40 requests held by the silent engine', () => silent.requests >= 32);
       // The engine comes back on a new socket at the same path (a knock); the old connections stay open and silent.
@@ -236,7 +250,7 @@ test('#5 forty modules stuck on an engine that keeps the connection silent: a kn
 test('#5 a silent engine is given up after --engine-timeout: the module waits with the reason', () =>
   withBundles(
     async ({ m }) => {
-      const silent = await fakeEngine(m.socketPath, () => undefined);
+      const silent = await fakeEngine(m.socketPath, () => undefined, { pings: 'ignore' });
       try {
         await oneFile(m, 'mute', 'x\n');
         const r = await m.waitReport('n1', 'mute', (x) => x.state === 'waiting');
