@@ -5,7 +5,14 @@
 // named here as nats.js PINNED_NATS_JS has them, checked on the first watch of the process, and given
 // to the rest of the watch as OrderedConsumer; a nats.js that changed them stops the program with one
 // line saying so, where it would otherwise retry a TypeError for ever.
-import { DeliverPolicy, type ConsumerConfig, type ConsumerInfo, type ConsumerMessages, type OrderedPushConsumerOptions, type PushConsumer } from '@nats-io/jetstream';
+import {
+  DeliverPolicy,
+  type ConsumerConfig,
+  type ConsumerInfo,
+  type ConsumerMessages,
+  type OrderedPushConsumerOptions,
+  type PushConsumer,
+} from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 
 /** The nats.js release whose private shapes this file names: every `@nats-io/*` package is pinned to it. */
