@@ -14,11 +14,14 @@ import type { Logger } from '../../shared/cli/log.ts';
 
 /**
  * Past this many keys of one bucket named by one node, the node reads `<node>.>` whole once instead of
- * a get per key. A get costs nats-server ~0.16 ms, a whole read ~0.4 µs per subject of the stream
- * (measured on 2.9.10, docs/decisions.md): 256 gets cost what one read of a 100,000-subject stream
- * does. A fleet's usual node (a few dozen keys) stays on gets, flat in the fleet's size.
+ * a get per key. Pipelined gets cost nats-server 2.9.10 ~0.016 ms each (1,024: 16 ms), a whole read
+ * ~0.6 µs per subject of the stream (13 ms at 20,000 subjects, 62 ms at 100,000; bench/keyed-reads-cost.ts):
+ * 1,024 gets cost what one read of a ~27,000-subject stream does. A node cannot know the stream's size
+ * (its info would list every node's keys), so the rule is a count: a fleet's usual node (a few dozen
+ * keys) stays on gets, flat in the fleet's size; a node naming thousands (1,000 modules × 2 config
+ * keys) takes the one read, cheaper for it unless the fleet around it is very large.
  */
-export const WHOLE_READ_KEYS = 256;
+export const WHOLE_READ_KEYS = 1024;
 
 /** How many direct gets one bucket's reads keep in flight at once. */
 export const GETS_IN_FLIGHT = 64;
