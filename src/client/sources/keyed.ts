@@ -55,6 +55,8 @@ export class KeyedReads {
   #flushing: NodeJS.Immediate | undefined;
   #asked = 0;
   #inFlight = 0;
+  /** Gets waiting for a slot. */
+  readonly #waiting: (() => void)[] = [];
   #whole = false;
   #stopped = false;
   #jsm: Promise<JetStreamManager> | undefined;
@@ -205,10 +207,9 @@ export class KeyedReads {
 
   /** One literal direct get, GETS_IN_FLIGHT at a time, asked again (waiting longer each time) until answered. */
   async #get(key: string, wait = 250): Promise<void> {
-    while (this.#inFlight >= GETS_IN_FLIGHT) await new Promise((r) => setImmediate(r));
-    if (this.#stopped || !this.#unread.has(key)) return;
-    this.#inFlight++;
+    await this.#slot();
     try {
+      if (this.#stopped || !this.#unread.has(key)) return;
       this.#jsm ??= jetstreamManager(this.nc, { checkAPI: false, timeout: GET_TIMEOUT_MS });
       const msg = await (await this.#jsm).direct.getMessage(`KV_${this.bucket}`, { last_by_subj: `$KV.${this.bucket}.${key}` });
       if (!msg) return this.#take({ key, revision: 0, value: null });
@@ -220,10 +221,25 @@ export class KeyedReads {
       const line = `${this.bucket}: reading ${key}: ${describeBusError(err)}; asking again`;
       if (line !== this.#failing) this.log.warn(line);
       this.#failing = line;
-      this.#inFlight--;
       setTimeout(() => void this.#get(key, Math.min(wait * 2, MAX_RETRY_MS)), wait).unref();
-      return;
+    } finally {
+      this.#release();
     }
-    this.#inFlight--;
+  }
+
+  /** Resolves once a get may be asked: fewer than GETS_IN_FLIGHT are. */
+  #slot(): Promise<void> {
+    if (this.#inFlight < GETS_IN_FLIGHT) {
+      this.#inFlight++;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.#waiting.push(resolve));
+  }
+
+  /** A get was answered: its slot goes to the next waiting, or is free. */
+  #release(): void {
+    const next = this.#waiting.shift();
+    if (next) next();
+    else this.#inFlight--;
   }
 }
