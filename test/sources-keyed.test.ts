@@ -3,6 +3,8 @@
 // WHOLE_READ_KEYS keys one whole read of `<node>.>` instead of more gets.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectBus, ensureKv } from '../src/shared/bus/bus.ts';
 import type { WatchEvent } from '../src/shared/bus/watch/types.ts';
@@ -86,6 +88,37 @@ test(`past ${WHOLE_READ_KEYS} keys named, the node's keys are read whole once in
         'the tail watch, then one read from the start',
       );
       assert.is(reads.want('n1.other.k').state, 'known', 'every key of the node is known after the whole read');
+    } finally {
+      reads.stop();
+    }
+  } finally {
+    await nc.close();
+    await server.cleanup();
+  }
+});
+
+test('a store wiped under the tail watch: a value read by get and not there any more is said gone, a value put again at a lower revision is taken', async () => {
+  const server = await startNats();
+  const nc = await connectBus({ servers: [server.url], name: 'test' });
+  try {
+    const kv = await ensureKv(nc, 'wiped', 1);
+    // Revisions past what the new stream will have: its first puts must still be taken.
+    for (let i = 0; i < 5; i++) await kv.put('n1.web.color', `blue${i}`);
+    await kv.put('n1.web.size', 'large');
+    const told = new Map<string, WatchEvent>();
+    const reads = new KeyedReads(nc, 'wiped', 'n1', (e) => told.set(e.key, e), memoryLogger());
+    try {
+      await reads.caughtUp;
+      const both = [reads.want('n1.web.color'), reads.want('n1.web.size')];
+      await Promise.all(both.map((r) => (r.state === 'unread' ? r.read : undefined)));
+      assert.is(text(told.get('n1.web.size')), 'large');
+      await server.stop();
+      rmSync(join(server.dir, 'js', 'jetstream', '$G', 'streams'), { recursive: true, force: true });
+      await server.restart();
+      const again = await waitFor('the bucket made again', () => ensureKv(nc, 'wiped', 1).catch(() => undefined), 10_000);
+      await again.put('n1.web.color', 'green');
+      await waitFor('green taken at revision 1', () => text(told.get('n1.web.color')) === 'green', 15_000);
+      await waitFor('size, read by get, said gone', () => told.get('n1.web.size')?.value === null, 15_000);
     } finally {
       reads.stop();
     }

@@ -69,7 +69,9 @@ export class KeyedReads {
     private readonly onEvent: (event: WatchEvent) => void,
     private readonly log: Logger,
   ) {
-    this.#watch = watchBucket(nc, bucket, `${node}.>`, (e) => this.#take(e), log, { from: 'tail' });
+    // A wiped store's re-read numbers revisions from 1 again: every revision told before is forgotten,
+    // and the keys read by get are held by the watch so that one the re-read lacks is said gone.
+    this.#watch = watchBucket(nc, bucket, `${node}.>`, (e) => this.#take(e), log, { from: 'tail', onReread: () => this.#revisions.clear() });
   }
 
   /** Resolves once the tail watch is made (nothing stored to catch up with). */
@@ -125,6 +127,7 @@ export class KeyedReads {
     const known = this.#revisions.get(event.key);
     if (known === undefined || event.revision > known) {
       this.#revisions.set(event.key, event.revision);
+      if (event.value !== null && event.revision > 0) this.#watch.hold?.(event.key, event.revision);
       this.onEvent(event);
     }
     // A watch event is newer than anything stored when the key was asked: its read is answered too.

@@ -93,6 +93,7 @@ export function waitForWatch(what: string, log: { notice(line: string): void; de
   return {
     caughtUp,
     settled,
+    hold: (key, revision) => watch?.hold?.(key, revision),
     stop: () => {
       stopped = true;
       watch?.stop();

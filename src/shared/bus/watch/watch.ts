@@ -20,6 +20,12 @@ export type WatchOptions = {
    * the last sequence delivered, or after the one the tail began after.
    */
   from?: 'start' | 'tail';
+  /**
+   * Told when a re-read from the start begins (the stream came back holding less, a wiped store): the
+   * new stream numbers its revisions from 1 again, so a caller keeping the highest revision of each
+   * key must forget them or it would drop every value the re-read delivers.
+   */
+  onReread?: () => void;
 };
 
 /**
@@ -78,7 +84,7 @@ export async function watchKv(
   const kept = keepWatch(nc, ordered, what, log, heartbeatMs);
   keeper = kept;
   void messages.closed().then(() => kept.stop());
-  void followStatus(messages, consumer, kept, state, what, tail, log);
+  void followStatus(messages, consumer, kept, state, what, tail, log, opts.onReread);
   try {
     await kept.begin();
   } catch (err) {
@@ -88,6 +94,7 @@ export async function watchKv(
   }
   return {
     caughtUp: state.caughtUp,
+    hold: (key, revision) => state.hold(key, revision),
     stop: () => {
       kept.stop();
       void messages.stop();
@@ -104,6 +111,7 @@ async function followStatus(
   what: string,
   tail: boolean,
   log?: KeeperLog,
+  onReread?: () => void,
 ): Promise<void> {
   for await (const s of messages.status()) {
     if (s.type === 'heartbeat') kept.beat(s.lastConsumerSequence);
@@ -116,7 +124,10 @@ async function followStatus(
     if (s.type !== 'ordered_consumer_recreated') continue;
     const info = await consumer.info(true);
     if (info.name !== s.name) continue;
-    if (kept.recreated(info)) state.rereadBegan(info.name);
+    if (kept.recreated(info)) {
+      state.rereadBegan(info.name);
+      onReread?.();
+    }
     // The replacement's pending count at creation: nothing stored means caught up at once.
     else if (info.num_pending === 0) state.createdDrained(info.name, info.delivered.consumer_seq === 0);
     // A tail watch has nothing stored to catch up with: its first consumer made, it is caught up.
