@@ -62,10 +62,8 @@ export function itemLabel(collection: string): string {
  */
 export function fillModule(plan: Plan, templates: TemplateSet, sources: FillLookup, memo = new FillMemo()): Filled {
   const dependencies = new Set<string>();
-  const targets = targetsOf(plan, templates);
+  const targets = memo.prepared(plan, templates, () => checkedTargets(plan, templates));
   if (!targets.ok) return { ...targets, dependencies: [] };
-  const refused = refusals(plan, targets.value);
-  if (refused) return { ok: false, reason: refused, dependencies: [] };
 
   const needs = new Map<string, NeedEntry>();
   const waiting = new Map<string, Waiting>();
@@ -176,6 +174,14 @@ function fillSecretFiles(plan: Plan, sources: FillLookup, memo: FillMemo, into: 
     into.from.set(secret.path, memo.from(secret.path, undefined, markFrom ? [secretFrom(plan, secret.name), markFrom] : [secretFrom(plan, secret.name)]));
   }
   return undefined;
+}
+
+/** The plan's targets (targetsOf), or why the plan's templates cannot be filled at all (a refusal). */
+function checkedTargets(plan: Plan, templates: TemplateSet): Parsed<Target[]> {
+  const targets = targetsOf(plan, templates);
+  if (!targets.ok) return targets;
+  const refused = refusals(plan, targets.value);
+  return refused ? { ok: false, reason: refused } : targets;
 }
 
 /** The templates the plan's files and items use, in plan order; a missing one or an item collection named twice fails. */
