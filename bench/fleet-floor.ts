@@ -9,6 +9,9 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Watch } from '../src/shared/bus/watch/types.ts';
 import type { Seen } from './fleet-worker.ts';
 
+/** What a floor watcher watches, and the build whose plans have their archive fetched (the others are only seen). */
+export type FloorBuckets = { plans: string; config: string; fetchBuild: string };
+
 /** What a floor watcher reports to: each sighting, and each watch of its kept going. */
 export type FloorSink = { seen(s: Seen): void; watches: Watch[] };
 
@@ -56,10 +59,11 @@ async function fetchObject(jsm: JetStreamManager, bucket: string, name: string):
 
 /**
  * Watches `node`'s plans (`<node>.*` of `plans`) and values (`<node>.>` of `config`), saying each key
- * with its build or text, `caught-up` once both have, and `archive` with the build once a plan whose
- * build changed has had its archive fetched.
+ * with its build or text, `caught-up` once both have, and `archive` with the build once a plan
+ * changed to `fetchBuild` has had its archive fetched.
  */
-export async function startFloorWatcher(nc: NatsConnection, node: string, plans: string, config: string, sink: FloorSink): Promise<void> {
+export async function startFloorWatcher(nc: NatsConnection, node: string, buckets: FloorBuckets, sink: FloorSink): Promise<void> {
+  const { plans, config, fetchBuild } = buckets;
   const kvm = new Kvm(nc);
   const jsm = jetstreamManager(nc, { checkAPI: false, timeout: 10_000 });
   const builds = new Map<string, string>();
@@ -67,7 +71,7 @@ export async function startFloorWatcher(nc: NatsConnection, node: string, plans:
     const build = e.value.length > 0 ? buildOf(e.value) : '';
     const before = builds.get(e.key);
     builds.set(e.key, build);
-    if (before === undefined || before === build) return;
+    if (before === undefined || before === build || build !== fetchBuild) return;
     const ref = /"ref":"obj:\/\/([^/"]+)\/([^"]+)"/.exec(decoder.decode(e.value));
     if (!ref) return;
     void retried(node, sink, async () => fetchObject(await jsm, ref[1]!, ref[2]!)).then(

@@ -33,12 +33,22 @@ export function traceBuild(nc: NatsConnection, module: string): { done(engine: M
       }),
     ),
     nc.subscribe(`$KV.${APPLIED}.*.${module}`, { callback: (_e, m) => void (of(m.subject.split('.')[2]!).report ??= wallNow()) }),
+    // Every message of the phase by kind: what a build asks of the bus, message by message.
+    nc.subscribe('>', {
+      callback: (_e, m) => {
+        const kind = kindOf(m.subject);
+        kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+      },
+    }),
   ];
+  const kinds = new Map<string, number>();
   return {
     done(engine, t0) {
       for (const s of subs) s.unsubscribe();
       for (const [node, at] of engine) of(node).engine = at;
-      return breakdown([...steps.values()], t0);
+      const n = engine.size || 1;
+      const byKind = [...kinds].sort((a, b) => b[1] - a[1]).map(([k, c]) => `${k} ${(c / n).toFixed(1)}`);
+      return [...breakdown([...steps.values()], t0), '', `messages a node during the phase, by subject: ${byKind.join('; ')}`];
     },
   };
 }
@@ -73,6 +83,15 @@ function breakdown(all: Steps[], t0: number): string[] {
     `| the seat's plan writes: first → last on the bus | | ${fmt(plans.length ? Math.max(...plans) - Math.min(...plans) : undefined)} | | ${plans.length} |`,
   ];
 }
+
+/** A subject's kind: its first tokens, with node names and inbox tokens left out. */
+const kindOf = (subject: string) =>
+  subject
+    .replace(/^(_INBOX[^.]*)\..*/, '$1.*')
+    .replace(/n\d{5}/g, '<node>')
+    .split('.')
+    .slice(0, subject.startsWith('$JS.API.DIRECT') ? 5 : 4)
+    .join('.');
 
 const gap = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? undefined : b - a);
 const fmt = (x: number | undefined) => (x === undefined || Number.isNaN(x) ? '—' : `${x.toFixed(1)} ms`);

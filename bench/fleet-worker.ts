@@ -18,7 +18,7 @@ import { startAlive, type AliveTick } from '../src/client/alive/alive.ts';
 import { EngineWatch } from '../src/client/alive/engine-state.ts';
 import { DEFAULT_ALIVE_SECONDS } from '../src/shared/contract/alive.ts';
 import { fakeEngine } from './lib.ts';
-import { startFloorWatcher } from './fleet-floor.ts';
+import { startFloorWatcher, type FloorBuckets } from './fleet-floor.ts';
 import { USERS } from '../src/server/commands/bus-config/users.ts';
 import { seedFile } from '../src/server/commands/bus-config/credentials.ts';
 
@@ -34,7 +34,15 @@ export type WorkerCommand =
       /** On a bus `bus-config` generated: the seeds' directory, each client logging in as its own node. */
       credentials?: string;
     }
-  | { type: 'floor'; url: string; nodes: string[]; plans: string; config: string; /** Watchers started at once, as the clients are. */ atOnce: number }
+  | {
+      type: 'floor';
+      url: string;
+      nodes: string[];
+      /** The buckets watched, and the build whose archive each watcher fetches. */
+      buckets: FloorBuckets;
+      /** Watchers started at once, as the clients are. */
+      atOnce: number;
+    }
   | { type: 'loop-delay' }
   | { type: 'stop' };
 
@@ -135,8 +143,8 @@ async function startNode(url: string, node: string, dir: string, credentials: st
 }
 
 /** A plain watcher of a node's plans and values (the floor, bench/fleet-floor.ts), on its own connection. */
-async function startWatcher(url: string, node: string, plans: string, config: string): Promise<void> {
-  await startFloorWatcher(await connectAs(url, node, 'floor'), node, plans, config, { seen, watches });
+async function startWatcher(url: string, node: string, buckets: FloorBuckets): Promise<void> {
+  await startFloorWatcher(await connectAs(url, node, 'floor'), node, buckets, { seen, watches });
 }
 
 /** Runs `fn` on every item, at most `limit` at once; resolves with how many ran. */
@@ -165,7 +173,7 @@ process.on('message', (cmd: WorkerCommand) => {
     cmd.type === 'clients'
       ? atMost(cmd.atOnce || cmd.nodes.length, cmd.nodes, (n) => startNode(cmd.url, n, cmd.dir, cmd.credentials))
       : cmd.type === 'floor'
-        ? atMost(cmd.atOnce || cmd.nodes.length, cmd.nodes, (n) => startWatcher(cmd.url, n, cmd.plans, cmd.config))
+        ? atMost(cmd.atOnce || cmd.nodes.length, cmd.nodes, (n) => startWatcher(cmd.url, n, cmd.buckets))
         : undefined;
   if (cmd.type === 'loop-delay') return send({ type: 'loop-delay', p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 });
   if (!started) return void stop();
