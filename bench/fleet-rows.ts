@@ -39,6 +39,8 @@ export type FleetFigures = {
   floorWritesMs: number;
   /** The floor's watchers whose watch was asked for again (its consumer not made within nats.js's 5 s). */
   floorRetried: number;
+  /** The floor's watchers that never came up (their watch still refused after the floor's retries). */
+  floorFailed: number;
   /** CPU seconds from the new build's publish to the last engine (the clients'), to the last archive fetched (the floor's). */
   buildCpu: ColdCpu;
   buildFloorCpu: ColdCpu;
@@ -103,7 +105,7 @@ export function tableOf(f: FleetFigures): string[] {
       'cold: nats-server CPU per client start',
       'flat in N',
       `${((f.coldCpu.natsS * 1000) / n).toFixed(1)} ms`,
-      `${((f.coldFloorCpu.natsS * 1000) / n).toFixed(1)} ms (${f.floorRetried} watchers retried)`,
+      `${((f.coldFloorCpu.natsS * 1000) / n).toFixed(1)} ms (${f.floorRetried} watchers asked again, ${f.floorFailed} never up)`,
       '',
     ],
     [

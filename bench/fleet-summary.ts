@@ -28,7 +28,7 @@ export function summaryOf(all: FleetFigures[]): string[] {
     ['burst: max vs the floor max (goal ≤ 2×)', (f) => `${f.burst.max.toFixed(0)} vs ${f.burstFloor.max.toFixed(0)} ms: ${x(f.burst.max, f.burstFloor.max)}`],
     ['nats-server CPU, the whole cold start: clients / floor', (f) => `${f.coldCpu.natsS.toFixed(2)} s / ${f.coldFloorCpu.natsS.toFixed(2)} s`],
     ['nats-server CPU per client start: clients / floor', (f) => `${perStart(f.coldCpu.natsS, f)} / ${perStart(f.coldFloorCpu.natsS, f)}`],
-    ['floor watchers retried (consumer not made within 5 s)', (f) => String(f.floorRetried)],
+    ['floor watchers asked again (consumer not made within 5 s) / never up', (f) => `${f.floorRetried} / ${f.floorFailed}`],
   ];
   const sizes = all.map((f) => f.nodes);
   const out = [

@@ -142,9 +142,16 @@ async function startNode(url: string, node: string, dir: string, credentials: st
   );
 }
 
-/** A plain watcher of a node's plans and values (the floor, bench/fleet-floor.ts), on its own connection. */
+/**
+ * A plain watcher of a node's plans and values (the floor, bench/fleet-floor.ts), on its own
+ * connection. One that never comes up is said (`floor-failed`) and counted missing, not the run's end.
+ */
 async function startWatcher(url: string, node: string, buckets: FloorBuckets): Promise<void> {
-  await startFloorWatcher(await connectAs(url, node, 'floor'), node, buckets, { seen, watches });
+  try {
+    await startFloorWatcher(await connectAs(url, node, 'floor'), node, buckets, { seen, watches });
+  } catch (err) {
+    seen([node, 'floor-failed', String((err as Error).message ?? err), wallNow()]);
+  }
 }
 
 /** Runs `fn` on every item, at most `limit` at once; resolves with how many ran. */

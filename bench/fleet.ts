@@ -49,6 +49,7 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
     const caughtUp = pool.firstOf(nodes, (what) => what === 'caught-up', PHASE_MS);
     // A watch whose consumer was not made within nats.js's 5 s is asked for again (bench/fleet-floor.ts): the nodes that needed it.
     const retried = pool.nodesSeen((what) => what === 'retry');
+    const failed = pool.nodesSeen((what) => what === 'floor-failed');
     const cpu = coldCpu(bus, pool);
     const t0 = wallNow();
     await pool.start(nodes, (share) => ({
@@ -62,6 +63,7 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
     const coldUsed = cpu.done();
     const coldLoad = loadNow();
     const coldRetried = retried.done().size;
+    const coldFailed = failed.done().size;
     const built = pool.firstOf(nodes, (what, text) => what.endsWith('.m0') && text === '2', PHASE_MS);
     const t1 = wallNow();
     const writes = await putPlans(bus, nodes, plan, '2');
@@ -80,7 +82,18 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
       'bench_floor_config',
       nodes.map((n) => [`${n}.m1.a`, bytes('burst')] as [string, Uint8Array]),
     );
-    return { cold, coldCpu: coldUsed, coldLoad, coldRetried, build, buildArchive, buildCpu: buildUsed, writes, burst: spreadOf(await burst, t2, nodes.length) };
+    return {
+      cold,
+      coldCpu: coldUsed,
+      coldLoad,
+      coldRetried,
+      coldFailed,
+      build,
+      buildArchive,
+      buildCpu: buildUsed,
+      writes,
+      burst: spreadOf(await burst, t2, nodes.length),
+    };
   } finally {
     await pool.stop();
     // Gone with their streams: the watchers' consumers would otherwise count as the fleet's for minutes.
@@ -131,7 +144,7 @@ async function runSize(n: number): Promise<FleetFigures> {
     const base = await measureQuiet(bus, Math.min(QUIET_MS, 10_000));
     const floor = await measureFloor(bus, nodes, kvm, workers);
     log(
-      `N=${n}: floor cold ${floor.cold.toFixed(0)} ms (${floor.coldRetried} watchers retried), build max ${floor.build.max.toFixed(0)} ms ` +
+      `N=${n}: floor cold ${floor.cold.toFixed(0)} ms (${floor.coldRetried} watchers asked again, ${floor.coldFailed} never up), build max ${floor.build.max.toFixed(0)} ms ` +
         `(archive fetched ${floor.buildArchive.max.toFixed(0)} ms), burst max ${floor.burst.max.toFixed(0)} ms`,
     );
 
@@ -210,6 +223,7 @@ async function runSize(n: number): Promise<FleetFigures> {
       buildFloorArchive: floor.buildArchive,
       floorWritesMs: floor.writes,
       floorRetried: floor.coldRetried,
+      floorFailed: floor.coldFailed,
       buildSteps,
       buildCpu: buildUsed,
       buildFloorCpu: floor.buildCpu,
