@@ -52,13 +52,15 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
     const failed = pool.nodesSeen((what) => what === 'floor-failed');
     const cpu = coldCpu(bus, pool);
     const t0 = wallNow();
-    await pool.start(nodes, (share) => ({
+    // As the clients' phase does: a watcher still asking for its watch does not hold the phase past its end.
+    const started = pool.start(nodes, (share) => ({
       type: 'floor',
       url: bus.nats.url,
       nodes: share,
       buckets: { plans: 'bench_floor_plans', config: 'bench_floor_config', fetchBuild: '3' },
       atOnce: atOnceOf(workers),
     }));
+    await Promise.race([started, caughtUp]);
     const cold = spreadOf(await caughtUp, t0, nodes.length).max;
     const coldUsed = cpu.done();
     const coldLoad = loadNow();
