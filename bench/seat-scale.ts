@@ -22,6 +22,7 @@ import type { VerbReply } from '../src/shared/contract/verb.ts';
 import { composePlan } from '../src/server/seat/compose.ts';
 import { KvPublisher } from '../src/shared/bus/kv-publisher.ts';
 import { startNats } from '../test/helpers/nats.ts';
+import { readBucketBare } from './seat-verb-floor.ts';
 import { cpuSeconds, now, numberArg, peakRssMiB, percentile } from './lib.ts';
 import {
   countingWatch,
@@ -156,6 +157,8 @@ async function measureCold(url: string, plans: CountingWatch, floor: Floor, rows
   void plans.keysReached(TOTAL).then((at) => (lastPlan = at));
   await until(`${TOTAL} plans`, () => lastPlan > 0, 600_000, seat);
   const cold = lastPlan - started;
+  // The seat's own work, which a machine busy with other processes does not stretch as it does the time.
+  const cpu = cpuSeconds(seat.child.pid!);
   notes.push(
     `from cold: seat ready after ${((await ready) - started).toFixed(0)} ms, first plan after ${((await firstPlan) - started).toFixed(0)} ms, last after ${cold.toFixed(0)} ms`,
   );
@@ -163,7 +166,7 @@ async function measureCold(url: string, plans: CountingWatch, floor: Floor, rows
   rows.push({
     what: `seat from cold, ${TOTAL} assignments → every plan written`,
     goal: '≤ 5 s',
-    figure: `${(cold / 1000).toFixed(2)} s (${plans.puts()} writes)`,
+    figure: `${(cold / 1000).toFixed(2)} s (${plans.puts()} writes; seat CPU ${cpu.toFixed(2)} s)`,
     floor: `${(floor.all / 1000).toFixed(2)} s: ${TOTAL} pipelined puts of ${floor.planBytes} B → watcher`,
   });
   return seat;
@@ -266,7 +269,12 @@ async function measureVerb(run: Run, rows: Row[]): Promise<void> {
     })(),
   );
   publisher.close();
+  // The floor first: the seat has digested the reports' burst on its own watch before it is asked.
+  const floorStarted = now();
+  const bare = await readBucketBare(run.nc, APPLIED);
+  const floor = now() - floorStarted;
   const started = now();
+  const cpuBefore = cpuSeconds(run.seat.child.pid!);
   let after: string | undefined;
   let entries = 0;
   let pages = 0;
@@ -280,9 +288,9 @@ async function measureVerb(run: Run, rows: Row[]): Promise<void> {
   } while (after !== undefined);
   rows.push({
     what: `verb: page through ${REPORTS} reports end to end`,
-    goal: '≤ 1 s',
-    figure: `${((now() - started) / 1000).toFixed(2)} s (${pages} pages, ${entries} entries)`,
-    floor: '',
+    goal: '≤ 0.5 s',
+    figure: `${((now() - started) / 1000).toFixed(2)} s (${pages} pages, ${entries} entries; seat CPU ${(cpuSeconds(run.seat.child.pid!) - cpuBefore).toFixed(2)} s)`,
+    floor: `${(floor / 1000).toFixed(2)} s: ${bare.keys} keys listed, their ${(bare.bytes / 1e6).toFixed(1)} MB by pipelined direct get, bare`,
   });
 }
 
@@ -306,7 +314,7 @@ async function main(): Promise<void> {
     const rss = peakRssMiB(seat.child.pid!);
     rows.push({
       what: `seat peak RSS at ${TOTAL} assignments`,
-      goal: '≤ 200 MB',
+      goal: '≤ 150 MB',
       figure: `${rss.toFixed(0)} MiB (${(rss * 1.048576).toFixed(0)} MB) VmHWM`,
       floor: '',
     });

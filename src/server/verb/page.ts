@@ -14,11 +14,15 @@ export type Row = { key: string; value: unknown } | { key: string; reason: strin
 /**
  * One reply filled in key order up to `limit` entries (out-of-shape rows ride along) and `budget`
  * bytes of JSON; `next` is the last key included when a row is left out. A first row too large for
- * any reply is listed out of shape instead, so the cursor always moves on.
+ * any reply is listed out of shape instead, so the cursor always moves on. Each row is kept as the
+ * JSON text its size was judged by, never as the value read: a page of 20,000 reports held as
+ * parsed values outlived one young-generation collection after another, and was encoded twice.
  */
 export class Page {
-  /** The reply so far. */
-  readonly reply: VerbReply;
+  readonly #what: string;
+  readonly #entries: string[] = [];
+  readonly #outOfShape: string[] = [];
+  #next: string | undefined;
   #size: number;
   #taken = 0;
   #last: string | undefined;
@@ -28,25 +32,37 @@ export class Page {
     private readonly limit: number,
     private readonly budget: number,
   ) {
-    this.reply = { what, entries: [], outOfShape: [] };
-    this.#size = byteLength(this.reply);
+    this.#what = what;
+    this.#size = Buffer.byteLength(this.text());
+  }
+
+  /** The reply so far as its JSON text: what `JSON.stringify` makes of `reply`. */
+  text(): string {
+    const next = this.#next === undefined ? '' : `,"next":${JSON.stringify(this.#next)}`;
+    return `{"what":${JSON.stringify(this.#what)},"entries":[${this.#entries.join(',')}],"outOfShape":[${this.#outOfShape.join(',')}]${next}}`;
+  }
+
+  /** The reply so far, decoded. */
+  get reply(): VerbReply {
+    return JSON.parse(this.text()) as VerbReply;
   }
 
   /** Adds the next row in key order; false when it is left out, which ends the page. */
   add(row: Row): boolean {
-    const full = 'value' in row && this.reply.entries.length >= this.limit;
-    let cost = full ? 0 : costOf(this.reply, row);
+    const full = 'value' in row && this.#entries.length >= this.limit;
+    let text = full ? '' : JSON.stringify(row);
+    let cost = full ? 0 : this.#costOf(row, text);
     if (full || this.#size + cost + nextCost(row.key) > this.budget) {
       if (full || this.#taken > 0) {
-        this.reply.next = this.#last;
+        this.#next = this.#last;
         return false;
       }
-      row = { key: row.key, reason: `value of ${byteLength(row)} bytes does not fit in one reply (max payload ${this.budget + REPLY_HEADROOM})` };
-      cost = costOf(this.reply, row);
+      row = { key: row.key, reason: `value of ${Buffer.byteLength(text)} bytes does not fit in one reply (max payload ${this.budget + REPLY_HEADROOM})` };
+      text = JSON.stringify(row);
+      cost = this.#costOf(row, text);
     }
     this.#size += cost;
-    if ('reason' in row) this.reply.outOfShape.push(row);
-    else this.reply.entries.push(row);
+    ('reason' in row ? this.#outOfShape : this.#entries).push(text);
     this.#taken++;
     this.#last = row.key;
     return true;
@@ -56,19 +72,15 @@ export class Page {
   room(): number {
     const rowBytes = this.#taken > 0 ? this.#size / this.#taken : GUESSED_ROW_BYTES;
     const byBytes = Math.ceil((this.budget - this.#size) / rowBytes);
-    return Math.max(0, Math.min(this.limit - this.reply.entries.length, byBytes)) + 1;
+    return Math.max(0, Math.min(this.limit - this.#entries.length, byBytes)) + 1;
   }
-}
 
-function costOf(reply: VerbReply, row: Row): number {
-  const list = 'reason' in row ? reply.outOfShape : reply.entries;
-  return byteLength(row) + (list.length > 0 ? 1 : 0);
+  #costOf(row: Row, text: string): number {
+    const list = 'reason' in row ? this.#outOfShape : this.#entries;
+    return Buffer.byteLength(text) + (list.length > 0 ? 1 : 0);
+  }
 }
 
 function nextCost(key: string): number {
   return Buffer.byteLength(`,"next":${JSON.stringify(key)}`);
-}
-
-function byteLength(value: unknown): number {
-  return Buffer.byteLength(JSON.stringify(value));
 }

@@ -121,10 +121,16 @@ function maxPayloadOf(nc: NatsConnection): number {
   return nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD;
 }
 
-function respond(msg: Msg, reply: VerbReply | { error: string }, log: Logger): void {
+/** A page of a bucket as its JSON text (page.ts), sent as it is. */
+type PageText = { text: string };
+
+/** What a request is answered with. */
+type Answer = VerbReply | PageText | { error: string };
+
+function respond(msg: Msg, reply: Answer, log: Logger): void {
   if ('error' in reply && reply.error !== BUSY) log.info(`provisioning: answered {error}: ${reply.error.slice(0, 500)}`);
   try {
-    msg.respond(jsonBytes(reply));
+    msg.respond('text' in reply ? Buffer.from(reply.text) : jsonBytes(reply));
   } catch (err) {
     log.warn(`provisioning: could not answer: ${errorText(err)}`);
   }
@@ -140,7 +146,8 @@ export async function answerProvisioning(
 ): Promise<VerbReply | { error: string }> {
   const request = parseVerbRequest(body);
   if (!request.ok) return { error: request.reason };
-  return answerRequest(reader, { health }, request.value, maxPayload);
+  const answer = await answerRequest(reader, { health }, request.value, maxPayload);
+  return 'text' in answer ? (JSON.parse(answer.text) as VerbReply) : answer;
 }
 
 async function answerRequest(
@@ -148,7 +155,7 @@ async function answerRequest(
   memory: { health?: HealthSource | undefined; alive?: HealthSource | undefined },
   request: VerbRequest,
   maxPayload: number,
-): Promise<VerbReply | { error: string }> {
+): Promise<Answer> {
   if (request.what === 'health' || request.what === 'alive') {
     const source = memory[request.what];
     return source ? answerHealth(source, request, maxPayload) : { error: `what: ${request.what} is not kept by this server` };
@@ -156,7 +163,7 @@ async function answerRequest(
   return answerBucket(reader, { ...request, what: request.what }, maxPayload);
 }
 
-async function answerBucket(reader: VerbReader, request: VerbRequest & { what: BucketWhat }, maxPayload: number): Promise<VerbReply | { error: string }> {
+async function answerBucket(reader: VerbReader, request: VerbRequest & { what: BucketWhat }, maxPayload: number): Promise<PageText | { error: string }> {
   const { what, limit, after } = request;
   const shape = SHAPES[what];
   const filter = watchFilter(request);
@@ -166,7 +173,7 @@ async function answerBucket(reader: VerbReader, request: VerbRequest & { what: B
     read: for await (const run of reader.entries(shape.bucket, filter.value, after, maxPayload, () => page.room())) {
       for (const { key, data } of run) if (!page.add(classify(shape, key, data, maxPayload))) break read;
     }
-    return page.reply;
+    return { text: page.text() };
   } catch (err) {
     if (err instanceof BucketReadError) return { error: `${SEAT_READ_FAILURE}${shape.bucket}: ${err.message}` };
     return { error: `internal: ${errorText(err)}` };

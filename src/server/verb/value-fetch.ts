@@ -33,12 +33,18 @@ export type FetchOptions = {
  */
 export async function* fetchValues(nc: NatsConnection, bucket: string, keys: readonly string[], from: number, opts: FetchOptions): AsyncGenerator<Stored[]> {
   const inbox = createInbox(opts.inboxPrefix);
-  const arrived = new Map<number, Msg>();
+  // What each answer says (its value, null when gone, or why it failed), not the message: a page's
+  // window of messages outlived young-generation collections one after another.
+  const arrived = new Map<number, Uint8Array | null | Error>();
+  let largest = 0;
   let wake: ((err?: Error) => void) | undefined;
   let heard = Date.now();
   const sub = nc.subscribe(`${inbox}.*`, {
     callback: (err, msg) => {
-      if (!err) arrived.set(Number(msg.subject.slice(inbox.length + 1)), msg);
+      if (!err) {
+        largest = Math.max(largest, msg.data.length);
+        arrived.set(Number(msg.subject.slice(inbox.length + 1)), readAnswer(msg));
+      }
       heard = Date.now();
       wake?.(err ?? undefined);
     },
@@ -48,12 +54,14 @@ export async function* fetchValues(nc: NatsConnection, bucket: string, keys: rea
     if (Date.now() - heard > READ_TIMEOUT_MS) wake?.(new BucketReadError(`no answer to a direct get within ${READ_TIMEOUT_MS} ms`));
   }, READ_TIMEOUT_MS / 5);
   let issued = from;
-  let largest = 0;
   try {
     for (let next = from; next < keys.length;) {
       const byBytes = Math.max(1, Math.floor(PREFETCH_BYTES / (largest || opts.maxPayload)));
       const ahead = Math.min(MAX_IN_FLIGHT, byBytes, Math.max(1, opts.room()));
-      for (; issued < keys.length && issued < next + ahead; issued++) {
+      // Topped up once half the window is answered, not at each answer: one write to the socket per
+      // half window rather than one per few answers.
+      const topUp = issued - next <= ahead / 2;
+      for (; topUp && issued < keys.length && issued < next + ahead; issued++) {
         // The subject in the body, not the request subject: a long key cannot make a line the server refuses.
         nc.publish(directGetSubject(bucket), jsonBytes({ last_by_subj: keyPrefix(bucket) + keys[issued] }), { reply: `${inbox}.${issued}` });
         opts.onFetch?.(bucket, keys[issued]!);
@@ -64,10 +72,10 @@ export async function* fetchValues(nc: NatsConnection, bucket: string, keys: rea
         wake = undefined;
       }
       const run: Stored[] = [];
-      for (let msg = arrived.get(next); msg; msg = arrived.get(++next)) {
+      for (; arrived.has(next); next++) {
+        const data = arrived.get(next);
         arrived.delete(next);
-        largest = Math.max(largest, msg.data.length);
-        const data = storedValue(msg);
+        if (data instanceof Error) throw data;
         if (data) run.push({ key: keys[next]!, data });
       }
       if (run.length > 0) yield run;
@@ -75,5 +83,14 @@ export async function* fetchValues(nc: NatsConnection, bucket: string, keys: rea
   } finally {
     clearInterval(watchdog);
     sub.unsubscribe();
+  }
+}
+
+/** A direct get's answer: its value, null when the key is gone, or the error it says. */
+function readAnswer(msg: Msg): Uint8Array | null | Error {
+  try {
+    return storedValue(msg);
+  } catch (err) {
+    return err instanceof Error ? err : new BucketReadError(String(err));
   }
 }
