@@ -31,7 +31,10 @@ export async function measureLatency(mesh: BenchMesh, base: string, tag: string,
   const rows: Row[] = [];
 
   if (withStub) rows.push({ name: 'client: KV put → request at a stub', ...(await timeAtStub(mesh, engine.root, changes, appliedOn)) });
-  rows.push({ name: 'bare watcher → bare engine → file', ...(await timeThroughRelay(mesh, base, changes)) });
+  const bare = { name: 'bare watcher → bare engine → file', ...(await timeThroughRelay(mesh, base, changes)) };
+  rows.push(bare);
+  const clientBare = { name: 'client → bare fill engine → file', ...(await timeThroughClientAndBareEngine(mesh, base, tag, changes, appliedOn)) };
+  rows.push(clientBare);
 
   const onDisk = new Map<string, (t: number) => void>();
   engine.onWritten((module, t) => onDisk.get(/^value (.*)$/m.exec(readFileSync(join(engine.root, module, 'a.conf'), 'utf8'))?.[1] ?? '')?.(t));
@@ -40,7 +43,8 @@ export async function measureLatency(mesh: BenchMesh, base: string, tag: string,
   const client = mesh.startClient(node, engine.socket);
   await appliedOn(node);
   const pids = { client: client.pid!, engine: engine.pid };
-  rows.push({ name: 'client: KV put → file on disk', ...(await withCpu(mesh, pids, changes, () => timeChanges(mesh, node, changes, onDisk))) });
+  const real = { name: 'client: KV put → file on disk', ...(await withCpu(mesh, pids, changes, () => timeChanges(mesh, node, changes, onDisk))) };
+  rows.push(real);
   const oneModuleRss = peakRssMiB(client.pid!);
   client.kill('SIGTERM');
   await engine.close();
@@ -52,6 +56,8 @@ export async function measureLatency(mesh: BenchMesh, base: string, tag: string,
     console.log(`  ratio to the floor                       p50 ${ratio(row.fill, row.floor, 50)}x   p99 ${ratio(row.fill, row.floor, 99)}x`);
     if (row.cpu) console.log(`  CPU a change (ms)                        ${row.cpu}`);
   }
+  console.log(`  against the bare topology (issue 34 item 4: p50 ≤ ${GOAL.p50}×, p99 ≤ ${GOAL.p99}× the bare row's, same run)`);
+  for (const row of [real, clientBare]) console.log(againstBare(row, bare));
   console.log(`  client peak RSS with one module  ${oneModuleRss.toFixed(0)} MiB (node, the bundle and the connection: the floor of the row below)`);
   if (engine.problems.length > 0) console.log(`  the engine said: ${engine.problems.slice(0, 3).join(' | ')}`);
 }
@@ -91,8 +97,24 @@ async function timeAtStub(mesh: BenchMesh, root: string, changes: number, applie
   return timed;
 }
 
-/** The line bench/relay.ts's bare engine says once a value's file is on disk. */
+/** The line bench/relay.ts's bare engines say once a value's file is on disk. */
 const RELAY_WRITTEN = /^written (.*)$/;
+
+/** A bench/relay.ts process; `written` hears each value its engine says it wrote. */
+function startRelay(args: string[], stdio: ('ignore' | 'pipe')[], written?: Map<string, (t: number) => void>): ChildProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/relay.ts'), ...args], {
+    stdio: stdio as ['ignore', 'ignore' | 'pipe', 'ignore' | 'pipe'],
+    cwd: ROOT,
+  });
+  let partial = '';
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => {
+    const t = now();
+    const lines = (partial + d).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) written?.get(RELAY_WRITTEN.exec(line)?.[1] ?? '')?.(t);
+  });
+  return child;
+}
 
 /**
  * The same changes through the topology floor (bench/relay.ts): a plain watcher process hands each
@@ -104,29 +126,41 @@ async function timeThroughRelay(mesh: BenchMesh, base: string, changes: number):
   const root = join(dir, 'root');
   mkdirSync(root);
   const socket = join(dir, 'relay.sock');
-  const relay = (args: string[], stdio: ('ignore' | 'pipe')[]): ChildProcess =>
-    spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/relay.ts'), ...args], {
-      stdio: stdio as ['ignore', 'ignore' | 'pipe', 'ignore' | 'pipe'],
-      cwd: ROOT,
-    });
-  const engine = relay(['engine', socket, root], ['ignore', 'ignore', 'pipe']);
   const written = new Map<string, (t: number) => void>();
-  let partial = '';
-  engine.stderr!.setEncoding('utf8').on('data', (d: string) => {
-    const t = now();
-    const lines = (partial + d).split('\n');
-    partial = lines.pop() ?? '';
-    for (const line of lines) written.get(RELAY_WRITTEN.exec(line)?.[1] ?? '')?.(t);
-  });
+  const engine = startRelay(['engine', socket, root], ['ignore', 'ignore', 'pipe'], written);
   let watching = false;
   await waitUntil('the bare engine', () => existsSync(socket), 20_000);
-  const watcher = relay(['watch', mesh.url, CONFIG, 'relay.lat.a', socket], ['ignore', 'pipe', 'ignore']);
+  const watcher = startRelay(['watch', mesh.url, CONFIG, 'relay.lat.a', socket], ['ignore', 'pipe', 'ignore']);
   watcher.stdout!.on('data', () => (watching = true));
   try {
     await waitUntil('the bare watcher', () => watching, 20_000);
     return await withCpu(mesh, { watcher: watcher.pid!, engine: engine.pid! }, changes, () => timeChanges(mesh, 'relay', changes, written));
   } finally {
     watcher.kill('SIGTERM');
+    engine.kill('SIGTERM');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The same changes through the client and bench/relay.ts's bare engine speaking the fill protocol:
+ * the topology floor's hops with the mesh's client, and only it, in them.
+ */
+async function timeThroughClientAndBareEngine(mesh: BenchMesh, base: string, tag: string, changes: number, appliedOn: (node: string) => Promise<void>) {
+  const dir = mkdtempSync(join(base, 'mesh-bench-bare-fill-'));
+  const socket = join(dir, 'fill.sock');
+  const written = new Map<string, (t: number) => void>();
+  const engine = startRelay(['fill-engine', socket], ['ignore', 'ignore', 'pipe'], written);
+  const node = `latbare${tag}`;
+  try {
+    await waitUntil('the bare fill engine', () => existsSync(socket), 20_000);
+    await publishLatModule(mesh, node, join(dir, 'root'));
+    const client = mesh.startClient(node, socket);
+    await appliedOn(node);
+    const timed = await withCpu(mesh, { client: client.pid!, engine: engine.pid! }, changes, () => timeChanges(mesh, node, changes, written));
+    client.kill('SIGTERM');
+    return timed;
+  } finally {
     engine.kill('SIGTERM');
     rmSync(dir, { recursive: true, force: true });
   }
@@ -161,6 +195,16 @@ async function timeChanges(mesh: BenchMesh, node: string, changes: number, arriv
   floorWatch.stop();
   await watchNc.close();
   return { fill: fill.sort((a, b) => a - b), floor: floor.sort((a, b) => a - b) };
+}
+
+/** Issue 34 item 4's goals: a change through the mesh against the same change through the bare topology. */
+const GOAL = { p50: 1.15, p99: 1.5 };
+
+/** A row's p50 and p99 over the bare topology's, and whether each goal is met. */
+function againstBare(row: Row, bare: Row): string {
+  const [p50, p99] = [50, 99].map((p) => percentile(row.fill, p) / percentile(bare.fill, p)) as [number, number];
+  const met = (ok: boolean) => (ok ? 'met' : 'NOT met');
+  return `    ${row.name.padEnd(38)} p50 ${p50.toFixed(2)}x (${met(p50 <= GOAL.p50)})   p99 ${p99.toFixed(2)}x (${met(p99 <= GOAL.p99)})`;
 }
 
 /** `xs` over `floor` at percentile `p`, two decimals. */

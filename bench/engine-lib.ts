@@ -7,7 +7,7 @@
 // engine it was timing.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, readFileSync, fsyncSync, mkdirSync, mkdtempSync, openSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
-import { createConnection } from 'node:net';
+import { createConnection, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { contentDigest } from '../src/shared/contract/fill-protocol.ts';
 import { cpuSeconds, now, percentile, profileFlags, ROOT, waitUntil } from './lib.ts';
@@ -125,6 +125,25 @@ export function fileSystemOf(path: string): string {
   return best.type;
 }
 
+/**
+ * A connection to `socket` once the engine listens on it: its file appears at bind, before listen, so
+ * a connect in between is refused (a loaded machine's run of `npm run bench -- latency` died on it).
+ */
+async function connectWhenListening(socket: string, ms = 20_000): Promise<Socket> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const conn = createConnection(socket);
+    const err = await new Promise<Error | undefined>((resolve) => {
+      conn.once('connect', () => resolve(undefined));
+      conn.once('error', resolve);
+    });
+    if (!err) return conn;
+    conn.destroy();
+    if ((err as NodeJS.ErrnoException).code !== 'ECONNREFUSED' || Date.now() > until) throw err;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 /** The reference engine driven alone: a request's round trip (p50, ms) and the engine's CPU a request (ms). */
 export type EngineAlone = { p50: number; cpu: number };
 
@@ -136,8 +155,7 @@ export type EngineAlone = { p50: number; cpu: number };
  */
 export async function engineAlone(base: string, gapMs: number, n = 500): Promise<EngineAlone> {
   const engine = await startBenchEngine(base, `alone${gapMs}`);
-  const conn = createConnection(engine.socket);
-  await new Promise((resolve) => conn.once('connect', resolve));
+  const conn = await connectWhenListening(engine.socket);
   let buf = '';
   let answered: (() => void) | undefined;
   conn.setEncoding('utf8').on('data', (d: string) => {
@@ -185,8 +203,7 @@ export async function engineBurst(base: string, modules: number, declared: boole
   const paths = (root: string, i: number) => ['a', 'b', 'c'].map((f) => join(root, `s${i}`, `${f}.conf`));
   const all = (root: string) => Array.from({ length: modules }, (_, i) => paths(root, i)).flat();
   const engine = await startBenchEngine(base, `burst${declared ? 'd' : ''}`, declared ? { declare: all } : {});
-  const conn = createConnection(engine.socket);
-  await new Promise((resolve) => conn.once('connect', resolve));
+  const conn = await connectWhenListening(engine.socket);
   let answers = 0;
   let allAnswered: () => void = () => {};
   const answered = new Promise<void>((resolve) => (allAnswered = resolve));

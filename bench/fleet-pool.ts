@@ -22,6 +22,8 @@ export type Pool = {
    * got it: a figure is printed with how many are missing, never waited for without end).
    */
   firstOf(nodes: string[], match: (what: string, text: string) => boolean, ms: number): Promise<Map<string, number>>;
+  /** From now on, notes each node of which a sighting `match` accepts came; `done()` stops and says them. */
+  nodesSeen(match: (what: string, text: string) => boolean): { done(): Set<string> };
   /** The workers' event-loop delay since they started, in ms (p99 and max of the worst worker): what sharing a process costs a client. */
   loopDelay(): Promise<{ p99: number; max: number }>;
   /** When the last sighting of anything came (wall-clock ms). */
@@ -36,6 +38,7 @@ export type Pool = {
 export function startPool(count: number): Pool {
   const children: ChildProcess[] = [];
   const waiters = new Set<Waiter>();
+  const listeners = new Set<(node: string, what: string, text: string) => void>();
   let started: (() => void)[] = [];
   let failed: ((err: Error) => void)[] = [];
   let delays: ((d: { p99: number; max: number }) => void)[] = [];
@@ -44,6 +47,7 @@ export function startPool(count: number): Pool {
     for (const [node, what, text, at] of list) {
       last = Math.max(last, at);
       for (const w of waiters) if (w.at === undefined && w.node === node && w.match(what, text)) w.at = at;
+      for (const l of listeners) l(node, what, text);
     }
   };
   for (let i = 0; i < count; i++) {
@@ -91,6 +95,12 @@ export function startPool(count: number): Pool {
           resolve(new Map(mine.filter((w) => w.at !== undefined).map((w) => [w.node, w.at!])));
         }, 5);
       });
+    },
+    nodesSeen(match) {
+      const nodes = new Set<string>();
+      const listener = (node: string, what: string, text: string) => void (match(what, text) && nodes.add(node));
+      listeners.add(listener);
+      return { done: () => (listeners.delete(listener), nodes) };
     },
     async loopDelay() {
       const all = await Promise.all(

@@ -33,6 +33,21 @@ export type FleetFigures = {
   loopDelay: { p99: number; max: number };
   build: Spread;
   buildFloor: Spread;
+  /** The floor's watchers, each fetching the new build's archive by direct gets: the bus's work a client's build asks too. */
+  buildFloorArchive: Spread;
+  /** The floor's N plan writes, by one writer (the bench, 256 in flight): from the first put to the last ack. */
+  floorWritesMs: number;
+  /** The floor's watchers whose watch was asked for again (its consumer not made within nats.js's 5 s). */
+  floorRetried: number;
+  /** The floor's watchers that never came up (their watch still refused after the floor's retries). */
+  floorFailed: number;
+  /** CPU seconds from the new build's publish to the last engine (the clients'), to the last archive fetched (the floor's). */
+  buildCpu: ColdCpu;
+  buildFloorCpu: ColdCpu;
+  /** The new build's steps (bench/fleet-trace.ts), as markdown rows. */
+  buildSteps: string[];
+  /** The 1-minute load average at the end of each phase. */
+  load: { floor: number; cold: number; build: number; burst: number };
   burst: Spread;
   burstFloor: Spread;
   /** The bus with the seat alone (after every plan was written), before any node connected. */
@@ -47,6 +62,7 @@ export type FleetFigures = {
 /** CPU seconds during a cold phase: the bench's worker processes (all of them) and nats-server. */
 export type ColdCpu = { workersS: number; natsS: number };
 
+const perNodeMs = (s: number, n: number) => `${((s * 1000) / n).toFixed(2)} ms`;
 const ms = (x: number) => `${x.toFixed(0)} ms`;
 const cpu = (c: ColdCpu) => `workers ${c.workersS.toFixed(1)} s, nats-server ${c.natsS.toFixed(1)} s`;
 const missing = (k: number) => (k > 0 ? `, ${k} NEVER within the phase` : '');
@@ -86,11 +102,32 @@ export function tableOf(f: FleetFigures): string[] {
     ['cold: JetStream API calls per node (errors)', 'printed', `${(f.coldApi.total / n).toFixed(1)} (${(f.coldApi.errors / n).toFixed(1)})`, '', ''],
     ['cold: CPU used meanwhile (2 cores shared by all)', 'printed', cpu(f.coldCpu), cpu(f.coldFloorCpu), ''],
     [
+      'cold: nats-server CPU per client start',
+      'flat in N',
+      `${((f.coldCpu.natsS * 1000) / n).toFixed(1)} ms`,
+      `${((f.coldFloorCpu.natsS * 1000) / n).toFixed(1)} ms (${f.floorRetried} watchers asked again, ${f.floorFailed} never up)`,
+      '',
+    ],
+    [
       'a new build of one module on all nodes → every engine',
       'max ≤ 2× floor max',
       spread(f.build),
       spread(f.buildFloor),
       met(f.build.missing === 0 && f.build.max <= 2 * f.buildFloor.max),
+    ],
+    [
+      '… against the floor with the archive fetched by each watcher',
+      'max ≤ 2× floor max',
+      `${(f.build.max / f.buildFloorArchive.max).toFixed(2)}×`,
+      `${spread(f.buildFloorArchive)}; the floor's ${n} plan writes, one writer: ${ms(f.floorWritesMs)}`,
+      met(f.build.missing === 0 && f.build.max <= 2 * f.buildFloorArchive.max),
+    ],
+    [
+      'CPU per node for the new build: workers / nats-server',
+      'printed',
+      `${perNodeMs(f.buildCpu.workersS, n)} / ${perNodeMs(f.buildCpu.natsS, n)}`,
+      `${perNodeMs(f.buildFloorCpu.workersS, n)} / ${perNodeMs(f.buildFloorCpu.natsS, n)} (archive fetched)`,
+      '',
     ],
     [
       'one config put per node, all at once → every engine',
@@ -111,7 +148,8 @@ export function tableOf(f: FleetFigures): string[] {
     ["(the bench) a worker's event-loop delay", 'printed', `p99 ${ms(f.loopDelay.p99)} · max ${ms(f.loopDelay.max)}`, '', ''],
   ];
   return [
-    `N = ${n} nodes (5 modules × 3 config keys each), ${f.date}, 2 shared cores`,
+    `N = ${n} nodes (5 modules × 3 config keys each), ${f.date}, 2 shared cores; load average at the end of the floor ${f.load.floor.toFixed(1)}, ` +
+      `the cold start ${f.load.cold.toFixed(1)}, the build ${f.load.build.toFixed(1)}, the burst ${f.load.burst.toFixed(1)}`,
     '',
     '| what | goal | measured | bus floor (same run) | met |',
     '|---|---|---|---|---|',
@@ -130,7 +168,7 @@ function met(ok: boolean): string {
 }
 
 /** The exponent b of y = a·N^b fitted (least squares on logs) over the sizes; NaN with fewer than two. */
-function exponent(points: [number, number][]): number {
+export function exponent(points: [number, number][]): number {
   const ps = points.filter(([, y]) => y > 0).map(([x, y]) => [Math.log(x), Math.log(y)] as const);
   if (ps.length < 2) return NaN;
   const mx = ps.reduce((s, [x]) => s + x, 0) / ps.length;

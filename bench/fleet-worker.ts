@@ -1,7 +1,8 @@
 // One worker process of bench/fleet.ts: runs a share of the fleet, either as real node clients (the
 // client's own startNodeClient, each node on its own connection, inbox prefix and fill socket, with
-// a confirming engine stub behind every socket) or as plain watchers (the floor: the same node's plans
-// and values watched with nats.js's own KV watch on their own connection, nothing filled). What each engine or watcher sees goes
+// a confirming engine stub behind every socket) or as plain watchers (the floor, bench/fleet-floor.ts:
+// the same node's plans and values watched with nats.js's own KV watch on their own connection, a
+// changed plan's archive fetched, nothing filled). What each engine or watcher sees goes
 // to the parent in batches, stamped with the wall clock both processes share.
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -10,7 +11,6 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { connectBus } from '../src/shared/bus/bus.ts';
 import { INBOX_PREFIXES } from '../src/shared/bus/inbox.ts';
 import { createLogger } from '../src/shared/cli/log.ts';
-import { Kvm } from '@nats-io/kv';
 import type { Watch } from '../src/shared/bus/watch/types.ts';
 import { createEngineClient, type EngineClient } from '../src/client/handoff/fill-socket.ts';
 import { startNodeClient, type NodeClient } from '../src/client/node.ts';
@@ -18,6 +18,7 @@ import { startAlive, type AliveTick } from '../src/client/alive/alive.ts';
 import { EngineWatch } from '../src/client/alive/engine-state.ts';
 import { DEFAULT_ALIVE_SECONDS } from '../src/shared/contract/alive.ts';
 import { fakeEngine } from './lib.ts';
+import { startFloorWatcher, type FloorBuckets } from './fleet-floor.ts';
 import { USERS } from '../src/server/commands/bus-config/users.ts';
 import { seedFile } from '../src/server/commands/bus-config/credentials.ts';
 
@@ -33,7 +34,15 @@ export type WorkerCommand =
       /** On a bus `bus-config` generated: the seeds' directory, each client logging in as its own node. */
       credentials?: string;
     }
-  | { type: 'floor'; url: string; nodes: string[]; plans: string; config: string; /** Watchers started at once, as the clients are. */ atOnce: number }
+  | {
+      type: 'floor';
+      url: string;
+      nodes: string[];
+      /** The buckets watched, and the build whose archive each watcher fetches. */
+      buckets: FloorBuckets;
+      /** Watchers started at once, as the clients are. */
+      atOnce: number;
+    }
   | { type: 'loop-delay' }
   | { type: 'stop' };
 
@@ -133,33 +142,16 @@ async function startNode(url: string, node: string, dir: string, credentials: st
   );
 }
 
-const decoder = new TextDecoder();
-
 /**
- * A plain watcher of a node's plans and values (the floor): nats.js's own KV watch (an ordered push
- * consumer with the library's defaults, none of the mesh's keeping), reporting each key it sees with
- * its value's build or text, and when it has caught up with both.
+ * A plain watcher of a node's plans and values (the floor, bench/fleet-floor.ts), on its own
+ * connection. One that never comes up is said (`floor-failed`) and counted missing, not the run's end.
  */
-async function startWatcher(url: string, node: string, plans: string, config: string): Promise<void> {
-  const nc = await connectAs(url, node, 'floor');
-  const kvm = new Kvm(nc);
-  const follow = async (bucket: string, key: string, text: (v: Uint8Array) => string) => {
-    let caughtUp!: () => void;
-    const done = new Promise<void>((r) => (caughtUp = r));
-    const iter = await (await kvm.open(bucket)).watch({ key });
-    watches.push({ caughtUp: done, stop: () => iter.stop() });
-    void (async () => {
-      for await (const e of iter) {
-        seen([node, e.key, e.value.length > 0 ? text(e.value) : '', wallNow()]);
-        // Every node holds entries in both buckets: the last of those stored says it has caught up.
-        if (e.delta === 0) caughtUp();
-      }
-    })();
-    return done;
-  };
-  const build = (v: Uint8Array) => /"build":"([^"]*)"/.exec(decoder.decode(v))?.[1] ?? '';
-  await Promise.all([follow(plans, `${node}.*`, build), follow(config, `${node}.>`, (v) => decoder.decode(v))]);
-  seen([node, 'caught-up', '', wallNow()]);
+async function startWatcher(url: string, node: string, buckets: FloorBuckets): Promise<void> {
+  try {
+    await startFloorWatcher(await connectAs(url, node, 'floor'), node, buckets, { seen, watches });
+  } catch (err) {
+    seen([node, 'floor-failed', String((err as Error).message ?? err), wallNow()]);
+  }
 }
 
 /** Runs `fn` on every item, at most `limit` at once; resolves with how many ran. */
@@ -188,7 +180,7 @@ process.on('message', (cmd: WorkerCommand) => {
     cmd.type === 'clients'
       ? atMost(cmd.atOnce || cmd.nodes.length, cmd.nodes, (n) => startNode(cmd.url, n, cmd.dir, cmd.credentials))
       : cmd.type === 'floor'
-        ? atMost(cmd.atOnce || cmd.nodes.length, cmd.nodes, (n) => startWatcher(cmd.url, n, cmd.plans, cmd.config))
+        ? atMost(cmd.atOnce || cmd.nodes.length, cmd.nodes, (n) => startWatcher(cmd.url, n, cmd.buckets))
         : undefined;
   if (cmd.type === 'loop-delay') return send({ type: 'loop-delay', p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 });
   if (!started) return void stop();

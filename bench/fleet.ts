@@ -8,7 +8,7 @@
 //
 //   npm run bench -- fleet [--nodes 100,300,1000] [--at-once N] [--quiet-s 20] [--phase-s 120]
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kvm } from '@nats-io/kv';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -18,6 +18,8 @@ import { apiCalls, hearAlive, idleMessageKinds, trafficFrom, measureQuiet, sampl
 import { startPool, type Pool } from './fleet-pool.ts';
 import { growthOf, spreadOf, tableOf, type ColdCpu, type FleetFigures } from './fleet-rows.ts';
 import { wallNow } from './fleet-worker.ts';
+import { traceBuild } from './fleet-trace.ts';
+import { summaryOf } from './fleet-summary.ts';
 import { cpuSeconds, numberArg } from './lib.ts';
 
 const SIZES = (process.argv.includes('--nodes') ? process.argv[process.argv.indexOf('--nodes') + 1]! : '100,300,1000').split(',').map(Number);
@@ -45,27 +47,36 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
   const pool = startPool(workers);
   try {
     const caughtUp = pool.firstOf(nodes, (what) => what === 'caught-up', PHASE_MS);
+    // A watch whose consumer was not made within nats.js's 5 s is asked for again (bench/fleet-floor.ts): the nodes that needed it.
+    const retried = pool.nodesSeen((what) => what === 'retry');
+    const failed = pool.nodesSeen((what) => what === 'floor-failed');
     const cpu = coldCpu(bus, pool);
     const t0 = wallNow();
-    await pool.start(nodes, (share) => ({
+    // As the clients' phase does: a watcher still asking for its watch does not hold the phase past its end.
+    const started = pool.start(nodes, (share) => ({
       type: 'floor',
       url: bus.nats.url,
       nodes: share,
-      plans: 'bench_floor_plans',
-      config: 'bench_floor_config',
+      buckets: { plans: 'bench_floor_plans', config: 'bench_floor_config', fetchBuild: '3' },
       atOnce: atOnceOf(workers),
     }));
+    await Promise.race([started, caughtUp]);
     const cold = spreadOf(await caughtUp, t0, nodes.length).max;
     const coldUsed = cpu.done();
+    const coldLoad = loadNow();
+    const coldRetried = retried.done().size;
+    const coldFailed = failed.done().size;
     const built = pool.firstOf(nodes, (what, text) => what.endsWith('.m0') && text === '2', PHASE_MS);
     const t1 = wallNow();
-    const plan2 = bytes(plan.replace(/"build":"1"/, '"build":"2"'));
-    await putAll(
-      bus.nc,
-      'bench_floor_plans',
-      nodes.map((n) => [`${n}.m0`, plan2] as [string, Uint8Array]),
-    );
+    const writes = await putPlans(bus, nodes, plan, '2');
     const build = spreadOf(await built, t1, nodes.length);
+    // Again, each watcher now fetching the archive its changed plan names, as a client does: a phase of its own.
+    const fetched = pool.firstOf(nodes, (what, text) => what === 'archive' && text === '3', PHASE_MS);
+    const buildCpu = coldCpu(bus, pool);
+    const t3 = wallNow();
+    await putPlans(bus, nodes, plan, '3');
+    const buildArchive = spreadOf(await fetched, t3, nodes.length);
+    const buildUsed = buildCpu.done();
     const burst = pool.firstOf(nodes, (what, text) => what.endsWith('.m1.a') && text === 'burst', PHASE_MS);
     const t2 = wallNow();
     await putAll(
@@ -73,14 +84,40 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
       'bench_floor_config',
       nodes.map((n) => [`${n}.m1.a`, bytes('burst')] as [string, Uint8Array]),
     );
-    return { cold, coldCpu: coldUsed, build, burst: spreadOf(await burst, t2, nodes.length) };
+    return {
+      cold,
+      coldCpu: coldUsed,
+      coldLoad,
+      coldRetried,
+      coldFailed,
+      build,
+      buildArchive,
+      buildCpu: buildUsed,
+      writes,
+      burst: spreadOf(await burst, t2, nodes.length),
+    };
   } finally {
     await pool.stop();
     // Gone with their streams: the watchers' consumers would otherwise count as the fleet's for minutes.
     // A stream with thousands of consumers takes the server more than the API's default 5 s to delete.
-    const jsm = await jetstreamManager(bus.nc, { timeout: 120_000 });
-    for (const b of ['bench_floor_plans', 'bench_floor_config']) await jsm.streams.delete(`KV_${b}`);
+    // Unchecked (an account info waits behind the same queue), and a delete still unanswered is said, not the run's end:
+    // at 1,000 at once the floor's own consumers kept the server from answering within the 2 minutes.
+    const jsm = await jetstreamManager(bus.nc, { timeout: 120_000, checkAPI: false });
+    for (const b of ['bench_floor_plans', 'bench_floor_config'])
+      await jsm.streams.delete(`KV_${b}`).catch((err: unknown) => log(`the floor's stream KV_${b} not deleted: ${String(err)}`));
   }
+}
+
+/** Puts `plan` at `build` as every node's `m0` of the floor's plans, one writer, pipelined; resolves with the ms it took. */
+async function putPlans(bus: FleetBus, nodes: string[], plan: string, build: string): Promise<number> {
+  const t0 = wallNow();
+  const value = bytes(plan.replace(/"build":"1"/, `"build":"${build}"`));
+  await putAll(
+    bus.nc,
+    'bench_floor_plans',
+    nodes.map((n) => [`${n}.m0`, value] as [string, Uint8Array]),
+  );
+  return wallNow() - t0;
 }
 
 /** Counts the CPU the pool's workers and nats-server use from now until `done()`. */
@@ -111,7 +148,10 @@ async function runSize(n: number): Promise<FleetFigures> {
     const modules = await loadFleet(bus.nc, nodes);
     const base = await measureQuiet(bus, Math.min(QUIET_MS, 10_000));
     const floor = await measureFloor(bus, nodes, kvm, workers);
-    log(`N=${n}: floor cold ${floor.cold.toFixed(0)} ms, build max ${floor.build.max.toFixed(0)} ms, burst max ${floor.burst.max.toFixed(0)} ms`);
+    log(
+      `N=${n}: floor cold ${floor.cold.toFixed(0)} ms (${floor.coldRetried} watchers asked again, ${floor.coldFailed} never up), build max ${floor.build.max.toFixed(0)} ms ` +
+        `(archive fetched ${floor.buildArchive.max.toFixed(0)} ms), burst max ${floor.burst.max.toFixed(0)} ms`,
+    );
 
     pool = startPool(workers);
     const p = pool;
@@ -128,6 +168,7 @@ async function runSize(n: number): Promise<FleetFigures> {
     const coldMissing = cold.reduce((sum, c) => sum + c.missing, 0);
     const seatCold = seat.done();
     const coldUsed = cpu.done();
+    const coldLoad = loadNow();
     const api1 = await apiCalls(bus);
     const coldApi = { total: api1.total - api0.total, errors: api1.errors - api0.errors };
     log(`N=${n}: cold ${coldMs.toFixed(0)} ms${coldMissing ? `, ${coldMissing} modules never` : ''}`);
@@ -136,13 +177,19 @@ async function runSize(n: number): Promise<FleetFigures> {
     seat = sampleUsage(bus.seat.child.pid!);
     const built = pool.firstOf(nodes, (what, text) => what === 'm0' && text.includes('build 2'), PHASE_MS);
     const buildTraffic = await trafficFrom(bus);
+    const trace = traceBuild(bus.nc, 'm0');
+    const buildCpu = coldCpu(bus, p);
     const t1 = wallNow();
     await publishBuild(bus.nc, modules, 'm0', '2');
-    const build = spreadOf(await built, t1, n);
+    const builtAt = await built;
+    const build = spreadOf(builtAt, t1, n);
     const seatBuild = seat.done();
+    const buildUsed = buildCpu.done();
+    const buildLoad = loadNow();
     // The reports follow each engine's answer within milliseconds; the phase's idle heartbeats are counted too.
     await new Promise((r) => setTimeout(r, 500));
     const buildBus = await buildTraffic.done(n);
+    const buildSteps = trace.done(builtAt, t1);
 
     await untilEnginesQuiet(pool, 3000);
     seat = sampleUsage(bus.seat.child.pid!);
@@ -156,6 +203,7 @@ async function runSize(n: number): Promise<FleetFigures> {
     );
     const burstSpread = spreadOf(await burst, t2, n);
     const seatBurst = seat.done();
+    const burstLoad = loadNow();
     await new Promise((r) => setTimeout(r, 500));
     const burstBus = await burstTraffic.done(n);
 
@@ -177,6 +225,14 @@ async function runSize(n: number): Promise<FleetFigures> {
       coldFloorMs: floor.cold,
       build,
       buildFloor: floor.build,
+      buildFloorArchive: floor.buildArchive,
+      floorWritesMs: floor.writes,
+      floorRetried: floor.coldRetried,
+      floorFailed: floor.coldFailed,
+      buildSteps,
+      buildCpu: buildUsed,
+      buildFloorCpu: floor.buildCpu,
+      load: { floor: floor.coldLoad, cold: coldLoad, build: buildLoad, burst: burstLoad },
       burst: burstSpread,
       burstFloor: floor.burst,
       base,
@@ -198,14 +254,19 @@ async function runSize(n: number): Promise<FleetFigures> {
 
 const log = (line: string) => console.error(`# ${line}`);
 
+/** The 1-minute load average now (the machine is shared: every figure is printed beside it). */
+const loadNow = () => loadavg()[0]!;
+
 async function main(): Promise<void> {
   const all: FleetFigures[] = [];
   for (const n of SIZES) {
     const f = await runSize(n);
     all.push(f);
     console.log(tableOf(f).join('\n') + '\n');
+    console.log(["where the new build's time went (stamped on the bus by the bench; see bench/fleet-trace.ts):", '', ...f.buildSteps].join('\n') + '\n');
     console.log(`FLEET ${JSON.stringify(f)}\n`);
   }
+  console.log(summaryOf(all).join('\n') + '\n');
   if (all.length > 1) console.log(['growth over the sizes (y = a·N^b; b is the exponent):', '', ...growthOf(all)].join('\n'));
 }
 

@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** What `npm run bench` runs without a name: the fleet bench takes many minutes, so it runs only when named. */
-const DEFAULT = ['latency', 'collections', 'asks', 'seat-scale', 'rollout', 'liveness', 'provenance', 'drift'];
+const DEFAULT = ['latency', 'collections', 'asks', 'seat-scale', 'rollout', 'liveness', 'provenance', 'drift', 'bus-cost'];
 
 /** The benchmarks and their arguments: a word that names bench/<word>.ts starts the next one. */
 function plan(args) {

@@ -1,58 +1,128 @@
-// The scale row of bench/latency.ts: a client brings many modules of three files each from its start
-// to every report `applied`, the reference engine writing every file; the time, each process's CPU
-// and the client's peak RSS.
+// The scale rows of bench/latency.ts (issue 34 item 3): a client brings many modules of three files
+// each from its start to every report applied — with a stub engine (the mesh's own cost), and with
+// the reference engine writing every file — beside the bus's cold floor for the same node, measured
+// in the same run (bench/cold-floor.ts); the time, each process's CPU and the client's peak RSS.
 import { readdirSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
+import type { Watch } from '../src/shared/bus/watch/types.ts';
 import { watchKv } from '../src/shared/bus/watch/watch.ts';
 import { APPLIED, PLANS } from '../src/shared/contract/buckets.ts';
+import { measureFloor, type FloorRun } from './cold-floor.ts';
 import { engineBurst, startBenchEngine } from './engine-lib.ts';
-import { cpuSeconds, now, peakRssMiB, publishThreeFiles, waitUntil, type BenchMesh } from './lib.ts';
+import { cpuSeconds, fakeEngine, now, peakRssMiB, publishThreeFiles, waitUntil, type BenchMesh } from './lib.ts';
 
-/** `modules` modules of three files each, from client start to every report applied and every file on disk. */
+/** The goals of issue 34 item 3. */
+const GOAL = { ratio: 2, rssMiB: 100 };
+
+/** One client's cold start: seconds to every report applied, its CPU seconds, its peak RSS, and the engine's CPU meanwhile. */
+type ColdRun = { s: number; cpu: number; rss: number; engineCpu: number; busCpu: number; reportBytes: number };
+
+/** `modules` modules of three files each for `node`, every plan written by the seat. */
+async function publishNode(mesh: BenchMesh, node: string, root: string, modules: number): Promise<void> {
+  for (let i = 0; i < modules; i++) await publishThreeFiles(mesh, `s${i}`, node, root);
+  const plans = await mesh.kvm.open(PLANS);
+  await waitUntil(`${node}'s plans`, async () => (await plans.get(`${node}.s${modules - 1}`)) !== null, 120_000);
+}
+
+/** Counts `node`'s modules that reached `applied`, and the size of the last report seen. */
+async function watchApplied(mesh: BenchMesh, node: string): Promise<{ watch: Watch; count: () => number; bytes: () => number }> {
+  let applied = 0;
+  let bytes = 0;
+  const states = new Map<string, string>();
+  const watch = await watchKv(mesh.nc, APPLIED, `${node}.*`, (e) => {
+    if (!e.value) return;
+    bytes = e.value.length;
+    const state = (JSON.parse(new TextDecoder().decode(e.value)) as { state: string }).state;
+    if (state === 'applied' && states.get(e.key) !== 'applied') applied++;
+    states.set(e.key, state);
+  });
+  await watch.caughtUp;
+  return { watch, count: () => applied, bytes: () => bytes };
+}
+
+/** Starts the client of `node` on `socket` and times it to every module applied. */
+async function coldStart(mesh: BenchMesh, node: string, socket: string, modules: number, enginePid?: number): Promise<ColdRun> {
+  const applied = await watchApplied(mesh, node);
+  const before = { bus: cpuSeconds(mesh.natsPid), engine: enginePid ? cpuSeconds(enginePid) : 0 };
+  const started = now();
+  const client = mesh.startClient(node, socket);
+  await waitUntil(`${modules} applied`, () => applied.count() === modules, 300_000);
+  const s = (now() - started) / 1000;
+  const run = {
+    s,
+    cpu: cpuSeconds(client.pid!),
+    rss: peakRssMiB(client.pid!),
+    engineCpu: enginePid ? cpuSeconds(enginePid) - before.engine : 0,
+    busCpu: cpuSeconds(mesh.natsPid) - before.bus,
+    reportBytes: applied.bytes(),
+  };
+  applied.watch.stop();
+  const exited = new Promise((resolve) => client.once('exit', resolve));
+  client.kill('SIGTERM');
+  await exited;
+  return run;
+}
+
+/** The floor and the client's two rows for `modules` modules of three files; the engine root under `base`. */
 export async function measureScale(mesh: BenchMesh, base: string, tag: string, modules: number): Promise<void> {
-  const { nc, kvm } = mesh;
+  const stubNode = `stubbig${tag}`;
   const node = `big${tag}`;
   const engine = await startBenchEngine(base, node);
-  for (let i = 0; i < modules; i++) await publishThreeFiles(mesh, `s${i}`, node, engine.root);
-  const plans = await kvm.open(PLANS);
-  await waitUntil('the plans', async () => (await plans.get(`${node}.s${modules - 1}`)) !== null, 120_000);
-  let appliedCount = 0;
-  const states = new Map<string, string>();
-  const appliedWatch = await watchKv(nc, APPLIED, `${node}.*`, (e) => {
-    if (!e.value) return;
-    const state = (JSON.parse(new TextDecoder().decode(e.value)) as { state: string }).state;
-    const before = states.get(e.key);
-    states.set(e.key, state);
-    if (state === 'applied' && before !== 'applied') appliedCount++;
-  });
-  await appliedWatch.caughtUp;
-  const started = now();
-  const cpu = { bus: cpuSeconds(mesh.natsPid), engine: cpuSeconds(engine.pid), bench: process.cpuUsage() };
-  const big = mesh.startClient(node, engine.socket);
-  await waitUntil(`${modules} applied`, () => appliedCount === modules, 300_000);
-  const took = now() - started;
-  const rss = { client: peakRssMiB(big.pid!), engine: peakRssMiB(engine.pid) };
-  const clientCpu = cpuSeconds(big.pid!);
-  const benchUsed = process.cpuUsage(cpu.bench);
-  const engineCpu = cpuSeconds(engine.pid) - cpu.engine;
-  appliedWatch.stop();
-  big.kill('SIGTERM');
-  await new Promise((resolve) => big.once('exit', resolve));
+  await publishNode(mesh, stubNode, engine.root, modules);
+  await publishNode(mesh, node, engine.root, modules);
+  const load = loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
+  const stub = await fakeEngine(join(mesh.dir, `stub-${tag}.sock`), () => {});
+  const atStub = await coldStart(mesh, stubNode, join(mesh.dir, `stub-${tag}.sock`), modules);
+  stub.close();
+  const floor = await measureFloor(mesh, stubNode, `floor${tag}`, atStub.reportBytes, false);
+  const floorArchives = await measureFloor(mesh, stubNode, `floora${tag}`, atStub.reportBytes, true);
+  const real = await coldStart(mesh, node, engine.socket, modules, engine.pid);
   const files = readdirSync(engine.root).reduce((n, m) => n + readdirSync(join(engine.root, m)).length, 0);
   await engine.close();
-  console.log(`scale: ${modules} modules × 3 files (${files} files on disk)`);
-  console.log(
-    `  client start → all applied       ${(took / 1000).toFixed(2)} s   client peak RSS ${rss.client.toFixed(0)} MiB (engine ${rss.engine.toFixed(0)} MiB)`,
-  );
-  // On a 2-core machine the four share the CPU: what each used bounds the time above.
-  console.log(
-    `  CPU used meanwhile               client ${clientCpu.toFixed(2)} s, engine ${engineCpu.toFixed(2)} s, nats-server ${(cpuSeconds(mesh.natsPid) - cpu.bus).toFixed(2)} s, this bench (report watch) ${((benchUsed.user + benchUsed.system) / 1e6).toFixed(2)} s`,
-  );
-  if (engine.problems.length > 0) console.log(`  the engine said: ${engine.problems.slice(0, 3).join(' | ')}`);
-  // The engine's share alone, and what a declaration (the record it then keeps) adds to it.
   const bare = await engineBurst(base, modules, false);
   const declared = await engineBurst(base, modules, true);
+  printScale({ modules, files, load, floor, floorArchives, atStub, real, bare, declared });
+  if (engine.problems.length > 0) console.log(`  the engine said: ${engine.problems.slice(0, 3).join(' | ')}`);
+}
+
+/** What printScale prints. */
+type ScaleRows = {
+  modules: number;
+  files: number;
+  load: string;
+  floor: FloorRun;
+  floorArchives: FloorRun;
+  atStub: ColdRun;
+  real: ColdRun;
+  /** The reference engine alone taking the same requests, and with a declaration of every path (ms). */
+  bare: { ms: number; cpu: number };
+  declared: { ms: number; cpu: number };
+};
+
+function printScale(r: ScaleRows): void {
+  const engineAloneCpu = r.bare.cpu / 1000;
+  const met = (ok: boolean) => (ok ? 'met' : 'NOT met');
+  const ratios = (run: ColdRun) => {
+    const a = run.s / r.floor.s;
+    const b = run.s / r.floorArchives.s;
+    return `${a.toFixed(2)}× the floor, ${b.toFixed(2)}× with archives (goal ≤ ${GOAL.ratio}× the latter: ${met(b <= GOAL.ratio)})`;
+  };
+  console.log(`scale: ${r.modules} modules × 3 files, ${r.modules} distinct archives (${r.files} files on disk); load average ${r.load}`);
+  console.log(`  floor: fresh process, plans + config watched, ${r.modules} reports put     ${r.floor.s.toFixed(2)} s (its CPU ${r.floor.cpu.toFixed(2)} s)`);
+  console.log(`  floor with each plan's archive read by direct get  ${r.floorArchives.s.toFixed(2)} s (its CPU ${r.floorArchives.cpu.toFixed(2)} s)`);
+  console.log(`  client start → all applied, stub engine          ${r.atStub.s.toFixed(2)} s: ${ratios(r.atStub)}`);
+  console.log(`    client CPU ${r.atStub.cpu.toFixed(2)} s, peak RSS ${r.atStub.rss.toFixed(0)} MiB, nats-server CPU ${r.atStub.busCpu.toFixed(2)} s`);
+  console.log(`  client start → all applied, reference engine     ${r.real.s.toFixed(2)} s: ${ratios(r.real)}`);
   console.log(
-    `  the reference engine alone, the same ${modules} requests at once: ${(bare.ms / 1000).toFixed(2)} s (CPU ${(bare.cpu / 1000).toFixed(2)} s); with a declaration of every path ${(declared.ms / 1000).toFixed(2)} s (CPU ${(declared.cpu / 1000).toFixed(2)} s)`,
+    `    client CPU ${r.real.cpu.toFixed(2)} s against the reference engine's ${engineAloneCpu.toFixed(2)} s writing the same files alone (goal ≤: ${met(r.real.cpu <= engineAloneCpu)}); engine CPU in this row ${r.real.engineCpu.toFixed(2)} s, nats-server ${r.real.busCpu.toFixed(2)} s`,
+  );
+  console.log(
+    `    client peak RSS ${r.real.rss.toFixed(0)} MiB (goal ≤ ${GOAL.rssMiB}: ${met(r.real.rss <= GOAL.rssMiB)}); stub row ${r.atStub.rss.toFixed(0)} MiB`,
+  );
+  console.log(
+    `  the reference engine alone, the same ${r.modules} requests at once: ${(r.bare.ms / 1000).toFixed(2)} s (CPU ${(r.bare.cpu / 1000).toFixed(2)} s); with a declaration of every path ${(r.declared.ms / 1000).toFixed(2)} s (CPU ${(r.declared.cpu / 1000).toFixed(2)} s)`,
   );
 }

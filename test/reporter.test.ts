@@ -70,6 +70,31 @@ test('a report is written and published only when it differs from the last, the 
   assert.equal(ops.filter((o) => o.startsWith('publish')).length, 2);
 });
 
+test("a report's bytes are the JSON of the whole report, its time last, however much of it the comparison left out", async () => {
+  const { ops, reporter } = fakeBus();
+  const body = filledReport('b', [{ ...done, from: [{ kind: 'config', key: 'n1.web.a', rev: 3 }] }], [wait], undefined, ['a "quoted" note']);
+  await reporter.report('web', body);
+  const written = ops.find((o) => o.startsWith('put applied n1.web '))!.slice('put applied n1.web '.length);
+  assert.is(written, JSON.stringify({ node: 'n1', module: 'web', ...body, at: '2026-01-01T00:00:00.000Z' }));
+});
+
+test('needs: a fill naming the same needs again writes nothing; one whose need turns met puts that need alone', async () => {
+  const { ops, reporter } = fakeBus();
+  const entries = (met: boolean) => [
+    { kind: 'config', name: 'a', files: ['/f'], met: true },
+    { kind: 'config', name: 'b', files: ['/f', '/g'], met },
+  ];
+  await reporter.needs('web', entries(false));
+  ops.length = 0;
+  await reporter.needs('web', entries(false));
+  assert.equal(ops, []);
+  await reporter.needs('web', entries(true));
+  assert.equal(
+    ops.map((o) => o.split(' ').slice(0, 3).join(' ')),
+    ['put needs n1.web.config.b'],
+  );
+});
+
 test('needs: only those that differ are put, those no longer named deleted; removal takes them all', async () => {
   const { ops, reporter } = fakeBus();
   await reporter.needs('web', [

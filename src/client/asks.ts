@@ -39,8 +39,31 @@ export type AskView = {
   sources: ValueLookup;
 };
 
+/** An ask's answer. */
+export type AskAnswer = { value: string } | { error: string };
+
 /** Answers one ask body of `node`'s client; pure over the view, so tests and the bench can call it directly. */
-export function answerAsk(body: Uint8Array, view: AskView, node: string): { value: string } | { error: string } {
+export function answerAsk(body: Uint8Array, view: AskView, node: string): AskAnswer {
+  const asked = askedValue(body, view, node);
+  return 'unread' in asked ? { error: 'the value is being read from the bus; ask again' } : asked;
+}
+
+/**
+ * Answers one ask once the value it names is read: a config key the client does not hold yet is read
+ * by direct get first (sources/keyed.ts), so an ask is never answered "not resolved" for a key not read.
+ */
+export async function answerAskWhenRead(body: Uint8Array, view: AskView, node: string): Promise<AskAnswer> {
+  // A key read, then (known absent) its module's keys read for a hint: a read or two.
+  for (let reads = 0; reads < 3; reads++) {
+    const asked = askedValue(body, view, node);
+    if (!('unread' in asked)) return asked;
+    await asked.unread;
+  }
+  return answerAsk(body, view, node);
+}
+
+/** The answer to an ask, or the read it waits for first. */
+function askedValue(body: Uint8Array, view: AskView, node: string): { unread: Promise<void> } | AskAnswer {
   const ask = decodeJson(AskRequestSchema, body, { maxBytes: MAX_ASK_BYTES, maxDepth: 2 });
   if (!ask.ok) return { error: `bad request: ${ask.reason}` };
   const { module, kind, key } = ask.value;
@@ -50,6 +73,7 @@ export function answerAsk(body: Uint8Array, view: AskView, node: string): { valu
   if (!plan) return { error: `module "${module}" is not assigned to this node` };
   const found = view.sources.lookup(plan, { kind, name: key });
   if (found.state === 'value') return { value: found.text };
+  if (found.state === 'waiting' && found.unread) return { unread: found.unread };
   if (found.state === 'waiting') return { error: `${kind} "${key}" is not resolved for ${module}${nextStep(kind, key, module, node, found.notes)}` };
   return { error: found.reason };
 }
@@ -77,14 +101,19 @@ export function serveAsks(nc: NatsConnection, node: string, view: AskView, log: 
         else log.debug(`asks: ${ignored} asks ignored for their reply subject`);
         return;
       }
-      try {
-        msg.respond(sub.getPending() > MAX_PENDING_ASKS ? busy : jsonBytes(answerAsk(msg.data, view, node)));
-      } catch (e) {
-        log.warn(`asks: could not answer: ${errorText(e)}`);
-      }
+      if (sub.getPending() > MAX_PENDING_ASKS) return void respond(msg, busy, log);
+      void answerAskWhenRead(msg.data, view, node).then((answer) => respond(msg, jsonBytes(answer), log));
     },
   });
   return { stop: () => sub.unsubscribe() };
+}
+
+function respond(msg: { respond(data: Uint8Array): boolean }, data: Uint8Array, log: Logger): void {
+  try {
+    msg.respond(data);
+  } catch (e) {
+    log.warn(`asks: could not answer: ${errorText(e)}`);
+  }
 }
 
 /** One notice of `prov.changed.<node>.<module>`: a kind, and the key when one key changed. */

@@ -15,7 +15,7 @@ import { changedOf, everyKind } from './asks.ts';
 import { TemplateCache } from './fill/templates.ts';
 import type { EngineClient } from './handoff/fill-socket.ts';
 import { Handoff } from './handoff/handoff.ts';
-import { settleStoredNeeds, type StoredNeeds } from './report/stale-needs.ts';
+import { settleLeftBehind, type LeftBehind } from './report/stale-needs.ts';
 import { DependencyIndex } from './schedule/dependencies.ts';
 import { Modules } from './schedule/modules.ts';
 import { Scheduler } from './schedule/scheduler.ts';
@@ -133,6 +133,7 @@ export async function startClient(opts: ClientOptions, open: OpenSinks): Promise
       await settle();
       // A report or need whose write is still being tried again is dropped: the next start writes them anew.
       sinks.reporter.close();
+      await sinks.flush?.();
     },
   };
 }
@@ -213,29 +214,31 @@ async function begin(opts: ClientOptions, sinks: ClientSinks, stages: Stages, it
   // value not read is never reported waited for (DESIGN §7 point 4). A timer here filled a site's
   // node while its config watch was still being made, reporting `waiting` for values that were there
   // (issue 22). A bus that answers nothing holds the start, as it holds the plans' watch above.
-  const [, needs] = await Promise.all([sources.settled(), within(sinks.storedNeeds, START_WAIT_MS, 'late' as const)]);
-  // A bucket missing settles its source without catching up: the items are then not all read.
-  const caughtUp = await within(
-    sources.caughtUp().then(() => true),
-    0,
-    false,
-  );
+  const leftBehind = sinks.leftBehind(new Set(modules.names()));
+  const [, needs] = await Promise.all([sources.settled(), within(leftBehind, START_WAIT_MS, 'late' as const)]);
   stages.go();
-  // Needs of modules whose plans went (and their reports), or that a plan's new build no longer names,
-  // while this client was down: handed over before the first fills, so each fill deletes what its
-  // module no longer names.
-  const settleNeeds = (stored: StoredNeeds | undefined) =>
-    stored && settleStoredNeeds(stored, new Set(modules.names()), sinks.reporter, (m) => modules.removeStale(m), node, log);
+  // Needs, items and reports of modules whose plans went, or that a plan's new build no longer names,
+  // while this client was down (from its record of written keys, stale-needs.ts): handed over before
+  // the first fills, so each fill deletes what its module no longer names.
+  const settleNeeds = (left: LeftBehind | undefined) =>
+    left &&
+    settleLeftBehind(
+      left,
+      modules.plans(),
+      sinks.reporter,
+      (m) => modules.removeStale(m),
+      (key) => sinks.items.deleteLeft(key),
+      node,
+      log,
+    );
   if (needs !== 'late') settleNeeds(needs);
   else {
     log.warn(`${NEEDS}: ${node}'s needs not read within ${START_WAIT_MS} ms; those left from before this start are handled once they are`);
-    void sinks.storedNeeds.then(settleNeeds);
+    void leftBehind.then(settleNeeds);
   }
   stages.refillAll('start');
   const asks = await sinks.asks?.serve({ plans: modules, sources });
   // Whatever a module asked before this client started may have changed while it was away.
   sinks.asks?.changed(modules.names().flatMap((m) => everyKind(m)));
-  // Items of modules whose plans went while this client was down (only once the items are all read).
-  if (caughtUp) sinks.items.removeUnplanned(new Set(modules.names()), items.contributors());
   return asks;
 }

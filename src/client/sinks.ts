@@ -7,19 +7,25 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { openKv } from '../shared/bus/bus.ts';
 import { APPLIED, COLLECT, NEEDS } from '../shared/contract/buckets.ts';
 import { KvPublisher } from '../shared/bus/kv-publisher.ts';
+import { errorText } from '../shared/base/errors.ts';
 import type { Logger } from '../shared/cli/log.ts';
 import { publishChanged, serveAsks, type AskView, type Changed } from './asks.ts';
 import type { EngineClient } from './handoff/fill-socket.ts';
 import { ItemWriter } from './report/items.ts';
 import { Reporter, type KeyWriter, type ReportBody } from './report/reporter.ts';
-import { readStoredNeeds, type StoredNeeds } from './report/stale-needs.ts';
+import { readLeftBehind, type LeftBehind } from './report/stale-needs.ts';
+import { readRecord, WrittenRecord } from './report/written.ts';
+import { collectKey } from '../shared/contract/keys.ts';
 import type { NodeItems } from './sources/collected.ts';
 
 /** Takes each module's needs, report and removal; `known` takes the needs left from before this start. */
 export type ReportSink = Pick<Reporter, 'needs' | 'report' | 'removed' | 'known' | 'close'>;
 
-/** Takes each module's items, and deletes those of modules whose plans went while the client was down. */
-export type ItemSink = Pick<ItemWriter, 'record' | 'removed' | 'removeUnplanned'>;
+/** Takes each module's items, and deletes an item left from before this start by its key. */
+export type ItemSink = Pick<ItemWriter, 'record' | 'removed'> & {
+  /** Deletes the item at `key` (its contributor's plan went, or no longer has its collection, while the client was down). */
+  deleteLeft(key: string): void;
+};
 
 /** Serves the node's asks and says what changed for them (DESIGN §7 point 13). */
 export type AskSink = {
@@ -35,8 +41,10 @@ export type ClientSinks = {
   engine: EngineClient;
   /** Takes each module's needs and report. */
   reporter: ReportSink;
-  /** The node's needs left from before this start, by module; undefined when none were read. */
-  storedNeeds: Promise<StoredNeeds | undefined>;
+  /** What the node's client left before this start (its modules planned now: `planned`); undefined when it could not be read. */
+  leftBehind(planned: ReadonlySet<string>): Promise<LeftBehind | undefined>;
+  /** Saves what is still to be saved of the client's own records (its written keys) before it stops. */
+  flush?(): Promise<void>;
   /** Takes each module's items. */
   items: ItemSink;
   /** Serves asks and says changes; absent, none is answered and nothing said. */
@@ -55,6 +63,8 @@ export type BusSinkOptions = {
   nc: NatsConnection;
   /** The node whose needs, reports and items are written. */
   node: string;
+  /** The client's cache directory: its record of written keys is kept there (report/written.ts). */
+  cacheDir: string;
   log: Logger;
   /** The client's end of the engine's fill socket. */
   engine: EngineClient;
@@ -64,10 +74,30 @@ export type BusSinkOptions = {
   onReport?: (module: string, report: ReportBody) => void;
 };
 
-/** Puts as pipelined publishes (no request, timer or stack trace per write), deletes as the bucket's own. */
-function keyWriter(nc: NatsConnection, bucket: string, kv: KV, inboxPrefix: string): KeyWriter {
+/**
+ * Puts as pipelined publishes (no request, timer or stack trace per write), deletes as the bucket's
+ * own; `noted` hears a key before its put is asked (`value`) and once its delete is done (undefined).
+ */
+function keyWriter(nc: NatsConnection, bucket: string, kv: KV, inboxPrefix: string, noted: (key: string, value?: Uint8Array) => void): KeyWriter {
   const publisher = new KvPublisher(nc, bucket, { inboxPrefix });
-  return { put: (key, value) => publisher.put(key, value), delete: (key) => kv.delete(key) };
+  return {
+    put: (key, value) => (noted(key, value), publisher.put(key, value)),
+    delete: async (key) => {
+      await kv.delete(key);
+      noted(key);
+    },
+  };
+}
+
+/** The collect bucket as the items writer uses it, each key it puts or deletes noted in `record`. */
+function recordedItems(kv: KV, record: WrittenRecord): Pick<KV, 'put' | 'delete'> {
+  return {
+    put: (key, value) => (record.item(key, true), kv.put(key, value)),
+    delete: async (key) => {
+      await kv.delete(key);
+      record.item(key, false);
+    },
+  };
 }
 
 /**
@@ -78,14 +108,33 @@ export function busSinks(o: BusSinkOptions): OpenSinks {
   const { nc, node, log } = o;
   return async (items) => {
     const [needsKv, appliedKv, collectKv] = await Promise.all([openKv(nc, NEEDS), openKv(nc, APPLIED), openKv(nc, COLLECT)]);
-    // Read beside the watches: handed to the reporter before the first fills (see settleStoredNeeds).
-    const storedNeeds = readStoredNeeds(nc, node, log);
-    const reporter = new Reporter(nc, node, keyWriter(nc, NEEDS, needsKv, o.inboxPrefix), keyWriter(nc, APPLIED, appliedKv, o.inboxPrefix), log);
+    // Read before this client writes: the record it keeps from now on starts from what it held.
+    const recorded = await readRecord(o.cacheDir, node, log);
+    const record = new WrittenRecord(o.cacheDir, node, log, recorded);
+    const decoder = new TextDecoder();
+    const noteNeed = (key: string, value?: Uint8Array) => record.need(key, value && decoder.decode(value));
+    const noteReport = (key: string, value?: Uint8Array) => record.report(key.slice(node.length + 1), value !== undefined);
+    const reporter = new Reporter(
+      nc,
+      node,
+      keyWriter(nc, NEEDS, needsKv, o.inboxPrefix, noteNeed),
+      keyWriter(nc, APPLIED, appliedKv, o.inboxPrefix, noteReport),
+      log,
+    );
+    const writer = new ItemWriter(node, recordedItems(collectKv, record), (module) => items.itemsOfContributor(module), log);
     return {
       engine: o.engine,
       reporter: o.onReport ? heardReporter(reporter, o.onReport) : reporter,
-      storedNeeds,
-      items: new ItemWriter(node, collectKv, (module) => items.itemsOfContributor(module), log),
+      leftBehind: (planned) => readLeftBehind(nc, node, recorded, planned, log),
+      flush: () => record.flush(),
+      items: {
+        record: (module, filled) => writer.record(module, filled),
+        removed: (module) => writer.removed(module),
+        deleteLeft: (key) =>
+          void recordedItems(collectKv, record)
+            .delete(key)
+            .catch((err: unknown) => log.error(`${COLLECT} ${key}: ${errorText(err)}`)),
+      },
       asks: {
         async serve(view) {
           const served = serveAsks(nc, node, view, log);

@@ -132,9 +132,15 @@ export const ROWS: readonly Row[] = [
   read(client, `KV get of nb's need \`${key.need(B)}\``, 'refused', NEEDS, key.need(B), (nc) => kvGet(nc, NEEDS, key.need(B))),
   read(client, `KV get of its own item \`${key.item(A)}\``, 'allowed', COLLECT, key.item(A), (nc) => kvGet(nc, COLLECT, key.item(A))),
   read(client, `watch nb's items (filtered consumer on ${B}.>)`, 'refused', COLLECT, key.item(B), (nc) => watched(nc, COLLECT, `${B}.>`, key.item(B))),
-  read(client, `KV get of its own report \`${key.report(A)}\` (reports are read through the seat's verb)`, 'refused', APPLIED, key.report(A), (nc) =>
-    kvGet(nc, APPLIED, key.report(A)),
+  read(
+    client,
+    `KV get (literal direct get) of its own report \`${key.report(A)}\` (a start without its record of written keys: is the node new?)`,
+    'allowed',
+    APPLIED,
+    key.report(A),
+    (nc) => kvGet(nc, APPLIED, key.report(A)),
   ),
+  read(client, `KV get of nb's report \`${key.report(B)}\``, 'refused', APPLIED, key.report(B), (nc) => kvGet(nc, APPLIED, key.report(B))),
   read(client, `watch the registry's \`config\` entry (filtered consumer)`, 'allowed', REGISTRY_BUCKET, 'config', (nc) =>
     watched(nc, REGISTRY_BUCKET, 'config', 'config'),
   ),

@@ -33,6 +33,8 @@ export type FillOutcome = {
   notes: string[];
   marks: Map<string, string>;
   from: Map<string, From>;
+  /** A value it waits for is not read yet (sources/source.ts `unread`): its report is held until it is. */
+  unread: boolean;
 };
 
 /**
@@ -60,10 +62,8 @@ export function itemLabel(collection: string): string {
  */
 export function fillModule(plan: Plan, templates: TemplateSet, sources: FillLookup, memo = new FillMemo()): Filled {
   const dependencies = new Set<string>();
-  const targets = targetsOf(plan, templates);
+  const targets = memo.prepared(plan, templates, () => checkedTargets(plan, templates));
   if (!targets.ok) return { ...targets, dependencies: [] };
-  const refused = refusals(plan, targets.value);
-  if (refused) return { ok: false, reason: refused, dependencies: [] };
 
   const needs = new Map<string, NeedEntry>();
   const waiting = new Map<string, Waiting>();
@@ -72,6 +72,7 @@ export function fillModule(plan: Plan, templates: TemplateSet, sources: FillLook
   const items: FilledItem[] = [];
   const marks = new Map<string, string>();
   const from = new Map<string, From>();
+  const gathered = { unread: false };
   for (const target of targets.value) {
     const values: string[] = [];
     // The inputs each value was read from, in the order the template names them (DESIGN §14).
@@ -91,6 +92,7 @@ export function fillModule(plan: Plan, templates: TemplateSet, sources: FillLook
         return { ok: false, reason: `template ${target.name} line ${p.line}: \${${p.kind}:${p.name}}: ${found.reason}`, dependencies: [...dependencies] };
       const need = note(needs, `${p.kind}:${p.name}`, () => ({ kind: p.kind, name: p.name, files: [], met: true }), target.label);
       if (found.state === 'waiting') {
+        if (found.unread) gathered.unread = true;
         need.met = false;
         note(waiting, `${p.kind}:${p.name}`, () => ({ kind: p.kind, name: p.name, files: [] }), target.label);
         for (const n of found.notes ?? []) if (!notes.includes(n)) notes.push(n);
@@ -121,13 +123,14 @@ export function fillModule(plan: Plan, templates: TemplateSet, sources: FillLook
     } else items.push(out);
   }
 
-  const failed = fillSecretFiles(plan, sources, memo, { files, needs, waiting, marks, from, dependencies, notes });
+  const into = { files, needs, waiting, marks, from, dependencies, notes, unread: gathered.unread };
+  const failed = fillSecretFiles(plan, sources, memo, into);
   if (failed !== undefined) return { ok: false, reason: failed, dependencies: [...dependencies] };
   // An item is recorded only when nothing of the module waits (DESIGN §7 point 6).
   const complete = waiting.size === 0;
   return {
     ok: true,
-    value: { files, items: complete ? items : [], waiting: [...waiting.values()], needs: [...needs.values()], notes, marks, from },
+    value: { files, items: complete ? items : [], waiting: [...waiting.values()], needs: [...needs.values()], notes, marks, from, unread: into.unread },
     dependencies: [...dependencies],
   };
 }
@@ -141,6 +144,7 @@ type Gathered = {
   from: Map<string, From>;
   dependencies: Set<string>;
   notes: string[];
+  unread: boolean;
 };
 
 /**
@@ -157,6 +161,7 @@ function fillSecretFiles(plan: Plan, sources: FillLookup, memo: FillMemo, into: 
     if (mark?.state === 'failed') return `secret ${secret.name} (${secret.path}): ${mark.reason}`;
     const need = note(into.needs, `secret:${secret.name}`, () => ({ kind: 'secret', name: secret.name, files: [], met: true }), secret.path);
     if (mark?.state === 'waiting') {
+      if (mark.unread) into.unread = true;
       for (const n of mark.notes ?? []) if (!into.notes.includes(n)) into.notes.push(n);
       need.met = false;
       note(into.waiting, `secret:${secret.name}`, () => ({ kind: 'secret', name: secret.name, files: [] }), secret.path);
@@ -169,6 +174,14 @@ function fillSecretFiles(plan: Plan, sources: FillLookup, memo: FillMemo, into: 
     into.from.set(secret.path, memo.from(secret.path, undefined, markFrom ? [secretFrom(plan, secret.name), markFrom] : [secretFrom(plan, secret.name)]));
   }
   return undefined;
+}
+
+/** The plan's targets (targetsOf), or why the plan's templates cannot be filled at all (a refusal). */
+function checkedTargets(plan: Plan, templates: TemplateSet): Parsed<Target[]> {
+  const targets = targetsOf(plan, templates);
+  if (!targets.ok) return targets;
+  const refused = refusals(plan, targets.value);
+  return refused ? { ok: false, reason: refused } : targets;
 }
 
 /** The templates the plan's files and items use, in plan order; a missing one or an item collection named twice fails. */

@@ -17,6 +17,20 @@ export type FilledItem = { collection: string; content: string };
 export class FillMemo {
   readonly #byLabel = new Map<string, { template: object; decl: object; values: string[]; out: FillFile | FilledItem }>();
   readonly #fromByLabel = new Map<string, { first: FromInput | undefined; reads: ValueFrom[]; from: From }>();
+  #prepared: { plan: object; templates: object; value: unknown } | undefined;
+
+  /**
+   * What `make` made of a plan and its templates last time, while both are the same objects: which
+   * template fills which target and what the plan refuses depend on nothing else, so a change of a
+   * value does not work them out again.
+   */
+  prepared<T>(plan: object, templates: object, make: () => T): T {
+    const last = this.#prepared;
+    if (last && last.plan === plan && last.templates === templates) return last.value as T;
+    const value = make();
+    this.#prepared = { plan, templates, value };
+    return value;
+  }
 
   /** What the target rendered last time, when nothing it reads has changed since. */
   reuse(label: string, template: object, decl: object, values: readonly string[]): FillFile | FilledItem | undefined {

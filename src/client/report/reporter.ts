@@ -11,6 +11,7 @@ import type { NeedEntry, Waiting } from '../fill/fill.ts';
 import type { FileResult } from '../handoff/handoff.ts';
 import { KeyRetry, type KeyRetryOptions } from './key-retry.ts';
 import { fitReport, MAX_CUT_FIELD_CHARS } from './fit.ts';
+import { fittedBytes, sameEntries, UTF8, withTime } from './report-bytes.ts';
 import { errorText } from '../../shared/base/errors.ts';
 
 /** The max payload assumed when the connection has not said its own (the nats-server default). */
@@ -61,8 +62,10 @@ export type KeyWriter = { put(key: string, value: Uint8Array): Promise<unknown>;
 export class Reporter {
   /** The needs asked per module: key → bytes. */
   readonly #needs = new Map<string, Map<string, Uint8Array>>();
-  /** The last report asked per module, without `at`. */
-  readonly #reports = new Map<string, Uint8Array>();
+  /** The entries the needs were last built from per module, and the limit they were fitted to. */
+  readonly #lastEntries = new Map<string, { entries: readonly NeedEntry[]; maxBytes: number }>();
+  /** The last report asked per module, its JSON without `at`. */
+  readonly #reports = new Map<string, string>();
   readonly #retry: KeyRetry;
 
   constructor(
@@ -89,11 +92,17 @@ export class Reporter {
 
   /** Records the module's needs: puts those that differ, deletes those it no longer names. */
   async needs(module: string, entries: NeedEntry[]): Promise<void> {
+    // The same entries make the same bytes, all written already (or being tried again): a change of
+    // one value of a module names the same needs, so most runs stop here, building nothing.
+    const maxBytes = this.#maxBytes();
+    const last = this.#lastEntries.get(module);
+    if (last && last.maxBytes === maxBytes && sameEntries(last.entries, entries)) return;
+    this.#lastEntries.set(module, { entries, maxBytes });
     const before = this.#needs.get(module) ?? new Map<string, Uint8Array>();
     const after = new Map<string, Uint8Array>();
     for (const e of entries) {
       const value: Need = { node: this.node, module, kind: e.kind, name: e.name, files: e.files, met: e.met };
-      after.set(needKey(this.node, module, e.kind, e.name), jsonBytes(fitNeed(value, this.#maxBytes())));
+      after.set(needKey(this.node, module, e.kind, e.name), fittedBytes(value, maxBytes, fitNeed));
     }
     this.#needs.set(module, after);
     // Together: a module's needs are separate keys, and one flush to the bus carries them all.
@@ -111,17 +120,24 @@ export class Reporter {
    * What this client wrote since it started wins over what was read.
    */
   known(module: string, stored: ReadonlyMap<string, Uint8Array>): void {
+    this.#lastEntries.delete(module);
     this.#needs.set(module, new Map([...stored, ...(this.#needs.get(module) ?? [])]));
   }
 
   /** Writes and publishes the module's report when it differs from the last one (the time aside). */
   async report(module: string, body: ReportBody): Promise<void> {
     const key = nodeModuleKey(this.node, module);
-    const comparable = jsonBytes({ node: this.node, module, ...body });
-    if (sameBytes(this.#reports.get(module), comparable)) return;
-    const report = fitReport({ node: this.node, module, ...body, at: this.clock().toISOString() }, this.#maxBytes());
-    const bytes = jsonBytes(report);
+    // One JSON text a report: compared without its time, written with it (see withTime).
+    const comparable = JSON.stringify({ node: this.node, module, ...body });
+    if (this.#reports.get(module) === comparable) return;
     this.#reports.set(module, comparable);
+    const at = this.clock().toISOString();
+    const full: Report = { node: this.node, module, ...body, at };
+    const text = withTime(comparable, at);
+    const maxBytes = this.#maxBytes();
+    const fits = Buffer.byteLength(text) <= maxBytes;
+    const report = fits ? full : fitReport(full, maxBytes);
+    const bytes = UTF8.encode(fits ? text : JSON.stringify(report));
     this.#publish(module, bytes);
     await this.#retry.write(`${APPLIED} ${key}`, () => this.appliedKv.put(key, bytes));
     const line = reportLine(key, report);
@@ -149,6 +165,7 @@ export class Reporter {
   async removed(module: string, build: string): Promise<void> {
     await this.needs(module, []);
     this.#needs.delete(module);
+    this.#lastEntries.delete(module);
     const report: Report = { node: this.node, module, build, state: 'removed', files: [], waiting: [], at: this.clock().toISOString() };
     const bytes = jsonBytes(fitReport(report, this.#maxBytes()));
     const key = nodeModuleKey(this.node, module);

@@ -128,6 +128,8 @@ export class Modules {
     // fill's keys too, so a change of the value that failed it fills the module again.
     index.set(module, filled.dependencies);
     if (!filled.ok) return this.#report(module, failedReport(plan.build, filled.reason));
+    // A value not read yet is never reported waited for (DESIGN §7 point 4): its read, told, fills the module again.
+    if (filled.value.unread) return;
     const { files, items, waiting, needs, notes, marks, from } = filled.value;
 
     const handed = await handoff.send(plan, files, full, marks, from);

@@ -1,11 +1,11 @@
 // Bound values (`${bound:<provision>[.<local>]:<key>}`, DESIGN §7 point 9): what a provider served
-// this node's consumers, from `<provider>_bound`, one filtered watch of `<node>.>` per provider a
-// plan of this node names, started and stopped as plans come and go. An entry answering another
+// this node's consumers, from `<provider>_bound`: per provider a plan of this node names, a literal
+// direct get of each provision's key and a watch of `<node>.>` that begins at the stream's tail
+// (sources/keyed.ts), started and stopped as plans come and go. An entry answering another
 // request than the plan's provision (DESIGN §3, `for`) is not there yet.
 import type { NatsConnection } from '@nats-io/transport-node';
 import { requestDigest } from '../../shared/contract/bound-request.ts';
-import { watchBucket } from '../../shared/bus/watch/bucket.ts';
-import type { Watch } from '../../shared/bus/watch/types.ts';
+import { KeyedReads } from './keyed.ts';
 import { boundBucket, boundKey, parseBoundKey } from '../../shared/contract/keys.ts';
 import type { Logger } from '../../shared/cli/log.ts';
 import { BoundEntrySchema, CREDENTIAL_SET, type BoundEntry } from '../../shared/contract/bound-entry.ts';
@@ -71,15 +71,15 @@ export function staleNote(bucket: string, key: string, p: Pick<Provision, 'provi
 
 /** Starts the bound source of `node`: watches are opened by `plansChanged`. */
 export function boundSource(nc: NatsConnection, node: string, log: Logger, onChange: OnChange): Source {
-  const watches = new Map<string, Watch>();
+  const watches = new Map<string, KeyedReads>();
   const entries = new Map<string, Map<string, Held>>();
   const watchProvider = (bucket: string) => {
     const held = new Map<string, Held>();
     entries.set(bucket, held);
-    return watchBucket(
+    return new KeyedReads(
       nc,
       bucket,
-      `${node}.>`,
+      node,
       (e) => {
         const key = parseBoundKey(e.key);
         if (!key.ok || key.value.node !== node)
@@ -99,7 +99,10 @@ export function boundSource(nc: NatsConnection, node: string, log: Logger, onCha
     const bucket = boundBucket(provision.provider);
     const key = boundKey(node, plan.module, provision.provision, provision.local);
     const held = entries.get(bucket)?.get(key);
-    if (held === undefined) return { state: 'waiting' };
+    if (held === undefined) {
+      const read = watches.get(bucket)?.want(key);
+      return read?.state === 'unread' ? { state: 'waiting', unread: read.read } : { state: 'waiting' };
+    }
     if ('invalid' in held) return { state: 'failed', reason: `${bucket} ${key}: the provider's entry is out of shape: ${held.invalid}` };
     // An answer to another request (the build before, asking other values) is not this plan's: wait for the provider's answer.
     if (!answers(held.entry, provision)) return { state: 'waiting', notes: [staleNote(bucket, key, provision)] };
@@ -116,6 +119,9 @@ export function boundSource(nc: NatsConnection, node: string, log: Logger, onCha
     plansChanged(plans) {
       const wanted = new Set([...plans.values()].flatMap((p) => p.provisions.map((x) => boundBucket(x.provider))));
       for (const bucket of wanted) if (!watches.has(bucket)) watches.set(bucket, watchProvider(bucket));
+      // Every key the plans name is read now, many in flight at once, not one by one as fills meet them.
+      for (const plan of plans.values())
+        for (const p of plan.provisions) watches.get(boundBucket(p.provider))?.want(boundKey(node, plan.module, p.provision, p.local));
       for (const [bucket, watch] of watches) {
         if (wanted.has(bucket)) continue;
         watch.stop();
@@ -123,7 +129,7 @@ export function boundSource(nc: NatsConnection, node: string, log: Logger, onCha
         entries.delete(bucket);
       }
     },
-    settled: () => Promise.all([...watches.values()].map((w) => w.settled ?? w.caughtUp)).then(() => undefined),
+    settled: () => Promise.all([...watches.values()].map((w) => w.settled())).then(() => undefined),
     stop() {
       for (const watch of watches.values()) watch.stop();
       watches.clear();

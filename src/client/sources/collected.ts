@@ -1,12 +1,14 @@
-// Collections (DESIGN §7 points 6–7): the items every module of this node contributes, from one
-// filtered watch of `<node>.>` in `mesh-provisioner_collect`, kept by collection then contributor;
+// Collections (DESIGN §7 points 6–7): the items every module of this node contributes, kept by
+// collection then contributor: each key `<node>.<collection>.<contributor>` of a planned module whose
+// plan has an item of that collection (a node's contributors are its own modules) read by literal
+// direct get, kept current by a watch of `<node>.>` in `mesh-provisioner_collect` that begins at the
+// stream's tail (sources/keyed.ts);
 // a collector's `${collected:<collection>}` (or `${shell:…}`, `${environment:…}`,
 // `${contribution:…}` for the collection of the same full name) reads them all.
 import type { NatsConnection } from '@nats-io/transport-node';
-import { watchBucket } from '../../shared/bus/watch/bucket.ts';
-import type { Watch } from '../../shared/bus/watch/types.ts';
 import { COLLECT } from '../../shared/contract/buckets.ts';
-import { compareKeys, keyDisagreement, parseCollectKey } from '../../shared/contract/keys.ts';
+import { collectKey, compareKeys, keyDisagreement, parseCollectKey } from '../../shared/contract/keys.ts';
+import { KeyedReads } from './keyed.ts';
 import type { Logger } from '../../shared/cli/log.ts';
 import { CollectItemSchema } from '../../shared/contract/collect.ts';
 import { decodeJson } from '../../shared/contract/decode.ts';
@@ -115,12 +117,23 @@ export function assemble(plan: Plan, items: NodeItems, wanted: Wanted): Lookup {
   return { state: 'value', text: parts.join(''), ...(notes.length > 0 ? { notes } : {}), ...(from.length > 0 ? { from } : {}) };
 }
 
-/** Starts the collected source of `items`' node: one watch of its items, kept in `items`, saying each changed collection. */
+/** The keys of `node`'s items its plans say are there to read, by collection: one per module with an item of it. */
+export function plannedItemKeys(node: string, plans: ReadonlyMap<string, Plan>): Map<string, string[]> {
+  const byCollection = new Map<string, string[]>();
+  for (const [module, plan] of plans)
+    for (const item of plan.items) {
+      const keys = byCollection.get(item.collection) ?? byCollection.set(item.collection, []).get(item.collection)!;
+      keys.push(collectKey(node, item.collection, module));
+    }
+  return byCollection;
+}
+
+/** Starts the collected source of `items`' node: its items read by key and kept in `items`, saying each changed collection. */
 export function collectedSource(nc: NatsConnection, items: NodeItems, log: Logger, onChange: OnChange): Source {
-  const watch: Watch = watchBucket(
+  const reads = new KeyedReads(
     nc,
     COLLECT,
-    `${items.node}.>`,
+    items.node,
     (e) => {
       const changed = items.set(e.key, e.value, e.revision);
       if ('reason' in changed) return log.warn(`${COLLECT} ${e.key}: key out of shape: ${changed.reason}`);
@@ -128,11 +141,29 @@ export function collectedSource(nc: NatsConnection, items: NodeItems, log: Logge
     },
     log,
   );
+  let planned = new Map<string, string[]>();
+  // A collection whose planned items are not all read yet is not filled: its collector's report waits for them.
+  const unread = (collection: string): Promise<void> | undefined => {
+    const pending = (planned.get(collection) ?? []).flatMap((key) => {
+      const read = reads.want(key);
+      return read.state === 'unread' ? [read.read] : [];
+    });
+    return pending.length === 0 ? undefined : Promise.all(pending).then(() => undefined);
+  };
   return {
     name: 'collected',
-    lookup: (plan, wanted) => ({ ...assemble(plan, items, wanted), dependency: collectionDependency(collectionOf(wanted)) }),
-    caughtUp: watch.caughtUp,
-    settled: () => watch.settled ?? watch.caughtUp,
-    stop: () => watch.stop(),
+    lookup: (plan, wanted) => {
+      const dependency = collectionDependency(collectionOf(wanted));
+      const found = assemble(plan, items, wanted);
+      const pending = found.state === 'failed' ? undefined : unread(collectionOf(wanted));
+      return pending ? { state: 'waiting', unread: pending, dependency } : { ...found, dependency };
+    },
+    plansChanged(plans) {
+      planned = plannedItemKeys(items.node, plans);
+      for (const keys of planned.values()) for (const key of keys) reads.want(key);
+    },
+    caughtUp: reads.caughtUp,
+    settled: () => reads.settled(),
+    stop: () => reads.stop(),
   };
 }

@@ -1,14 +1,15 @@
-// Config values (`${config:<key>}`): mesh-config's resolved values for this node, one filtered
-// watch of `<node>.>` in `mesh-config_resolved`, kept by module then key.
+// Config values (`${config:<key>}`): mesh-config's resolved values for this node, kept by module
+// then key: each key a template names read by literal direct get, kept current by a watch of `<node>.>`
+// in `mesh-config_resolved` that begins at the stream's tail (sources/keyed.ts says why).
 import type { NatsConnection } from '@nats-io/transport-node';
-import { watchBucket } from '../../shared/bus/watch/bucket.ts';
-import type { Watch } from '../../shared/bus/watch/types.ts';
+import { KeyedReads } from './keyed.ts';
 import { CONFIG } from '../../shared/contract/buckets.ts';
 import { configKey, parseConfigKey } from '../../shared/contract/keys.ts';
 import type { Logger } from '../../shared/cli/log.ts';
 import type { Lookup, OnChange, Source, ValueFrom, Wanted } from './source.ts';
 import type { Plan } from '../../shared/contract/plan.ts';
 import { didYouMean } from '../../shared/base/nearest.ts';
+import { errorText } from '../../shared/base/errors.ts';
 
 // A value keeps every byte, a leading byte-order mark too.
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
@@ -37,10 +38,14 @@ export class ConfigValues {
    * A key the module has not got waits, with the nearest key it has as a hint (a typo in a
    * template's `${config:colr}` waits for ever otherwise, saying nothing).
    */
-  lookup(module: string, key: string): Lookup {
+  lookup(module: string, key: string, reads?: Pick<KeyedReads, 'want' | 'prefixRead'> & { readPrefix(module: string): Promise<void> }): Lookup {
     const values = this.#byModule.get(module);
     const held = values?.get(key);
     if (!held) {
+      const read = reads?.want(configKey(this.node, module, key));
+      if (read?.state === 'unread') return { state: 'waiting', unread: read.read };
+      // Known absent: the hint reads the module's keys once (a failure path), so the report says it at once.
+      if (reads && !reads.prefixRead(module)) return { state: 'waiting', unread: reads.readPrefix(module) };
       const hint = values === undefined ? undefined : didYouMean(key, values.keys());
       return hint === undefined ? { state: 'waiting' } : { state: 'waiting', notes: [`config:${key}: ${hint}`] };
     }
@@ -69,10 +74,10 @@ export function configKeysDependency(module: string): string {
 /** Starts the config source of `node`: its watch runs until stopped, and says each changed key. */
 export function configSource(nc: NatsConnection, node: string, log: Logger, onChange: OnChange): Source & { values: ConfigValues } {
   const values = new ConfigValues(node);
-  const watch: Watch = watchBucket(
+  const reads = new KeyedReads(
     nc,
     CONFIG,
-    `${node}.>`,
+    node,
     (e) => {
       const key = parseConfigKey(e.key);
       if (!key.ok) return log.warn(`${CONFIG} ${e.key}: key out of shape: ${key.reason}`);
@@ -81,17 +86,34 @@ export function configSource(nc: NatsConnection, node: string, log: Logger, onCh
     },
     log,
   );
+  // The module's keys read once for a hint: told as a change of its key set, which a waiting key's fill read.
+  const hinted = new Set<string>();
+  const failed = new Set<string>();
+  const hinting = {
+    want: (key: string) => reads.want(key),
+    // A hint whose read failed is given up: the key is said waited for without one.
+    prefixRead: (module: string) => reads.prefixRead(module) || failed.has(module),
+    readPrefix(module: string): Promise<void> {
+      const read = reads.readPrefix(module).catch((err: unknown) => {
+        failed.add(module);
+        log.warn(`${CONFIG}: reading ${node}.${module}.> for a hint: ${errorText(err)}`);
+      });
+      if (!hinted.has(module)) void read.then(() => onChange([configKeysDependency(module)]));
+      hinted.add(module);
+      return read;
+    },
+  };
   return {
     name: 'config',
     values,
     lookup: (plan: Plan, wanted: Wanted) => {
-      const found = values.lookup(plan.module, wanted.name);
+      const found = values.lookup(plan.module, wanted.name, hinting);
       const dependency = configDependency(plan.module, wanted.name);
       // A waiting key's hint reads the module's other keys: one set or removed fills the module again.
       return found.state === 'waiting' ? { ...found, dependency, alsoRead: configKeysDependency(plan.module) } : { ...found, dependency };
     },
-    caughtUp: watch.caughtUp,
-    settled: () => watch.settled ?? watch.caughtUp,
-    stop: () => watch.stop(),
+    caughtUp: reads.caughtUp,
+    settled: () => reads.settled(),
+    stop: () => reads.stop(),
   };
 }

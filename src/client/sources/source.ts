@@ -10,10 +10,14 @@ export type Wanted = { kind: string; name: string };
  * What a source knows of one value: its text (with `notes` on what it left out, said in the
  * module's report, and `from`, the bus entries it was read from), that it is not there yet (with
  * `notes` that help find why: a name's nearest known one, an entry answering an earlier request),
- * or that it fails the module.
+ * or that it fails the module. A value not read yet (its key's get in flight, `unread`: resolved once
+ * read) is never reported waited for (DESIGN §7 point 4): the module's report is held until it is,
+ * and its read being told fills the module again.
  */
 export type Lookup =
-  { state: 'value'; text: string; notes?: string[]; from?: ValueFrom } | { state: 'waiting'; notes?: string[] } | { state: 'failed'; reason: string };
+  | { state: 'value'; text: string; notes?: string[]; from?: ValueFrom }
+  | { state: 'waiting'; notes?: string[]; unread?: Promise<void> }
+  | { state: 'failed'; reason: string };
 
 /**
  * The entries a value was read from (DESIGN §14 provenance): each its kind, bus key and revision.

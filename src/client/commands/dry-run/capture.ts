@@ -33,11 +33,11 @@ export class DryRunCapture {
         known: () => {},
         close: () => {},
       },
-      storedNeeds: Promise.resolve(undefined),
+      leftBehind: () => Promise.resolve(undefined),
       items: {
         record: async (module, filled) => void (this.rendered(module).items = [...filled]),
         removed: async () => {},
-        removeUnplanned: () => {},
+        deleteLeft: () => {},
       },
     };
   }

@@ -33,6 +33,10 @@ export function nodeImports(node: string, providers: readonly string[], archives
     ...readOwn(CONFIG, 'mesh-config_resolved'),
     ...readOwn(COLLECT, COLLECT),
     ...readOwn(NEEDS, `${NEEDS} (stale needs deleted after a restart)`),
+    {
+      subject: `$JS.API.DIRECT.GET.KV_${APPLIED}.${own(APPLIED)}`,
+      why: `read its own reports by key (a start without its record of written keys: whether the node is new)`,
+    },
     ...providers.flatMap((p) => readOwn(boundBucket(p), boundBucket(p))),
     check(`OBJ_${archives}`, 'the archives store'),
     { subject: `$JS.API.DIRECT.GET.OBJ_${archives}`, why: 'fetch archives by direct get (archives are not per node)' },

@@ -8,13 +8,13 @@ import { retryWithBackoff } from '../../base/retry.ts';
 import type { Timer } from '../../base/timer.ts';
 import { NatsInternalsError } from './internals.ts';
 import type { Watch, WatchEvent } from './types.ts';
-import { watchKv } from './watch.ts';
+import { watchKv, type WatchOptions } from './watch.ts';
 
 /** How long a watch of a missing bucket waits between tries, at most. */
 export const MAX_WATCH_RETRY_MS = 5000;
 
 /**
- * Watches `filter` of `bucket`, waiting for the bucket while it is missing (or not yet granted), or
+ * Watches `filter` of `bucket` (from its start or its tail, `opts`), waiting for the bucket while it is missing (or not yet granted), or
  * holds more than its bucket (refused, bucket-bind.ts): a new reason is logged once, and the wait
  * doubles up to MAX_WATCH_RETRY_MS.
  */
@@ -24,12 +24,13 @@ export function watchBucket(
   filter: string,
   onEvent: (event: WatchEvent) => void,
   log: { notice(line: string): void; debug(line: string): void; warn(line: string): void; error(line: string): void },
+  opts: WatchOptions = {},
 ): Watch {
   return waitForWatch(`bucket ${bucket} (${filter})`, log, {
     // Checked at each bind: a stream that holds more than its bucket is never watched.
     open: async () => {
       await refuseBadBucket(nc, kvBucket(bucket), (line) => log.warn(line));
-      return watchKv(nc, bucket, filter, onEvent, log);
+      return watchKv(nc, bucket, filter, onEvent, log, opts);
     },
     closed: () => nc.isClosed(),
   });
@@ -92,6 +93,7 @@ export function waitForWatch(what: string, log: { notice(line: string): void; de
   return {
     caughtUp,
     settled,
+    hold: (key, revision) => watch?.hold?.(key, revision),
     stop: () => {
       stopped = true;
       watch?.stop();

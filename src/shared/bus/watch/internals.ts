@@ -5,7 +5,14 @@
 // named here as nats.js PINNED_NATS_JS has them, checked on the first watch of the process, and given
 // to the rest of the watch as OrderedConsumer; a nats.js that changed them stops the program with one
 // line saying so, where it would otherwise retry a TypeError for ever.
-import type { ConsumerConfig, ConsumerInfo, ConsumerMessages, OrderedPushConsumerOptions, PushConsumer } from '@nats-io/jetstream';
+import {
+  DeliverPolicy,
+  type ConsumerConfig,
+  type ConsumerInfo,
+  type ConsumerMessages,
+  type OrderedPushConsumerOptions,
+  type PushConsumer,
+} from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 
 /** The nats.js release whose private shapes this file names: every `@nats-io/*` package is pinned to it. */
@@ -57,6 +64,12 @@ export type OrderedConsumer = {
   deliveredSeq(): number;
   /** Makes the next reset read the stream from its first sequence. */
   rewind(): void;
+  /**
+   * Makes every reset deliver only what is stored after it (`deliver_policy: new`) until a create is
+   * answered; from then on a reset resumes after the larger of the last stream sequence delivered and
+   * the one that consumer began after (its ConsumerInfo's `delivered.stream_seq`), never from "new" again.
+   */
+  beginAtTail(): void;
   /** Gives every consumer a reset makes this idle heartbeat (nats.js takes no such option for an ordered consumer). */
   setIdleHeartbeat(ms: number): void;
   /** Stops nats.js's own heartbeat monitor for good: the caller tells a silent consumer itself. */
@@ -156,10 +169,28 @@ export function orderedConsumer(messages: ConsumerMessages): OrderedConsumer {
     proven = true;
   }
   const inner = messages as unknown as OrderedMessagesInternals;
+  // A tail watch's resets make deliver-new consumers until one is answered (beginAtTail).
+  let atTail = false;
+  const began = (config: ConsumerConfig, info: ConsumerInfo) => {
+    if (!atTail || config.deliver_policy !== DeliverPolicy.New) return;
+    atTail = false;
+    inner.cursor.stream_seq = Math.max(inner.cursor.stream_seq, info.delivered.stream_seq);
+  };
   return {
     reset: () => inner.reset(),
     deliveredSeq: () => inner.cursor.deliver_seq,
     rewind: () => void (inner.cursor.stream_seq = 0),
+    beginAtTail() {
+      atTail = true;
+      const made = inner.getConsumerOpts.bind(inner);
+      inner.getConsumerOpts = () => {
+        const config = made();
+        if (!atTail) return config;
+        // Past the stream's end on 2.9 a create is flat; from sequence 1 it scans every subject of the stream.
+        const { opt_start_seq: _, ...rest } = config;
+        return { ...rest, deliver_policy: DeliverPolicy.New };
+      };
+    },
     setIdleHeartbeat(ms) {
       const made = inner.getConsumerOpts.bind(inner);
       inner.getConsumerOpts = () => ({ ...made(), idle_heartbeat: nanos(ms) });
@@ -174,7 +205,12 @@ export function orderedConsumer(messages: ConsumerMessages): OrderedConsumer {
       // The private calls read their timeout as `this.timeout`: the same API seen through an object
       // with its own timeout is the API with that timeout.
       const direct = Object.create(api, { timeout: { value: timeoutMs } }) as ConsumerApi;
-      inner.consumer.api = Object.create(direct, { add: { value: add } }) as ConsumerApi;
+      const adding = (stream: string, config: ConsumerConfig) =>
+        add(stream, config).then((info) => {
+          began(config, info);
+          return info;
+        });
+      inner.consumer.api = Object.create(direct, { add: { value: adding } }) as ConsumerApi;
       return {
         add: (stream, config, ms) => api.add.call(Object.create(api, { timeout: { value: ms } }) as ConsumerApi, stream, config),
         delete: (stream, name) => direct.delete(stream, name),

@@ -46,6 +46,12 @@ export class WatchState {
     this.onEvent(event);
   }
 
+  /** Notes a live key read outside the watch (a direct get), so a re-read that lacks it says it gone. */
+  hold(key: string, revision: number): void {
+    if (revision > this.#highest) this.#highest = revision;
+    this.#live.add(key);
+  }
+
   /** Consumer `consumer` delivered a message with nothing pending after it: the read, or a re-read, caught up. */
   drained(consumer: string): void {
     this.#caughtUpNow();

@@ -16,6 +16,12 @@ export type Watch = {
    * leaves the watch unanswered settles nothing. Absent: `caughtUp` says it.
    */
   settled?: Promise<void>;
+  /**
+   * Holds a key its caller read outside the watch (a direct get) at `revision`: a re-read from the
+   * start (the stream came back holding less) that does not deliver it again says it gone, as it does
+   * a key the watch delivered. Absent: the watch is not made yet.
+   */
+  hold?(key: string, revision: number): void;
   /** Stops the watch. */
   stop(): void;
 };

@@ -12,6 +12,20 @@ import type { Watch, WatchEvent } from './types.ts';
 export type WatchOptions = {
   /** The consumer's idle heartbeat (default WATCH_HEARTBEAT_MS, 30 s): a test of a silently lost consumer asks for less. */
   heartbeatMs?: number;
+  /**
+   * Where the watch begins: `start` (default) replays the filter from sequence 1; `tail` delivers only
+   * what is stored after its first consumer is made (`deliver_policy: new`, flat in the stream's size
+   * on nats-server 2.9, where a wildcard-filtered create from sequence 1 scans every subject of the
+   * stream) and is caught up once that consumer is made. Either way a re-made consumer resumes after
+   * the last sequence delivered, or after the one the tail began after.
+   */
+  from?: 'start' | 'tail';
+  /**
+   * Told when a re-read from the start begins (the stream came back holding less, a wiped store): the
+   * new stream numbers its revisions from 1 again, so a caller keeping the highest revision of each
+   * key must forget them or it would drop every value the re-read delivers.
+   */
+  onReread?: () => void;
 };
 
 /**
@@ -65,10 +79,12 @@ export async function watchKv(
     throw err;
   }
   const what = `watch ${bucket} (${filter})`;
+  const tail = opts.from === 'tail';
+  if (tail) ordered.beginAtTail();
   const kept = keepWatch(nc, ordered, what, log, heartbeatMs);
   keeper = kept;
   void messages.closed().then(() => kept.stop());
-  void followStatus(messages, consumer, kept, state, what, log);
+  void followStatus(messages, consumer, kept, state, what, tail, log, opts.onReread);
   try {
     await kept.begin();
   } catch (err) {
@@ -78,6 +94,7 @@ export async function watchKv(
   }
   return {
     caughtUp: state.caughtUp,
+    hold: (key, revision) => state.hold(key, revision),
     stop: () => {
       kept.stop();
       void messages.stop();
@@ -92,7 +109,9 @@ async function followStatus(
   kept: WatchKeeper,
   state: WatchState,
   what: string,
+  tail: boolean,
   log?: KeeperLog,
+  onReread?: () => void,
 ): Promise<void> {
   for await (const s of messages.status()) {
     if (s.type === 'heartbeat') kept.beat(s.lastConsumerSequence);
@@ -105,8 +124,13 @@ async function followStatus(
     if (s.type !== 'ordered_consumer_recreated') continue;
     const info = await consumer.info(true);
     if (info.name !== s.name) continue;
-    if (kept.recreated(info)) state.rereadBegan(info.name);
+    if (kept.recreated(info)) {
+      state.rereadBegan(info.name);
+      onReread?.();
+    }
     // The replacement's pending count at creation: nothing stored means caught up at once.
     else if (info.num_pending === 0) state.createdDrained(info.name, info.delivered.consumer_seq === 0);
+    // A tail watch has nothing stored to catch up with: its first consumer made, it is caught up.
+    else if (tail) state.createdDrained(info.name, false);
   }
 }

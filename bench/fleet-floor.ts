@@ -1,0 +1,102 @@
+// The floor's watcher of bench/fleet-worker.ts: a node's plans and values watched with nats.js's own
+// KV watch (an ordered push consumer with the library's defaults, none of the mesh's keeping), and,
+// for a plan whose build changed, the archive it names fetched as any reader of the object store
+// would (its meta by last_by_subj, then each chunk by next_by_subj): the bus's own work for a new
+// build, which the mesh's client does too.
+import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import { Kvm, type KvWatchEntry } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Watch } from '../src/shared/bus/watch/types.ts';
+import type { Seen } from './fleet-worker.ts';
+
+/** What a floor watcher watches, and the build whose plans have their archive fetched (the others are only seen). */
+export type FloorBuckets = { plans: string; config: string; fetchBuild: string };
+
+/** What a floor watcher reports to: each sighting, and each watch of its kept going. */
+export type FloorSink = { seen(s: Seen): void; watches: Watch[] };
+
+/**
+ * How long a watch is asked for again before the watcher gives up: a thousand watchers started at
+ * once wait past nats.js's 5 s API timeout for their consumers; a floor that fails is no floor.
+ */
+const RETRY_FOR_MS = 120_000;
+
+const decoder = new TextDecoder();
+const buildOf = (v: Uint8Array) => /"build":"([^"]*)"/.exec(decoder.decode(v))?.[1] ?? '';
+const wallNow = (): number => performance.timeOrigin + performance.now();
+
+/** `make()`, asked again (after 0.5, 1, 2, 4, 4… s) while it fails, each retry said as a sighting `retry`. */
+async function retried<T>(node: string, sink: FloorSink, make: () => Promise<T>): Promise<T> {
+  const until = Date.now() + RETRY_FOR_MS;
+  for (let wait = 500; ; wait = Math.min(wait * 2, 4000)) {
+    try {
+      return await make();
+    } catch (err) {
+      if (Date.now() + wait > until) throw err;
+      sink.seen([node, 'retry', String((err as Error).message ?? err), wallNow()]);
+      await new Promise((r) => setTimeout(r, wait * (0.5 + Math.random() / 2)));
+    }
+  }
+}
+
+/** Reads the object `name` of `bucket` by direct gets; resolves with its size in bytes. */
+async function fetchObject(jsm: JetStreamManager, bucket: string, name: string): Promise<number> {
+  const stream = `OBJ_${bucket}`;
+  const subject = Buffer.from(name).toString('base64url');
+  const meta = await jsm.direct.getMessage(stream, { last_by_subj: `$O.${bucket}.M.${subject + '='.repeat((4 - (subject.length % 4)) % 4)}` });
+  if (!meta) throw new Error(`no object ${name} in ${bucket}`);
+  const { nuid, chunks } = meta.json<{ nuid: string; chunks: number }>();
+  let size = 0;
+  let seq = 0;
+  for (let i = 0; i < chunks; i++) {
+    const chunk = await jsm.direct.getMessage(stream, { seq: seq + 1, next_by_subj: `$O.${bucket}.C.${nuid}` });
+    if (!chunk) throw new Error(`object ${name}: chunk ${i + 1} of ${chunks} missing`);
+    size += chunk.data.length;
+    seq = chunk.seq;
+  }
+  return size;
+}
+
+/**
+ * Watches `node`'s plans (`<node>.*` of `plans`) and values (`<node>.>` of `config`), saying each key
+ * with its build or text, `caught-up` once both have, and `archive` with the build once a plan
+ * changed to `fetchBuild` has had its archive fetched.
+ */
+export async function startFloorWatcher(nc: NatsConnection, node: string, buckets: FloorBuckets, sink: FloorSink): Promise<void> {
+  const { plans, config, fetchBuild } = buckets;
+  const kvm = new Kvm(nc);
+  const jsm = jetstreamManager(nc, { checkAPI: false, timeout: 10_000 });
+  const builds = new Map<string, string>();
+  const onPlan = (e: KvWatchEntry) => {
+    const build = e.value.length > 0 ? buildOf(e.value) : '';
+    const before = builds.get(e.key);
+    builds.set(e.key, build);
+    if (before === undefined || before === build || build !== fetchBuild) return;
+    const ref = /"ref":"obj:\/\/([^/"]+)\/([^"]+)"/.exec(decoder.decode(e.value));
+    if (!ref) return;
+    void retried(node, sink, async () => fetchObject(await jsm, ref[1]!, ref[2]!)).then(
+      () => sink.seen([node, 'archive', build, wallNow()]),
+      (err: unknown) => sink.seen([node, 'archive-failed', String(err), wallNow()]),
+    );
+  };
+  const follow = async (bucket: string, key: string, text: (e: KvWatchEntry) => string, also?: (e: KvWatchEntry) => void) => {
+    let caughtUp!: () => void;
+    const done = new Promise<void>((r) => (caughtUp = r));
+    const iter = await retried(node, sink, async () => (await kvm.open(bucket)).watch({ key }));
+    sink.watches.push({ caughtUp: done, stop: () => iter.stop() });
+    void (async () => {
+      for await (const e of iter) {
+        sink.seen([node, e.key, text(e), wallNow()]);
+        also?.(e);
+        // Every node holds entries in both buckets: the last of those stored says it has caught up.
+        if (e.delta === 0) caughtUp();
+      }
+    })();
+    return done;
+  };
+  await Promise.all([
+    follow(plans, `${node}.*`, (e) => (e.value.length > 0 ? buildOf(e.value) : ''), onPlan),
+    follow(config, `${node}.>`, (e) => decoder.decode(e.value)),
+  ]);
+  sink.seen([node, 'caught-up', '', wallNow()]);
+}
