@@ -165,6 +165,7 @@ test('bounded JSON: depth is found without recursion, and too deep or too large 
   check('jsonDepth matches the structure', fc.jsonValue({ maxDepth: 8 }), (value) => {
     const text = JSON.stringify(value);
     assert.is(jsonDepth(text), depthOf(value));
+    assert.is(jsonDepth(Buffer.from(text)), depthOf(value));
     assert.equal(parseBoundedJson(text, { maxBytes: 1 << 20 }), { ok: true, value: JSON.parse(text) });
   });
   check('parseBoundedJson never throws on arbitrary text', fc.string({ unit: 'binary', maxLength: 80 }), (text) => {

@@ -22,7 +22,12 @@ import { startNats, type NatsServer } from './helpers/nats.ts';
 import { forEachPage } from '../src/server/commands/query/command.ts';
 
 const SEAT_INBOX = '_INBOX_seat';
-const GRANTED = [APPLIED, NEEDS, REGISTRY_BUCKET, COLLECT].flatMap((b) => [`$JS.API.STREAM.INFO.KV_${b}`, `$JS.API.DIRECT.GET.KV_${b}`]);
+// As bus-config grants the seat (seatPublish): a direct get by body, or by the key in its subject.
+const GRANTED = [APPLIED, NEEDS, REGISTRY_BUCKET, COLLECT].flatMap((b) => [
+  `$JS.API.STREAM.INFO.KV_${b}`,
+  `$JS.API.DIRECT.GET.KV_${b}`,
+  `$JS.API.DIRECT.GET.KV_${b}.>`,
+]);
 const AUTH = `authorization {
   users = [
     { user: admin, password: admin }

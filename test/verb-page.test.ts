@@ -2,6 +2,8 @@
 // what JSON.stringify makes of the reply, and a value read is not held past its row.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { Page, REPLY_HEADROOM } from '../src/server/verb/page.ts';
 
 test("a page's text is JSON.stringify of its reply, byte for byte: entries, out-of-shape rows and next", () => {
@@ -34,6 +36,22 @@ test('a row is kept as the text it was sized by: the value read is not held (nor
   page.add({ key: 'n1.m1', value });
   value.state = 'failed';
   assert.equal(page.reply.entries, [{ key: 'n1.m1', value: { node: 'n1', module: 'm1', state: 'applied' } }]);
+});
+
+test("a page's entries are held outside V8's heap: a megabyte of them adds under a quarter of that to it (as strings: more than all of it)", () => {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const value = { node: 'n1', module: 'm1', state: 'applied', digest: 'sha256:' + 'b'.repeat(200) };
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  const page = new Page('applied', Infinity, 4 << 20);
+  for (let i = 0; i < 4000; i++) assert.ok(page.add({ key: `n${String(i).padStart(5, '0')}.m1`, value }));
+  gc();
+  const held = process.memoryUsage().heapUsed - before;
+  const size = page.bytes().length;
+  assert.ok(size > 1_000_000, `a page of ${size} bytes`);
+  assert.ok(held < size / 4, `the page added ${held} bytes to the heap for ${size} bytes of entries`);
+  assert.is(page.text(), page.bytes().toString());
 });
 
 test.run();

@@ -42,12 +42,44 @@ export async function streamInfo(nc: NatsConnection, bucket: string, request?: o
   return reply;
 }
 
-/** A direct get's value; null when the key is gone (no message, or a delete or purge marker). */
+/** What a direct get's header block starts with when it answers a stored message, no status after it. */
+const NO_STATUS = Buffer.from('NATS/1.0\r\n');
+/** The header a bucket's delete and purge markers carry. */
+const KV_OPERATION = Buffer.from('KV-Operation');
+
+/**
+ * A direct get's value; null when the key is gone (no message, or a delete or purge marker). An
+ * answer whose header block has no status and no `KV-Operation` is a value, seen in its bytes:
+ * decoding the headers (a string, its lines, a map) cost a tenth of the verb's walk of 20,000
+ * reports, and every other answer is read through nats.js's headers as before.
+ */
 export function storedValue(msg: Msg): Uint8Array | null {
+  const header = headerBytes(msg);
+  if (
+    header &&
+    header.length >= NO_STATUS.length &&
+    header.compare(NO_STATUS, 0, NO_STATUS.length, 0, NO_STATUS.length) === 0 &&
+    !header.includes(KV_OPERATION)
+  ) {
+    return msg.data;
+  }
   const code = msg.headers?.code ?? 0;
   if (code === 404) return null;
   if (code === 503) throw new BucketReadError('no responders: the bucket is missing or not granted to this account');
   if (code !== 0) throw new BucketReadError(`direct get: ${code} ${msg.headers?.description ?? ''}`.trim());
   const op = msg.headers?.get('KV-Operation');
   return op === 'DEL' || op === 'PURGE' ? null : msg.data;
+}
+
+/**
+ * The header block of a message as nats.js received it (nats.js 3's message keeps it in `_rdata`
+ * up to `_msg.hdr`, a field it does not publish); undefined when it has none or keeps it elsewhere,
+ * and the caller reads `msg.headers` instead. test/verb-answer.test.ts fails if the fields go.
+ */
+export function headerBytes(msg: Msg): Buffer | undefined {
+  const held = msg as unknown as { _rdata?: unknown; _msg?: { hdr?: unknown } };
+  const data = held._rdata;
+  const length = held._msg?.hdr;
+  if (!(data instanceof Uint8Array) || typeof length !== 'number' || length < 0 || length > data.length) return undefined;
+  return Buffer.from(data.buffer, data.byteOffset, length);
 }

@@ -14,13 +14,15 @@ export type Row = { key: string; value: unknown } | { key: string; reason: strin
 /**
  * One reply filled in key order up to `limit` entries (out-of-shape rows ride along) and `budget`
  * bytes of JSON; `next` is the last key included when a row is left out. A first row too large for
- * any reply is listed out of shape instead, so the cursor always moves on. Each row is kept as the
- * JSON text its size was judged by, never as the value read: a page of 20,000 reports held as
- * parsed values outlived one young-generation collection after another, and was encoded twice.
+ * any reply is listed out of shape instead, so the cursor always moves on. Each entry is kept as the
+ * UTF-8 of the JSON text its size was judged by, never as the value read, and outside V8's heap: a
+ * page of 20,000 reports held as parsed values outlived one young-generation collection after
+ * another, and held as strings each page's megabyte was copied by two collections and then grew
+ * the old generation towards a full one.
  */
 export class Page {
   readonly #what: string;
-  readonly #entries: string[] = [];
+  readonly #entries = new JsonList();
   readonly #outOfShape: string[] = [];
   #next: string | undefined;
   #size: number;
@@ -33,13 +35,20 @@ export class Page {
     private readonly budget: number,
   ) {
     this.#what = what;
-    this.#size = Buffer.byteLength(this.text());
+    this.#size = this.bytes().length;
+  }
+
+  /** The reply so far as the UTF-8 of its JSON text: what `JSON.stringify` makes of `reply`, encoded. */
+  bytes(): Buffer {
+    const next = this.#next === undefined ? '' : `,"next":${JSON.stringify(this.#next)}`;
+    const head = Buffer.from(`{"what":${JSON.stringify(this.#what)},"entries":[`);
+    const tail = Buffer.from(`],"outOfShape":[${this.#outOfShape.join(',')}]${next}}`);
+    return Buffer.concat([head, this.#entries.bytes(), tail]);
   }
 
   /** The reply so far as its JSON text: what `JSON.stringify` makes of `reply`. */
   text(): string {
-    const next = this.#next === undefined ? '' : `,"next":${JSON.stringify(this.#next)}`;
-    return `{"what":${JSON.stringify(this.#what)},"entries":[${this.#entries.join(',')}],"outOfShape":[${this.#outOfShape.join(',')}]${next}}`;
+    return this.bytes().toString();
   }
 
   /** The reply so far, decoded. */
@@ -49,7 +58,7 @@ export class Page {
 
   /** Adds the next row in key order; false when it is left out, which ends the page. */
   add(row: Row): boolean {
-    const full = 'value' in row && this.#entries.length >= this.limit;
+    const full = 'value' in row && this.#entries.count >= this.limit;
     let text = full ? '' : JSON.stringify(row);
     let cost = full ? 0 : this.#costOf(row, text);
     if (full || this.#size + cost + nextCost(row.key) > this.budget) {
@@ -62,7 +71,8 @@ export class Page {
       cost = this.#costOf(row, text);
     }
     this.#size += cost;
-    ('reason' in row ? this.#outOfShape : this.#entries).push(text);
+    if ('reason' in row) this.#outOfShape.push(text);
+    else this.#entries.push(text, cost);
     this.#taken++;
     this.#last = row.key;
     return true;
@@ -72,14 +82,41 @@ export class Page {
   room(): number {
     const rowBytes = this.#taken > 0 ? this.#size / this.#taken : GUESSED_ROW_BYTES;
     const byBytes = Math.ceil((this.budget - this.#size) / rowBytes);
-    return Math.max(0, Math.min(this.limit - this.#entries.length, byBytes)) + 1;
+    return Math.max(0, Math.min(this.limit - this.#entries.count, byBytes)) + 1;
   }
 
   #costOf(row: Row, text: string): number {
-    const list = 'reason' in row ? this.#outOfShape : this.#entries;
-    return Buffer.byteLength(text) + (list.length > 0 ? 1 : 0);
+    const count = 'reason' in row ? this.#outOfShape.length : this.#entries.count;
+    return Buffer.byteLength(text) + (count > 0 ? 1 : 0);
   }
 }
+
+/** JSON texts joined by commas, as UTF-8 in a buffer that doubles as it fills. */
+class JsonList {
+  #buffer = Buffer.allocUnsafe(0);
+  #length = 0;
+  /** How many texts it holds. */
+  count = 0;
+
+  /** Appends `text`, whose UTF-8 with its comma is `bytes` long (the page has measured it). */
+  push(text: string, bytes: number): void {
+    if (this.#length + bytes > this.#buffer.length) {
+      const grown = Buffer.allocUnsafe(Math.max(this.#length + bytes, 2 * this.#buffer.length, 4096));
+      this.#buffer.copy(grown, 0, 0, this.#length);
+      this.#buffer = grown;
+    }
+    if (this.count > 0) this.#buffer[this.#length++] = COMMA;
+    this.#length += this.#buffer.write(text, this.#length);
+    this.count++;
+  }
+
+  /** The texts so far, joined (a view: it is not copied). */
+  bytes(): Buffer {
+    return this.#buffer.subarray(0, this.#length);
+  }
+}
+
+const COMMA = 0x2c;
 
 function nextCost(key: string): number {
   return Buffer.byteLength(`,"next":${JSON.stringify(key)}`);

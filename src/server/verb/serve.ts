@@ -121,8 +121,8 @@ function maxPayloadOf(nc: NatsConnection): number {
   return nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD;
 }
 
-/** A page of a bucket as its JSON text (page.ts), sent as it is. */
-type PageText = { text: string };
+/** A page of a bucket as the UTF-8 of its JSON text (page.ts), sent as it is. */
+type PageText = { bytes: Uint8Array };
 
 /** What a request is answered with. */
 type Answer = VerbReply | PageText | { error: string };
@@ -130,7 +130,7 @@ type Answer = VerbReply | PageText | { error: string };
 function respond(msg: Msg, reply: Answer, log: Logger): void {
   if ('error' in reply && reply.error !== BUSY) log.info(`provisioning: answered {error}: ${reply.error.slice(0, 500)}`);
   try {
-    msg.respond('text' in reply ? Buffer.from(reply.text) : jsonBytes(reply));
+    msg.respond('bytes' in reply ? reply.bytes : jsonBytes(reply));
   } catch (err) {
     log.warn(`provisioning: could not answer: ${errorText(err)}`);
   }
@@ -147,7 +147,7 @@ export async function answerProvisioning(
   const request = parseVerbRequest(body);
   if (!request.ok) return { error: request.reason };
   const answer = await answerRequest(reader, { health }, request.value, maxPayload);
-  return 'text' in answer ? (JSON.parse(answer.text) as VerbReply) : answer;
+  return 'bytes' in answer ? (JSON.parse(Buffer.from(answer.bytes).toString()) as VerbReply) : answer;
 }
 
 async function answerRequest(
@@ -173,7 +173,7 @@ async function answerBucket(reader: VerbReader, request: VerbRequest & { what: B
     read: for await (const run of reader.entries(shape.bucket, filter.value, after, maxPayload, () => page.room())) {
       for (const { key, data } of run) if (!page.add(classify(shape, key, data, maxPayload))) break read;
     }
-    return { text: page.text() };
+    return { bytes: page.bytes() };
   } catch (err) {
     if (err instanceof BucketReadError) return { error: `${SEAT_READ_FAILURE}${shape.bucket}: ${err.message}` };
     return { error: `internal: ${errorText(err)}` };

@@ -1,6 +1,7 @@
 // A page's values (DESIGN §6): direct gets of the keys a page may take, pipelined in a bounded
 // window on one inbox of the connection, answered back in key order whatever order they arrive in.
-import { createInbox, type Msg, type NatsConnection } from '@nats-io/transport-node';
+import { createInbox, Empty, type Msg, type NatsConnection } from '@nats-io/transport-node';
+import { MAX_SUBJECT_BYTES } from '../../shared/contract/limits.ts';
 import { jsonBytes } from '../../shared/base/bytes.ts';
 import { READ_TIMEOUT_MS } from '../../shared/contract/verb.ts';
 import { BucketReadError, directGetSubject, keyPrefix, storedValue } from './direct-get.ts';
@@ -42,8 +43,9 @@ export async function* fetchValues(nc: NatsConnection, bucket: string, keys: rea
   const sub = nc.subscribe(`${inbox}.*`, {
     callback: (err, msg) => {
       if (!err) {
-        largest = Math.max(largest, msg.data.length);
-        arrived.set(Number(msg.subject.slice(inbox.length + 1)), readAnswer(msg));
+        const answer = readAnswer(msg);
+        if (answer instanceof Uint8Array) largest = Math.max(largest, answer.length);
+        arrived.set(Number(msg.subject.slice(inbox.length + 1)), answer);
       }
       heard = Date.now();
       wake?.(err ?? undefined);
@@ -62,8 +64,7 @@ export async function* fetchValues(nc: NatsConnection, bucket: string, keys: rea
       // half window rather than one per few answers.
       const topUp = issued - next <= ahead / 2;
       for (; topUp && issued < keys.length && issued < next + ahead; issued++) {
-        // The subject in the body, not the request subject: a long key cannot make a line the server refuses.
-        nc.publish(directGetSubject(bucket), jsonBytes({ last_by_subj: keyPrefix(bucket) + keys[issued] }), { reply: `${inbox}.${issued}` });
+        publishGet(nc, bucket, keys[issued]!, `${inbox}.${issued}`);
         opts.onFetch?.(bucket, keys[issued]!);
       }
       if (!arrived.has(next)) {
@@ -84,6 +85,19 @@ export async function* fetchValues(nc: NatsConnection, bucket: string, keys: rea
     clearInterval(watchdog);
     sub.unsubscribe();
   }
+}
+
+/**
+ * Asks for the last value of `key`: named in the request subject (no body to encode), or in the
+ * body when that subject might pass MAX_SUBJECT_BYTES, so a long key cannot make a line the server
+ * refuses.
+ */
+function publishGet(nc: NatsConnection, bucket: string, key: string, reply: string): void {
+  const subject = keyPrefix(bucket) + key;
+  const bySubject = `${directGetSubject(bucket)}.${subject}`;
+  // Up to 3 bytes of UTF-8 per UTF-16 unit: a bound with no scan of the key.
+  if (bySubject.length * 3 <= MAX_SUBJECT_BYTES) return nc.publish(bySubject, Empty, { reply });
+  nc.publish(directGetSubject(bucket), jsonBytes({ last_by_subj: subject }), { reply });
 }
 
 /** A direct get's answer: its value, null when the key is gone, or the error it says. */

@@ -36,12 +36,41 @@ const BACKSLASH = 0x5c;
  * Stops counting once `stopAt` is passed. Malformed text gives some depth; JSON.parse judges it.
  */
 export function jsonDepth(data: Uint8Array | string, stopAt = Infinity): number {
-  const at = typeof data === 'string' ? (i: number) => data.charCodeAt(i) : (i: number) => data[i]!;
+  // Bytes read by index, not through a function chosen per kind: that call per byte was a tenth
+  // of the verb's walk of 20,000 reports.
+  return typeof data === 'string' ? depthOfText(data, stopAt) : depthOfBytes(data, stopAt);
+}
+
+function depthOfText(data: string, stopAt: number): number {
   let depth = 0;
   let deepest = 0;
   let inString = false;
   for (let i = 0; i < data.length; i++) {
-    const c = at(i);
+    const c = data.charCodeAt(i);
+    if (inString) {
+      if (c === BACKSLASH) i++;
+      else if (c === QUOTE) inString = false;
+    } else if (c === QUOTE) {
+      inString = true;
+    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      depth++;
+      if (depth > deepest) {
+        deepest = depth;
+        if (deepest > stopAt) return deepest;
+      }
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+      depth--;
+    }
+  }
+  return deepest;
+}
+
+function depthOfBytes(data: Uint8Array, stopAt: number): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < data.length; i++) {
+    const c = data[i]!;
     if (inString) {
       if (c === BACKSLASH) i++;
       else if (c === QUOTE) inString = false;
