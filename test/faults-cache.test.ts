@@ -239,7 +239,11 @@ onTmpfs('a full cache disk: the module applied from the verified bytes, ENOSPC s
       await waitFor('build 1 fetched again after the restart', () => fetches(m, v1).length === 2);
       await m.idle();
       await cacheWritesSettled();
-      assert.equal(readdirSync(m.cacheDir), [cacheFile(m, v1).slice(m.cacheDir.length + 1)]);
+      // Beside the archive, the record of the keys the client wrote (src/client/report/written.ts), whole.
+      const expected = [cacheFile(m, v1).slice(m.cacheDir.length + 1), 'written'].sort();
+      await waitFor('the record saved beside the archive', () => existsSync(join(m.cacheDir, 'written', 'n1.json')));
+      assert.equal(readdirSync(m.cacheDir).sort(), expected);
+      assert.is(JSON.parse(readFileSync(join(m.cacheDir, 'written', 'n1.json'), 'utf8')).node, 'n1');
       assert.is('sha256:' + sha256(readFileSync(cacheFile(m, v1))), v1.composition.archive.digest, 'cached once space returned');
       assert.is((await m.report('n1', MODULE))?.state, 'applied');
     } finally {
