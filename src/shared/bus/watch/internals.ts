@@ -6,7 +6,7 @@
 // to the rest of the watch as OrderedConsumer; a nats.js that changed them stops the program with one
 // line saying so, where it would otherwise retry a TypeError for ever.
 import type { ConsumerConfig, ConsumerInfo, ConsumerMessages, OrderedPushConsumerOptions, PushConsumer } from '@nats-io/jetstream';
-import { nanos } from '@nats-io/transport-node';
+import { errors, nanos } from '@nats-io/transport-node';
 
 /** The nats.js release whose private shapes this file names: every `@nats-io/*` package is pinned to it. */
 export const PINNED_NATS_JS = '3.4.0';
@@ -157,7 +157,17 @@ export function orderedConsumer(messages: ConsumerMessages): OrderedConsumer {
   }
   const inner = messages as unknown as OrderedMessagesInternals;
   return {
-    reset: () => inner.reset(),
+    reset() {
+      try {
+        inner.reset();
+      } catch (err) {
+        // Its resubscribe throws once the connection drains or is closed (a re-make's timer firing while
+        // the program stops): there is no consumer to make any more, and a throw from a timer ended the
+        // program with a stack and exit 1 instead of its own stop.
+        if (err instanceof errors.DrainingConnectionError || err instanceof errors.ClosedConnectionError) return;
+        throw err;
+      }
+    },
     deliveredSeq: () => inner.cursor.deliver_seq,
     rewind: () => void (inner.cursor.stream_seq = 0),
     setIdleHeartbeat(ms) {
