@@ -238,12 +238,22 @@ async function measureRestart(run: Run, url: string, rows: Row[], profDir: strin
   await run.seat.stop();
   const started = now();
   const seat = startSeatProcess(url, profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : [], SEAT_BUNDLE);
-  const ready = await within(seat.saying(/seat ready/, now), 300_000, 'the restarted seat');
-  const before = run.plans.puts();
-  const key = `${nodeName(1)}.${moduleName(1)}`;
-  const seen = run.plans.next(key, (t) => t.includes('/etc/m1/restart/a.conf'));
-  await run.assignments.put(key, jsonBytes(assignment(nodeName(1), moduleName(1), '/etc/m1/restart')));
-  const planned = await within(seen, 300_000, `plan ${key} after the restart`);
+  let ready: number;
+  let planned: number;
+  let before: number;
+  try {
+    ready = await within(seat.saying(/seat ready/, now), 300_000, 'the restarted seat');
+    before = run.plans.puts();
+    const key = `${nodeName(1)}.${moduleName(1)}`;
+    const seen = run.plans.next(key, (t) => t.includes('/etc/m1/restart/a.conf'));
+    await run.assignments.put(key, jsonBytes(assignment(nodeName(1), moduleName(1), '/etc/m1/restart')));
+    planned = await within(seen, 300_000, `plan ${key} after the restart`);
+  } catch (err) {
+    // main() holds only the first seat: this one is said and stopped here, or it outlives the bench and its bus.
+    console.error(`restarted seat stderr (tail):\n${seat.stderr().slice(-4000)}`);
+    await seat.stop();
+    throw err;
+  }
   const cpu = cpuSeconds(seat.child.pid!);
   await untilQuiet(run.plans, now, QUIET_MS);
   rows.push({

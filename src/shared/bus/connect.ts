@@ -184,17 +184,34 @@ export function watchConnection(nc: NatsConnection, log: { warn(l: string): void
 }
 
 /**
- * Drains the connection before a program stops; a bus already gone (nothing can be flushed) is said
- * at warning and the connection closed, never an error: the program was asked to stop, and what it
- * had not sent yet is what its next start writes again.
+ * How long a program's drain waits for the bus before it closes without it: a bus that holds the
+ * connection open and answers nothing (a server stopped, not gone; a cut that dropped no socket) never
+ * answers the drain's flush, and the connection is only found dead at its second unanswered ping,
+ * minutes later: a seat asked to stop was still there 60 s on, past its unit's TimeoutStopSec (30 s).
+ * A bus that answers drains in milliseconds.
  */
-export async function drainBus(nc: NatsConnection, log: { warn(line: string): void }): Promise<void> {
-  try {
-    await nc.drain();
-  } catch (err) {
-    log.warn(`bus: not drained (${errorText(err)}): closed without it`);
-    await nc.close().catch(() => {});
-  }
+export const DRAIN_WAIT_MS = 5000;
+
+/**
+ * Drains the connection before a program stops; a bus already gone (nothing can be flushed), or one
+ * that has not answered within `waitMs`, is said at warning and the connection closed, never an
+ * error: the program was asked to stop, and what it had not sent yet is what its next start writes again.
+ */
+export async function drainBus(nc: NatsConnection, log: { warn(line: string): void }, waitMs = DRAIN_WAIT_MS): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<string>((resolve) => (timer = setTimeout(() => resolve(`no answer within ${waitMs} ms`), waitMs)));
+  const failed = await Promise.race([
+    nc.drain().then(
+      () => undefined,
+      (err: unknown) => errorText(err),
+    ),
+    late,
+  ]);
+  clearTimeout(timer);
+  if (failed === undefined) return;
+  log.warn(`bus: not drained (${failed}): closed without it`);
+  // Not awaited past a moment: closing waits for a socket the silent bus may never close.
+  await Promise.race([nc.close().catch(() => {}), new Promise((resolve) => setTimeout(resolve, 500).unref())]);
 }
 
 /** Whether the server refused the login: a bad or unknown key, an expired one, or a CONNECT too late (`Authentication Timeout`). */

@@ -13,7 +13,7 @@ import {
   type OrderedPushConsumerOptions,
   type PushConsumer,
 } from '@nats-io/jetstream';
-import { nanos } from '@nats-io/transport-node';
+import { errors, nanos } from '@nats-io/transport-node';
 
 /** The nats.js release whose private shapes this file names: every `@nats-io/*` package is pinned to it. */
 export const PINNED_NATS_JS = '3.4.0';
@@ -177,7 +177,17 @@ export function orderedConsumer(messages: ConsumerMessages): OrderedConsumer {
     inner.cursor.stream_seq = Math.max(inner.cursor.stream_seq, info.delivered.stream_seq);
   };
   return {
-    reset: () => inner.reset(),
+    reset() {
+      try {
+        inner.reset();
+      } catch (err) {
+        // Its resubscribe throws once the connection drains or is closed (a re-make's timer firing while
+        // the program stops): there is no consumer to make any more, and a throw from a timer ended the
+        // program with a stack and exit 1 instead of its own stop.
+        if (err instanceof errors.DrainingConnectionError || err instanceof errors.ClosedConnectionError) return;
+        throw err;
+      }
+    },
     deliveredSeq: () => inner.cursor.deliver_seq,
     rewind: () => void (inner.cursor.stream_seq = 0),
     beginAtTail() {

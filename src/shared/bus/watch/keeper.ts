@@ -44,6 +44,8 @@ export type WatchKeeper = {
    * other re-make resumes after the last stream sequence delivered, so it needs no such diff.
    */
   recreated(info: ConsumerInfo): boolean;
+  /** The consumer's pending count is wrong (recount.ts): it is made again after the last message delivered, unless it is being made. */
+  recount(): void;
   /** Stops the keeper's timers and its listening to the connection. */
   stop(): void;
 };
@@ -144,6 +146,12 @@ class ConsumerKeeper implements WatchKeeper {
     this.consumer.rewind();
     this.#remake();
     return true;
+  }
+
+  recount(): void {
+    if (this.#inRemake()) return;
+    this.log?.debug?.(`${this.what}: its read went quiet with messages still counted pending; making its consumer again to count them`);
+    this.#remake();
   }
 
   stop(): void {

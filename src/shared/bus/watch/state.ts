@@ -37,6 +37,11 @@ export class WatchState {
     this.caughtUp = new Promise<void>((resolve) => (this.#markCaughtUp = resolve));
   }
 
+  /** Whether a read (the first, or a re-read from the start) waits for a message with nothing pending after it. */
+  get reading(): boolean {
+    return !this.#caught || this.#unseen !== undefined;
+  }
+
   /** Delivers one event (put or delete) and notes it. */
   deliver(event: WatchEvent): void {
     if (event.revision > this.#highest) this.#highest = event.revision;

@@ -5,6 +5,7 @@ import { jetstream, type ConsumerMessages, type PushConsumer } from '@nats-io/je
 import { bucketManager } from '../bucket-bind.ts';
 import { orderedConsumer, unmadePushConsumer, type OrderedConsumer } from './internals.ts';
 import { keepWatch, WATCH_HEARTBEAT_MS, type KeeperLog, type WatchKeeper } from './keeper.ts';
+import { PendingRecount } from './recount.ts';
 import { WatchState } from './state.ts';
 import type { Watch, WatchEvent } from './types.ts';
 
@@ -62,6 +63,10 @@ export async function watchKv(
     return info === undefined || info.state.last_seq < seen;
   });
   let keeper: WatchKeeper | undefined;
+  // Only a read waits on the count (recount.ts says why it can be wrong); a live watch never does.
+  const recount = new PendingRecount(() => {
+    if (state.reading) keeper?.recount();
+  });
   const messages = await consumer.consume({
     callback: (m) => {
       keeper?.heard();
@@ -69,6 +74,7 @@ export async function watchKv(
       const deleted = op === 'DEL' || op === 'PURGE';
       state.deliver({ key: m.subject.slice(prefix.length), revision: m.seq, value: deleted ? null : m.data, at: m.info.timestampNanos / 1e6 });
       if (m.info.pending === 0) state.drained(m.info.consumer);
+      recount.heard(m.info.pending);
     },
   });
   let ordered: OrderedConsumer;
@@ -83,12 +89,16 @@ export async function watchKv(
   if (tail) ordered.beginAtTail();
   const kept = keepWatch(nc, ordered, what, log, heartbeatMs);
   keeper = kept;
-  void messages.closed().then(() => kept.stop());
+  void messages.closed().then(() => {
+    kept.stop();
+    recount.stop();
+  });
   void followStatus(messages, consumer, kept, state, what, tail, log, opts.onReread);
   try {
     await kept.begin();
   } catch (err) {
     kept.stop();
+    recount.stop();
     void messages.stop();
     throw err;
   }
@@ -97,6 +107,7 @@ export async function watchKv(
     hold: (key, revision) => state.hold(key, revision),
     stop: () => {
       kept.stop();
+      recount.stop();
       void messages.stop();
     },
   };
