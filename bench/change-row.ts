@@ -10,7 +10,15 @@ import { connectBus } from '../src/shared/bus/bus.ts';
 import { watchKv } from '../src/shared/bus/watch/watch.ts';
 import { APPLIED, CONFIG } from '../src/shared/contract/buckets.ts';
 import { startBenchEngine } from './engine-lib.ts';
-import { cpuSeconds, fakeEngine, latencyRow, now, peakRssMiB, percentile, publishThreeFiles, ROOT, waitUntil, type BenchMesh } from './lib.ts';
+import { cpuSeconds, fakeEngine, latencyRow, now, numberArg, peakRssMiB, percentile, publishThreeFiles, ROOT, waitUntil, type BenchMesh } from './lib.ts';
+
+/**
+ * Idle time between one change's arrival and the next change's put, the same in every row (`--gap-ms`,
+ * default 0: back to back). Back to back, a change's put lands while the process that took the last one
+ * is still at its afterwork (the client's report, the engine's record), so the rows time a cadence of
+ * 1,000 changes a second as much as one change; with a gap they time one change as an operator makes it.
+ */
+const GAP_MS = numberArg('gap-ms', 0);
 
 /** Publishes module `lat` (three files, written under `root`) for `node`. */
 function publishLatModule(mesh: BenchMesh, node: string, root: string): Promise<void> {
@@ -49,7 +57,9 @@ export async function measureLatency(mesh: BenchMesh, base: string, tag: string,
   client.kill('SIGTERM');
   await engine.close();
 
-  console.log(`latency over ${changes} changes (client --settle 0), each row beside the floor of its own changes`);
+  console.log(
+    `latency over ${changes} changes (client --settle 0), ${GAP_MS > 0 ? `each put ${GAP_MS} ms after the last change arrived` : 'back to back'}, each row beside the floor of its own changes`,
+  );
   for (const row of rows) {
     console.log(latencyRow('  floor: KV put → watcher', row.floor));
     console.log(latencyRow(`  ${row.name}`, row.fill));
@@ -191,6 +201,7 @@ async function timeChanges(mesh: BenchMesh, node: string, changes: number, arriv
     floorSeen.delete(value);
     fill.push(a - put);
     floor.push(f - put);
+    if (GAP_MS > 0) await new Promise((resolve) => setTimeout(resolve, GAP_MS));
   }
   floorWatch.stop();
   await watchNc.close();

@@ -5,7 +5,7 @@
 // memory for a client to bring many modules of three files each to `applied`, every file written;
 // the bundle's start.
 //
-//   node build.mjs && node --import tsx bench/latency.ts [--changes N] [--modules N] [--root-in DIR[,DIR…]] [--rows latency,scale,start]
+//   node build.mjs && node --import tsx bench/latency.ts [--changes N] [--gap-ms MS] [--modules N] [--root-in DIR[,DIR…]] [--rows latency,scale,start]
 //
 // --root-in is where the engine's root is made, each in turn (default: /dev/shm when it is a tmpfs,
 // then the OS temp dir). The engine fsyncs every file and directory it writes (DESIGN §9): on a tmpfs
