@@ -132,11 +132,7 @@ export function refuseBadBucket(nc: NatsConnection, spec: BucketSpec, warn?: (li
   const recent = checks.get(spec.name);
   if (recent && (recent.answeredAt === undefined || Date.now() - recent.answeredAt < CHECK_REUSE_MS)) return recent.done;
   const done = (async () => {
-    const asked = Date.now();
     const found = await inspectBucket(nc, spec);
-    // The check's answer is the bus's pace too: a bus answering a fleet's start seconds late answers
-    // the watch's create as late, and a create given up sooner is only asked again (issue 34).
-    if (found.state === 'ok') paceOf(nc).answered(Date.now() - asked);
     if (found.state === 'ok') for (const w of found.warnings) warn?.(`bucket ${spec.name}: ${w}`);
   })();
   const entry: Check = { done };
