@@ -37,9 +37,17 @@ function harness(templates: Record<string, string>, answer: Answer = written, re
   const removed: string[] = [];
   const items: [string, unknown][] = [];
   const config = new ConfigValues('n1');
+  // `held`: every config value's read is in flight (sources/keyed.ts), as at a start or for a key named anew.
+  const reads = { held: false };
   const sources = new Sources([
     placementSource(),
-    { name: 'config', lookup: (p, w) => ({ ...config.lookup(p.module, w.name), dependency: configDependency(p.module, w.name) }) },
+    {
+      name: 'config',
+      lookup: (p, w) =>
+        reads.held
+          ? { state: 'waiting', unread: Promise.resolve(), dependency: configDependency(p.module, w.name) }
+          : { ...config.lookup(p.module, w.name), dependency: configDependency(p.module, w.name) },
+    },
   ]);
   const index = new DependencyIndex();
   const modules = new Modules({
@@ -64,7 +72,7 @@ function harness(templates: Record<string, string>, answer: Answer = written, re
     await modules.run(module, full);
     await modules.settled();
   };
-  return { modules, run, requests, reports, needs, removed, items, index, setConfig, last: () => reports.at(-1)! };
+  return { modules, run, requests, reports, needs, removed, items, index, setConfig, reads, last: () => reports.at(-1)! };
 }
 
 function written(req: Omit<FillRequest, 'id' | 'op'>): FillReply {
@@ -123,6 +131,26 @@ test('a filled module is handed once; a run with nothing changed sends nothing; 
   assert.is(h.requests.length, 2);
   assert.is(h.requests[1]!.files.length, 2);
   assert.equal([...h.index.modulesNaming([configDependency('web', 'v')])], ['web']);
+});
+
+test('a full run held for a value not read yet leaves its fullness to the run the read sets off: the engine gets every file', async () => {
+  const h = harness({ t: 'v ${config:v}\n' });
+  h.setConfig('v', '1');
+  h.modules.setPlan('web', plan([{ path: '/etc/web/a.conf', template: 't' }]));
+  await h.run('web', false);
+  assert.is(h.requests.length, 1);
+  h.reads.held = true;
+  await h.run('web', true);
+  assert.is(h.requests.length, 1, 'held: nothing handed, nothing reported');
+  assert.is(h.reports.length, 1);
+  h.reads.held = false;
+  // The read's answer schedules the module as any change does: not full.
+  await h.run('web', false);
+  assert.is(h.requests.length, 2, 'the held full run handed every file, though none changed');
+  assert.equal(
+    h.requests[1]!.files.map((f) => f.content),
+    ['v 1\n'],
+  );
 });
 
 test("a report says what this fill did: a file the request did not carry is `unchanged`, not an earlier fill's `written`", async () => {

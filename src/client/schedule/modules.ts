@@ -21,6 +21,8 @@ type ModuleState = {
   removed: boolean;
   /** What the last fill rendered, so an unchanged file is not rendered or hashed again. */
   memo: FillMemo;
+  /** A full run (start, reconnect, knock) was held for a value not read yet: the run its read sets off is full. */
+  fullHeld?: boolean;
 };
 
 /** A module's writes after its runs: the ones running and waiting, in order. */
@@ -129,10 +131,15 @@ export class Modules {
     index.set(module, filled.dependencies);
     if (!filled.ok) return this.#report(module, failedReport(plan.build, filled.reason));
     // A value not read yet is never reported waited for (DESIGN §7 point 4): its read, told, fills the module again.
-    if (filled.value.unread) return;
+    if (filled.value.unread) {
+      if (full) state.fullHeld = true;
+      return;
+    }
     const { files, items, waiting, needs, notes, marks, from } = filled.value;
+    const whole = full || state.fullHeld === true;
+    state.fullHeld = false;
 
-    const handed = await handoff.send(plan, files, full, marks, from);
+    const handed = await handoff.send(plan, files, whole, marks, from);
     const report =
       handed.kind === 'failed'
         ? failedReport(plan.build, handed.reason)
