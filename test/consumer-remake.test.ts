@@ -7,7 +7,7 @@ import * as assert from 'uvu/assert';
 import { JetStreamApiError, type ConsumerConfig, type ConsumerInfo, type ConsumerMessages } from '@nats-io/jetstream';
 import { orderedConsumer } from '../src/shared/bus/watch/internals.ts';
 import { REMAKE_AGAIN_MS, REMAKE_GIVE_UP_MS, REMAKE_TIMEOUT_MS } from '../src/shared/bus/watch/give-up.ts';
-import { BusPace, PACE_MEMORY_MS, REMAKE_UNSETTLED_MS, REPLICA_SILENT_MS } from '../src/shared/bus/watch/pace.ts';
+import { BusPace, LOOK_REUSE_MS, PACE_MEMORY_MS, REMAKE_UNSETTLED_MS, REPLICA_SILENT_MS, type StreamCluster } from '../src/shared/bus/watch/pace.ts';
 import { hastenRemakes, REMAKE_ANSWER_MS } from '../src/shared/bus/watch/remake.ts';
 import { fakeClock, flush } from './helpers/clock.ts';
 
@@ -340,6 +340,127 @@ test('the pace forgets answers after 5 s, and those from before a cluster change
   );
   await clock.advance(PACE_MEMORY_MS + 1);
   assert.is(pace.giveUpAfter(REMAKE_TIMEOUT_MS, REMAKE_ANSWER_MS), REMAKE_TIMEOUT_MS);
+});
+
+/** A connection's look at its streams' replicas, answered by the test: each look recorded with its stream, time and wait. */
+function fakeLooks(clock: ReturnType<typeof fakeClock>) {
+  const looks: { stream: string; at: number; ms: number; answer(cluster: StreamCluster | undefined): void; fail(): void }[] = [];
+  const read = (stream: string, ms: number) =>
+    new Promise<StreamCluster | undefined>((resolve, reject) => {
+      looks.push({ stream, at: clock.now(), ms, answer: resolve, fail: () => reject(new errors.TimeoutError()) });
+    });
+  return { looks, pace: new BusPace(clock.now, read) };
+}
+
+const whole: StreamCluster = {
+  replicas: [
+    { current: true, active: 200e6 },
+    { current: true, active: 600e6 },
+  ],
+};
+
+test('on a calm cluster a create unanswered 1.5 s has its stream looked at: every replica current and heard from, it waits on, looked at again each 1.5 s, and is made without a reset', async () => {
+  const clock = fakeClock();
+  const { looks, pace } = fakeLooks(clock);
+  const [a, b, c] = [fakeApi(clock), fakeApi(clock), fakeApi(clock)];
+  for (const f of [a, b, c]) hastenRemakes(f.consumer, 'watch', undefined, clock, undefined, pace);
+  const made = [a, b, c].map((f, i) => f.internals.consumer.api.add(i < 2 ? 'KV_x' : 'KV_y', config(2)));
+  await clock.advance(REMAKE_GIVE_UP_MS);
+  assert.equal(
+    looks.map((l) => [l.stream, l.at]),
+    [
+      ['KV_x', REMAKE_GIVE_UP_MS],
+      ['KV_y', REMAKE_GIVE_UP_MS],
+    ],
+    'one look a stream for the watches of the connection (a and b watch KV_x)',
+  );
+  for (const l of looks) l.answer(whole);
+  await flush();
+  await clock.advance(REMAKE_GIVE_UP_MS);
+  assert.equal(
+    [a, b, c].map((f) => f.resets),
+    [[], [], []],
+    'a whole stream: its late creates wait on',
+  );
+  assert.equal(
+    looks.slice(2).map((l) => [l.stream, l.at]),
+    [
+      ['KV_x', 2 * REMAKE_GIVE_UP_MS],
+      ['KV_y', 2 * REMAKE_GIVE_UP_MS],
+    ],
+    'looked at again 1.5 s after the look that let them wait',
+  );
+  for (const l of looks.slice(2)) l.answer(whole);
+  await clock.advance(1000);
+  for (const f of [a, b, c]) f.creates[0]!.made();
+  assert.equal(
+    (await Promise.all(made)).map((i) => i.name),
+    ['oc_2', 'oc_2', 'oc_2'],
+  );
+  assert.equal(
+    [a, b, c].map((f) => [f.creates.length, f.resets.length, f.deleted.length]),
+    [
+      [1, 0, 0],
+      [1, 0, 0],
+      [1, 0, 0],
+    ],
+    'one create each, answered 4 s late, and no consumer nobody holds',
+  );
+});
+
+test('a look that finds a replica gone, or has no answer, gives the create up at once, and the watch gives up hastily from then on without looking', async () => {
+  for (const look of ['gone', 'unanswered'] as const) {
+    const clock = fakeClock();
+    const { looks, pace } = fakeLooks(clock);
+    const f = fakeApi(clock);
+    const lines: string[] = [];
+    hastenRemakes(f.consumer, 'watch w', { debug: (l) => lines.push(l) }, clock, undefined, pace);
+    void f.internals.consumer.api.add('KV_x', config(2));
+    await clock.advance(REMAKE_GIVE_UP_MS);
+    await clock.advance(100);
+    if (look === 'gone')
+      looks[0]!.answer({
+        replicas: [
+          { current: true, active: 1e6 },
+          { current: false, active: (REPLICA_SILENT_MS + 1) * 1e6 },
+        ],
+      });
+    else looks[0]!.fail();
+    await flush();
+    await clock.advance(0);
+    assert.equal(f.resets, [REMAKE_GIVE_UP_MS + 100], look);
+    assert.match(lines[0]!, 'stream KV_x has a replica gone or no answer');
+    assert.is(pace.unsettled(), look === 'gone', 'a replica seen gone unsettles the connection; an unanswered look does not');
+    void f.internals.consumer.api.add('KV_x', config(3));
+    await clock.advance(REMAKE_TIMEOUT_MS + LOOK_REUSE_MS);
+    assert.is(looks.length, 1, `${look}: no look once one was given up`);
+    assert.is(f.resets.length, 2, `${look}: the next create given up after 0.25 s`);
+  }
+});
+
+test('a create whose stream keeps looking whole is still given up at 10 s unanswered; after a cluster change creates are given up at 0.25 s without a look', async () => {
+  const clock = fakeClock();
+  const { looks, pace } = fakeLooks(clock);
+  const f = fakeApi(clock);
+  hastenRemakes(f.consumer, 'watch w', undefined, clock, undefined, pace);
+  void f.internals.consumer.api.add('KV_x', config(2));
+  for (let t = 0; t < REMAKE_ANSWER_MS; t += 100) {
+    await clock.advance(100);
+    for (const l of looks) l.answer(whole);
+    await flush();
+  }
+  f.creates[0]!.lost();
+  await flush();
+  await clock.advance(0);
+  assert.equal(f.resets, [REMAKE_ANSWER_MS]);
+  assert.is(looks.length, 6, 'looked at 1.5, 3, 4.5, 6, 7.5 and 9 s');
+  const g = fakeApi(clock);
+  const remakes = hastenRemakes(g.consumer, 'watch v', undefined, clock, undefined, pace);
+  remakes.clusterChanged();
+  void g.internals.consumer.api.add('KV_x', config(2));
+  await clock.advance(REMAKE_TIMEOUT_MS);
+  assert.equal(g.resets, [REMAKE_ANSWER_MS + REMAKE_TIMEOUT_MS]);
+  assert.is(looks.length, 6, 'no look while the cluster fails over');
 });
 
 test('a stopped watch sends no more creates', async () => {

@@ -4,6 +4,7 @@
 // sooner than this bus answers: a bus busy with a fleet's starts answers seconds late, and giving up
 // its creates sooner than that made each late answer a consumer nobody holds, and none made sooner.
 import type { NatsConnection } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
 
 /** How many of the latest answers the pace keeps. */
 export const PACE_ANSWERS = 8;
@@ -24,6 +25,21 @@ export const REPLICA_SILENT_MS = 2500;
 /** A stream's cluster as its info says it (the fields read here). */
 export type StreamCluster = { replicas?: { current: boolean; offline?: boolean; active: number }[] };
 
+/**
+ * Reads a stream's cluster, waiting at most `ms`: rejects when the read is unanswered or refused
+ * (nats.js parses the answer and keeps only what StreamCluster names).
+ */
+export type ReadCluster = (stream: string, ms: number) => Promise<StreamCluster | undefined>;
+
+/**
+ * How long a look at a stream's replicas waits for its answer (wholeStream). A stream whose leader
+ * is gone leaves it unanswered; a bus busy with a fleet's starts answers a stream info in well under
+ * this while its creates come seconds late.
+ */
+export const LOOK_ANSWER_MS = 1000;
+/** How long one look at a stream's replicas answers for every watch of that stream on the connection. */
+export const LOOK_REUSE_MS = 1000;
+
 /** The answers a connection's creates had, the wait that follows from them, and whether its cluster is unsettled. */
 export class BusPace {
   #answers: { ms: number; at: number }[] = [];
@@ -31,8 +47,40 @@ export class BusPace {
   #unsettledUntil = -Infinity;
   /** The watches whose create waits for its answer now. */
   readonly #waiting = new Set<object>();
+  /** The latest look at each stream's replicas: asked when, and what it found. */
+  readonly #looks = new Map<string, { at: number; whole: Promise<boolean> }>();
 
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly now: () => number = Date.now,
+    /** How this connection reads a stream's cluster; without one, no create waits on a look (wholeStream). */
+    private readonly readCluster?: ReadCluster,
+  ) {}
+
+  /** Whether this pace can look at a stream's replicas before a create is given up. */
+  get canLook(): boolean {
+    return this.readCluster !== undefined;
+  }
+
+  /**
+   * Whether `stream` has every replica current and heard from (sawStream), by a look at its info:
+   * false when the look shows a server gone, or is left unanswered LOOK_ANSWER_MS, or is refused.
+   * A look asked within LOOK_REUSE_MS is the answer of every watch of the stream on the connection.
+   */
+  wholeStream(stream: string): Promise<boolean> {
+    const recent = this.#looks.get(stream);
+    if (recent && this.now() - recent.at < LOOK_REUSE_MS) return recent.whole;
+    const whole = this.readCluster
+      ? this.readCluster(stream, LOOK_ANSWER_MS).then(
+          (cluster) => {
+            this.sawStream(cluster);
+            return !this.unsettled();
+          },
+          () => false,
+        )
+      : Promise.resolve(false);
+    this.#looks.set(stream, { at: this.now(), whole });
+    return whole;
+  }
 
   /** A create was answered `ms` after it was asked (in time, or after it was given up). */
   answered(ms: number): void {
@@ -79,6 +127,7 @@ export class BusPace {
    */
   unsettle(): void {
     this.#answers = [];
+    this.#looks.clear();
     this.#unsettledUntil = this.now() + REMAKE_UNSETTLED_MS;
   }
 
@@ -102,6 +151,12 @@ const paces = new WeakMap<NatsConnection, BusPace>();
 /** The pace of `nc`, shared by every watch and bucket read on it (a bus slow or failing over for one is so for all). */
 export function paceOf(nc: NatsConnection): BusPace {
   let pace = paces.get(nc);
-  if (!pace) paces.set(nc, (pace = new BusPace()));
+  if (!pace) paces.set(nc, (pace = new BusPace(Date.now, (stream, ms) => readCluster(nc, stream, ms))));
   return pace;
+}
+
+/** A stream's cluster as its info on `nc` says it, read once (no leader: unanswered, or 503). */
+async function readCluster(nc: NatsConnection, stream: string, ms: number): Promise<StreamCluster | undefined> {
+  const jsm = await jetstreamManager(nc, { checkAPI: false, timeout: ms });
+  return (await jsm.streams.info(stream)).cluster;
 }

@@ -5,10 +5,11 @@
 //   (nats-server 2.9: still 35 s after a SIGKILL, about one new consumer in three placed there). A
 //   create placed on the dead server is never answered, and asked again under the same name it goes
 //   to the same placement: a watch made just after a kill waited for ever (issue 31). Only a new name
-//   is placed anew. So every create left unanswered is given up, whatever the connection saw, and the
-//   consumer reset under a new name on a new deliver subject (when: shared/bus/watch/give-up.ts; 1.5 s on
-//   a calm cluster, 0.25 s once one was given up or while the cluster fails over, which is what keeps
-//   a watch within the bus's failover + 2 s with one name in three on a dead peer).
+//   is placed anew. So a create left unanswered is given up and the consumer reset under a new name on
+//   a new deliver subject (when: shared/bus/watch/give-up.ts; 1.5 s on a calm cluster, 0.25 s once one
+//   was given up or while the cluster fails over, which is what keeps a watch within the bus's
+//   failover + 2 s with one name in three on a dead peer) — unless, on a calm cluster, a look at its
+//   stream finds every replica current and heard from: no server is gone, and the create is late.
 // - Late: a bus busy with a fleet's creates answers them a second or more late, and a late answer of
 //   a create given up is a consumer nobody holds. It delivers to a subject nobody listens on any more,
 //   never a message to the watch (hedges on the watch's own subject each set off a reset, which filled
@@ -23,7 +24,7 @@ import { unrefTimer, type Timer } from '../../base/timer.ts';
 import type { ConsumerCalls, OrderedConsumer } from './internals.ts';
 import { isTimeout } from '../../base/errors.ts';
 import { isTemporarilyUnavailable } from '../jetstream-errors.ts';
-import { GiveUpRule } from './give-up.ts';
+import { GiveUpRule, REMAKE_GIVE_UP_MS } from './give-up.ts';
 import { BusPace } from './pace.ts';
 
 /** How long a create's answer is listened for: a late one sets the pace, and its consumer is deleted. */
@@ -157,14 +158,25 @@ class Remake {
     this.#due(askedAt, this.ctx.rule.firstWait());
   }
 
-  /** Gives the create asked at `askedAt` up after `wait`, unless the rule says to wait on. */
+  /**
+   * Gives the create asked at `askedAt` up after `wait`, unless the rule says to wait on, or its
+   * stream looks whole (every replica current and heard from): then it waits REMAKE_GIVE_UP_MS more
+   * and is looked at again, until made or REMAKE_ANSWER_MS.
+   */
   #due(askedAt: number, wait: number): void {
     this.#timer = this.ctx.time.timer(() => {
       if (!this.#live()) return;
       const waited = this.ctx.time.now() - askedAt;
       const more = this.ctx.rule.waitMore(askedAt, waited, wait);
       if (more !== undefined) return this.#due(askedAt, more);
-      this.giveUp(`a create of its consumer went unanswered for ${waited} ms`);
+      if (!this.ctx.rule.looksFirst()) return this.giveUp(`a create of its consumer went unanswered for ${waited} ms`);
+      void this.ctx.rule.wholeStream(this.stream).then((whole) => {
+        if (!this.#live()) return;
+        if (whole && this.ctx.rule.looksFirst()) return this.#due(askedAt, REMAKE_GIVE_UP_MS);
+        this.giveUp(
+          `a create of its consumer went unanswered for ${this.ctx.time.now() - askedAt} ms, and stream ${this.stream} has a replica gone or no answer`,
+        );
+      });
     }, wait);
   }
 
