@@ -1,7 +1,7 @@
 // The bundle-start row of bench/latency.ts: `node dist/client.js` (and deno) spawned → the client's
 // first line that needed the bus's answer, beside the bare runtime running an empty script.
 import { spawn, spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DENO } from '../test/helpers/bundle.ts';
@@ -44,10 +44,14 @@ async function bareStart(argv: string[]): Promise<number> {
   const script = join(tmpdir(), `mesh-empty-${process.pid}.mjs`);
   writeFileSync(script, '');
   const times: number[] = [];
-  for (let i = 0; i < 7; i++) {
-    const started = now();
-    spawnSync(argv[0]!, [...argv.slice(1), script]);
-    times.push(now() - started);
+  try {
+    for (let i = 0; i < 7; i++) {
+      const started = now();
+      spawnSync(argv[0]!, [...argv.slice(1), script]);
+      times.push(now() - started);
+    }
+  } finally {
+    rmSync(script, { force: true });
   }
   return times.sort((a, b) => a - b)[3]!;
 }

@@ -57,6 +57,33 @@ export async function apiCalls(bus: FleetBus): Promise<{ total: number; errors: 
   return ((await (await fetch(`${bus.monitor}/jsz`)).json()) as { api: { total: number; errors: number } }).api;
 }
 
+/**
+ * Counts the JetStream API asks on the bus from now until `done(nodes)`, by kind (`CONSUMER.CREATE`,
+ * `STREAM.INFO`, `DIRECT.GET`…), a node's share each: where a start's calls go when they grow.
+ */
+export function apiAsksFrom(bus: FleetBus): { done(nodes: number): Promise<Record<string, number>> } {
+  const counts = new Map<string, number>();
+  const sub = bus.nc.subscribe('$JS.API.>', {
+    callback: (_err, msg) => {
+      const t = msg.subject.split('.');
+      const kind =
+        t[3] === 'INFO' || t[3] === 'CREATE'
+          ? t.slice(2, 5).join('.')
+          : t[2] === 'DIRECT' || t[2] === 'INFO'
+            ? t.slice(2, 4).join('.')
+            : t.slice(2, t[3] === 'DURABLE' ? 5 : 4).join('.');
+      counts.set(kind, (counts.get(kind) ?? 0) + 1);
+    },
+  });
+  return {
+    async done(nodes) {
+      await bus.nc.flush();
+      sub.unsubscribe();
+      return Object.fromEntries([...counts].sort((a, b) => b[1] - a[1]).map(([k, v]) => [k, Number((v / nodes).toFixed(2))]));
+    },
+  };
+}
+
 /** How many consumers the server holds now, by stream (every account). */
 export async function consumersByStream(bus: FleetBus): Promise<Record<string, number>> {
   type Jsz = { account_details?: { stream_detail?: { name: string; state: { consumer_count: number } }[] }[] };

@@ -14,7 +14,7 @@ import { Kvm } from '@nats-io/kv';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { CONFIG, PLANS } from '../src/shared/contract/buckets.ts';
 import { bytes, fleetEntries, loadFleet, moduleName, MODULES_N, nodeName, publishBuild, putAll } from './fleet-load.ts';
-import { apiCalls, hearAlive, idleMessageKinds, trafficFrom, measureQuiet, sampleUsage, startFleetBus, type FleetBus } from './fleet-bus.ts';
+import { apiAsksFrom, apiCalls, hearAlive, idleMessageKinds, trafficFrom, measureQuiet, sampleUsage, startFleetBus, type FleetBus } from './fleet-bus.ts';
 import { startPool, type Pool } from './fleet-pool.ts';
 import { growthOf, spreadOf, tableOf, type ColdCpu, type FleetFigures } from './fleet-rows.ts';
 import { wallNow } from './fleet-worker.ts';
@@ -158,6 +158,7 @@ async function runSize(n: number): Promise<FleetFigures> {
     let seat = sampleUsage(bus.seat.child.pid!);
     const everyModule = Array.from({ length: MODULES_N }, (_, j) => p.firstOf(nodes, (what) => what === moduleName(j), PHASE_MS));
     const api0 = await apiCalls(bus);
+    const asks = apiAsksFrom(bus);
     const cpu = coldCpu(bus, p);
     const t0 = wallNow();
     const atOnce = atOnceOf(workers);
@@ -171,7 +172,10 @@ async function runSize(n: number): Promise<FleetFigures> {
     const coldLoad = loadNow();
     const api1 = await apiCalls(bus);
     const coldApi = { total: api1.total - api0.total, errors: api1.errors - api0.errors };
-    log(`N=${n}: cold ${coldMs.toFixed(0)} ms${coldMissing ? `, ${coldMissing} modules never` : ''}`);
+    const coldAsks = await asks.done(n);
+    log(
+      `N=${n}: cold ${coldMs.toFixed(0)} ms${coldMissing ? `, ${coldMissing} modules never` : ''}; JetStream API asks a node by kind ${JSON.stringify(coldAsks)}`,
+    );
 
     await untilEnginesQuiet(pool, 3000);
     seat = sampleUsage(bus.seat.child.pid!);
