@@ -92,8 +92,9 @@ function poolSize(asked, cores) {
 }
 
 /**
- * Runs one suite in its own process, with TMPDIR a fresh dir of its own, looked in once it ends. `live` passes its output through as it comes; otherwise it is
- * held, in the order its chunks came on stdout and stderr, and written out whole when it ends.
+ * Runs one suite in its own process, with TMPDIR a fresh dir of its own, looked in once it ends.
+ * `live` passes its output through as it comes; otherwise it is held, in the order its chunks came
+ * on stdout and stderr, and written out whole when it ends.
  */
 function runSuite(suite, live) {
   const started = Date.now();
