@@ -139,14 +139,17 @@ async function timeThroughRelay(mesh: BenchMesh, base: string, changes: number):
   const written = new Map<string, (t: number) => void>();
   const engine = startRelay(['engine', socket, root], ['ignore', 'ignore', 'pipe'], written);
   let watching = false;
-  await waitUntil('the bare engine', () => existsSync(socket), 20_000);
-  const watcher = startRelay(['watch', mesh.url, CONFIG, 'relay.lat.a', socket], ['ignore', 'pipe', 'ignore']);
-  watcher.stdout!.on('data', () => (watching = true));
+  let watcher: ReturnType<typeof startRelay> | undefined;
+  // The engine's wait inside the try: one that times out still takes the engine and its dir with it.
   try {
+    await waitUntil('the bare engine', () => existsSync(socket), 20_000);
+    watcher = startRelay(['watch', mesh.url, CONFIG, 'relay.lat.a', socket], ['ignore', 'pipe', 'ignore']);
+    watcher.stdout!.on('data', () => (watching = true));
     await waitUntil('the bare watcher', () => watching, 20_000);
-    return await withCpu(mesh, { watcher: watcher.pid!, engine: engine.pid! }, changes, () => timeChanges(mesh, 'relay', changes, written));
+    const pids = { watcher: watcher.pid!, engine: engine.pid! };
+    return await withCpu(mesh, pids, changes, () => timeChanges(mesh, 'relay', changes, written));
   } finally {
-    watcher.kill('SIGTERM');
+    watcher?.kill('SIGTERM');
     engine.kill('SIGTERM');
     rmSync(dir, { recursive: true, force: true });
   }

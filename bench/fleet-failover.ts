@@ -12,8 +12,7 @@
 // and every client logs in as its node (which may not delete a consumer it replaces: the server
 // does, after its inactivity threshold, so the consumers counted are those a fleet really holds).
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { AckPolicy, jetstreamManager } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
@@ -29,6 +28,7 @@ import { spreadOf } from './fleet-rows.ts';
 import { wallNow } from './fleet-worker.ts';
 import { numberArg, ROOT } from './lib.ts';
 import { startSeatProcess } from './seat-lib.ts';
+import { tempDir } from '../test/helpers/temp.ts';
 
 const N = numberArg('nodes', 100);
 const PHASE_MS = numberArg('phase-s', 60) * 1000;
@@ -62,7 +62,7 @@ async function consumersOfCluster(jsm: Awaited<ReturnType<typeof jetstreamManage
 const perNode = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0) / N;
 
 async function main(): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), 'mesh-fleet-failover-'));
+  const dir = tempDir('mesh-fleet-failover-');
   const nodes = Array.from({ length: N }, (_, i) => nodeName(i));
   const { cluster, credentials } = await startFleetCluster(nodes, dir);
   const urls = cluster.urls.join(',');

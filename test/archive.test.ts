@@ -4,9 +4,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createHash, randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
@@ -26,13 +25,14 @@ import {
 } from '../src/client/archive/load.ts';
 import { fetchHttps } from '../src/client/archive/fetch.ts';
 import { startNats } from './helpers/nats.ts';
+import { tempDir as newTempDir } from './helpers/temp.ts';
 
 const utf8 = new TextEncoder();
 const REF = 'obj://archives/a.tar';
 const temps: string[] = [];
 
 function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'mesh-archive-'));
+  const dir = newTempDir('mesh-archive-');
   temps.push(dir);
   return dir;
 }

@@ -5,12 +5,12 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureBuilt, ROOT } from './helpers/bundle.ts';
 import { busConfigOut } from './helpers/bus-config-run.ts';
 import { startNats, type NatsServer } from './helpers/nats.ts';
+import { tempDir } from './helpers/temp.ts';
 
 let dir = '';
 const servers: NatsServer[] = [];
@@ -34,7 +34,7 @@ const seed = (user: string) => join(dir, 'credentials', `${user}.nk`);
 
 test.before(() => {
   ensureBuilt('server');
-  dir = mkdtempSync(join(tmpdir(), 'mesh-backup-refusals-'));
+  dir = tempDir('mesh-backup-refusals-');
 });
 test.after(async () => {
   await Promise.all(servers.map((s) => s.cleanup()));

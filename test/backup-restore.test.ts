@@ -7,8 +7,7 @@
 // — the engines run on throughout — and no module is restarted; a config change then reaches its file.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { labBlocks, startLabShell, type LabShell } from '../demo/lab.ts';
@@ -31,6 +30,7 @@ import { freePort } from './helpers/nats.ts';
 import { startPostgres, type Postgres } from './helpers/postgres.ts';
 import { streamContents } from './helpers/stream-contents.ts';
 import { waitFor } from './helpers/wait.ts';
+import { tempDir } from './helpers/temp.ts';
 
 const BLOCK_MS = 90_000;
 
@@ -40,7 +40,7 @@ let shell: LabShell | undefined;
 const connections: NatsConnection[] = [];
 
 test.before(async () => {
-  work = mkdtempSync(join(tmpdir(), 'mesh-backup-'));
+  work = tempDir('mesh-backup-');
   packRelease(work);
   db = await startPostgres();
 });

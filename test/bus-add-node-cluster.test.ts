@@ -6,8 +6,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { connectBus } from '../src/shared/bus/bus.ts';
 import { DEFAULT_ARCHIVES } from '../src/shared/contract/buckets.ts';
@@ -20,6 +19,7 @@ import { createMeshNode, nodePaths, placementUnder } from './helpers/mesh-node.t
 import { freePort, startNats, type NatsServer } from './helpers/nats.ts';
 import { spawnQuiet } from './helpers/spawn.ts';
 import { waitFor } from './helpers/wait.ts';
+import { tempDir } from './helpers/temp.ts';
 
 /** How long the new node may take from its client's start to its file. */
 const APPLIED_MS = 15_000;
@@ -74,7 +74,7 @@ async function startMeshCluster(dir: string, credentials: string, nodes: string[
 }
 
 test('on a three-server cluster, a node added by bus-config on every server and two reloads each, one server after the other, gets its plans', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'mesh-add-node-cluster-'));
+  const dir = tempDir('mesh-add-node-cluster-');
   const credentials = join(dir, 'credentials');
   const undo: (() => unknown)[] = [];
   try {

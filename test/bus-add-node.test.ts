@@ -6,8 +6,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { connectBus } from '../src/shared/bus/bus.ts';
 import { INBOX_PREFIXES } from '../src/shared/bus/inbox.ts';
@@ -15,6 +14,7 @@ import { cleanupBundles, ensureBuilt, ROOT } from './helpers/bundle.ts';
 import { jetStreamFor, startIsolatedMesh, type IsolatedMesh } from './helpers/isolated-mesh.ts';
 import { createMeshNode, nodePaths, placementUnder } from './helpers/mesh-node.ts';
 import { waitFor } from './helpers/wait.ts';
+import { tempDir } from './helpers/temp.ts';
 
 /** How long the new node may take from its client's start to its module applied. */
 const APPLIED_MS = 15_000;
@@ -93,7 +93,7 @@ test('a node added by bus-config and two reloads gets its plans; after one reloa
 });
 
 test('bus-config says the accounts a run adds or drops over an existing file, and nothing when the file is new or keeps its accounts', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'mesh-add-node-'));
+  const dir = tempDir('mesh-add-node-');
   try {
     const run = (nodes: string[]) =>
       spawnSync(

@@ -3,8 +3,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { nkeys } from '@nats-io/transport-node';
 import { connectBus } from '../src/shared/bus/bus.ts';
@@ -14,10 +13,11 @@ import { inboxPrefixesOf, loginCollision, usersOf } from '../src/server/commands
 import { loadOrCreateLogins, publicKeyOf } from '../src/server/commands/bus-config/credentials.ts';
 import { ensureBuilt, ROOT } from './helpers/bundle.ts';
 import { freePort } from './helpers/nats.ts';
+import { tempDir } from './helpers/temp.ts';
 
 const dirs: string[] = [];
 const temp = () => {
-  const d = mkdtempSync(join(tmpdir(), 'mesh-bus-config-'));
+  const d = tempDir('mesh-bus-config-');
   dirs.push(d);
   return d;
 };

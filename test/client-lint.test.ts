@@ -4,8 +4,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { packTar } from 'modern-tar';
@@ -20,6 +19,7 @@ import { firstInvalidUtf8 } from '../src/module/utf8.ts';
 import type { Plan } from '../src/shared/contract/plan.ts';
 import { packTemplates } from './helpers/archive.ts';
 import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle } from './helpers/bundle.ts';
+import { tempDir as newTempDir } from './helpers/temp.ts';
 
 const dirs: string[] = [];
 test.after(() => {
@@ -28,7 +28,7 @@ test.after(() => {
 });
 
 function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'mesh-lint-'));
+  const dir = newTempDir('mesh-lint-');
   dirs.push(dir);
   return dir;
 }

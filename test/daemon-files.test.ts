@@ -8,7 +8,6 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MAX_DECLARATION_BYTES } from '../src/engine/declaration.ts';
 import { MAX_CONSUMERS_FILE_BYTES } from '../src/sdk/consumers-file.ts';
@@ -17,6 +16,7 @@ import { MAX_PASSWORD_FILE_BYTES } from '../examples/postgres-provider/options.t
 import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle, startBundle, type Running } from './helpers/bundle.ts';
 import { startNats } from './helpers/nats.ts';
 import { sleep } from './helpers/wait.ts';
+import { tempDir } from './helpers/temp.ts';
 
 /** main.ts's bound on a stop (the helper's own, then 3 s for PostgreSQL and the bus), and the 2 s runMain gives a loop held open. */
 const STOP_MS = DEFAULT_STOP_TIMEOUT_MS + 3000 + 2000;
@@ -45,7 +45,7 @@ test.before(() => {
   ensureBuilt('engine');
   provider = copyBundleAlone('postgres-provider');
   engine = copyBundleAlone('engine');
-  dir = mkdtempSync(join(tmpdir(), 'mesh-daemon-files-'));
+  dir = tempDir('mesh-daemon-files-');
   fifo = mkfifo(join(dir, 'pipe'));
   writeFileSync(join(dir, 'pw'), 'secret\n', { mode: 0o600 });
 });

@@ -3,10 +3,10 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { tempDir } from './helpers/temp.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DEMO = join(ROOT, 'demo', 'run.ts');
@@ -123,7 +123,7 @@ test('Ctrl-C (SIGINT) on a running demo stops every child, removes the temp dir 
 });
 
 test('without nats-server on PATH the demo says how to install it and exits 1', async () => {
-  const empty = mkdtempSync(join(tmpdir(), 'mesh-demo-path-'));
+  const empty = tempDir('mesh-demo-path-');
   try {
     const run = await runDemo(['--once'], { PATH: empty });
     assert.is(run.code, 1, describe(run));

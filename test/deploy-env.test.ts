@@ -5,11 +5,11 @@
 // variable or the flag that asked, at error, and what to set.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { cleanupBundles, copyBundleAlone, ensureBuilt, ROOT, runBundle, startBundle, type Running } from './helpers/bundle.ts';
 import { startNats, type NatsServer } from './helpers/nats.ts';
+import { tempDir } from './helpers/temp.ts';
 
 const SYSTEMD_DIR = join(ROOT, 'deploy', 'systemd');
 let nats: NatsServer;
@@ -47,7 +47,7 @@ function onTestBus(env: Record<string, string>): Record<string, string> {
 }
 
 test('each example env file runs as it is on one server: seat ready, then a client of node n1 ready beside the engine, then the vault ready', async () => {
-  const work = mkdtempSync(join(tmpdir(), 'mesh-deploy-env-'));
+  const work = tempDir('mesh-deploy-env-');
   dirs.push(work);
   mkdirSync(join(work, 'root'));
   const running: Running[] = [];

@@ -4,10 +4,10 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureBuilt, ROOT } from './helpers/bundle.ts';
+import { tempDir } from './helpers/temp.ts';
 
 const SYSTEMD_DIR = join(ROOT, 'deploy', 'systemd');
 /** Each unit, the bundle it runs and the example of its EnvironmentFile. */
@@ -39,7 +39,7 @@ function runnableHere(text: string): string {
 
 /** Writes `text` as `unit` into a fresh temp dir and runs systemd-analyze with `args` on it. */
 function analyze(args: string[], unit: string, text: string): { status: number | null; output: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'mesh-units-'));
+  const dir = tempDir('mesh-units-');
   dirs.push(dir);
   writeFileSync(join(dir, unit), text);
   const run = spawnSync('systemd-analyze', [...args, join(dir, unit)], { encoding: 'utf8' });
@@ -163,7 +163,7 @@ test('every variable a unit or its example env file sets is one its program read
 });
 
 test('the sysusers file makes the groups and users the units name, and systemd-sysusers refuses a broken one', () => {
-  const root = mkdtempSync(join(tmpdir(), 'mesh-sysusers-'));
+  const root = tempDir('mesh-sysusers-');
   dirs.push(root);
   mkdirSync(join(root, 'etc'));
   const sysusers = (input: string) => spawnSync('systemd-sysusers', [`--root=${root}`, '-'], { input, encoding: 'utf8' });

@@ -8,8 +8,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { labBlocks, startLabShell, type LabShell } from '../demo/lab.ts';
 import { hasNodeModulesAbove, ROOT } from './helpers/bundle.ts';
@@ -17,6 +16,7 @@ import { freePort } from './helpers/nats.ts';
 import { startPostgres, tryLogin, type Postgres } from './helpers/postgres.ts';
 import { envWithoutMesh } from './helpers/spawn.ts';
 import { waitFor } from './helpers/wait.ts';
+import { tempDir } from './helpers/temp.ts';
 
 const VERSION = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version as string;
 const TOP = `mesh-provisioner-${VERSION}`;
@@ -27,7 +27,7 @@ let db: Postgres;
 let shell: LabShell | undefined;
 
 test.before(async () => {
-  work = mkdtempSync(join(tmpdir(), 'mesh-operator-'));
+  work = tempDir('mesh-operator-');
   const made = spawnSync(process.execPath, [join(ROOT, 'scripts', 'release.mjs'), '--out', work], { cwd: ROOT, encoding: 'utf8' });
   assert.is(made.status, 0, made.stderr);
   db = await startPostgres();

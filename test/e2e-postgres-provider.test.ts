@@ -5,9 +5,8 @@
 // time, a PostgreSQL that never answers included; a bad flag is one line and exit 2.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { USERS } from '../src/server/commands/bus-config/users.ts';
 import { DEFAULT_STOP_TIMEOUT_MS } from '../src/sdk/provider.ts';
@@ -19,6 +18,7 @@ import { startPostgres, tryLogin, type Postgres } from './helpers/postgres.ts';
 import { startTcpProxy } from './helpers/tcp-proxy.ts';
 import { startVault } from './helpers/vault.ts';
 import { waitFor } from './helpers/wait.ts';
+import { tempDir } from './helpers/temp.ts';
 
 const PROVIDER = 'pg';
 const NODE = 'n1';
@@ -34,7 +34,7 @@ let passwordFile = '';
 test.before(async () => {
   ensureBuilt('postgres-provider');
   bundle = copyBundleAlone('postgres-provider');
-  work = mkdtempSync(join(tmpdir(), 'mesh-pg-provider-'));
+  work = tempDir('mesh-pg-provider-');
   db = await startPostgres();
   passwordFile = join(work, 'admin.pw');
   writeFileSync(passwordFile, `${db.adminPassword}\n`, { mode: 0o600 });

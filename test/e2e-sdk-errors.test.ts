@@ -7,13 +7,13 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { USERS } from '../src/server/commands/bus-config/users.ts';
 import { cleanEnv, cleanupBundles, copyBundleAlone, DENO, ensureBuilt } from './helpers/bundle.ts';
 import { webAppliedOn, withIsolatedMesh } from './helpers/isolated-mesh.ts';
 import { freePort } from './helpers/nats.ts';
+import { tempDir } from './helpers/temp.ts';
 
 /** The longest line node may echo from a bundle: a statement, not a file squeezed onto one line. */
 const MAX_ECHOED_LINE = 300;
@@ -29,7 +29,7 @@ test.before(() => {
   ensureBuilt('provider');
   sdkDir = copyBundleAlone('sdk');
   providerDir = copyBundleAlone('provider');
-  scripts = mkdtempSync(join(tmpdir(), 'mesh-sdk-errors-'));
+  scripts = tempDir('mesh-sdk-errors-');
 });
 test.after(() => {
   cleanupBundles();

@@ -7,14 +7,14 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { USERS } from '../src/server/commands/bus-config/users.ts';
 import { cleanEnv, cleanupBundles, copyBundleAlone, ensureBuilt, hasNodeModulesAbove } from './helpers/bundle.ts';
 import { webAppliedOn, withIsolatedMesh } from './helpers/isolated-mesh.ts';
 import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.ts';
 import { waitFor } from './helpers/wait.ts';
+import { tempDir } from './helpers/temp.ts';
 
 const NODE = 'n1';
 
@@ -24,7 +24,7 @@ let scripts = '';
 test.before(() => {
   ensureBuilt('sdk');
   sdkDir = copyBundleAlone('sdk');
-  scripts = mkdtempSync(join(tmpdir(), 'mesh-module-'));
+  scripts = tempDir('mesh-module-');
 });
 test.after(() => {
   cleanupBundles();

@@ -4,8 +4,7 @@
 // its close.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { chmodSync, mkdirSync, unwatchFile, watchFile, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, mkdirSync, unwatchFile, watchFile, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DriftMemory } from '../src/engine/drift-memory.ts';
 import type { Held } from '../src/engine/drift-mark.ts';
@@ -15,6 +14,7 @@ import { contentDigest, DRIFT_LIMIT, DRIFT_WINDOW_MS, type FillFile } from '../s
 import { memoryLogger } from '../src/shared/cli/log.ts';
 import { LineClient } from './helpers/fill-line-client.ts';
 import { sleep, waitFor } from './helpers/wait.ts';
+import { tempDir } from './helpers/temp.ts';
 
 function held(digest: string): Held {
   return { module: 'web', path: '/etc/web.conf', target: '/root/etc/web.conf', kind: 'owned', comment: '', digest, mode: 0o644 };
@@ -42,7 +42,7 @@ test('the fifth change within 60 s is left; changes older than the window do not
 });
 
 test('a directory that cannot be watched has its files polled by stat: a chmod is seen once, and a file removed from the watch is polled no more', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'drift-poll-'));
+  const dir = tempDir('drift-poll-');
   const path = join(dir, 'a.conf');
   writeFileSync(path, 'a\n');
   const changed: string[][] = [];
@@ -119,7 +119,7 @@ function file(path: string, content: string, more: Partial<FillFile> = {}): Fill
 }
 
 test("the engine watches one directory per directory of its files, a seed's not; a removal and the engine's close leave none", async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'drift-watches-'));
+  const dir = tempDir('drift-watches-');
   const root = join(dir, 'root');
   const declare = join(dir, 'declare.json');
   mkdirSync(root);

@@ -5,14 +5,14 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { contentDigest, LEFT_REASON, type FillFile } from '../src/shared/contract/fill-protocol.ts';
 import { LineClient } from './helpers/fill-line-client.ts';
 import { collectStderr, envWithoutMesh, stopProcess } from './helpers/spawn.ts';
 import { sleep, waitFor } from './helpers/wait.ts';
+import { tempDir } from './helpers/temp.ts';
 
 const BUNDLE = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'engine.js');
 /** How long a test waits to say that no knock came: many times the engine's 50 ms settle. */
@@ -31,7 +31,7 @@ type Rig = {
 };
 
 function rig(): Rig {
-  const dir = mkdtempSync(join(tmpdir(), 'engine-drift-'));
+  const dir = tempDir('engine-drift-');
   const r: Rig = {
     dir,
     root: join(dir, 'root'),

@@ -3,14 +3,14 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createEngineClient } from '../src/client/handoff/fill-socket.ts';
 import { findUser } from '../src/engine/owner.ts';
 import { startEngine } from '../src/engine/start.ts';
 import { contentDigest, type FillFile, type FillReply } from '../src/shared/contract/fill-protocol.ts';
 import { memoryLogger } from '../src/shared/cli/log.ts';
+import { tempDir } from './helpers/temp.ts';
 
 const TEST_USER = 'mesh-test-owner';
 const isRoot = process.getuid?.() === 0;
@@ -44,7 +44,7 @@ if (!isRoot) {
 } else {
   test("a file is given its owner's uid and gid when the engine runs as root, and an unknown owner is refused naming it", async () => {
     const user = makeUser();
-    const dir = mkdtempSync(join(tmpdir(), 'engine-owner-'));
+    const dir = tempDir('engine-owner-');
     const socketPath = join(dir, 'fill.sock');
     const client = createEngineClient({ socketPath, log: memoryLogger(), pollMs: 30 });
     const engine = await startEngine({ socketPath, root: dir, log: memoryLogger() });

@@ -3,19 +3,20 @@
 // reply is never taken for a fill's on the same connection. Each fill's outcome proves the same.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createEngineClient, type EngineClient } from '../src/client/handoff/fill-socket.ts';
 import { memoryLogger } from '../src/shared/cli/log.ts';
 import { contentDigest } from '../src/shared/contract/fill-protocol.ts';
+import { tempDir } from './helpers/temp.ts';
 
 type Line = { id: number; op: string; files?: { path: string }[] };
 
 /** A scripted engine: `answer` is called with each request line and the socket, and writes what it likes. */
 async function scripted(answer: (req: Line, sock: Socket) => void) {
-  const dir = mkdtempSync(join(tmpdir(), 'engine-ping-'));
+  const dir = tempDir('engine-ping-');
   const socketPath = join(dir, 'fill.sock');
   const server: Server = createServer((sock) => {
     let buf = '';

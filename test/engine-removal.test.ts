@@ -2,8 +2,7 @@
 // file deleted, a managed block cut out of a shared file, a seed left; each journaled, across restarts.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createEngineClient, type EngineClient } from '../src/client/handoff/fill-socket.ts';
 import { startEngine, type RunningEngine } from '../src/engine/start.ts';
@@ -11,6 +10,7 @@ import { WrittenRecord } from '../src/engine/record.ts';
 import { contentDigest, type FillFile, type FillReply } from '../src/shared/contract/fill-protocol.ts';
 import { memoryLogger } from '../src/shared/cli/log.ts';
 import { waitFor } from './helpers/wait.ts';
+import { tempDir } from './helpers/temp.ts';
 
 type Rig = {
   root: string;
@@ -25,7 +25,7 @@ type Rig = {
 };
 
 function rig(): Rig {
-  const dir = mkdtempSync(join(tmpdir(), 'engine-removal-'));
+  const dir = tempDir('engine-removal-');
   const socketPath = join(dir, 'run', 'fill.sock');
   const r: Rig = {
     root: join(dir, 'root'),
@@ -143,7 +143,7 @@ test('a declaration changed while the engine was down is acted on at start, from
 });
 
 test('a burst of requests is recorded whole, the record saved once for the burst, and every reply waits for its save', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'engine-record-'));
+  const dir = tempDir('engine-record-');
   try {
     const state = join(dir, 'state.json');
     const record = await WrittenRecord.load(state, memoryLogger());
@@ -224,7 +224,7 @@ test('a declaration file that cannot be read or is out of shape removes nothing'
 });
 
 test('without --declare every path is declared and nothing is recorded or removed', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'engine-removal-'));
+  const dir = tempDir('engine-removal-');
   const socketPath = join(dir, 'fill.sock');
   const client = createEngineClient({ socketPath, log: memoryLogger(), pollMs: 30 });
   const engine = await startEngine({ socketPath, root: dir, journalFile: join(dir, 'journal.log'), log: memoryLogger() });

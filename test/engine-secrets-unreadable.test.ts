@@ -5,14 +5,14 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, chownSync, copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createEngineClient } from '../src/client/handoff/fill-socket.ts';
 import { findUser } from '../src/engine/owner.ts';
 import { contentDigest, type FillContent, type FillFile, type FillReply } from '../src/shared/contract/fill-protocol.ts';
 import { memoryLogger } from '../src/shared/cli/log.ts';
 import { cleanEnv, ensureBuilt, ROOT } from './helpers/bundle.ts';
+import { tempDir } from './helpers/temp.ts';
 
 /** The user the engine runs as; test/helpers/postgres.ts runs PostgreSQL as the same. */
 const USER = 'nobody';
@@ -60,7 +60,7 @@ if (!isRoot) {
     const user = findUser(readFileSync('/etc/passwd', 'utf8'), USER);
     assert.ok(user && user.uid !== 0, `${USER}: ${JSON.stringify(user)}`);
     const own = (path: string) => chownSync(path, user!.uid, user!.gid);
-    const dir = mkdtempSync(join(tmpdir(), 'engine-unreadable-'));
+    const dir = tempDir('engine-unreadable-');
     chmodSync(dir, 0o755);
     const root = join(dir, 'root');
     const secrets = join(dir, 'secrets');

@@ -2,9 +2,8 @@
 // garbage, replies that do not confirm what was sent, a line past the limit, and knocks after a stall.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdtempSync, rmSync, utimesSync } from 'node:fs';
+import { rmSync, utimesSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -12,6 +11,7 @@ import { EngineProtocolError, EngineTimeout, EngineUnavailable } from '../src/cl
 import { createEngineClient, type EngineClient } from '../src/client/handoff/fill-socket.ts';
 import { contentDigest, unconfirmedPaths, type FillFile, type FillReply } from '../src/shared/contract/fill-protocol.ts';
 import { memoryLogger } from '../src/shared/cli/log.ts';
+import { tempDir } from './helpers/temp.ts';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -38,7 +38,7 @@ function send(conn: Conn, reply: unknown): void {
 
 /** A fake engine on a unix socket in a temp dir, and a client on it. */
 async function fake(behave: Behaviour, clientOpts: { timeoutMs?: number; maxLineBytes?: number } = {}): Promise<Fake> {
-  const dir = mkdtempSync(join(tmpdir(), 'engine-socket-'));
+  const dir = tempDir('engine-socket-');
   const socketPath = join(dir, 'fill.sock');
   const conns: Conn[] = [];
   const log = memoryLogger();

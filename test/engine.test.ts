@@ -2,9 +2,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EngineUnavailable } from '../src/client/handoff/engine-errors.ts';
@@ -14,6 +13,7 @@ import { spliceBlock } from '../src/engine/managed.ts';
 import { fillSecrets } from '../src/engine/secrets.ts';
 import { contentDigest, type FillContent, type FillFile, type FillReply } from '../src/shared/contract/fill-protocol.ts';
 import { memoryLogger } from '../src/shared/cli/log.ts';
+import { tempDir } from './helpers/temp.ts';
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -32,7 +32,7 @@ type Rig = {
 
 /** A temp dir with root, secrets and journal, a client on its socket, and the engine started on demand. */
 function rig(): Rig {
-  const dir = mkdtempSync(join(tmpdir(), 'engine-test-'));
+  const dir = tempDir('engine-test-');
   const r: Rig = {
     dir,
     root: join(dir, 'root'),

@@ -5,14 +5,14 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cacheWritesSettled } from '../src/client/archive/load.ts';
 import { ensureBuilt } from './helpers/bundle.ts';
 import { archiveDigest, packTemplates, writeComposition, type Published } from './helpers/archive.ts';
 import { withMesh, type Mesh, type ModuleSpec } from './helpers/mesh.ts';
 import { waitFor } from './helpers/wait.ts';
+import { tempDir } from './helpers/temp.ts';
 
 test.before(() => ensureBuilt('client'));
 
@@ -200,7 +200,7 @@ function unmount(dir: string): void {
 
 /** Why a tmpfs cannot be mounted here (not root, say), or undefined when it can: tried on a scratch directory before the tests are declared. */
 function tmpfsRefused(): string | undefined {
-  const dir = mkdtempSync(join(tmpdir(), 'mesh-tmpfs-probe-'));
+  const dir = tempDir('mesh-tmpfs-probe-');
   try {
     const refused = mountTmpfs(dir, '64k');
     if (refused === undefined) unmount(dir);

@@ -6,8 +6,7 @@
 // or need is lost. Each case prints its figures (docs/reliability.md keeps two runs').
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -32,6 +31,7 @@ import {
   type NatsCluster,
 } from './helpers/nats-cluster.ts';
 import { waitFor } from './helpers/wait.ts';
+import { tempDir } from './helpers/temp.ts';
 
 /**
  * The goal of issue 13: a change reaches the engine within the bus's own failover and this. The
@@ -80,7 +80,7 @@ async function startClusterMesh(): Promise<Running3> {
   ensureBuilt('engine');
   const cluster = await startNatsCluster();
   undo.push(() => cluster.cleanup());
-  const dir = mkdtempSync(join(tmpdir(), 'mesh-faults-cluster-'));
+  const dir = tempDir('mesh-faults-cluster-');
   undo.push(() => rmSync(dir, { recursive: true, force: true }));
   const nc = await connectBus({ servers: cluster.urls, name: 'test' });
   undo.push(() => nc.close());

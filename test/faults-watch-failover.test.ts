@@ -12,8 +12,7 @@
 // clusters side by side: a round waits mostly for nats-server's elections (4–9 s), not for CPU.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -29,6 +28,7 @@ import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle } from './helpe
 import { consumerUntilMade, FAILOVER_MS, putUntilAcked } from './helpers/failover.ts';
 import { waitFor } from './helpers/wait.ts';
 import { generatedServerConfig, startNatsCluster, streamLeader, waitForMetaLeader, waitForStreamReplicas, type NatsCluster } from './helpers/nats-cluster.ts';
+import { tempDir } from './helpers/temp.ts';
 
 /** The issue's goal: every read and watch ready within the bus's failover and this. */
 const GOAL_MS = 2000;
@@ -60,7 +60,7 @@ let serverDir = '';
 
 /** A cluster of the generated bus (its servers only: startBus makes the rest). */
 async function startCluster(): Promise<Pick<Bus, 'cluster' | 'credentials'>> {
-  const dir = mkdtempSync(join(tmpdir(), 'mesh-watch-failover-'));
+  const dir = tempDir('mesh-watch-failover-');
   dirs.push(dir);
   const credentials = join(dir, 'credentials');
   const cluster = await startNatsCluster({ config: generatedServerConfig((args) => void busConfigOut(args), [NODE], credentials) });

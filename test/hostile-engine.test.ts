@@ -2,14 +2,14 @@
 // text, a block's content cannot carry its own markers, and a 100 MB line costs a bounded amount of memory.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createEngineClient, type EngineClient } from '../src/client/handoff/fill-socket.ts';
 import { contentDigest, type FillContent, type FillFile, type FillReply } from '../src/shared/contract/fill-protocol.ts';
 import { memoryLogger } from '../src/shared/cli/log.ts';
 import { cleanupBundles, copyBundleAlone, ensureBuilt, startBundle, type Running } from './helpers/bundle.ts';
+import { tempDir } from './helpers/temp.ts';
 
 const MiB = 1024 * 1024;
 
@@ -20,7 +20,7 @@ test.after(() => cleanupBundles());
 
 /** The engine bundle, copied alone, on a socket in a temp dir with a secret `module/web/api-key`. */
 async function rig(): Promise<Rig> {
-  const dir = mkdtempSync(join(tmpdir(), 'hostile-engine-'));
+  const dir = tempDir('hostile-engine-');
   const root = join(dir, 'root');
   const secrets = join(dir, 'secrets');
   const socketPath = join(dir, 'fill.sock');

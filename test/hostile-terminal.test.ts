@@ -5,8 +5,7 @@
 // exactly the lines a plain value gives, and `--json` parses back to the exact stored text.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -19,6 +18,7 @@ import { packTemplates } from './helpers/archive.ts';
 import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle } from './helpers/bundle.ts';
 import { withIsolatedMesh, type IsolatedMesh } from './helpers/isolated-mesh.ts';
 import { waitFor } from './helpers/wait.ts';
+import { tempDir as newTempDir } from './helpers/temp.ts';
 
 /** What the attacker wrote: clear screen, title, clipboard, CR + erase line, DEL, C1 CSI, U+2028, RLO, and a forged line. */
 const HOSTILE = '\x1b[2J\x1b]0;owned\x07\x1b]52;c;Zm9yZ2Vk\x07\r\x1b[K\x7f\x9b2J\u2028\u202e\nn1      5        0        0';
@@ -33,7 +33,7 @@ test.after(() => {
 });
 
 function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'mesh-terminal-'));
+  const dir = newTempDir('mesh-terminal-');
   dirs.push(dir);
   return dir;
 }

@@ -4,8 +4,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KV } from '@nats-io/kv';
 import { USERS } from '../src/server/commands/bus-config/users.ts';
@@ -15,6 +14,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { nodePaths, readIfExists } from './helpers/mesh-node.ts';
 import type { ModuleSpec } from './helpers/archive.ts';
 import { waitFor } from './helpers/wait.ts';
+import { tempDir } from './helpers/temp.ts';
 
 /** What a run of the bundle gave: stdout as bytes (a value is compared byte for byte). */
 type Ran = { code: number | null; stdout: Buffer; stderr: string };
@@ -149,7 +149,7 @@ test('config import of 200 keys over 3 modules: checked whole, written in one bu
       keysOf(module)
         .map((k) => `${k}=${module} ${k} ${round} é\nx`)
         .join('\n') + '\n';
-    const work = mkdtempSync(join(tmpdir(), 'mesh-import-'));
+    const work = tempDir('mesh-import-');
     try {
       writeFileSync(join(work, 'config.json'), JSON.stringify({ n1: values('one') }));
       const imported = await admin(m, ['config', 'import', join(work, 'config.json')]);
@@ -277,7 +277,7 @@ test('with the seat’s or a node’s login the input commands are refused in on
 test('on the generated bus before init, every input command refuses its missing bucket, says to run init first, and makes no stream; after init they write, assign warning of a module never published', async () => {
   const bus = await startMeshBus({ nodes: ['n1'] });
   try {
-    const dir = mkdtempSync(join(tmpdir(), 'mesh-before-init-'));
+    const dir = tempDir('mesh-before-init-');
     const file = (name: string, text: string) => (writeFileSync(join(dir, name), text), join(dir, name));
     const templates = join(dir, 'templates');
     mkdirSync(templates);

@@ -5,13 +5,13 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { closeSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MAX_LOGIN_FILE_BYTES } from '../src/shared/cli/bus-flags.ts';
 import { MAX_IMPORT_BYTES } from '../src/server/commands/config/import.ts';
 import { MAX_PLAN_BYTES } from '../src/shared/contract/limits.ts';
 import { ensureBuilt, ROOT, runBundle } from './helpers/bundle.ts';
+import { tempDir } from './helpers/temp.ts';
 
 let dir: string;
 let fifo: string;
@@ -27,7 +27,7 @@ function sparse(name: string, bytes: number): string {
 
 test.before(() => {
   ensureBuilt('server');
-  dir = mkdtempSync(join(tmpdir(), 'mesh-input-files-'));
+  dir = tempDir('mesh-input-files-');
   fifo = join(dir, 'pipe');
   // A FIFO with no writer: a blocking open or read of it never returns.
   execFileSync('mkfifo', [fifo]);

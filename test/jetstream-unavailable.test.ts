@@ -8,8 +8,7 @@
 // refused the credential for want of the plan it could not read.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectBus } from '../src/shared/bus/bus.ts';
@@ -20,6 +19,7 @@ import { USERS } from '../src/server/commands/bus-config/users.ts';
 import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle, startBundle, type Running } from './helpers/bundle.ts';
 import { leaveWithoutMetaLeader, startMeshCluster, type MeshCluster } from './helpers/mesh-cluster.ts';
 import { waitForMetaLeader } from './helpers/nats-cluster.ts';
+import { tempDir } from './helpers/temp.ts';
 
 const NODE = 'n1';
 const PROVIDER = 'pg';
@@ -43,7 +43,7 @@ test.before(async () => {
     ensureBuilt(b);
     dirs.set(b, copyBundleAlone(b));
   }
-  work = mkdtempSync(join(tmpdir(), 'mesh-js-unavailable-'));
+  work = tempDir('mesh-js-unavailable-');
   mkdirSync(join(work, 'cache'));
   cluster = await startMeshCluster({ nodes: [NODE], providers: [PROVIDER] });
 });

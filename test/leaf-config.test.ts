@@ -3,7 +3,7 @@
 // file holds its nodes' passwords, mode 0600; a leaf connection without a login reaches nothing.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import bcrypt from 'bcryptjs';
@@ -17,6 +17,7 @@ import { jetStreamFor } from './helpers/isolated-mesh.ts';
 import { freePort, startNats } from './helpers/nats.ts';
 import { spawnQuiet, type Spawn } from './helpers/spawn.ts';
 import { waitFor } from './helpers/wait.ts';
+import { tempDir } from './helpers/temp.ts';
 
 const [NA, NB] = ['na', 'nb'];
 const SITE = 'site1';
@@ -61,7 +62,7 @@ test("a site maps to the hub's domain exactly the JetStream API its nodes' accou
 });
 
 test('without --leaf-listen the hub names no domain, takes no leaf and makes no leaf password', () => {
-  const creds = join(mkdtempSync(join(tmpdir(), 'mesh-leaf-')), 'creds');
+  const creds = join(tempDir('mesh-leaf-'), 'creds');
   const run = busConfigRun(['--node', NA, '--credentials', creds]);
   assert.is(run.status, 0, run.stderr);
   assert.not.match(run.stdout, /leafnodes|domain/);
@@ -70,7 +71,7 @@ test('without --leaf-listen the hub names no domain, takes no leaf and makes no 
 });
 
 test("a hub's file rendered again without the leaf flags says its sites are gone and how to keep them; with them, says nothing of it", () => {
-  const dir = mkdtempSync(join(tmpdir(), 'mesh-leaf-'));
+  const dir = tempDir('mesh-leaf-');
   const [creds, out] = [join(dir, 'creds'), join(dir, 'hub.conf')];
   const leafFlags = ['--leaf-listen', '127.0.0.1:7422', '--js-domain', 'mesh'];
   const first = busConfigRun(['--node', NA, '--credentials', creds, '--out', out, ...leafFlags]);
@@ -90,7 +91,7 @@ test("a hub's file rendered again without the leaf flags says its sites are gone
 });
 
 test("the hub keeps only the leaf passwords' hashes, each login a user of its node's account; the site's file holds them, mode 0600", () => {
-  const dir = mkdtempSync(join(tmpdir(), 'mesh-leaf-'));
+  const dir = tempDir('mesh-leaf-');
   const creds = join(dir, 'creds');
   const hubArgs = ['--node', `${NB},${NA}`, '--credentials', creds, '--leaf-listen', '0.0.0.0:7422', '--js-domain', 'central'];
   const hub = busConfigRun(hubArgs);
@@ -181,7 +182,7 @@ test('bad leaf flags exit 2 naming the flag', () => {
 });
 
 test('a node added to a hub that takes leaves is two reloads, not a restart; a leaf without a login reaches nothing', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'mesh-leaf-'));
+  const dir = tempDir('mesh-leaf-');
   const creds = join(dir, 'creds');
   let said = '';
   const spawnLogged: Spawn = (n, c, a) => {

@@ -5,8 +5,7 @@
 // catch up after the WAN link is cut and restored, without a restart.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectBus } from '../src/shared/bus/bus.ts';
@@ -30,6 +29,7 @@ import { attempt, stored, sameStored } from './helpers/isolation-probe.ts';
 import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.ts';
 import { waitFor } from './helpers/wait.ts';
 import { spawnSync } from 'node:child_process';
+import { tempDir } from './helpers/temp.ts';
 
 const [NA, NB] = ['na', 'nb'];
 const SITE = 'site1';
@@ -114,7 +114,7 @@ test('a node at a site fills, follows a change, answers asks and keeps its isola
   const hubLeafPort = await freePort();
   // The WAN link: the hub advertises it, so the site reconnects through it, never around it.
   const proxy = await startTcpProxy(hubLeafPort);
-  const certDir = mkdtempSync(join(tmpdir(), 'mesh-leaf-tls-'));
+  const certDir = tempDir('mesh-leaf-tls-');
   const tls = selfSignedCert(certDir);
   const leaf = { listen: `127.0.0.1:${hubLeafPort}`, advertise: `127.0.0.1:${proxy.port}`, tls };
   await withIsolatedMesh({ nodes: [NA, NB], leaf }, async (m) => {

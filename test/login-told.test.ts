@@ -3,8 +3,7 @@
 // the server. Run as the bundles, on the generated bus, with the seeds an operator would mistake.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { chmodSync, copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { commandFirst } from '../src/shared/cli/command-first.ts';
 import { publicKeyOfSeedText } from '../src/shared/bus/login.ts';
@@ -13,6 +12,7 @@ import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle, startBundle } 
 import { withIsolatedMesh } from './helpers/isolated-mesh.ts';
 import { createUser } from '@nats-io/nkeys';
 import { startNats } from './helpers/nats.ts';
+import { tempDir } from './helpers/temp.ts';
 
 test.before(() => {
   for (const program of ['client', 'server', 'vault', 'postgres-provider']) ensureBuilt(program);
@@ -26,7 +26,7 @@ test("a client given another node's seed, or its runner's, says so at error once
   withIsolatedMesh({ nodes: ['n1', 'n2'] }, async (m) => {
     const dir = copyBundleAlone('client');
     for (const user of [USERS.client('n2'), USERS.runner('n1')]) {
-      const work = mkdtempSync(join(tmpdir(), 'mesh-login-'));
+      const work = tempDir('mesh-login-');
       const args = ['--node', 'n1', '--nats', m.nats.url, '--nkey', m.nkey(user), '--socket', join(work, 'fill.sock'), '--cache', join(work, 'cache')];
       // As systemd runs it: each line carries its priority, as `journalctl -p` reads it.
       const run = await runBundle('node', dir, 'client', args, { JOURNAL_STREAM: '8:1' }, 20_000);
@@ -70,7 +70,7 @@ test('the seat and the client say at warning, once, that the bus cannot be reach
   const nats = await startNats();
   try {
     await nats.stop();
-    const work = mkdtempSync(join(tmpdir(), 'mesh-unreachable-'));
+    const work = tempDir('mesh-unreachable-');
     const env = { JOURNAL_STREAM: '8:1' };
     const seat = startBundle('node', copyBundleAlone('server'), 'server', ['--nats', nats.url, '--debug'], env);
     const client = startBundle(
@@ -107,7 +107,7 @@ test('the seat and the client say at warning, once, that the bus cannot be reach
 });
 
 test('a seed file that is no seed is said as such by every program, exit 2, never blamed on the bus', async () => {
-  const work = mkdtempSync(join(tmpdir(), 'mesh-seed-'));
+  const work = tempDir('mesh-seed-');
   const garbage = join(work, 'g.nk');
   writeFileSync(garbage, 'garbage\n', { mode: 0o600 });
   // Nothing listens there: a program that got as far as the bus would say it cannot reach it.
@@ -129,7 +129,7 @@ test('a seed file that is no seed is said as such by every program, exit 2, neve
 
 test('a seed file others may read is warned of once, naming the file and chmod 600, and used', () =>
   withIsolatedMesh({ nodes: ['n1'] }, async (m) => {
-    const work = mkdtempSync(join(tmpdir(), 'mesh-seed-'));
+    const work = tempDir('mesh-seed-');
     const loose = join(work, 'admin.nk');
     copyFileSync(m.nkey(USERS.admin), loose);
     chmodSync(loose, 0o644);
@@ -188,7 +188,7 @@ test('a command whose login the bus refuses says the login it needs, never that 
       `mesh-provisioner: the bus at ${m.nats.url} refuses this login (none given): give the seed of provisioner or admin with --nkey (Authorization Violation)`,
     );
     // A seed the bus does not know (another mesh's, say), for an input command: the login it needs is admin.
-    const stranger = join(mkdtempSync(join(tmpdir(), 'mesh-stranger-')), 'stranger.nk');
+    const stranger = join(tempDir('mesh-stranger-'), 'stranger.nk');
     writeFileSync(stranger, new TextDecoder().decode(createUser().getSeed()), { mode: 0o600 });
     const key = publicKeyOfSeedText(readFileSync(stranger, 'utf8'));
     const set = await runBundle('node', server, 'server', ['config', 'set', 'n1', 'web', 'level', 'x', '--nats', m.nats.url, '--nkey', stranger]);

@@ -3,8 +3,7 @@
 // notification is one warning, never the program's end. The socket is a real unix datagram socket.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { connectBus } from '../src/shared/bus/bus.ts';
 import { memoryLogger } from '../src/shared/cli/log.ts';
@@ -15,6 +14,7 @@ import { createInputBuckets } from './helpers/mesh-bus.ts';
 import { startNats } from './helpers/nats.ts';
 import { listenForNotifications } from './helpers/notify-socket.ts';
 import { sleep, waitFor } from './helpers/wait.ts';
+import { tempDir as newTempDir } from './helpers/temp.ts';
 
 const MODULES = ['alpha', 'beta', 'gamma'];
 const DIST = join(ROOT, 'dist');
@@ -30,7 +30,7 @@ test.after(() => {
 });
 
 function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'mesh-notify-'));
+  const dir = newTempDir('mesh-notify-');
   dirs.push(dir);
   return dir;
 }

@@ -3,8 +3,7 @@
 // call, and a consumers file replaced by rename as the engine does.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdirSync, mkdtempSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { openKv } from '../src/shared/bus/bus.ts';
@@ -20,6 +19,7 @@ import { asking, consumer, fakeAdapter, startProviderBus, stopProviderBus, world
 import fc from 'fast-check';
 import { SEED } from './helpers/random.ts';
 import { waitFor } from './helpers/wait.ts';
+import { tempDir } from './helpers/temp.ts';
 
 const LOGIN = /^[a-z][a-z0-9_]*$/;
 
@@ -97,7 +97,7 @@ test('an outage of the service is said once at warning, each try after it at deb
 });
 
 test('the consumers file: absent, good, and malformed with a reason that never quotes its text', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'consumers-'));
+  const dir = tempDir('consumers-');
   const path = join(dir, 'consumers.json');
   try {
     assert.equal(await readConsumersFile(path), { state: 'absent' });
@@ -136,7 +136,7 @@ test('a provision or a consumer’s local out of the grammar of DESIGN §2 is re
     (err: Error) =>
       err instanceof TypeError && /^runProvider: provision is "pg:db\.main", not a name of 1 to 128.*: give the provision as the module/.test(err.message),
   );
-  const dir = mkdtempSync(join(tmpdir(), 'consumers-'));
+  const dir = tempDir('consumers-');
   try {
     const path = join(dir, 'consumers.json');
     writeFileSync(path, JSON.stringify([{ consumer: 'n1', module: 'web', local: '../../module/victim/api-key', credential: 'c', value: {} }]));

@@ -5,14 +5,15 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { unpackTar } from 'modern-tar';
 import { nkeys } from '@nats-io/transport-node';
 import { cleanEnv, cleanupBundles, hasNodeModulesAbove, ROOT, runBundle, RUNTIMES, runtimeCommand, startBundle, type Running } from './helpers/bundle.ts';
 import { startNats } from './helpers/nats.ts';
+import { tempDir as newTempDir } from './helpers/temp.ts';
 
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 const TOP = `mesh-provisioner-${VERSION}`;
@@ -60,7 +61,7 @@ let files = new Map<string, Buffer>();
 let unpacked = '';
 
 function tempDir(prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const dir = newTempDir(prefix);
   dirs.push(dir);
   return dir;
 }

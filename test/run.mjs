@@ -3,12 +3,14 @@
 // declared with uvu's test.skip, is neither). Each suite makes its own ports and
 // directories, so several run at once: MESH_TEST_JOBS at a time, by default one per two cores and
 // at least two (one on a single core). A suite that measures time or load runs alone, first. A
-// pooled suite's output is printed whole when it ends, never mixed with another's.
+// pooled suite's output is printed whole when it ends, never mixed with another's. Each suite runs
+// with its own TMPDIR, and what it left there, or left running, fails it (test/suite-temp.mjs).
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
+import { leftBehind, makeSuiteTemp } from './suite-temp.mjs';
 
 /**
  * Suites run with nothing of this run beside them: those that assert a duration or measure load (a
@@ -90,14 +92,16 @@ function poolSize(asked, cores) {
 }
 
 /**
- * Runs one suite in its own process. `live` passes its output through as it comes; otherwise it is
- * held, in the order its chunks came on stdout and stderr, and written out whole when it ends.
+ * Runs one suite in its own process, with TMPDIR a fresh dir of its own, looked in once it ends.
+ * `live` passes its output through as it comes; otherwise it is held, in the order its chunks came
+ * on stdout and stderr, and written out whole when it ends.
  */
 function runSuite(suite, live) {
   const started = Date.now();
+  const tmp = makeSuiteTemp();
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(here, suite)], {
-      env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' },
+    const child = spawn(process.execPath, ['--import', 'tsx', '--import', join(here, 'suite-tmpdir.mjs'), join(here, suite)], {
+      env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1', MESH_SUITE_TMPDIR: tmp },
       stdio: ['ignore', 'pipe', live ? 'inherit' : 'pipe'],
     });
     let text = '';
@@ -109,27 +113,32 @@ function runSuite(suite, live) {
     });
     child.stderr?.on('data', (d) => held.push([process.stderr, d]));
     // 'close', not 'exit': the streams are read to their end before the summary is looked for.
-    child.on('close', (code, signal) => {
+    child.on('close', async (code, signal) => {
+      const left = await leftBehind(tmp);
       for (const [stream, d] of held) stream.write(d);
+      if (left) console.log(`# ${suite} ${left}`);
       console.log(`# ${suite}: ${Math.round((Date.now() - started) / 100) / 10}s`);
-      resolve({ text, code: code ?? signal });
+      resolve({ text, code: code ?? signal, left });
     });
   });
 }
 
 /**
  * Counts a suite's tests from its uvu summary, and says why it failed when it did. uvu's Total
- * leaves out the skipped tests (1 run and 1 skipped: Total 1, Passed 1, Skipped 1).
+ * leaves out the skipped tests (1 run and 1 skipped: Total 1, Passed 1, Skipped 1). What the suite
+ * left behind counts as one failure more, whatever its tests said.
  */
-function record(suite, { text, code }) {
+function record(suite, { text, code, left }) {
   const total = Number(/Total:\s+(\d+)/.exec(text)?.[1] ?? NaN);
   const ok = Number(/Passed:\s+(\d+)/.exec(text)?.[1] ?? NaN);
   const skipped = Number(/Skipped:\s+(\d+)/.exec(text)?.[1] ?? 0);
+  const leftFailed = left ? 1 : 0;
   if (Number.isNaN(total) || Number.isNaN(ok)) {
-    results.set(suite, { counted: { passed: 0, failed: 1, skipped: 0 }, broken: `no uvu summary (exit ${code})` });
+    const broken = [`no uvu summary (exit ${code})`, left].filter(Boolean).join('; ');
+    results.set(suite, { counted: { passed: 0, failed: 1 + leftFailed, skipped: 0 }, broken });
     return;
   }
   const failed = total - ok;
-  const broken = code !== 0 || failed > 0 ? `${failed} failed (exit ${code})` : undefined;
-  results.set(suite, { counted: { passed: ok, failed, skipped }, broken });
+  const said = [code !== 0 || failed > 0 ? `${failed} failed (exit ${code})` : undefined, left].filter(Boolean);
+  results.set(suite, { counted: { passed: ok, failed: failed + leftFailed, skipped }, broken: said.length > 0 ? said.join('; ') : undefined });
 }

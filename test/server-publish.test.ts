@@ -4,8 +4,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { USERS } from '../src/server/commands/bus-config/users.ts';
@@ -21,6 +20,7 @@ import { packTemplates } from './helpers/archive.ts';
 import { ensureBuilt, ROOT, runBundle } from './helpers/bundle.ts';
 import { startNats } from './helpers/nats.ts';
 import { withIsolatedMesh, type IsolatedMesh } from './helpers/isolated-mesh.ts';
+import { tempDir as newTempDir } from './helpers/temp.ts';
 
 const dirs: string[] = [];
 test.after(() => {
@@ -28,7 +28,7 @@ test.after(() => {
 });
 
 function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'mesh-publish-'));
+  const dir = newTempDir('mesh-publish-');
   dirs.push(dir);
   return dir;
 }

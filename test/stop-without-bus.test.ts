@@ -3,16 +3,16 @@
 // happen is said at warning, never an error line without a level (it was, with exit 1).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { cleanupBundles, copyBundleAlone, ensureBuilt, startBundle, type Running } from './helpers/bundle.ts';
 import { startNats } from './helpers/nats.ts';
+import { tempDir } from './helpers/temp.ts';
 
 let work = '';
 test.before(() => {
   for (const name of ['server', 'client', 'vault']) ensureBuilt(name);
-  work = mkdtempSync(join(tmpdir(), 'mesh-stop-'));
+  work = tempDir('mesh-stop-');
 });
 test.after(() => {
   cleanupBundles();

@@ -10,8 +10,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, renameSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { labBlocks, startLabShell, type LabShell } from '../demo/lab.ts';
 import { ROOT } from './helpers/bundle.ts';
@@ -31,6 +30,7 @@ import {
 import { freePort } from './helpers/nats.ts';
 import { startPostgres, type Postgres } from './helpers/postgres.ts';
 import { waitFor } from './helpers/wait.ts';
+import { tempDir } from './helpers/temp.ts';
 
 /** The previous release: the last commit landed before this round's work (`git log`: the one before "docs/design.md: the contract as it changed"). */
 const PREVIOUS = '4efd8e1';
@@ -97,7 +97,7 @@ if (!previousReachable()) {
   test.skip('the lab of the previous release, upgraded to this one');
 } else {
   test.before(async () => {
-    work = mkdtempSync(join(tmpdir(), 'mesh-upgrade-'));
+    work = tempDir('mesh-upgrade-');
     mkdirSync(join(work, 'previous'));
     mkdirSync(join(work, 'new'));
     packPrevious(join(work, 'previous'));

@@ -9,8 +9,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chownSync, existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jsonBytes } from '../src/shared/base/bytes.ts';
@@ -23,6 +22,7 @@ import { VaultStore } from '../src/vault/store.ts';
 import { cleanupBundles, copyBundleAlone, ensureBuilt, runBundle, startBundle, type Running } from './helpers/bundle.ts';
 import { startIsolatedMesh, type IsolatedMesh } from './helpers/isolated-mesh.ts';
 import { waitFor } from './helpers/wait.ts';
+import { tempDir } from './helpers/temp.ts';
 
 const [NA, NB, NC] = ['na', 'nb', 'nc'];
 const PROVIDER = 'pg';
@@ -255,7 +255,7 @@ test('`rotate` as the vault login writes a new value and the provider’s consum
 test('`rotate` run as root into a store another user owns (the vault unit’s) writes files and directories that user owns and can read (issue 31 item 17)', async () => {
   if (process.getuid?.() !== 0) return void console.log('  (skipped: not root)');
   const owner = 23456;
-  const theirs = mkdtempSync(join(tmpdir(), 'mesh-vault-theirs-'));
+  const theirs = tempDir('mesh-vault-theirs-');
   try {
     chownSync(theirs, owner, owner);
     await runStdin(['rotate', 'module/web/api-key', '--nats', m.nats.url, '--nkey', m.nkey(USERS.vault), '--store', theirs], 'root-rotated\n');

@@ -1,9 +1,9 @@
 // Builds the bundles when stale, copies one alone into an empty dir, and runs it under node or deno.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, parse } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { tempDir } from './temp.ts';
 
 /** The repository root. */
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -75,7 +75,7 @@ export function hasNodeModulesAbove(dir: string): boolean {
 
 /** Copies `dist/<name>.js`, and nothing else, into a fresh dir under the OS temp dir. */
 export function copyBundleAlone(name: string): string {
-  const dir = mkdtempSync(join(tmpdir(), `mesh-bundle-${name}-`));
+  const dir = tempDir(`mesh-bundle-${name}-`);
   dirs.push(dir);
   copyFileSync(join(ROOT, 'dist', bundleFile(name)), join(dir, bundleFile(name)));
   return dir;
@@ -89,7 +89,7 @@ export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
     env[k] = v;
   }
   if (denoDir === undefined) {
-    denoDir = mkdtempSync(join(tmpdir(), 'mesh-deno-'));
+    denoDir = tempDir('mesh-deno-');
     dirs.push(denoDir);
   }
   return { ...env, DENO_DIR: denoDir, NO_COLOR: '1', ...extra };

@@ -1,17 +1,17 @@
 // A three-server cluster on what `bus-config` generates (deploy/README.md): each server's own name,
 // monitoring and routes around an `include` of the generated configuration, every login its seed.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { seedFile } from '../../src/server/commands/bus-config/credentials.ts';
 import { ensureBuilt, ROOT } from './bundle.ts';
 import { startNatsCluster, type NatsCluster } from './nats-cluster.ts';
+import { tempDir } from './temp.ts';
 
 /** Three nats-servers routed together, each running what `bus-config` generates for it around its name and routes (deploy/README.md). */
 export async function startGeneratedCluster(nodes: string[]): Promise<{ cluster: NatsCluster; seed: (user: string) => string }> {
   ensureBuilt('server');
-  const credentials = join(mkdtempSync(join(tmpdir(), 'mesh-init-cluster-')), 'credentials');
+  const credentials = join(tempDir('mesh-init-cluster-'), 'credentials');
   const busConfig = (listen: string, storeDir: string, out: string) => {
     const run = spawnSync(
       process.execPath,

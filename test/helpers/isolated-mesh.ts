@@ -3,8 +3,7 @@
 // `provisioner`, each node's client as `provisioner.<node>` with its own inbox prefix. `admin` writes
 // the inputs, as the controller, the catalogue and mesh-config would, and nothing else.
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -27,6 +26,7 @@ import { createMeshNode, DEFAULT_TEST_SETTLE_MS, nodePaths, placementUnder, type
 import { startNats, type NatsServer } from './nats.ts';
 import { collectStderr, spawnQuiet, stopProcess } from './spawn.ts';
 import { waitFor } from './wait.ts';
+import { tempDir } from './temp.ts';
 
 /** What the mesh is made of. */
 export type IsolatedMeshOptions = {
@@ -100,7 +100,7 @@ type Undo = (step: () => unknown) => void;
 
 /** Generates the seeds and the configuration of the mesh and starts nats-server on it. */
 async function startGeneratedBus(opts: IsolatedMeshOptions, undo: Undo): Promise<GeneratedBus> {
-  const dir = mkdtempSync(join(tmpdir(), 'mesh-isolated-'));
+  const dir = tempDir('mesh-isolated-');
   undo(() => rmSync(dir, { recursive: true, force: true }));
   const providers = opts.providers ?? [];
   const credentials = join(dir, 'credentials');

@@ -2,8 +2,7 @@
 // the mesh's accounts and users, its own name and routes; every program logs in with its own seed.
 // And a cluster left without a JetStream meta leader, where every JetStream call is answered "JetStream
 // system temporarily unavailable" (503) or not at all.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_ARCHIVES } from '../../src/shared/contract/buckets.ts';
 import { connectBus } from '../../src/shared/bus/bus.ts';
@@ -14,6 +13,7 @@ import { USERS, usersOf } from '../../src/server/commands/bus-config/users.ts';
 import { loadOrCreateLogins, seedFile } from '../../src/server/commands/bus-config/credentials.ts';
 import { startNatsCluster, type ClusterServer, type NatsCluster } from './nats-cluster.ts';
 import { waitFor } from './wait.ts';
+import { tempDir } from './temp.ts';
 
 /** A cluster on the generated configuration, and where its seeds are. */
 export type MeshCluster = NatsCluster & {
@@ -25,7 +25,7 @@ export type MeshCluster = NatsCluster & {
 
 /** Starts three servers routed to each other, each on the configuration bus-config renders for `nodes` and `providers`. */
 export async function startMeshCluster(shape: { nodes: string[]; providers: string[] }): Promise<MeshCluster> {
-  const credentials = join(mkdtempSync(join(tmpdir(), 'mesh-cluster-seeds-')), 'credentials');
+  const credentials = join(tempDir('mesh-cluster-seeds-'), 'credentials');
   const logins = loadOrCreateLogins(credentials, usersOf(shape));
   if (!logins.ok) throw new Error(logins.reason);
   const publicKeys = new Map(logins.value.logins.map((l) => [l.user, l.publicKey]));

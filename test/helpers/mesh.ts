@@ -1,8 +1,7 @@
 // A whole mesh for end-to-end tests: nats-server, the seat, and nodes (engine on a real unix socket,
 // client), with the catalogue's, mesh-config's and the controller's writes done by the test. The
 // mesh is also its first node, so a one-node test says `m.root`, `m.startClient()`.
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KV } from '@nats-io/kv';
 import type { ObjectStore } from '@nats-io/obj';
@@ -15,6 +14,7 @@ import { createInputBuckets, startMeshSeat, waitForSeat, type InputBuckets, type
 import { createMeshNode, nodePaths, placementUnder, readIfExists, type MeshNode } from './mesh-node.ts';
 import { startNats, type NatsServer } from './nats.ts';
 import { waitFor } from './wait.ts';
+import { tempDir } from './temp.ts';
 
 export type { ModuleSpec } from './archive.ts';
 export { placementUnder } from './mesh-node.ts';
@@ -115,7 +115,7 @@ export async function startMesh(opts: MeshOptions = {}): Promise<Mesh> {
 }
 
 async function startBus(opts: MeshOptions, undo: Closers): Promise<Bus> {
-  const dir = mkdtempSync(join(tmpdir(), 'mesh-e2e-'));
+  const dir = tempDir('mesh-e2e-');
   undo.add(() => rmSync(dir, { recursive: true, force: true }));
   const archiveDir = join(dir, 'archives');
   mkdirSync(archiveDir);

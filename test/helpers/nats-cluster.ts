@@ -1,15 +1,15 @@
 // Starts a real nats-server cluster with JetStream on 127.0.0.1: each server its own client, cluster
 // and monitoring port, store dir and server_name, routed to every other; and says which server leads
 // a stream or holds a named connection.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { startNats, type NatsServer } from './nats.ts';
 import type { Spawn } from './spawn.ts';
 import { waitFor } from './wait.ts';
+import { tempDir } from './temp.ts';
 
 /** How long a cluster may take until JetStream answers (a meta leader elected). */
 export const CLUSTER_READY_MS = 30_000;
@@ -144,7 +144,7 @@ export async function startNatsCluster(opts: NatsClusterOptions = {}): Promise<N
 async function startNatsClusterOnce(opts: NatsClusterOptions): Promise<NatsCluster> {
   const size = opts.size ?? 3;
   const clusterName = opts.name ?? 'mesh';
-  const dir = mkdtempSync(join(tmpdir(), 'mesh-cluster-'));
+  const dir = tempDir('mesh-cluster-');
   const plan = await Promise.all(
     Array.from({ length: size }, async (_, i) => ({ name: `s${i + 1}`, client: await clusterPort(), http: await clusterPort(), cluster: await clusterPort() })),
   );

@@ -1,10 +1,10 @@
 // Starts a real nats-server with JetStream on 127.0.0.1 and a free port in a temp dir, and stops it.
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { collectStderr, hasExited, spawnQuiet, stopProcess, type Spawn } from './spawn.ts';
+import { tempDir } from './temp.ts';
 
 /** A running nats-server. */
 export type NatsServer = {
@@ -72,7 +72,7 @@ async function waitForPort(port: number, ms: number): Promise<void> {
 
 /** Starts nats-server with JetStream; `config` is extra config text appended to the file (unless `opts.whole` writes it all). */
 export async function startNats(config = '', opts: StartNatsOptions = {}): Promise<NatsServer> {
-  const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'mesh-nats-'));
+  const dir = opts.dir ?? tempDir('mesh-nats-');
   mkdirSync(dir, { recursive: true });
   const port = opts.port ?? (await freePort());
   const conf = join(dir, 'nats.conf');

@@ -2,12 +2,12 @@
 // scram-sha-256 password authentication, and stops it.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, chownSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from './nats.ts';
 import { envWithoutMesh } from './spawn.ts';
 import pg from 'pg';
+import { tempDir } from './temp.ts';
 
 /** A running PostgreSQL cluster. */
 export type Postgres = {
@@ -85,7 +85,7 @@ function baseSettings(dir: string, port: number): Record<string, string | number
 /** Starts a fresh cluster; throws with the reason (never skips) when PostgreSQL cannot be started. */
 export async function startPostgres(opts: StartPostgresOptions = {}): Promise<Postgres> {
   const bin = findPostgresBin();
-  const dir = mkdtempSync(join(tmpdir(), 'mesh-pg-'));
+  const dir = tempDir('mesh-pg-');
   const data = join(dir, 'data');
   const logPath = join(dir, 'server.log');
   const pwfile = join(dir, 'pw');

@@ -2,8 +2,7 @@
 // consumers file replaced by rename as the engine does, and a scan of every log line and bucket
 // value for every credential written.
 import * as assert from 'uvu/assert';
-import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -13,6 +12,7 @@ import { CREDENTIAL_SET } from '../../src/shared/contract/bound-entry.ts';
 import { memoryLogger } from '../../src/shared/cli/log.ts';
 import { Refused, runProvider, type Adapter, type ConsumerEntry, type Grant, type ProviderHandle, type ProviderOptions } from '../../src/sdk/provider-index.ts';
 import { startNats, type NatsServer } from './nats.ts';
+import { tempDir } from './temp.ts';
 
 let server: NatsServer | undefined;
 let nc: NatsConnection | undefined;
@@ -86,7 +86,7 @@ export async function world(provision = 'database') {
   const nc = bus();
   suite += 1;
   const provider = `prov${process.pid}x${suite}`;
-  const dir = mkdtempSync(join(tmpdir(), 'provider-'));
+  const dir = tempDir('provider-');
   const file = join(dir, 'consumers.json');
   const log = memoryLogger();
   const credentials = new Set<string>();

@@ -4,14 +4,13 @@
 // the store, as on one machine where the engine reads the vault's store. The test's hand on it —
 // `set`, `rotate` with a chosen value, `refuse`, and what was asked — goes through the store and the
 // verb's event hooks; nothing here answers in the vault's place.
-import { mkdtempSync, readdirSync, rmdirSync, rmSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readdirSync, rmdirSync, rmSync, symlinkSync } from 'node:fs';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { memoryLogger } from '../../src/shared/cli/log.ts';
 import { rotate as rotateInStore } from '../../src/vault/rotate.ts';
 import { serveCredentials, type Ask, type CredentialSource } from '../../src/vault/serve.ts';
 import { VaultStore } from '../../src/vault/store.ts';
+import { tempDir } from './temp.ts';
 
 /** The running vault. */
 export type Vault = {
@@ -48,7 +47,7 @@ export type VaultOptions = {
 
 /** Starts the reference vault on `nc`; its store is `secretDirs[0]` (or a temp dir), and every other dir of `secretDirs` a link to it. */
 export async function startVault(nc: NatsConnection, secretDirs: readonly string[], opts: VaultOptions = {}): Promise<Vault> {
-  const own = secretDirs.length === 0 ? mkdtempSync(join(tmpdir(), 'mesh-vault-')) : undefined;
+  const own = secretDirs.length === 0 ? tempDir('mesh-vault-') : undefined;
   const store = await VaultStore.open(own ?? secretDirs[0]!);
   for (const dir of secretDirs.slice(1)) shareStore(dir, store.dir);
   const refused = new Map<string, string>();
