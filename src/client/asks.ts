@@ -124,6 +124,32 @@ export function publishChanged(nc: NatsConnection, node: string, changes: Iterab
   for (const { module, kind, key } of changes) nc.publish(changedSubject(node, module), jsonBytes(key === undefined ? { kind } : { kind, key }));
 }
 
+/**
+ * Gathers the notices of one turn of the event loop and says them once it has run (setImmediate),
+ * each (module, kind, key) once: after the fills the turn started, since the notices' flush is a
+ * socket write the engine need not wait for; and in one flush, since values read one get at a time
+ * at a cold start (1,000 modules × 3 keys) each set off a notice, and each was its own write to the
+ * bus (3,000 writes of 63 bytes).
+ */
+export class TurnNotices {
+  #pending = new Map<string, Changed>();
+
+  constructor(private readonly say: (notices: Changed[]) => void) {}
+
+  /** Adds `notices` to those said at the end of this turn. */
+  add(notices: Iterable<Changed>): void {
+    const first = this.#pending.size === 0;
+    for (const n of notices) this.#pending.set(`${n.module}\0${n.kind}\0${n.key ?? ''}`, n);
+    if (first && this.#pending.size > 0) setImmediate(() => this.#flush());
+  }
+
+  #flush(): void {
+    const notices = [...this.#pending.values()];
+    this.#pending.clear();
+    this.say(notices);
+  }
+}
+
 /** The notices a client says for a module when it starts (or its plan changes): every askable kind. */
 export function everyKind(module: string, kinds: readonly string[] = ASKABLE_KINDS): Changed[] {
   return kinds.map((kind) => ({ module, kind }));

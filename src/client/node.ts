@@ -11,7 +11,7 @@ import { bindWhenThere } from '../shared/bus/bind-wait.ts';
 import { kvBucket } from '../shared/contract/bucket-spec.ts';
 import type { Logger } from '../shared/cli/log.ts';
 import { loadArchive, natsObjectFetcher, type ArchiveLimits } from './archive/load.ts';
-import { changedOf, everyKind } from './asks.ts';
+import { changedOf, everyKind, TurnNotices } from './asks.ts';
 import { TemplateCache } from './fill/templates.ts';
 import type { EngineClient } from './handoff/fill-socket.ts';
 import { Handoff } from './handoff/handoff.ts';
@@ -164,13 +164,12 @@ function buildStages(opts: ClientOptions, sinks: ClientSinks, items: NodeItems):
   const templates = new TemplateCache((ref, digest) => loadArchive(ref, digest, archive));
   const index = new DependencyIndex();
   const { asks } = sinks;
+  const notices = asks ? new TurnNotices((n) => asks.changed(n)) : undefined;
   let started = false;
   const sources = startSources(nc, node, items, log, (dependencies) => {
     if (!started) return;
     for (const m of index.modulesNaming(dependencies)) scheduler.schedule(m);
-    // After the fills this turn starts: the notice's flush is a socket write the engine need not wait for.
-    const notices = asks ? dependencies.flatMap((d) => changedOf(d) ?? []) : [];
-    if (notices.length > 0) setImmediate(() => asks?.changed(notices));
+    notices?.add(dependencies.flatMap((d) => changedOf(d) ?? []));
   });
   const modules = new Modules(
     { node, templates, index, sources, handoff: new Handoff(sinks.engine, log), items: sinks.items, reporter: sinks.reporter },
@@ -185,7 +184,7 @@ function buildStages(opts: ClientOptions, sinks: ClientSinks, items: NodeItems):
     if (!started) return;
     scheduler.schedule(module);
     // A plan carries the placement: every askable kind of the module may read differently now.
-    asks?.changed(everyKind(module));
+    notices?.add(everyKind(module));
   });
   return {
     sources,
