@@ -463,6 +463,37 @@ test('a create whose stream keeps looking whole is still given up at 10 s unansw
   assert.is(looks.length, 6, 'no look while the cluster fails over');
 });
 
+test('a stream this login may not read is judged by the stream the connection read last; with none read, its create is given up at 1.5 s without a look', async () => {
+  const clock = fakeClock();
+  const { looks, pace } = fakeLooks(clock);
+  pace.refusedRead('KV_config');
+  const f = fakeApi(clock);
+  hastenRemakes(f.consumer, 'watch w', undefined, clock, undefined, pace);
+  void f.internals.consumer.api.add('KV_config', config(2));
+  await clock.advance(REMAKE_GIVE_UP_MS);
+  await flush();
+  await clock.advance(0);
+  assert.equal(looks, [], 'nothing asked of a stream not granted, nor of one never read');
+  assert.equal(f.resets, [REMAKE_GIVE_UP_MS]);
+  const { looks: looks2, pace: pace2 } = fakeLooks(clock);
+  pace2.sawStream(whole, 'KV_registry');
+  pace2.sawStream(whole, 'KV_plans');
+  pace2.refusedRead('KV_config');
+  const g = fakeApi(clock);
+  hastenRemakes(g.consumer, 'watch v', undefined, clock, undefined, pace2);
+  void g.internals.consumer.api.add('KV_config', config(2));
+  await clock.advance(REMAKE_GIVE_UP_MS);
+  assert.equal(
+    looks2.map((l) => l.stream),
+    ['KV_plans'],
+    'the stream read last stands for it',
+  );
+  looks2[0]!.answer(whole);
+  await flush();
+  await clock.advance(REMAKE_GIVE_UP_MS - 1);
+  assert.equal(g.resets, [], 'its servers all there: the create waits on');
+});
+
 test('a stopped watch sends no more creates', async () => {
   const f = fakeApi();
   const remakes = hastenRemakes(f.consumer, 'watch w', undefined, f.clock);

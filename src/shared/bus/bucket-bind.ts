@@ -57,9 +57,11 @@ export async function inspectBucket(nc: NatsConnection, spec: BucketSpec, timeou
   } catch (err) {
     if (isStreamNotFound(err)) return { state: 'missing' };
     if (err instanceof JetStreamApiError) throw err;
+    // Answered, not left unanswered: not this login's to read (DESIGN §11), so no look at it either.
+    if (!isTimeout(err)) paceOf(nc).refusedRead(streamOf(spec));
     return { state: 'unchecked', reason: errorText(err), cause: err };
   }
-  paceOf(nc).sawStream(info.cluster);
+  paceOf(nc).sawStream(info.cluster, streamOf(spec));
   const problems = bucketProblems(spec, info.config);
   if (problems.length > 0) throw new BucketRefusedError(describeProblems(spec, problems));
   return { state: 'ok', config: info.config, warnings: bucketWarnings(info.config) };

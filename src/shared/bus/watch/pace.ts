@@ -49,6 +49,9 @@ export class BusPace {
   readonly #waiting = new Set<object>();
   /** The latest look at each stream's replicas: asked when, and what it found. */
   readonly #looks = new Map<string, { at: number; whole: Promise<boolean> }>();
+  /** The streams whose info this connection read, the latest last; and those it may not read. */
+  readonly #readable = new Set<string>();
+  readonly #unreadable = new Set<string>();
 
   constructor(
     private readonly now: () => number = Date.now,
@@ -64,22 +67,30 @@ export class BusPace {
   /**
    * Whether `stream` has every replica current and heard from (sawStream), by a look at its info:
    * false when the look shows a server gone, or is left unanswered LOOK_ANSWER_MS, or is refused.
-   * A look asked within LOOK_REUSE_MS is the answer of every watch of the stream on the connection.
+   * A stream this login may not read (a node's share of a shared bucket, DESIGN §11) is judged by
+   * the stream this connection read last instead — `init --replicas 3` places every bucket on the
+   * same three servers — and none read, it is not whole. A look asked within LOOK_REUSE_MS is the
+   * answer of every watch of that stream on the connection.
    */
   wholeStream(stream: string): Promise<boolean> {
-    const recent = this.#looks.get(stream);
+    const looked = this.#unreadable.has(stream) ? [...this.#readable].at(-1) : stream;
+    if (looked === undefined || !this.readCluster) return Promise.resolve(false);
+    const recent = this.#looks.get(looked);
     if (recent && this.now() - recent.at < LOOK_REUSE_MS) return recent.whole;
-    const whole = this.readCluster
-      ? this.readCluster(stream, LOOK_ANSWER_MS).then(
-          (cluster) => {
-            this.sawStream(cluster);
-            return !this.unsettled();
-          },
-          () => false,
-        )
-      : Promise.resolve(false);
-    this.#looks.set(stream, { at: this.now(), whole });
+    const whole = this.readCluster(looked, LOOK_ANSWER_MS).then(
+      (cluster) => {
+        this.sawStream(cluster, looked);
+        return !this.unsettled();
+      },
+      () => false,
+    );
+    this.#looks.set(looked, { at: this.now(), whole });
     return whole;
+  }
+
+  /** This login may not read `stream`'s info (its bucket check was refused): no look asks it. */
+  refusedRead(stream: string): void {
+    this.#unreadable.add(stream);
   }
 
   /** A create was answered `ms` after it was asked (in time, or after it was given up). */
@@ -137,10 +148,15 @@ export class BusPace {
   }
 
   /**
-   * A stream's info was read: a replica offline, behind or silent past REPLICA_SILENT_MS is a server
-   * gone, and the cluster unsettled (what the answers taught since is kept: this is no new change).
+   * A stream's info was read (`stream`, kept as readable for wholeStream): a replica offline, behind or
+   * silent past REPLICA_SILENT_MS is a server gone, and the cluster unsettled (what the answers taught
+   * since is kept: this is no new change).
    */
-  sawStream(cluster: StreamCluster | undefined): void {
+  sawStream(cluster: StreamCluster | undefined, stream?: string): void {
+    if (stream !== undefined) {
+      this.#readable.delete(stream);
+      this.#readable.add(stream);
+    }
     const gone = (cluster?.replicas ?? []).some((r) => r.offline === true || !r.current || r.active / 1e6 > REPLICA_SILENT_MS);
     if (gone) this.#unsettledUntil = Math.max(this.#unsettledUntil, this.now() + REMAKE_UNSETTLED_MS);
   }
