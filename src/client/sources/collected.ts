@@ -162,7 +162,9 @@ export function collectedSource(nc: NatsConnection, items: NodeItems, log: Logge
       planned = plannedItemKeys(items.node, plans);
       for (const keys of planned.values()) for (const key of keys) reads.want(key);
     },
-    caughtUp: reads.caughtUp,
+    get caughtUp() {
+      return reads.caughtUp;
+    },
     settled: () => reads.settled(),
     stop: () => reads.stop(),
   };
