@@ -344,10 +344,17 @@ test('the pace forgets answers after 5 s, and those from before a cluster change
 
 /** A connection's look at its streams' replicas, answered by the test: each look recorded with its stream, time and wait. */
 function fakeLooks(clock: ReturnType<typeof fakeClock>) {
-  const looks: { stream: string; at: number; ms: number; answer(cluster: StreamCluster | undefined): void; fail(): void }[] = [];
+  const looks: { stream: string; at: number; ms: number; answer(cluster: StreamCluster | undefined): void; fail(): void; refuse(): void }[] = [];
   const read = (stream: string, ms: number) =>
     new Promise<StreamCluster | undefined>((resolve, reject) => {
-      looks.push({ stream, at: clock.now(), ms, answer: resolve, fail: () => reject(new errors.TimeoutError()) });
+      looks.push({
+        stream,
+        at: clock.now(),
+        ms,
+        answer: resolve,
+        fail: () => reject(new errors.TimeoutError()),
+        refuse: () => reject(new Error('no responders')),
+      });
     });
   return { looks, pace: new BusPace(clock.now, read) };
 }
@@ -408,8 +415,8 @@ test('on a calm cluster a create unanswered 1.5 s has its stream looked at: ever
   );
 });
 
-test('a look that finds a replica gone, or has no answer, gives the create up at once, and the watch gives up hastily from then on without looking', async () => {
-  for (const look of ['gone', 'unanswered'] as const) {
+test('a look that finds a replica gone, or is refused, gives the create up at once, and the watch gives up hastily from then on without looking', async () => {
+  for (const look of ['gone', 'refused'] as const) {
     const clock = fakeClock();
     const { looks, pace } = fakeLooks(clock);
     const f = fakeApi(clock);
@@ -425,17 +432,37 @@ test('a look that finds a replica gone, or has no answer, gives the create up at
           { current: false, active: (REPLICA_SILENT_MS + 1) * 1e6 },
         ],
       });
-    else looks[0]!.fail();
+    else looks[0]!.refuse();
     await flush();
     await clock.advance(0);
     assert.equal(f.resets, [REMAKE_GIVE_UP_MS + 100], look);
     assert.match(lines[0]!, 'stream KV_x has a replica gone or no answer');
-    assert.is(pace.unsettled(), look === 'gone', 'a replica seen gone unsettles the connection; an unanswered look does not');
+    assert.is(pace.unsettled(), look === 'gone', 'a replica seen gone unsettles the connection; a refused look does not');
     void f.internals.consumer.api.add('KV_x', config(3));
     await clock.advance(REMAKE_TIMEOUT_MS + LOOK_REUSE_MS);
     assert.is(looks.length, 1, `${look}: no look once one was given up`);
     assert.is(f.resets.length, 2, `${look}: the next create given up after 0.25 s`);
   }
+});
+
+test('a look left unanswered says a slow bus, not a server gone: the create waits on and is looked at again', async () => {
+  const clock = fakeClock();
+  const { looks, pace } = fakeLooks(clock);
+  const f = fakeApi(clock);
+  hastenRemakes(f.consumer, 'watch w', undefined, clock, undefined, pace);
+  void f.internals.consumer.api.add('KV_x', config(2));
+  await clock.advance(REMAKE_GIVE_UP_MS);
+  await clock.advance(1000);
+  looks[0]!.fail();
+  await flush();
+  await clock.advance(REMAKE_GIVE_UP_MS);
+  assert.equal(f.resets, [], 'not given up');
+  assert.equal(
+    looks.map((l) => l.at),
+    [REMAKE_GIVE_UP_MS, 2 * REMAKE_GIVE_UP_MS + 1000],
+    'looked at again 1.5 s after the look ended',
+  );
+  assert.not.ok(pace.unsettled());
 });
 
 test('a create whose stream keeps looking whole is still given up at 10 s unanswered; after a cluster change creates are given up at 0.25 s without a look', async () => {

@@ -5,6 +5,7 @@
 // its creates sooner than that made each late answer a consumer nobody holds, and none made sooner.
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
+import { isTimeout } from '../../base/errors.ts';
 
 /** How many of the latest answers the pace keeps. */
 export const PACE_ANSWERS = 8;
@@ -66,7 +67,8 @@ export class BusPace {
 
   /**
    * Whether `stream` has every replica current and heard from (sawStream), by a look at its info:
-   * false when the look shows a server gone, or is left unanswered LOOK_ANSWER_MS, or is refused.
+   * false when the look shows a server gone or is refused; a look left unanswered LOOK_ANSWER_MS
+   * says the bus is slow, and the create waits on.
    * A stream this login may not read (a node's share of a shared bucket, DESIGN §11) is judged by
    * the stream this connection read last instead — `init --replicas 3` places every bucket on the
    * same three servers — and none read, it is not whole. A look asked within LOOK_REUSE_MS is the
@@ -82,7 +84,11 @@ export class BusPace {
         this.sawStream(cluster, looked);
         return !this.unsettled();
       },
-      () => false,
+      // Unanswered, the bus is slow, not short of a server: a server gone takes its streams'
+      // leadership with it, and its peers tell the connection at once (the cluster changed, and
+      // the create is given up then). A thousand clients started at once on two cores left looks
+      // unanswered for seconds, and each one given up for it was asked again every 0.25 s.
+      (err: unknown) => isTimeout(err),
     );
     this.#looks.set(looked, { at: this.now(), whole });
     return whole;
