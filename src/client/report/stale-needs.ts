@@ -13,7 +13,7 @@ import type { Plan } from '../../shared/contract/plan.ts';
 import type { Written } from './written.ts';
 import type { Logger } from '../../shared/cli/log.ts';
 import type { Reporter } from './reporter.ts';
-import { errorText } from '../../shared/base/errors.ts';
+import { errorText, isTimeout } from '../../shared/base/errors.ts';
 
 /** A node's stored needs by module: key → bytes. */
 export type StoredNeeds = Map<string, Map<string, Uint8Array>>;
@@ -77,16 +77,30 @@ function fromRecord(node: string, record: Written, log: Logger): LeftBehind {
   return { needs: byModule, items: [...record.collect], reported: record.applied };
 }
 
-/** Whether any module of `planned` has a report of `node` (literal direct gets, all at once); a failed get counts as one. */
+/** How many times the gets of anyReported are asked while the bus leaves them unanswered. */
+export const REPORTED_ASKS = 3;
+
+/**
+ * Whether any module of `planned` has a report of `node` (literal direct gets, all at once); a get
+ * refused, or unanswered REPORTED_ASKS times, counts as one. Unanswered gets are asked again rather
+ * than taken as a report: a bus too busy to answer them (a fleet started at once) is the one where
+ * the read they spare — two wildcard reads from sequence 1 — costs the most.
+ */
 async function anyReported(nc: NatsConnection, node: string, planned: ReadonlySet<string>, log: Logger): Promise<boolean> {
   if (planned.size === 0) return false;
-  try {
-    const direct = (await jetstreamManager(nc, { checkAPI: false, timeout: 5000 })).direct;
-    const got = await Promise.all([...planned].map((m) => direct.getMessage(`KV_${APPLIED}`, { last_by_subj: `$KV.${APPLIED}.${nodeModuleKey(node, m)}` })));
-    return got.some((msg) => msg !== null);
-  } catch (err) {
-    log.warn(`${APPLIED}: could not read ${node}'s reports, so it is not taken as a new node: ${errorText(err)}`);
-    return true;
+  const direct = (await jetstreamManager(nc, { checkAPI: false, timeout: 5000 })).direct;
+  for (let ask = 1; ; ask++) {
+    try {
+      const got = await Promise.all([...planned].map((m) => direct.getMessage(`KV_${APPLIED}`, { last_by_subj: `$KV.${APPLIED}.${nodeModuleKey(node, m)}` })));
+      return got.some((msg) => msg !== null);
+    } catch (err) {
+      if (isTimeout(err) && ask < REPORTED_ASKS) {
+        log.debug(`${APPLIED}: ${node}'s reports unanswered; asking again`);
+        continue;
+      }
+      log.warn(`${APPLIED}: could not read ${node}'s reports, so it is not taken as a new node: ${errorText(err)}`);
+      return true;
+    }
   }
 }
 
