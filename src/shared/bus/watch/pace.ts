@@ -88,7 +88,14 @@ export class BusPace {
       // leadership with it, and its peers tell the connection at once (the cluster changed, and
       // the create is given up then). A thousand clients started at once on two cores left looks
       // unanswered for seconds, and each one given up for it was asked again every 0.25 s.
-      (err: unknown) => isTimeout(err),
+      (err: unknown) => {
+        // Refused: not this login's to read (no look asks it again; the last stream read stands for it).
+        if (!isTimeout(err)) {
+          this.#unreadable.add(looked);
+          this.#readable.delete(looked);
+        }
+        return isTimeout(err);
+      },
     );
     this.#looks.set(looked, { at: this.now(), whole });
     return whole;

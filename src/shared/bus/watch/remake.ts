@@ -9,7 +9,8 @@
 //   a new deliver subject (when: shared/bus/watch/give-up.ts; 1.5 s on a calm cluster, 0.25 s once one
 //   was given up or while the cluster fails over, which is what keeps a watch within the bus's
 //   failover + 2 s with one name in three on a dead peer) — unless, on a calm cluster, a look at its
-//   stream finds every replica current and heard from: no server is gone, and the create is late.
+//   stream finds every replica current and heard from: no server is gone, and the create is late; it
+//   waits for its answer, REMAKE_ANSWER_MS at most.
 // - Late: a bus busy with a fleet's creates answers them a second or more late, and a late answer of
 //   a create given up is a consumer nobody holds. It delivers to a subject nobody listens on any more,
 //   never a message to the watch (hedges on the watch's own subject each set off a reset, which filled
@@ -24,7 +25,7 @@ import { unrefTimer, type Timer } from '../../base/timer.ts';
 import type { ConsumerCalls, OrderedConsumer } from './internals.ts';
 import { isTimeout } from '../../base/errors.ts';
 import { isTemporarilyUnavailable } from '../jetstream-errors.ts';
-import { GiveUpRule, REMAKE_GIVE_UP_MS } from './give-up.ts';
+import { GiveUpRule } from './give-up.ts';
 import { BusPace } from './pace.ts';
 
 /** How long a create's answer is listened for: a late one sets the pace, and its consumer is deleted. */
@@ -160,8 +161,8 @@ class Remake {
 
   /**
    * Gives the create asked at `askedAt` up after `wait`, unless the rule says to wait on, or its
-   * stream looks whole (every replica current and heard from): then it waits REMAKE_GIVE_UP_MS more
-   * and is looked at again, until made or REMAKE_ANSWER_MS.
+   * stream looks whole (every replica current and heard from): then it waits for its answer, given up
+   * only at REMAKE_ANSWER_MS or when the cluster changes (a server gone after the look).
    */
   #due(askedAt: number, wait: number): void {
     this.#timer = this.ctx.time.timer(() => {
@@ -172,7 +173,7 @@ class Remake {
       if (!this.ctx.rule.looksFirst()) return this.giveUp(`a create of its consumer went unanswered for ${waited} ms`);
       void this.ctx.rule.wholeStream(this.stream).then((whole) => {
         if (!this.#live()) return;
-        if (whole && this.ctx.rule.looksFirst()) return this.#due(askedAt, REMAKE_GIVE_UP_MS);
+        if (whole && this.ctx.rule.looksFirst()) return;
         this.giveUp(
           `a create of its consumer went unanswered for ${this.ctx.time.now() - askedAt} ms, and stream ${this.stream} has a replica gone or no answer`,
         );
