@@ -63,38 +63,6 @@ test('a key named is read by get, a later change arrives on the tail watch, an a
   }
 });
 
-test('a node that names no key of the bucket holds no consumer of it and is settled at once; its first key named makes the tail watch, and a later change arrives on it', async () => {
-  const server = await startNats();
-  const nc = await connectBus({ servers: [server.url], name: 'test' });
-  try {
-    const kv = await ensureKv(nc, 'keyed', 1);
-    await kv.put('n1.web.color', 'blue');
-    const creates = heardCreates(nc);
-    const infos: string[] = [];
-    nc.subscribe('$JS.API.STREAM.INFO.>', { callback: (_, msg) => void infos.push(msg.subject) });
-    const told = new Map<string, WatchEvent>();
-    const reads = new KeyedReads(nc, 'keyed', 'n1', (e) => told.set(e.key, e), memoryLogger());
-    try {
-      await reads.settled();
-      await reads.caughtUp;
-      await nc.flush();
-      assert.equal([creates, infos], [[], []], 'no consumer, no bucket check: nothing named');
-      const color = reads.want('n1.web.color');
-      assert.is(color.state, 'unread');
-      if (color.state === 'unread') await color.read;
-      assert.is(text(told.get('n1.web.color')), 'blue');
-      assert.equal(creates, [{ policy: 'new' }], 'the tail watch, made for the first key named');
-      await kv.put('n1.web.color', 'green');
-      await waitFor('the change on the watch', () => text(told.get('n1.web.color')) === 'green');
-    } finally {
-      reads.stop();
-    }
-  } finally {
-    await nc.close();
-    await server.cleanup();
-  }
-});
-
 test(`past ${WHOLE_READ_KEYS} keys named, the node's keys are read whole once instead of a get each`, async () => {
   const server = await startNats();
   const nc = await connectBus({ servers: [server.url], name: 'test' });

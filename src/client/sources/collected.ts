@@ -162,9 +162,7 @@ export function collectedSource(nc: NatsConnection, items: NodeItems, log: Logge
       planned = plannedItemKeys(items.node, plans);
       for (const keys of planned.values()) for (const key of keys) reads.want(key);
     },
-    get caughtUp() {
-      return reads.caughtUp;
-    },
+    caughtUp: reads.caughtUp,
     settled: () => reads.settled(),
     stop: () => reads.stop(),
   };

@@ -112,9 +112,7 @@ export function configSource(nc: NatsConnection, node: string, log: Logger, onCh
       // A waiting key's hint reads the module's other keys: one set or removed fills the module again.
       return found.state === 'waiting' ? { ...found, dependency, alsoRead: configKeysDependency(plan.module) } : { ...found, dependency };
     },
-    get caughtUp() {
-      return reads.caughtUp;
-    },
+    caughtUp: reads.caughtUp,
     settled: () => reads.settled(),
     stop: () => reads.stop(),
   };

@@ -11,6 +11,7 @@ import type { Watch, WatchEvent } from '../../shared/bus/watch/types.ts';
 import { watchKv } from '../../shared/bus/watch/watch.ts';
 import { describeBusError } from '../../shared/base/errors.ts';
 import type { Logger } from '../../shared/cli/log.ts';
+import { Slots } from '../../shared/base/slots.ts';
 
 /**
  * Past this many keys of one bucket named by one node, the node reads `<node>.>` whole once instead of
@@ -42,8 +43,7 @@ export type KeyRead = { state: 'known' } | { state: 'unread'; read: Promise<void
  * revision 0, so the source holding it says it waits.
  */
 export class KeyedReads {
-  /** The tail watch, made when the first key is named: a node that names none of this bucket's keys holds no consumer of it. */
-  #watch: Watch | undefined;
+  readonly #watch: Watch;
   /** The revision each key was last told at (0: read absent). */
   readonly #revisions = new Map<string, number>();
   /** Keys asked for and not yet answered, with the promise their answer resolves. */
@@ -55,9 +55,8 @@ export class KeyedReads {
   readonly #prefixDone = new Set<string>();
   #flushing: NodeJS.Immediate | undefined;
   #asked = 0;
-  #inFlight = 0;
-  /** Gets waiting for a slot. */
-  readonly #waiting: (() => void)[] = [];
+  /** The gets in flight, GETS_IN_FLIGHT at most. */
+  readonly #slots = new Slots(GETS_IN_FLIGHT);
   #whole = false;
   #stopped = false;
   #jsm: Promise<JetStreamManager> | undefined;
@@ -69,32 +68,20 @@ export class KeyedReads {
     private readonly node: string,
     private readonly onEvent: (event: WatchEvent) => void,
     private readonly log: Logger,
-  ) {}
-
-  /** Resolves once the tail watch is made (nothing stored to catch up with); at once while no key was named. */
-  get caughtUp(): Promise<void> {
-    return this.#watch?.caughtUp ?? Promise.resolve();
-  }
-
-  /** Resolves once the watch is made or its bucket was answered missing; at once while no key was named. */
-  settled(): Promise<void> {
-    return this.#watch ? (this.#watch.settled ?? this.#watch.caughtUp) : Promise.resolve();
-  }
-
-  /**
-   * The tail watch, made now if it was not (a node's first key named: collections on a node whose
-   * modules have none, bound entries on one with no provision, are never watched — a consumer, its
-   * bucket's check and its heartbeat saved a node). Every read waits for it, so a change after the
-   * read arrives on it.
-   */
-  #watched(): Watch {
+  ) {
     // A wiped store's re-read numbers revisions from 1 again: every revision told before is forgotten,
     // and the keys read by get are held by the watch so that one the re-read lacks is said gone.
-    this.#watch ??= watchBucket(this.nc, this.bucket, `${this.node}.>`, (e) => this.#take(e), this.log, {
-      from: 'tail',
-      onReread: () => this.#revisions.clear(),
-    });
-    return this.#watch;
+    this.#watch = watchBucket(nc, bucket, `${node}.>`, (e) => this.#take(e), log, { from: 'tail', onReread: () => this.#revisions.clear() });
+  }
+
+  /** Resolves once the tail watch is made (nothing stored to catch up with). */
+  get caughtUp(): Promise<void> {
+    return this.#watch.caughtUp;
+  }
+
+  /** Resolves once the watch is made or its bucket was answered missing. */
+  settled(): Promise<void> {
+    return this.#watch.settled ?? this.#watch.caughtUp;
   }
 
   /** Whether `key` was read (held or known absent); when not, it is read now and the promise resolves once it is. */
@@ -102,7 +89,6 @@ export class KeyedReads {
     if (this.#revisions.has(key) || this.#whole || this.#underRead(key)) return { state: 'known' };
     const unread = this.#unread.get(key);
     if (unread) return { state: 'unread', read: unread.read };
-    this.#watched();
     let done!: () => void;
     const read = new Promise<void>((resolve) => (done = resolve));
     this.#unread.set(key, { read, done });
@@ -114,7 +100,6 @@ export class KeyedReads {
   /** Reads every key under `<node>.<token>.` once (a failure path: a config hint); resolves when read. */
   readPrefix(token: string): Promise<void> {
     const prefix = `${this.node}.${token}.`;
-    this.#watched();
     let reading = this.#prefixes.get(prefix);
     if (!reading) this.#prefixes.set(prefix, (reading = this.#readWhole(`${prefix}>`)));
     return reading;
@@ -129,7 +114,7 @@ export class KeyedReads {
   stop(): void {
     this.#stopped = true;
     if (this.#flushing) clearImmediate(this.#flushing);
-    this.#watch?.stop();
+    this.#watch.stop();
   }
 
   #underRead(key: string): boolean {
@@ -142,7 +127,7 @@ export class KeyedReads {
     const known = this.#revisions.get(event.key);
     if (known === undefined || event.revision > known) {
       this.#revisions.set(event.key, event.revision);
-      if (event.value !== null && event.revision > 0) this.#watch?.hold?.(event.key, event.revision);
+      if (event.value !== null && event.revision > 0) this.#watch.hold?.(event.key, event.revision);
       this.onEvent(event);
     }
     // A watch event is newer than anything stored when the key was asked: its read is answered too.
@@ -158,8 +143,7 @@ export class KeyedReads {
   /** Reads the queued keys once the watch is made (a change after that arrives on it): by gets, or one whole read. */
   async #flush(): Promise<void> {
     this.#flushing = undefined;
-    const watch = this.#watched();
-    const made = await Promise.race([watch.caughtUp.then(() => true), (watch.settled ?? watch.caughtUp).then(() => false)]).catch(() => false);
+    const made = await Promise.race([this.#watch.caughtUp.then(() => true), this.settled().then(() => false)]).catch(() => false);
     if (this.#stopped) return;
     const keys = [...this.#queue].filter((k) => this.#unread.has(k));
     this.#queue.clear();
@@ -186,7 +170,7 @@ export class KeyedReads {
    */
   #missing(keys: string[]): void {
     for (const key of keys) this.#take({ key, revision: 0, value: null });
-    void this.#watched().caughtUp.then(
+    void this.#watch.caughtUp.then(
       () => {
         for (const key of keys) {
           if (this.#revisions.get(key) !== 0 || this.#unread.has(key)) continue;
@@ -226,7 +210,7 @@ export class KeyedReads {
 
   /** One literal direct get, GETS_IN_FLIGHT at a time, asked again (waiting longer each time) until answered. */
   async #get(key: string, wait = 250): Promise<void> {
-    await this.#slot();
+    await this.#slots.take();
     try {
       if (this.#stopped || !this.#unread.has(key)) return;
       this.#jsm ??= jetstreamManager(this.nc, { checkAPI: false, timeout: GET_TIMEOUT_MS });
@@ -242,23 +226,7 @@ export class KeyedReads {
       this.#failing = line;
       setTimeout(() => void this.#get(key, Math.min(wait * 2, MAX_RETRY_MS)), wait).unref();
     } finally {
-      this.#release();
+      this.#slots.release();
     }
-  }
-
-  /** Resolves once a get may be asked: fewer than GETS_IN_FLIGHT are. */
-  #slot(): Promise<void> {
-    if (this.#inFlight < GETS_IN_FLIGHT) {
-      this.#inFlight++;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => this.#waiting.push(resolve));
-  }
-
-  /** A get was answered: its slot goes to the next waiting, or is free. */
-  #release(): void {
-    const next = this.#waiting.shift();
-    if (next) next();
-    else this.#inFlight--;
   }
 }
