@@ -58,7 +58,7 @@ export class GiveUpRule {
    * Whether a create about to be given up first has its stream looked at (BusPace.wholeStream): on a
    * calm cluster, with the connection up. A create comes late from a bus busy with a fleet's starts,
    * and never from a server gone; a stream whose every replica is current and heard from has none
-   * gone, so its create is late and waits for its answer (REMAKE_ANSWER_MS at most). Giving late
+   * gone, so its create is most likely late and waits the patience more (patience()). Giving late
    * creates up doubled a fleet's creates when every client started at once (300 clients: 11 → 23–25
    * JetStream calls a start, docs/scale.md), and each create on 2.9 scans its stream; once one was
    * given up, the 0.25 s cadence that follows made 31 creates a watch when 1,000 started at once.
@@ -66,6 +66,17 @@ export class GiveUpRule {
    */
   looksFirst(): boolean {
     return !this.#down && !this.pace.unsettled() && this.pace.canLook;
+  }
+
+  /**
+   * How much longer a create whose stream looks whole waits before it is given up anyway: 1.5 s,
+   * twice that for each create given up in a row, the ceiling at most. A create can be lost on a
+   * live bus (a leaf site's client restarted: the answer came back before its interest reached the
+   * hub, and only a create asked again was answered), so a whole look is no promise of an answer;
+   * the doubling keeps a bus that answers seconds late from being asked each create again and again.
+   */
+  patience(): number {
+    return Math.min(REMAKE_GIVE_UP_MS * 2 ** this.#givenUp, this.ceiling);
   }
 
   /** Whether `stream` looks whole: its create waits on (looksFirst). */

@@ -9,8 +9,9 @@
 //   a new deliver subject (when: shared/bus/watch/give-up.ts; 1.5 s on a calm cluster, 0.25 s once one
 //   was given up or while the cluster fails over, which is what keeps a watch within the bus's
 //   failover + 2 s with one name in three on a dead peer) — unless, on a calm cluster, a look at its
-//   stream finds every replica current and heard from: no server is gone, and the create is late; it
-//   waits for its answer, REMAKE_ANSWER_MS at most.
+//   stream finds every replica current and heard from: no server is gone, and the create is most
+//   likely late; it waits 1.5 s more, twice that after each give-up in a row (a create can be lost on
+//   a live bus too: a leaf site's reply before its interest reached the hub), 10 s at most.
 // - Late: a bus busy with a fleet's creates answers them a second or more late, and a late answer of
 //   a create given up is a consumer nobody holds. It delivers to a subject nobody listens on any more,
 //   never a message to the watch (hedges on the watch's own subject each set off a reset, which filled
@@ -161,8 +162,8 @@ class Remake {
 
   /**
    * Gives the create asked at `askedAt` up after `wait`, unless the rule says to wait on, or its
-   * stream looks whole (every replica current and heard from): then it waits for its answer, given up
-   * only at REMAKE_ANSWER_MS or when the cluster changes (a server gone after the look).
+   * stream looks whole (every replica current and heard from): then it waits the rule's patience
+   * more (the cluster changing gives it up sooner), and is given up without another look.
    */
   #due(askedAt: number, wait: number): void {
     this.#timer = this.ctx.time.timer(() => {
@@ -173,11 +174,18 @@ class Remake {
       if (!this.ctx.rule.looksFirst()) return this.giveUp(`a create of its consumer went unanswered for ${waited} ms`);
       void this.ctx.rule.wholeStream(this.stream).then((whole) => {
         if (!this.#live()) return;
-        if (whole && this.ctx.rule.looksFirst()) return;
+        if (whole && this.ctx.rule.looksFirst()) return this.#lastWait(askedAt, this.ctx.rule.patience());
         this.giveUp(
           `a create of its consumer went unanswered for ${this.ctx.time.now() - askedAt} ms, and stream ${this.stream} has a replica gone or no answer`,
         );
       });
+    }, wait);
+  }
+
+  /** A whole stream's create: waits `wait` more, then is given up without another look. */
+  #lastWait(askedAt: number, wait: number): void {
+    this.#timer = this.ctx.time.timer(() => {
+      if (this.#live()) this.giveUp(`a create of its consumer went unanswered for ${this.ctx.time.now() - askedAt} ms, its stream ${this.stream} whole`);
     }, wait);
   }
 
