@@ -70,10 +70,10 @@ export class GiveUpRule {
 
   /**
    * How much longer a create whose stream looks whole waits before it is given up anyway: 1.5 s,
-   * twice that for each create given up in a row, the ceiling at most. A create can be lost on a
-   * live bus (a leaf site's client restarted: the answer came back before its interest reached the
-   * hub, and only a create asked again was answered), so a whole look is no promise of an answer;
-   * the doubling keeps a bus that answers seconds late from being asked each create again and again.
+   * twice that for each create given up in a row, the ceiling at most. A whole look is no promise of
+   * an answer — a create or its answer lost on the way would wait its whole 10 s, where the rule
+   * before the look asked again after 1.5 s — and the doubling keeps a bus that answers seconds late
+   * from being asked each create again and again.
    */
   patience(): number {
     return Math.min(REMAKE_GIVE_UP_MS * 2 ** this.#givenUp, this.ceiling);

@@ -10,8 +10,8 @@
 //   was given up or while the cluster fails over, which is what keeps a watch within the bus's
 //   failover + 2 s with one name in three on a dead peer) — unless, on a calm cluster, a look at its
 //   stream finds every replica current and heard from: no server is gone, and the create is most
-//   likely late; it waits 1.5 s more, twice that after each give-up in a row (a create can be lost on
-//   a live bus too: a leaf site's reply before its interest reached the hub), 10 s at most.
+//   likely late; it waits 1.5 s more, twice that after each give-up in a row (a whole look is no
+//   promise: a create lost on the way is asked again), 10 s at most.
 // - Late: a bus busy with a fleet's creates answers them a second or more late, and a late answer of
 //   a create given up is a consumer nobody holds. It delivers to a subject nobody listens on any more,
 //   never a message to the watch (hedges on the watch's own subject each set off a reset, which filled
