@@ -427,7 +427,7 @@ test("a look that finds a replica gone, or is refused, gives the create up at on
     await flush();
     await clock.advance(0);
     assert.equal(f.resets, [REMAKE_GIVE_UP_MS + 100], look);
-    assert.match(lines[0]!, 'stream KV_x has a replica gone or no answer');
+    assert.match(lines[0]!, 'stream KV_x has a replica gone, or its look was refused');
     assert.is(pace.unsettled(), look === 'gone', 'a replica seen gone unsettles the connection; a refused look does not');
     void f.internals.consumer.api.add('KV_x', config(3));
     await clock.advance(REMAKE_TIMEOUT_MS + LOOK_REUSE_MS);
@@ -522,6 +522,12 @@ test('a stream this login may not read is judged by the stream the connection re
   await flush();
   await clock.advance(REMAKE_GIVE_UP_MS - 1);
   assert.equal(g.resets, [], 'its servers all there: the create waits on');
+  // Read after all (its grant came): looked at itself from then on.
+  pace2.sawStream(whole, 'KV_config');
+  pace2.sawStream(whole, 'KV_plans');
+  await clock.advance(LOOK_REUSE_MS);
+  void pace2.wholeStream('KV_config');
+  assert.equal(looks2.at(-1)!.stream, 'KV_config');
 });
 
 test('a stopped watch sends no more creates', async () => {

@@ -3,7 +3,7 @@
 // values read one get at a time go to the bus in a few writes, not one a value.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { TurnNotices, type Changed } from '../src/client/asks.ts';
+import { publishChanged, TurnNotices, type Changed } from '../src/client/asks.ts';
 
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -43,6 +43,24 @@ test('a turn with no notice says nothing', async () => {
   await turn();
   await turn();
   assert.equal(said, []);
+});
+
+test('notices said on a connection draining or closed are dropped, not thrown from the deferred flush', () => {
+  const published: string[] = [];
+  const nc = (state: 'open' | 'draining' | 'closed') => ({
+    isClosed: () => state === 'closed',
+    isDraining: () => state === 'draining',
+    publish: (subject: string) => {
+      if (state !== 'open') throw new Error('DrainingConnectionError');
+      published.push(subject);
+    },
+  });
+  const notice = [{ module: 'web', kind: 'config', key: 'k' }];
+  publishChanged(nc('draining'), 'n1', notice);
+  publishChanged(nc('closed'), 'n1', notice);
+  assert.equal(published, []);
+  publishChanged(nc('open'), 'n1', notice);
+  assert.equal(published, ['prov.changed.n1.web']);
 });
 
 test.run();

@@ -119,8 +119,13 @@ function respond(msg: { respond(data: Uint8Array): boolean }, data: Uint8Array, 
 /** One notice of `prov.changed.<node>.<module>`: a kind, and the key when one key changed. */
 export type Changed = { module: string; kind: string; key?: string };
 
-/** Says changed notices; each carries its kind and key, never a value. */
-export function publishChanged(nc: NatsConnection, node: string, changes: Iterable<Changed>): void {
+/**
+ * Says changed notices; each carries its kind and key, never a value. On a connection draining or
+ * closed (the client stopping) nothing is said: a notice gathered in the turn the stop began would
+ * otherwise throw from its deferred flush.
+ */
+export function publishChanged(nc: Pick<NatsConnection, 'publish' | 'isClosed' | 'isDraining'>, node: string, changes: Iterable<Changed>): void {
+  if (nc.isClosed() || nc.isDraining()) return;
   for (const { module, kind, key } of changes) nc.publish(changedSubject(node, module), jsonBytes(key === undefined ? { kind } : { kind, key }));
 }
 

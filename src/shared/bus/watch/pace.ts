@@ -161,12 +161,13 @@ export class BusPace {
   }
 
   /**
-   * A stream's info was read (`stream`, kept as readable for wholeStream): a replica offline, behind or
+   * A stream's info was read (`stream`, readable again for wholeStream if it was not): a replica offline, behind or
    * silent past REPLICA_SILENT_MS is a server gone, and the cluster unsettled (what the answers taught
    * since is kept: this is no new change).
    */
   sawStream(cluster: StreamCluster | undefined, stream?: string): void {
     if (stream !== undefined) {
+      this.#unreadable.delete(stream);
       this.#readable.delete(stream);
       this.#readable.add(stream);
     }

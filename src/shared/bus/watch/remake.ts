@@ -176,7 +176,7 @@ class Remake {
         if (!this.#live()) return;
         if (whole && this.ctx.rule.looksFirst()) return this.#lastWait(askedAt, this.ctx.rule.patience());
         this.giveUp(
-          `a create of its consumer went unanswered for ${this.ctx.time.now() - askedAt} ms, and stream ${this.stream} has a replica gone or no answer`,
+          `a create of its consumer went unanswered for ${this.ctx.time.now() - askedAt} ms, and stream ${this.stream} has a replica gone, or its look was refused`,
         );
       });
     }, wait);
