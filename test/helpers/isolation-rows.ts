@@ -128,6 +128,8 @@ export const ROWS: readonly Row[] = [
         : { verdict: 'refused', how: 'listed nothing of nb' };
     },
   },
+  streamLook(`KV_${PLANS}`, 'the look before a late consumer create is given up: no key named, plans hold no secret', 'allowed'),
+  streamLook(`KV_${CONFIG}`, "its own values' stream, no key named: not granted; the look judges it by the last stream it read", 'refused'),
   read(client, `KV get of its own need \`${key.need(A)}\``, 'allowed', NEEDS, key.need(A), (nc) => kvGet(nc, NEEDS, key.need(A))),
   read(client, `KV get of nb's need \`${key.need(B)}\``, 'refused', NEEDS, key.need(B), (nc) => kvGet(nc, NEEDS, key.need(B))),
   read(client, `KV get of its own item \`${key.item(A)}\``, 'allowed', COLLECT, key.item(A), (nc) => kvGet(nc, COLLECT, key.item(A))),
@@ -473,3 +475,26 @@ export const ROWS: readonly Row[] = [
       ),
   },
 ];
+
+/**
+ * A node's client reading a stream's info with no filter, as its watch's look does before it gives a
+ * late consumer create up (docs/decisions.md): allowed where the answer names no key of another node.
+ */
+function streamLook(stream: string, why: string, expected: 'allowed' | 'refused'): Row {
+  return {
+    actor: client,
+    action: `\`$JS.API.STREAM.INFO.${stream}\` (${why})`,
+    expected,
+    async run(c) {
+      const got = await attempt(async () => {
+        const reply = await c.as(client).request(`$JS.API.STREAM.INFO.${stream}`, Empty, { timeout: PROBE_TIMEOUT_MS });
+        const error = apiError(reply.data);
+        if (error) throw new Error(error);
+        const info = reply.json() as { state?: { messages?: number; subjects?: unknown }; config?: { name?: string } };
+        if (info.state?.subjects !== undefined) throw new Error('the answer listed subjects it was not asked for');
+        return `${info.config?.name ?? '?'}: ${info.state?.messages ?? 0} message(s), no key names`;
+      });
+      return got.ok ? { verdict: 'allowed', how: `read ${got.value}` } : { verdict: 'refused', how: got.why };
+    },
+  };
+}
