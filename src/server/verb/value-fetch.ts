@@ -34,6 +34,7 @@ export type FetchOptions = {
  */
 export async function* fetchValues(nc: NatsConnection, bucket: string, keys: readonly string[], from: number, opts: FetchOptions): AsyncGenerator<Stored[]> {
   const inbox = createInbox(opts.inboxPrefix);
+  const ask = asker(nc, bucket);
   // What each answer says (its value, null when gone, or why it failed), not the message: a page's
   // window of messages outlived young-generation collections one after another.
   const arrived = new Map<number, Uint8Array | null | Error>();
@@ -64,7 +65,7 @@ export async function* fetchValues(nc: NatsConnection, bucket: string, keys: rea
       // half window rather than one per few answers.
       const topUp = issued - next <= ahead / 2;
       for (; topUp && issued < keys.length && issued < next + ahead; issued++) {
-        publishGet(nc, bucket, keys[issued]!, `${inbox}.${issued}`);
+        ask(keys[issued]!, `${inbox}.${issued}`);
         opts.onFetch?.(bucket, keys[issued]!);
       }
       if (!arrived.has(next)) {
@@ -88,16 +89,17 @@ export async function* fetchValues(nc: NatsConnection, bucket: string, keys: rea
 }
 
 /**
- * Asks for the last value of `key`: named in the request subject (no body to encode), or in the
+ * Asks for the last value of a key: named in the request subject (no body to encode), or in the
  * body when that subject might pass MAX_SUBJECT_BYTES, so a long key cannot make a line the server
- * refuses.
+ * refuses. The subjects' common head is made once a page, not once a key.
  */
-function publishGet(nc: NatsConnection, bucket: string, key: string, reply: string): void {
-  const subject = keyPrefix(bucket) + key;
-  const bySubject = `${directGetSubject(bucket)}.${subject}`;
-  // Up to 3 bytes of UTF-8 per UTF-16 unit: a bound with no scan of the key.
-  if (bySubject.length * 3 <= MAX_SUBJECT_BYTES) return nc.publish(bySubject, Empty, { reply });
-  nc.publish(directGetSubject(bucket), jsonBytes({ last_by_subj: subject }), { reply });
+function asker(nc: NatsConnection, bucket: string): (key: string, reply: string) => void {
+  const bySubjectHead = `${directGetSubject(bucket)}.${keyPrefix(bucket)}`;
+  return (key, reply) => {
+    // Up to 3 bytes of UTF-8 per UTF-16 unit: a bound with no scan of the key.
+    if ((bySubjectHead.length + key.length) * 3 <= MAX_SUBJECT_BYTES) return nc.publish(bySubjectHead + key, Empty, { reply });
+    nc.publish(directGetSubject(bucket), jsonBytes({ last_by_subj: keyPrefix(bucket) + key }), { reply });
+  };
 }
 
 /** A direct get's answer: its value, null when the key is gone, or the error it says. */
