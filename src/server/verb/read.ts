@@ -120,7 +120,12 @@ export class VerbReader {
 
   #park(id: string, fetch: ValueFetch, asOf: string, ahead: number): void {
     this.#drop(id);
-    if (!this.#moving.has(id)) fetch.askMore(ahead);
+    try {
+      if (!this.#moving.has(id)) fetch.askMore(ahead);
+    } catch {
+      // The connection draining or closed: the page is answered all the same, with nothing read ahead.
+      return fetch.close();
+    }
     const timer = setTimeout(() => this.#parked.get(id)?.fetch === fetch && this.#drop(id), PARKED_MS).unref();
     this.#parked.set(id, { fetch, asOf, timer });
     // A Map iterates in insertion order, so the first is the oldest.
