@@ -2,6 +2,7 @@
 // pid for VmHWM, its stderr kept for a failure, optionally under --cpu-prof), pipelined puts, and a
 // watcher that counts and awaits the values written under each key.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Watch } from '../src/shared/bus/watch/types.ts';
@@ -152,4 +153,14 @@ export async function floorBurst(
   );
   while (watch.puts() - before < n) await new Promise((r) => setTimeout(r, pollMs));
   return watch.lastAt() - started;
+}
+
+/**
+ * The CPU a process's main thread has used, in seconds: the rest of a node process's CPU is V8's
+ * own threads (the optimizing compiler, the parallel and concurrent collectors) and libuv's.
+ */
+export function mainThreadSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }

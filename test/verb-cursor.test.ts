@@ -160,11 +160,14 @@ test(`walking ${NODES * MODULES} reports 100 a page gives every key once in byte
   const { reader, counts } = countingReader();
   let before = 0;
   const { keys, pages } = await walk(reader, { what: 'applied', limit: 100 }, async (n, reply) => {
-    // A page asks for its own values and one past them (to see where it ends), never the bucket's.
-    assert.ok(counts.fetched - before <= 101, `page ${n} fetched ${counts.fetched - before} values for ${reply.entries.length} entries`);
+    // A page asks for its own values and one past them (to see where it ends), and as many for the
+    // next page while this one is read; never the bucket's.
+    assert.ok(counts.fetched - before <= 2 * 101, `page ${n} fetched ${counts.fetched - before} values for ${reply.entries.length} entries`);
     before = counts.fetched;
   });
   assert.is(pages, Math.ceil(written.size / 100));
+  // Each value asked once, and one past each page.
+  assert.ok(counts.fetched <= written.size + pages, `${counts.fetched} values fetched for ${written.size} keys in ${pages} pages`);
   assert.equal(keys, sortedKeys(written));
   assert.is(counts.listed, 1);
   const whole = await page(countingReader().reader, { what: 'applied' });
@@ -292,7 +295,38 @@ test('a page reads what it returns, not the bucket: the same values per page at 
   await putReports(shuffled(more));
   const large = await fetchedPerPage();
   assert.equal(large, small);
-  for (const fetched of large) assert.ok(fetched <= 51, `${fetched} values fetched for a page of 50`);
+  // Its own values and one past them, and as many for the next page.
+  for (const fetched of large) assert.ok(fetched <= 2 * 51, `${fetched} values fetched for a page of 50`);
+});
+
+test("the next page's values are asked while this one is read, and taken only when the stream has not moved since", async () => {
+  const { reader, counts } = countingReader();
+  const keys = sortedKeys(written);
+  const first = await page(reader, { what: 'applied', limit: 100 });
+  assert.is(counts.fetched, 2 * 101, "page 1's values and one past them, then as many for page 2");
+  const second = await page(reader, { what: 'applied', limit: 100, after: first.next });
+  assert.equal(
+    second.entries.map((e) => e.key),
+    keys.slice(100, 200),
+  );
+  assert.is(counts.fetched, 3 * 101, "page 2 read what page 1 asked for it, and asked page 3's");
+  // A report on page 3 rewritten after page 3's values were asked: the stream moved, so they are asked again.
+  const rewritten = keys[250]!;
+  const [node, module] = rewritten.split('.') as [string, string];
+  await kv[APPLIED]!.put(rewritten, jsonBytes(report(node, module, 'b9')));
+  const third = await page(reader, { what: 'applied', limit: 100, after: second.next });
+  assert.equal(third.entries.find((e) => e.key === rewritten)?.value, report(node, module, 'b9'));
+  // Page 3 asked its own values again, and not page 4's: read-ahead under a stream that moves would be asked twice.
+  const third3 = counts.fetched;
+  assert.ok(third3 - 3 * 101 <= 102, `page 3 fetched ${third3 - 3 * 101} values`);
+  const fourth = await page(reader, { what: 'applied', limit: 100, after: third.next });
+  assert.equal(
+    fourth.entries.map((e) => e.key),
+    keys.slice(300, 400),
+  );
+  // Page 4 took what page 3 had asked (the stream did not move), so page 5's are asked ahead again.
+  assert.is(counts.fetched - third3, 100 + 101, `page 4 fetched ${counts.fetched - third3} values`);
+  await kv[APPLIED]!.put(rewritten, jsonBytes(report(node, module)));
 });
 
 test("a query's exit code: 2 only for a request the seat refused; 1 when it is busy or could not read its bucket", async () => {

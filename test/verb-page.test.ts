@@ -4,7 +4,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { Page, REPLY_HEADROOM } from '../src/server/verb/page.ts';
+import { Page, REPLY_HEADROOM, type Row } from '../src/server/verb/page.ts';
 
 test("a page's text is JSON.stringify of its reply, byte for byte: entries, out-of-shape rows and next", () => {
   const page = new Page('applied', 2, 4096 - REPLY_HEADROOM);
@@ -52,6 +52,49 @@ test("a page's entries are held outside V8's heap: a megabyte of them adds under
   assert.ok(size > 1_000_000, `a page of ${size} bytes`);
   assert.ok(held < size / 4, `the page added ${held} bytes to the heap for ${size} bytes of entries`);
   assert.is(page.text(), page.bytes().toString());
+});
+
+/** What a page must say for `rows` at `limit` and `budget`, judged by JSON.stringify of the whole reply alone. */
+function expected(what: string, rows: Row[], limit: number, budget: number): { text: string; taken: number } {
+  const reply: { what: string; entries: unknown[]; outOfShape: unknown[]; next?: string } = { what, entries: [], outOfShape: [] };
+  let taken = 0;
+  for (const row of rows) {
+    const trial = structuredClone(reply);
+    if ('value' in row) trial.entries.push(row);
+    else trial.outOfShape.push(row);
+    const withNext = { ...trial, next: row.key };
+    const fits = !('value' in row && reply.entries.length >= limit) && Buffer.byteLength(JSON.stringify(withNext)) <= budget;
+    if (!fits && taken > 0) return { text: JSON.stringify({ ...reply, next: rows[taken - 1]!.key }), taken };
+    if (!fits) {
+      const text = JSON.stringify(row);
+      trial.entries = [];
+      trial.outOfShape = [
+        { key: row.key, reason: `value of ${Buffer.byteLength(text)} bytes does not fit in one reply (max payload ${budget + REPLY_HEADROOM})` },
+      ];
+    }
+    Object.assign(reply, trial);
+    taken++;
+  }
+  return { text: JSON.stringify(reply), taken };
+}
+
+test('a row written into the page and found not to fit is taken back: the page is still JSON.stringify of what it took, byte for byte', () => {
+  const rows: Row[] = [];
+  for (let i = 0; i < 40; i++) {
+    const key = `n${i}.m${i % 3}`;
+    rows.push(i % 7 === 3 ? { key, reason: `value: reason ${'r'.repeat(i)}` } : { key, value: { node: `n${i}`, text: 'é€😀"\\\n'.repeat(i % 5), n: i } });
+  }
+  for (let budget = 40; budget <= 2600; budget += 37) {
+    for (const limit of [Infinity, 5]) {
+      const page = new Page('applied', limit, budget);
+      let taken = 0;
+      while (taken < rows.length && page.add(rows[taken]!)) taken++;
+      const want = expected('applied', rows, limit, budget);
+      assert.is(page.text(), want.text, `budget ${budget}, limit ${limit}`);
+      assert.is(taken, want.taken, `budget ${budget}, limit ${limit}`);
+      assert.ok(page.bytes().length <= Math.max(budget, Buffer.byteLength(want.text)), `budget ${budget}`);
+    }
+  }
 });
 
 test.run();

@@ -30,8 +30,8 @@ export type StreamInfoReply = {
   created?: string;
   /** Subjects matching the filter in all, when the request named one. */
   total?: number;
-  /** The stream's last sequence, and one page of matching subjects when the request named a filter. */
-  state?: { last_seq?: number; subjects?: Record<string, number> };
+  /** The stream's first and last sequences, and one page of matching subjects when the request named a filter. */
+  state?: { first_seq?: number; last_seq?: number; subjects?: Record<string, number> };
 };
 
 /** The stream info of a bucket, with `request` (a subjects filter and offset) when given. */

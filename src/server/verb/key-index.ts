@@ -52,18 +52,23 @@ export class KeyIndex {
     this.#now = hooks.now ?? Date.now;
   }
 
-  /** The keys under `filter` as of now: listed when new, caught up when the stream moved on. */
-  async keys(bucket: string, filter: string): Promise<readonly string[]> {
+  /**
+   * The keys under `filter` as of now: listed when new, caught up when the stream moved on; `asOf`
+   * names the stream's state they were judged at (its creation, first and last sequences), equal
+   * for two calls only when nothing was stored or purged between them.
+   */
+  async keys(bucket: string, filter: string): Promise<{ keys: readonly string[]; asOf: string }> {
     const id = `${bucket} ${filter}`;
     // One catch-up at a time per filter: two at once would both replay the same changes.
     const turn = (this.#turns.get(id) ?? Promise.resolve()).then(() => this.#current(id, bucket, filter));
     const settled = turn.catch(() => undefined);
     this.#turns.set(id, settled);
     void settled.then(() => this.#turns.get(id) === settled && this.#turns.delete(id));
-    return (await turn).keys;
+    const { listing, asOf } = await turn;
+    return { keys: listing.keys, asOf };
   }
 
-  async #current(id: string, bucket: string, filter: string): Promise<Listing> {
+  async #current(id: string, bucket: string, filter: string): Promise<{ listing: Listing; asOf: string }> {
     const now = this.#now();
     this.#sweep();
     const state = await streamState(this.nc, bucket);
@@ -84,7 +89,7 @@ export class KeyIndex {
       this.#listings.delete(oldest);
     }
     this.#armSweeper();
-    return listing;
+    return { listing, asOf: `${state.created} ${state.firstSeq} ${state.lastSeq}` };
   }
 
   #sweep(): void {
@@ -103,10 +108,10 @@ export class KeyIndex {
   }
 }
 
-/** The stream's last sequence and creation time: a plain stream info, answered without walking anything. */
-async function streamState(nc: NatsConnection, bucket: string): Promise<{ lastSeq: number; created: string }> {
+/** The stream's first and last sequences and creation time: a plain stream info, answered without walking anything. */
+async function streamState(nc: NatsConnection, bucket: string): Promise<{ firstSeq: number; lastSeq: number; created: string }> {
   const info = await streamInfo(nc, bucket);
-  return { lastSeq: info.state?.last_seq ?? 0, created: info.created ?? '' };
+  return { firstSeq: info.state?.first_seq ?? 0, lastSeq: info.state?.last_seq ?? 0, created: info.created ?? '' };
 }
 
 /**

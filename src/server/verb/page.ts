@@ -58,21 +58,20 @@ export class Page {
 
   /** Adds the next row in key order; false when it is left out, which ends the page. */
   add(row: Row): boolean {
-    const full = 'value' in row && this.#entries.count >= this.limit;
-    let text = full ? '' : JSON.stringify(row);
-    let cost = full ? 0 : this.#costOf(row, text);
-    if (full || this.#size + cost + nextCost(row.key) > this.budget) {
-      if (full || this.#taken > 0) {
-        this.#next = this.#last;
-        return false;
-      }
-      row = { key: row.key, reason: `value of ${Buffer.byteLength(text)} bytes does not fit in one reply (max payload ${this.budget + REPLY_HEADROOM})` };
+    if ('value' in row && this.#entries.count >= this.limit) return this.#end();
+    let text = JSON.stringify(row);
+    // An entry is written once, where it goes, and measured by that write; taken back if it does not fit.
+    let cost = 'reason' in row ? this.#outOfShapeCost(text) : this.#entries.push(text);
+    if (this.#size + cost + nextCost(row.key, this.budget - this.#size - cost) > this.budget) {
+      if ('value' in row) this.#entries.pop(cost);
+      if (this.#taken > 0) return this.#end();
+      // The page's first row: no comma counted in its cost.
+      row = { key: row.key, reason: `value of ${cost} bytes does not fit in one reply (max payload ${this.budget + REPLY_HEADROOM})` };
       text = JSON.stringify(row);
-      cost = this.#costOf(row, text);
+      cost = this.#outOfShapeCost(text);
     }
     this.#size += cost;
     if ('reason' in row) this.#outOfShape.push(text);
-    else this.#entries.push(text, cost);
     this.#taken++;
     this.#last = row.key;
     return true;
@@ -85,9 +84,13 @@ export class Page {
     return Math.max(0, Math.min(this.limit - this.#entries.count, byBytes)) + 1;
   }
 
-  #costOf(row: Row, text: string): number {
-    const count = 'reason' in row ? this.#outOfShape.length : this.#entries.count;
-    return Buffer.byteLength(text) + (count > 0 ? 1 : 0);
+  #end(): false {
+    this.#next = this.#last;
+    return false;
+  }
+
+  #outOfShapeCost(text: string): number {
+    return Buffer.byteLength(text) + (this.#outOfShape.length > 0 ? 1 : 0);
   }
 }
 
@@ -98,16 +101,26 @@ class JsonList {
   /** How many texts it holds. */
   count = 0;
 
-  /** Appends `text`, whose UTF-8 with its comma is `bytes` long (the page has measured it). */
-  push(text: string, bytes: number): void {
-    if (this.#length + bytes > this.#buffer.length) {
-      const grown = Buffer.allocUnsafe(Math.max(this.#length + bytes, 2 * this.#buffer.length, 4096));
+  /** Appends `text` with its comma; says how many bytes that took. */
+  push(text: string): number {
+    // Up to 3 bytes of UTF-8 per UTF-16 unit, and the comma: room enough without measuring first.
+    const most = 3 * text.length + 1;
+    if (this.#length + most > this.#buffer.length) {
+      const grown = Buffer.allocUnsafe(Math.max(this.#length + most, 2 * this.#buffer.length, 4096));
       this.#buffer.copy(grown, 0, 0, this.#length);
       this.#buffer = grown;
     }
+    const start = this.#length;
     if (this.count > 0) this.#buffer[this.#length++] = COMMA;
     this.#length += this.#buffer.write(text, this.#length);
     this.count++;
+    return this.#length - start;
+  }
+
+  /** Takes back the last text pushed, which took `bytes`. */
+  pop(bytes: number): void {
+    this.#length -= bytes;
+    this.count--;
   }
 
   /** The texts so far, joined (a view: it is not copied). */
@@ -118,6 +131,13 @@ class JsonList {
 
 const COMMA = 0x2c;
 
-function nextCost(key: string): number {
-  return Buffer.byteLength(`,"next":${JSON.stringify(key)}`);
+/**
+ * The bytes `next` would add to the reply for `key`; when `room` is plainly enough (at most 6 bytes
+ * of JSON per UTF-16 unit: a `\uXXXX` escape), that bound, without encoding the key.
+ */
+function nextCost(key: string, room: number): number {
+  const most = NEXT_HEAD + 6 * key.length + 2;
+  return most <= room ? most : Buffer.byteLength(`,"next":${JSON.stringify(key)}`);
 }
+
+const NEXT_HEAD = Buffer.byteLength(',"next":');

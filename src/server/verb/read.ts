@@ -1,12 +1,21 @@
 // The verb's reads (DESIGN §6) from a cursor: the keys under a filter from the connection's key
 // index (key-index.ts), then only a page's values, fetched ahead as far as the page has room
-// (value-fetch.ts). Any failure on the bus comes out as a BucketReadError.
+// (value-fetch.ts). A page that ends before its keys do parks its fetch, which asks the next page's
+// values while the asker reads this one; the next page takes them only if the stream did not move.
+// Any failure on the bus comes out as a BucketReadError.
 import type { NatsConnection } from '@nats-io/transport-node';
 import { DEFAULT_INBOX_PREFIX } from '../../shared/bus/inbox.ts';
 import { BucketReadError } from './direct-get.ts';
 import { firstAfter, KeyIndex, type KeyIndexHooks } from './key-index.ts';
-import { fetchValues, type FetchOptions, type Stored } from './value-fetch.ts';
+import { ValueFetch, type FetchOptions, type Stored } from './value-fetch.ts';
 import { errorText } from '../../shared/base/errors.ts';
+
+/** Fetches parked at once per connection, at most: each holds up to PREFETCH_BYTES of values. */
+export const MAX_PARKED = 4;
+/** A parked fetch not taken up by the next page within this long is closed. */
+export const PARKED_MS = 1000;
+/** Filters remembered as moving under their read-ahead, at most (the least recently moved forgotten first). */
+const MAX_MOVING = 32;
 
 /** How a reader reads, and what it is told of its work: the hooks are injected so tests count and age without sleeping. */
 export type ReaderOptions = KeyIndexHooks & {
@@ -15,6 +24,9 @@ export type ReaderOptions = KeyIndexHooks & {
   /** Called once per value asked of the server. */
   onFetch?: FetchOptions['onFetch'];
 };
+
+/** A fetch left by a page, with the stream's state its keys were judged at. */
+type Parked = { fetch: ValueFetch; asOf: string; timer: NodeJS.Timeout };
 
 const readers = new WeakMap<NatsConnection, VerbReader>();
 
@@ -32,6 +44,9 @@ export function readerOf(nc: NatsConnection, inboxPrefix?: string): VerbReader {
 export class VerbReader {
   readonly #index: KeyIndex;
   readonly #inboxPrefix: string;
+  readonly #parked = new Map<string, Parked>();
+  /** Filters whose stream moved under their last parked fetch: their pages do not ask ahead until one is taken again. */
+  readonly #moving = new Set<string>();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -43,15 +58,80 @@ export class VerbReader {
 
   /**
    * The stored entries under `filter` past `after`, in key order, a run at a time. `room()` says
-   * how many more the caller might take: values are fetched that far ahead and no further. A bus
-   * failure is thrown as a BucketReadError.
+   * how many more the caller might take: values are fetched that far ahead and no further, until
+   * the caller stops; then as far again, for a next page asked from where it stopped. A bus failure
+   * is thrown as a BucketReadError.
    */
   async *entries(bucket: string, filter: string, after: string | undefined, maxPayload: number, room: () => number): AsyncGenerator<Stored[]> {
+    const id = `${bucket} ${filter}`;
+    let fetch: ValueFetch | undefined;
+    let done = false;
+    // The page's own size is how far ahead the next is likely to read: a query of 10 asks 10 more.
+    const pageRoom = room();
+    let asOf = '';
     try {
-      const keys = await this.#index.keys(bucket, filter);
-      yield* fetchValues(this.nc, bucket, keys, firstAfter(keys, after), { inboxPrefix: this.#inboxPrefix, maxPayload, room, onFetch: this.options.onFetch });
+      const listed = await this.#index.keys(bucket, filter);
+      asOf = listed.asOf;
+      const from = firstAfter(listed.keys, after);
+      fetch =
+        this.#unpark(id, listed.keys, asOf, from) ??
+        new ValueFetch(this.nc, bucket, listed.keys, from, { inboxPrefix: this.#inboxPrefix, maxPayload, onFetch: this.options.onFetch });
+      fetch.seek(from);
+      yield* fetch.runs(room);
+      done = true;
     } catch (err) {
+      done = true;
       throw err instanceof BucketReadError ? err : new BucketReadError(errorText(err), { cause: err });
+    } finally {
+      if (fetch && !done) this.#park(id, fetch, asOf, pageRoom);
+      else fetch?.close();
+    }
+  }
+
+  /** The fetch parked for `id` when it holds `keys` as of `asOf` and reaches `from`; any other parked there is closed. */
+  #unpark(id: string, keys: readonly string[], asOf: string, from: number): ValueFetch | undefined {
+    const parked = this.#parked.get(id);
+    if (parked && parked.asOf !== asOf) this.#moved(id);
+    if (!parked || parked.asOf !== asOf || parked.fetch.keys !== keys || !parked.fetch.reaches(from)) return void this.#drop(id);
+    clearTimeout(parked.timer);
+    this.#parked.delete(id);
+    this.#moving.delete(id);
+    return parked.fetch;
+  }
+
+  #drop(id: string): void {
+    const parked = this.#parked.get(id);
+    if (!parked) return;
+    clearTimeout(parked.timer);
+    parked.fetch.close();
+    this.#parked.delete(id);
+  }
+
+  // Under a stream written all the time every page's read-ahead would be asked again: there a
+  // page parks only what it asked for itself, and reads ahead again once that is taken.
+  #moved(id: string): void {
+    this.#moving.delete(id);
+    this.#moving.add(id);
+    for (const oldest of this.#moving) {
+      if (this.#moving.size <= MAX_MOVING) break;
+      this.#moving.delete(oldest);
+    }
+  }
+
+  #park(id: string, fetch: ValueFetch, asOf: string, ahead: number): void {
+    this.#drop(id);
+    try {
+      if (!this.#moving.has(id)) fetch.askMore(ahead);
+    } catch {
+      // The connection draining or closed: the page is answered all the same, with nothing read ahead.
+      return fetch.close();
+    }
+    const timer = setTimeout(() => this.#parked.get(id)?.fetch === fetch && this.#drop(id), PARKED_MS).unref();
+    this.#parked.set(id, { fetch, asOf, timer });
+    // A Map iterates in insertion order, so the first is the oldest.
+    for (const oldest of this.#parked.keys()) {
+      if (this.#parked.size <= MAX_PARKED) break;
+      this.#drop(oldest);
     }
   }
 }
