@@ -111,7 +111,7 @@ async function timeAtStub(mesh: BenchMesh, root: string, changes: number, applie
 const RELAY_WRITTEN = /^written (.*)$/;
 
 /** A bench/relay.ts process; `written` hears each value its engine says it wrote. */
-function startRelay(args: string[], stdio: ('ignore' | 'pipe')[], written?: Map<string, (t: number) => void>): ChildProcess {
+export function startRelay(args: string[], stdio: ('ignore' | 'pipe')[], written?: Map<string, (t: number) => void>): ChildProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/relay.ts'), ...args], {
     stdio: stdio as ['ignore', 'ignore' | 'pipe', 'ignore' | 'pipe'],
     cwd: ROOT,

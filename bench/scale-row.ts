@@ -19,7 +19,7 @@ const GOAL = { ratio: 2, rssMiB: 100 };
 type ColdRun = { s: number; cpu: number; rss: number; engineCpu: number; busCpu: number; reportBytes: number };
 
 /** `modules` modules of three files each for `node`, every plan written by the seat. */
-async function publishNode(mesh: BenchMesh, node: string, root: string, modules: number): Promise<void> {
+export async function publishNode(mesh: BenchMesh, node: string, root: string, modules: number): Promise<void> {
   for (let i = 0; i < modules; i++) await publishThreeFiles(mesh, `s${i}`, node, root);
   const plans = await mesh.kvm.open(PLANS);
   await waitUntil(`${node}'s plans`, async () => (await plans.get(`${node}.s${modules - 1}`)) !== null, 120_000);

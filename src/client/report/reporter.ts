@@ -133,11 +133,12 @@ export class Reporter {
     this.#reports.set(module, comparable);
     const at = this.clock().toISOString();
     const full: Report = { node: this.node, module, ...body, at };
-    const text = withTime(comparable, at);
+    // Encoded once: its length is the size the limit is about.
+    const encoded = UTF8.encode(withTime(comparable, at));
     const maxBytes = this.#maxBytes();
-    const fits = Buffer.byteLength(text) <= maxBytes;
+    const fits = encoded.length <= maxBytes;
     const report = fits ? full : fitReport(full, maxBytes);
-    const bytes = UTF8.encode(fits ? text : JSON.stringify(report));
+    const bytes = fits ? encoded : UTF8.encode(JSON.stringify(report));
     this.#publish(module, bytes);
     await this.#retry.write(`${APPLIED} ${key}`, () => this.appliedKv.put(key, bytes));
     const line = reportLine(key, report);

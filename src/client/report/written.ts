@@ -54,6 +54,17 @@ export async function readRecord(cacheDir: string, node: string, log: Logger): P
 }
 
 /**
+ * Adds `key` to `set` (`on`) or takes it out; says whether that changed the set. A module's every
+ * report puts the same key again: the record, unchanged, is not saved again for it.
+ */
+function markIn(set: Set<string>, key: string, on: boolean): boolean {
+  if (set.has(key) === on) return false;
+  if (on) set.add(key);
+  else set.delete(key);
+  return true;
+}
+
+/**
  * Keeps the record of `node`'s written keys current: each change saved (atomically: a temp file
  * renamed over it) RECORD_SAVE_MS after it, a key recorded before its write is asked and forgotten
  * once its delete is done, so a key on the bus is never missing from a saved record.
@@ -75,23 +86,21 @@ export class WrittenRecord {
 
   /** A need put (`value`) or deleted (undefined). */
   need(key: string, value: string | undefined): void {
-    if (value === undefined) this.#written.needs.delete(key);
-    else this.#written.needs.set(key, value);
+    const needs = this.#written.needs;
+    if (needs.get(key) === value && (value !== undefined || !needs.has(key))) return;
+    if (value === undefined) needs.delete(key);
+    else needs.set(key, value);
     this.#changed();
   }
 
   /** An item put (`on`) or deleted. */
   item(key: string, on: boolean): void {
-    if (on) this.#written.collect.add(key);
-    else this.#written.collect.delete(key);
-    this.#changed();
+    if (markIn(this.#written.collect, key, on)) this.#changed();
   }
 
   /** A module's report put (`on`) or deleted. */
   report(module: string, on: boolean): void {
-    if (on) this.#written.applied.add(module);
-    else this.#written.applied.delete(module);
-    this.#changed();
+    if (markIn(this.#written.applied, module, on)) this.#changed();
   }
 
   /** Saves what is pending now; resolves once saved. */

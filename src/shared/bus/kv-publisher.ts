@@ -90,7 +90,8 @@ export class KvPublisher {
     const ack = parsePublishAck(msg);
     if (ack.ok) waiting.resolve(ack.value);
     else waiting.reject(new PutRefusedError(waiting.key, ack.reason));
-    this.#idle();
+    // The sweeper is left to stop itself at its next sweep (#fail): a client's every change puts one
+    // report, and an interval made and cleared per put was a timer's work a change.
   }
 
   #sweep(): void {

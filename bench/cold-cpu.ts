@@ -1,0 +1,85 @@
+// The client's CPU for a cold start (issue 34, fifth session): one node of `--modules` modules of three
+// files each (1,000 distinct archives), a stub engine, each client bundle named by `--clients` started in
+// turn `--rounds` times over with an empty cache, timed to every module's report said on prov.applied;
+// its CPU, the share of its helper threads, and its peak RSS. The bench's scale row (bench/scale-row.ts)
+// has the floors; this one puts an old and a new build on the same machine, minutes apart.
+//
+//   node build.mjs && node --import tsx bench/cold-cpu.ts [--modules N] [--rounds R] [--clients A.js,B.js]
+//
+// The first start (not printed) writes every report and need; the ones printed find them written, as
+// a restarted node does, each the same work.
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { appliedSubject } from '../src/shared/contract/subjects.ts';
+import { cpuSeconds, fakeEngine, now, numberArg, peakRssMiB, ROOT, startBenchMesh, stringArg, waitUntil, type BenchMesh } from './lib.ts';
+import { publishNode } from './scale-row.ts';
+
+const MODULES = numberArg('modules', 1000);
+const ROUNDS = numberArg('rounds', 2);
+const CLIENTS = stringArg('clients', join(ROOT, 'dist/client.js')).split(',');
+
+/** CPU seconds of a process's threads other than its main one (V8's collector and compiler helpers, libuv's pool). */
+function helperCpuSeconds(pid: number): number {
+  let s = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    if (Number(tid) === pid) continue;
+    try {
+      const fields = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      s += (Number(fields[11]) + Number(fields[12])) / 100;
+    } catch {
+      // A thread that ended between the listing and the read.
+    }
+  }
+  return s;
+}
+
+/** One start of `bundle` as `node`'s client, its cache emptied first: seconds to every report said, CPU, helpers' CPU, peak RSS. */
+async function coldStart(mesh: BenchMesh, bundle: string, node: string, socket: string) {
+  rmSync(join(mesh.dir, `cache-${node}`), { recursive: true, force: true });
+  const said = new Set<string>();
+  const sub = mesh.nc.subscribe(appliedSubject(node, '*'), {
+    callback: (_err, msg) => {
+      if ((JSON.parse(new TextDecoder().decode(msg.data)) as { state: string }).state === 'applied') said.add(msg.subject);
+    },
+  });
+  await mesh.nc.flush();
+  process.env['MESH_BENCH_CLIENT'] = bundle;
+  const started = now();
+  const client = mesh.startClient(node, socket);
+  await waitUntil(`${MODULES} reports`, () => said.size === MODULES, 300_000);
+  const run = { s: (now() - started) / 1000, cpu: cpuSeconds(client.pid!), helpers: helperCpuSeconds(client.pid!), rss: peakRssMiB(client.pid!) };
+  sub.unsubscribe();
+  const exited = new Promise((r) => client.once('exit', r));
+  client.kill('SIGTERM');
+  await exited;
+  return run;
+}
+
+async function main(): Promise<void> {
+  const mesh = await startBenchMesh();
+  try {
+    const node = 'coldcpu';
+    await publishNode(mesh, node, join(mesh.dir, 'root'), MODULES);
+    const socket = join(mesh.dir, 'cold-stub.sock');
+    const stub = await fakeEngine(socket, () => {});
+    await coldStart(mesh, CLIENTS[0]!, node, socket);
+    console.log(`the client's cold start: ${MODULES} modules × 3 files, ${MODULES} archives, empty cache, a stub engine; to every report said`);
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const bundle of CLIENTS) {
+        const load = loadavg()
+          .map((l) => l.toFixed(2))
+          .join(' ');
+        const r = await coldStart(mesh, bundle, node, socket);
+        console.log(
+          `  ${bundle.replace(ROOT, '')}: ${r.s.toFixed(2)} s, client CPU ${r.cpu.toFixed(2)} s (off its main thread ${r.helpers.toFixed(2)} s), peak RSS ${r.rss.toFixed(0)} MiB; load average ${load}`,
+        );
+      }
+    }
+    stub.close();
+  } finally {
+    await mesh.close();
+  }
+}
+
+await main();
