@@ -4,10 +4,11 @@
 // directories, so several run at once: MESH_TEST_JOBS at a time, by default one per two cores and
 // at least two (one on a single core). A suite that measures time or load runs alone, first. A
 // pooled suite's output is printed whole when it ends, never mixed with another's. Each suite runs
-// with its own TMPDIR, and what it left there, or left running, fails it (test/suite-temp.mjs).
+// with its own TMPDIR, and what it left there, or left running, fails it (test/suite-temp.mjs). The
+// run ends with the slowest suites, the time alone and pooled, and the load average: where time goes.
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 import { leftBehind, makeSuiteTemp } from './suite-temp.mjs';
@@ -43,6 +44,10 @@ const cores = availableParallelism();
 const jobs = poolSize(process.env['MESH_TEST_JOBS'], cores);
 const startedAt = Date.now();
 const results = new Map();
+/** Each suite's wall time in seconds, printed at the end slowest first: where a run's time goes. */
+const walls = new Map();
+/** How long the suites run alone took, one by one: the floor under the pool. */
+let aloneWall;
 
 if (jobs === 1) {
   // One at a time, in name order, output as it comes: what a run on two cores always was.
@@ -52,6 +57,7 @@ if (jobs === 1) {
   const alone = suites.filter((s) => ALONE.some((re) => re.test(s)));
   for (const suite of alone) record(suite, await runSuite(suite, true));
   const pooled = suites.filter((s) => !alone.includes(s));
+  if (alone.length > 0 && pooled.length > 0) aloneWall = Math.round((Date.now() - startedAt) / 100) / 10;
   let next = 0;
   const worker = async () => {
     while (next < pooled.length) {
@@ -73,8 +79,17 @@ for (const suite of suites) {
   if (broken) console.log(`# FAILED ${suite}: ${broken}`);
   if (counted.skipped > 0) console.log(`# SKIPPED ${suite}: ${counted.skipped} (its output says why)`);
 }
+const slowest = [...walls].sort((a, b) => b[1] - a[1]).slice(0, 15);
+if (slowest.length > 1) {
+  console.log(`# the slowest suites, wall time (* one of ALONE: it runs with nothing beside it, and the pool waits):`);
+  for (const [suite, s] of slowest) console.log(`#   ${s.toFixed(1).padStart(6)}s ${ALONE.some((re) => re.test(suite)) ? '*' : ' '} ${suite}`);
+}
 const wall = Math.round((Date.now() - startedAt) / 100) / 10;
-console.log(`# ${suites.length} suites in ${wall}s wall time, ${jobs} at a time on ${cores} cores (MESH_TEST_JOBS)`);
+const load = loadavg()
+  .map((l) => l.toFixed(2))
+  .join(' ');
+const split = aloneWall === undefined ? '' : ` (${aloneWall}s alone, ${Math.round((wall - aloneWall) * 10) / 10}s pooled)`;
+console.log(`# ${suites.length} suites in ${wall}s wall time${split}, ${jobs} at a time on ${cores} cores (MESH_TEST_JOBS), load average ${load} at the end`);
 console.log(`${passed} passed, ${failed} failed${skipped > 0 ? `, ${skipped} skipped` : ''}`);
 process.exit(failed > 0 ? 1 : 0);
 
@@ -117,7 +132,9 @@ function runSuite(suite, live) {
       const left = await leftBehind(tmp);
       for (const [stream, d] of held) stream.write(d);
       if (left) console.log(`# ${suite} ${left}`);
-      console.log(`# ${suite}: ${Math.round((Date.now() - started) / 100) / 10}s`);
+      const seconds = Math.round((Date.now() - started) / 100) / 10;
+      walls.set(suite, seconds);
+      console.log(`# ${suite}: ${seconds}s`);
       resolve({ text, code: code ?? signal, left });
     });
   });
