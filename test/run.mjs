@@ -22,7 +22,6 @@ const ALONE = [
   /^consumer-remake\./, // hedged creates timed to REMAKE_HEDGE_MS
   /^demo\./, // a change reaches the engine within 1 s; builds a release (rebuilds dist/)
   /^e2e-bindings\./, // prints the time a bound entry takes to be filled in
-  /^e2e-operator\./, // builds a release (rebuilds dist/), and runs the whole lab
   /^e2e-postgres\./, // prints rotation latencies (p50, max)
   /^engine-socket\./, // timeouts of 290 ms told apart from their neighbours
   /^hostile-seat\./, // a burst of 5,000 requests: answered within 5 s, RSS growth bounded
