@@ -2,7 +2,7 @@
 // process, and closes with one line: N passed, N failed (and N skipped: a test that cannot run here,
 // declared with uvu's test.skip, is neither). Each suite makes its own ports and
 // directories, so several run at once: MESH_TEST_JOBS at a time, by default one per two cores and
-// at least two (one on a single core). A suite that measures time or load runs alone, first. A
+// at least three (one on a single core). A suite that measures time or load runs alone, first. A
 // pooled suite's output is printed whole when it ends, never mixed with another's. Each suite runs
 // with its own TMPDIR, and what it left there, or left running, fails it (test/suite-temp.mjs). The
 // run ends with the slowest suites, the time alone and pooled, and the load average: where time goes.
@@ -93,12 +93,12 @@ console.log(`${passed} passed, ${failed} failed${skipped > 0 ? `, ${skipped} ski
 process.exit(failed > 0 ? 1 : 0);
 
 /**
- * The pool's size: MESH_TEST_JOBS when set, else one per two cores and at least two, one on a
- * single core. Two on two cores: a pooled suite mostly waits on servers, and one at a time took
- * 10–11 minutes there, two at a time under 8 (docs/decisions.md).
+ * The pool's size: MESH_TEST_JOBS when set, else one per two cores and at least three, one on a
+ * single core. Three on two cores: a pooled suite mostly waits on servers — six pooled suites three
+ * at a time kept 1.26 cores busy, their 128 suite-seconds done in 47 s (docs/decisions.md, issue 34).
  */
 function poolSize(asked, cores) {
-  if (asked === undefined || asked === '') return cores < 2 ? 1 : Math.max(2, Math.floor(cores / 2));
+  if (asked === undefined || asked === '') return cores < 2 ? 1 : Math.max(3, Math.floor(cores / 2));
   const n = Number(asked);
   if (Number.isInteger(n) && n >= 1) return n;
   console.error(`test/run.mjs: MESH_TEST_JOBS is ${JSON.stringify(asked)}, not a whole number of at least 1`);
