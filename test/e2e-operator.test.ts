@@ -4,14 +4,16 @@
 // the reference vault, two engines and clients, publish, config import and set, assign, the
 // PostgreSQL provider bundle against a real PostgreSQL, a binding and a rotation, an SDK ask as the
 // runner, and status failing on a seat-side mistake then passing once fixed: every program on its
-// own nkey. Between blocks the test checks what the operator would look at.
+// own nkey. Between blocks the test checks what the operator would look at. The tarball packs dist/
+// as the run built it (`--no-build`: a rebuild would rewrite the bundles the suites beside it run;
+// test/release.test.ts runs `npm run release` with its build), so this suite runs in the pool.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { labBlocks, startLabShell, type LabShell } from '../demo/lab.ts';
-import { hasNodeModulesAbove, ROOT } from './helpers/bundle.ts';
+import { ensureBuilt, hasNodeModulesAbove, ROOT } from './helpers/bundle.ts';
 import { freePort } from './helpers/nats.ts';
 import { startPostgres, tryLogin, type Postgres } from './helpers/postgres.ts';
 import { envWithoutMesh } from './helpers/spawn.ts';
@@ -28,7 +30,8 @@ let shell: LabShell | undefined;
 
 test.before(async () => {
   work = tempDir('mesh-operator-');
-  const made = spawnSync(process.execPath, [join(ROOT, 'scripts', 'release.mjs'), '--out', work], { cwd: ROOT, encoding: 'utf8' });
+  for (const bundle of ['server', 'client', 'engine', 'vault', 'sdk', 'provider', 'postgres-provider']) ensureBuilt(bundle);
+  const made = spawnSync(process.execPath, [join(ROOT, 'scripts', 'release.mjs'), '--out', work, '--no-build'], { cwd: ROOT, encoding: 'utf8' });
   assert.is(made.status, 0, made.stderr);
   db = await startPostgres();
 });

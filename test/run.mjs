@@ -2,12 +2,13 @@
 // process, and closes with one line: N passed, N failed (and N skipped: a test that cannot run here,
 // declared with uvu's test.skip, is neither). Each suite makes its own ports and
 // directories, so several run at once: MESH_TEST_JOBS at a time, by default one per two cores and
-// at least two (one on a single core). A suite that measures time or load runs alone, first. A
+// at least three (one on a single core). A suite that measures time or load runs alone, first. A
 // pooled suite's output is printed whole when it ends, never mixed with another's. Each suite runs
-// with its own TMPDIR, and what it left there, or left running, fails it (test/suite-temp.mjs).
+// with its own TMPDIR, and what it left there, or left running, fails it (test/suite-temp.mjs). The
+// run ends with the slowest suites, the time alone and pooled, and the load average: where time goes.
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 import { leftBehind, makeSuiteTemp } from './suite-temp.mjs';
@@ -21,7 +22,6 @@ const ALONE = [
   /^consumer-remake\./, // hedged creates timed to REMAKE_HEDGE_MS
   /^demo\./, // a change reaches the engine within 1 s; builds a release (rebuilds dist/)
   /^e2e-bindings\./, // prints the time a bound entry takes to be filled in
-  /^e2e-operator\./, // builds a release (rebuilds dist/), and runs the whole lab
   /^e2e-postgres\./, // prints rotation latencies (p50, max)
   /^engine-socket\./, // timeouts of 290 ms told apart from their neighbours
   /^hostile-seat\./, // a burst of 5,000 requests: answered within 5 s, RSS growth bounded
@@ -43,6 +43,10 @@ const cores = availableParallelism();
 const jobs = poolSize(process.env['MESH_TEST_JOBS'], cores);
 const startedAt = Date.now();
 const results = new Map();
+/** Each suite's wall time in seconds, printed at the end slowest first: where a run's time goes. */
+const walls = new Map();
+/** How long the suites run alone took, one by one: the floor under the pool. */
+let aloneWall;
 
 if (jobs === 1) {
   // One at a time, in name order, output as it comes: what a run on two cores always was.
@@ -52,6 +56,7 @@ if (jobs === 1) {
   const alone = suites.filter((s) => ALONE.some((re) => re.test(s)));
   for (const suite of alone) record(suite, await runSuite(suite, true));
   const pooled = suites.filter((s) => !alone.includes(s));
+  if (alone.length > 0 && pooled.length > 0) aloneWall = Math.round((Date.now() - startedAt) / 100) / 10;
   let next = 0;
   const worker = async () => {
     while (next < pooled.length) {
@@ -73,18 +78,27 @@ for (const suite of suites) {
   if (broken) console.log(`# FAILED ${suite}: ${broken}`);
   if (counted.skipped > 0) console.log(`# SKIPPED ${suite}: ${counted.skipped} (its output says why)`);
 }
+const slowest = [...walls].sort((a, b) => b[1] - a[1]).slice(0, 15);
+if (slowest.length > 1) {
+  console.log(`# the slowest suites, wall time (* one of ALONE: it runs with nothing beside it, and the pool waits):`);
+  for (const [suite, s] of slowest) console.log(`#   ${s.toFixed(1).padStart(6)}s ${ALONE.some((re) => re.test(suite)) ? '*' : ' '} ${suite}`);
+}
 const wall = Math.round((Date.now() - startedAt) / 100) / 10;
-console.log(`# ${suites.length} suites in ${wall}s wall time, ${jobs} at a time on ${cores} cores (MESH_TEST_JOBS)`);
+const load = loadavg()
+  .map((l) => l.toFixed(2))
+  .join(' ');
+const split = aloneWall === undefined ? '' : ` (${aloneWall}s alone, ${Math.round((wall - aloneWall) * 10) / 10}s pooled)`;
+console.log(`# ${suites.length} suites in ${wall}s wall time${split}, ${jobs} at a time on ${cores} cores (MESH_TEST_JOBS), load average ${load} at the end`);
 console.log(`${passed} passed, ${failed} failed${skipped > 0 ? `, ${skipped} skipped` : ''}`);
 process.exit(failed > 0 ? 1 : 0);
 
 /**
- * The pool's size: MESH_TEST_JOBS when set, else one per two cores and at least two, one on a
- * single core. Two on two cores: a pooled suite mostly waits on servers, and one at a time took
- * 10–11 minutes there, two at a time under 8 (docs/decisions.md).
+ * The pool's size: MESH_TEST_JOBS when set, else one per two cores and at least three, one on a
+ * single core. Three on two cores: a pooled suite mostly waits on servers — six pooled suites three
+ * at a time kept 1.26 cores busy, their 128 suite-seconds done in 47 s (docs/decisions.md, issue 34).
  */
 function poolSize(asked, cores) {
-  if (asked === undefined || asked === '') return cores < 2 ? 1 : Math.max(2, Math.floor(cores / 2));
+  if (asked === undefined || asked === '') return cores < 2 ? 1 : Math.max(3, Math.floor(cores / 2));
   const n = Number(asked);
   if (Number.isInteger(n) && n >= 1) return n;
   console.error(`test/run.mjs: MESH_TEST_JOBS is ${JSON.stringify(asked)}, not a whole number of at least 1`);
@@ -117,7 +131,9 @@ function runSuite(suite, live) {
       const left = await leftBehind(tmp);
       for (const [stream, d] of held) stream.write(d);
       if (left) console.log(`# ${suite} ${left}`);
-      console.log(`# ${suite}: ${Math.round((Date.now() - started) / 100) / 10}s`);
+      const seconds = Math.round((Date.now() - started) / 100) / 10;
+      walls.set(suite, seconds);
+      console.log(`# ${suite}: ${seconds}s`);
       resolve({ text, code: code ?? signal, left });
     });
   });
