@@ -27,15 +27,27 @@ function bundleFloor(mesh: BenchMesh): string {
   return out;
 }
 
+/** The needs a floor writes beside its reports: so many a plan, each of so many bytes. */
+export type FloorNeeds = { each: number; bytes: number };
+
 /**
  * The floor for `node`'s cold start, in a fresh process: its plans and config read through two
  * filtered watches, one `reportBytes`-sized entry a plan put (under `floorNode`), all at once; with
- * `archives`, each plan's archive read by direct get before the puts.
+ * `archives`, each plan's archive read by direct get before the puts; with `needs`, that many
+ * need-sized entries a plan put beside its report.
  */
-export async function measureFloor(mesh: BenchMesh, node: string, floorNode: string, reportBytes: number, archives: boolean): Promise<FloorRun> {
+export async function measureFloor(
+  mesh: BenchMesh,
+  node: string,
+  floorNode: string,
+  reportBytes: number,
+  archives: boolean,
+  needs?: FloorNeeds,
+): Promise<FloorRun> {
   const bundle = bundleFloor(mesh);
   const started = now();
-  const child = spawn(process.execPath, [bundle, mesh.url, node, floorNode, String(reportBytes), ...(archives ? ['--archives'] : [])], {
+  const flags = [...(archives ? ['--archives'] : []), ...(needs ? ['--needs', `${needs.each}:${needs.bytes}`] : [])];
+  const child = spawn(process.execPath, [bundle, mesh.url, node, floorNode, String(reportBytes), ...flags], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise((resolve) => child.once('exit', resolve));

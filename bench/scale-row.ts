@@ -7,8 +7,8 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { Watch } from '../src/shared/bus/watch/types.ts';
 import { watchKv } from '../src/shared/bus/watch/watch.ts';
-import { APPLIED, PLANS } from '../src/shared/contract/buckets.ts';
-import { measureFloor, type FloorRun } from './cold-floor.ts';
+import { APPLIED, NEEDS, PLANS } from '../src/shared/contract/buckets.ts';
+import { measureFloor, type FloorNeeds, type FloorRun } from './cold-floor.ts';
 import { engineBurst, startBenchEngine } from './engine-lib.ts';
 import { cpuSeconds, fakeEngine, now, peakRssMiB, publishThreeFiles, waitUntil, type BenchMesh } from './lib.ts';
 
@@ -39,6 +39,18 @@ async function watchApplied(mesh: BenchMesh, node: string): Promise<{ watch: Wat
   });
   await watch.caughtUp;
   return { watch, count: () => applied, bytes: () => bytes };
+}
+
+/** The needs `node`'s client recorded (DESIGN §7 point 2): how many a module, and their mean size in bytes. */
+async function needsOf(mesh: BenchMesh, node: string, modules: number): Promise<FloorNeeds> {
+  const needs = await mesh.kvm.open(NEEDS);
+  let count = 0;
+  let bytes = 0;
+  for await (const key of await needs.keys(`${node}.>`)) {
+    count++;
+    if (count <= 50) bytes += (await needs.get(key))?.value.length ?? 0;
+  }
+  return { each: Math.round(count / modules), bytes: count === 0 ? 0 : Math.round(bytes / Math.min(count, 50)) };
 }
 
 /** Starts the client of `node` on `socket` and times it to every module applied. */
@@ -79,12 +91,14 @@ export async function measureScale(mesh: BenchMesh, base: string, tag: string, m
   stub.close();
   const floor = await measureFloor(mesh, stubNode, `floor${tag}`, atStub.reportBytes, false);
   const floorArchives = await measureFloor(mesh, stubNode, `floora${tag}`, atStub.reportBytes, true);
+  const needs = await needsOf(mesh, stubNode, modules);
+  const floorWrites = await measureFloor(mesh, stubNode, `floorn${tag}`, atStub.reportBytes, true, needs);
   const real = await coldStart(mesh, node, engine.socket, modules, engine.pid);
   const files = readdirSync(engine.root).reduce((n, m) => n + readdirSync(join(engine.root, m)).length, 0);
   await engine.close();
   const bare = await engineBurst(base, modules, false);
   const declared = await engineBurst(base, modules, true);
-  printScale({ modules, files, load, floor, floorArchives, atStub, real, bare, declared });
+  printScale({ modules, files, load, floor, floorArchives, needs, floorWrites, atStub, real, bare, declared });
   if (engine.problems.length > 0) console.log(`  the engine said: ${engine.problems.slice(0, 3).join(' | ')}`);
 }
 
@@ -95,6 +109,9 @@ type ScaleRows = {
   load: string;
   floor: FloorRun;
   floorArchives: FloorRun;
+  /** The needs the client recorded, and the floor that also writes as many (every write the contract asks of this start). */
+  needs: FloorNeeds;
+  floorWrites: FloorRun;
   atStub: ColdRun;
   real: ColdRun;
   /** The reference engine alone taking the same requests, and with a declaration of every path (ms). */
@@ -108,11 +125,15 @@ function printScale(r: ScaleRows): void {
   const ratios = (run: ColdRun) => {
     const a = run.s / r.floor.s;
     const b = run.s / r.floorArchives.s;
-    return `${a.toFixed(2)}× the floor, ${b.toFixed(2)}× with archives (goal ≤ ${GOAL.ratio}× the latter: ${met(b <= GOAL.ratio)})`;
+    const c = run.s / r.floorWrites.s;
+    return `${a.toFixed(2)}× the floor, ${b.toFixed(2)}× with archives, ${c.toFixed(2)}× with archives and needs (goal ≤ ${GOAL.ratio}× the last: ${met(c <= GOAL.ratio)})`;
   };
   console.log(`scale: ${r.modules} modules × 3 files, ${r.modules} distinct archives (${r.files} files on disk); load average ${r.load}`);
   console.log(`  floor: fresh process, plans + config watched, ${r.modules} reports put     ${r.floor.s.toFixed(2)} s (its CPU ${r.floor.cpu.toFixed(2)} s)`);
   console.log(`  floor with each plan's archive read by direct get  ${r.floorArchives.s.toFixed(2)} s (its CPU ${r.floorArchives.cpu.toFixed(2)} s)`);
+  console.log(
+    `  floor with archives and ${r.needs.each} needs a module (${r.needs.bytes} bytes each, as the client recorded)  ${r.floorWrites.s.toFixed(2)} s (its CPU ${r.floorWrites.cpu.toFixed(2)} s)`,
+  );
   console.log(`  client start → all applied, stub engine          ${r.atStub.s.toFixed(2)} s: ${ratios(r.atStub)}`);
   console.log(`    client CPU ${r.atStub.cpu.toFixed(2)} s, peak RSS ${r.atStub.rss.toFixed(0)} MiB, nats-server CPU ${r.atStub.busCpu.toFixed(2)} s`);
   console.log(`  client start → all applied, reference engine     ${r.real.s.toFixed(2)} s: ${ratios(r.real)}`);
