@@ -2,15 +2,20 @@
 // KV watch (an ordered push consumer with the library's defaults, none of the mesh's keeping), and,
 // for a plan whose build changed, the archive it names fetched as any reader of the object store
 // would (its meta by last_by_subj, then each chunk by next_by_subj): the bus's own work for a new
-// build, which the mesh's client does too.
+// build, which the mesh's client does too. A value changed to `report.text` is, once seen, answered as
+// a client answers a change (DESIGN §7): a report-sized entry put in `report.bucket` and its two
+// notices published — the bus's own work for a change, which the burst's second floor holds.
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm, type KvWatchEntry } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Watch } from '../src/shared/bus/watch/types.ts';
 import type { Seen } from './fleet-worker.ts';
 
-/** What a floor watcher watches, and the build whose plans have their archive fetched (the others are only seen). */
-export type FloorBuckets = { plans: string; config: string; fetchBuild: string };
+/** What a floor watcher watches, the build whose plans have their archive fetched (the others are only seen), and the value it reports. */
+export type FloorBuckets = { plans: string; config: string; fetchBuild: string; report: FloorReport };
+
+/** A value that, once a watcher has seen it, is reported: `bytes` put as `<node>.<module>` in `bucket`, and a notice on `subject`.changed/.applied. */
+export type FloorReport = { text: string; bucket: string; bytes: number; subject: string };
 
 /** What a floor watcher reports to: each sighting, and each watch of its kept going. */
 export type FloorSink = { seen(s: Seen): void; watches: Watch[] };
@@ -63,8 +68,22 @@ async function fetchObject(jsm: JetStreamManager, bucket: string, name: string):
  * changed to `fetchBuild` has had its archive fetched.
  */
 export async function startFloorWatcher(nc: NatsConnection, node: string, buckets: FloorBuckets, sink: FloorSink): Promise<void> {
-  const { plans, config, fetchBuild } = buckets;
+  const { plans, config, fetchBuild, report } = buckets;
   const kvm = new Kvm(nc);
+  const reports = kvm.open(report.bucket);
+  const reportBytes = new Uint8Array(report.bytes).fill(0x20);
+  // What a client does after the engine answered a change: its report put (acked), then `applied`; `changed` went before.
+  const onValue = (e: KvWatchEntry) => {
+    if (decoder.decode(e.value) !== report.text) return;
+    const module = e.key.slice(node.length + 1).split('.')[0]!;
+    nc.publish(`${report.subject}.changed.${node}.${module}`, reportBytes.subarray(0, 64));
+    void reports
+      .then((kv) => kv.put(`${node}.${module}`, reportBytes))
+      .then(
+        () => nc.publish(`${report.subject}.applied.${node}.${module}`, reportBytes),
+        (err: unknown) => sink.seen([node, 'report-failed', String(err), wallNow()]),
+      );
+  };
   const jsm = jetstreamManager(nc, { checkAPI: false, timeout: 10_000 });
   const builds = new Map<string, string>();
   const onPlan = (e: KvWatchEntry) => {
@@ -96,7 +115,7 @@ export async function startFloorWatcher(nc: NatsConnection, node: string, bucket
   };
   await Promise.all([
     follow(plans, `${node}.*`, (e) => (e.value.length > 0 ? buildOf(e.value) : ''), onPlan),
-    follow(config, `${node}.>`, (e) => decoder.decode(e.value)),
+    follow(config, `${node}.>`, (e) => decoder.decode(e.value), onValue),
   ]);
   sink.seen([node, 'caught-up', '', wallNow()]);
 }

@@ -50,6 +50,8 @@ export type FleetFigures = {
   load: { floor: number; cold: number; build: number; burst: number };
   burst: Spread;
   burstFloor: Spread;
+  /** The floor's burst when each watcher also answers the change as a client does: a report put, two notices. */
+  burstFloorReport: Spread;
   /** The bus with the seat alone (after every plan was written), before any node connected. */
   base: Quiet;
   idle: Quiet;
@@ -135,6 +137,13 @@ export function tableOf(f: FleetFigures): string[] {
       spread(f.burst),
       spread(f.burstFloor),
       met(f.burst.missing === 0 && f.burst.max <= 2 * f.burstFloor.max),
+    ],
+    [
+      '… against the floor whose watchers each put a report and its two notices',
+      'max ≤ 2× floor max',
+      `${(f.burst.max / f.burstFloorReport.max).toFixed(2)}×`,
+      spread(f.burstFloorReport),
+      met(f.burst.missing === 0 && f.burst.max <= 2 * f.burstFloorReport.max),
     ],
     ['bus per node for the new build / the burst (delivered; taken in)', 'printed', `${traffic(f.perChange.build)} / ${traffic(f.perChange.burst)}`, '', ''],
     ['idle: bus messages/s per node (delivered)', '≤ 0.2', p.msgsPerS.toFixed(2), `seat alone: ${f.base.msgsPerS.toFixed(1)}/s in all`, met(p.msgsPerS <= 0.2)],

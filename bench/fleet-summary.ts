@@ -26,6 +26,10 @@ export function summaryOf(all: FleetFigures[]): string[] {
       (f) => `${f.build.max.toFixed(0)} vs ${f.buildFloorArchive.max.toFixed(0)} ms: ${x(f.build.max, f.buildFloorArchive.max)}`,
     ],
     ['burst: max vs the floor max (goal ≤ 2×)', (f) => `${f.burst.max.toFixed(0)} vs ${f.burstFloor.max.toFixed(0)} ms: ${x(f.burst.max, f.burstFloor.max)}`],
+    [
+      'burst: max vs the floor whose watchers report each change',
+      (f) => `${f.burst.max.toFixed(0)} vs ${f.burstFloorReport.max.toFixed(0)} ms: ${x(f.burst.max, f.burstFloorReport.max)}`,
+    ],
     ['nats-server CPU, the whole cold start: clients / floor', (f) => `${f.coldCpu.natsS.toFixed(2)} s / ${f.coldFloorCpu.natsS.toFixed(2)} s`],
     ['nats-server CPU per client start: clients / floor', (f) => `${perStart(f.coldCpu.natsS, f)} / ${perStart(f.coldFloorCpu.natsS, f)}`],
     ['floor watchers asked again (consumer not made within 5 s) / never up', (f) => `${f.floorRetried} / ${f.floorFailed}`],

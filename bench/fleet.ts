@@ -12,7 +12,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kvm } from '@nats-io/kv';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { CONFIG, PLANS } from '../src/shared/contract/buckets.ts';
+import { APPLIED, CONFIG, PLANS } from '../src/shared/contract/buckets.ts';
 import { bytes, fleetEntries, loadFleet, moduleName, MODULES_N, nodeName, publishBuild, putAll } from './fleet-load.ts';
 import { apiAsksFrom, apiCalls, hearAlive, idleMessageKinds, trafficFrom, measureQuiet, sampleUsage, startFleetBus, type FleetBus } from './fleet-bus.ts';
 import { startPool, type Pool } from './fleet-pool.ts';
@@ -30,12 +30,15 @@ const PER_WORKER = 100;
 const PHASE_MS = numberArg('phase-s', 120) * 1000;
 /** Clients started at once across the fleet (0: every one at once, a fleet's cold start); the rest wait for a lane. */
 const AT_ONCE = numberArg('at-once', 0);
+/** The size of the report a floor watcher puts for a change: a fleet module's report measured 1,113 bytes (the run logs the client's own). */
+const FLOOR_REPORT_BYTES = 1100;
 
 /** The bus's floor: the same plans and values, to N plain watchers on their own connections. */
 async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: number) {
   const plan = (await (await kvm.open(PLANS)).get(`${nodes[0]}.m0`))!.string();
   await kvm.create('bench_floor_plans');
   await kvm.create('bench_floor_config');
+  await kvm.create('bench_floor_applied');
   await putAll(bus.nc, 'bench_floor_config', fleetEntries(nodes, 'config'));
   await putAll(
     bus.nc,
@@ -57,7 +60,12 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
       type: 'floor',
       url: bus.nats.url,
       nodes: share,
-      buckets: { plans: 'bench_floor_plans', config: 'bench_floor_config', fetchBuild: '3' },
+      buckets: {
+        plans: 'bench_floor_plans',
+        config: 'bench_floor_config',
+        fetchBuild: '3',
+        report: { text: 'burst-report', bucket: 'bench_floor_applied', bytes: FLOOR_REPORT_BYTES, subject: 'bench.floor' },
+      },
       atOnce: atOnceOf(workers),
     }));
     await Promise.race([started, caughtUp]);
@@ -84,6 +92,16 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
       'bench_floor_config',
       nodes.map((n) => [`${n}.m1.a`, bytes('burst')] as [string, Uint8Array]),
     );
+    const burstSpread = spreadOf(await burst, t2, nodes.length);
+    // Again, each watcher now answering the change as a client does: its report put and two notices.
+    const reported = pool.firstOf(nodes, (what, text) => what.endsWith('.m1.a') && text === 'burst-report', PHASE_MS);
+    const t4 = wallNow();
+    await putAll(
+      bus.nc,
+      'bench_floor_config',
+      nodes.map((n) => [`${n}.m1.a`, bytes('burst-report')] as [string, Uint8Array]),
+    );
+    const burstReport = spreadOf(await reported, t4, nodes.length);
     return {
       cold,
       coldCpu: coldUsed,
@@ -94,7 +112,8 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
       buildArchive,
       buildCpu: buildUsed,
       writes,
-      burst: spreadOf(await burst, t2, nodes.length),
+      burst: burstSpread,
+      burstReport,
     };
   } finally {
     await pool.stop();
@@ -103,7 +122,7 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
     // Unchecked (an account info waits behind the same queue), and a delete still unanswered is said, not the run's end:
     // at 1,000 at once the floor's own consumers kept the server from answering within the 2 minutes.
     const jsm = await jetstreamManager(bus.nc, { timeout: 120_000, checkAPI: false });
-    for (const b of ['bench_floor_plans', 'bench_floor_config'])
+    for (const b of ['bench_floor_plans', 'bench_floor_config', 'bench_floor_applied'])
       await jsm.streams.delete(`KV_${b}`).catch((err: unknown) => log(`the floor's stream KV_${b} not deleted: ${String(err)}`));
   }
 }
@@ -206,6 +225,8 @@ async function runSize(n: number): Promise<FleetFigures> {
       nodes.map((node) => [`${node}.m1.a`, bytes('burst')] as [string, Uint8Array]),
     );
     const burstSpread = spreadOf(await burst, t2, n);
+    const report = await (await kvm.open(APPLIED)).get(`${nodes[0]}.m1`);
+    log(`N=${n}: a client's report of m1 is ${report?.value.length ?? 0} bytes; the floor's is ${FLOOR_REPORT_BYTES}`);
     const seatBurst = seat.done();
     const burstLoad = loadNow();
     await new Promise((r) => setTimeout(r, 500));
@@ -239,6 +260,7 @@ async function runSize(n: number): Promise<FleetFigures> {
       load: { floor: floor.coldLoad, cold: coldLoad, build: buildLoad, burst: burstLoad },
       burst: burstSpread,
       burstFloor: floor.burst,
+      burstFloorReport: floor.burstReport,
       base,
       idle,
       seat: { cold: seatCold, build: seatBuild, burst: seatBurst },
