@@ -10,13 +10,13 @@
 // client's. The first half of a row's changes still warms V8's compiler up: the row prints the CPU
 // a change over all of them and over the second half (a steady client).
 import { type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { APPLIED, CONFIG } from '../src/shared/contract/buckets.ts';
 import { startRelay } from './change-row.ts';
-import { cpuSeconds, fakeEngine, numberArg, publishThreeFiles, ROOT, startBenchMesh, stringArg, waitUntil, type BenchMesh } from './lib.ts';
+import { cpuSeconds, fakeEngine, helperCpuSeconds, numberArg, publishThreeFiles, ROOT, startBenchMesh, stringArg, waitUntil, type BenchMesh } from './lib.ts';
 
 const CHANGES = numberArg('changes', 2000);
 const GAP_MS = numberArg('gap-ms', 2);
@@ -34,21 +34,6 @@ type CpuRow = {
   clientWrites: number;
   watcherWrites: number;
 };
-
-/** CPU seconds of a process's threads other than its main one (V8's compiler and collector helpers, libuv's pool). */
-function helperCpuSeconds(pid: number): number {
-  let s = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    if (Number(tid) === pid) continue;
-    try {
-      const fields = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      s += (Number(fields[11]) + Number(fields[12])) / 100;
-    } catch {
-      // A thread that ended between the listing and the read: its time is the process's still.
-    }
-  }
-  return s;
-}
 
 /** CPU seconds a process has spent in the kernel (its syscalls: the writes, reads and wake-ups). */
 function systemSeconds(pid: number): number {

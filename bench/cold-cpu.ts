@@ -8,31 +8,16 @@
 //
 // The first start (not printed) writes every report and need; the ones printed find them written, as
 // a restarted node does, each the same work.
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { appliedSubject } from '../src/shared/contract/subjects.ts';
-import { cpuSeconds, fakeEngine, now, numberArg, peakRssMiB, ROOT, startBenchMesh, stringArg, waitUntil, type BenchMesh } from './lib.ts';
+import { cpuSeconds, fakeEngine, helperCpuSeconds, now, numberArg, peakRssMiB, ROOT, startBenchMesh, stringArg, waitUntil, type BenchMesh } from './lib.ts';
 import { publishNode } from './scale-row.ts';
 
 const MODULES = numberArg('modules', 1000);
 const ROUNDS = numberArg('rounds', 2);
 const CLIENTS = stringArg('clients', join(ROOT, 'dist/client.js')).split(',');
-
-/** CPU seconds of a process's threads other than its main one (V8's collector and compiler helpers, libuv's pool). */
-function helperCpuSeconds(pid: number): number {
-  let s = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    if (Number(tid) === pid) continue;
-    try {
-      const fields = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      s += (Number(fields[11]) + Number(fields[12])) / 100;
-    } catch {
-      // A thread that ended between the listing and the read.
-    }
-  }
-  return s;
-}
 
 /** One start of `bundle` as `node`'s client, its cache emptied first: seconds to every report said, CPU, helpers' CPU, peak RSS. */
 async function coldStart(mesh: BenchMesh, bundle: string, node: string, socket: string) {

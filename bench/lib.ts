@@ -100,6 +100,21 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
+/** CPU seconds of a process's threads other than its main one (V8's compiler and collector helpers, libuv's pool). */
+export function helperCpuSeconds(pid: number): number {
+  let s = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    if (Number(tid) === pid) continue;
+    try {
+      const fields = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      s += (Number(fields[11]) + Number(fields[12])) / 100;
+    } catch {
+      // A thread that ended between the listing and the read: its time is the process's still.
+    }
+  }
+  return s;
+}
+
 /** A running bench mesh: nats-server, the seat bundle, the input buckets and the archive store. */
 export type BenchMesh = {
   url: string;
