@@ -85,23 +85,20 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
     await putPlans(bus, nodes, plan, '3');
     const buildArchive = spreadOf(await fetched, t3, nodes.length);
     const buildUsed = buildCpu.done();
-    const burst = pool.firstOf(nodes, (what, text) => what.endsWith('.m1.a') && text === 'burst', PHASE_MS);
-    const t2 = wallNow();
-    await putAll(
-      bus.nc,
-      'bench_floor_config',
-      nodes.map((n) => [`${n}.m1.a`, bytes('burst')] as [string, Uint8Array]),
-    );
-    const burstSpread = spreadOf(await burst, t2, nodes.length);
+    // One config value put on every node at once, timed to each watcher's sighting of it.
+    const burstOf = async (text: string) => {
+      const seen = pool.firstOf(nodes, (what, said) => what.endsWith('.m1.a') && said === text, PHASE_MS);
+      const t = wallNow();
+      await putAll(
+        bus.nc,
+        'bench_floor_config',
+        nodes.map((n) => [`${n}.m1.a`, bytes(text)] as [string, Uint8Array]),
+      );
+      return spreadOf(await seen, t, nodes.length);
+    };
+    const burstSpread = await burstOf('burst');
     // Again, each watcher now answering the change as a client does: its report put and two notices.
-    const reported = pool.firstOf(nodes, (what, text) => what.endsWith('.m1.a') && text === 'burst-report', PHASE_MS);
-    const t4 = wallNow();
-    await putAll(
-      bus.nc,
-      'bench_floor_config',
-      nodes.map((n) => [`${n}.m1.a`, bytes('burst-report')] as [string, Uint8Array]),
-    );
-    const burstReport = spreadOf(await reported, t4, nodes.length);
+    const burstReport = await burstOf('burst-report');
     return {
       cold,
       coldCpu: coldUsed,

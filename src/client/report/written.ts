@@ -87,7 +87,7 @@ export class WrittenRecord {
   /** A need put (`value`) or deleted (undefined). */
   need(key: string, value: string | undefined): void {
     const needs = this.#written.needs;
-    if (needs.get(key) === value && (value !== undefined || !needs.has(key))) return;
+    if (value === undefined ? !needs.has(key) : needs.get(key) === value) return;
     if (value === undefined) needs.delete(key);
     else needs.set(key, value);
     this.#changed();

@@ -90,10 +90,7 @@ export class BusPace {
       // unanswered for seconds, and each one given up for it was asked again every 0.25 s.
       (err: unknown) => {
         // Refused: not this login's to read (no look asks it again; the last stream read stands for it).
-        if (!isTimeout(err)) {
-          this.#unreadable.add(looked);
-          this.#readable.delete(looked);
-        }
+        if (!isTimeout(err)) this.refusedRead(looked);
         return isTimeout(err);
       },
     );
@@ -104,6 +101,7 @@ export class BusPace {
   /** This login may not read `stream`'s info (its bucket check was refused): no look asks it. */
   refusedRead(stream: string): void {
     this.#unreadable.add(stream);
+    this.#readable.delete(stream);
   }
 
   /** A create was answered `ms` after it was asked (in time, or after it was given up). */
