@@ -1,6 +1,6 @@
 // When one watch gives up a consumer create left unanswered (shared/bus/watch/remake.ts says why a create
 // is given up at all): the waits, and what makes a watch wait longer.
-import type { BusPace } from './pace.ts';
+import type { BusPace, StreamLook } from './pace.ts';
 
 /** How long a create waits for its answer before it is given up, on a cluster that seems calm. */
 export const REMAKE_GIVE_UP_MS = 1500;
@@ -55,7 +55,7 @@ export class GiveUpRule {
   }
 
   /**
-   * Whether a create about to be given up first has its stream looked at (BusPace.wholeStream): on a
+   * Whether a create about to be given up first has its stream looked at (BusPace.look): on a
    * calm cluster, with the connection up. A create comes late from a bus busy with a fleet's starts,
    * and never from a server gone; a stream whose every replica is current and heard from has none
    * gone, so its create is most likely late and waits the patience more (patience()). Giving late
@@ -79,9 +79,9 @@ export class GiveUpRule {
     return Math.min(REMAKE_GIVE_UP_MS * 2 ** this.#givenUp, this.ceiling);
   }
 
-  /** Whether `stream` looks whole: its create waits on (looksFirst). */
-  wholeStream(stream: string): Promise<boolean> {
-    return this.pace.wholeStream(stream);
+  /** What a look at `stream` finds: whole, its create waits on (looksFirst); alone, until its answer comes. */
+  look(stream: string): Promise<StreamLook> {
+    return this.pace.look(stream);
   }
 
   /** A create was given up: the wait before the consumer is reset again. */

@@ -23,8 +23,18 @@ export const REMAKE_UNSETTLED_MS = 20_000;
  */
 export const REPLICA_SILENT_MS = 2500;
 
-/** A stream's cluster as its info says it (the fields read here). */
+/** A stream's cluster as its info says it (the fields read here); none at all from a server in no cluster. */
 export type StreamCluster = { replicas?: { current: boolean; offline?: boolean; active: number }[] };
+
+/**
+ * What a look at a stream's replicas found (BusPace.look): a server `gone` (or the look refused);
+ * every replica `whole` (or the look unanswered: a slow bus); or the create's server `alone` and
+ * answering — a stream of one server, its own look answered by it, or a server in no cluster.
+ */
+export type StreamLook = 'gone' | 'whole' | 'alone';
+
+/** One read of a stream's cluster for a look: what it found, or why it found nothing. */
+type LookRead = { cluster: StreamCluster | undefined } | 'unanswered' | 'refused';
 
 /**
  * Reads a stream's cluster, waiting at most `ms`: rejects when the read is unanswered or refused
@@ -33,7 +43,7 @@ export type StreamCluster = { replicas?: { current: boolean; offline?: boolean; 
 export type ReadCluster = (stream: string, ms: number) => Promise<StreamCluster | undefined>;
 
 /**
- * How long a look at a stream's replicas waits for its answer (wholeStream). A stream whose leader
+ * How long a look at a stream's replicas waits for its answer (look). A stream whose leader
  * is gone leaves it unanswered; a bus busy with a fleet's starts answers a stream info in well under
  * this while its creates come seconds late.
  */
@@ -49,14 +59,20 @@ export class BusPace {
   /** The watches whose create waits for its answer now. */
   readonly #waiting = new Set<object>();
   /** The latest look at each stream's replicas: asked when, and what it found. */
-  readonly #looks = new Map<string, { at: number; whole: Promise<boolean> }>();
+  readonly #looks = new Map<string, { at: number; read: Promise<LookRead> }>();
   /** The streams whose info this connection read, the latest last; and those it may not read. */
   readonly #readable = new Set<string>();
   readonly #unreadable = new Set<string>();
+  /**
+   * Whether the stream info this connection read last names no cluster: its JetStream is one server
+   * in no cluster, every consumer made on the server that answered (a look would ask nothing new, and
+   * under a thousand starts on one server its answer came past LOOK_ANSWER_MS).
+   */
+  #inNoCluster = false;
 
   constructor(
     private readonly now: () => number = Date.now,
-    /** How this connection reads a stream's cluster; without one, no create waits on a look (wholeStream). */
+    /** How this connection reads a stream's cluster; without one, no create waits on a look (look). */
     private readonly readCluster?: ReadCluster,
   ) {}
 
@@ -67,35 +83,53 @@ export class BusPace {
 
   /**
    * Whether `stream` has every replica current and heard from (sawStream), by a look at its info:
-   * false when the look shows a server gone or is refused; a look left unanswered LOOK_ANSWER_MS
-   * says the bus is slow, and the create waits on.
+   * `gone` when the look shows a server gone or is refused; a look left unanswered LOOK_ANSWER_MS
+   * says the bus is slow, and the create waits on (`whole`). A look answered by a stream of one
+   * server is `alone`: the server its consumer is made on answered, so its create comes late, never
+   * not at all; and so is every stream, unlooked at, once a stream info read named no cluster.
    * A stream this login may not read (a node's share of a shared bucket, DESIGN §11) is judged by
    * the stream this connection read last instead — `init --replicas 3` places every bucket on the
-   * same three servers — and none read, it is not whole. A look asked within LOOK_REUSE_MS is the
+   * same three servers — and none read, it is `gone`. A look asked within LOOK_REUSE_MS is the
    * answer of every watch of that stream on the connection.
    */
-  wholeStream(stream: string): Promise<boolean> {
+  look(stream: string): Promise<StreamLook> {
+    // A JetStream in no cluster has one server, and it answers this connection: nothing to look at.
+    if (this.#inNoCluster) return Promise.resolve('alone');
     const looked = this.#unreadable.has(stream) ? [...this.#readable].at(-1) : stream;
-    if (looked === undefined || !this.readCluster) return Promise.resolve(false);
-    const recent = this.#looks.get(looked);
-    if (recent && this.now() - recent.at < LOOK_REUSE_MS) return recent.whole;
-    const whole = this.readCluster(looked, LOOK_ANSWER_MS).then(
-      (cluster) => {
-        this.sawStream(cluster, looked);
-        return !this.unsettled();
+    if (looked === undefined || !this.readCluster) return Promise.resolve('gone');
+    let recent = this.#looks.get(looked);
+    if (!recent || this.now() - recent.at >= LOOK_REUSE_MS) {
+      recent = { at: this.now(), read: this.#read(looked) };
+      this.#looks.set(looked, recent);
+    }
+    return recent.read.then((read) => {
+      if (read === 'unanswered') return 'whole';
+      if (read === 'refused' || this.unsettled()) return 'gone';
+      // One server holds the stream and its consumers, and it answered; a stand-in stream's one
+      // server says so of the create's own stream only on a bus in no cluster (its info names none).
+      const alone = read.cluster === undefined || (looked === stream && (read.cluster.replicas ?? []).length === 0);
+      return alone ? 'alone' : 'whole';
+    });
+  }
+
+  /** One read of `stream`'s cluster for look: what it found, or why it found nothing. */
+  #read(stream: string): Promise<LookRead> {
+    return this.readCluster!(stream, LOOK_ANSWER_MS).then(
+      (cluster): LookRead => {
+        this.sawStream(cluster, stream);
+        return { cluster };
       },
       // Unanswered, the bus is slow, not short of a server: a server gone takes its streams'
       // leadership with it, and its peers tell the connection at once (the cluster changed, and
       // the create is given up then). A thousand clients started at once on two cores left looks
       // unanswered for seconds, and each one given up for it was asked again every 0.25 s.
-      (err: unknown) => {
+      (err: unknown): LookRead => {
+        if (isTimeout(err)) return 'unanswered';
         // Refused: not this login's to read (no look asks it again; the last stream read stands for it).
-        if (!isTimeout(err)) this.refusedRead(looked);
-        return isTimeout(err);
+        this.refusedRead(stream);
+        return 'refused';
       },
     );
-    this.#looks.set(looked, { at: this.now(), whole });
-    return whole;
   }
 
   /** This login may not read `stream`'s info (its bucket check was refused): no look asks it. */
@@ -150,6 +184,7 @@ export class BusPace {
   unsettle(): void {
     this.#answers = [];
     this.#looks.clear();
+    this.#inNoCluster = false;
     this.#unsettledUntil = this.now() + REMAKE_UNSETTLED_MS;
   }
 
@@ -159,15 +194,16 @@ export class BusPace {
   }
 
   /**
-   * A stream's info was read (`stream`, readable again for wholeStream if it was not): a replica offline, behind or
+   * A stream's info was read (`stream`, readable again for look if it was not): a replica offline, behind or
    * silent past REPLICA_SILENT_MS is a server gone, and the cluster unsettled (what the answers taught
-   * since is kept: this is no new change).
+   * since is kept: this is no new change); no cluster named, its JetStream is one server in none.
    */
   sawStream(cluster: StreamCluster | undefined, stream?: string): void {
     if (stream !== undefined) {
       this.#unreadable.delete(stream);
       this.#readable.delete(stream);
       this.#readable.add(stream);
+      this.#inNoCluster = cluster === undefined;
     }
     const gone = (cluster?.replicas ?? []).some((r) => r.offline === true || !r.current || r.active / 1e6 > REPLICA_SILENT_MS);
     if (gone) this.#unsettledUntil = Math.max(this.#unsettledUntil, this.now() + REMAKE_UNSETTLED_MS);
