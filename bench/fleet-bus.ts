@@ -69,9 +69,11 @@ export function apiAsksFrom(bus: FleetBus): { done(nodes: number): Promise<Recor
       const kind =
         t[3] === 'INFO' || t[3] === 'CREATE'
           ? t.slice(2, 5).join('.')
-          : t[2] === 'DIRECT' || t[2] === 'INFO'
-            ? t.slice(2, 4).join('.')
-            : t.slice(2, t[3] === 'DURABLE' ? 5 : 4).join('.');
+          : t[2] === 'DIRECT'
+            ? t.slice(2, 5).join('.')
+            : t[2] === 'INFO'
+              ? t.slice(2, 4).join('.')
+              : t.slice(2, t[3] === 'DURABLE' ? 5 : 4).join('.');
       counts.set(kind, (counts.get(kind) ?? 0) + 1);
     },
   });

@@ -4,15 +4,27 @@
 // would (its meta by last_by_subj, then each chunk by next_by_subj): the bus's own work for a new
 // build, which the mesh's client does too. A value changed to `report.text` is, once seen, answered as
 // a client answers a change (DESIGN §7): a report-sized entry put in `report.bucket` and its two
-// notices published — the bus's own work for a change, which the burst's second floor holds.
+// notices published — the bus's own work for a change, which the burst's second floor holds. With
+// `cold`, each plan found at the start has its archive fetched, its report and needs put and its
+// notice published before the watcher says it caught up: the bus's work of a client's cold start.
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm, type KvWatchEntry } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Watch } from '../src/shared/bus/watch/types.ts';
 import type { Seen } from './fleet-worker.ts';
 
-/** What a floor watcher watches, the build whose plans have their archive fetched (the others are only seen), and the value it reports. */
-export type FloorBuckets = { plans: string; config: string; fetchBuild: string; report: FloorReport };
+/**
+ * What a floor watcher watches, the build whose plans have their archive fetched (the others are only
+ * seen), the value it reports, and, with `cold`, what it does for each plan it finds at its start.
+ */
+export type FloorBuckets = { plans: string; config: string; fetchBuild: string; report: FloorReport; cold?: FloorColdWork };
+
+/**
+ * The bus's work of a client's cold start for each plan (DESIGN §7): the plan's archive fetched, its
+ * report (`report.bytes`) put, `needs` needs of `needBytes` each put in `bucket`, every put acked,
+ * then the `applied` notice; the watcher says `caught-up` once every plan found at its start has had it.
+ */
+export type FloorColdWork = { bucket: string; needs: number; needBytes: number };
 
 /** A value that, once a watcher has seen it, is reported: `bytes` put as `<node>.<module>` in `bucket`, and a notice on `subject`.changed/.applied. */
 export type FloorReport = { text: string; bucket: string; bytes: number; subject: string };
@@ -86,14 +98,34 @@ export async function startFloorWatcher(nc: NatsConnection, node: string, bucket
   };
   const jsm = jetstreamManager(nc, { checkAPI: false, timeout: 10_000 });
   const builds = new Map<string, string>();
+  const archiveOf = (e: KvWatchEntry) => {
+    const ref = /"ref":"obj:\/\/([^/"]+)\/([^"]+)"/.exec(decoder.decode(e.value));
+    return ref ? retried(node, sink, async () => fetchObject(await jsm, ref[1]!, ref[2]!)) : Promise.resolve(0);
+  };
+  // The cold start's work for each plan found at the start (FloorColdWork), done before `caught-up` is said.
+  const coldWork: Promise<unknown>[] = [];
+  const onColdPlan = (e: KvWatchEntry, cold: FloorColdWork) => {
+    const module = e.key.slice(node.length + 1);
+    const needBytes = reportBytes.subarray(0, cold.needBytes);
+    const work = archiveOf(e)
+      .then(async () => {
+        const [kv, needs] = await Promise.all([reports, kvm.open(cold.bucket)]);
+        await Promise.all([
+          kv.put(`${node}.${module}`, reportBytes),
+          ...Array.from({ length: cold.needs }, (_, i) => needs.put(`${node}.${module}.config.k${i}`, needBytes)),
+        ]);
+        nc.publish(`${report.subject}.applied.${node}.${module}`, reportBytes);
+      })
+      .catch((err: unknown) => sink.seen([node, 'cold-failed', String(err), wallNow()]));
+    coldWork.push(work);
+  };
   const onPlan = (e: KvWatchEntry) => {
     const build = e.value.length > 0 ? buildOf(e.value) : '';
     const before = builds.get(e.key);
     builds.set(e.key, build);
+    if (before === undefined && build !== '' && buckets.cold) return onColdPlan(e, buckets.cold);
     if (before === undefined || before === build || build !== fetchBuild) return;
-    const ref = /"ref":"obj:\/\/([^/"]+)\/([^"]+)"/.exec(decoder.decode(e.value));
-    if (!ref) return;
-    void retried(node, sink, async () => fetchObject(await jsm, ref[1]!, ref[2]!)).then(
+    void archiveOf(e).then(
       () => sink.seen([node, 'archive', build, wallNow()]),
       (err: unknown) => sink.seen([node, 'archive-failed', String(err), wallNow()]),
     );
@@ -117,5 +149,6 @@ export async function startFloorWatcher(nc: NatsConnection, node: string, bucket
     follow(plans, `${node}.*`, (e) => (e.value.length > 0 ? buildOf(e.value) : ''), onPlan),
     follow(config, `${node}.>`, (e) => decoder.decode(e.value), onValue),
   ]);
+  await Promise.all(coldWork);
   sink.seen([node, 'caught-up', '', wallNow()]);
 }

@@ -29,6 +29,8 @@ export type FleetFigures = {
   /** What the bus carried per node for the new build and for the burst (from the change to every engine having it). */
   perChange: { build: Traffic; burst: Traffic };
   coldFloorMs: number;
+  /** The floor again from the start, each watcher doing a client's cold bus work for every plan (archive, report, needs): when the last caught up, and the CPU. */
+  coldFloorWork: { ms: number; cpu: ColdCpu; retried: number; failed: number };
   /** The worst worker's event-loop delay over the run, in ms (many clients share a process in the bench, not in a fleet). */
   loopDelay: { p99: number; max: number };
   build: Spread;
@@ -44,6 +46,9 @@ export type FleetFigures = {
   /** CPU seconds from the new build's publish to the last engine (the clients'), to the last archive fetched (the floor's). */
   buildCpu: ColdCpu;
   buildFloorCpu: ColdCpu;
+  /** CPU seconds from the burst's first put to the last engine (the clients'), to the last reporting watcher (the floor's). */
+  burstCpu: ColdCpu;
+  burstFloorCpu: ColdCpu;
   /** The new build's steps (bench/fleet-trace.ts), as markdown rows. */
   buildSteps: string[];
   /** The 1-minute load average at the end of each phase. */
@@ -101,6 +106,13 @@ export function tableOf(f: FleetFigures): string[] {
       ms(f.coldFloorMs),
       met(f.coldMissing === 0 && f.coldMs <= 2 * f.coldFloorMs),
     ],
+    [
+      "… against the floor whose watchers also do a client's cold bus work (each plan's archive, its report and needs)",
+      '≤ 2× floor',
+      `${(f.coldMs / f.coldFloorWork.ms).toFixed(2)}×`,
+      `${ms(f.coldFloorWork.ms)}; CPU ${cpu(f.coldFloorWork.cpu)} (${f.coldFloorWork.retried} watchers asked again, ${f.coldFloorWork.failed} failed)`,
+      met(f.coldMissing === 0 && f.coldMs <= 2 * f.coldFloorWork.ms),
+    ],
     ['cold: JetStream API calls per node (errors)', 'printed', `${(f.coldApi.total / n).toFixed(1)} (${(f.coldApi.errors / n).toFixed(1)})`, '', ''],
     ['cold: CPU used meanwhile (2 cores shared by all)', 'printed', cpu(f.coldCpu), cpu(f.coldFloorCpu), ''],
     [
@@ -144,6 +156,13 @@ export function tableOf(f: FleetFigures): string[] {
       `${(f.burst.max / f.burstFloorReport.max).toFixed(2)}×`,
       spread(f.burstFloorReport),
       met(f.burst.missing === 0 && f.burst.max <= 2 * f.burstFloorReport.max),
+    ],
+    [
+      'CPU per node for the burst: workers / nats-server',
+      'printed',
+      `${perNodeMs(f.burstCpu.workersS, n)} / ${perNodeMs(f.burstCpu.natsS, n)}`,
+      `${perNodeMs(f.burstFloorCpu.workersS, n)} / ${perNodeMs(f.burstFloorCpu.natsS, n)} (each watcher reporting)`,
+      '',
     ],
     ['bus per node for the new build / the burst (delivered; taken in)', 'printed', `${traffic(f.perChange.build)} / ${traffic(f.perChange.burst)}`, '', ''],
     ['idle: bus messages/s per node (delivered)', '≤ 0.2', p.msgsPerS.toFixed(2), `seat alone: ${f.base.msgsPerS.toFixed(1)}/s in all`, met(p.msgsPerS <= 0.2)],

@@ -18,6 +18,10 @@ export function summaryOf(all: FleetFigures[]): string[] {
       (f) => `${s(f.coldMs)} vs ${s(f.coldFloorMs)}: ${x(f.coldMs, f.coldFloorMs)}${f.coldMissing ? `, ${f.coldMissing} never` : ''}`,
     ],
     [
+      "cold: all applied vs the floor that does a client's cold bus work",
+      (f) => `${s(f.coldMs)} vs ${s(f.coldFloorWork.ms)}: ${x(f.coldMs, f.coldFloorWork.ms)}`,
+    ],
+    [
       'new build: max vs the floor max (goal ≤ 2×)',
       (f) => `${f.build.max.toFixed(0)} vs ${f.buildFloor.max.toFixed(0)} ms: ${x(f.build.max, f.buildFloor.max)}`,
     ],

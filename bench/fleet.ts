@@ -12,10 +12,11 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kvm } from '@nats-io/kv';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { APPLIED, CONFIG, PLANS } from '../src/shared/contract/buckets.ts';
+import { APPLIED, CONFIG, NEEDS, PLANS } from '../src/shared/contract/buckets.ts';
 import { bytes, fleetEntries, loadFleet, moduleName, MODULES_N, nodeName, publishBuild, putAll } from './fleet-load.ts';
 import { apiAsksFrom, apiCalls, hearAlive, idleMessageKinds, trafficFrom, measureQuiet, sampleUsage, startFleetBus, type FleetBus } from './fleet-bus.ts';
 import { startPool, type Pool } from './fleet-pool.ts';
+import type { FloorBuckets, FloorColdWork } from './fleet-floor.ts';
 import { growthOf, spreadOf, tableOf, type ColdCpu, type FleetFigures } from './fleet-rows.ts';
 import { wallNow } from './fleet-worker.ts';
 import { traceBuild } from './fleet-trace.ts';
@@ -32,6 +33,13 @@ const PHASE_MS = numberArg('phase-s', 120) * 1000;
 const AT_ONCE = numberArg('at-once', 0);
 /** The size of the report a floor watcher puts for a change: a fleet module's report measured 1,113 bytes (the run logs the client's own). */
 const FLOOR_REPORT_BYTES = 1100;
+/**
+ * The needs a floor watcher puts for each plan at its cold start, and their size: a fleet module's
+ * client put 3, stored as 171 bytes each, as the floor's 100-byte values under its shorter bucket
+ * name are (the run logs the clients' own).
+ */
+const FLOOR_NEEDS = 3;
+const FLOOR_NEED_BYTES = 100;
 
 /** The bus's floor: the same plans and values, to N plain watchers on their own connections. */
 async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: number) {
@@ -47,47 +55,27 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
       for (const node of nodes) for (let j = 0; j < MODULES_N; j++) yield [`${node}.${moduleName(j)}`, bytes(plan)] as [string, Uint8Array];
     })(),
   );
-  const pool = startPool(workers);
+  const report = { text: 'burst-report', bucket: 'bench_floor_applied', bytes: FLOOR_REPORT_BYTES, subject: 'bench.floor' };
+  const buckets: FloorBuckets = { plans: 'bench_floor_plans', config: 'bench_floor_config', fetchBuild: '3', report };
+  let pool: Pool | undefined;
   try {
-    const caughtUp = pool.firstOf(nodes, (what) => what === 'caught-up', PHASE_MS);
-    // A watch whose consumer was not made within nats.js's 5 s is asked for again (bench/fleet-floor.ts): the nodes that needed it.
-    const retried = pool.nodesSeen((what) => what === 'retry');
-    const failed = pool.nodesSeen((what) => what === 'floor-failed');
-    const cpu = coldCpu(bus, pool);
-    const t0 = wallNow();
-    // As the clients' phase does: a watcher still asking for its watch does not hold the phase past its end.
-    const started = pool.start(nodes, (share) => ({
-      type: 'floor',
-      url: bus.nats.url,
-      nodes: share,
-      buckets: {
-        plans: 'bench_floor_plans',
-        config: 'bench_floor_config',
-        fetchBuild: '3',
-        report: { text: 'burst-report', bucket: 'bench_floor_applied', bytes: FLOOR_REPORT_BYTES, subject: 'bench.floor' },
-      },
-      atOnce: atOnceOf(workers),
-    }));
-    await Promise.race([started, caughtUp]);
-    const cold = spreadOf(await caughtUp, t0, nodes.length).max;
-    const coldUsed = cpu.done();
-    const coldLoad = loadNow();
-    const coldRetried = retried.done().size;
-    const coldFailed = failed.done().size;
-    const built = pool.firstOf(nodes, (what, text) => what.endsWith('.m0') && text === '2', PHASE_MS);
+    const first = await floorColdPass(bus, nodes, workers, buckets);
+    const running = (pool = first.pool);
+    const { cold, cpu: coldUsed, load: coldLoad, retried: coldRetried, failed: coldFailed } = first;
+    const built = running.firstOf(nodes, (what, text) => what.endsWith('.m0') && text === '2', PHASE_MS);
     const t1 = wallNow();
     const writes = await putPlans(bus, nodes, plan, '2');
     const build = spreadOf(await built, t1, nodes.length);
     // Again, each watcher now fetching the archive its changed plan names, as a client does: a phase of its own.
-    const fetched = pool.firstOf(nodes, (what, text) => what === 'archive' && text === '3', PHASE_MS);
-    const buildCpu = coldCpu(bus, pool);
+    const fetched = running.firstOf(nodes, (what, text) => what === 'archive' && text === '3', PHASE_MS);
+    const buildCpu = coldCpu(bus, running);
     const t3 = wallNow();
     await putPlans(bus, nodes, plan, '3');
     const buildArchive = spreadOf(await fetched, t3, nodes.length);
     const buildUsed = buildCpu.done();
     // One config value put on every node at once, timed to each watcher's sighting of it.
     const burstOf = async (text: string) => {
-      const seen = pool.firstOf(nodes, (what, said) => what.endsWith('.m1.a') && said === text, PHASE_MS);
+      const seen = running.firstOf(nodes, (what, said) => what.endsWith('.m1.a') && said === text, PHASE_MS);
       const t = wallNow();
       await putAll(
         bus.nc,
@@ -98,7 +86,17 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
     };
     const burstSpread = await burstOf('burst');
     // Again, each watcher now answering the change as a client does: its report put and two notices.
+    const burstCpu = coldCpu(bus, running);
     const burstReport = await burstOf('burst-report');
+    const burstUsed = burstCpu.done();
+    await running.stop();
+    pool = undefined;
+    // Again from the start, each watcher now doing a client's cold work for every plan it finds: the
+    // archive, the report and the needs (as many and as large as the clients' own, logged by the run).
+    await kvm.create('bench_floor_needs');
+    const work: FloorColdWork = { bucket: 'bench_floor_needs', needs: FLOOR_NEEDS, needBytes: FLOOR_NEED_BYTES };
+    const full = await floorColdPass(bus, nodes, workers, { ...buckets, cold: work });
+    pool = full.pool;
     return {
       cold,
       coldCpu: coldUsed,
@@ -111,16 +109,39 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
       writes,
       burst: burstSpread,
       burstReport,
+      burstCpu: burstUsed,
+      coldWork: { ms: full.cold, cpu: full.cpu, retried: full.retried, failed: full.failed },
     };
   } finally {
-    await pool.stop();
+    await pool?.stop();
     // Gone with their streams: the watchers' consumers would otherwise count as the fleet's for minutes.
     // A stream with thousands of consumers takes the server more than the API's default 5 s to delete.
     // Unchecked (an account info waits behind the same queue), and a delete still unanswered is said, not the run's end:
     // at 1,000 at once the floor's own consumers kept the server from answering within the 2 minutes.
     const jsm = await jetstreamManager(bus.nc, { timeout: 120_000, checkAPI: false });
-    for (const b of ['bench_floor_plans', 'bench_floor_config', 'bench_floor_applied'])
+    for (const b of ['bench_floor_plans', 'bench_floor_config', 'bench_floor_applied', 'bench_floor_needs'])
       await jsm.streams.delete(`KV_${b}`).catch((err: unknown) => log(`the floor's stream KV_${b} not deleted: ${String(err)}`));
+  }
+}
+
+/** Starts a floor watcher (`buckets`) for every node on a fresh pool; resolves once each said it caught up, with the pool still running. */
+async function floorColdPass(bus: FleetBus, nodes: string[], workers: number, buckets: FloorBuckets) {
+  const pool = startPool(workers);
+  const caughtUp = pool.firstOf(nodes, (what) => what === 'caught-up', PHASE_MS);
+  // A watch whose consumer was not made within nats.js's 5 s is asked for again (bench/fleet-floor.ts): the nodes that needed it.
+  const retried = pool.nodesSeen((what) => what === 'retry');
+  const failed = pool.nodesSeen((what) => what === 'floor-failed' || what === 'cold-failed');
+  const cpu = coldCpu(bus, pool);
+  const t0 = wallNow();
+  try {
+    // As the clients' phase does: a watcher still asking for its watch does not hold the phase past its end.
+    const started = pool.start(nodes, (share) => ({ type: 'floor', url: bus.nats.url, nodes: share, buckets, atOnce: atOnceOf(workers) }));
+    await Promise.race([started, caughtUp]);
+    const cold = spreadOf(await caughtUp, t0, nodes.length).max;
+    return { pool, cold, cpu: cpu.done(), load: loadNow(), retried: retried.done().size, failed: failed.done().size };
+  } catch (err) {
+    await pool.stop();
+    throw err;
   }
 }
 
@@ -189,6 +210,10 @@ async function runSize(n: number): Promise<FleetFigures> {
     const api1 = await apiCalls(bus);
     const coldApi = { total: api1.total - api0.total, errors: api1.errors - api0.errors };
     const coldAsks = await asks.done(n);
+    const needs = (await jetstreamManager(bus.nc).then((jsm) => jsm.streams.info(`KV_${NEEDS}`))).state;
+    log(
+      `N=${n}: the clients put ${(needs.messages / (n * MODULES_N)).toFixed(2)} needs a module, ${(needs.bytes / Math.max(1, needs.messages)).toFixed(0)} bytes each as stored (the floor's cold work: ${FLOOR_NEEDS} of ${FLOOR_NEED_BYTES}-byte values)`,
+    );
     log(
       `N=${n}: cold ${coldMs.toFixed(0)} ms${coldMissing ? `, ${coldMissing} modules never` : ''}; JetStream API asks a node by kind ${JSON.stringify(coldAsks)}`,
     );
@@ -215,6 +240,7 @@ async function runSize(n: number): Promise<FleetFigures> {
     seat = sampleUsage(bus.seat.child.pid!);
     const burst = pool.firstOf(nodes, (what, text) => what === 'm1' && text.includes('value burst'), PHASE_MS);
     const burstTraffic = await trafficFrom(bus);
+    const burstCpu = coldCpu(bus, p);
     const t2 = wallNow();
     await putAll(
       bus.nc,
@@ -222,6 +248,7 @@ async function runSize(n: number): Promise<FleetFigures> {
       nodes.map((node) => [`${node}.m1.a`, bytes('burst')] as [string, Uint8Array]),
     );
     const burstSpread = spreadOf(await burst, t2, n);
+    const burstUsed = burstCpu.done();
     const report = await (await kvm.open(APPLIED)).get(`${nodes[0]}.m1`);
     log(`N=${n}: a client's report of m1 is ${report?.value.length ?? 0} bytes; the floor's is ${FLOOR_REPORT_BYTES}`);
     const seatBurst = seat.done();
@@ -245,6 +272,7 @@ async function runSize(n: number): Promise<FleetFigures> {
       perChange: { build: buildBus, burst: burstBus },
       loopDelay: await pool.loopDelay(),
       coldFloorMs: floor.cold,
+      coldFloorWork: floor.coldWork,
       build,
       buildFloor: floor.build,
       buildFloorArchive: floor.buildArchive,
@@ -254,6 +282,8 @@ async function runSize(n: number): Promise<FleetFigures> {
       buildSteps,
       buildCpu: buildUsed,
       buildFloorCpu: floor.buildCpu,
+      burstCpu: burstUsed,
+      burstFloorCpu: floor.burstCpu,
       load: { floor: floor.coldLoad, cold: coldLoad, build: buildLoad, burst: burstLoad },
       burst: burstSpread,
       burstFloor: floor.burst,
