@@ -60,8 +60,17 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
   let pool: Pool | undefined;
   try {
     const first = await floorColdPass(bus, nodes, workers, buckets);
-    const running = (pool = first.pool);
+    pool = first.pool;
     const { cold, cpu: coldUsed, load: coldLoad, retried: coldRetried, failed: coldFailed } = first;
+    await first.pool.stop();
+    pool = undefined;
+    // Again from the start, each watcher now doing a client's cold work for every plan it finds: the
+    // archive, the report and the needs (as many and as large as the clients' own, logged by the run).
+    // These watchers go on to the build and the burst: a change's report then replaces one, as a client's does.
+    await kvm.create('bench_floor_needs');
+    const work: FloorColdWork = { bucket: 'bench_floor_needs', needs: FLOOR_NEEDS, needBytes: FLOOR_NEED_BYTES };
+    const full = await floorColdPass(bus, nodes, workers, { ...buckets, cold: work });
+    const running = (pool = full.pool);
     const built = running.firstOf(nodes, (what, text) => what.endsWith('.m0') && text === '2', PHASE_MS);
     const t1 = wallNow();
     const writes = await putPlans(bus, nodes, plan, '2');
@@ -89,14 +98,6 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
     const burstCpu = coldCpu(bus, running);
     const burstReport = await burstOf('burst-report');
     const burstUsed = burstCpu.done();
-    await running.stop();
-    pool = undefined;
-    // Again from the start, each watcher now doing a client's cold work for every plan it finds: the
-    // archive, the report and the needs (as many and as large as the clients' own, logged by the run).
-    await kvm.create('bench_floor_needs');
-    const work: FloorColdWork = { bucket: 'bench_floor_needs', needs: FLOOR_NEEDS, needBytes: FLOOR_NEED_BYTES };
-    const full = await floorColdPass(bus, nodes, workers, { ...buckets, cold: work });
-    pool = full.pool;
     return {
       cold,
       coldCpu: coldUsed,
