@@ -183,7 +183,7 @@ async function restartWith(server: NatsServer, change: (store: string) => void):
   await server.restart();
 }
 
-test('a watch’s consumer is made with a 30 s idle heartbeat, a lost one noticed after two missed (here 1 s: seconds)', async () => {
+test('a watch’s consumer is made with a 30 s idle heartbeat and its state in memory, a lost one noticed after two missed (here 1 s: seconds) and made again the same way', async () => {
   const quiet = await watchedBucket('quiet', ['one']);
   try {
     const consumer = await waitFor('the watch’s one consumer', async () => {
@@ -192,6 +192,8 @@ test('a watch’s consumer is made with a 30 s idle heartbeat, a lost one notice
     });
     assert.is(consumer.config.idle_heartbeat, nanos(WATCH_HEARTBEAT_MS));
     assert.is(WATCH_HEARTBEAT_MS, 30_000, 'an idle node costs one heartbeat a watch every 30 s (docs/scale.md)');
+    // No directory and files on the server's disk a consumer, nor a state write after each delivery (src/shared/bus/watch/internals.ts orderedConsumer).
+    assert.is(consumer.config.mem_storage, true, 'kept in memory');
     quiet.watch.stop();
   } finally {
     await quiet.nc.close();
@@ -213,6 +215,11 @@ test('a watch’s consumer is made with a 30 s idle heartbeat, a lost one notice
     assert.ok(Date.now() - since < 10_000);
     assert.equal(w.seen, ['one', 'two'], 'nothing delivered twice or lost');
     assert.equal(deletes(w.events), [], 'no key said gone: the stream was not wiped');
+    assert.equal(
+      (await consumersOf(w.nc, 'beat')).map((c) => c.config.mem_storage),
+      [true],
+      'made again in memory',
+    );
     assert.ok(
       w.log.lines.some((l) => /watch beat \(>\): no heartbeat/.test(l)),
       w.log.lines.join('\n'),
