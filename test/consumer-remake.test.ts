@@ -489,15 +489,21 @@ test('a stream of one server whose look it answered, or any stream of a bus whos
   }
 });
 
-test('a stand-in stream of one server says nothing of the stream it stands for on a cluster: that create waits as for a whole stream', async () => {
-  const clock = fakeClock();
+/** A watch of KV_config (not this login's to read) on a connection that read `read` (each stream's cluster), its create asked 1.5 s ago. */
+async function standInCreate(clock: ReturnType<typeof fakeClock>, read: [string, StreamCluster][]) {
   const { looks, pace } = fakeLooks(clock);
-  pace.sawStream({}, 'KV_plans');
+  for (const [stream, cluster] of read) pace.sawStream(cluster, stream);
   pace.refusedRead('KV_config');
   const f = fakeApi(clock);
   hastenRemakes(f.consumer, 'watch w', undefined, clock, undefined, pace);
   void f.internals.consumer.api.add('KV_config', config(2));
   await clock.advance(REMAKE_GIVE_UP_MS);
+  return { looks, pace, f };
+}
+
+test('a stand-in stream of one server says nothing of the stream it stands for on a cluster: that create waits as for a whole stream', async () => {
+  const clock = fakeClock();
+  const { looks, f } = await standInCreate(clock, [['KV_plans', {}]]);
   assert.equal(
     looks.map((l) => l.stream),
     ['KV_plans'],
@@ -559,14 +565,14 @@ test('a stream this login may not read is judged by the stream the connection re
   await clock.advance(0);
   assert.equal(looks, [], 'nothing asked of a stream not granted, nor of one never read');
   assert.equal(f.resets, [REMAKE_GIVE_UP_MS]);
-  const { looks: looks2, pace: pace2 } = fakeLooks(clock);
-  pace2.sawStream(whole, 'KV_registry');
-  pace2.sawStream(whole, 'KV_plans');
-  pace2.refusedRead('KV_config');
-  const g = fakeApi(clock);
-  hastenRemakes(g.consumer, 'watch v', undefined, clock, undefined, pace2);
-  void g.internals.consumer.api.add('KV_config', config(2));
-  await clock.advance(REMAKE_GIVE_UP_MS);
+  const {
+    looks: looks2,
+    pace: pace2,
+    f: g,
+  } = await standInCreate(clock, [
+    ['KV_registry', whole],
+    ['KV_plans', whole],
+  ]);
   assert.equal(
     looks2.map((l) => l.stream),
     ['KV_plans'],
