@@ -9,7 +9,7 @@
 //   node --import tsx bench/consumer-start-cost.ts [--nodes 300,1000] [--starts new,last,all,own]
 import { loadavg } from 'node:os';
 import { connect, createInbox, type NatsConnection } from '@nats-io/transport-node';
-import { jetstream, jetstreamManager, type ConsumerConfig } from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type ConsumerConfig } from '@nats-io/jetstream';
 import { startNats } from '../test/helpers/nats.ts';
 import { cpuSeconds, stringArg } from './lib.ts';
 
@@ -19,12 +19,12 @@ const SIZES = stringArg('nodes', '300,1000').split(',').map(Number);
 const STARTS = stringArg('starts', 'new,last,all,own').split(',');
 const node = (i: number) => `n${String(i).padStart(5, '0')}`;
 
-/** The deliver policy of node `i`'s consumer for `start`; `last` is the stream's last sequence. */
+/** The deliver policy of node `i`'s consumer for `start`. */
 function startOf(start: string, i: number): Partial<ConsumerConfig> {
-  if (start === 'new') return { deliver_policy: 'new' as ConsumerConfig['deliver_policy'] };
-  if (start === 'last') return { deliver_policy: 'last' as ConsumerConfig['deliver_policy'] };
-  if (start === 'all') return { deliver_policy: 'all' as ConsumerConfig['deliver_policy'] };
-  if (start === 'own') return { deliver_policy: 'by_start_sequence' as ConsumerConfig['deliver_policy'], opt_start_seq: i * KEYS + 1 };
+  if (start === 'new') return { deliver_policy: DeliverPolicy.New };
+  if (start === 'last') return { deliver_policy: DeliverPolicy.Last };
+  if (start === 'all') return { deliver_policy: DeliverPolicy.All };
+  if (start === 'own') return { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: i * KEYS + 1 };
   throw new Error(`--starts: ${start} is none of new, last, all, own`);
 }
 
@@ -61,7 +61,7 @@ async function measure(n: number, start: string): Promise<void> {
       await c.flush();
       await jsm.consumers.add('KV_c', {
         ...startOf(start, i),
-        ack_policy: 'none' as ConsumerConfig['ack_policy'],
+        ack_policy: AckPolicy.None,
         filter_subject: `$KV.c.${node(i)}.>`,
         deliver_subject: inbox,
         flow_control: true,

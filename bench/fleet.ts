@@ -60,10 +60,8 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
   let pool: Pool | undefined;
   try {
     const first = await floorColdPass(bus, nodes, workers, buckets);
-    pool = first.pool;
-    const { cold, cpu: coldUsed, load: coldLoad, retried: coldRetried, failed: coldFailed } = first;
     await first.pool.stop();
-    pool = undefined;
+    const { cold, cpu: coldUsed, load: coldLoad, retried: coldRetried, failed: coldFailed } = first;
     // Again from the start, each watcher now doing a client's cold work for every plan it finds: the
     // archive, the report and the needs (as many and as large as the clients' own, logged by the run).
     // These watchers go on to the build and the burst: a change's report then replaces one, as a client's does.

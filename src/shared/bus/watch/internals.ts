@@ -174,8 +174,8 @@ export function orderedConsumer(messages: ConsumerMessages): OrderedConsumer {
   // a directory and files made with every create, the state written again after every delivery. A
   // watch's consumer is made again after any loss, so the files kept nothing a watch needs; at 300
   // clients started at once nats-server's CPU a start went from 13–18 ms to 6 ms (docs/scale.md).
-  const config = inner.getConsumerOpts.bind(inner);
-  inner.getConsumerOpts = () => ({ ...config(), mem_storage: true });
+  const inFiles = inner.getConsumerOpts.bind(inner);
+  inner.getConsumerOpts = () => ({ ...inFiles(), mem_storage: true });
   // A tail watch's resets make deliver-new consumers until one is answered (beginAtTail).
   let atTail = false;
   const began = (config: ConsumerConfig, info: ConsumerInfo) => {
