@@ -110,6 +110,8 @@ test('on a calm cluster an unanswered create is given up after 1.5 s and the con
   const made = f.internals.consumer.api.add('KV_x', config(6));
   f.creates.at(-1)!.made();
   assert.is((await made).name, 'oc_6');
+  assert.match(lines.at(-1)!, `its consumer made after 4 creates given up, the first ${3 * (REMAKE_TIMEOUT_MS + REMAKE_AGAIN_MS)} ms before`);
+  assert.is(lines.length, 5, 'one line a give-up, and one once made');
   void f.internals.consumer.api.add('KV_x', config(7));
   const resets = f.resets.length;
   await f.clock.advance(REMAKE_GIVE_UP_MS - 1);

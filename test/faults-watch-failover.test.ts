@@ -57,8 +57,8 @@ type Bus = {
   running: Watch;
   /** The values the running watch saw, with when. */
   seen: Map<string, number>;
-  /** What the running watch said (its log lines, stamped). */
-  said: string[];
+  /** What the running watch said: its log lines, with when. */
+  said: { at: number; line: string }[];
 };
 
 const dirs: string[] = [];
@@ -94,7 +94,7 @@ async function startBus({ cluster, credentials }: Pick<Bus, 'cluster' | 'credent
   bus.node = await nodeConnection(bus, cluster.urls, 'running');
   bus.seen = new Map();
   bus.said = [];
-  const say = (level: string) => (line: string) => void bus.said.push(`${new Date().toISOString().slice(11, 23)} ${level} ${line}`);
+  const say = (level: string) => (line: string) => void bus.said.push({ at: Date.now(), line: `${level} ${line}` });
   const log = { warn: say('warn'), notice: say('notice'), debug: say('debug') };
   bus.running = await watchKv(bus.node, CONFIG, `${NODE}.>`, (e) => e.value && bus.seen.set(new TextDecoder().decode(e.value), Date.now()), log);
   await bus.running.caughtUp;
@@ -140,6 +140,28 @@ async function freshCommand(bus: Bus, url: string, what: string): Promise<Fresh>
   );
   if (run.code !== 0) throw new Error(`${what} exited ${run.code} after ${run.ms} ms: ${run.stderr}`);
   return { what, readyAt: Date.now(), value: /^v=(.*)$/m.exec(run.stdout)?.[1], said: run.stderr.trim() };
+}
+
+const GIVEN_UP = /^debug .*: a create of its consumer went unanswered for (\d+) ms; making its consumer under a new name$/;
+
+/**
+ * What a watch said since `killedAt`, a line each, in ms from the kill, give-ups in a row told in one
+ * line (a failure's message is cut short by CI's log: twenty give-ups must not hide the line after them).
+ */
+function brief(said: { at: number; line: string }[], killedAt: number): string {
+  const out: string[] = [];
+  for (let i = 0; i < said.length; ) {
+    const run: { at: number; ms: number }[] = [];
+    for (let m; i < said.length && (m = GIVEN_UP.exec(said[i]!.line)); i++) run.push({ at: said[i]!.at - killedAt, ms: Number(m[1]) });
+    if (run.length > 0) {
+      const waits = run.map((r) => r.ms);
+      out.push(`+${run[0]!.at}…+${run.at(-1)!.at} ms: ${run.length} creates given up, each unanswered for ${Math.min(...waits)}–${Math.max(...waits)} ms`);
+      continue;
+    }
+    out.push(`+${said[i]!.at - killedAt} ms: ${said[i]!.line}`);
+    i++;
+  }
+  return out.join('\n');
 }
 
 /** Figures of one round, in ms from the kill. */
@@ -197,7 +219,7 @@ async function round(bus: Bus, n: number): Promise<Round> {
     );
     assert.ok(
       seenAt !== undefined && seenAt <= deadline,
-      `${why}; the running watch saw ${value} ${seenAt ? `after ${ms(seenAt)} ms` : 'never'}; it said since the kill:\n${bus.said.slice(saidAtKill).join('\n')}`,
+      `${why}; the running watch saw ${value} ${seenAt ? `after ${ms(seenAt)} ms` : 'never'}; it said since the kill:\n${brief(bus.said.slice(saidAtKill), killedAt)}`,
     );
     return {
       victim: victim.name,

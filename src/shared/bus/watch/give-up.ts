@@ -90,10 +90,15 @@ export class GiveUpRule {
     return this.#givenUp++ === 0 ? 0 : REMAKE_AGAIN_MS;
   }
 
-  /** A create was answered with the consumer. */
-  made(): void {
+  /**
+   * A create was answered with the consumer: what the give-ups before it were (how many in a row,
+   * the first when), or undefined when there were none.
+   */
+  made(): { givenUp: number; firstAt: number } | undefined {
+    const before = this.#givenUp > 0 ? { givenUp: this.#givenUp, firstAt: this.#givenUpAt[0]! } : undefined;
     this.#givenUp = 0;
     this.#givenUpAt = [];
+    return before;
   }
 
   /** This watch's create waits for its answer (`on`), or no longer. */

@@ -203,7 +203,12 @@ class Remake {
     if (this.#live() || adopted) {
       this.#settle();
       this.#winner = info.name;
-      this.ctx.rule.made();
+      const before = this.ctx.rule.made();
+      // After give-ups, said: how long a watch went without its consumer through a failover.
+      if (before)
+        this.ctx.log?.debug?.(
+          `${this.ctx.what}: its consumer made${info.cluster?.leader ? ` on ${info.cluster.leader}` : ''} after ${before.givenUp} create${before.givenUp === 1 ? '' : 's'} given up, the first ${this.ctx.time.now() - before.firstAt} ms before`,
+        );
       return this.#resolve(info);
     }
     // A consumer given up, or a replaced re-make's, is one nobody holds.
