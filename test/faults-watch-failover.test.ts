@@ -150,7 +150,7 @@ const GIVEN_UP = /^debug .*: a create of its consumer went unanswered for (\d+) 
  */
 function brief(said: { at: number; line: string }[], killedAt: number): string {
   const out: string[] = [];
-  for (let i = 0; i < said.length; ) {
+  for (let i = 0; i < said.length;) {
     const run: { at: number; ms: number }[] = [];
     for (let m; i < said.length && (m = GIVEN_UP.exec(said[i]!.line)); i++) run.push({ at: said[i]!.at - killedAt, ms: Number(m[1]) });
     if (run.length > 0) {
