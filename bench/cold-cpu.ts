@@ -4,7 +4,7 @@
 // its CPU, the share of its helper threads, and its peak RSS. The bench's scale row (bench/scale-row.ts)
 // has the floors; this one puts an old and a new build on the same machine, minutes apart.
 //
-//   node build.mjs && node --import tsx bench/cold-cpu.ts [--modules N] [--rounds R] [--clients A.js,B.js]
+//   node build.mjs && node --import tsx bench/cold-cpu.ts [--modules N] [--rounds R] [--clients A.js,B.js] [--after-ms MS]
 //
 // The first start (not printed) writes every report and need; the ones printed find them written, as
 // a restarted node does, each the same work.
@@ -18,6 +18,8 @@ import { publishNode } from './scale-row.ts';
 const MODULES = numberArg('modules', 1000);
 const ROUNDS = numberArg('rounds', 2);
 const CLIENTS = stringArg('clients', join(ROOT, 'dist/client.js')).split(',');
+/** How long after every report was said the client's CPU is read again (what the start left for later). */
+const AFTER_MS = numberArg('after-ms', 3000);
 
 /** One start of `bundle` as `node`'s client, its cache emptied first: seconds to every report said, CPU, helpers' CPU, peak RSS. */
 async function coldStart(mesh: BenchMesh, bundle: string, node: string, socket: string) {
@@ -33,7 +35,18 @@ async function coldStart(mesh: BenchMesh, bundle: string, node: string, socket: 
   const started = now();
   const client = mesh.startClient(node, socket);
   await waitUntil(`${MODULES} reports`, () => said.size === MODULES, 300_000);
-  const run = { s: (now() - started) / 1000, cpu: cpuSeconds(client.pid!), helpers: helperCpuSeconds(client.pid!), rss: peakRssMiB(client.pid!) };
+  const run = {
+    s: (now() - started) / 1000,
+    cpu: cpuSeconds(client.pid!),
+    helpers: helperCpuSeconds(client.pid!),
+    rss: peakRssMiB(client.pid!),
+    after: 0,
+    afterOff: 0,
+  };
+  // The CPU of the AFTER_MS that follow, idle: what a start leaves for later (V8 compiling what went hot, the archive cache written behind the fills) is the start's too.
+  await new Promise((r) => setTimeout(r, AFTER_MS));
+  run.after = cpuSeconds(client.pid!) - run.cpu;
+  run.afterOff = helperCpuSeconds(client.pid!) - run.helpers;
   sub.unsubscribe();
   const exited = new Promise((r) => client.once('exit', r));
   client.kill('SIGTERM');
@@ -57,7 +70,7 @@ async function main(): Promise<void> {
           .join(' ');
         const r = await coldStart(mesh, bundle, node, socket);
         console.log(
-          `  ${bundle.replace(ROOT, '')}: ${r.s.toFixed(2)} s, client CPU ${r.cpu.toFixed(2)} s (off its main thread ${r.helpers.toFixed(2)} s), peak RSS ${r.rss.toFixed(0)} MiB; load average ${load}`,
+          `  ${bundle.replace(ROOT, '')}: ${r.s.toFixed(2)} s, client CPU ${r.cpu.toFixed(2)} s (off its main thread ${r.helpers.toFixed(2)} s; ${r.after.toFixed(2)} s more in the ${AFTER_MS / 1000} s after, idle, ${r.afterOff.toFixed(2)} s of it off the main thread), peak RSS ${r.rss.toFixed(0)} MiB; load average ${load}`,
         );
       }
     }
