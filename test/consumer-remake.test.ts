@@ -163,6 +163,34 @@ test('within 20 s of a cluster change an unanswered create is given up after 0.2
   assert.not.ok(settled);
 });
 
+test('a bus answering late after a cluster change: a give-up whose answer may still come does not halve the next wait, one older than the bus answers does', async () => {
+  const f = fakeApi();
+  const pace = new BusPace(f.clock.now);
+  const remakes = hastenRemakes(f.consumer, 'watch w', undefined, f.clock, undefined, pace);
+  remakes.clusterChanged();
+  void f.internals.consumer.api.add('KV_x', config(2));
+  await f.clock.advance(REMAKE_TIMEOUT_MS); // the first given up at 250 ms, reset at once
+  void f.internals.consumer.api.add('KV_x', config(3));
+  await f.clock.advance(150);
+  f.creates[0]!.made(); // answered 400 ms after it was asked: the bus answers late, not never
+  await flush();
+  await f.clock.advance(REMAKE_TIMEOUT_MS - 150 + REMAKE_AGAIN_MS); // the second given up at 500 ms, reset 50 ms later
+  assert.equal(f.resets, [REMAKE_TIMEOUT_MS, 2 * REMAKE_TIMEOUT_MS + REMAKE_AGAIN_MS]);
+  // The second's give-up is 50 ms old, its answer not yet due (the bus answers in 400 ms): the
+  // third waits twice that answer, where halving it would give up a live create answered at 500 ms.
+  void f.internals.consumer.api.add('KV_x', config(4));
+  await f.clock.advance(2 * 400 - 1);
+  assert.is(f.resets.length, 2, 'not given up before twice the answer');
+  await f.clock.advance(1 + REMAKE_AGAIN_MS);
+  assert.is(f.resets.length, 3, 'given up at twice the answer (reset 50 ms later)');
+  // Nothing answered since the second's give-up, now older than the bus's answer: the fourth waits half.
+  void f.internals.consumer.api.add('KV_x', config(5));
+  await f.clock.advance(400 - 1);
+  assert.is(f.resets.length, 3, 'not given up before half');
+  await f.clock.advance(1 + REMAKE_AGAIN_MS);
+  assert.is(f.resets.length, 4, 'given up at half: a give-up past the answer says a dead server');
+});
+
 test('a stream read that shows a replica silent, behind or offline makes every watch on the connection give creates up after 0.25 s for 20 s', async () => {
   const f = fakeApi();
   const pace = new BusPace(f.clock.now);

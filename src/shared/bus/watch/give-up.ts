@@ -12,7 +12,8 @@ export const REMAKE_AGAIN_MS = 50;
 /**
  * One watch's rule for giving up its creates: a create waits REMAKE_GIVE_UP_MS, or REMAKE_TIMEOUT_MS
  * once one was given up or while the connection's cluster is unsettled, never less than the pace says
- * this bus answers (halved for each give-up since the connection last had an answer). It waits on,
+ * this bus answers (halved for each give-up the connection has had no answer since, for longer than
+ * the median answer). It waits on,
  * up to REMAKE_GIVE_UP_MS, while nothing was answered on the connection since it was asked and
  * another watch's create waits too: a bus busy with a burst of
  * creates (a fleet making its watches again at once answers them a second late, and a give-up each
@@ -38,9 +39,16 @@ export class GiveUpRule {
   firstWait(): number {
     const hasty = this.#givenUp > 0 || this.pace.unsettled();
     const floor = hasty ? REMAKE_TIMEOUT_MS : REMAKE_GIVE_UP_MS;
-    // Each give-up since the connection last had an answer halves what the pace says: a burst's
-    // answers tell how late a live create comes, and nothing answered since says these sit on a dead server.
-    const unanswered = this.#givenUpAt.filter((at) => !this.pace.answeredSince(at)).length;
+    // Each give-up the connection has had no answer since, for longer than a live create takes to be
+    // answered now, halves what the pace says: a burst's answers tell how late a live create comes,
+    // and nothing answered since says these sit on a dead server. A give-up younger than that says
+    // nothing yet — its create may be answered still: counted at once, a bus answering 0.3–0.5 s
+    // late had every wait halved back to the median answer, half the live creates given up with
+    // the dead ones, and a watch took 1.3–2.1 s at the median to be made again, 5–9 s at p99
+    // (one in three creates placed on a dead server; a simulation of this rule, docs/scale.md).
+    const due = this.pace.answerMs() ?? 0;
+    const now = this.now();
+    const unanswered = this.#givenUpAt.filter((at) => !this.pace.answeredSince(at) && now - at >= due).length;
     return Math.max(floor, this.pace.giveUpAfter(floor, this.ceiling) / 2 ** unanswered);
   }
 

@@ -150,14 +150,18 @@ export class BusPace {
    * the last PACE_MEMORY_MS when that is longer, at most `ceiling`.
    */
   giveUpAfter(floor: number, ceiling: number): number {
+    const median = this.answerMs();
+    return median === undefined ? floor : Math.min(ceiling, Math.max(floor, 2 * median));
+  }
+
+  /** The median of the answers of the last PACE_MEMORY_MS (how late a live create comes now), or undefined when none. */
+  answerMs(): number | undefined {
     const since = this.now() - PACE_MEMORY_MS;
     const recent = this.#answers
       .filter((a) => a.at >= since)
       .map((a) => a.ms)
       .sort((a, b) => a - b);
-    if (recent.length === 0) return floor;
-    const median = recent[Math.floor((recent.length - 1) / 2)]!;
-    return Math.min(ceiling, Math.max(floor, 2 * median));
+    return recent.length === 0 ? undefined : recent[Math.floor((recent.length - 1) / 2)]!;
   }
 
   /** Whether a create was answered at or after `at`. */
