@@ -4,7 +4,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createHash, randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -25,6 +25,8 @@ import {
 } from '../src/client/archive/load.ts';
 import { fetchHttps } from '../src/client/archive/fetch.ts';
 import { startNats } from './helpers/nats.ts';
+import { packedBytes, packFile, packRecords, rewriteRecord } from './helpers/pack.ts';
+import { PACK_NAME } from '../src/client/archive/pack.ts';
 import { tempDir as newTempDir } from './helpers/temp.ts';
 
 const utf8 = new TextEncoder();
@@ -167,8 +169,8 @@ test('an obj:// archive comes from the NATS object store, then from the cache on
     if (!first.ok) fails(first.reason);
     assert.equal(Buffer.compare(Buffer.from(first.value.get('web.conf')!), content), 0);
     await cacheWritesSettled();
-    assert.equal(readdirSync(cacheDir), [`sha256-${digestOf(gz).slice(7)}`], 'one cache file, no temp file left');
-    assert.equal(Buffer.compare(readFileSync(join(cacheDir, `sha256-${digestOf(gz).slice(7)}`)), gz), 0);
+    assert.equal(readdirSync(cacheDir), [PACK_NAME], 'one pack, nothing else');
+    assert.equal(Buffer.compare(packedBytes(cacheDir, digestOf(gz))!, gz), 0);
 
     await server.stop();
     const second = await loadArchive(ref, digestOf(gz), { cacheDir, fetchObject: counting });
@@ -210,7 +212,11 @@ test('a cached archive is used without fetching, and the cache holds exactly the
     await cacheWritesSettled();
   }
   assert.is(calls.length, 1);
-  assert.equal(Buffer.compare(readFileSync(join(cacheDir, `sha256-${digestOf(gz).slice(7)}`)), gz), 0);
+  assert.equal(
+    packRecords(cacheDir).map((r) => [r.hex, Buffer.compare(r.bytes, gz)]),
+    [[digestOf(gz).slice(7), 0]],
+    'one record, the fetched bytes',
+  );
 });
 
 test('fetched bytes that do not hash to the digest are refused and nothing is cached', async () => {
@@ -223,21 +229,81 @@ test('fetched bytes that do not hash to the digest are refused and nothing is ca
   assert.equal(readdirSync(cacheDir), []);
 });
 
-test('a corrupted cache file is detected, said, deleted and fetched again', async () => {
+test('a corrupted cache record is detected, said, dropped and fetched again', async () => {
   const gz = gzipSync(await packTar(WEB_ENTRIES));
   const { fetch, calls } = memoryFetcher({ 'archives/a.tar': gz });
   const cacheDir = tempDir();
-  const cached = join(cacheDir, `sha256-${digestOf(gz).slice(7)}`);
   assert.ok((await loadArchive(REF, digestOf(gz), { cacheDir, fetchObject: fetch })).ok);
   await cacheWritesSettled();
-  writeFileSync(cached, 'bit rot');
+  rewriteRecord(cacheDir, digestOf(gz), utf8.encode('bit rot'));
   const log = memoryLogger();
   assert.equal(textFiles(await loadArchive(REF, digestOf(gz), { cacheDir, fetchObject: fetch, log })), WEB_FILES);
   await cacheWritesSettled();
   assert.is(calls.length, 2);
-  assert.equal(Buffer.compare(readFileSync(cached), gz), 0);
+  assert.equal(Buffer.compare(packedBytes(cacheDir, digestOf(gz))!, gz), 0, 'the fetched bytes appended');
   assert.ok(
-    log.lines.some((line) => line.includes(' warning ') && line.includes(cached) && line.includes('fetching again')),
+    log.lines.some((line) => line.includes(' warning ') && line.includes(packFile(cacheDir)) && line.includes('fetching again')),
+    log.lines.join('\n'),
+  );
+  // A start after it (a new process: a new pack index) reads the record appended last, and fetches nothing.
+  assert.equal(textFiles(await loadArchive(REF, digestOf(gz), { cacheDir, fetchObject: fetch })), WEB_FILES);
+  assert.is(calls.length, 2);
+});
+
+test('a pack with a torn record and bytes that are no record: the records after them are read, the torn one fetched again', async () => {
+  const entries = [WEB_ENTRIES, [file('db.conf', 'db')], [file('mq.conf', 'mq')]];
+  const archives = await Promise.all(entries.map(async (e) => gzipSync(await packTar(e))));
+  const byName = Object.fromEntries(archives.map((gz, i) => [`archives/${i}.tar`, gz]));
+  const { fetch, calls } = memoryFetcher(byName);
+  const cacheDir = tempDir();
+  for (let i = 0; i < 3; i++) assert.ok((await loadArchive(`obj://archives/${i}.tar`, digestOf(archives[i]!), { cacheDir, fetchObject: fetch })).ok);
+  await cacheWritesSettled();
+  // The first record's body cut short (its header still says the whole length), then garbage, then the other two whole.
+  const [first, ...rest] = packRecords(cacheDir);
+  const header = (r: { hex: string; bytes: Uint8Array }) => Buffer.from(`MESHARCHIVE sha256-${r.hex} ${r.bytes.length}\n`, 'latin1');
+  writeFileSync(
+    packFile(cacheDir),
+    Buffer.concat([
+      header(first!),
+      first!.bytes.subarray(0, 10),
+      Buffer.from('garbage MESHARCHIVE sha256-zz\n'),
+      ...rest.flatMap((r) => [header(r), r.bytes, Buffer.of(0x0a)]),
+    ]),
+  );
+  const fresh = join(tempDir(), 'copy');
+  mkdirSync(fresh);
+  copyFileSync(packFile(cacheDir), packFile(fresh));
+  for (let i = 0; i < 3; i++) assert.ok((await loadArchive(`obj://archives/${i}.tar`, digestOf(archives[i]!), { cacheDir: fresh, fetchObject: fetch })).ok);
+  assert.equal(
+    calls.slice(3).map((c) => c.key),
+    ['archives/0.tar'],
+    'only the torn one fetched again',
+  );
+});
+
+test('an archive a client before the pack cached as sha256-<hex> is read without a fetch, moved into the pack, and its file removed; a file with other bytes is removed and fetched', async () => {
+  const gz = gzipSync(await packTar(WEB_ENTRIES));
+  const other = gzipSync(await packTar([file('db.conf', 'db')]));
+  const { fetch, calls } = memoryFetcher({ 'archives/a.tar': gz, 'archives/b.tar': other });
+  const cacheDir = tempDir();
+  writeFileSync(join(cacheDir, `sha256-${digestOf(gz).slice(7)}`), gz);
+  writeFileSync(join(cacheDir, `sha256-${digestOf(other).slice(7)}`), 'bit rot');
+  const log = memoryLogger();
+  assert.equal(textFiles(await loadArchive(REF, digestOf(gz), { cacheDir, fetchObject: fetch, log })), WEB_FILES);
+  assert.ok((await loadArchive('obj://archives/b.tar', digestOf(other), { cacheDir, fetchObject: fetch, log })).ok);
+  await cacheWritesSettled();
+  assert.equal(
+    calls.map((c) => c.key),
+    ['archives/b.tar'],
+    'the good file read, the bad one fetched',
+  );
+  assert.equal(readdirSync(cacheDir), [PACK_NAME], 'both files gone');
+  assert.equal(
+    packRecords(cacheDir).map((r) => r.hex),
+    [digestOf(gz).slice(7), digestOf(other).slice(7)],
+  );
+  assert.ok(
+    log.lines.some((l) => l.includes(' warning ') && l.includes(`sha256-${digestOf(other).slice(7)} holds sha256:`)),
     log.lines.join('\n'),
   );
 });
@@ -246,7 +312,6 @@ test('a cache dir removed after a write is made again by the next write, which c
   const gz = gzipSync(await packTar(WEB_ENTRIES));
   const { fetch, calls } = memoryFetcher({ 'archives/a.tar': gz });
   const cacheDir = join(tempDir(), 'cache');
-  const cached = join(cacheDir, `sha256-${digestOf(gz).slice(7)}`);
   assert.ok((await loadArchive(REF, digestOf(gz), { cacheDir, fetchObject: fetch })).ok);
   await cacheWritesSettled();
   rmSync(cacheDir, { recursive: true });
@@ -254,7 +319,7 @@ test('a cache dir removed after a write is made again by the next write, which c
   assert.equal(textFiles(await loadArchive(REF, digestOf(gz), { cacheDir, fetchObject: fetch, log })), WEB_FILES);
   await cacheWritesSettled();
   assert.is(calls.length, 2);
-  assert.equal(Buffer.compare(readFileSync(cached), gz), 0);
+  assert.equal(Buffer.compare(packedBytes(cacheDir, digestOf(gz))!, gz), 0);
   assert.not.ok(
     log.lines.some((line) => line.includes(' warning ')),
     log.lines.join('\n'),

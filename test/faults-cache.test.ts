@@ -1,11 +1,12 @@
-// Faults of the archive cache (DESIGN §7 point 1) under a real client and nats-server: a cache file
-// corrupted, truncated or removed, the whole cache dir removed, and a full cache disk. Each time the
-// archive is fetched again, never used unverified, and the cache ends holding the right bytes.
+// Faults of the archive cache (DESIGN §7 point 1; its pack, src/client/archive/pack.ts) under a real
+// client and nats-server: a record corrupted or cut short, the pack removed, the whole cache dir
+// removed, and a full cache disk. Each time the archive is fetched again, never used unverified, and
+// the cache ends holding the right bytes.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { cacheWritesSettled } from '../src/client/archive/load.ts';
 import { ensureBuilt } from './helpers/bundle.ts';
@@ -13,6 +14,8 @@ import { archiveDigest, packTemplates, writeComposition, type Published } from '
 import { withMesh, type Mesh, type ModuleSpec } from './helpers/mesh.ts';
 import { waitFor } from './helpers/wait.ts';
 import { tempDir } from './helpers/temp.ts';
+import { packedBytes, packFile, packRecords, rewriteRecord } from './helpers/pack.ts';
+import { PACK_NAME } from '../src/client/archive/pack.ts';
 
 test.before(() => ensureBuilt('client'));
 
@@ -30,9 +33,9 @@ function spec(build: string, template: string): ModuleSpec {
   };
 }
 
-/** `<cacheDir>/sha256-<hex>` of a published archive. */
-function cacheFile(m: Mesh, published: Published): string {
-  return join(m.cacheDir, published.composition.archive.digest.replace('sha256:', 'sha256-'));
+/** The bytes the cache's pack holds last for a published archive (undefined: none). */
+function cached(m: Mesh, published: Published): Buffer | undefined {
+  return packedBytes(m.cacheDir, published.composition.archive.digest);
 }
 
 function sha256(bytes: Uint8Array): string {
@@ -55,7 +58,7 @@ async function appliedAndCached(m: Mesh): Promise<Published> {
   await m.startClient();
   await applied(m, '1');
   await cacheWritesSettled();
-  assert.equal(readFileSync(cacheFile(m, v1)), Buffer.from(v1.tar), 'build 1 cached as fetched');
+  assert.equal(cached(m, v1), Buffer.from(v1.tar), 'build 1 cached as fetched');
   assert.is(fetches(m, v1).length, 1);
   return v1;
 }
@@ -79,29 +82,29 @@ async function awayAndBack(m: Mesh, v1: Published, damage: () => void): Promise<
 function fetchedAgainAndRecached(m: Mesh, v1: Published): void {
   assert.is(m.moduleFile(MODULE), FILLED);
   assert.is(fetches(m, v1).length, 2, 'fetched again');
-  assert.equal(readFileSync(cacheFile(m, v1)), Buffer.from(v1.tar), 'the cache holds the right bytes again');
+  assert.equal(cached(m, v1), Buffer.from(v1.tar), 'the cache holds the right bytes again');
   assert.not.ok(
     m.log.lines.some((l) => / not cached at /.test(l)),
     'every cache write succeeded',
   );
 }
 
-test('a cache file with bytes flipped into another valid template is refused, fetched again and rewritten', () =>
+test('a cache record with bytes flipped into another valid template is refused, fetched again and appended', () =>
   withMesh(async (m) => {
     const v1 = await appliedAndCached(m);
     let flipped = '';
     await awayAndBack(m, v1, () => {
       // A tar's header checksum does not cover the body: these bytes still unpack, to another template.
-      const bytes = readFileSync(cacheFile(m, v1));
+      const bytes = Buffer.from(cached(m, v1)!);
       const at = bytes.indexOf('good port=');
       assert.ok(at > 0);
       bytes.write('EVIL', at);
       flipped = sha256(bytes);
-      writeFileSync(cacheFile(m, v1), bytes);
+      rewriteRecord(m.cacheDir, v1.composition.archive.digest, bytes);
     });
     fetchedAgainAndRecached(m, v1);
     assert.ok(
-      m.log.lines.some((l) => l.includes(`holds sha256:${flipped}, not ${v1.composition.archive.digest}; deleting it`)),
+      m.log.lines.some((l) => new RegExp(`holds sha256:${flipped} at byte \\d+, not ${v1.composition.archive.digest}; dropping it`).test(l)),
       'the mismatch is said',
     );
   }));
@@ -111,7 +114,7 @@ test('a cache file holding another valid archive is refused after a client resta
     const v1 = await appliedAndCached(m);
     await m.stopClient();
     const evil = await packTemplates({ 'web.conf': EVIL });
-    writeFileSync(cacheFile(m, v1), evil);
+    rewriteRecord(m.cacheDir, v1.composition.archive.digest, evil);
     rmSync(join(m.root, 'etc', MODULE, 'web.conf'));
     await m.startClient();
     await waitFor('the module filled again', () => m.moduleFile(MODULE));
@@ -119,7 +122,7 @@ test('a cache file holding another valid archive is refused after a client resta
     await cacheWritesSettled();
     fetchedAgainAndRecached(m, v1);
     assert.ok(
-      m.log.lines.some((l) => l.includes(`holds ${archiveDigest(evil)}, not ${v1.composition.archive.digest}`)),
+      m.log.lines.some((l) => new RegExp(`holds ${archiveDigest(evil)} at byte \\d+, not ${v1.composition.archive.digest}`).test(l)),
       'the mismatch is said',
     );
   }));
@@ -130,35 +133,38 @@ test('the client process restarted over a cache file holding another valid archi
     await m.assign('n1', MODULE);
     const first = m.startClientProcess();
     await applied(m, '1');
-    await waitFor('build 1 cached', () => existsSync(cacheFile(m, v1)) && readFileSync(cacheFile(m, v1)).equals(v1.tar));
+    await waitFor('build 1 cached', () => cached(m, v1)?.equals(v1.tar));
     first.child.kill('SIGTERM');
     await first.exited;
     const evil = await packTemplates({ 'web.conf': EVIL });
-    writeFileSync(cacheFile(m, v1), evil);
+    rewriteRecord(m.cacheDir, v1.composition.archive.digest, evil);
     rmSync(join(m.root, 'etc', MODULE, 'web.conf'));
     const second = m.startClientProcess();
-    await second.waitForLog(new RegExp(`holds ${archiveDigest(evil)}, not ${v1.composition.archive.digest}; deleting it and fetching again`));
+    await second.waitForLog(new RegExp(`holds ${archiveDigest(evil)} at byte \\d+, not ${v1.composition.archive.digest}; dropping it and fetching again`));
     await second.waitForLog(/fetched \d+ bytes/);
     await waitFor('the module filled again', () => m.moduleFile(MODULE));
     assert.is(m.moduleFile(MODULE), FILLED);
-    await waitFor('build 1 cached again', () => existsSync(cacheFile(m, v1)) && readFileSync(cacheFile(m, v1)).equals(v1.tar));
+    await waitFor('build 1 cached again', () => cached(m, v1)?.equals(v1.tar));
   }));
 
-test('a truncated cache file is refused, fetched again and rewritten', () =>
+test('a cache record cut short (the pack truncated inside it) is refused, fetched again and appended', () =>
   withMesh(async (m) => {
     const v1 = await appliedAndCached(m);
-    await awayAndBack(m, v1, () => truncateSync(cacheFile(m, v1), 700));
+    await awayAndBack(m, v1, () => {
+      const record = packRecords(m.cacheDir).find((r) => `sha256:${r.hex}` === v1.composition.archive.digest)!;
+      truncateSync(packFile(m.cacheDir), record.offset + 700);
+    });
     fetchedAgainAndRecached(m, v1);
     assert.ok(
-      m.log.lines.some((l) => l.includes(`cache ${cacheFile(m, v1)} holds sha256:`)),
+      m.log.lines.some((l) => l.includes(`cache ${packFile(m.cacheDir)} holds sha256:`)),
       'the mismatch is said',
     );
   }));
 
-test('a removed cache file is fetched again and rewritten', () =>
+test('a removed pack is fetched again and made anew', () =>
   withMesh(async (m) => {
     const v1 = await appliedAndCached(m);
-    await awayAndBack(m, v1, () => rmSync(cacheFile(m, v1)));
+    await awayAndBack(m, v1, () => rmSync(packFile(m.cacheDir)));
     fetchedAgainAndRecached(m, v1);
   }));
 
@@ -167,7 +173,7 @@ test('a removed cache dir is made again by the first write after it', () =>
     const v1 = await appliedAndCached(m);
     await awayAndBack(m, v1, () => rmSync(m.cacheDir, { recursive: true }));
     fetchedAgainAndRecached(m, v1);
-    assert.equal(readdirSync(m.cacheDir), [v1.composition.archive.digest.replace('sha256:', 'sha256-')]);
+    assert.equal(readdirSync(m.cacheDir), [PACK_NAME]);
   }));
 
 const mounted = new Set<string>();
@@ -229,7 +235,7 @@ onTmpfs('a full cache disk: the module applied from the verified bytes, ENOSPC s
       await applied(m, '1');
       assert.is(m.moduleFile(MODULE), `${body} port=8080\n`);
       await cacheWritesSettled();
-      const warned = m.log.lines.filter((l) => l.includes(` warning archive ${v1.composition.archive.ref}: not cached at ${cacheFile(m, v1)}: ENOSPC`));
+      const warned = m.log.lines.filter((l) => l.includes(` warning archive ${v1.composition.archive.ref}: not cached at ${packFile(m.cacheDir)}: ENOSPC`));
       assert.is(warned.length, 1, `ENOSPC said with the cache path; log: ${m.log.lines.join(' | ')}`);
       assert.equal(readdirSync(m.cacheDir), [], 'no partial or temp file left');
 
@@ -240,11 +246,11 @@ onTmpfs('a full cache disk: the module applied from the verified bytes, ENOSPC s
       await m.idle();
       await cacheWritesSettled();
       // Beside the archive, the record of the keys the client wrote (src/client/report/written.ts), whole.
-      const expected = [cacheFile(m, v1).slice(m.cacheDir.length + 1), 'written'].sort();
+      const expected = [PACK_NAME, 'written'].sort();
       await waitFor('the record saved beside the archive', () => existsSync(join(m.cacheDir, 'written', 'n1.json')));
       assert.equal(readdirSync(m.cacheDir).sort(), expected);
       assert.is(JSON.parse(readFileSync(join(m.cacheDir, 'written', 'n1.json'), 'utf8')).node, 'n1');
-      assert.is('sha256:' + sha256(readFileSync(cacheFile(m, v1))), v1.composition.archive.digest, 'cached once space returned');
+      assert.is('sha256:' + sha256(cached(m, v1)!), v1.composition.archive.digest, 'cached once space returned');
       assert.is((await m.report('n1', MODULE))?.state, 'applied');
     } finally {
       await m.stopClient();

@@ -1,8 +1,8 @@
 // A module's templates (DESIGN §4, §7.1): from the cache by digest, or fetched by ref, checked
 // against the digest, cached, and unpacked. Fetching is client/archive/fetch.ts, unpacking module/untar.ts.
-import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fail, type Parsed } from '../../shared/base/result.ts';
 import type { Logger } from '../../shared/cli/log.ts';
 import { fetchSource, parseRef, type ObjectFetcher } from './fetch.ts';
@@ -10,13 +10,14 @@ import { readFileWithin } from '../../module/read-file.ts';
 import { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from '../../module/archive-limits.ts';
 import { unpackArchive } from '../../module/untar.ts';
 import { errorText } from '../../shared/base/errors.ts';
+import { packOf } from './pack.ts';
 
 export { natsObjectFetcher, type ObjectFetcher } from './fetch.ts';
 export { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from '../../module/archive-limits.ts';
 
 /** Where to keep archives and how to fetch and bound them. */
 export type LoadArchiveOptions = {
-  /** The cache directory: `<cacheDir>/sha256-<hex>` holds the archive's bytes as fetched. */
+  /** The cache directory: `<cacheDir>/archives.pack` holds the archives' bytes as fetched (client/archive/pack.ts). */
   cacheDir: string;
   /** Fetches `obj://` references. */
   fetchObject: ObjectFetcher;
@@ -49,20 +50,52 @@ async function archiveBytes(ref: string, digest: string, opts: LoadArchiveOption
   const source = parseRef(ref);
   if (!source.ok) return source;
   const hex = wanted[1]!.toLowerCase();
-  const path = join(opts.cacheDir, `sha256-${hex}`);
-  const cached = (await mayBeCached(opts.cacheDir, `sha256-${hex}`)) ? await readCached(ref, path, hex, limits.maxArchiveBytes, opts.log) : undefined;
+  const cached =
+    (await readPacked(ref, opts.cacheDir, hex, limits.maxArchiveBytes, opts.log)) ??
+    (await readLegacy(ref, opts.cacheDir, hex, limits.maxArchiveBytes, opts.log));
   if (cached) return cached;
   const fetched = await fetchSource(source.value, opts.fetchObject, limits.maxArchiveBytes, opts.archiveDir);
   if (!fetched.ok) return fetched;
   const got = sha256Hex(fetched.value);
   if (got !== hex) return fail(`digest mismatch: wants sha256:${hex}, got sha256:${got}`);
   opts.log?.info(`archive ${ref}: fetched ${fetched.value.length} bytes, sha256:${hex}`);
-  await writeCache(ref, opts.cacheDir, path, fetched.value, opts.log);
+  await writeCache(ref, opts.cacheDir, hex, fetched.value, opts.log);
   return fetched;
 }
 
-/** The cached bytes when they hash to the digest; undefined when they must be fetched. */
-async function readCached(ref: string, path: string, hex: string, maxBytes: number, log: Logger | undefined): Promise<Parsed<Uint8Array> | undefined> {
+/** The bytes the pack holds for `hex` when they hash to it; undefined when they must be fetched (client/archive/pack.ts). */
+async function readPacked(ref: string, dir: string, hex: string, maxBytes: number, log: Logger | undefined): Promise<Parsed<Uint8Array> | undefined> {
+  const pack = packOf(dir);
+  let bytes: Uint8Array | undefined;
+  try {
+    const entry = await pack.find(hex);
+    if (!entry) return undefined;
+    // Same bytes as any fetch by this digest would give, so the limit refuses them here just the same.
+    if (entry.length > maxBytes) return fail(`larger than the archive limit of ${maxBytes} bytes`);
+    bytes = await pack.read(entry);
+    if (!bytes) return undefined;
+    const got = sha256Hex(bytes);
+    if (got === hex) {
+      log?.debug(`archive ${ref}: from cache ${pack.path}`);
+      return { ok: true, value: bytes };
+    }
+    log?.warn(`archive ${ref}: cache ${pack.path} holds sha256:${got} at byte ${entry.offset}, not sha256:${hex}; dropping it and fetching again`);
+  } catch (err) {
+    log?.warn(`archive ${ref}: cache ${pack.path} unreadable, fetching again: ${errorText(err, { cause: true })}`);
+  }
+  pack.forget(hex);
+  return undefined;
+}
+
+/**
+ * The bytes of `<dir>/sha256-<hex>`, where a client before the pack kept each archive, when they hash
+ * to the digest: moved into the pack and the file removed, so an upgraded node fetches nothing again
+ * and leaves no file behind. A file holding other bytes is removed, and the archive fetched.
+ */
+async function readLegacy(ref: string, dir: string, hex: string, maxBytes: number, log: Logger | undefined): Promise<Parsed<Uint8Array> | undefined> {
+  const name = `sha256-${hex}`;
+  if (!(await listing(dir)).has(name)) return undefined;
+  const path = join(dir, name);
   let bytes: Uint8Array;
   try {
     bytes = await readFileWithin(path, maxBytes);
@@ -71,11 +104,11 @@ async function readCached(ref: string, path: string, hex: string, maxBytes: numb
       log?.warn(`archive ${ref}: cache ${path} unreadable, fetching again: ${errorText(err, { cause: true })}`);
     return undefined;
   }
-  // Same bytes as any fetch by this digest would give, so the limit refuses them here just the same.
   if (bytes.length > maxBytes) return fail(`larger than the archive limit of ${maxBytes} bytes`);
   const got = sha256Hex(bytes);
   if (got === hex) {
-    log?.debug(`archive ${ref}: from cache ${path}`);
+    log?.debug(`archive ${ref}: from cache ${path}, moved into ${packOf(dir).path}`);
+    await writeCache(ref, dir, hex, bytes, log, path);
     return { ok: true, value: bytes };
   }
   log?.warn(`archive ${ref}: cache ${path} holds sha256:${got}, not sha256:${hex}; deleting it and fetching again`);
@@ -86,10 +119,17 @@ async function readCached(ref: string, path: string, hex: string, maxBytes: numb
 /** How many bytes of archives may wait to be cached before a load waits for its own write. */
 export const MAX_PENDING_CACHE_BYTES = 32 * 1024 * 1024;
 
-// Cache files are written one at a time, behind the fills: on the 2-core bench machine, creating
-// 1,000 files four at a time (the thread pool's way) cost about 1 s of CPU and 0.7 s of a cold
-// start, one at a time off the path nothing (bench/latency.ts, MESH_BENCH_CLIENT A/B runs).
+/** The most bytes one append takes of the archives waiting. */
+const MAX_APPEND_BYTES = 8 * 1024 * 1024;
+
+// Archives are appended to the pack behind the fills, those waiting in one write, one write at a
+// time: on the 2-core bench machine, a file an archive made four at a time cost about 1 s of CPU and
+// 0.7 s of a cold start of 1,000 archives, one at a time behind the fills 0.6 s of CPU after it,
+// one append of those waiting a few milliseconds (docs/scale.md).
+type Waiting = { ref: string; dir: string; hex: string; bytes: Uint8Array; log: Logger | undefined; legacy?: string; done(): void };
+const waiting: Waiting[] = [];
 let cacheWrites: Promise<void> = Promise.resolve();
+let draining = false;
 let pendingCacheBytes = 0;
 
 /** Resolves once every cache write asked for so far is done (tests look at the cache after it). */
@@ -98,59 +138,53 @@ export function cacheWritesSettled(): Promise<void> {
 }
 
 /**
- * Keeps the bytes under their digest, after the writes asked before; resolves at once unless too
- * many bytes already wait. A failure is only said: the archive is still used.
+ * Keeps the bytes in the pack under their digest, after the writes asked before (and then removes
+ * `legacy`, the file they were read from); resolves at once unless too many bytes already wait. A
+ * failure is only said: the archive is still used.
  */
-function writeCache(ref: string, dir: string, path: string, bytes: Uint8Array, log: Logger | undefined): Promise<void> {
+function writeCache(ref: string, dir: string, hex: string, bytes: Uint8Array, log: Logger | undefined, legacy?: string): Promise<void> {
   pendingCacheBytes += bytes.length;
-  const written = cacheWrites.then(() => writeCacheNow(ref, dir, path, bytes, log)).finally(() => (pendingCacheBytes -= bytes.length));
-  cacheWrites = written;
+  const written = new Promise<void>((done) => waiting.push({ ref, dir, hex, bytes, log, ...(legacy ? { legacy } : {}), done }));
+  cacheWrites = cacheWrites.then(() => written);
+  if (!draining) {
+    draining = true;
+    setImmediate(() => void drain());
+  }
   return pendingCacheBytes > MAX_PENDING_CACHE_BYTES ? written : Promise.resolve();
 }
 
-async function writeCacheNow(ref: string, dir: string, path: string, bytes: Uint8Array, log: Logger | undefined): Promise<void> {
-  const temp = join(dir, `.${randomBytes(6).toString('hex')}.${process.pid}.tmp`);
-  try {
-    await writeNewFile(dir, temp, bytes);
-    await rename(temp, path);
-    (await listing(dir)).add(basename(path));
-  } catch (err) {
-    // Whatever failed (a rename into a dir removed meanwhile), the dir is made again next time.
-    madeDirs.delete(dir);
-    log?.warn(`archive ${ref}: not cached at ${path}: ${errorText(err, { cause: true })}`);
-    await rm(temp, { force: true }).catch(() => undefined);
+/** Appends what waits, a dir's archives at a time and MAX_APPEND_BYTES at most in one write, until nothing does. */
+async function drain(): Promise<void> {
+  while (waiting.length > 0) {
+    const dir = waiting[0]!.dir;
+    const batch: Waiting[] = [];
+    let bytes = 0;
+    for (let i = 0; i < waiting.length && (batch.length === 0 || bytes + waiting[i]!.bytes.length <= MAX_APPEND_BYTES);) {
+      if (waiting[i]!.dir !== dir) {
+        i++;
+        continue;
+      }
+      const [w] = waiting.splice(i, 1);
+      batch.push(w!);
+      bytes += w!.bytes.length;
+    }
+    const pack = packOf(dir);
+    try {
+      await pack.append(batch.map((w) => ({ hex: w.hex, bytes: w.bytes })));
+      for (const w of batch) if (w.legacy) await rm(w.legacy, { force: true }).catch(() => undefined);
+    } catch (err) {
+      for (const w of batch) w.log?.warn(`archive ${w.ref}: not cached at ${pack.path}: ${errorText(err, { cause: true })}`);
+    }
+    for (const w of batch) {
+      pendingCacheBytes -= w.bytes.length;
+      w.done();
+    }
   }
+  draining = false;
 }
 
-/** Writes a new file in `dir`, making `dir` again when it was removed since it was made. */
-async function writeNewFile(dir: string, file: string, bytes: Uint8Array): Promise<void> {
-  await ensureDir(dir);
-  // No fsync: a file torn by a crash no longer hashes to its name and is fetched again.
-  try {
-    await writeFile(file, bytes, { flag: 'wx' });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    madeDirs.delete(dir);
-    await ensureDir(dir);
-    await writeFile(file, bytes, { flag: 'wx' });
-  }
-}
-
-// The cache dir is made once per process, not once per archive written; a failure is tried again.
-const madeDirs = new Map<string, Promise<unknown>>();
-function ensureDir(dir: string): Promise<unknown> {
-  let made = madeDirs.get(dir);
-  if (!made) {
-    made = mkdir(dir, { recursive: true });
-    madeDirs.set(dir, made);
-    made.catch(() => madeDirs.delete(dir));
-  }
-  return made;
-}
-
-// What the cache dir held when the process first looked, and what it wrote since: a cold start with
-// a thousand archives does not try a thousand opens that fail. A name not listed is fetched; a
-// listed one is read and checked as always (it may have gone or changed since).
+// The legacy files the cache dir held when the process first looked: a cold start with a thousand
+// archives does not try a thousand opens that fail.
 const listings = new Map<string, Promise<Set<string>>>();
 function listing(dir: string): Promise<Set<string>> {
   let names = listings.get(dir);
@@ -162,10 +196,6 @@ function listing(dir: string): Promise<Set<string>> {
     listings.set(dir, names);
   }
   return names;
-}
-
-async function mayBeCached(dir: string, name: string): Promise<boolean> {
-  return (await listing(dir)).has(name);
 }
 
 function sha256Hex(bytes: Uint8Array): string {
