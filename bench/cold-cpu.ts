@@ -43,7 +43,7 @@ async function coldStart(mesh: BenchMesh, bundle: string, node: string, socket: 
     after: 0,
     afterOff: 0,
   };
-  // The CPU of the AFTER_MS that follow, idle: what a start leaves for later (V8 compiling what went hot, the archive cache written behind the fills) is the start's too.
+  // The CPU of the AFTER_MS that follow, idle: what a start leaves for later (the archive cache, written behind the fills) is the start's too.
   await new Promise((r) => setTimeout(r, AFTER_MS));
   run.after = cpuSeconds(client.pid!) - run.cpu;
   run.afterOff = helperCpuSeconds(client.pid!) - run.helpers;

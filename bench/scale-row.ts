@@ -28,9 +28,9 @@ type ColdRun = {
 };
 
 /**
- * How long after every module was applied the client's CPU is read again: a start leaves work behind
- * its last report (the archive cache written behind the fills, 0.4–0.6 s of kernel time for 1,000
- * files on this machine's ext4; V8 compiling what went hot), and that work is the start's too.
+ * How long after every module was applied the client's CPU is read again: a start may leave work
+ * behind its last report (the archive cache is written behind the fills: a file an archive cost
+ * 0.6–1.0 s of CPU there for 1,000 on this machine's ext4, the pack a few ms), and it is the start's too.
  */
 const AFTER_MS = 3000;
 
