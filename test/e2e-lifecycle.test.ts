@@ -1,4 +1,5 @@
-// End to end: knocks, removal, engine and bus restarts, and many modules (DESIGN §7 points 10–12, §9).
+// End to end: knocks, removal, engine and bus restarts, and many modules (DESIGN §7 points 10–12, §9;
+// a node of more than WHOLE_READ_MODULES modules reads its config whole before its first fills).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { utimesSync, writeFileSync, unlinkSync } from 'node:fs';
@@ -6,6 +7,8 @@ import { join } from 'node:path';
 import type { Report } from '../src/shared/contract/report.ts';
 import { startMesh, type Mesh, type ModuleSpec } from './helpers/mesh.ts';
 import { waitFor } from './helpers/wait.ts';
+import { CONFIG } from '../src/shared/contract/buckets.ts';
+import { WHOLE_READ_MODULES } from '../src/client/node.ts';
 
 function module(name: string): ModuleSpec {
   return {
@@ -144,10 +147,11 @@ test('a need a plan’s new build no longer names is deleted by the module’s f
     assert.ok(await holdsNeed(m, 'n1.web.port.http'), 'a need still named stays');
   }));
 
-test('two hundred modules on one node all reach applied', async () => {
+test(`more than ${WHOLE_READ_MODULES} modules on one node all reach applied, their config read whole before the first fills: no get`, async () => {
   const m = await startMesh();
   try {
-    const names = Array.from({ length: 200 }, (_, i) => `m${i}`);
+    const count = WHOLE_READ_MODULES + 1;
+    const names = Array.from({ length: count }, (_, i) => `m${i}`);
     // One archive shared by all: templates may not name their module, so this one names none.
     const shared = module('shared');
     for (const n of names) {
@@ -155,17 +159,26 @@ test('two hundred modules on one node all reach applied', async () => {
       await m.setConfig('n1', n, 'level', n);
       await m.assign('n1', n);
     }
+    let gets = 0;
+    // The modules' keys only: the client's login check reads a key of its own (login-check.ts).
+    m.nc.subscribe(`$JS.API.DIRECT.GET.KV_${CONFIG}.$KV.${CONFIG}.n1.*.level`, { callback: () => void gets++ });
+    await m.nc.flush();
     await m.startClient();
     await waitFor(
-      '200 applied',
+      `${count} applied`,
       async () => {
         let applied = 0;
         for (const n of names) if ((await m.report('n1', n))?.state === 'applied') applied++;
-        return applied === 200;
+        return applied === count;
       },
       60_000,
     );
-    assert.is(m.file(join(m.root, 'etc', 'm199', 'm199.conf')), 'name shared\nport 8080\nlevel m199\n');
+    assert.is(m.file(join(m.root, 'etc', `m${count - 1}`, `m${count - 1}.conf`)), `name shared\nport 8080\nlevel m${count - 1}\n`);
+    assert.is(gets, 0, 'no module key read by get');
+    assert.ok(
+      m.log.lines.some((l) => l.includes(`reading n1.> whole before the first fills`)),
+      m.log.lines.slice(0, 20).join('\n'),
+    );
   } finally {
     await m.close();
   }

@@ -97,6 +97,41 @@ test(`past ${WHOLE_READ_KEYS} keys named, the node's keys are read whole once in
   }
 });
 
+test('read whole before any key is named (a node of many modules at its start): every key known, a key absent too, and no get', async () => {
+  const server = await startNats();
+  const nc = await connectBus({ servers: [server.url], name: 'test' });
+  try {
+    const kv = await ensureKv(nc, 'whole', 1);
+    await kv.put('n1.web.color', 'blue');
+    await kv.put('n2.web.color', 'red');
+    const creates = heardCreates(nc);
+    const told = new Map<string, WatchEvent>();
+    const reads = new KeyedReads(nc, 'whole', 'n1', (e) => told.set(e.key, e), memoryLogger());
+    let gets = 0;
+    nc.subscribe('$JS.API.DIRECT.GET.>', { callback: () => void gets++ });
+    try {
+      await reads.readWhole();
+      assert.is(text(told.get('n1.web.color')), 'blue', 'told before it was named');
+      assert.not.ok(told.has('n2.web.color'), "another node's key is not read");
+      assert.is(reads.want('n1.web.color').state, 'known');
+      assert.is(reads.want('n1.web.size').state, 'known', 'a key the whole read did not find is known absent');
+      await kv.put('n1.web.size', 'large');
+      await waitFor('a later change on the tail watch', () => text(told.get('n1.web.size')) === 'large');
+      assert.is(gets, 0, 'no get');
+      assert.equal(
+        creates.map((c) => c.policy),
+        ['new', 'by_start_sequence'],
+        'the tail watch, then one read from the start',
+      );
+    } finally {
+      reads.stop();
+    }
+  } finally {
+    await nc.close();
+    await server.cleanup();
+  }
+});
+
 test('a store wiped under the tail watch: a value read by get and not there any more is said gone, a value put again at a lower revision is taken', async () => {
   const server = await startNats();
   const nc = await connectBus({ servers: [server.url], name: 'test' });

@@ -22,6 +22,7 @@ import { Scheduler } from './schedule/scheduler.ts';
 import { busSinks, type ClientSinks, type OpenSinks } from './sinks.ts';
 import { NodeItems } from './sources/collected.ts';
 import { startSources, type Sources } from './sources/index.ts';
+import { WHOLE_READ_KEYS } from './sources/keyed.ts';
 import { watchPlans } from './plans/plans.ts';
 import { watchRegistry } from './plans/registry.ts';
 import { errorText } from '../shared/base/errors.ts';
@@ -67,8 +68,17 @@ export type NodeClient = {
 /** The buckets every client binds (a provider's `<provider>_bound` is checked when a plan names it). */
 const CLIENT_BUCKETS = [PLANS, REGISTRY_BUCKET, CONFIG, NEEDS, APPLIED, COLLECT];
 
-/** How long the start waits for the node's stored needs before filling. */
+/** How long the start waits for the node's stored needs (and a node of many modules for its whole config read) before filling. */
 const START_WAIT_MS = 2000;
+
+/**
+ * Past this many modules a node reads its config whole before its first fills, not a key at a time
+ * as the fills name them: a module names a few keys, so past WHOLE_READ_KEYS / 4 modules the one
+ * read is cheaper for the bus than the gets (sources/keyed.ts), and a module's first fill then finds
+ * its values read (each key named unread held its module's fill until its get was answered, then
+ * filled it again).
+ */
+export const WHOLE_READ_MODULES = WHOLE_READ_KEYS / 4;
 
 /** `promise`'s value, or `late` when it has not settled within `ms`. */
 async function within<T, L>(promise: Promise<T>, ms: number, late: L): Promise<T | L> {
@@ -214,7 +224,10 @@ async function begin(opts: ClientOptions, sinks: ClientSinks, stages: Stages, it
   // node while its config watch was still being made, reporting `waiting` for values that were there
   // (issue 22). A bus that answers nothing holds the start, as it holds the plans' watch above.
   const leftBehind = sinks.leftBehind(new Set(modules.names()));
-  const [, needs] = await Promise.all([sources.settled(), within(leftBehind, START_WAIT_MS, 'late' as const)]);
+  // A node of many modules reads its config whole before its first fills (WHOLE_READ_MODULES), for
+  // START_WAIT_MS at most: a slower read goes on beside the fills, whose keys are read as before.
+  const readWhole = modules.names().length > WHOLE_READ_MODULES ? within(sources.readWhole(), START_WAIT_MS, 'late' as const) : undefined;
+  const [, needs] = await Promise.all([sources.settled(), within(leftBehind, START_WAIT_MS, 'late' as const), readWhole]);
   stages.go();
   // Needs, items and reports of modules whose plans went, or that a plan's new build no longer names,
   // while this client was down (from its record of written keys, stale-needs.ts): handed over before

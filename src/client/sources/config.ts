@@ -114,6 +114,7 @@ export function configSource(nc: NatsConnection, node: string, log: Logger, onCh
     },
     caughtUp: reads.caughtUp,
     settled: () => reads.settled(),
+    readWhole: () => reads.readWhole(),
     stop: () => reads.stop(),
   };
 }

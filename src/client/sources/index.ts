@@ -79,6 +79,11 @@ export class Sources implements FillLookup {
     return Promise.all([...this.#byName.values()].map((s) => s.settled?.() ?? s.caughtUp)).then(() => undefined);
   }
 
+  /** Resolves once each source that reads by key has read every key of the node whole (Source.readWhole). */
+  readWhole(): Promise<void> {
+    return Promise.all([...this.#byName.values()].map((s) => s.readWhole?.())).then(() => undefined);
+  }
+
   /** Stops every source's watches. */
   stop(): void {
     for (const source of this.#byName.values()) source.stop?.();

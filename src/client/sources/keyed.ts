@@ -140,6 +140,24 @@ export class KeyedReads {
     unread?.done();
   }
 
+  /**
+   * Reads `<node>.>` whole once now, before any key is named (a node of many modules at its start,
+   * sources/index.ts): every key is then known. Once the watch is made; a bucket answered missing,
+   * or a whole read that fails, leaves the keys to be read as they are named.
+   */
+  async readWhole(): Promise<void> {
+    const made = await Promise.race([this.#watch.caughtUp.then(() => true), this.settled().then(() => false)]).catch(() => false);
+    if (!made || this.#whole || this.#stopped) return;
+    this.log.debug(`${this.bucket}: reading ${this.node}.> whole before the first fills`);
+    try {
+      await this.#readWhole(`${this.node}.>`);
+      this.#whole = true;
+      for (const key of [...this.#unread.keys()]) this.#take({ key, revision: 0, value: null });
+    } catch (err) {
+      this.log.warn(`${this.bucket}: reading ${this.node}.> whole: ${describeBusError(err)}; reading its keys one by one`);
+    }
+  }
+
   /** Reads the queued keys once the watch is made (a change after that arrives on it): by gets, or one whole read. */
   async #flush(): Promise<void> {
     this.#flushing = undefined;

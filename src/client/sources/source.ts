@@ -77,6 +77,8 @@ export type Source = ValueLookup & {
    * waited for (DESIGN §7 point 4). Absent: `caughtUp` says it.
    */
   settled?(): Promise<void>;
+  /** Reads every key of the node the source reads by key, whole, once (a node of many modules at its start). */
+  readWhole?(): Promise<void>;
   /** Stops every watch. */
   stop?(): void;
 };
