@@ -8,7 +8,7 @@ import type { Report } from '../src/shared/contract/report.ts';
 import { startMesh, type Mesh, type ModuleSpec } from './helpers/mesh.ts';
 import { waitFor } from './helpers/wait.ts';
 import { CONFIG } from '../src/shared/contract/buckets.ts';
-import { WHOLE_READ_MODULES } from '../src/client/node.ts';
+import { WHOLE_READ_MODULES } from '../src/client/sources/index.ts';
 
 function module(name: string): ModuleSpec {
   return {
@@ -176,7 +176,7 @@ test(`more than ${WHOLE_READ_MODULES} modules on one node all reach applied, the
     assert.is(m.file(join(m.root, 'etc', `m${count - 1}`, `m${count - 1}.conf`)), `name shared\nport 8080\nlevel m${count - 1}\n`);
     assert.is(gets, 0, 'no module key read by get');
     assert.ok(
-      m.log.lines.some((l) => l.includes(`reading n1.> whole before the first fills`)),
+      m.log.lines.some((l) => l.includes('reading n1.> whole once (before the first fills)')),
       m.log.lines.slice(0, 20).join('\n'),
     );
   } finally {

@@ -22,7 +22,7 @@ import { Scheduler } from './schedule/scheduler.ts';
 import { busSinks, type ClientSinks, type OpenSinks } from './sinks.ts';
 import { NodeItems } from './sources/collected.ts';
 import { startSources, type Sources } from './sources/index.ts';
-import { WHOLE_READ_KEYS } from './sources/keyed.ts';
+import { WHOLE_READ_MODULES } from './sources/index.ts';
 import { watchPlans } from './plans/plans.ts';
 import { watchRegistry } from './plans/registry.ts';
 import { errorText } from '../shared/base/errors.ts';
@@ -70,15 +70,6 @@ const CLIENT_BUCKETS = [PLANS, REGISTRY_BUCKET, CONFIG, NEEDS, APPLIED, COLLECT]
 
 /** How long the start waits for the node's stored needs (and a node of many modules for its whole config read) before filling. */
 const START_WAIT_MS = 2000;
-
-/**
- * Past this many modules a node reads its config whole before its first fills, not a key at a time
- * as the fills name them: a module names a few keys, so past WHOLE_READ_KEYS / 4 modules the one
- * read is cheaper for the bus than the gets (sources/keyed.ts), and a module's first fill then finds
- * its values read (each key named unread held its module's fill until its get was answered, then
- * filled it again).
- */
-export const WHOLE_READ_MODULES = WHOLE_READ_KEYS / 4;
 
 /** `promise`'s value, or `late` when it has not settled within `ms`. */
 async function within<T, L>(promise: Promise<T>, ms: number, late: L): Promise<T | L> {

@@ -23,7 +23,7 @@ export function packRecords(cacheDir: string): PackedRecord[] {
     const head = /^MESHARCHIVE sha256-([0-9a-f]{64}) (\d+)$/.exec(pack.subarray(pos, newline < 0 ? pack.length : newline).toString('latin1'));
     const offset = newline + 1;
     const end = head ? offset + Number(head[2]) : -1;
-    if (head && pack[end] === 0x0a) {
+    if (head && pack[end] === 0x0a && (end + 1 === pack.length || pack.subarray(end + 1, end + 13).toString('latin1') === 'MESHARCHIVE ')) {
       records.push({ hex: head[1]!, offset, bytes: pack.subarray(offset, end) });
       pos = end + 1;
     } else pos = pack.indexOf('MESHARCHIVE ', pos + 1);

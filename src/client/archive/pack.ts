@@ -133,7 +133,13 @@ export class ArchivePack {
         if (head) {
           const offset = pos + head[0].length;
           const end = offset + Number(head[2]);
-          if (end < size && (await window.bytes(end, 1))[0] === NEWLINE) {
+          // Its newline, then the pack's end or the next record's start: a record torn by a crash, with
+          // records appended after it, says a length that can end on some other newline of theirs.
+          if (
+            end < size &&
+            (await window.bytes(end, 1))[0] === NEWLINE &&
+            (end + 1 === size || (await window.bytes(end + 1, MAGIC.length)).toString('latin1') === MAGIC)
+          ) {
             this.#index.set(head[1]!, { offset, length: Number(head[2]) });
             pos = end + 1;
             continue;

@@ -9,6 +9,7 @@ import { configSource } from './config.ts';
 import { consumersSource } from './consumers.ts';
 import { credentialMark } from './credentials.ts';
 import { placementSource } from './placement.ts';
+import { WHOLE_READ_KEYS } from './keyed.ts';
 import type { FillLookup, Found, OnChange, Source, Wanted } from './source.ts';
 
 export type { FillLookup, Found, Lookup, OnChange, Source, ValueLookup, Wanted } from './source.ts';
@@ -89,6 +90,15 @@ export class Sources implements FillLookup {
     for (const source of this.#byName.values()) source.stop?.();
   }
 }
+
+/**
+ * Past this many modules a node reads its config whole before its first fills, not a key at a time
+ * as the fills name them (client/node.ts, keyed.ts): a module names a few keys, so past WHOLE_READ_KEYS / 4
+ * modules the one read is cheaper for the bus than the gets, and a module's first fill then finds
+ * its values read (each key named unread held its module's fill until its get was answered, then
+ * filled it again).
+ */
+export const WHOLE_READ_MODULES = WHOLE_READ_KEYS / 4;
 
 /**
  * Starts the sources of `node`; each says its changed dependencies to `onChange`. `items` is kept by

@@ -140,44 +140,42 @@ export class KeyedReads {
     unread?.done();
   }
 
-  /**
-   * Reads `<node>.>` whole once now, before any key is named (a node of many modules at its start,
-   * sources/index.ts): every key is then known. Once the watch is made; a bucket answered missing,
-   * or a whole read that fails, leaves the keys to be read as they are named.
-   */
+  /** Reads `<node>.>` whole now, before keys are named (sources/index.ts WHOLE_READ_MODULES); once the watch is made. */
   async readWhole(): Promise<void> {
-    const made = await Promise.race([this.#watch.caughtUp.then(() => true), this.settled().then(() => false)]).catch(() => false);
-    if (!made || this.#whole || this.#stopped) return;
-    this.log.debug(`${this.bucket}: reading ${this.node}.> whole before the first fills`);
+    if ((await this.#made()) && !this.#whole && !this.#stopped) await this.#readNode('before the first fills');
+  }
+
+  /** Whether the tail watch is made (false: its bucket was answered missing, or not granted). */
+  #made(): Promise<boolean> {
+    return Promise.race([this.#watch.caughtUp.then(() => true), this.settled().then(() => false)]).catch(() => false);
+  }
+
+  /** Reads `<node>.>` whole (`why`: for the log); every key unread then is known, absent when not read. False when the read failed. */
+  async #readNode(why: string): Promise<boolean> {
+    this.log.debug(`${this.bucket}: reading ${this.node}.> whole once (${why})`);
     try {
       await this.#readWhole(`${this.node}.>`);
       this.#whole = true;
       for (const key of [...this.#unread.keys()]) this.#take({ key, revision: 0, value: null });
+      return true;
     } catch (err) {
       this.log.warn(`${this.bucket}: reading ${this.node}.> whole: ${describeBusError(err)}; reading its keys one by one`);
+      return false;
     }
   }
 
   /** Reads the queued keys once the watch is made (a change after that arrives on it): by gets, or one whole read. */
   async #flush(): Promise<void> {
     this.#flushing = undefined;
-    const made = await Promise.race([this.#watch.caughtUp.then(() => true), this.settled().then(() => false)]).catch(() => false);
+    const made = await this.#made();
     if (this.#stopped) return;
     const keys = [...this.#queue].filter((k) => this.#unread.has(k));
     this.#queue.clear();
     if (keys.length === 0) return;
     if (!made) return this.#missing(keys);
-    if (!this.#whole && this.#asked + keys.length > WHOLE_READ_KEYS) {
-      this.log.debug(`${this.bucket}: ${this.#asked + keys.length} keys of ${this.node} named: reading ${this.node}.> whole once instead of a get each`);
-      try {
-        await this.#readWhole(`${this.node}.>`);
-        this.#whole = true;
-        for (const key of keys) if (this.#unread.has(key)) this.#take({ key, revision: 0, value: null });
-        return;
-      } catch (err) {
-        this.log.warn(`${this.bucket}: reading ${this.node}.> whole: ${describeBusError(err)}; reading its keys one by one`);
-      }
-    }
+    // Past the rule's count, one whole read instead of more gets.
+    if (!this.#whole && this.#asked + keys.length > WHOLE_READ_KEYS && (await this.#readNode(`${this.#asked + keys.length} keys of ${this.node} named`)))
+      return;
     this.#asked += keys.length;
     for (const key of keys) void this.#get(key);
   }
