@@ -48,8 +48,8 @@ test('an owned file edited on disk is put back after a knock', () =>
     utimesSync(m.socketPath, later, later);
     await waitFor('the file put back', () => m.file(conf(m, 'web')) === 'name web\nport 8080\nlevel info\n');
     await waitFor('the restart of the put-back', () => m.journal().length === restarts + 1);
-    // Waited for, not read at once: under a loaded test pool the file was once put back before the
-    // knock's poll came round (by another refill), and the line came after the restart.
+    // Waited for, not read at once: the engine's own drift watch (DESIGN §14) knocks for the edited
+    // module too, and its knock can put the file back before the socket's poll comes round (once, in a loaded pool).
     await waitFor('the knock said', () => m.log.lines.some((l) => l.includes('engine knocked: filling 1 module(s) again')));
   }));
 
