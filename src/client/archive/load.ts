@@ -66,13 +66,12 @@ async function archiveBytes(ref: string, digest: string, opts: LoadArchiveOption
 /** The bytes the pack holds for `hex` when they hash to it; undefined when they must be fetched (client/archive/pack.ts). */
 async function readPacked(ref: string, dir: string, hex: string, maxBytes: number, log: Logger | undefined): Promise<Parsed<Uint8Array> | undefined> {
   const pack = packOf(dir);
-  let bytes: Uint8Array | undefined;
   try {
     const entry = await pack.find(hex);
     if (!entry) return undefined;
     // Same bytes as any fetch by this digest would give, so the limit refuses them here just the same.
     if (entry.length > maxBytes) return fail(`larger than the archive limit of ${maxBytes} bytes`);
-    bytes = await pack.read(entry);
+    const bytes = await pack.read(entry);
     if (!bytes) return undefined;
     const got = sha256Hex(bytes);
     if (got === hex) {
@@ -127,7 +126,7 @@ const MAX_APPEND_BYTES = 8 * 1024 * 1024;
 // 0.7 s of a cold start of 1,000 archives, one at a time behind the fills 0.6 s of CPU after it,
 // one append of those waiting a few milliseconds (docs/scale.md).
 type Waiting = { ref: string; dir: string; hex: string; bytes: Uint8Array; log: Logger | undefined; legacy?: string; done(): void };
-const waiting: Waiting[] = [];
+let waiting: Waiting[] = [];
 let cacheWrites: Promise<void> = Promise.resolve();
 let draining = false;
 let pendingCacheBytes = 0;
@@ -156,18 +155,18 @@ function writeCache(ref: string, dir: string, hex: string, bytes: Uint8Array, lo
 /** Appends what waits, a dir's archives at a time and MAX_APPEND_BYTES at most in one write, until nothing does. */
 async function drain(): Promise<void> {
   while (waiting.length > 0) {
+    // The first waiting's dir (a client has one), in the order asked, MAX_APPEND_BYTES at most (one archive at least).
     const dir = waiting[0]!.dir;
     const batch: Waiting[] = [];
     let bytes = 0;
-    for (let i = 0; i < waiting.length && (batch.length === 0 || bytes + waiting[i]!.bytes.length <= MAX_APPEND_BYTES);) {
-      if (waiting[i]!.dir !== dir) {
-        i++;
-        continue;
-      }
-      const [w] = waiting.splice(i, 1);
-      batch.push(w!);
-      bytes += w!.bytes.length;
+    for (const w of waiting) {
+      if (w.dir !== dir) continue;
+      if (batch.length > 0 && bytes + w.bytes.length > MAX_APPEND_BYTES) break;
+      batch.push(w);
+      bytes += w.bytes.length;
     }
+    const taken = new Set(batch);
+    waiting = waiting.filter((w) => !taken.has(w));
     const pack = packOf(dir);
     try {
       await pack.append(batch.map((w) => ({ hex: w.hex, bytes: w.bytes })));

@@ -33,7 +33,7 @@ export type PackEntry = { offset: number; length: number };
 export type PackRecord = { hex: string; bytes: Uint8Array };
 
 /** The record header of `hex`'s `length` bytes. */
-export function packHeader(hex: string, length: number): string {
+function packHeader(hex: string, length: number): string {
   return `${MAGIC}sha256-${hex} ${length}\n`;
 }
 
@@ -51,7 +51,7 @@ export class ArchivePack {
 
   /** Where `hex`'s bytes are said to be, or undefined when the pack holds no record of it. */
   async find(hex: string): Promise<PackEntry | undefined> {
-    await (this.#scanned ??= this.#scan());
+    await this.#indexed();
     return this.#index.get(hex);
   }
 
@@ -83,7 +83,7 @@ export class ArchivePack {
    * pack again, so nothing half-written stays (a pack left empty is removed), and thrown.
    */
   async append(records: readonly PackRecord[]): Promise<void> {
-    await (this.#scanned ??= this.#scan());
+    await this.#indexed();
     const parts: Uint8Array[] = [];
     const placed: { hex: string; at: number; length: number }[] = [];
     let at = 0;
@@ -118,6 +118,11 @@ export class ArchivePack {
       await handle.close();
       if (failed && size === 0) await unlink(this.path).catch(() => undefined);
     }
+  }
+
+  /** The index, read on the first use. */
+  #indexed(): Promise<void> {
+    return (this.#scanned ??= this.#scan());
   }
 
   /** Reads every record header once: the index of what the pack holds when this process first looks. */
