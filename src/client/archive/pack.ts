@@ -9,7 +9,7 @@
 // hashes what it reads (client/archive/load.ts). So a record torn by a crash or a full disk, bytes
 // changed on disk, or a second client appending to the same pack cost a fetch again, never a fill
 // from wrong bytes. The scan skips what is not a record to the next record's start.
-import { constants } from 'node:fs';
+import { constants, type Stats } from 'node:fs';
 import { mkdir, open, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { notRegularKind } from '../../shared/base/regular-file.ts';
@@ -94,12 +94,10 @@ export class ArchivePack {
       at += header.length + bytes.length + 1;
     }
     const whole = Buffer.concat(parts);
-    const handle = await this.#openForAppend();
-    let size = 0;
+    const { handle, stat } = await this.#openForAppend();
+    const size = stat.size;
     let failed = false;
     try {
-      const stat = await handle.stat();
-      size = stat.size;
       // Another file than the one indexed (the pack or its dir was removed): the old records are gone.
       if (stat.ino !== this.#ino) this.#index.clear();
       this.#ino = stat.ino;
@@ -176,8 +174,8 @@ export class ArchivePack {
     throw new Error(`${this.path} is ${kind}, not a regular file`);
   }
 
-  /** The pack opened to append, made (and its dir) when it is not there. */
-  async #openForAppend(): Promise<FileHandle> {
+  /** The pack opened to append, made (and its dir) when it is not there, with its stat as opened. */
+  async #openForAppend(): Promise<{ handle: FileHandle; stat: Stats }> {
     const flags = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK | constants.O_NOFOLLOW | constants.O_NOCTTY;
     let handle: FileHandle;
     try {
@@ -187,8 +185,9 @@ export class ArchivePack {
       await mkdir(this.dir, { recursive: true });
       handle = await open(this.path, flags, 0o666);
     }
-    const kind = notRegularKind(await handle.stat());
-    if (kind === undefined) return handle;
+    const stat = await handle.stat();
+    const kind = notRegularKind(stat);
+    if (kind === undefined) return { handle, stat };
     await handle.close();
     throw new Error(`${this.path} is ${kind}, not a regular file`);
   }
