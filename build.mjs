@@ -139,6 +139,14 @@ export function buildOptions(name) {
   };
 }
 
+/**
+ * A bench's own program bundled as the client is (the same aliases, stand-ins and nats.js patches, so it
+ * measures the code that ships), as an ES module at `outfile`: bench/fleet-pool.ts runs the fleet's clients so.
+ */
+export function benchOptions(entry, outfile) {
+  return { ...buildOptions('client'), entryPoints: [entry], format: 'esm', outfile, banner: { js: LIBRARY_BANNER }, footer: undefined, sourcemap: 'inline' };
+}
+
 // Built when run (`node build.mjs`), not when a test imports the options; Node names the main file by its real path.
 if (process.argv[1] !== undefined && pathToFileURL(realpathSync(process.argv[1])).href === import.meta.url) {
   await Promise.all(

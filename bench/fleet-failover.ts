@@ -72,7 +72,7 @@ async function main(): Promise<void> {
   // The bench writes the inputs and reads the streams as the admin login would.
   const nc = await connectBus({ servers: cluster.urls, name: 'bench-failover', ...(credentials ? { nkey: seedFile(credentials, USERS.admin) } : {}) });
   const jsm = await jetstreamManager(nc, { timeout: 30_000 });
-  const pool = startPool(Math.ceil(N / 100));
+  const pool = await startPool(Math.ceil(N / 100));
   try {
     await loadFleet(nc, nodes);
     const cold = Array.from({ length: MODULES_N }, (_, j) => pool.firstOf(nodes, (what) => what === `m${j}`, PHASE_MS));

@@ -6,7 +6,9 @@
 // a client answers a change (DESIGN §7): a report-sized entry put in `report.bucket` and its two
 // notices published — the bus's own work for a change, which the burst's second floor holds. With
 // `cold`, each plan found at the start has its archive fetched, its report and needs put and its
-// notice published before the watcher says it caught up: the bus's work of a client's cold start.
+// notice published before the watcher says it caught up: the bus's work of a client's cold start. A
+// plan changed to `reportBuild` has its archive fetched and is then reported as a change is: the
+// bus's work of a client's new build.
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm, type KvWatchEntry } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -15,9 +17,10 @@ import type { Seen } from './fleet-worker.ts';
 
 /**
  * What a floor watcher watches, the build whose plans have their archive fetched (the others are only
- * seen), the value it reports, and, with `cold`, what it does for each plan it finds at its start.
+ * seen), the value it reports, with `cold` what it does for each plan it finds at its start, and the
+ * build whose plans have their archive fetched and are then reported as a client reports a build.
  */
-export type FloorBuckets = { plans: string; config: string; fetchBuild: string; report: FloorReport; cold?: FloorColdWork };
+export type FloorBuckets = { plans: string; config: string; fetchBuild: string; report: FloorReport; cold?: FloorColdWork; reportBuild?: string };
 
 /**
  * The bus's work of a client's cold start for each plan (DESIGN §7): the plan's archive fetched, its
@@ -85,16 +88,15 @@ export async function startFloorWatcher(nc: NatsConnection, node: string, bucket
   const reports = kvm.open(report.bucket);
   const reportBytes = new Uint8Array(report.bytes).fill(0x20);
   // What a client does after the engine answered a change: its report put (acked), then `applied`; `changed` went before.
+  const reportChange = async (module: string) => {
+    nc.publish(`${report.subject}.changed.${node}.${module}`, reportBytes.subarray(0, 64));
+    await (await reports).put(`${node}.${module}`, reportBytes);
+    nc.publish(`${report.subject}.applied.${node}.${module}`, reportBytes);
+  };
   const onValue = (e: KvWatchEntry) => {
     if (decoder.decode(e.value) !== report.text) return;
     const module = e.key.slice(node.length + 1).split('.')[0]!;
-    nc.publish(`${report.subject}.changed.${node}.${module}`, reportBytes.subarray(0, 64));
-    void reports
-      .then((kv) => kv.put(`${node}.${module}`, reportBytes))
-      .then(
-        () => nc.publish(`${report.subject}.applied.${node}.${module}`, reportBytes),
-        (err: unknown) => sink.seen([node, 'report-failed', String(err), wallNow()]),
-      );
+    void reportChange(module).catch((err: unknown) => sink.seen([node, 'report-failed', String(err), wallNow()]));
   };
   const jsm = jetstreamManager(nc, { checkAPI: false, timeout: 10_000 });
   const builds = new Map<string, string>();
@@ -124,8 +126,10 @@ export async function startFloorWatcher(nc: NatsConnection, node: string, bucket
     const before = builds.get(e.key);
     builds.set(e.key, build);
     if (before === undefined && build !== '' && buckets.cold) return onColdPlan(e, buckets.cold);
-    if (before === undefined || before === build || build !== fetchBuild) return;
-    void archiveOf(e).then(
+    if (before === undefined || before === build || (build !== fetchBuild && build !== buckets.reportBuild)) return;
+    const module = e.key.slice(node.length + 1);
+    const done = build === buckets.reportBuild ? archiveOf(e).then(() => reportChange(module)) : archiveOf(e);
+    void done.then(
       () => sink.seen([node, 'archive', build, wallNow()]),
       (err: unknown) => sink.seen([node, 'archive-failed', String(err), wallNow()]),
     );

@@ -8,7 +8,7 @@ import { Objm } from '@nats-io/obj';
 import { ASSIGNMENTS, CONFIG, DEFAULT_ARCHIVES, MODULES, PLANS } from '../src/shared/contract/buckets.ts';
 import { jsonBytes } from '../src/shared/base/bytes.ts';
 import { KvPublisher } from '../src/shared/bus/kv-publisher.ts';
-import { publishModule } from '../test/helpers/archive.ts';
+import { packTemplates, publishModule, putArchive } from '../test/helpers/archive.ts';
 import { wallNow } from './fleet-worker.ts';
 import { countingWatch, putPipelined } from './seat-lib.ts';
 
@@ -20,12 +20,22 @@ export const nodeName = (i: number) => `n${String(i).padStart(5, '0')}`;
 export const moduleName = (j: number) => `m${j}`;
 export const bytes = (text: string) => new TextEncoder().encode(text);
 
+const templatesOf = (module: string, build: string) =>
+  Object.fromEntries(KEYS.map((k) => [`${k}.conf`, `# ${module} build ${build}\nvalue \${config:${k}}\n`]));
+
 /** Publishes `module` at `build`: three files, each naming the build and one config value. */
 export function publishBuild(nc: NatsConnection, modules: KV, module: string, build: string) {
   const store = new Objm(jetstream(nc)).open(DEFAULT_ARCHIVES);
-  const templates = Object.fromEntries(KEYS.map((k) => [`${k}.conf`, `# ${module} build ${build}\nvalue \${config:${k}}\n`]));
   const files = KEYS.map((k) => ({ path: `/srv/${module}/${k}.conf`, template: `${k}.conf`, change: 'restart' }));
-  return store.then((s) => publishModule(modules, { store: s, bucket: DEFAULT_ARCHIVES }, module, { build, templates, provisioning: { files } }));
+  return store.then((s) =>
+    publishModule(modules, { store: s, bucket: DEFAULT_ARCHIVES }, module, { build, templates: templatesOf(module, build), provisioning: { files } }),
+  );
+}
+
+/** Stores the archive of `module` at `build` as `name`, as `publish` does before the catalog entry (the floor's build); resolves with its ref. */
+export async function storeArchive(nc: NatsConnection, module: string, build: string, name: string): Promise<string> {
+  const store = await new Objm(jetstream(nc)).open(DEFAULT_ARCHIVES);
+  return putArchive({ store, bucket: DEFAULT_ARCHIVES }, name, await packTemplates(templatesOf(module, build)));
 }
 
 /** Every config value and assignment of the fleet, as the controller and mesh-config would write them. */

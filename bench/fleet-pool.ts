@@ -1,13 +1,32 @@
 // The parent's side of bench/fleet-worker.ts: forks the worker processes, hands each a share of the
 // nodes, and keeps what they saw so a phase can wait for "every node has it" and read each node's time.
 import { fork, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { build } from 'esbuild';
+// @ts-expect-error build.mjs is the project's own untyped build script.
+import { benchOptions } from '../build.mjs';
 import type { Seen, WorkerCommand, WorkerEvent } from './fleet-worker.ts';
 
-/** Preloaded into every worker: nats.js signs with node:crypto, as the bundles do. */
-const NACL_ALIAS = fileURLToPath(new URL('./nacl-alias.cjs', import.meta.url));
+const WORKER_SOURCE = new URL('./fleet-worker.ts', import.meta.url).pathname;
 
-const WORKER = new URL('./fleet-worker.ts', import.meta.url).pathname;
+let bundled: Promise<string> | undefined;
+
+/**
+ * The worker bundled once a run as dist/client.js is (build.mjs benchOptions): the clients in it run the
+ * code that ships — nats.js's patches, node:crypto's signing — not the source under tsx. Removed at exit.
+ */
+function workerBundle(): Promise<string> {
+  bundled ??= (async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mesh-fleet-worker-'));
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, 'fleet-worker.mjs');
+    await build(benchOptions(WORKER_SOURCE, file));
+    return file;
+  })();
+  return bundled;
+}
 
 /** A node's first sighting that a test accepts, awaited by the phase that asked. */
 type Waiter = { node: string; match(what: string, text: string): boolean; at?: number };
@@ -34,8 +53,9 @@ export type Pool = {
   stop(): Promise<void>;
 };
 
-/** Forks `count` workers (node with tsx, as the bench runs). */
-export function startPool(count: number): Pool {
+/** Forks `count` workers, each the worker's bundle. */
+export async function startPool(count: number): Promise<Pool> {
+  const worker = await workerBundle();
   const children: ChildProcess[] = [];
   const waiters = new Set<Waiter>();
   const listeners = new Set<(node: string, what: string, text: string) => void>();
@@ -51,15 +71,11 @@ export function startPool(count: number): Pool {
     }
   };
   for (let i = 0; i < count; i++) {
-    const child = fork(WORKER, [], {
+    const child = fork(worker, [], {
       execArgv: [
-        // The bundles' node:crypto signing in place of tweetnacl's pure JS (bench/nacl-alias.cjs says why).
-        '--require',
-        NACL_ALIAS,
-        '--import',
-        'tsx',
         '--max-old-space-size=4096',
         ...(process.env['FLEET_PROF'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['FLEET_PROF']}`] : []),
+        ...(process.env['FLEET_PROF'] && process.env['MESH_BENCH_PROF_INTERVAL'] ? [`--cpu-prof-interval=${process.env['MESH_BENCH_PROF_INTERVAL']}`] : []),
       ],
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     });

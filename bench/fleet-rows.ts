@@ -37,6 +37,13 @@ export type FleetFigures = {
   buildFloor: Spread;
   /** The floor's watchers, each fetching the new build's archive by direct gets: the bus's work a client's build asks too. */
   buildFloorArchive: Spread;
+  /**
+   * The floor's whole bus work of a build, timed as the clients' row is: the archive stored as
+   * `publish` stores it, the plans put, each watcher fetching the archive, putting its report (acked)
+   * and saying its two notices. Absent from runs made before it existed.
+   */
+  buildFloorReport?: Spread;
+  buildFloorReportCpu?: ColdCpu;
   /** The floor's N plan writes, by one writer (the bench, 256 in flight): from the first put to the last ack. */
   floorWritesMs: number;
   /** The floor's watchers whose watch was asked for again (its consumer not made within nats.js's 5 s). */
@@ -136,11 +143,25 @@ export function tableOf(f: FleetFigures): string[] {
       `${spread(f.buildFloorArchive)}; the floor's ${n} plan writes, one writer: ${ms(f.floorWritesMs)}`,
       met(f.build.missing === 0 && f.build.max <= 2 * f.buildFloorArchive.max),
     ],
+    ...(f.buildFloorReport
+      ? [
+          <[string, string, string, string, string]>[
+            "… against the floor doing a client's bus work for a build (the archive stored first, then fetched; the report put; its notices)",
+            'max ≤ 2× floor max',
+            `${(f.build.max / f.buildFloorReport.max).toFixed(2)}×`,
+            spread(f.buildFloorReport),
+            met(f.build.missing === 0 && f.build.max <= 2 * f.buildFloorReport.max),
+          ],
+        ]
+      : []),
     [
       'CPU per node for the new build: workers / nats-server',
       'printed',
       `${perNodeMs(f.buildCpu.workersS, n)} / ${perNodeMs(f.buildCpu.natsS, n)}`,
-      `${perNodeMs(f.buildFloorCpu.workersS, n)} / ${perNodeMs(f.buildFloorCpu.natsS, n)} (archive fetched)`,
+      `${perNodeMs(f.buildFloorCpu.workersS, n)} / ${perNodeMs(f.buildFloorCpu.natsS, n)} (archive fetched)` +
+        (f.buildFloorReportCpu
+          ? `; ${perNodeMs(f.buildFloorReportCpu.workersS, n)} / ${perNodeMs(f.buildFloorReportCpu.natsS, n)} (stored, fetched, reported)`
+          : ''),
       '',
     ],
     [

@@ -29,6 +29,10 @@ export function summaryOf(all: FleetFigures[]): string[] {
       'new build: max vs the floor with its archive fetched',
       (f) => `${f.build.max.toFixed(0)} vs ${f.buildFloorArchive.max.toFixed(0)} ms: ${x(f.build.max, f.buildFloorArchive.max)}`,
     ],
+    [
+      "new build: max vs the floor doing a client's bus work for a build (stored, fetched, reported)",
+      (f) => (f.buildFloorReport ? `${f.build.max.toFixed(0)} vs ${f.buildFloorReport.max.toFixed(0)} ms: ${x(f.build.max, f.buildFloorReport.max)}` : '—'),
+    ],
     ['burst: max vs the floor max (goal ≤ 2×)', (f) => `${f.burst.max.toFixed(0)} vs ${f.burstFloor.max.toFixed(0)} ms: ${x(f.burst.max, f.burstFloor.max)}`],
     [
       'burst: max vs the floor whose watchers report each change',

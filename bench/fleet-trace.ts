@@ -3,7 +3,7 @@
 // steps — the seat's write of its plan, its client's first and last direct get of the archive, the
 // fill handed to its engine (the engine stub's own stamp), its report's write.
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import { APPLIED, DEFAULT_ARCHIVES, PLANS } from '../src/shared/contract/buckets.ts';
+import { APPLIED, DEFAULT_ARCHIVES, MODULES, PLANS } from '../src/shared/contract/buckets.ts';
 import { percentile } from './lib.ts';
 import { wallNow } from './fleet-worker.ts';
 
@@ -17,7 +17,10 @@ const INBOX_NODE = /^_INBOX_node_([^.]+)\./;
 export function traceBuild(nc: NatsConnection, module: string): { done(engine: Map<string, number>, t0: number): string[] } {
   const steps = new Map<string, Steps>();
   const of = (node: string) => steps.get(node) ?? (steps.set(node, {}), steps.get(node)!);
+  // When the catalog entry passed the bus: before it, the publisher stored the archive (its own work, not the mesh's).
+  let catalog: number | undefined;
   const subs: Subscription[] = [
+    nc.subscribe(`$KV.${MODULES}.${module}`, { callback: () => void (catalog ??= wallNow()) }),
     // The seat's put of `<node>.<module>` as the stream took it (the ack leaves with it).
     nc.subscribe(`$KV.${PLANS}.*.${module}`, { callback: (_e, m) => void (of(m.subject.split('.')[2]!).plan ??= wallNow()) }),
     // A direct get of the archive: the first is the meta (the client has its plan), the last its last chunk.
@@ -48,15 +51,16 @@ export function traceBuild(nc: NatsConnection, module: string): { done(engine: M
       for (const [node, at] of engine) of(node).engine = at;
       const n = engine.size || 1;
       const byKind = [...kinds].sort((a, b) => b[1] - a[1]).map(([k, c]) => `${k} ${(c / n).toFixed(1)}`);
-      return [...breakdown([...steps.values()], t0), '', `messages a node during the phase, by subject: ${byKind.join('; ')}`];
+      return [...breakdown([...steps.values()], t0, catalog), '', `messages a node during the phase, by subject: ${byKind.join('; ')}`];
     },
   };
 }
 
 /** Each step's p50 and max over the nodes, and the last node's own path, as markdown rows. */
-function breakdown(all: Steps[], t0: number): string[] {
+function breakdown(all: Steps[], t0: number, catalog: number | undefined): string[] {
   const stages: [string, (s: Steps) => number | undefined][] = [
-    ["build published → the seat wrote the node's plan", (s) => gap(t0, s.plan)],
+    ['the publisher stored the archive and put the catalog entry', () => gap(t0, catalog)],
+    ["catalog entry → the seat wrote the node's plan", (s) => gap(catalog, s.plan)],
     ["plan written → its client asked for the archive (delivery, the client's plan stage)", (s) => gap(s.plan, s.firstGet)],
     ["the archive's direct gets, first → last asked", (s) => gap(s.firstGet, s.lastGet)],
     ['last get asked → the fill at the engine (answer, digest, unpack, fill, handoff)', (s) => gap(s.lastGet, s.engine)],

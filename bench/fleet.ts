@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { Kvm } from '@nats-io/kv';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { APPLIED, CONFIG, NEEDS, PLANS } from '../src/shared/contract/buckets.ts';
-import { bytes, fleetEntries, loadFleet, moduleName, MODULES_N, nodeName, publishBuild, putAll } from './fleet-load.ts';
+import { bytes, fleetEntries, loadFleet, moduleName, MODULES_N, nodeName, publishBuild, putAll, storeArchive } from './fleet-load.ts';
 import { apiAsksFrom, apiCalls, hearAlive, idleMessageKinds, trafficFrom, measureQuiet, sampleUsage, startFleetBus, type FleetBus } from './fleet-bus.ts';
 import { startPool, type Pool } from './fleet-pool.ts';
 import type { FloorBuckets, FloorColdWork } from './fleet-floor.ts';
@@ -56,7 +56,7 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
     })(),
   );
   const report = { text: 'burst-report', bucket: 'bench_floor_applied', bytes: FLOOR_REPORT_BYTES, subject: 'bench.floor' };
-  const buckets: FloorBuckets = { plans: 'bench_floor_plans', config: 'bench_floor_config', fetchBuild: '3', report };
+  const buckets: FloorBuckets = { plans: 'bench_floor_plans', config: 'bench_floor_config', fetchBuild: '3', reportBuild: '4', report };
   let pool: Pool | undefined;
   try {
     const first = await floorColdPass(bus, nodes, workers, buckets);
@@ -80,6 +80,16 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
     await putPlans(bus, nodes, plan, '3');
     const buildArchive = spreadOf(await fetched, t3, nodes.length);
     const buildUsed = buildCpu.done();
+    // Again, the archive first stored as `publish` stores it, each watcher then fetching it and
+    // reporting the build as a client does (its report put and acked, its two notices): the bus's
+    // whole work of a new build, from the publisher's first write, as the clients' row is timed.
+    const reported = running.firstOf(nodes, (what, text) => what === 'archive' && text === '4', PHASE_MS);
+    const reportCpu = coldCpu(bus, running);
+    const t4 = wallNow();
+    const ref = await storeArchive(bus.nc, 'm0', '4', 'm0-floor-4.tar');
+    await putPlans(bus, nodes, plan, '4', ref);
+    const buildReport = spreadOf(await reported, t4, nodes.length);
+    const buildReportCpu = reportCpu.done();
     // One config value put on every node at once, timed to each watcher's sighting of it.
     const burstOf = async (text: string) => {
       const seen = running.firstOf(nodes, (what, said) => what.endsWith('.m1.a') && said === text, PHASE_MS);
@@ -105,6 +115,8 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
       build,
       buildArchive,
       buildCpu: buildUsed,
+      buildReport,
+      buildReportCpu,
       writes,
       burst: burstSpread,
       burstReport,
@@ -125,7 +137,7 @@ async function measureFloor(bus: FleetBus, nodes: string[], kvm: Kvm, workers: n
 
 /** Starts a floor watcher (`buckets`) for every node on a fresh pool; resolves once each said it caught up, with the pool still running. */
 async function floorColdPass(bus: FleetBus, nodes: string[], workers: number, buckets: FloorBuckets) {
-  const pool = startPool(workers);
+  const pool = await startPool(workers);
   const caughtUp = pool.firstOf(nodes, (what) => what === 'caught-up', PHASE_MS);
   // A watch whose consumer was not made within nats.js's 5 s is asked for again (bench/fleet-floor.ts): the nodes that needed it.
   const retried = pool.nodesSeen((what) => what === 'retry');
@@ -145,9 +157,10 @@ async function floorColdPass(bus: FleetBus, nodes: string[], workers: number, bu
 }
 
 /** Puts `plan` at `build` as every node's `m0` of the floor's plans, one writer, pipelined; resolves with the ms it took. */
-async function putPlans(bus: FleetBus, nodes: string[], plan: string, build: string): Promise<number> {
+async function putPlans(bus: FleetBus, nodes: string[], plan: string, build: string, ref?: string): Promise<number> {
   const t0 = wallNow();
-  const value = bytes(plan.replace(/"build":"1"/, `"build":"${build}"`));
+  const built = plan.replace(/"build":"1"/, `"build":"${build}"`);
+  const value = bytes(ref === undefined ? built : built.replace(/"ref":"[^"]*"/, `"ref":"${ref}"`));
   await putAll(
     bus.nc,
     'bench_floor_plans',
@@ -189,7 +202,7 @@ async function runSize(n: number): Promise<FleetFigures> {
         `(archive fetched ${floor.buildArchive.max.toFixed(0)} ms), burst max ${floor.burst.max.toFixed(0)} ms`,
     );
 
-    pool = startPool(workers);
+    pool = await startPool(workers);
     const p = pool;
     let seat = sampleUsage(bus.seat.child.pid!);
     const everyModule = Array.from({ length: MODULES_N }, (_, j) => p.firstOf(nodes, (what) => what === moduleName(j), PHASE_MS));
@@ -281,6 +294,8 @@ async function runSize(n: number): Promise<FleetFigures> {
       buildSteps,
       buildCpu: buildUsed,
       buildFloorCpu: floor.buildCpu,
+      buildFloorReport: floor.buildReport,
+      buildFloorReportCpu: floor.buildReportCpu,
       burstCpu: burstUsed,
       burstFloorCpu: floor.burstCpu,
       load: { floor: floor.coldLoad, cold: coldLoad, build: buildLoad, burst: burstLoad },
