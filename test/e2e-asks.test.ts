@@ -124,6 +124,34 @@ test('a client restart says prov.changed for every module; an ask with a reply s
     }
   }));
 
+test('a new build that moves no askable value says no prov.changed; a placement change says the kinds that moved, not config', () =>
+  withAsks(async (m) => {
+    const notices: string[] = [];
+    const sub = m.nc.subscribe('prov.changed.n1.>', { callback: (_e, msg) => void notices.push(`${msg.subject} ${new TextDecoder().decode(msg.data)}`) });
+    await m.nc.flush();
+    try {
+      await m.publish('api', { build: '2', templates: { t: 'y' }, provisioning: { files: [{ path: '${dir:config}/t', template: 't' }] } });
+      await waitFor('api at build 2', async () => (await m.report('n1', 'api'))?.build === '2');
+      const web = (await m.kv.plans.get('n1.web'))!.json<{ placement: { dir: Record<string, string>; port: Record<string, number> } }>();
+      await m.assign('n1', 'web', { dir: web.placement.dir, port: { http: 8081 } });
+      // Said by the same connection after anything api's build said: once it is here, api's would be too.
+      await waitFor('the port notice', () => notices.includes('prov.changed.n1.web {"kind":"port"}'));
+      assert.is(await asker({ nc: m.nc, node: 'n1', module: 'web' }).ask('port', 'http'), '8081');
+      assert.equal(
+        notices.filter((n) => n.startsWith('prov.changed.n1.api')),
+        [],
+        "api's new build moved no askable value",
+      );
+      // A kind said whole (no key) is the plan's; a config key said is its value's entry rewritten, not the plan's.
+      assert.equal(
+        notices.filter((n) => !n.includes('"key"')),
+        ['prov.changed.n1.web {"kind":"port"}'],
+      );
+    } finally {
+      sub.unsubscribe();
+    }
+  }));
+
 test("the SDK reads a client's reply and prov.changed within limits: a reply nested deep or not JSON is an AskError saying so; notices of 2 MB, nested deep or not JSON ask nothing", async () => {
   const server = await startNats('max_payload: 4194304');
   const nc = await connectBus({ servers: [server.url], name: 'test' });

@@ -160,6 +160,20 @@ export function everyKind(module: string, kinds: readonly string[] = ASKABLE_KIN
   return kinds.map((kind) => ({ module, kind }));
 }
 
+/**
+ * The askable kinds a module's plan change may answer differently: every kind when the module had or
+ * has no valid plan (its asks were or are answered "not assigned"); otherwise each placement kind
+ * whose values moved, and `bound` when the provisions did (a bound answer reads the provision it is
+ * for). A config answer reads the module's values alone, so a new build that moves neither — its
+ * files, archive and build — says nothing: no module is told to ask again what reads the same.
+ */
+export function kindsPlanMoved(before: Plan | undefined, after: Plan | undefined): readonly string[] {
+  if (!before || !after) return ASKABLE_KINDS;
+  const kinds: string[] = PLACEMENT_KINDS.filter((k) => JSON.stringify(before.placement[k]) !== JSON.stringify(after.placement[k]));
+  if (JSON.stringify(before.provisions) !== JSON.stringify(after.provisions)) kinds.push('bound');
+  return kinds;
+}
+
 /** The notices a changed dependency key (sources' `<source>:<module>:<rest>`) means. */
 export function changedOf(dependency: string): Changed | undefined {
   const first = dependency.indexOf(':');

@@ -11,7 +11,7 @@ import { bindWhenThere } from '../shared/bus/bind-wait.ts';
 import { kvBucket } from '../shared/contract/bucket-spec.ts';
 import type { Logger } from '../shared/cli/log.ts';
 import { loadArchive, natsObjectFetcher, type ArchiveLimits } from './archive/load.ts';
-import { changedOf, everyKind, TurnNotices } from './asks.ts';
+import { changedOf, everyKind, kindsPlanMoved, TurnNotices } from './asks.ts';
 import { TemplateCache } from './fill/templates.ts';
 import type { EngineClient } from './handoff/fill-socket.ts';
 import { Handoff } from './handoff/handoff.ts';
@@ -180,11 +180,11 @@ function buildStages(opts: ClientOptions, sinks: ClientSinks, items: NodeItems):
     (m, full) => modules.run(m, full),
     (m, err) => log.error(`${node}.${m}: ${errorText(err, { stack: true })}`),
   );
-  const plans = watchPlans(nc, node, { modules, templates, sources }, log, (module) => {
+  const plans = watchPlans(nc, node, { modules, templates, sources }, log, (module, before) => {
     if (!started) return;
     scheduler.schedule(module);
-    // A plan carries the placement: every askable kind of the module may read differently now.
-    notices?.add(everyKind(module));
+    // A plan carries the placement and the provisions: the kinds that read them may read differently now.
+    notices?.add(everyKind(module, kindsPlanMoved(before, modules.plan(module))));
   });
   return {
     sources,

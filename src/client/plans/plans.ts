@@ -5,6 +5,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { watchBucket } from '../../shared/bus/watch/bucket.ts';
 import type { Watch } from '../../shared/bus/watch/types.ts';
 import { PLANS } from '../../shared/contract/buckets.ts';
+import type { Plan } from '../../shared/contract/plan.ts';
 import { parseNodeModuleKey } from '../../shared/contract/keys.ts';
 import type { Logger } from '../../shared/cli/log.ts';
 import type { Modules } from '../schedule/modules.ts';
@@ -14,7 +15,7 @@ import type { TemplateCache } from '../fill/templates.ts';
 
 /**
  * Watches `<node>.*` of the plans: a plan's new value is handed to `modules`; when the module needs
- * a run, `onPlan(module)` is called. Templates no plan names are dropped and the sources told the
+ * a run, `onPlan(module, before)` is called, `before` its valid plan until then. Templates no plan names are dropped and the sources told the
  * node's plans, once per turn; the watch is caught up once they were told the plans it read first.
  */
 export function watchPlans(
@@ -22,7 +23,7 @@ export function watchPlans(
   node: string,
   deps: { modules: Modules; templates: TemplateCache; sources: Pick<Sources, 'plansChanged'> },
   log: Logger,
-  onPlan: (module: string) => void,
+  onPlan: (module: string, before: Plan | undefined) => void,
 ): Watch {
   const { modules, templates, sources } = deps;
   let pass: NodeJS.Immediate | undefined;
@@ -38,12 +39,13 @@ export function watchPlans(
     (e) => {
       const key = parseNodeModuleKey(e.key);
       if (!key.ok) return log.warn(`${PLANS} ${e.key}: key out of shape: ${key.reason}`);
+      const before = modules.plan(key.value.module);
       if (!modules.setPlan(key.value.module, e.value)) return;
       // The entry a plan was read from is the input its placement values name (DESIGN §14).
       const plan = modules.plan(key.value.module);
       if (plan && e.value !== null) notePlanEntry(plan, e);
       pass ??= setImmediate(runPass);
-      onPlan(key.value.module);
+      onPlan(key.value.module, before);
     },
     log,
   );
