@@ -18,6 +18,7 @@ import { memoryLogger } from '../src/shared/cli/log.ts';
 import {
   cacheWritesSettled,
   DEFAULT_ARCHIVE_LIMITS,
+  keepArchives,
   loadArchive,
   natsObjectFetcher,
   type ArchiveLimits,
@@ -26,7 +27,7 @@ import {
 import { fetchHttps } from '../src/client/archive/fetch.ts';
 import { startNats } from './helpers/nats.ts';
 import { packedBytes, packFile, packRecords, rewriteRecord } from './helpers/pack.ts';
-import { PACK_NAME } from '../src/client/archive/pack.ts';
+import { COMPACT_MIN_DEAD_BYTES, PACK_COMPACTING_NAME, PACK_NAME } from '../src/client/archive/pack.ts';
 import { tempDir as newTempDir } from './helpers/temp.ts';
 
 const utf8 = new TextEncoder();
@@ -324,6 +325,110 @@ test('a cache dir removed after a write is made again by the next write, which c
     log.lines.some((line) => line.includes(' warning ')),
     log.lines.join('\n'),
   );
+});
+
+/** A pack record of `bytes` under `hex`, as the pack writes one. */
+function record(hex: string, bytes: Uint8Array): Buffer {
+  return Buffer.concat([Buffer.from(`MESHARCHIVE sha256-${hex} ${bytes.length}\n`, 'latin1'), bytes, Buffer.of(0x0a)]);
+}
+
+/** `count` small archives, their fetcher, and a fresh cache dir whose pack holds a record of `deadBytes` no plan names, then theirs. */
+async function packWithDead(count: number, deadBytes: number) {
+  const archives = await Promise.all(Array.from({ length: count }, async (_, i) => gzipSync(await packTar([file(`f${i}.conf`, `file ${i}\n`)]))));
+  const { fetch, calls } = memoryFetcher(Object.fromEntries(archives.map((gz, i) => [`archives/${i}.tar`, gz])));
+  const cacheDir = tempDir();
+  const dead = randomBytes(deadBytes);
+  writeFileSync(packFile(cacheDir), Buffer.concat([record(digestOf(dead).slice(7), dead), ...archives.map((gz) => record(digestOf(gz).slice(7), gz))]));
+  const load = (i: number) => loadArchive(`obj://archives/${i}.tar`, digestOf(archives[i]!), { cacheDir, fetchObject: fetch });
+  return { archives, calls, cacheDir, load, digests: archives.map((gz) => digestOf(gz)) };
+}
+
+test('a pack whose archives no plan names take more than the rest and at least COMPACT_MIN_DEAD_BYTES is written anew with the rest only, read without a fetch', async () => {
+  const { archives, calls, cacheDir, load, digests } = await packWithDead(3, COMPACT_MIN_DEAD_BYTES + 1);
+  const before = readFileSync(packFile(cacheDir)).length;
+  const log = memoryLogger();
+  await keepArchives(cacheDir, digests.slice(0, 2), log);
+  assert.equal(
+    packRecords(cacheDir).map((r) => r.hex),
+    digests.slice(0, 2).map((d) => d.slice(7)),
+    'the two named kept, in order; the third and the dead one gone',
+  );
+  const after = readFileSync(packFile(cacheDir)).length;
+  assert.ok(
+    log.lines.some((l) => l.includes(`compacted to the 2 archive(s) in use, ${before - after} bytes freed`)),
+    log.lines.join('\n'),
+  );
+  assert.equal(readdirSync(cacheDir), [PACK_NAME], 'nothing left beside it');
+  for (const i of [0, 1]) assert.equal(Buffer.compare(packedBytes(cacheDir, digests[i]!)!, archives[i]!), 0);
+  for (const i of [0, 1]) assert.ok((await load(i)).ok);
+  assert.equal(calls, [], 'the kept ones read from the new pack');
+  assert.ok((await load(2)).ok);
+  await cacheWritesSettled();
+  assert.equal(
+    calls.map((c) => c.key),
+    ['archives/2.tar'],
+    'the dropped one fetched when used again, and appended',
+  );
+  assert.equal(packRecords(cacheDir).length, 3);
+});
+
+test('a pack is left as it is while what no plan names is under COMPACT_MIN_DEAD_BYTES, or no more than what is named', async () => {
+  const small = await packWithDead(2, 1024);
+  const bytes = readFileSync(packFile(small.cacheDir));
+  await keepArchives(small.cacheDir, small.digests.slice(0, 1), memoryLogger());
+  assert.equal(Buffer.compare(readFileSync(packFile(small.cacheDir)), bytes), 0, 'a small dead part stays');
+  // The dead record past the bound, but the named ones larger still.
+  const big = gzipSync(randomBytes(COMPACT_MIN_DEAD_BYTES + 4096));
+  const dead = randomBytes(COMPACT_MIN_DEAD_BYTES + 1);
+  const cacheDir = tempDir();
+  const whole = Buffer.concat([record(digestOf(dead).slice(7), dead), record(digestOf(big).slice(7), big)]);
+  writeFileSync(packFile(cacheDir), whole);
+  await keepArchives(cacheDir, [digestOf(big)], memoryLogger());
+  assert.equal(Buffer.compare(readFileSync(packFile(cacheDir)), whole), 0, 'dead bytes no more than the live stay');
+});
+
+test('reads asked while a pack is compacted each get their own bytes, none fetched; a compaction cut short by a crash leaves a file the next look removes', async () => {
+  const { calls, cacheDir, load, digests } = await packWithDead(20, COMPACT_MIN_DEAD_BYTES + 1);
+  const loads = [...Array(20).keys()].map((i) => load(i));
+  const compacted = keepArchives(cacheDir, digests, memoryLogger());
+  const more = [...Array(20).keys()].map((i) => load(i));
+  for (const result of await Promise.all([...loads, ...more])) assert.ok(result.ok, result.ok ? '' : result.reason);
+  await compacted;
+  assert.equal(calls, []);
+  assert.is(packRecords(cacheDir).length, 20);
+  assert.ok(readFileSync(packFile(cacheDir)).length < COMPACT_MIN_DEAD_BYTES, 'compacted');
+
+  const crashed = tempDir();
+  copyFileSync(packFile(cacheDir), packFile(crashed));
+  writeFileSync(join(crashed, PACK_COMPACTING_NAME), 'half a pack');
+  const { fetch } = memoryFetcher({});
+  assert.ok((await loadArchive('obj://archives/0.tar', digests[0]!, { cacheDir: crashed, fetchObject: fetch })).ok);
+  assert.equal(readdirSync(crashed), [PACK_NAME]);
+});
+
+test('a pack the client cannot open (a directory in its place) is one warning for all its archives, each still loaded; once it works, trouble is warned again', async () => {
+  const archives = await Promise.all([0, 1, 2].map(async (i) => gzipSync(await packTar([file(`f${i}.conf`, `file ${i}\n`)]))));
+  const { fetch } = memoryFetcher(Object.fromEntries(archives.map((gz, i) => [`archives/${i}.tar`, gz])));
+  const cacheDir = tempDir();
+  mkdirSync(packFile(cacheDir));
+  const log = memoryLogger();
+  const load = (i: number) => loadArchive(`obj://archives/${i}.tar`, digestOf(archives[i]!), { cacheDir, fetchObject: fetch, log });
+  for (const i of [0, 1, 2]) assert.ok((await load(i)).ok);
+  await cacheWritesSettled();
+  const warnings = () => log.lines.filter((l) => l.includes(' warning '));
+  assert.is(warnings().length, 1, log.lines.join('\n'));
+  assert.match(warnings()[0]!, /archives\.pack is a directory, not a regular file.*said at debug from now on/);
+  assert.ok(log.lines.filter((l) => l.includes(' debug ') && l.includes('archives.pack')).length >= 5, log.lines.join('\n'));
+  // The operator mends it: the next archive is cached, and the index read again (not the failed read kept).
+  rmSync(packFile(cacheDir), { recursive: true });
+  assert.ok((await load(0)).ok);
+  await cacheWritesSettled();
+  assert.equal(Buffer.compare(packedBytes(cacheDir, digestOf(archives[0]!))!, archives[0]!), 0);
+  rmSync(packFile(cacheDir));
+  mkdirSync(packFile(cacheDir));
+  assert.ok((await load(1)).ok);
+  await cacheWritesSettled();
+  assert.is(warnings().length, 2, 'warned again: it had worked in between');
 });
 
 test('an entry with a ".." segment or an absolute name refuses the whole archive, naming the entry', async () => {

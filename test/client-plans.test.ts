@@ -13,7 +13,7 @@ import { startNats } from './helpers/nats.ts';
 import { emptyPlan } from './helpers/planted.ts';
 import { waitFor } from './helpers/wait.ts';
 
-test('the sources are told every plan read at start before the watch is caught up, and again once per turn of changes', async () => {
+test('the sources are told every plan read at start before the watch is caught up, and again once per turn of changes; the archives in use are said from then on', async () => {
   const server = await startNats();
   const nc = await connectBus({ servers: [server.url], name: 'test' });
   try {
@@ -24,6 +24,7 @@ test('the sources are told every plan read at start before the watch is caught u
     const modules = new Modules({ node: 'n1' } as ModulesDeps);
     const told: string[][] = [];
     const heard: string[] = [];
+    const kept: string[][] = [];
     const watch = watchPlans(
       nc,
       'n1',
@@ -31,6 +32,7 @@ test('the sources are told every plan read at start before the watch is caught u
         modules,
         templates: new TemplateCache(async () => ({ ok: false, reason: 'not loaded here' })),
         sources: { plansChanged: (p) => told.push([...p.keys()].sort()) },
+        keepArchives: (digests) => kept.push([...digests].sort()),
       },
       memoryLogger(),
       (m) => heard.push(m),
@@ -39,12 +41,16 @@ test('the sources are told every plan read at start before the watch is caught u
     // Nothing else may run in between: what the start does next reads the watches the sources opened.
     assert.equal(told, [['api', 'db', 'web']], 'one pass over the three plans, before caughtUp resolved');
     assert.equal(heard.sort(), ['api', 'db', 'web']);
+    // The archives to keep are said only once every stored plan is read: before, one not named yet may be in use.
+    assert.equal(kept, [[...modules.digests()].sort()], 'the digests in use, said once the watch caught up');
 
     // Changes after the start: one pass per turn, however many plans came in it.
     await plans.put('n1.cache', JSON.stringify(emptyPlan('n1', 'cache')));
     await plans.delete('n1.db');
     await waitFor(`a pass over api, cache and web; told ${JSON.stringify(told)}`, () => told.at(-1)?.join() === 'api,cache,web', 5000);
     assert.ok(told.length <= 3, `passes: ${JSON.stringify(told)}`);
+    assert.equal(kept.at(-1), [...modules.digests()].sort(), 'and again with each pass after');
+    assert.is(kept.length, told.length);
     watch.stop();
   } finally {
     await nc.close();

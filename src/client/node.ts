@@ -10,7 +10,7 @@ import { refuseBadBucket } from '../shared/bus/bucket-bind.ts';
 import { bindWhenThere } from '../shared/bus/bind-wait.ts';
 import { kvBucket } from '../shared/contract/bucket-spec.ts';
 import type { Logger } from '../shared/cli/log.ts';
-import { loadArchive, natsObjectFetcher, type ArchiveLimits } from './archive/load.ts';
+import { keepArchives, loadArchive, natsObjectFetcher, type ArchiveLimits } from './archive/load.ts';
 import { changedOf, everyKind, kindsPlanMoved, TurnNotices } from './asks.ts';
 import { TemplateCache } from './fill/templates.ts';
 import type { EngineClient } from './handoff/fill-socket.ts';
@@ -180,7 +180,8 @@ function buildStages(opts: ClientOptions, sinks: ClientSinks, items: NodeItems):
     (m, full) => modules.run(m, full),
     (m, err) => log.error(`${node}.${m}: ${errorText(err, { stack: true })}`),
   );
-  const plans = watchPlans(nc, node, { modules, templates, sources }, log, (module, before) => {
+  const keep = (digests: Set<string>) => void keepArchives(cacheDir, digests, log);
+  const plans = watchPlans(nc, node, { modules, templates, sources, keepArchives: keep }, log, (module, before) => {
     if (!started) return;
     scheduler.schedule(module);
     // A plan carries the placement and the provisions: the kinds that read them may read differently now.

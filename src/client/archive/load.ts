@@ -71,16 +71,17 @@ async function readPacked(ref: string, dir: string, hex: string, maxBytes: numbe
     if (!entry) return undefined;
     // Same bytes as any fetch by this digest would give, so the limit refuses them here just the same.
     if (entry.length > maxBytes) return fail(`larger than the archive limit of ${maxBytes} bytes`);
-    const bytes = await pack.read(entry);
+    const bytes = await pack.read(hex);
     if (!bytes) return undefined;
     const got = sha256Hex(bytes);
     if (got === hex) {
+      troubled.delete(pack.path);
       log?.debug(`archive ${ref}: from cache ${pack.path}`);
       return { ok: true, value: bytes };
     }
     log?.warn(`archive ${ref}: cache ${pack.path} holds sha256:${got} at byte ${entry.offset}, not sha256:${hex}; dropping it and fetching again`);
   } catch (err) {
-    log?.warn(`archive ${ref}: cache ${pack.path} unreadable, fetching again: ${errorText(err, { cause: true })}`);
+    packTrouble(pack.path, log, `archive ${ref}: cache ${pack.path} unreadable, fetching again: ${errorText(err, { cause: true })}`);
   }
   pack.forget(hex);
   return undefined;
@@ -113,6 +114,19 @@ async function readLegacy(ref: string, dir: string, hex: string, maxBytes: numbe
   log?.warn(`archive ${ref}: cache ${path} holds sha256:${got}, not sha256:${hex}; deleting it and fetching again`);
   await rm(path, { force: true }).catch((err: unknown) => log?.warn(`archive ${ref}: cannot delete ${path}: ${errorText(err, { cause: true })}`));
   return undefined;
+}
+
+/**
+ * The packs whose trouble (unreadable, not writable: the pack's, not one archive's) was said as a
+ * warning: said again at debug until the pack is read or written again, or a cold start of a thousand
+ * archives on a pack it may not open would warn two thousand times.
+ */
+const troubled = new Set<string>();
+
+function packTrouble(path: string, log: Logger | undefined, line: string): void {
+  if (troubled.has(path)) return log?.debug(line);
+  troubled.add(path);
+  log?.warn(`${line} (this cache's trouble is said at debug from now on, until it reads or writes again)`);
 }
 
 /** How many bytes of archives may wait to be cached before a load waits for its own write. */
@@ -170,9 +184,10 @@ async function drain(): Promise<void> {
     const pack = packOf(dir);
     try {
       await pack.append(batch.map((w) => ({ hex: w.hex, bytes: w.bytes })));
+      troubled.delete(pack.path);
       for (const w of batch) if (w.legacy) await rm(w.legacy, { force: true }).catch(() => undefined);
     } catch (err) {
-      for (const w of batch) w.log?.warn(`archive ${w.ref}: not cached at ${pack.path}: ${errorText(err, { cause: true })}`);
+      for (const w of batch) packTrouble(pack.path, w.log, `archive ${w.ref}: not cached at ${pack.path}: ${errorText(err, { cause: true })}`);
     }
     for (const w of batch) {
       pendingCacheBytes -= w.bytes.length;
@@ -180,6 +195,25 @@ async function drain(): Promise<void> {
     }
   }
   draining = false;
+}
+
+/**
+ * Keeps in `dir`'s pack only the archives of `digests` (`sha256:<hex>`, those the node's plans name)
+ * once the others take more room than they and at least COMPACT_MIN_DEAD_BYTES (client/archive/pack.ts):
+ * a pack that only grew would keep every build a node ever had. After the writes asked before; a
+ * failure is said, and the pack left as it was.
+ */
+export function keepArchives(dir: string, digests: Iterable<string>, log: Logger | undefined): Promise<void> {
+  const keep = new Set<string>();
+  for (const digest of digests) {
+    const hex = DIGEST.exec(digest)?.[1];
+    if (hex) keep.add(hex.toLowerCase());
+  }
+  const pack = packOf(dir);
+  return pack.compact(keep).then(
+    (freed) => void (freed > 0 && log?.info(`archive cache ${pack.path}: compacted to the ${keep.size} archive(s) in use, ${freed} bytes freed`)),
+    (err: unknown) => log?.warn(`archive cache ${pack.path}: not compacted: ${errorText(err, { cause: true })}`),
+  );
 }
 
 // The legacy files the cache dir held when the process first looked: a cold start with a thousand

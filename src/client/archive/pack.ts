@@ -10,12 +10,22 @@
 // changed on disk, or a second client appending to the same pack cost a fetch again, never a fill
 // from wrong bytes. The scan skips what is not a record to the next record's start.
 import { constants, type Stats } from 'node:fs';
-import { mkdir, open, unlink, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { notRegularKind } from '../../shared/base/regular-file.ts';
 
 /** The pack's name in the cache dir. */
 export const PACK_NAME = 'archives.pack';
+/** Where a compaction writes the pack anew before renaming it over the old one. */
+export const PACK_COMPACTING_NAME = 'archives.pack.compacting';
+/**
+ * A pack is written anew with only the archives in use once the others take at least this many bytes
+ * and more than those in use: each compaction at least halves it, so the bytes copied stay below
+ * the bytes appended.
+ */
+export const COMPACT_MIN_DEAD_BYTES = 8 * 1024 * 1024;
+/** The most bytes a compaction copies in one write. */
+const COMPACT_WRITE_BYTES = 8 * 1024 * 1024;
 
 const MAGIC = 'MESHARCHIVE ';
 /** A record's header: the digest's hex and the length of the bytes that follow it. */
@@ -44,6 +54,14 @@ export class ArchivePack {
   /** The inode the index describes: another file under the pack's name (a removed dir or pack) has none of its records. */
   #ino: number | undefined;
   #scanned: Promise<void> | undefined;
+  /** The pack's size as this process last wrote or scanned it. */
+  #size = 0;
+  /** Appends and compactions, one at a time. */
+  #writing: Promise<unknown> = Promise.resolve();
+  /** Reads running; a compaction waits until none is, and reads asked meanwhile wait for it. */
+  #readers = 0;
+  #noReaders: (() => void) | undefined;
+  #compacting: Promise<void> | undefined;
 
   constructor(readonly dir: string) {
     this.path = join(dir, PACK_NAME);
@@ -56,20 +74,28 @@ export class ArchivePack {
   }
 
   /**
-   * The bytes at `entry` (fewer when the pack was cut short), or undefined when the pack is gone or
-   * is another file than the one indexed: then no record of the index is there any more.
+   * The bytes of `hex`'s record (fewer when the pack was cut short), or undefined when the pack holds
+   * none any more, is gone, or is another file than the one indexed: then no record of the index is there.
    */
-  async read(entry: PackEntry): Promise<Uint8Array | undefined> {
-    const opened = await this.#open();
-    if (!opened) return this.#lost();
-    const { handle, ino } = opened;
+  async read(hex: string): Promise<Uint8Array | undefined> {
+    while (this.#compacting) await this.#compacting;
+    this.#readers++;
     try {
-      if (ino !== this.#ino) return this.#lost();
-      const bytes = Buffer.alloc(entry.length);
-      const { bytesRead } = await handle.read(bytes, 0, entry.length, entry.offset);
-      return bytes.subarray(0, bytesRead);
+      const entry = this.#index.get(hex);
+      if (!entry) return undefined;
+      const opened = await this.#open();
+      if (!opened) return this.#lost();
+      const { handle, ino } = opened;
+      try {
+        if (ino !== this.#ino) return this.#lost();
+        const bytes = Buffer.alloc(entry.length);
+        const { bytesRead } = await handle.read(bytes, 0, entry.length, entry.offset);
+        return bytes.subarray(0, bytesRead);
+      } finally {
+        await handle.close();
+      }
     } finally {
-      await handle.close();
+      if (--this.#readers === 0) this.#noReaders?.();
     }
   }
 
@@ -82,7 +108,94 @@ export class ArchivePack {
    * Appends `records` in one write and indexes them. A write that fails (ENOSPC) is cut off the
    * pack again, so nothing half-written stays (a pack left empty is removed), and thrown.
    */
-  async append(records: readonly PackRecord[]): Promise<void> {
+  append(records: readonly PackRecord[]): Promise<void> {
+    return this.#exclusive(() => this.#append(records));
+  }
+
+  /**
+   * Writes the pack anew with only the records of `keep` (digests' hex) when the others take at least
+   * COMPACT_MIN_DEAD_BYTES and more than those kept: beside it, synced, then renamed over it, so a crash
+   * leaves the old pack or the new one whole. The records are copied as they are (every read is still
+   * checked against its digest). Resolves with the bytes freed, 0 when it was not worth it.
+   */
+  compact(keep: ReadonlySet<string>): Promise<number> {
+    return this.#exclusive(() => this.#compact(keep));
+  }
+
+  #exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#writing.then(fn, fn);
+    this.#writing = run.catch(() => undefined);
+    return run;
+  }
+
+  async #compact(keep: ReadonlySet<string>): Promise<number> {
+    await this.#indexed();
+    const kept = [...this.#index].filter(([hex]) => keep.has(hex)).sort((a, b) => a[1].offset - b[1].offset);
+    const live = kept.reduce((n, [hex, e]) => n + packHeader(hex, e.length).length + e.length + 1, 0);
+    const dead = this.#size - live;
+    if (dead < COMPACT_MIN_DEAD_BYTES || dead <= live) return 0;
+    let done!: () => void;
+    this.#compacting = new Promise((resolve) => (done = resolve));
+    try {
+      while (this.#readers > 0) await new Promise<void>((resolve) => (this.#noReaders = resolve));
+      this.#noReaders = undefined;
+      return await this.#rewrite(kept, this.#size);
+    } finally {
+      this.#compacting = undefined;
+      done();
+    }
+  }
+
+  /** Copies `kept` into a new pack and renames it over this one; the index then names the new file. */
+  async #rewrite(kept: [string, PackEntry][], before: number): Promise<number> {
+    const opened = await this.#open();
+    if (!opened) return (this.#lost(), 0);
+    const tmp = join(this.dir, PACK_COMPACTING_NAME);
+    const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NOCTTY;
+    let out: FileHandle | undefined;
+    try {
+      if (opened.ino !== this.#ino) return (this.#lost(), 0);
+      out = await open(tmp, flags, 0o666);
+      const index = new Map<string, PackEntry>();
+      let size = 0;
+      for (let i = 0; i < kept.length;) {
+        const parts: Buffer[] = [];
+        let bytes = 0;
+        for (; i < kept.length && (parts.length === 0 || bytes + kept[i]![1].length <= COMPACT_WRITE_BYTES); i++) {
+          const [hex, entry] = kept[i]!;
+          const header = Buffer.from(packHeader(hex, entry.length), 'latin1');
+          const body = Buffer.alloc(entry.length + 1);
+          const { bytesRead } = await opened.handle.read(body, 0, entry.length + 1, entry.offset);
+          // A record cut short since the scan is left out: its archive is fetched again when used.
+          if (bytesRead !== entry.length + 1) continue;
+          index.set(hex, { offset: size + bytes + header.length, length: entry.length });
+          parts.push(header, body);
+          bytes += header.length + body.length;
+        }
+        const whole = Buffer.concat(parts);
+        await writeAll(out, whole);
+        size += whole.length;
+      }
+      await out.datasync();
+      const ino = (await out.stat()).ino;
+      await out.close();
+      out = undefined;
+      await rename(tmp, this.path);
+      this.#index.clear();
+      for (const [hex, e] of index) this.#index.set(hex, e);
+      this.#ino = ino;
+      this.#size = size;
+      return before - size;
+    } catch (err) {
+      await out?.close().catch(() => undefined);
+      await unlink(tmp).catch(() => undefined);
+      throw err;
+    } finally {
+      await opened.handle.close();
+    }
+  }
+
+  async #append(records: readonly PackRecord[]): Promise<void> {
     await this.#indexed();
     const parts: Uint8Array[] = [];
     const placed: { hex: string; at: number; length: number }[] = [];
@@ -101,13 +214,9 @@ export class ArchivePack {
       // Another file than the one indexed (the pack or its dir was removed): the old records are gone.
       if (stat.ino !== this.#ino) this.#index.clear();
       this.#ino = stat.ino;
-      // A short write (a disk filling up) goes on with the rest, which says why it cannot (ENOSPC).
-      for (let written = 0; written < whole.length;) {
-        const { bytesWritten } = await handle.write(whole, written, whole.length - written);
-        if (bytesWritten === 0) throw new Error(`only ${written} of ${whole.length} bytes written`);
-        written += bytesWritten;
-      }
+      await writeAll(handle, whole);
       for (const p of placed) this.#index.set(p.hex, { offset: size + p.at, length: p.length });
+      this.#size = size + whole.length;
     } catch (err) {
       failed = true;
       await handle.truncate(size).catch(() => undefined);
@@ -118,18 +227,24 @@ export class ArchivePack {
     }
   }
 
-  /** The index, read on the first use. */
+  /** The index, read on the first use; a read that failed (a pack it may not open) is tried again by the next use. */
   #indexed(): Promise<void> {
-    return (this.#scanned ??= this.#scan());
+    return (this.#scanned ??= this.#scan().catch((err: unknown) => {
+      this.#scanned = undefined;
+      throw err;
+    }));
   }
 
   /** Reads every record header once: the index of what the pack holds when this process first looks. */
   async #scan(): Promise<void> {
+    // What a compaction cut short by a crash left beside the pack: never renamed, so never the pack.
+    await unlink(join(this.dir, PACK_COMPACTING_NAME)).catch(() => undefined);
     const opened = await this.#open();
     if (!opened) return;
     const { handle, ino, size } = opened;
     try {
       this.#ino = ino;
+      this.#size = size;
       const window = new ScanWindow(handle, size);
       for (let pos = 0; pos < size;) {
         const head = HEADER.exec((await window.bytes(pos, HEADER_MAX)).toString('latin1'));
@@ -195,7 +310,17 @@ export class ArchivePack {
   #lost(): undefined {
     this.#index.clear();
     this.#ino = undefined;
+    this.#size = 0;
     return undefined;
+  }
+}
+
+/** Writes all of `bytes`: a short write (a disk filling up) goes on with the rest, which says why it cannot (ENOSPC). */
+async function writeAll(handle: FileHandle, bytes: Buffer): Promise<void> {
+  for (let written = 0; written < bytes.length;) {
+    const { bytesWritten } = await handle.write(bytes, written, bytes.length - written);
+    if (bytesWritten === 0) throw new Error(`only ${written} of ${bytes.length} bytes written`);
+    written += bytesWritten;
   }
 }
 

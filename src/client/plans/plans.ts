@@ -15,22 +15,27 @@ import type { TemplateCache } from '../fill/templates.ts';
 
 /**
  * Watches `<node>.*` of the plans: a plan's new value is handed to `modules`; when the module needs
- * a run, `onPlan(module, before)` is called, `before` its valid plan until then. Templates no plan names are dropped and the sources told the
- * node's plans, once per turn; the watch is caught up once they were told the plans it read first.
+ * a run, `onPlan(module, before)` is called, `before` its valid plan until then. Templates no plan
+ * names are dropped and the sources told the node's plans, once per turn; the watch is caught up once
+ * they were told the plans it read first. From then on, `keepArchives` hears the digests the plans name.
  */
 export function watchPlans(
   nc: NatsConnection,
   node: string,
-  deps: { modules: Modules; templates: TemplateCache; sources: Pick<Sources, 'plansChanged'> },
+  deps: { modules: Modules; templates: TemplateCache; sources: Pick<Sources, 'plansChanged'>; keepArchives?: (digests: Set<string>) => void },
   log: Logger,
   onPlan: (module: string, before: Plan | undefined) => void,
 ): Watch {
   const { modules, templates, sources } = deps;
   let pass: NodeJS.Immediate | undefined;
+  // Until the watch has read every plan stored, an archive not named yet may be one a plan names.
+  let read = false;
   const runPass = () => {
     pass = undefined;
-    templates.retain(modules.digests());
+    const digests = modules.digests();
+    templates.retain(digests);
     sources.plansChanged(modules.plans());
+    if (read) deps.keepArchives?.(digests);
   };
   const watch = watchBucket(
     nc,
@@ -53,10 +58,10 @@ export function watchPlans(
     // Once the sources were told the plans too: a watch a plan names (a provider's bound entries) is
     // then one the start waits for. The pass still queued is run here, not left to the order of immediates.
     caughtUp: watch.caughtUp.then(() => {
-      if (pass) {
-        clearImmediate(pass);
-        runPass();
-      }
+      read = true;
+      if (!pass) return deps.keepArchives?.(modules.digests());
+      clearImmediate(pass);
+      runPass();
     }),
     stop() {
       if (pass) clearImmediate(pass);
