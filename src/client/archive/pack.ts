@@ -54,6 +54,8 @@ export class ArchivePack {
   /** The inode the index describes: another file under the pack's name (a removed dir or pack) has none of its records. */
   #ino: number | undefined;
   #scanned: Promise<void> | undefined;
+  /** Whether the index was read (its size then known). */
+  #read = false;
   /** The pack's size as this process last wrote or scanned it. */
   #size = 0;
   /** Appends and compactions, one at a time. */
@@ -119,6 +121,8 @@ export class ArchivePack {
    * checked against its digest). Resolves with the bytes freed, 0 when it was not worth it.
    */
   compact(keep: ReadonlySet<string>): Promise<number> {
+    // A pack read and smaller than the bound cannot hold that much dead: nothing to walk (a plan change each).
+    if (this.#read && this.#size < COMPACT_MIN_DEAD_BYTES) return Promise.resolve(0);
     return this.#exclusive(() => this.#compact(keep));
   }
 
@@ -229,10 +233,13 @@ export class ArchivePack {
 
   /** The index, read on the first use; a read that failed (a pack it may not open) is tried again by the next use. */
   #indexed(): Promise<void> {
-    return (this.#scanned ??= this.#scan().catch((err: unknown) => {
-      this.#scanned = undefined;
-      throw err;
-    }));
+    return (this.#scanned ??= this.#scan().then(
+      () => void (this.#read = true),
+      (err: unknown) => {
+        this.#scanned = undefined;
+        throw err;
+      },
+    ));
   }
 
   /** Reads every record header once: the index of what the pack holds when this process first looks. */
