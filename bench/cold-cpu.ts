@@ -4,7 +4,9 @@
 // its CPU, the share of its helper threads, and its peak RSS. The bench's scale row (bench/scale-row.ts)
 // has the floors; this one puts an old and a new build on the same machine, minutes apart.
 //
-//   node build.mjs && node --import tsx bench/cold-cpu.ts [--modules N] [--rounds R] [--clients A.js,B.js] [--after-ms MS]
+//   node build.mjs && node --import tsx bench/cold-cpu.ts [--modules N] [--rounds R] [--clients A.js,B.js] [--after-ms MS] [--warm-cache]
+//
+// With --warm-cache the cache is kept between starts: a restart whose archives are all in the pack.
 //
 // The first start (not printed) writes every report and need; the ones printed find them written, as
 // a restarted node does, each the same work.
@@ -20,10 +22,12 @@ const ROUNDS = numberArg('rounds', 2);
 const CLIENTS = stringArg('clients', join(ROOT, 'dist/client.js')).split(',');
 /** How long after every report was said the client's CPU is read again (what the start left for later). */
 const AFTER_MS = numberArg('after-ms', 3000);
+/** Keeps the cache between starts: every archive read from the pack, none fetched. */
+const WARM_CACHE = process.argv.includes('--warm-cache');
 
-/** One start of `bundle` as `node`'s client, its cache emptied first: seconds to every report said, CPU, helpers' CPU, peak RSS. */
+/** One start of `bundle` as `node`'s client, its cache emptied first (unless --warm-cache): seconds to every report said, CPU, helpers' CPU, peak RSS. */
 async function coldStart(mesh: BenchMesh, bundle: string, node: string, socket: string) {
-  rmSync(join(mesh.dir, `cache-${node}`), { recursive: true, force: true });
+  if (!WARM_CACHE) rmSync(join(mesh.dir, `cache-${node}`), { recursive: true, force: true });
   const said = new Set<string>();
   const sub = mesh.nc.subscribe(appliedSubject(node, '*'), {
     callback: (_err, msg) => {
