@@ -406,6 +406,25 @@ test('reads asked while a pack is compacted each get their own bytes, none fetch
   assert.equal(readdirSync(crashed), [PACK_NAME]);
 });
 
+test('a compaction that cannot write its new pack leaves the old one whole and is one warning, however often asked', async () => {
+  const { calls, cacheDir, load, digests } = await packWithDead(2, COMPACT_MIN_DEAD_BYTES + 1);
+  const bytes = readFileSync(packFile(cacheDir));
+  mkdirSync(join(cacheDir, PACK_COMPACTING_NAME));
+  const log = memoryLogger();
+  for (let i = 0; i < 3; i++) await keepArchives(cacheDir, digests, log);
+  assert.equal(Buffer.compare(readFileSync(packFile(cacheDir)), bytes), 0, 'the pack as it was');
+  const warnings = log.lines.filter((l) => l.includes(' warning '));
+  assert.is(warnings.length, 1, log.lines.join('\n'));
+  assert.match(warnings[0]!, /archives\.pack: not compacted: .*archives\.pack\.compacting/);
+  for (const i of [0, 1]) assert.ok((await load(i)).ok);
+  assert.equal(calls, [], 'read from the pack still');
+  rmSync(join(cacheDir, PACK_COMPACTING_NAME), { recursive: true });
+  await keepArchives(cacheDir, digests, log);
+  assert.equal(readdirSync(cacheDir), [PACK_NAME]);
+  assert.is(packRecords(cacheDir).length, 2);
+  assert.ok(log.lines.some((l) => l.includes('compacted to the 2 archive(s) in use')));
+});
+
 test('a pack the client cannot open (a directory in its place) is one warning for all its archives, each still loaded; once it works, trouble is warned again', async () => {
   const archives = await Promise.all([0, 1, 2].map(async (i) => gzipSync(await packTar([file(`f${i}.conf`, `file ${i}\n`)]))));
   const { fetch } = memoryFetcher(Object.fromEntries(archives.map((gz, i) => [`archives/${i}.tar`, gz])));

@@ -211,8 +211,12 @@ export function keepArchives(dir: string, digests: Iterable<string>, log: Logger
   }
   const pack = packOf(dir);
   return pack.compact(keep).then(
-    (freed) => void (freed > 0 && log?.info(`archive cache ${pack.path}: compacted to the ${keep.size} archive(s) in use, ${freed} bytes freed`)),
-    (err: unknown) => log?.warn(`archive cache ${pack.path}: not compacted: ${errorText(err, { cause: true })}`),
+    (freed) => {
+      if (freed === 0) return;
+      troubled.delete(pack.path);
+      log?.info(`archive cache ${pack.path}: compacted to the ${keep.size} archive(s) in use, ${freed} bytes freed`);
+    },
+    (err: unknown) => packTrouble(pack.path, log, `archive cache ${pack.path}: not compacted: ${errorText(err, { cause: true })}`),
   );
 }
 
