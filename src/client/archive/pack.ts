@@ -1,6 +1,5 @@
 // The archive cache as one file (DESIGN §7 point 1: a cached archive is not fetched again):
-// `<cacheDir>/archives.pack`, records appended one after another, each
-//   MESHARCHIVE sha256-<hex> <length>\n<the archive's bytes as fetched>\n
+// `<cacheDir>/archives.pack`, records appended one after another (client/archive/pack-records.ts).
 // Making a file costs this project's bench machine (a VM on ext4) 0.8–0.9 ms of CPU, 0.6–0.7 in the
 // kernel: a file an archive cost a cold start of 1,000 modules 0.6 s of CPU behind its last report,
 // where one append of the archives waiting costs a few milliseconds (docs/scale.md, issue 34).
@@ -9,10 +8,12 @@
 // hashes what it reads (client/archive/load.ts). So a record torn by a crash or a full disk, bytes
 // changed on disk, or a second client appending to the same pack cost a fetch again, never a fill
 // from wrong bytes. The scan skips what is not a record to the next record's start.
-import { constants, type Stats } from 'node:fs';
-import { mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import { notRegularKind } from '../../shared/base/regular-file.ts';
+import { copyRecords, openToAppend, openToRead, recordBytes, recordsOf, scanRecords, writeAll, type PackEntry, type PackRecord } from './pack-records.ts';
+
+export type { PackEntry, PackRecord } from './pack-records.ts';
 
 /** The pack's name in the cache dir. */
 export const PACK_NAME = 'archives.pack';
@@ -24,28 +25,6 @@ export const PACK_COMPACTING_NAME = 'archives.pack.compacting';
  * the bytes appended.
  */
 export const COMPACT_MIN_DEAD_BYTES = 8 * 1024 * 1024;
-/** The most bytes a compaction copies in one write. */
-const COMPACT_WRITE_BYTES = 8 * 1024 * 1024;
-
-const MAGIC = 'MESHARCHIVE ';
-/** A record's header: the digest's hex and the length of the bytes that follow it. */
-const HEADER = /^MESHARCHIVE sha256-([0-9a-f]{64}) (\d{1,15})\n/;
-/** The longest header: the magic, `sha256-`, 64 hex, a space, 15 digits, a newline. */
-const HEADER_MAX = MAGIC.length + 7 + 64 + 1 + 15 + 1;
-/** How much of the pack one read of the scan takes. */
-const SCAN_WINDOW = 64 * 1024;
-const NEWLINE = 0x0a;
-
-/** Where a record's bytes are in the pack. */
-export type PackEntry = { offset: number; length: number };
-
-/** An archive to append: its digest's hex and its bytes. */
-export type PackRecord = { hex: string; bytes: Uint8Array };
-
-/** The record header of `hex`'s `length` bytes. */
-function packHeader(hex: string, length: number): string {
-  return `${MAGIC}sha256-${hex} ${length}\n`;
-}
 
 /** One pack, indexed once per process on its first use; its appends and reads. */
 export class ArchivePack {
@@ -85,7 +64,7 @@ export class ArchivePack {
     try {
       const entry = this.#index.get(hex);
       if (!entry) return undefined;
-      const opened = await this.#open();
+      const opened = await openToRead(this.path);
       if (!opened) return this.#lost();
       const { handle, ino } = opened;
       try {
@@ -135,7 +114,7 @@ export class ArchivePack {
   async #compact(keep: ReadonlySet<string>): Promise<number> {
     await this.#indexed();
     const kept = [...this.#index].filter(([hex]) => keep.has(hex)).sort((a, b) => a[1].offset - b[1].offset);
-    const live = kept.reduce((n, [hex, e]) => n + packHeader(hex, e.length).length + e.length + 1, 0);
+    const live = kept.reduce((n, [hex, e]) => n + recordBytes(hex, e), 0);
     const dead = this.#size - live;
     if (dead < COMPACT_MIN_DEAD_BYTES || dead <= live) return 0;
     let done!: () => void;
@@ -152,7 +131,7 @@ export class ArchivePack {
 
   /** Copies `kept` into a new pack and renames it over this one; the index then names the new file. */
   async #rewrite(kept: [string, PackEntry][], before: number): Promise<number> {
-    const opened = await this.#open();
+    const opened = await openToRead(this.path);
     if (!opened) return (this.#lost(), 0);
     const tmp = join(this.dir, PACK_COMPACTING_NAME);
     const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NOCTTY;
@@ -160,26 +139,7 @@ export class ArchivePack {
     try {
       if (opened.ino !== this.#ino) return (this.#lost(), 0);
       out = await open(tmp, flags, 0o666);
-      const index = new Map<string, PackEntry>();
-      let size = 0;
-      for (let i = 0; i < kept.length;) {
-        const parts: Buffer[] = [];
-        let bytes = 0;
-        for (; i < kept.length && (parts.length === 0 || bytes + kept[i]![1].length <= COMPACT_WRITE_BYTES); i++) {
-          const [hex, entry] = kept[i]!;
-          const header = Buffer.from(packHeader(hex, entry.length), 'latin1');
-          const body = Buffer.alloc(entry.length + 1);
-          const { bytesRead } = await opened.handle.read(body, 0, entry.length + 1, entry.offset);
-          // A record cut short since the scan is left out: its archive is fetched again when used.
-          if (bytesRead !== entry.length + 1) continue;
-          index.set(hex, { offset: size + bytes + header.length, length: entry.length });
-          parts.push(header, body);
-          bytes += header.length + body.length;
-        }
-        const whole = Buffer.concat(parts);
-        await writeAll(out, whole);
-        size += whole.length;
-      }
+      const { index, size } = await copyRecords(opened.handle, kept, out);
       await out.datasync();
       const ino = (await out.stat()).ino;
       await out.close();
@@ -201,17 +161,8 @@ export class ArchivePack {
 
   async #append(records: readonly PackRecord[]): Promise<void> {
     await this.#indexed();
-    const parts: Uint8Array[] = [];
-    const placed: { hex: string; at: number; length: number }[] = [];
-    let at = 0;
-    for (const { hex, bytes } of records) {
-      const header = Buffer.from(packHeader(hex, bytes.length), 'latin1');
-      parts.push(header, bytes, Buffer.of(NEWLINE));
-      placed.push({ hex, at: at + header.length, length: bytes.length });
-      at += header.length + bytes.length + 1;
-    }
-    const whole = Buffer.concat(parts);
-    const { handle, stat } = await this.#openForAppend();
+    const { whole, placed } = recordsOf(records);
+    const { handle, stat } = await openToAppend(this.path, this.dir);
     const size = stat.size;
     let failed = false;
     try {
@@ -246,122 +197,22 @@ export class ArchivePack {
   async #scan(): Promise<void> {
     // What a compaction cut short by a crash left beside the pack: never renamed, so never the pack.
     await unlink(join(this.dir, PACK_COMPACTING_NAME)).catch(() => undefined);
-    const opened = await this.#open();
+    const opened = await openToRead(this.path);
     if (!opened) return;
     const { handle, ino, size } = opened;
     try {
       this.#ino = ino;
       this.#size = size;
-      const window = new ScanWindow(handle, size);
-      for (let pos = 0; pos < size;) {
-        const head = HEADER.exec((await window.bytes(pos, HEADER_MAX)).toString('latin1'));
-        if (head) {
-          const offset = pos + head[0].length;
-          const end = offset + Number(head[2]);
-          // Its newline, then the pack's end or the next record's start: a record torn by a crash, with
-          // records appended after it, says a length that can end on some other newline of theirs.
-          if (
-            end < size &&
-            (await window.bytes(end, 1))[0] === NEWLINE &&
-            (end + 1 === size || (await window.bytes(end + 1, MAGIC.length)).toString('latin1') === MAGIC)
-          ) {
-            this.#index.set(head[1]!, { offset, length: Number(head[2]) });
-            pos = end + 1;
-            continue;
-          }
-        }
-        // No record starts here (a torn write, bytes changed): on from the next record's start, if any.
-        const next = await window.find(MAGIC, pos + 1);
-        if (next === undefined) break;
-        pos = next;
-      }
+      for (const [hex, entry] of await scanRecords(handle, size)) this.#index.set(hex, entry);
     } finally {
       await handle.close();
     }
-  }
-
-  /** The pack opened to read with its inode and size, or undefined when it is not there; a pack that is no regular file is refused. */
-  async #open(): Promise<{ handle: FileHandle; ino: number; size: number } | undefined> {
-    let handle: FileHandle;
-    try {
-      handle = await open(this.path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW | constants.O_NOCTTY);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw err;
-    }
-    const stat = await handle.stat();
-    const kind = notRegularKind(stat);
-    if (kind === undefined) return { handle, ino: stat.ino, size: stat.size };
-    await handle.close();
-    throw new Error(`${this.path} is ${kind}, not a regular file`);
-  }
-
-  /** The pack opened to append, made (and its dir) when it is not there, with its stat as opened. */
-  async #openForAppend(): Promise<{ handle: FileHandle; stat: Stats }> {
-    const flags = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK | constants.O_NOFOLLOW | constants.O_NOCTTY;
-    let handle: FileHandle;
-    try {
-      handle = await open(this.path, flags, 0o666);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      await mkdir(this.dir, { recursive: true });
-      handle = await open(this.path, flags, 0o666);
-    }
-    const stat = await handle.stat();
-    const kind = notRegularKind(stat);
-    if (kind === undefined) return { handle, stat };
-    await handle.close();
-    throw new Error(`${this.path} is ${kind}, not a regular file`);
   }
 
   #lost(): undefined {
     this.#index.clear();
     this.#ino = undefined;
     this.#size = 0;
-    return undefined;
-  }
-}
-
-/** Writes all of `bytes`: a short write (a disk filling up) goes on with the rest, which says why it cannot (ENOSPC). */
-async function writeAll(handle: FileHandle, bytes: Buffer): Promise<void> {
-  for (let written = 0; written < bytes.length;) {
-    const { bytesWritten } = await handle.write(bytes, written, bytes.length - written);
-    if (bytesWritten === 0) throw new Error(`only ${written} of ${bytes.length} bytes written`);
-    written += bytesWritten;
-  }
-}
-
-/** The scan's reads of a pack: a window of SCAN_WINDOW bytes, read again only when a read falls outside it. */
-class ScanWindow {
-  #bytes: Buffer = Buffer.alloc(0);
-  #at = 0;
-
-  constructor(
-    private readonly handle: FileHandle,
-    private readonly size: number,
-  ) {}
-
-  /** Up to `n` bytes at `pos` (fewer at the pack's end). */
-  async bytes(pos: number, n: number): Promise<Buffer> {
-    const want = Math.min(n, this.size - pos);
-    if (pos < this.#at || pos + want > this.#at + this.#bytes.length) {
-      const buffer = Buffer.alloc(Math.min(Math.max(want, SCAN_WINDOW), this.size - pos));
-      const { bytesRead } = await this.handle.read(buffer, 0, buffer.length, pos);
-      this.#bytes = buffer.subarray(0, bytesRead);
-      this.#at = pos;
-    }
-    return this.#bytes.subarray(pos - this.#at, pos - this.#at + want);
-  }
-
-  /** Where `text` next starts at or after `from`, or undefined when nowhere. */
-  async find(text: string, from: number): Promise<number | undefined> {
-    const needle = Buffer.from(text, 'latin1');
-    for (let pos = from; pos < this.size; pos += SCAN_WINDOW - needle.length) {
-      const chunk = await this.bytes(pos, SCAN_WINDOW);
-      const i = chunk.indexOf(needle);
-      if (i >= 0) return pos + i;
-      if (pos + chunk.length >= this.size) return undefined;
-    }
     return undefined;
   }
 }
