@@ -4,7 +4,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createHash, randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -28,6 +28,7 @@ import { fetchHttps } from '../src/client/archive/fetch.ts';
 import { startNats } from './helpers/nats.ts';
 import { packedBytes, packFile, packRecords, rewriteRecord } from './helpers/pack.ts';
 import { COMPACT_MIN_DEAD_BYTES, PACK_COMPACTING_NAME, PACK_NAME } from '../src/client/archive/pack.ts';
+import { IDLE_CLOSE_MS } from '../src/client/archive/pack-reader.ts';
 import { tempDir as newTempDir } from './helpers/temp.ts';
 
 const utf8 = new TextEncoder();
@@ -404,6 +405,28 @@ test('reads asked while a pack is compacted each get their own bytes, none fetch
   const { fetch } = memoryFetcher({});
   assert.ok((await loadArchive('obj://archives/0.tar', digests[0]!, { cacheDir: crashed, fetchObject: fetch })).ok);
   assert.equal(readdirSync(crashed), [PACK_NAME]);
+});
+
+/** How many of this process's open files are `path`. */
+function openCount(path: string): number {
+  return readdirSync('/proc/self/fd').filter((fd) => {
+    try {
+      return readlinkSync(`/proc/self/fd/${fd}`) === path;
+    } catch {
+      return false;
+    }
+  }).length;
+}
+
+test('reads of the pack that come together share one handle, closed once none came for IDLE_CLOSE_MS', async () => {
+  const { calls, cacheDir, load } = await packWithDead(20, 16);
+  const results = await Promise.all([...Array(20).keys()].map((i) => load(i)));
+  for (const r of results) assert.ok(r.ok, r.ok ? '' : r.reason);
+  assert.equal(calls, [], 'every archive read from the pack');
+  assert.is(openCount(packFile(cacheDir)), 1, 'one handle for the twenty reads, kept for the next');
+  await new Promise((r) => setTimeout(r, IDLE_CLOSE_MS + 300));
+  assert.is(openCount(packFile(cacheDir)), 0, 'closed once idle');
+  assert.ok((await load(0)).ok, 'and opened again by the next read');
 });
 
 test('a compaction that cannot write its new pack leaves the old one whole and is one warning, however often asked', async () => {

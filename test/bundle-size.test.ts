@@ -1,7 +1,8 @@
 // The bundles stay small enough to copy to a thousand nodes and to load fast (issue 22 item 4): the
-// client at most 375 KiB (350 until issue 33 added liveness, provenance and drift: 353 KiB; 360 until issue 34's
-// keyed reads and record of written keys: 363.8 KiB; 370 until its archive pack: 371.4 KiB; @nats-io/obj, 16.6 KiB,
-// is there for the archive's fallback read), the SDK a module imports for its asks at most 120 KiB and free of JetStream.
+// client at most 380 KiB (350 until issue 33 added liveness, provenance and drift: 353 KiB; 360 until issue 34's
+// keyed reads and record of written keys: 363.8 KiB; 370 until its archive pack: 371.4 KiB; 375 until the pack's
+// compaction and shared read handle: 375.4 KiB; @nats-io/obj, 16.6 KiB, is there for the archive's fallback read),
+// the SDK a module imports for its asks at most 120 KiB and free of JetStream.
 // build.mjs says where the bytes went (MESH_METAFILE=1 writes each bundle's metafile).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -11,7 +12,7 @@ import { bundleFile, ensureBuilt, ROOT } from './helpers/bundle.ts';
 
 /** The most bytes each bundle may have. */
 const MAX_BYTES: Record<string, number> = {
-  client: 375 * 1024,
+  client: 380 * 1024,
   sdk: 120 * 1024,
 };
 

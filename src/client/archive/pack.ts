@@ -11,6 +11,7 @@
 import { constants } from 'node:fs';
 import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
+import { PackReader } from './pack-reader.ts';
 import { copyRecords, openToAppend, openToRead, recordBytes, recordsOf, scanRecords, writeAll, type PackEntry, type PackRecord } from './pack-records.ts';
 
 export type { PackEntry, PackRecord } from './pack-records.ts';
@@ -44,8 +45,11 @@ export class ArchivePack {
   #noReaders: (() => void) | undefined;
   #compacting: Promise<void> | undefined;
 
+  readonly #reader: PackReader;
+
   constructor(readonly dir: string) {
     this.path = join(dir, PACK_NAME);
+    this.#reader = new PackReader(this.path);
   }
 
   /** Where `hex`'s bytes are said to be, or undefined when the pack holds no record of it. */
@@ -64,17 +68,14 @@ export class ArchivePack {
     try {
       const entry = this.#index.get(hex);
       if (!entry) return undefined;
-      const opened = await openToRead(this.path);
-      if (!opened) return this.#lost();
-      const { handle, ino } = opened;
-      try {
-        if (ino !== this.#ino) return this.#lost();
+      const forIno = this.#ino;
+      return await this.#reader.use(forIno, async (opened) => {
+        // The pack gone, or another file than the one indexed: no record of the index is there.
+        if (!opened || opened.ino !== forIno) return this.#lost();
         const bytes = Buffer.alloc(entry.length);
-        const { bytesRead } = await handle.read(bytes, 0, entry.length, entry.offset);
+        const { bytesRead } = await opened.handle.read(bytes, 0, entry.length, entry.offset);
         return bytes.subarray(0, bytesRead);
-      } finally {
-        await handle.close();
-      }
+      });
     } finally {
       if (--this.#readers === 0) this.#noReaders?.();
     }
@@ -122,6 +123,7 @@ export class ArchivePack {
     try {
       while (this.#readers > 0) await new Promise<void>((resolve) => (this.#noReaders = resolve));
       this.#noReaders = undefined;
+      this.#reader.close();
       return await this.#rewrite(kept, this.#size);
     } finally {
       this.#compacting = undefined;
