@@ -30,6 +30,7 @@ import { packedBytes, packFile, packRecords, rewriteRecord } from './helpers/pac
 import { COMPACT_MIN_DEAD_BYTES, PACK_COMPACTING_NAME, PACK_NAME } from '../src/client/archive/pack.ts';
 import { IDLE_CLOSE_MS } from '../src/client/archive/pack-reader.ts';
 import { tempDir as newTempDir } from './helpers/temp.ts';
+import { waitFor } from './helpers/wait.ts';
 
 const utf8 = new TextEncoder();
 const REF = 'obj://archives/a.tar';
@@ -423,10 +424,12 @@ test('reads of the pack that come together share one handle, closed once none ca
   const results = await Promise.all([...Array(20).keys()].map((i) => load(i)));
   for (const r of results) assert.ok(r.ok, r.ok ? '' : r.reason);
   assert.equal(calls, [], 'every archive read from the pack');
+  const readAt = Date.now();
   assert.is(openCount(packFile(cacheDir)), 1, 'one handle for the twenty reads, kept for the next');
-  await new Promise((r) => setTimeout(r, IDLE_CLOSE_MS + 300));
-  assert.is(openCount(packFile(cacheDir)), 0, 'closed once idle');
+  await waitFor('the idle handle closed', () => openCount(packFile(cacheDir)) === 0);
+  assert.ok(Date.now() - readAt >= IDLE_CLOSE_MS - 50, `closed ${Date.now() - readAt} ms after the reads, not kept for the next`);
   assert.ok((await load(0)).ok, 'and opened again by the next read');
+  assert.is(openCount(packFile(cacheDir)), 1);
 });
 
 test('a compaction that cannot write its new pack leaves the old one whole and is one warning, however often asked', async () => {
