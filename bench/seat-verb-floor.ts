@@ -2,9 +2,10 @@
 // read by a bare client with no decoding — the bucket's keys listed from its stream's subjects,
 // then every value by direct get, pipelined in the verb's window on one inbox.
 import { createInbox, type NatsConnection } from '@nats-io/transport-node';
+import { MAX_IN_FLIGHT } from '../src/server/verb/value-fetch.ts';
 
-/** Direct gets in flight at once, as the verb's page fetch (src/server/verb/value-fetch.ts MAX_IN_FLIGHT). */
-const WINDOW = 1024;
+/** Direct gets in flight at once, as the verb's page fetch. */
+const WINDOW = MAX_IN_FLIGHT;
 
 /** Lists `bucket`'s keys and direct-gets every value; resolves with the keys and the bytes read. */
 export async function readBucketBare(nc: NatsConnection, bucket: string): Promise<{ keys: number; bytes: number }> {

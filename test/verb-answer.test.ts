@@ -80,7 +80,7 @@ test('a page asks each key in the subject of its direct get, a key too long for 
   const read = async (nc: NatsConnection, filter: string) => {
     const seen: Record<string, unknown> = {};
     const reader = new VerbReader(nc, { inboxPrefix: nc === seat ? SEAT_INBOX : undefined });
-    for await (const run of reader.entries(APPLIED, filter, undefined, 1 << 20, () => 100)) {
+    for await (const run of reader.entries(APPLIED, filter, undefined, 1 << 20, { room: () => 100, last: () => undefined })) {
       for (const { key, data } of run) seen[key] = JSON.parse(Buffer.from(data).toString());
     }
     return seen;

@@ -4,7 +4,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, createInbox, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import { ensureKv } from '../src/shared/bus/bus.ts';
@@ -19,6 +19,7 @@ import { compareKeys } from '../src/shared/contract/keys.ts';
 import { VerbReader } from '../src/server/verb/read.ts';
 import { firstAfter, LISTING_IDLE_MS, MAX_CATCH_UP } from '../src/server/verb/key-index.ts';
 import { startNats, type NatsServer } from './helpers/nats.ts';
+import { waitFor } from './helpers/wait.ts';
 import { forEachPage } from '../src/server/commands/query/command.ts';
 
 const SEAT_INBOX = '_INBOX_seat';
@@ -114,6 +115,18 @@ async function walk(
     await between?.(pages, reply);
   } while (after !== undefined);
   return { keys, pages };
+}
+
+/**
+ * Waits until `fetched` values have been asked in all (a page asks the next page's once its reply is
+ * written, a turn of the event loop after it), then checks no more were; at most 2 s.
+ */
+async function readAhead(counts: { fetched: number }, fetched: number, what: string): Promise<void> {
+  const until = Date.now() + 2000;
+  while (counts.fetched < fetched && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
+  // A turn more: one asked past the count would show.
+  await new Promise((r) => setImmediate(r));
+  assert.is(counts.fetched, fetched, what);
 }
 
 const sortedKeys = (keys: Iterable<string>, prefix = '') => [...keys].filter((k) => k.startsWith(prefix)).sort(compareKeys);
@@ -245,6 +258,31 @@ test('pages come the same through the served verb, each under max payload', asyn
   }
 });
 
+test("a page's reply goes out before the next page's values are asked: the server answers them after it", async () => {
+  const { reader, counts } = countingReader();
+  const serving = serveProvisioning(seat, memoryLogger(), reader);
+  // Every direct get the seat sends, seen on the asker's own connection: the server hands a
+  // connection what it routes in the order it reads it, so the count when the reply comes is how
+  // many the seat had sent before it.
+  let asked = 0;
+  const spy = admin.subscribe(`$JS.API.DIRECT.GET.KV_${APPLIED}.>`, { callback: () => void asked++ });
+  await admin.flush();
+  await seat.flush();
+  try {
+    // Counted in the reply's own callback: the spy's messages read in the same chunk after it are not yet.
+    let before: number | undefined;
+    const inbox = createInbox();
+    const replies = admin.subscribe(inbox, { max: 1, callback: () => void (before = asked) });
+    admin.publish(PROVISIONING_VERB, jsonBytes({ what: 'applied', limit: 100 }), { reply: inbox });
+    await replies.closed;
+    await waitFor('the read-ahead asked', () => counts.fetched === 2 * 101 || undefined);
+    assert.is(before, 101, `${before} direct gets before the reply, of ${counts.fetched}`);
+  } finally {
+    spy.unsubscribe();
+    await serving.stop();
+  }
+});
+
 test(`a key list is caught up change by change, listed again past ${MAX_CATCH_UP} changes, and dropped after ${LISTING_IDLE_MS} ms unused`, async () => {
   let clock = 1_000_000;
   const { reader, counts } = countingReader(() => clock);
@@ -303,13 +341,13 @@ test("the next page's values are asked while this one is read, and taken only wh
   const { reader, counts } = countingReader();
   const keys = sortedKeys(written);
   const first = await page(reader, { what: 'applied', limit: 100 });
-  assert.is(counts.fetched, 2 * 101, "page 1's values and one past them, then as many for page 2");
+  await readAhead(counts, 2 * 101, "page 1's values and one past them, then as many for page 2");
   const second = await page(reader, { what: 'applied', limit: 100, after: first.next });
   assert.equal(
     second.entries.map((e) => e.key),
     keys.slice(100, 200),
   );
-  assert.is(counts.fetched, 3 * 101, "page 2 read what page 1 asked for it, and asked page 3's");
+  await readAhead(counts, 3 * 101, "page 2 read what page 1 asked for it, and asked page 3's");
   // A report on page 3 rewritten after page 3's values were asked: the stream moved, so they are asked again.
   const rewritten = keys[250]!;
   const [node, module] = rewritten.split('.') as [string, string];
@@ -325,8 +363,36 @@ test("the next page's values are asked while this one is read, and taken only wh
     keys.slice(300, 400),
   );
   // Page 4 took what page 3 had asked (the stream did not move), so page 5's are asked ahead again.
-  assert.is(counts.fetched - third3, 100 + 101, `page 4 fetched ${counts.fetched - third3} values`);
+  await readAhead(counts, third3 + 100 + 101, "page 4 took what page 3 asked, and asked page 5's");
   await kv[APPLIED]!.put(rewritten, jsonBytes(report(node, module)));
+});
+
+test("the next page's values are asked from where this page stopped, not from the start of the run it stopped in", async () => {
+  // A first value of ~19 KB makes the fetch's window 2 MiB / 19 KB = 110 values, little more than a
+  // page of 100 and its one past: asked from the start of the run the page stopped in (all of its
+  // values, when they arrived together), the window would leave the next page most of its values to ask.
+  const node = 'w00';
+  const big = {
+    ...report(node, 'a0000'),
+    files: Array.from({ length: 150 }, (_, i) => ({ path: `/etc/w/${'f'.repeat(62)}${i}.conf`, action: 'written', digest: 'sha256:x' })),
+  };
+  const size = jsonBytes(big).length;
+  const window = Math.floor((2 * 1024 * 1024) / size);
+  assert.ok(window >= 102 && window < 2 * 101, `a window of ${window} values`);
+  written.add(`${node}.a0000`);
+  await jetstream(admin).publish(`$KV.${APPLIED}.${node}.a0000`, jsonBytes(big));
+  await putReports(Array.from({ length: 400 }, (_, m) => `${node}.${moduleName(m + 1)}`));
+  const { reader, counts } = countingReader();
+  const keys = sortedKeys(written, `${node}.`);
+  const first = await page(reader, { what: 'applied', node, limit: 100 });
+  assert.is(first.next, keys[99]);
+  await readAhead(counts, 2 * 101, "page 1's values and one past them, then as many for page 2");
+  const second = await page(reader, { what: 'applied', node, limit: 100, after: first.next });
+  assert.equal(
+    second.entries.map((e) => e.key),
+    keys.slice(100, 200),
+  );
+  await readAhead(counts, 3 * 101, "page 2 took what page 1 asked for it, and asked page 3's");
 });
 
 test("a query's exit code: 2 only for a request the seat refused; 1 when it is busy or could not read its bucket", async () => {

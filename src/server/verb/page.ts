@@ -77,6 +77,11 @@ export class Page {
     return true;
   }
 
+  /** The key of the last row the page took; undefined while it has none. */
+  last(): string | undefined {
+    return this.#last;
+  }
+
   /** How many more rows the page might take (one past, to see where it ends): how far to read ahead. */
   room(): number {
     const rowBytes = this.#taken > 0 ? this.#size / this.#taken : GUESSED_ROW_BYTES;

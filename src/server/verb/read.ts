@@ -25,6 +25,9 @@ export type ReaderOptions = KeyIndexHooks & {
   onFetch?: FetchOptions['onFetch'];
 };
 
+/** What takes a reader's entries: how many more it might take, and the last key it took (none yet: undefined). */
+export type Taker = { room(): number; last(): string | undefined };
+
 /** A fetch left by a page, with the stream's state its keys were judged at. */
 type Parked = { fetch: ValueFetch; asOf: string; timer: NodeJS.Timeout };
 
@@ -57,34 +60,41 @@ export class VerbReader {
   }
 
   /**
-   * The stored entries under `filter` past `after`, in key order, a run at a time. `room()` says
-   * how many more the caller might take: values are fetched that far ahead and no further, until
-   * the caller stops; then as far again, for a next page asked from where it stopped. A bus failure
-   * is thrown as a BucketReadError.
+   * The stored entries under `filter` past `after`, in key order, a run at a time. `taker.room()`
+   * says how many more the caller might take: values are fetched that far ahead and no further,
+   * until the caller stops; then as far again past `taker.last()`, the last key it took, for a next
+   * page asked from there. A bus failure is thrown as a BucketReadError.
    */
-  async *entries(bucket: string, filter: string, after: string | undefined, maxPayload: number, room: () => number): AsyncGenerator<Stored[]> {
+  async *entries(bucket: string, filter: string, after: string | undefined, maxPayload: number, taker: Taker): AsyncGenerator<Stored[]> {
     const id = `${bucket} ${filter}`;
     let fetch: ValueFetch | undefined;
     let done = false;
     // The page's own size is how far ahead the next is likely to read: a query of 10 asks 10 more.
-    const pageRoom = room();
+    const pageRoom = taker.room();
     let asOf = '';
+    let keys: readonly string[] = [];
     try {
       const listed = await this.#index.keys(bucket, filter);
       asOf = listed.asOf;
-      const from = firstAfter(listed.keys, after);
+      keys = listed.keys;
+      const from = firstAfter(keys, after);
       fetch =
         this.#unpark(id, listed.keys, asOf, from) ??
         new ValueFetch(this.nc, bucket, listed.keys, from, { inboxPrefix: this.#inboxPrefix, maxPayload, onFetch: this.options.onFetch });
       fetch.seek(from);
-      yield* fetch.runs(room);
+      yield* fetch.runs(() => taker.room());
       done = true;
     } catch (err) {
       done = true;
       throw err instanceof BucketReadError ? err : new BucketReadError(errorText(err), { cause: err });
     } finally {
-      if (fetch && !done) this.#park(id, fetch, asOf, pageRoom);
-      else fetch?.close();
+      if (fetch && !done) {
+        // A caller that stopped inside a run leaves the fetch at the run's start: the values it
+        // took are let go here, so that the next page's are asked from where it stopped.
+        const last = taker.last();
+        if (last !== undefined) fetch.seek(firstAfter(keys, last));
+        this.#park(id, fetch, asOf, pageRoom);
+      } else fetch?.close();
     }
   }
 
@@ -97,6 +107,17 @@ export class VerbReader {
     this.#parked.delete(id);
     this.#moving.delete(id);
     return parked.fetch;
+  }
+
+  /** Asks the next page's values for the fetch parked for `id`, if it still is. */
+  #askAhead(id: string, fetch: ValueFetch, ahead: number): void {
+    if (this.#parked.get(id)?.fetch !== fetch) return;
+    try {
+      fetch.askMore(ahead);
+    } catch {
+      // The connection draining or closed: nothing is read ahead.
+      this.#drop(id);
+    }
   }
 
   #drop(id: string): void {
@@ -120,14 +141,11 @@ export class VerbReader {
 
   #park(id: string, fetch: ValueFetch, asOf: string, ahead: number): void {
     this.#drop(id);
-    try {
-      if (!this.#moving.has(id)) fetch.askMore(ahead);
-    } catch {
-      // The connection draining or closed: the page is answered all the same, with nothing read ahead.
-      return fetch.close();
-    }
     const timer = setTimeout(() => this.#parked.get(id)?.fetch === fetch && this.#drop(id), PARKED_MS).unref();
     this.#parked.set(id, { fetch, asOf, timer });
+    // Asked once this page's reply is written: asked before, the server would answer them all before
+    // it reads the reply on the same connection, and the asker would wait for them (40 ms a page of 4,000).
+    if (!this.#moving.has(id)) setImmediate(() => this.#askAhead(id, fetch, ahead));
     // A Map iterates in insertion order, so the first is the oldest.
     for (const oldest of this.#parked.keys()) {
       if (this.#parked.size <= MAX_PARKED) break;

@@ -170,7 +170,7 @@ async function answerBucket(reader: VerbReader, request: VerbRequest & { what: B
   if (!filter.ok) return { error: filter.reason };
   const page = new Page(what, limit ?? Infinity, maxPayload - REPLY_HEADROOM);
   try {
-    read: for await (const run of reader.entries(shape.bucket, filter.value, after, maxPayload, () => page.room())) {
+    read: for await (const run of reader.entries(shape.bucket, filter.value, after, maxPayload, page)) {
       for (const { key, data } of run) if (!page.add(classify(shape, key, data, maxPayload))) break read;
     }
     return { bytes: page.bytes() };

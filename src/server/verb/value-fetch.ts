@@ -9,7 +9,7 @@ import { READ_TIMEOUT_MS } from '../../shared/contract/verb.ts';
 import { BucketReadError, directGetSubject, keyPrefix, storedValue } from './direct-get.ts';
 
 /** Direct gets one fetch has in flight at once, at most. */
-export const MAX_IN_FLIGHT = 1024;
+export const MAX_IN_FLIGHT = 4096;
 /** Bytes of values a fetch may have in flight or waiting, judged by the largest value it has seen. */
 export const PREFETCH_BYTES = 2 * 1024 * 1024;
 
