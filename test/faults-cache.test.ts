@@ -245,9 +245,13 @@ onTmpfs('a full cache disk: the module applied from the verified bytes, ENOSPC s
       await waitFor('build 1 fetched again after the restart', () => fetches(m, v1).length === 2);
       await m.idle();
       await cacheWritesSettled();
-      // Beside the archive, the record of the keys the client wrote (src/client/report/written.ts), whole.
-      const expected = [PACK_NAME, 'written'].sort();
-      await waitFor('the record saved beside the archive', () => existsSync(join(m.cacheDir, 'written', 'n1.json')));
+      // Beside the archive, the records of the keys the client wrote (src/client/report/written.ts) and of its plans (src/client/plans/record.ts), whole.
+      const expected = [PACK_NAME, 'plans', 'written'].sort();
+      await waitFor(
+        'the records saved beside the archive',
+        () => existsSync(join(m.cacheDir, 'written', 'n1.json')) && existsSync(join(m.cacheDir, 'plans', 'n1.json')),
+      );
+      assert.equal(readdirSync(join(m.cacheDir, 'plans')), ['n1.json'], 'no temp file left of a save refused while the disk was full');
       assert.equal(readdirSync(m.cacheDir).sort(), expected);
       assert.is(JSON.parse(readFileSync(join(m.cacheDir, 'written', 'n1.json'), 'utf8')).node, 'n1');
       assert.is('sha256:' + sha256(cached(m, v1)!), v1.composition.archive.digest, 'cached once space returned');

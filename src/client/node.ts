@@ -23,6 +23,7 @@ import { busSinks, type ClientSinks, type OpenSinks } from './sinks.ts';
 import { NodeItems } from './sources/collected.ts';
 import { startSources, WHOLE_READ_MODULES, type Sources } from './sources/index.ts';
 import { watchPlans } from './plans/plans.ts';
+import { PlansRecord } from './plans/record.ts';
 import { watchRegistry } from './plans/registry.ts';
 import { errorText } from '../shared/base/errors.ts';
 import { checkNodeLogin } from './login-check.ts';
@@ -101,7 +102,8 @@ export async function startClient(opts: ClientOptions, open: OpenSinks): Promise
   if (!checked) throw new Error("the connection closed before the client's buckets were checked");
   const items = new NodeItems(opts.node);
   const sinks = await open(items);
-  const stages = buildStages(opts, sinks, items);
+  const plansRecord = await PlansRecord.read(opts.cacheDir, opts.node, log);
+  const stages = buildStages(opts, sinks, items, plansRecord);
   const asks = await begin(opts, sinks, stages, items);
   const { modules, scheduler } = stages;
 
@@ -133,7 +135,7 @@ export async function startClient(opts: ClientOptions, open: OpenSinks): Promise
       await settle();
       // A report or need whose write is still being tried again is dropped: the next start writes them anew.
       sinks.reporter.close();
-      await sinks.flush?.();
+      await Promise.all([sinks.flush?.(), plansRecord.flush()]);
     },
   };
 }
@@ -152,7 +154,7 @@ type Stages = {
 };
 
 /** Builds every stage over the sinks and starts the watches. */
-function buildStages(opts: ClientOptions, sinks: ClientSinks, items: NodeItems): Stages {
+function buildStages(opts: ClientOptions, sinks: ClientSinks, items: NodeItems, record: PlansRecord): Stages {
   const { nc, node, log, cacheDir } = opts;
   const archive = {
     cacheDir,
@@ -181,7 +183,7 @@ function buildStages(opts: ClientOptions, sinks: ClientSinks, items: NodeItems):
     (m, err) => log.error(`${node}.${m}: ${errorText(err, { stack: true })}`),
   );
   const keep = (digests: Set<string>) => void keepArchives(cacheDir, digests, log);
-  const plans = watchPlans(nc, node, { modules, templates, sources, keepArchives: keep }, log, (module, before) => {
+  const plans = watchPlans(nc, node, { modules, templates, sources, keepArchives: keep, record }, log, (module, before) => {
     if (!started) return;
     scheduler.schedule(module);
     // A plan carries the placement and the provisions: the kinds that read them may read differently now.

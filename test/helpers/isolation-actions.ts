@@ -87,6 +87,25 @@ export async function watched(nc: NatsConnection, bucket: string, filter: string
   return value;
 }
 
+/**
+ * The value of `k` seen by a watch of `filter` resumed as a start over its record of plans does
+ * (src/client/plans/record.ts): its consumer begun after the stream sequence just before `k`'s.
+ */
+export async function watchedFrom(nc: NatsConnection, bucket: string, filter: string, k: string): Promise<string | null> {
+  const entry = await (await openKv(nc, bucket)).get(k);
+  if (!entry) return null;
+  let value: string | null = null;
+  const w = await watchKv(nc, bucket, filter, (e) => void (e.key === k && e.value && (value = new TextDecoder().decode(e.value))), undefined, {
+    resume: () => ({ after: entry.revision - 1, events: [] }),
+  });
+  try {
+    await w.caughtUp;
+  } finally {
+    w.stop();
+  }
+  return value;
+}
+
 /** The stored text of a key, as admin reads it. */
 export async function text(c: MatrixContext, bucket: string, k: string): Promise<string> {
   const s = await stored(c.admin, bucket, k);

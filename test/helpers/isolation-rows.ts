@@ -32,6 +32,7 @@ import {
   received,
   runner,
   watched,
+  watchedFrom,
   type Row,
 } from './isolation-actions.ts';
 import { apiError, attempt, judgeAnswer, judgeRead, judgeWrite, PROBE_TIMEOUT_MS, refusal, SETTLE_MS } from './isolation-probe.ts';
@@ -148,6 +149,14 @@ export const ROWS: readonly Row[] = [
   ),
   read(client, `KV get of nb's plan \`${key.report(B)}\` (plans hold no secret: every node reads them)`, 'allowed', PLANS, key.report(B), (nc) =>
     kvGet(nc, PLANS, key.report(B)),
+  ),
+  read(
+    client,
+    `watch its plans from its record of them (filtered consumer on ${A}.* begun by_start_sequence after the record's sequence: a start over its cache)`,
+    'allowed',
+    PLANS,
+    key.report(A),
+    (nc) => watchedFrom(nc, PLANS, `${A}.*`, key.report(A)),
   ),
   read(client, `KV get of its own entry \`${key.bound(A)}\` in ${boundBucket(PROVIDER)}`, 'allowed', boundBucket(PROVIDER), key.bound(A), (nc) =>
     kvGet(nc, boundBucket(PROVIDER), key.bound(A)),

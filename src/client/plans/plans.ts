@@ -12,21 +12,29 @@ import type { Modules } from '../schedule/modules.ts';
 import type { Sources } from '../sources/index.ts';
 import { notePlanEntry } from '../sources/placement.ts';
 import type { TemplateCache } from '../fill/templates.ts';
+import type { PlansRecord } from './record.ts';
 
 /**
  * Watches `<node>.*` of the plans: a plan's new value is handed to `modules`; when the module needs
  * a run, `onPlan(module, before)` is called, `before` its valid plan until then. Templates no plan
  * names are dropped and the sources told the node's plans, once per turn; the watch is caught up once
  * they were told the plans it read first. From then on, `keepArchives` hears the digests the plans name.
+ * With a `record`, the watch resumes from the plans it kept (record.ts) and keeps it current.
  */
 export function watchPlans(
   nc: NatsConnection,
   node: string,
-  deps: { modules: Modules; templates: TemplateCache; sources: Pick<Sources, 'plansChanged'>; keepArchives?: (digests: Set<string>) => void },
+  deps: {
+    modules: Modules;
+    templates: TemplateCache;
+    sources: Pick<Sources, 'plansChanged'>;
+    keepArchives?: (digests: Set<string>) => void;
+    record?: PlansRecord;
+  },
   log: Logger,
   onPlan: (module: string, before: Plan | undefined) => void,
 ): Watch {
-  const { modules, templates, sources } = deps;
+  const { modules, templates, sources, record } = deps;
   let pass: NodeJS.Immediate | undefined;
   // Until the watch has read every plan stored, an archive not named yet may be one a plan names.
   let read = false;
@@ -42,6 +50,7 @@ export function watchPlans(
     PLANS,
     `${node}.*`,
     (e) => {
+      record?.note(e);
       const key = parseNodeModuleKey(e.key);
       if (!key.ok) return log.warn(`${PLANS} ${e.key}: key out of shape: ${key.reason}`);
       const before = modules.plan(key.value.module);
@@ -53,6 +62,7 @@ export function watchPlans(
       onPlan(key.value.module, before);
     },
     log,
+    record ? { resume: (created) => record.resume(created), onProgress: (seq) => record.progress(seq), onReread: () => record.forget() } : {},
   );
   return {
     // Once the sources were told the plans too: a watch a plan names (a provider's bound entries) is

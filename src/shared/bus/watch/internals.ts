@@ -64,6 +64,8 @@ export type OrderedConsumer = {
   deliveredSeq(): number;
   /** Makes the next reset read the stream from its first sequence. */
   rewind(): void;
+  /** Makes the next reset begin after stream sequence `seq`, as if the watch had delivered up to it. */
+  resumeAfter(seq: number): void;
   /**
    * Makes every reset deliver only what is stored after it (`deliver_policy: new`) until a create is
    * answered; from then on a reset resumes after the larger of the last stream sequence delivered and
@@ -197,6 +199,7 @@ export function orderedConsumer(messages: ConsumerMessages): OrderedConsumer {
     },
     deliveredSeq: () => inner.cursor.deliver_seq,
     rewind: () => void (inner.cursor.stream_seq = 0),
+    resumeAfter: (seq) => void (inner.cursor.stream_seq = seq),
     beginAtTail() {
       atTail = true;
       const made = inner.getConsumerOpts.bind(inner);

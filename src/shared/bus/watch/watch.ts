@@ -27,7 +27,23 @@ export type WatchOptions = {
    * key must forget them or it would drop every value the re-read delivers.
    */
   onReread?: () => void;
+  /**
+   * Where a read from the start may resume instead, from what the caller kept of an earlier run: asked
+   * once, with the stream's creation time, before the watch begins (not asked when the stream's info
+   * cannot be read). Its `events` are delivered first, as read, and the consumer begins after stream
+   * sequence `after`; undefined reads from the start. Resumed, a watch whose stream holds less than
+   * `after` reads it again from the start, as after a wiped store.
+   */
+  resume?: (created: string) => Resumed | undefined;
+  /**
+   * Told, at each idle heartbeat of a caught-up watch, the stream sequence up to which every message
+   * of its filter has been delivered.
+   */
+  onProgress?: (seq: number) => void;
 };
+
+/** What a watch resumes from: the events kept, and the stream sequence they were read up to. */
+export type Resumed = { after: number; events: readonly WatchEvent[] };
 
 /**
  * Watches the keys matching `filter` of a bucket with a filtered ordered push consumer, so a
@@ -87,13 +103,20 @@ export async function watchKv(
   const what = `watch ${bucket} (${filter})`;
   const tail = opts.from === 'tail';
   if (tail) ordered.beginAtTail();
+  else if (opts.resume) {
+    const resumed = await resumeFrom(nc, bucket, opts.resume);
+    if (resumed) {
+      for (const event of resumed.events) state.deliver(event);
+      ordered.resumeAfter(resumed.after);
+    }
+  }
   const kept = keepWatch(nc, ordered, what, log, heartbeatMs);
   keeper = kept;
   void messages.closed().then(() => {
     kept.stop();
     recount.stop();
   });
-  void followStatus(messages, consumer, kept, state, what, tail, log, opts.onReread);
+  void followStatus(messages, consumer, kept, state, what, tail, log, opts);
   try {
     await kept.begin();
   } catch (err) {
@@ -121,11 +144,15 @@ async function followStatus(
   state: WatchState,
   what: string,
   tail: boolean,
-  log?: KeeperLog,
-  onReread?: () => void,
+  log: KeeperLog | undefined,
+  { onReread, onProgress }: Pick<WatchOptions, 'onReread' | 'onProgress'>,
 ): Promise<void> {
   for await (const s of messages.status()) {
-    if (s.type === 'heartbeat') kept.beat(s.lastConsumerSequence);
+    if (s.type === 'heartbeat') {
+      kept.beat(s.lastConsumerSequence);
+      // Sent after every message before it on the same subscription: all of them were delivered.
+      if (!state.reading) onProgress?.(s.lastStreamSequence);
+    }
     if (s.type === 'flow_control') kept.heard();
     // A consumer deleted is re-created; a refused re-create would otherwise leave the watch stale
     // without a word. (Missed heartbeats are the keeper's to tell: nats.js's monitor is dropped.)
@@ -144,4 +171,10 @@ async function followStatus(
     // A tail watch has nothing stored to catch up with: its first consumer made, it is caught up.
     else if (tail) state.createdDrained(info.name, false);
   }
+}
+
+/** What `resume` says of the stream as its info gives it; undefined when that info cannot be read (then the read is from the start). */
+async function resumeFrom(nc: NatsConnection, bucket: string, resume: NonNullable<WatchOptions['resume']>): Promise<Resumed | undefined> {
+  const info = await (await bucketManager(nc)).streams.info(`KV_${bucket}`).catch(() => undefined);
+  return info?.created ? resume(info.created) : undefined;
 }

@@ -1,0 +1,180 @@
+// The record of a node's plans (issue 34): every plan its watch delivered, with its revision, and the
+// stream sequence they were read up to, kept in its cache directory. A start over it delivers them
+// and watches only what was stored after that sequence, where a read of `<node>.*` from sequence 1
+// scans every subject of the plans stream on nats-server 2.9: a fleet restarted at once costs the bus
+// what changed while it was down, not N² (docs/decisions.md).
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import * as v from 'valibot';
+import { errorText } from '../../shared/base/errors.ts';
+import type { Logger } from '../../shared/cli/log.ts';
+import type { Resumed } from '../../shared/bus/watch/watch.ts';
+import type { WatchEvent } from '../../shared/bus/watch/types.ts';
+import { PLANS } from '../../shared/contract/buckets.ts';
+import { MAX_RECORD_BYTES, RECORD_SAVE_MS } from '../report/written.ts';
+
+const EntrySchema = v.object({ revision: v.pipe(v.number(), v.integer(), v.minValue(1)), at: v.optional(v.number()), value: v.string() });
+
+const RecordSchema = v.object({
+  node: v.string(),
+  /** The plans stream's creation time: a stream made again is another stream. */
+  stream: v.string(),
+  /** Every message of the node's filter up to this stream sequence is in `plans`. */
+  after: v.pipe(v.number(), v.integer(), v.minValue(0)),
+  /** Key → the last revision delivered of it (base64 of the value's bytes); a deleted key is absent. */
+  plans: v.record(v.string(), EntrySchema),
+});
+
+type Entry = v.InferOutput<typeof EntrySchema>;
+
+/** Where `node`'s record of plans is kept under the cache directory: a file of its own per node. */
+export function plansRecordPath(cacheDir: string, node: string): string {
+  return join(cacheDir, 'plans', `${node}.json`);
+}
+
+/**
+ * The record of one node's plans: read at start, told every event of the plans watch and its
+ * progress, saved (atomically: a temp file renamed over it) RECORD_SAVE_MS after a change.
+ */
+export class PlansRecord {
+  #stream: string | undefined;
+  #after = 0;
+  readonly #plans = new Map<string, Entry>();
+  /** What the file held, offered to the watch once. */
+  #kept: { stream: string; after: number } | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #saving: Promise<void> = Promise.resolve();
+  #tooLarge = false;
+  #forgotten = false;
+  #failing = false;
+
+  private constructor(
+    private readonly cacheDir: string,
+    private readonly node: string,
+    private readonly log: Logger,
+  ) {}
+
+  /** Reads `node`'s record; one that is missing, unreadable or out of shape (said) is empty. */
+  static async read(cacheDir: string, node: string, log: Logger): Promise<PlansRecord> {
+    const record = new PlansRecord(cacheDir, node, log);
+    const path = plansRecordPath(cacheDir, node);
+    let text: string;
+    try {
+      text = await readFile(path, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+        log.warn(`${path}: cannot read the record of plans: ${errorText(err)}; this start reads ${node}'s plans whole`);
+      return record;
+    }
+    let parsed: v.SafeParseResult<typeof RecordSchema>;
+    try {
+      parsed = v.safeParse(RecordSchema, JSON.parse(text));
+    } catch {
+      parsed = { success: false } as v.SafeParseResult<typeof RecordSchema>;
+    }
+    if (!parsed.success || parsed.output.node !== node) {
+      log.warn(`${path}: the record of plans is out of shape; this start reads ${node}'s plans whole`);
+      return record;
+    }
+    const { stream, after, plans } = parsed.output;
+    for (const [key, entry] of Object.entries(plans)) if (entry.revision <= after) record.#plans.set(key, entry);
+    record.#kept = { stream, after };
+    return record;
+  }
+
+  /**
+   * The watch's `resume` (shared/bus/watch/watch.ts): the plans kept when they were read from this
+   * stream (`created`), else undefined and the record starts anew for it.
+   */
+  resume(created: string): Resumed | undefined {
+    const kept = this.#kept;
+    this.#kept = undefined;
+    this.#stream = created;
+    if (kept && kept.stream === created) {
+      this.#after = kept.after;
+      this.log.debug(`${PLANS}: ${this.#plans.size} plans from the record, read up to sequence ${kept.after}; watching what is stored after it`);
+      return {
+        after: kept.after,
+        events: [...this.#plans].map(([key, e]) => ({ key, revision: e.revision, at: e.at, value: Buffer.from(e.value, 'base64') })),
+      };
+    }
+    if (kept) this.log.info(`${PLANS}: the stream was made again since the record of plans was kept; reading ${this.node}'s plans whole`);
+    this.#plans.clear();
+    this.#after = 0;
+    return undefined;
+  }
+
+  /** An event the watch delivered (a put, or a delete). */
+  note(event: WatchEvent): void {
+    // The events a start resumes from come back through the watch: already kept.
+    if (this.#plans.get(event.key)?.revision === event.revision) return;
+    if (event.value === null) this.#plans.delete(event.key);
+    else this.#plans.set(event.key, { revision: event.revision, at: event.at, value: Buffer.from(event.value).toString('base64') });
+    if (event.revision > this.#after) this.#after = event.revision;
+    this.#changed();
+  }
+
+  /** The watch delivered every message of its filter up to `seq`. */
+  progress(seq: number): void {
+    if (seq <= this.#after) return;
+    this.#after = seq;
+    this.#changed();
+  }
+
+  /** The stream came back holding less than the watch saw: the record says nothing of the new one and is removed. */
+  forget(): void {
+    this.#forgotten = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    const path = plansRecordPath(this.cacheDir, this.node);
+    this.#saving = this.#saving.then(() =>
+      rm(path, { force: true }).catch((err: unknown) => this.log.warn(`${path}: cannot remove the record of plans: ${errorText(err)}`)),
+    );
+  }
+
+  /** Saves what is pending now; resolves once saved. */
+  async flush(): Promise<void> {
+    if (this.#timer) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+      this.#saving = this.#saving.then(() => this.#save());
+    }
+    await this.#saving;
+  }
+
+  #changed(): void {
+    if (this.#forgotten || this.#stream === undefined) return;
+    this.#timer ??= setTimeout(() => {
+      this.#timer = undefined;
+      this.#saving = this.#saving.then(() => this.#save());
+    }, RECORD_SAVE_MS).unref();
+  }
+
+  async #save(): Promise<void> {
+    if (this.#forgotten) return;
+    const path = plansRecordPath(this.cacheDir, this.node);
+    const temp = `${path}.${process.pid}.tmp`;
+    const text = JSON.stringify({ node: this.node, stream: this.#stream, after: this.#after, plans: Object.fromEntries(this.#plans) });
+    try {
+      if (Buffer.byteLength(text) > MAX_RECORD_BYTES) {
+        if (!this.#tooLarge)
+          this.log.warn(`${path}: the record of plans is past ${MAX_RECORD_BYTES} bytes; not kept (the next start reads ${this.node}'s plans whole)`);
+        this.#tooLarge = true;
+        return await rm(path, { force: true });
+      }
+      this.#tooLarge = false;
+      await mkdir(join(this.cacheDir, 'plans'), { recursive: true });
+      await writeFile(temp, text);
+      await rename(temp, path);
+      if (this.#failing) this.log.info(`${path}: the record of plans is saved again`);
+      this.#failing = false;
+    } catch (err) {
+      // A full disk would refuse every save: said once, until one works again.
+      const line = `${path}: cannot save the record of plans: ${errorText(err)}`;
+      if (this.#failing) this.log.debug(line);
+      else this.log.warn(line);
+      this.#failing = true;
+      await rm(temp, { force: true }).catch(() => {});
+    }
+  }
+}
