@@ -71,7 +71,17 @@ export type FleetFigures = {
   seat: { cold: Usage; build: Usage; burst: Usage };
   /** What the idle bus carries, by kind, messages a second (the whole fleet). */
   kinds: [string, number][];
+  /**
+   * Every client stopped and started again at once over its cache: with its record of plans (a start
+   * that watches only what was stored after it), and with that record removed first (the plans read
+   * from sequence 1). Absent from runs made before it existed.
+   */
+  restart?: Restart;
+  restartBare?: Restart;
 };
+
+/** A restart of every client at once: when the last module was applied again, how many never were, the CPU, the API calls. */
+export type Restart = { ms: number; missing: number; cpu: ColdCpu; api: number };
 
 /** CPU seconds during a cold phase: the bench's worker processes (all of them) and nats-server. */
 export type ColdCpu = { workersS: number; natsS: number };
@@ -129,6 +139,24 @@ export function tableOf(f: FleetFigures): string[] {
       `${((f.coldFloorCpu.natsS * 1000) / n).toFixed(1)} ms (${f.floorRetried} watchers asked again, ${f.floorFailed} never up)`,
       '',
     ],
+    ...(f.restart && f.restartBare
+      ? ([
+          [
+            'restart: every client stopped, then started again at once over its cache → all applied',
+            'printed',
+            `${ms(f.restart.ms)}${missing(f.restart.missing)}; ${(f.restart.api / n).toFixed(1)} API calls a node`,
+            `without the record of plans: ${ms(f.restartBare.ms)}${missing(f.restartBare.missing)}`,
+            '',
+          ],
+          [
+            'restart: nats-server CPU per client start',
+            'flat in N',
+            `${perNodeMs(f.restart.cpu.natsS, n)} (workers ${perNodeMs(f.restart.cpu.workersS, n)})`,
+            `without the record of plans: ${perNodeMs(f.restartBare.cpu.natsS, n)} (workers ${perNodeMs(f.restartBare.cpu.workersS, n)})`,
+            '',
+          ],
+        ] as [string, string, string, string, string][])
+      : []),
     [
       'a new build of one module on all nodes → every engine',
       'max ≤ 2× floor max',
@@ -240,6 +268,9 @@ export function growthOf(all: FleetFigures[]): string[] {
     ['idle: consumers (whole fleet)', (f) => f.idle.consumers - f.base.consumers],
     ['idle: nats-server CPU (whole fleet)', (f) => f.idle.natsCpu - f.base.natsCpu],
     ['idle: nats-server RSS (whole fleet)', (f) => f.idle.natsRssMiB - f.base.natsRssMiB],
+    ['cold: nats-server CPU per client start (ms)', (f) => (f.coldCpu.natsS * 1000) / f.nodes],
+    ['restart over the caches: nats-server CPU per client start (ms)', (f) => ((f.restart?.cpu.natsS ?? NaN) * 1000) / f.nodes],
+    ['restart without the record of plans: nats-server CPU per client start (ms)', (f) => ((f.restartBare?.cpu.natsS ?? NaN) * 1000) / f.nodes],
     ['seat CPU during the new build', (f) => f.seat.build.cpuS],
     ['seat CPU during the burst', (f) => f.seat.burst.cpuS],
   ];

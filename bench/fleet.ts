@@ -17,11 +17,12 @@ import { bytes, fleetEntries, loadFleet, moduleName, MODULES_N, nodeName, publis
 import { apiAsksFrom, apiCalls, hearAlive, idleMessageKinds, trafficFrom, measureQuiet, sampleUsage, startFleetBus, type FleetBus } from './fleet-bus.ts';
 import { startPool, type Pool } from './fleet-pool.ts';
 import type { FloorBuckets, FloorColdWork } from './fleet-floor.ts';
-import { growthOf, spreadOf, tableOf, type ColdCpu, type FleetFigures } from './fleet-rows.ts';
+import { growthOf, spreadOf, tableOf, type ColdCpu, type FleetFigures, type Restart } from './fleet-rows.ts';
 import { wallNow } from './fleet-worker.ts';
 import { traceBuild } from './fleet-trace.ts';
 import { summaryOf } from './fleet-summary.ts';
 import { cpuSeconds, numberArg } from './lib.ts';
+import { WATCH_HEARTBEAT_MS } from '../src/shared/bus/watch/keeper.ts';
 
 const SIZES = (process.argv.includes('--nodes') ? process.argv[process.argv.indexOf('--nodes') + 1]! : '100,300,1000').split(',').map(Number);
 const QUIET_MS = numberArg('quiet-s', 20) * 1000;
@@ -156,6 +157,39 @@ async function floorColdPass(bus: FleetBus, nodes: string[], workers: number, bu
   }
 }
 
+/**
+ * Starts every client again at once on a fresh pool over the caches in `dir` — each node's record of
+ * plans kept, or removed first (`records`) — and waits until each module of each node was handed to its engine.
+ */
+async function restartPass(
+  bus: FleetBus,
+  nodes: string[],
+  workers: number,
+  dir: string,
+  atOnce: number,
+  records: boolean,
+): Promise<{ pool: Pool; restart: Restart }> {
+  if (!records) for (const node of nodes) rmSync(join(dir, `cache-${node}`, 'plans'), { recursive: true, force: true });
+  const pool = await startPool(workers);
+  try {
+    const everyModule = Array.from({ length: MODULES_N }, (_, j) => pool.firstOf(nodes, (what) => what === moduleName(j), PHASE_MS));
+    const api0 = await apiCalls(bus);
+    const cpu = coldCpu(bus, pool);
+    const t0 = wallNow();
+    await Promise.race([pool.start(nodes, (share) => ({ type: 'clients', url: bus.nats.url, nodes: share, dir, atOnce })), Promise.all(everyModule)]);
+    const spreads = (await Promise.all(everyModule)).map((m) => spreadOf(m, t0, nodes.length));
+    const used = cpu.done();
+    const api1 = await apiCalls(bus);
+    return {
+      pool,
+      restart: { ms: Math.max(...spreads.map((x) => x.max)), missing: spreads.reduce((sum, x) => sum + x.missing, 0), cpu: used, api: api1.total - api0.total },
+    };
+  } catch (err) {
+    await pool.stop();
+    throw err;
+  }
+}
+
 /** Puts `plan` at `build` as every node's `m0` of the floor's plans, one writer, pipelined; resolves with the ms it took. */
 async function putPlans(bus: FleetBus, nodes: string[], plan: string, build: string, ref?: string): Promise<number> {
   const t0 = wallNow();
@@ -272,6 +306,20 @@ async function runSize(n: number): Promise<FleetFigures> {
     log(`N=${n}: the alive messages are heard by ${await hearAlive(bus)}`);
     const idle = await measureQuiet(bus, QUIET_MS);
     const kinds = [...(await idleMessageKinds(bus, 5000))].sort((a, b) => b[1] - a[1]);
+
+    // Every client stopped and started again at once over its cache, as after a power cut: with the
+    // records the clients kept, then with their records of plans removed (the plans read from sequence 1).
+    // First a plans watch's idle heartbeat, as a fleet up for a while has had: it moves the record's
+    // sequence to the stream's end past the other nodes' plans of the new build (src/client/plans/record.ts).
+    await new Promise((r) => setTimeout(r, WATCH_HEARTBEAT_MS + 2000));
+    await pool.stop();
+    const again = await restartPass(bus, nodes, workers, dir, atOnce, true);
+    pool = again.pool;
+    await untilEnginesQuiet(pool, 3000);
+    await pool.stop();
+    const bare = await restartPass(bus, nodes, workers, dir, atOnce, false);
+    pool = bare.pool;
+    log(`N=${n}: restart ${again.restart.ms.toFixed(0)} ms over the caches, ${bare.restart.ms.toFixed(0)} ms without the records of plans`);
     return {
       nodes: n,
       date: new Date().toISOString().slice(0, 10),
@@ -306,6 +354,8 @@ async function runSize(n: number): Promise<FleetFigures> {
       idle,
       seat: { cold: seatCold, build: seatBuild, burst: seatBurst },
       kinds,
+      restart: again.restart,
+      restartBare: bare.restart,
     };
   } catch (err) {
     console.error(`seat stderr (tail):\n${bus.seat.stderr().slice(-3000)}`);
