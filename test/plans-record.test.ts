@@ -132,6 +132,15 @@ test('a record of another stream (the bucket made again) is not used: the plans 
   assert.equal(Object.keys(kept('n1').plans), ['n1.fresh']);
 });
 
+test('a watch that failed to begin and asks again resumes from the same plans (a plan kept and gone from the bus would otherwise stay)', async () => {
+  const record = await PlansRecord.read(cacheDir, 'n1', memoryLogger());
+  const created = kept('n1').stream;
+  const first = record.resume(created);
+  const again = record.resume(created);
+  assert.ok(first && first.events.length > 0);
+  assert.equal(again, first);
+});
+
 test('a record out of shape is said and not used', async () => {
   mkdirSync(join(cacheDir, 'plans'), { recursive: true });
   writeFileSync(plansRecordPath(cacheDir, 'n7'), '{"node":"n7","stream":1}');

@@ -37,11 +37,10 @@ export function plansRecordPath(cacheDir: string, node: string): string {
  * progress, saved (atomically: a temp file renamed over it) RECORD_SAVE_MS after a change.
  */
 export class PlansRecord {
+  /** The stream the plans were read from (its creation time); undefined until the record was read or the watch said it. */
   #stream: string | undefined;
   #after = 0;
   readonly #plans = new Map<string, Entry>();
-  /** What the file held, offered to the watch once. */
-  #kept: { stream: string; after: number } | undefined;
   #timer: NodeJS.Timeout | undefined;
   #saving: Promise<void> = Promise.resolve();
   #tooLarge = false;
@@ -78,27 +77,27 @@ export class PlansRecord {
     }
     const { stream, after, plans } = parsed.output;
     for (const [key, entry] of Object.entries(plans)) if (entry.revision <= after) record.#plans.set(key, entry);
-    record.#kept = { stream, after };
+    record.#stream = stream;
+    record.#after = after;
     return record;
   }
 
   /**
-   * The watch's `resume` (shared/bus/watch/watch.ts): the plans kept when they were read from this
-   * stream (`created`), else undefined and the record starts anew for it.
+   * The watch's `resume` (shared/bus/watch/watch.ts): the plans held when they were read from this
+   * stream (`created`), else undefined and the record starts anew for it. Asked again by a watch
+   * that failed to begin, it answers what it holds then: the same plans, or those read since.
    */
   resume(created: string): Resumed | undefined {
-    const kept = this.#kept;
-    this.#kept = undefined;
-    this.#stream = created;
-    if (kept && kept.stream === created) {
-      this.#after = kept.after;
-      this.log.debug(`${PLANS}: ${this.#plans.size} plans from the record, read up to sequence ${kept.after}; watching what is stored after it`);
+    if (this.#stream === created && this.#after > 0) {
+      this.log.debug(`${PLANS}: ${this.#plans.size} plans from the record, read up to sequence ${this.#after}; watching what is stored after it`);
       return {
-        after: kept.after,
+        after: this.#after,
         events: [...this.#plans].map(([key, e]) => ({ key, revision: e.revision, at: e.at, value: Buffer.from(e.value, 'base64') })),
       };
     }
-    if (kept) this.log.info(`${PLANS}: the stream was made again since the record of plans was kept; reading ${this.node}'s plans whole`);
+    if (this.#stream !== undefined && this.#stream !== created)
+      this.log.info(`${PLANS}: the stream was made again since the record of plans was kept; reading ${this.node}'s plans whole`);
+    this.#stream = created;
     this.#plans.clear();
     this.#after = 0;
     return undefined;
