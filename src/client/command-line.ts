@@ -21,7 +21,7 @@ const RUN_FLAGS = [
     env: 'MESH_CACHE_DIR',
     type: 'string',
     arg: 'DIR',
-    help: 'where archives are kept by digest (default $CACHE_DIRECTORY or ~/.cache/mesh-provisioner)',
+    help: 'where archives are kept by digest, with the records of the keys written and of the plans read (default $CACHE_DIRECTORY or ~/.cache/mesh-provisioner)',
   },
   { name: 'settle', env: 'MESH_SETTLE_MS', type: 'int', arg: 'MS', help: `wait for more changes before filling (default ${DEFAULT_SETTLE_MS})` },
   {
