@@ -3,15 +3,13 @@
 // and watches only what was stored after that sequence, where a read of `<node>.*` from sequence 1
 // scans every subject of the plans stream on nats-server 2.9: a fleet restarted at once costs the bus
 // what changed while it was down, not N² (docs/decisions.md).
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as v from 'valibot';
-import { errorText } from '../../shared/base/errors.ts';
 import type { Logger } from '../../shared/cli/log.ts';
 import type { Resumed } from '../../shared/bus/watch/watch.ts';
 import type { WatchEvent } from '../../shared/bus/watch/types.ts';
 import { PLANS } from '../../shared/contract/buckets.ts';
-import { MAX_RECORD_BYTES, RECORD_SAVE_MS } from '../report/written.ts';
+import { readRecordFile, RecordFile, type RecordName } from '../record-file.ts';
 
 const EntrySchema = v.object({ revision: v.pipe(v.number(), v.integer(), v.minValue(1)), at: v.optional(v.number()), value: v.string() });
 
@@ -32,6 +30,13 @@ export function plansRecordPath(cacheDir: string, node: string): string {
   return join(cacheDir, 'plans', `${node}.json`);
 }
 
+/** The record of `node`'s plans, as log lines name it. */
+const plansRecordName = (cacheDir: string, node: string): RecordName => ({
+  path: plansRecordPath(cacheDir, node),
+  what: 'the record of plans',
+  instead: `reads ${node}'s plans whole`,
+});
+
 /**
  * The record of one node's plans: read at start, told every event of the plans watch and its
  * progress, saved (atomically: a temp file renamed over it) RECORD_SAVE_MS after a change.
@@ -41,44 +46,29 @@ export class PlansRecord {
   #stream: string | undefined;
   #after = 0;
   readonly #plans = new Map<string, Entry>();
-  #timer: NodeJS.Timeout | undefined;
-  #saving: Promise<void> = Promise.resolve();
-  #tooLarge = false;
+  readonly #file: RecordFile;
   #forgotten = false;
-  #failing = false;
 
   private constructor(
-    private readonly cacheDir: string,
+    cacheDir: string,
     private readonly node: string,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.#file = new RecordFile(
+      plansRecordName(cacheDir, node),
+      () => JSON.stringify({ node, stream: this.#stream, after: this.#after, plans: Object.fromEntries(this.#plans) }),
+      log,
+    );
+  }
 
   /** Reads `node`'s record; one that is missing, unreadable or out of shape (said) is empty. */
   static async read(cacheDir: string, node: string, log: Logger): Promise<PlansRecord> {
     const record = new PlansRecord(cacheDir, node, log);
-    const path = plansRecordPath(cacheDir, node);
-    let text: string;
-    try {
-      text = await readFile(path, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
-        log.warn(`${path}: cannot read the record of plans: ${errorText(err)}; this start reads ${node}'s plans whole`);
-      return record;
-    }
-    let parsed: v.SafeParseResult<typeof RecordSchema>;
-    try {
-      parsed = v.safeParse(RecordSchema, JSON.parse(text));
-    } catch {
-      parsed = { success: false } as v.SafeParseResult<typeof RecordSchema>;
-    }
-    if (!parsed.success || parsed.output.node !== node) {
-      log.warn(`${path}: the record of plans is out of shape; this start reads ${node}'s plans whole`);
-      return record;
-    }
-    const { stream, after, plans } = parsed.output;
-    for (const [key, entry] of Object.entries(plans)) if (entry.revision <= after) record.#plans.set(key, entry);
-    record.#stream = stream;
-    record.#after = after;
+    const kept = await readRecordFile(plansRecordName(cacheDir, node), RecordSchema, node, log);
+    if (!kept) return record;
+    for (const [key, entry] of Object.entries(kept.plans)) if (entry.revision <= kept.after) record.#plans.set(key, entry);
+    record.#stream = kept.stream;
+    record.#after = kept.after;
     return record;
   }
 
@@ -123,57 +113,15 @@ export class PlansRecord {
   /** The stream came back holding less than the watch saw: the record says nothing of the new one and is removed. */
   forget(): void {
     this.#forgotten = true;
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = undefined;
-    const path = plansRecordPath(this.cacheDir, this.node);
-    this.#saving = this.#saving.then(() =>
-      rm(path, { force: true }).catch((err: unknown) => this.log.warn(`${path}: cannot remove the record of plans: ${errorText(err)}`)),
-    );
+    this.#file.remove();
   }
 
   /** Saves what is pending now; resolves once saved. */
-  async flush(): Promise<void> {
-    if (this.#timer) {
-      clearTimeout(this.#timer);
-      this.#timer = undefined;
-      this.#saving = this.#saving.then(() => this.#save());
-    }
-    await this.#saving;
+  flush(): Promise<void> {
+    return this.#file.flush();
   }
 
   #changed(): void {
-    if (this.#forgotten || this.#stream === undefined) return;
-    this.#timer ??= setTimeout(() => {
-      this.#timer = undefined;
-      this.#saving = this.#saving.then(() => this.#save());
-    }, RECORD_SAVE_MS).unref();
-  }
-
-  async #save(): Promise<void> {
-    if (this.#forgotten) return;
-    const path = plansRecordPath(this.cacheDir, this.node);
-    const temp = `${path}.${process.pid}.tmp`;
-    const text = JSON.stringify({ node: this.node, stream: this.#stream, after: this.#after, plans: Object.fromEntries(this.#plans) });
-    try {
-      if (Buffer.byteLength(text) > MAX_RECORD_BYTES) {
-        if (!this.#tooLarge)
-          this.log.warn(`${path}: the record of plans is past ${MAX_RECORD_BYTES} bytes; not kept (the next start reads ${this.node}'s plans whole)`);
-        this.#tooLarge = true;
-        return await rm(path, { force: true });
-      }
-      this.#tooLarge = false;
-      await mkdir(join(this.cacheDir, 'plans'), { recursive: true });
-      await writeFile(temp, text);
-      await rename(temp, path);
-      if (this.#failing) this.log.info(`${path}: the record of plans is saved again`);
-      this.#failing = false;
-    } catch (err) {
-      // A full disk would refuse every save: said once, until one works again.
-      const line = `${path}: cannot save the record of plans: ${errorText(err)}`;
-      if (this.#failing) this.log.debug(line);
-      else this.log.warn(line);
-      this.#failing = true;
-      await rm(temp, { force: true }).catch(() => {});
-    }
+    if (!this.#forgotten && this.#stream !== undefined) this.#file.changed();
   }
 }

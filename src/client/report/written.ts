@@ -2,17 +2,10 @@
 // and the modules it reported, kept in its cache directory, so that a start deletes what modules gone
 // while it was down left behind by key — where a read of `<node>.>` from sequence 1 would scan every
 // subject of the stream on nats-server 2.9 (docs/decisions.md).
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as v from 'valibot';
-import { errorText } from '../../shared/base/errors.ts';
 import type { Logger } from '../../shared/cli/log.ts';
-
-/** A record past this many bytes is not kept (the next start reads the node's keys once instead). */
-export const MAX_RECORD_BYTES = 16 * 1024 * 1024;
-
-/** How long after a write the record is saved: the writes of one burst are saved once. */
-export const RECORD_SAVE_MS = 200;
+import { readRecordFile, RecordFile, type RecordName } from '../record-file.ts';
 
 const RecordSchema = v.object({
   node: v.string(),
@@ -29,27 +22,18 @@ export function recordPath(cacheDir: string, node: string): string {
   return join(cacheDir, 'written', `${node}.json`);
 }
 
+/** The record of `node`'s written keys, as log lines name it. */
+const recordName = (cacheDir: string, node: string): RecordName => ({
+  path: recordPath(cacheDir, node),
+  what: 'the record of written keys',
+  instead: `reads ${node}'s keys instead`,
+});
+
 /** Reads `node`'s record; undefined when there is none, or it is unreadable or out of shape (said). */
 export async function readRecord(cacheDir: string, node: string, log: Logger): Promise<Written | undefined> {
-  const path = recordPath(cacheDir, node);
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') log.warn(`${path}: cannot read the record of written keys: ${errorText(err)}`);
-    return undefined;
-  }
-  let parsed: v.SafeParseResult<typeof RecordSchema>;
-  try {
-    parsed = v.safeParse(RecordSchema, JSON.parse(text));
-  } catch {
-    parsed = { success: false } as v.SafeParseResult<typeof RecordSchema>;
-  }
-  if (!parsed.success || parsed.output.node !== node) {
-    log.warn(`${path}: the record of written keys is out of shape; this start reads ${node}'s keys instead`);
-    return undefined;
-  }
-  const { needs, collect, applied } = parsed.output;
+  const record = await readRecordFile(recordName(cacheDir, node), RecordSchema, node, log);
+  if (!record) return undefined;
+  const { needs, collect, applied } = record;
   return { needs: new Map(Object.entries(needs)), collect: new Set(collect), applied: new Set(applied) };
 }
 
@@ -66,22 +50,21 @@ function markIn(set: Set<string>, key: string, on: boolean): boolean {
 
 /**
  * Keeps the record of `node`'s written keys current: each change saved (atomically: a temp file
- * renamed over it) RECORD_SAVE_MS after it, a key recorded before its write is asked and forgotten
+ * renamed over it, record-file.ts) RECORD_SAVE_MS after it, a key recorded before its write is asked and forgotten
  * once its delete is done, so a key on the bus is never missing from a saved record.
  */
 export class WrittenRecord {
   readonly #written: Written;
-  #timer: NodeJS.Timeout | undefined;
-  #saving: Promise<void> = Promise.resolve();
-  #tooLarge = false;
+  readonly #file: RecordFile;
 
-  constructor(
-    private readonly cacheDir: string,
-    private readonly node: string,
-    private readonly log: Logger,
-    from?: Written,
-  ) {
+  constructor(cacheDir: string, node: string, log: Logger, from?: Written) {
     this.#written = from ?? { needs: new Map(), collect: new Set(), applied: new Set() };
+    const { needs, collect, applied } = this.#written;
+    this.#file = new RecordFile(
+      recordName(cacheDir, node),
+      () => JSON.stringify({ node, needs: Object.fromEntries(needs), collect: [...collect], applied: [...applied] }),
+      log,
+    );
   }
 
   /** A need put (`value`) or deleted (undefined). */
@@ -104,40 +87,11 @@ export class WrittenRecord {
   }
 
   /** Saves what is pending now; resolves once saved. */
-  async flush(): Promise<void> {
-    if (this.#timer) {
-      clearTimeout(this.#timer);
-      this.#timer = undefined;
-      this.#saving = this.#saving.then(() => this.#save());
-    }
-    await this.#saving;
+  flush(): Promise<void> {
+    return this.#file.flush();
   }
 
   #changed(): void {
-    this.#timer ??= setTimeout(() => {
-      this.#timer = undefined;
-      this.#saving = this.#saving.then(() => this.#save());
-    }, RECORD_SAVE_MS);
-  }
-
-  async #save(): Promise<void> {
-    const path = recordPath(this.cacheDir, this.node);
-    const { needs, collect, applied } = this.#written;
-    const text = JSON.stringify({ node: this.node, needs: Object.fromEntries(needs), collect: [...collect], applied: [...applied] });
-    try {
-      if (Buffer.byteLength(text) > MAX_RECORD_BYTES) {
-        if (!this.#tooLarge)
-          this.log.warn(`${path}: the record of written keys is past ${MAX_RECORD_BYTES} bytes; not kept (the next start reads ${this.node}'s keys instead)`);
-        this.#tooLarge = true;
-        return await rm(path, { force: true });
-      }
-      this.#tooLarge = false;
-      await mkdir(join(this.cacheDir, 'written'), { recursive: true });
-      const temp = `${path}.${process.pid}.tmp`;
-      await writeFile(temp, text);
-      await rename(temp, path);
-    } catch (err) {
-      this.log.warn(`${path}: cannot save the record of written keys: ${errorText(err)}`);
-    }
+    this.#file.changed();
   }
 }
