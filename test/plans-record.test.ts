@@ -17,7 +17,9 @@ import { TemplateCache } from '../src/client/fill/templates.ts';
 import { Modules, type ModulesDeps } from '../src/client/schedule/modules.ts';
 import { watchPlans } from '../src/client/plans/plans.ts';
 import { PlansRecord, plansRecordPath } from '../src/client/plans/record.ts';
+import { watchKv } from '../src/shared/bus/watch/watch.ts';
 import { startNats, type NatsServer } from './helpers/nats.ts';
+import { waitFor } from './helpers/wait.ts';
 import { emptyPlan } from './helpers/planted.ts';
 
 let server: NatsServer;
@@ -139,6 +141,25 @@ test('a watch that failed to begin and asks again resumes from the same plans (a
   const again = record.resume(created);
   assert.ok(first && first.events.length > 0);
   assert.equal(again, first);
+});
+
+test("a caught-up watch's idle heartbeat moves the sequence read up to past other nodes' plans", async () => {
+  const kv = await ensureKv(nc, PLANS, 1);
+  await putPlan(kv, 'n9', 'web');
+  const said: number[] = [];
+  const watch = await watchKv(nc, PLANS, 'n9.*', () => {}, undefined, { heartbeatMs: 300, onProgress: (seq) => void said.push(seq) });
+  try {
+    await watch.caughtUp;
+    let last = 0;
+    for (let n = 10; n < 15; n++) last = await putPlan(kv, `n${n}`, 'web');
+    await waitFor(`a heartbeat saying ${last}; said ${JSON.stringify(said)}`, () => said.includes(last) || undefined, 5000);
+    assert.ok(
+      said.every((seq) => seq <= last),
+      JSON.stringify(said),
+    );
+  } finally {
+    watch.stop();
+  }
 });
 
 test('a record out of shape is said and not used', async () => {

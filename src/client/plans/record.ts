@@ -9,7 +9,7 @@ import type { Logger } from '../../shared/cli/log.ts';
 import type { Resumed } from '../../shared/bus/watch/watch.ts';
 import type { WatchEvent } from '../../shared/bus/watch/types.ts';
 import { PLANS } from '../../shared/contract/buckets.ts';
-import { readRecordFile, RecordFile, type RecordName } from '../record-file.ts';
+import { readRecordFile, RecordFile, type RecordName } from '../report/record-file.ts';
 
 const EntrySchema = v.object({ revision: v.pipe(v.number(), v.integer(), v.minValue(1)), at: v.optional(v.number()), value: v.string() });
 

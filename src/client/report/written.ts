@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import * as v from 'valibot';
 import type { Logger } from '../../shared/cli/log.ts';
-import { readRecordFile, RecordFile, type RecordName } from '../record-file.ts';
+import { readRecordFile, RecordFile, type RecordName } from './record-file.ts';
 
 const RecordSchema = v.object({
   node: v.string(),

@@ -35,8 +35,8 @@ export type WatchKeeper = {
   begin(): Promise<void>;
   /** A message or flow-control request arrived: the consumer is alive. */
   heard(): void;
-  /** A heartbeat arrived, saying the last consumer sequence the server delivered. */
-  beat(lastConsumerSequence: number): void;
+  /** A heartbeat said the last consumer sequence the server delivered; true when the watch got exactly that far (no loss, no re-make). */
+  beat(lastConsumerSequence: number): boolean;
   /**
    * The consumer was made again (`info`: the new one). Returns true when the stream holds less than
    * the watch saw and the watch reads it again from the start (the new consumer is already replaced);
@@ -123,12 +123,14 @@ class ConsumerKeeper implements WatchKeeper {
     noteHeard(this.nc);
   }
 
-  beat(lastConsumerSequence: number): void {
+  beat(lastConsumerSequence: number): boolean {
     this.heard();
+    if (this.#inRemake()) return false;
+    if (lastConsumerSequence <= this.consumer.deliveredSeq()) return lastConsumerSequence === this.consumer.deliveredSeq();
     // The server delivered a message the watch never got (sent while its interest moved to another
     // server): nothing else would say so until the next change.
-    if (this.#inRemake() || lastConsumerSequence <= this.consumer.deliveredSeq()) return;
     this.#remake(`the server delivered up to ${lastConsumerSequence}, the watch got ${this.consumer.deliveredSeq()}`);
+    return false;
   }
 
   recreated(info: ConsumerInfo): boolean {

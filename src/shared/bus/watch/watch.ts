@@ -148,11 +148,9 @@ async function followStatus(
   { onReread, onProgress }: Pick<WatchOptions, 'onReread' | 'onProgress'>,
 ): Promise<void> {
   for await (const s of messages.status()) {
-    if (s.type === 'heartbeat') {
-      kept.beat(s.lastConsumerSequence);
-      // Sent after every message before it on the same subscription: all of them were delivered.
-      if (!state.reading) onProgress?.(s.lastStreamSequence);
-    }
+    // Sent after every message before it on the same subscription: when it names the last one the
+    // watch got, every message of the filter up to its stream sequence was delivered.
+    if (s.type === 'heartbeat' && kept.beat(s.lastConsumerSequence) && !state.reading) onProgress?.(s.lastStreamSequence);
     if (s.type === 'flow_control') kept.heard();
     // A consumer deleted is re-created; a refused re-create would otherwise leave the watch stale
     // without a word. (Missed heartbeats are the keeper's to tell: nats.js's monitor is dropped.)

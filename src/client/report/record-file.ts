@@ -4,8 +4,8 @@
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import * as v from 'valibot';
-import { errorText } from '../shared/base/errors.ts';
-import type { Logger } from '../shared/cli/log.ts';
+import { errorText } from '../../shared/base/errors.ts';
+import type { Logger } from '../../shared/cli/log.ts';
 
 /** A record past this many bytes is not kept (the next start reads from the bus instead). */
 export const MAX_RECORD_BYTES = 16 * 1024 * 1024;
