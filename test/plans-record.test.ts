@@ -39,11 +39,16 @@ function createsSeen(): { configs: Record<string, unknown>[]; stop(): void } {
  * One run of the node's plan watch over its record: the plans it holds (module → build) once caught
  * up and `until` says them right (at most 5 s), then stopped and the record saved.
  */
-async function run(node: string, log = memoryLogger(), until?: (modules: string[]) => boolean): Promise<{ plans: Map<string, unknown>; log: typeof log }> {
+async function run(
+  node: string,
+  log = memoryLogger(),
+  until?: (modules: string[]) => boolean,
+  conn = nc,
+): Promise<{ plans: Map<string, unknown>; log: typeof log }> {
   const record = await PlansRecord.read(cacheDir, node, log);
   const modules = new Modules({ node } as ModulesDeps);
   const watch = watchPlans(
-    nc,
+    conn,
     node,
     { modules, templates: new TemplateCache(async () => ({ ok: false, reason: 'not loaded here' })), sources: { plansChanged: () => {} }, record },
     log,
@@ -113,14 +118,35 @@ test('a start over the record delivers its plans and begins after its sequence; 
   assert.is(kept('n1').after, (await kv.get('n1.db'))!.revision, "up to db's delete, the node's last message");
 });
 
-test('a record of another stream (the bucket made again) is not used: the plans are read whole', async () => {
+test("a start over the record reads the plans stream's info once: the bucket's check says which stream it is", async () => {
+  const kv = await ensureKv(nc, PLANS, 1);
+  await putPlan(kv, 'n1', 'web', '3');
+  await run('n1');
+  // A fresh connection: no check of the bucket made on it yet to reuse.
+  const fresh = await connectBus({ servers: [server.url], name: 'fresh' });
+  let infos = 0;
+  const spy = nc.subscribe(`$JS.API.STREAM.INFO.KV_${PLANS}`, { callback: () => void infos++ });
+  await nc.flush();
+  try {
+    const { plans } = await run('n1', memoryLogger(), undefined, fresh);
+    assert.is(plans.get('web'), '3');
+    assert.is(infos, 1, `stream infos of ${PLANS} asked`);
+  } finally {
+    spy.unsubscribe();
+    await fresh.close();
+  }
+});
+
+test('a record of another stream (the bucket made again while the client was down) is not used: the plans are read whole', async () => {
   const before = kept('n1');
   await (await jetstreamManager(nc)).streams.delete(`KV_${PLANS}`);
   const kv = await ensureKv(nc, PLANS, 1);
   await putPlan(kv, 'n1', 'fresh');
   const creates = createsSeen();
+  // The client comes back on a connection of its own, which has checked no bucket yet.
+  const back = await connectBus({ servers: [server.url], name: 'back' });
   try {
-    const { plans, log } = await run('n1');
+    const { plans, log } = await run('n1', memoryLogger(), undefined, back);
     assert.equal([...plans], [['fresh', '1']], 'nothing of the old stream');
     assert.is(creates.configs[0]!['opt_start_seq'], 1, 'read from the start');
     assert.ok(
@@ -129,6 +155,7 @@ test('a record of another stream (the bucket made again) is not used: the plans 
     );
   } finally {
     creates.stop();
+    await back.close();
   }
   assert.is.not(kept('n1').stream, before.stream);
   assert.equal(Object.keys(kept('n1').plans), ['n1.fresh']);

@@ -7,6 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readRecord, recordPath, WrittenRecord } from '../src/client/report/written.ts';
 import { memoryLogger } from '../src/shared/cli/log.ts';
+import { RECORD_SAVE_MS, RecordFile } from '../src/client/report/record-file.ts';
+import { waitFor } from './helpers/wait.ts';
 
 test('a key written again leaves the saved record as it is; a new key saves it', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'written-record-'));
@@ -32,6 +34,29 @@ test('a key written again leaves the saved record as it is; a new key saves it',
     await record.flush();
     assert.equal([...((await readRecord(dir, 'n1', log))?.applied ?? [])].sort(), ['api', 'web'], 'a new report is saved, with the ones before');
     assert.equal(log.lines, []);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a record file is saved within the time its change asks, or sooner when another change asks sooner, and on flush', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'record-file-'));
+  try {
+    const path = join(dir, 'r', 'n1.json');
+    let saves = 0;
+    const file = new RecordFile({ path, what: 'the record', instead: 'reads it whole' }, () => (saves++, '{}'), memoryLogger());
+    // A change that may wait a minute (a watch's progress alone) is not saved at once.
+    file.changed(60_000);
+    await new Promise((r) => setTimeout(r, 3 * RECORD_SAVE_MS));
+    assert.is(saves, 0, 'not saved yet');
+    // A change of the record's content is saved within RECORD_SAVE_MS all the same, once.
+    file.changed();
+    await waitFor('the record saved', () => existsSync(path) || undefined, 2000);
+    file.changed(60_000);
+    await file.flush();
+    assert.is(saves, 2, 'the second change saved by the flush, not left to its minute');
+    await file.flush();
+    assert.is(saves, 2, 'nothing pending: nothing saved again');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -130,7 +130,7 @@ export function natsObjectFetcher(nc: NatsConnection): ObjectFetcher {
   };
   const direct = directObjectReader(nc);
   // DESIGN §3: a store holding more than its own subject is never read; checked once a process.
-  const checked = new Map<string, Promise<void>>();
+  const checked = new Map<string, Promise<unknown>>();
   const check = (bucket: string) => {
     let done = checked.get(bucket);
     if (!done) {

@@ -25,6 +25,13 @@ const RecordSchema = v.object({
 
 type Entry = v.InferOutput<typeof EntrySchema>;
 
+/**
+ * How long a record whose only change is the watch's progress waits to be saved, at most: a
+ * record of 1,000 plans is megabytes, and a moving stream would have it written at every 30 s
+ * heartbeat. A start after a crash resumes from at most this much further back.
+ */
+export const PROGRESS_SAVE_MS = 5 * 60_000;
+
 /** Where `node`'s record of plans is kept under the cache directory: a file of its own per node. */
 export function plansRecordPath(cacheDir: string, node: string): string {
   return join(cacheDir, 'plans', `${node}.json`);
@@ -103,11 +110,11 @@ export class PlansRecord {
     this.#changed();
   }
 
-  /** The watch delivered every message of its filter up to `seq`. */
+  /** The watch delivered every message of its filter up to `seq` (each idle heartbeat): saved within PROGRESS_SAVE_MS, or with the next change. */
   progress(seq: number): void {
     if (seq <= this.#after) return;
     this.#after = seq;
-    this.#changed();
+    this.#changed(PROGRESS_SAVE_MS);
   }
 
   /** The stream came back holding less than the watch saw: the record says nothing of the new one and is removed. */
@@ -121,7 +128,7 @@ export class PlansRecord {
     return this.#file.flush();
   }
 
-  #changed(): void {
-    if (!this.#forgotten && this.#stream !== undefined) this.#file.changed();
+  #changed(within?: number): void {
+    if (!this.#forgotten && this.#stream !== undefined) this.#file.changed(within);
   }
 }

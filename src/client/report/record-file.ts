@@ -49,6 +49,8 @@ export async function readRecordFile<S extends v.GenericSchema<unknown, { node: 
 /** The file of one record, saved as `text()` says. */
 export class RecordFile {
   #timer: NodeJS.Timeout | undefined;
+  /** When the pending save is due (ms since the epoch). */
+  #due = 0;
   #saving: Promise<void> = Promise.resolve();
   #tooLarge = false;
   #failing = false;
@@ -59,12 +61,21 @@ export class RecordFile {
     private readonly log: Logger,
   ) {}
 
-  /** The record changed: saved RECORD_SAVE_MS from the first change not saved yet. */
-  changed(): void {
-    this.#timer ??= setTimeout(() => {
+  /**
+   * The record changed: saved within `within` ms (RECORD_SAVE_MS by default), or sooner when a save
+   * is already due sooner; on flush in any case. The timer never keeps the process up.
+   */
+  changed(within = RECORD_SAVE_MS): void {
+    const due = Date.now() + within;
+    if (this.#timer) {
+      if (this.#due <= due) return;
+      clearTimeout(this.#timer);
+    }
+    this.#due = due;
+    this.#timer = setTimeout(() => {
       this.#timer = undefined;
       this.#saving = this.#saving.then(() => this.#save());
-    }, RECORD_SAVE_MS);
+    }, within).unref();
   }
 
   /** Saves what is pending now; resolves once saved. */

@@ -21,8 +21,8 @@ export class BucketMissingError extends Error {
 
 /** What reading a bucket's stream found. */
 export type BucketState =
-  /** As it should be; `warnings` say what is not refused but should change. */
-  | { state: 'ok'; config: StreamConfig; warnings: string[] }
+  /** As it should be; `warnings` say what is not refused but should change; `created`: when the stream was made. */
+  | { state: 'ok'; config: StreamConfig; warnings: string[]; created: string }
   /** No such stream. */
   | { state: 'missing' }
   /** The stream's configuration is not this login's to read (a node's share of a per-node bucket lists every key). */
@@ -64,7 +64,7 @@ export async function inspectBucket(nc: NatsConnection, spec: BucketSpec, timeou
   paceOf(nc).sawStream(info.cluster, streamOf(spec));
   const problems = bucketProblems(spec, info.config);
   if (problems.length > 0) throw new BucketRefusedError(describeProblems(spec, problems));
-  return { state: 'ok', config: info.config, warnings: bucketWarnings(info.config) };
+  return { state: 'ok', config: info.config, warnings: bucketWarnings(info.config), created: info.created };
 }
 
 /**
@@ -117,7 +117,7 @@ function streamInfoAskedAgain(nc: NatsConnection, stream: string, timeoutMs: num
 export const CHECK_REUSE_MS = 5000;
 
 /** A check of one bucket: its outcome, and when it was answered (undefined while it waits). */
-type Check = { done: Promise<void>; answeredAt?: number };
+type Check = { done: Promise<string | undefined>; answeredAt?: number };
 
 const recentChecks = new WeakMap<NatsConnection, Map<string, Check>>();
 
@@ -126,16 +126,19 @@ const recentChecks = new WeakMap<NatsConnection, Map<string, Check>>();
  * passes (it is waited for, or not this login's to read). A check of the same bucket on `nc` still
  * waiting for its answer, or answered within CHECK_REUSE_MS and not failed, is its answer (its
  * warnings said once): counted from the ask, a check the bus answered only at its timeout was
- * asked again by every watch binding just after.
+ * asked again by every watch binding just after. Resolves with the stream's creation time when its
+ * info was read (a watch resuming from a record checks it is the same stream, watch.ts `resume`).
  */
-export function refuseBadBucket(nc: NatsConnection, spec: BucketSpec, warn?: (line: string) => void): Promise<void> {
+export function refuseBadBucket(nc: NatsConnection, spec: BucketSpec, warn?: (line: string) => void): Promise<string | undefined> {
   const checks = recentChecks.get(nc) ?? new Map<string, Check>();
   recentChecks.set(nc, checks);
   const recent = checks.get(spec.name);
   if (recent && (recent.answeredAt === undefined || Date.now() - recent.answeredAt < CHECK_REUSE_MS)) return recent.done;
   const done = (async () => {
     const found = await inspectBucket(nc, spec);
-    if (found.state === 'ok') for (const w of found.warnings) warn?.(`bucket ${spec.name}: ${w}`);
+    if (found.state !== 'ok') return undefined;
+    for (const w of found.warnings) warn?.(`bucket ${spec.name}: ${w}`);
+    return found.created;
   })();
   const entry: Check = { done };
   checks.set(spec.name, entry);

@@ -29,8 +29,8 @@ export function watchBucket(
   return waitForWatch(`bucket ${bucket} (${filter})`, log, {
     // Checked at each bind: a stream that holds more than its bucket is never watched.
     open: async () => {
-      await refuseBadBucket(nc, kvBucket(bucket), (line) => log.warn(line));
-      return watchKv(nc, bucket, filter, onEvent, log, opts);
+      const created = await refuseBadBucket(nc, kvBucket(bucket), (line) => log.warn(line));
+      return watchKv(nc, bucket, filter, onEvent, log, created === undefined ? opts : { ...opts, created });
     },
     closed: () => nc.isClosed(),
   });

@@ -35,6 +35,8 @@ export type WatchOptions = {
    * `after` reads it again from the start, as after a wiped store.
    */
   resume?: (created: string) => Resumed | undefined;
+  /** The stream's creation time as the caller just read it (watchBucket's check): `resume` is then asked with it, no info read again. */
+  created?: string;
   /**
    * Told, at each idle heartbeat of a caught-up watch, the stream sequence up to which every message
    * of its filter has been delivered.
@@ -104,7 +106,7 @@ export async function watchKv(
   const tail = opts.from === 'tail';
   if (tail) ordered.beginAtTail();
   else if (opts.resume) {
-    const resumed = await resumeFrom(nc, bucket, opts.resume);
+    const resumed = await resumeFrom(nc, bucket, opts.resume, opts.created);
     if (resumed) {
       for (const event of resumed.events) state.deliver(event);
       ordered.resumeAfter(resumed.after);
@@ -171,8 +173,8 @@ async function followStatus(
   }
 }
 
-/** What `resume` says of the stream as its info gives it; undefined when that info cannot be read (then the read is from the start). */
-async function resumeFrom(nc: NatsConnection, bucket: string, resume: NonNullable<WatchOptions['resume']>): Promise<Resumed | undefined> {
-  const info = await (await bucketManager(nc)).streams.info(`KV_${bucket}`).catch(() => undefined);
-  return info?.created ? resume(info.created) : undefined;
+/** What `resume` says of the stream made at `created` (read here when not given); undefined when that cannot be read (then the read is from the start). */
+async function resumeFrom(nc: NatsConnection, bucket: string, resume: NonNullable<WatchOptions['resume']>, created?: string): Promise<Resumed | undefined> {
+  created ??= (await (await bucketManager(nc)).streams.info(`KV_${bucket}`).catch(() => undefined))?.created;
+  return created ? resume(created) : undefined;
 }
